@@ -1,0 +1,37 @@
+#include "fth_common.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void fth_error_clear(fth_error *err) {
+  if (err == NULL) return;
+  err->status = FTH_OK;
+  err->path[0] = '\0';
+  err->msg[0] = '\0';
+}
+
+fth_status fth_fail(fth_error *err, fth_status status, const char *path, const char *fmt, ...) {
+  if (err == NULL) return status;
+  err->status = status;
+  snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+fth_status fth_error_prefix(fth_error *err, const char *prefix) {
+  if (err == NULL) return FTH_EINVAL;
+  char tmp[FTH_ERROR_PATH_MAX];
+  if (err->path[0] != '\0')
+    snprintf(tmp, sizeof tmp, "%s.%s", prefix, err->path);
+  else
+    snprintf(tmp, sizeof tmp, "%s", prefix);
+  memcpy(err->path, tmp, sizeof tmp);
+  return err->status;
+}
+
+int fth_positive(double x) { return isfinite(x) && x > 0.0; }

@@ -1,0 +1,92 @@
+/* fth_hardware.h: compute, memory tiers and interconnects of one accelerator.
+ *
+ * Direction convention (used everywhere in fathom): every interconnect
+ * bandwidth is bytes/s PER DIRECTION PER LINK (what one GPU can send while it
+ * also receives the same amount). Vendors often quote bidirectional totals
+ * (NVLink4 "900 GB/s" = 450 GB/s each way); configs convert and say so. */
+#ifndef FTH_HARDWARE_H
+#define FTH_HARDWARE_H
+
+#include "fth_common.h"
+
+/// Numeric precisions with their own peak rate.
+typedef enum fth_precision {
+  FTH_PREC_FP8 = 0,
+  FTH_PREC_BF16 = 1, ///< also fp16
+  FTH_PREC_FP32 = 2,
+  FTH_PREC_COUNT
+} fth_precision;
+
+/// Map a byte width (1, 2, 4) to a precision; other widths map to FP32.
+fth_precision fth_precision_from_bytes(double bytes);
+
+/// One accelerator's arithmetic (ScaleScope `compute` component).
+typedef struct fth_compute_def {
+  double flops_per_s[FTH_PREC_COUNT]; ///< nominal dense peak, FLOP/s (fp8, bf16, fp32)
+  double efficiency;                  ///< achievable fraction of nominal for large GEMMs, (0, 1]
+  double vector_flops_per_s;          ///< non-tensor-core rate for element-wise ops; 0 = bf16/8
+} fth_compute_def;
+
+fth_compute_def fth_compute_def_default(void);
+/// Checks every field; on failure fills err (path relative to the compute def).
+fth_status fth_compute_check(const fth_compute_def *def, fth_error *err);
+/// Effective matrix FLOP/s at `prec` = nominal x efficiency. A precision with a
+/// zero nominal falls back to the next wider one (fp8 -> bf16 -> fp32).
+double fth_compute_flops_per_s(const fth_compute_def *def, fth_precision prec);
+
+/// A memory tier built from stacks (ScaleScope `memory` component).
+typedef struct fth_memory_def {
+  double bw_per_stack_bytes_per_s; ///< nominal bandwidth of one stack, bytes/s
+  double size_per_stack_bytes;     ///< capacity of one stack, bytes
+  int num_stacks;                  ///< stacks per accelerator (> 0)
+  double efficiency;               ///< achievable fraction of nominal bandwidth, (0, 1]
+} fth_memory_def;
+
+fth_memory_def fth_memory_def_default(void);
+fth_status fth_memory_check(const fth_memory_def *def, fth_error *err);
+/// Effective bandwidth = per-stack x stacks x efficiency, bytes/s.
+double fth_memory_bw_bytes_per_s(const fth_memory_def *def);
+/// Capacity = per-stack size x stacks, bytes.
+double fth_memory_capacity_bytes(const fth_memory_def *def);
+
+/// Memory tiers an accelerator may address (ScaleScope `device_memory_tiers`).
+typedef enum fth_tier {
+  FTH_TIER_XPU = 0,    ///< on-package HBM: `xpu_memory`
+  FTH_TIER_HOST = 1,   ///< host DDR: `host_memory`
+  FTH_TIER_REMOTE = 2, ///< pooled / disaggregated memory: `remote_memory`
+  FTH_TIER_NVME = 3,   ///< `nvme`
+  FTH_TIER_COUNT
+} fth_tier;
+
+/// One interconnect (ScaleScope `interconnect` component), as seen by one GPU.
+typedef struct fth_link_def {
+  double bw_bytes_per_s;     ///< nominal bytes/s per direction per link
+  int num_links;             ///< links per GPU on this fabric (> 0)
+  double efficiency;         ///< achievable fraction of nominal, (0, 1]
+  double latency_s;          ///< one-hop latency incl. software, seconds (>= 0)
+  int in_network_reduction;  ///< 1 when the fabric reduces in the switch (NVLS, SHARP)
+} fth_link_def;
+
+fth_link_def fth_link_def_default(void);
+fth_status fth_link_check(const fth_link_def *def, fth_error *err);
+/// Effective per-GPU bandwidth on this fabric = bw x links x efficiency, bytes/s per direction.
+double fth_link_bw_bytes_per_s(const fth_link_def *def);
+
+/// One accelerator: compute plus the tiers it has. Interconnects live with the
+/// physical topology dimensions that use them (fth_topology.h).
+typedef struct fth_node_def {
+  fth_compute_def compute;
+  fth_memory_def tier[FTH_TIER_COUNT];
+  int has_tier[FTH_TIER_COUNT]; ///< 1 where the node declares the tier
+} fth_node_def;
+
+fth_node_def fth_node_def_default(void);
+/// Requires compute, and xpu_memory; checks every declared tier.
+fth_status fth_node_check(const fth_node_def *def, fth_error *err);
+
+/// Tier names as used in YAML ("xpu_memory", ...); NULL for an invalid tier.
+const char *fth_tier_name(fth_tier tier);
+/// Parse a tier name; returns FTH_TIER_COUNT when unknown.
+fth_tier fth_tier_parse(const char *name);
+
+#endif

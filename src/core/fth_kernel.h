@@ -1,0 +1,53 @@
+/* fth_kernel.h: time of one kernel (GEMM, attention, element-wise) on one
+ * accelerator. Callers go through fth_kernel_gemm / fth_kernel_attention only,
+ * so a tile-level GEMM or flash-attention model can replace the roofline
+ * behind this interface without touching them. */
+#ifndef FTH_KERNEL_H
+#define FTH_KERNEL_H
+
+#include "fth_common.h"
+#include "fth_hardware.h"
+
+typedef enum fth_kernel_model {
+  FTH_KERNEL_ROOFLINE = 0, ///< max(FLOPs / FLOP/s, bytes / bandwidth) (Williams et al. 2009)
+  FTH_KERNEL_TILED = 1     ///< reserved: tile + wave quantization model (falls back to roofline)
+} fth_kernel_model;
+
+/// What a kernel runs on: matrix rate at a precision, vector rate, memory bandwidth.
+typedef struct fth_kernel_env {
+  double matrix_flops_per_s; ///< effective tensor-core FLOP/s at the kernel's precision
+  double vector_flops_per_s; ///< effective element-wise FLOP/s
+  double mem_bw_bytes_per_s; ///< effective bandwidth of the tier the operands live in
+  fth_kernel_model model;
+} fth_kernel_env;
+
+/// Build an env from a node at a precision (tier for operand traffic).
+fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec, fth_tier tier);
+
+typedef struct fth_kernel_cost {
+  double flops;        ///< arithmetic work, FLOP
+  double bytes;        ///< memory traffic, bytes
+  double compute_s;    ///< flops / rate
+  double memory_s;     ///< bytes / bandwidth
+  double time_s;       ///< roofline: max(compute_s, memory_s)
+} fth_kernel_cost;
+
+/// C[m,n] = A[m,k] B[k,n], `batch` independent instances; operands of
+/// `elem_bytes` each. FLOPs = 2 m n k batch; bytes = (m k + k n + m n) elem_bytes batch.
+fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, double k,
+                                double batch, double elem_bytes);
+
+/// Fused (flash) attention forward for `batch` sequences x `heads` query heads:
+/// q_len queries against kv_len keys, head dims d_qk and d_v; `causal` halves
+/// the score work when q_len == kv_len. KV heads `kv_heads` set the K/V bytes.
+/// FLOPs = 2 q kv (d_qk + d_v) heads batch (x ~1/2 causal); bytes = Q, K, V, O once.
+fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, double heads,
+                                     double kv_heads, double q_len, double kv_len, double d_qk,
+                                     double d_v, int causal, double elem_bytes);
+
+/// Element-wise op over `elems` elements: `flops_per_elem` on the vector unit,
+/// `bytes_per_elem` moved.
+fth_kernel_cost fth_kernel_elementwise(const fth_kernel_env *env, double elems,
+                                       double flops_per_elem, double bytes_per_elem);
+
+#endif

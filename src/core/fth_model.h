@@ -1,0 +1,167 @@
+/* fth_model.h: a decoder-only transformer (dense or MoE; MHA, GQA or MLA
+ * attention; plain or gated MLP) described once, and the per-layer shapes,
+ * parameter counts and activation sizes the step models are built from.
+ * Everything here is per token or per layer and independent of parallelism,
+ * except where a function takes the TP degree explicitly. */
+#ifndef FTH_MODEL_H
+#define FTH_MODEL_H
+
+#include "fth_common.h"
+
+typedef struct fth_model_def {
+  int d_model;             ///< hidden size h
+  int n_layers;            ///< transformer blocks (dense + MoE)
+  int num_heads;           ///< query heads a
+  int num_kv_heads;        ///< K/V heads (GQA); 0 = num_heads
+  int head_dim;            ///< per-head dim; 0 = d_model / num_heads
+  double ffn_hidden;       ///< dense FFN inner size; 0 = mlp_ratio x d_model
+  double mlp_ratio;        ///< used when ffn_hidden == 0
+  int gated_mlp;           ///< 1: SwiGLU (gate, up, down); 0: plain (up, down) with GeLU
+  int vocab_size;
+  int max_seq_len;
+  int learned_pos_emb;     ///< 1: GPT-style learned position table (max_seq_len x h)
+  int tied_embeddings;     ///< 1: LM head shares the embedding matrix
+  /* MoE (num_experts <= 1 means dense) */
+  int num_experts;         ///< routed experts per MoE layer
+  int top_k;               ///< routed experts selected per token
+  int num_shared_experts;  ///< always-active experts per MoE layer
+  double expert_ffn_hidden;///< inner size of one expert; 0 = ffn_hidden
+  int first_dense_layers;  ///< leading layers that stay dense (DeepSeek-V3: 3)
+  int moe_layer_interval;  ///< every k-th layer after the dense ones is MoE; 0 or 1 = all
+  /* MLA (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention */
+  int q_lora_rank;         ///< 0 = queries not compressed
+  int kv_lora_rank;
+  int qk_nope_head_dim;
+  int qk_rope_head_dim;
+  int v_head_dim;
+} fth_model_def;
+
+fth_model_def fth_model_def_default(void);
+/// Validates the def (positive sizes, heads divisible by kv heads, top_k <=
+/// num_experts, MLA dims complete when kv_lora_rank > 0). Paths are field names.
+fth_status fth_model_check(const fth_model_def *def, fth_error *err);
+
+/// How a linear layer's weight is split by tensor parallelism (Megatron, Shoeybi et al. 2019).
+typedef enum fth_shard {
+  FTH_SHARD_COLUMN = 0, ///< output features split over TP
+  FTH_SHARD_ROW = 1,    ///< input features split over TP (followed by a reduction)
+  FTH_SHARD_NONE = 2    ///< replicated on every TP rank (routers, MLA down-projections)
+} fth_shard;
+
+/// Which part of the layer a linear belongs to (for breakdowns and routing).
+typedef enum fth_part {
+  FTH_PART_ATTN = 0,   ///< attention projections
+  FTH_PART_MLP = 1,    ///< dense MLP
+  FTH_PART_ROUTER = 2, ///< MoE gate
+  FTH_PART_EXPERT = 3, ///< one routed expert (applied to top_k tokens-worth per token)
+  FTH_PART_SHARED = 4, ///< shared experts (every token)
+  FTH_PART_COUNT
+} fth_part;
+
+/// One weight matrix: y[out] = W x[in] per token.
+typedef struct fth_linear {
+  double in, out;
+  fth_shard shard;
+  fth_part part;
+} fth_linear;
+
+#define FTH_MAX_LINEARS 12
+
+/// The shape of one block. For MoE blocks the EXPERT linears describe ONE
+/// expert; the caller multiplies by tokens routed to it.
+typedef struct fth_layer_shape {
+  int is_moe;
+  int num_linears;
+  fth_linear lin[FTH_MAX_LINEARS];
+  /* attention core */
+  double heads, kv_heads;   ///< query heads; K/V heads as seen by the score GEMMs (MLA: = heads)
+  double d_qk, d_v;         ///< per-head dims of scores and values
+  double kv_cache_per_token;///< elements cached per token per layer (GQA: 2 kv hd; MLA: kv_lora + rope)
+  /* parameters (elements) */
+  double params_attn;       ///< attention weights + norms
+  double params_mlp;        ///< dense MLP weights (0 for MoE blocks)
+  double params_router;
+  double params_per_expert;
+  double params_shared;     ///< all shared experts together
+  double params_norm;       ///< layer norms of the block (counted inside attn/mlp too? no: separate)
+} fth_layer_shape;
+
+/// Number of MoE blocks (0 for a dense model).
+int fth_model_num_moe_layers(const fth_model_def *def);
+/// Is block `layer` (0-based) an MoE block?
+int fth_model_layer_is_moe(const fth_model_def *def, int layer);
+/// Shape of a dense (moe = 0) or MoE (moe = 1) block.
+fth_layer_shape fth_model_layer_shape(const fth_model_def *def, int moe);
+
+/// Parameter counts in elements.
+typedef struct fth_param_count {
+  double total;          ///< everything
+  double active;         ///< used by one token (top_k routed + shared experts)
+  double embedding;      ///< token (+ position) embedding
+  double lm_head;        ///< 0 when tied
+  double dense_layer;    ///< one dense block
+  double moe_layer;      ///< one MoE block, all experts
+  double moe_layer_active;
+  double experts_total;  ///< routed expert weights over all MoE blocks
+} fth_param_count;
+
+fth_param_count fth_model_params(const fth_model_def *def);
+
+/// Forward FLOPs of one block per token at sequence length `seq` (causal mean
+/// context (seq+1)/2 per query), split by part; `attn_core` is the score and
+/// value GEMMs. Backward = 2x forward for the GEMMs (data + weight gradient),
+/// returned separately so callers never apply a blanket 3x.
+typedef struct fth_layer_flops {
+  double fwd_part[FTH_PART_COUNT]; ///< linears, FLOP per token (EXPERT: all top_k experts)
+  double fwd_attn_core;            ///< QK^T and softmax(.)V, FLOP per token
+  double fwd_total;
+  double bwd_data;                 ///< activation-gradient GEMMs incl. attention core (2x its fwd)
+  double bwd_weight;               ///< weight-gradient GEMMs (linears only)
+} fth_layer_flops;
+
+fth_layer_flops fth_model_layer_flops(const fth_model_def *def, int moe, double seq);
+
+/// Embedding lookup is free of FLOPs; the LM head is a GEMM of 2 h V FLOP per token forward.
+double fth_model_lm_head_flops_per_token(const fth_model_def *def);
+
+/// Whole-model forward FLOPs per token (all blocks + LM head).
+double fth_model_fwd_flops_per_token(const fth_model_def *def, double seq);
+
+typedef enum fth_recompute {
+  FTH_RECOMPUTE_NONE = 0,
+  FTH_RECOMPUTE_SELECTIVE = 1, ///< attention core recomputed (Korthikanti et al. 2022 Sec. 5)
+  FTH_RECOMPUTE_FULL = 2       ///< only the block input kept
+} fth_recompute;
+
+/// Saved activations of one block, bytes per token, following Korthikanti et
+/// al. 2022 (Sec. 4.1, 34sbh + 5as^2b for GPT with 2-byte activations and
+/// 1-byte dropout masks), generalised to GQA, gated MLPs and MoE:
+///   `replicated` parts are not split by TP unless sequence parallelism is on;
+///   `sharded` parts are split by TP; `score_per_seq` x seq is the unfused
+///   attention-score storage (0 with flash attention or selective recompute).
+/// `expert_per_routed_token` is the storage for ONE (token, expert) pair in a
+/// routed expert, split by TP_MoE; the caller scales by routed tokens.
+typedef struct fth_layer_activations {
+  double replicated;
+  double sharded;
+  double score_per_seq;
+  double expert_per_routed_token;
+} fth_layer_activations;
+
+/// `elem_bytes`: activation width; `flash`: 1 when attention is fused (no s^2 storage).
+fth_layer_activations fth_model_layer_activations(const fth_model_def *def, int moe,
+                                                  double elem_bytes, int flash);
+
+/// Bytes per token per block saved for backward under `rc`, on one GPU with TP
+/// degree `tp` (and `tp_moe` for experts), sequence parallelism `sp`, for a
+/// sequence of `seq` tokens; routed expert storage scaled by
+/// `routed_per_token` (= top_k x imbalance x local-expert fraction, caller's job).
+double fth_model_activation_bytes_per_token(const fth_model_def *def, int moe, fth_recompute rc,
+                                            int tp, int tp_moe, int sp, double seq,
+                                            double elem_bytes, int flash,
+                                            double routed_per_token);
+
+/// KV cache elements per token for the whole model (all blocks).
+double fth_model_kv_cache_elems_per_token(const fth_model_def *def);
+
+#endif

@@ -1,0 +1,103 @@
+/* fth_topology.h: physical dimensions (fabrics of a given shape and size) and
+ * the logical parallelism dimensions mapped onto them.
+ *
+ * Two views tile the same GPUs (ScaleScope's convention): the attention view
+ * TP_Attn x CP x DP_Attn x PP and the expert view TP_MoE x EP_SU x EP_SO x
+ * DP_MoE x PP. On each physical dimension, the product of the sizes of one
+ * view's logical dimensions mapped there must equal the physical size (a view
+ * that maps nothing to a dimension of size > 1 is padded by DP on that view). */
+#ifndef FTH_TOPOLOGY_H
+#define FTH_TOPOLOGY_H
+
+#include "fth_common.h"
+#include "fth_hardware.h"
+
+#define FTH_MAX_PHYS_DIMS 8
+#define FTH_MAX_LOGICAL_DIMS 16
+
+/// Shape of one physical dimension.
+typedef enum fth_topo_type {
+  FTH_TOPO_SWITCHED = 0,  ///< every GPU reaches every other through a switch at full link rate
+  FTH_TOPO_RING = 1,      ///< each GPU linked to two neighbours; links split between them
+  FTH_TOPO_MESH = 2,      ///< full mesh: a direct link to each of the size-1 peers
+  FTH_TOPO_TORUS = 3,     ///< one ring dimension of a torus (a k-D torus is k dimensions)
+  FTH_TOPO_FULL_FLAT = 4, ///< single-hop flat fabric with full bisection (like switched)
+  FTH_TOPO_TWO_TIER = 5,  ///< leaf/spine switched fabric: two switch hops between leaves
+  FTH_TOPO_COUNT
+} fth_topo_type;
+
+/// YAML names: "switched", "ring", "mesh", "torus", "full_flat", "two_tier".
+const char *fth_topo_type_name(fth_topo_type t);
+fth_topo_type fth_topo_type_parse(const char *name); ///< FTH_TOPO_COUNT when unknown
+
+typedef struct fth_phys_dim_def {
+  fth_topo_type type;
+  int size;          ///< GPUs along this dimension (> 0)
+  fth_link_def link; ///< the interconnect this dimension uses, per GPU
+} fth_phys_dim_def;
+
+/// Logical parallelism tags (ScaleScope `logical_tag`).
+typedef enum fth_logical_tag {
+  FTH_TAG_TP_ATTN = 0,
+  FTH_TAG_TP_MOE,
+  FTH_TAG_DP_ATTN,
+  FTH_TAG_DP_MOE,
+  FTH_TAG_EP_SU,
+  FTH_TAG_EP_SO,
+  FTH_TAG_PP,
+  FTH_TAG_CP,
+  FTH_TAG_COUNT
+} fth_logical_tag;
+
+const char *fth_logical_tag_name(fth_logical_tag t); ///< "TP_Attn", "EP_SU", ...
+fth_logical_tag fth_logical_tag_parse(const char *name); ///< FTH_TAG_COUNT when unknown
+
+typedef struct fth_logical_dim_def {
+  fth_logical_tag tag;
+  int phys_dim; ///< index into fth_topology_def.phys
+  int size;     ///< degree (> 0)
+} fth_logical_dim_def;
+
+typedef struct fth_topology_def {
+  int num_phys;
+  fth_phys_dim_def phys[FTH_MAX_PHYS_DIMS]; ///< innermost (fastest) first by convention
+  int num_logical;
+  fth_logical_dim_def logical[FTH_MAX_LOGICAL_DIMS];
+  int expert_hb_group_xpus; ///< optional EP high-bandwidth group size; 0 = unset
+} fth_topology_def;
+
+fth_topology_def fth_topology_def_default(void);
+
+/// Validates sizes, indices and tiling. Paths name `dimensions[i].field` of the
+/// physical topology or `logical.dimensions[i].field`; a tiling failure names
+/// the physical dimension and both products ("physical dimension 'x' has 8
+/// GPUs but TP_Attn x DP_Attn = 4 x 4 = 16").
+fth_status fth_topology_check(const fth_topology_def *def, fth_error *err);
+
+/// Total GPUs = product of physical sizes.
+double fth_topology_num_gpus(const fth_topology_def *def);
+
+/// Degree of a logical tag = product of the sizes of every logical dimension with that tag
+/// (a tag may be split over several physical dimensions); 1 when absent.
+int fth_topology_degree(const fth_topology_def *def, fth_logical_tag tag);
+
+/// One level of a communication group: the slice of a physical dimension a
+/// logical tag occupies, with the bandwidth it gets there.
+typedef struct fth_group_level {
+  int group_size;         ///< GPUs of the group on this dimension
+  int dim_size;           ///< GPUs on the physical dimension (>= group_size)
+  fth_topo_type type;
+  double bw_bytes_per_s;  ///< effective per-GPU bandwidth for this group, after sharing
+  double latency_s;
+  int in_network_reduction;
+} fth_group_level;
+
+/// Describe the communication group of `tag` as up to FTH_MAX_PHYS_DIMS levels,
+/// innermost first (levels of size 1 omitted). Bandwidth sharing: when k
+/// logical dimensions of the same view with size > 1 share one physical
+/// dimension, each gets 1/k of its bandwidth when `shared` is set (they may
+/// run at once), all of it otherwise. Returns the number of levels written.
+int fth_topology_group(const fth_topology_def *def, fth_logical_tag tag, int shared,
+                       fth_group_level *levels);
+
+#endif
