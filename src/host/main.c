@@ -1,0 +1,2 @@
+/* placeholder until the host lands */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* placeholder until the host lands */
+typedef int fth_paths_placeholder;

@@ -1,0 +1,2 @@
+/* placeholder until the binding lands */
+typedef int fth_lua_placeholder;
