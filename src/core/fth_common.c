@@ -25,12 +25,16 @@ fth_status fth_fail(fth_error *err, fth_status status, const char *path, const c
 
 fth_status fth_error_prefix(fth_error *err, const char *prefix) {
   if (err == NULL) return FTH_EINVAL;
-  char tmp[FTH_ERROR_PATH_MAX];
+  /* Built in a larger buffer, then truncated into the record: paths are short in practice. */
+  char tmp[2 * FTH_ERROR_PATH_MAX + 2];
   if (err->path[0] != '\0')
     snprintf(tmp, sizeof tmp, "%s.%s", prefix, err->path);
   else
     snprintf(tmp, sizeof tmp, "%s", prefix);
-  memcpy(err->path, tmp, sizeof tmp);
+  size_t n = strlen(tmp);
+  if (n >= sizeof err->path) n = sizeof err->path - 1;
+  memcpy(err->path, tmp, n);
+  err->path[n] = '\0';
   return err->status;
 }
 
