@@ -6,6 +6,11 @@
 #include <math.h>
 #include <stdio.h>
 
+/* Prototypes of every test entry point (generated from tests/c/test_<name>.c). */
+#define FTH_TEST(name) int name##_test(void);
+#include "test_list.h"
+#undef FTH_TEST
+
 #define FTH_ENSURE(c)                                                    \
   do {                                                                   \
     if (!(c)) {                                                          \
