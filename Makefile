@@ -1,0 +1,55 @@
+# fathom: the two commands of the README.
+#   make run    install what is missing, build, run the canned main scenario
+#   make test   install what is missing, build, run every test (ctest, sanitizer build, luacheck)
+BUILD     ?= build
+SAN_BUILD ?= build-asan
+JOBS      ?= 2
+PACKAGES  := cmake gcc make pkg-config lua5.4 liblua5.4-dev libyaml-dev lua-cjson lua-busted lua-check
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build run test ctest sanitize lint bench install clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATHOM_WERROR=ON
+
+build: deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	$(BUILD)/fathom show --format json configs/hardware/hardware_library.yaml | head -40
+	$(BUILD)/fathom show configs/models/llama3.1_405b.yaml
+
+ctest: build
+	cd $(BUILD) && ctest --output-on-failure
+
+sanitize: deps
+	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFATHOM_WERROR=ON -DFATHOM_SANITIZE=ON
+	cmake --build $(SAN_BUILD) -j$(JOBS)
+	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure
+
+lint: deps
+	luacheck lua scenarios tests
+
+test: ctest sanitize lint
+	@echo "all tests passed"
+
+bench: build
+	$(BUILD)/fathom_bench
+
+install: build
+	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

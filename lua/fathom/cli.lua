@@ -1,0 +1,148 @@
+-- fathom.cli: the command line. The host calls main(arg) and exits with what
+-- it returns: 0 success, 2 bad input (one line on stderr), 1 internal error
+-- (traceback only with --debug or FATHOM_DEBUG=1).
+local errors = require("fathom.errors")
+
+local M = {}
+
+local PROG = "fathom"
+
+-- Subcommands: name -> module under fathom.cmd, loaded on first use.
+local commands = {
+  { name = "run", module = "fathom.cmd.run",
+    summary = "run a Lua scenario script: fathom run FILE [ARGS]" },
+  { name = "show", module = "fathom.cmd.show", summary = "load a YAML/JSON input file and print it as YAML or JSON" },
+}
+
+local function find_command(name)
+  for _, c in ipairs(commands) do
+    if c.name == name then return c end
+  end
+end
+
+local function command_names()
+  local out = {}
+  for _, c in ipairs(commands) do out[#out + 1] = c.name end
+  return out
+end
+
+-- register(entry): add a subcommand {name, module, summary} (modules call this
+-- at load time of cli only through this table, so the list stays in one place).
+function M.register(entry)
+  if not find_command(entry.name) then commands[#commands + 1] = entry end
+end
+
+local function version()
+  local paths = package.loaded["fathom.paths"] or {}
+  return paths.version or require("fathom.core").version
+end
+
+local function help_text()
+  local lines = {
+    "usage: fathom COMMAND [OPTIONS]    or    fathom FILE.lua [ARGS]",
+    "",
+    "Predict LLM training and inference step time, memory per accelerator and the",
+    "best parallelism strategy on clusters that may not exist yet.",
+    "",
+    "commands:",
+  }
+  for _, c in ipairs(commands) do
+    lines[#lines + 1] = string.format("  %-10s %s", c.name, c.summary)
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "global options: --help, --version, --debug (tracebacks for internal errors)"
+  lines[#lines + 1] = "'fathom COMMAND --help' describes one command."
+  return table.concat(lines, "\n") .. "\n"
+end
+
+M.help_text = help_text
+
+-- Run `f(...)`, classifying failures. Returns the exit status.
+local function protected(dbg, f, ...)
+  local tb
+  local ok, res = xpcall(f, function(e)
+    if not errors.is_input(e) then tb = debug.traceback(tostring(e), 2) end
+    return e
+  end, ...)
+  if ok then
+    return math.tointeger(res) or 0
+  end
+  if errors.is_input(res) then
+    io.stderr:write(PROG, ": ", tostring(res), "\n")
+    return 2
+  end
+  if dbg.enabled then
+    io.stderr:write(PROG, ": internal error: ", tb or tostring(res), "\n")
+  else
+    io.stderr:write(PROG, ": internal error: ", tostring(res),
+      " (run with --debug for a traceback)\n")
+  end
+  return 1
+end
+
+-- Run a Lua file as lua.c does: arg[0] = script, arg[1..] = its arguments,
+-- the chunk called with them as varargs.
+function M.run_script(script, args, prog)
+  local a = { [-1] = prog or PROG, [0] = script }
+  for i, v in ipairs(args) do a[i] = v end
+  _G.arg = a
+  local chunk, err = loadfile(script)
+  if not chunk then
+    if not io.open(script, "r") then
+      errors.raise("cannot open script '%s'%s", script,
+        errors.suggest(script, command_names()) ~= "" and
+          (" -- not a command either" .. errors.suggest(script, command_names())) or "")
+    end
+    error(err, 0)
+  end
+  local n = #args
+  return chunk(table.unpack(args, 1, n))
+end
+
+-- main(arg) -> exit status.
+function M.main(arg)
+  local argv = {}
+  for i = 1, #arg do argv[i] = arg[i] end
+  local dbg = { enabled = os.getenv("FATHOM_DEBUG") == "1" }
+  -- Global flags before the command.
+  while argv[1] == "--debug" do
+    dbg.enabled = true
+    table.remove(argv, 1)
+  end
+  local first = argv[1]
+  if first == nil or first == "--help" or first == "-h" or first == "help" then
+    if first == "help" and argv[2] then
+      local c = find_command(argv[2])
+      if c then
+        return protected(dbg, function()
+          return require(c.module).main({ "--help" })
+        end)
+      end
+    end
+    io.stdout:write(help_text())
+    return 0
+  end
+  if first == "--version" or first == "-v" or first == "version" then
+    io.stdout:write("fathom ", version(), "\n")
+    return 0
+  end
+  local d = dbg
+  local cmd = find_command(first)
+  if cmd then
+    local rest = { table.unpack(argv, 2) }
+    return protected(d, function() return require(cmd.module).main(rest) end)
+  end
+  if first:sub(1, 1) == "-" then
+    return protected(d, function()
+      errors.raise("unknown option '%s' (see 'fathom --help')", first)
+    end)
+  end
+  -- Not a command: behave like `lua FILE ARGS`.
+  local rest = { table.unpack(argv, 2) }
+  return protected(d, function()
+    M.run_script(first, rest)
+    return 0
+  end)
+end
+
+return M

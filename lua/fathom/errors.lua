@@ -1,0 +1,111 @@
+-- fathom.errors: the input-error kind and source positions of loaded YAML.
+--
+-- Input errors (bad files, bad flags, impossible requests) are raised as a
+-- small table {kind = "input", msg = ...} with __tostring, so the CLI exits 2
+-- with one line and no traceback; any other error is internal (exit 1).
+local M = {}
+
+local InputError = {}
+InputError.__index = InputError
+InputError.__tostring = function(e) return e.msg end
+M.InputError = InputError
+
+-- Weak map: table loaded from YAML -> {file = path, marks = marks entry}.
+local origin = setmetatable({}, { __mode = "k" })
+
+-- is_input(err) -> boolean: was `err` raised by M.raise?
+function M.is_input(err)
+  return type(err) == "table" and getmetatable(err) == InputError
+end
+
+-- new(msg) -> error object of the input kind (not raised).
+function M.new(msg)
+  return setmetatable({ kind = "input", msg = msg }, InputError)
+end
+
+-- raise(fmt, ...) raises an input error with a formatted message.
+function M.raise(fmt, ...)
+  local msg = select("#", ...) > 0 and string.format(fmt, ...) or fmt
+  error(M.new(msg), 0)
+end
+
+-- register(marks, file): remember where every table of a loaded document came from.
+function M.register(marks, file)
+  for t, entry in pairs(marks) do
+    origin[t] = { file = file, marks = entry }
+  end
+end
+
+-- where(t [, key]) -> "file:line:col" of t[key] (its value, else its key), or of t
+-- itself; nil when t did not come from a file.
+function M.where(t, key)
+  local o = type(t) == "table" and origin[t]
+  if not o then return nil end
+  local pos
+  if key ~= nil then
+    pos = o.marks.val[key] or o.marks.key[key]
+  end
+  pos = pos or o.marks.self
+  return o.file .. ":" .. pos
+end
+
+-- where_key(t, key) -> "file:line:col" of the key itself (for unknown keys).
+function M.where_key(t, key)
+  local o = type(t) == "table" and origin[t]
+  if not o then return nil end
+  return o.file .. ":" .. (o.marks.key[key] or o.marks.self)
+end
+
+-- source_file(t) -> path of the file t came from, or nil.
+function M.source_file(t)
+  local o = type(t) == "table" and origin[t]
+  return o and o.file
+end
+
+-- copy_origin(from, to): a derived table (a sweep's copy) reports positions of its source.
+function M.copy_origin(from, to)
+  if origin[from] then origin[to] = origin[from] end
+end
+
+-- at(t, key, path, fmt, ...) raises "file:line:col: path: message" for t[key];
+-- `path` is the dotted key path shown to the user.
+function M.at(t, key, path, fmt, ...)
+  local msg = select("#", ...) > 0 and string.format(fmt, ...) or fmt
+  local w = M.where(t, key)
+  local parts = {}
+  if w then parts[#parts + 1] = w end
+  if path and path ~= "" then parts[#parts + 1] = path end
+  parts[#parts + 1] = msg
+  error(M.new(table.concat(parts, ": ")), 0)
+end
+
+-- Levenshtein distance, for "did you mean" hints.
+local function distance(a, b)
+  local la, lb = #a, #b
+  local prev, cur = {}, {}
+  for j = 0, lb do prev[j] = j end
+  for i = 1, la do
+    cur[0] = i
+    for j = 1, lb do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev, cur = cur, prev
+  end
+  return prev[lb]
+end
+
+-- suggest(name, candidates) -> " (did you mean 'x'?)" or "".
+function M.suggest(name, candidates)
+  local best, best_d
+  for _, c in ipairs(candidates) do
+    local d = distance(name:lower(), c:lower())
+    if not best_d or d < best_d or (d == best_d and c < best) then best, best_d = c, d end
+  end
+  if best and best_d <= math.max(2, #name // 3) then
+    return string.format(" (did you mean '%s'?)", best)
+  end
+  return ""
+end
+
+return M

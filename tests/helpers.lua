@@ -1,0 +1,50 @@
+-- Shared helpers for the specs: relative-tolerance checks and running the host.
+local M = {}
+
+-- near(expected, actual, rel_tol): assert |a - e| <= tol * |e| with a useful message.
+function M.near(expected, actual, rel_tol, what)
+  local scale = math.max(math.abs(expected), 1e-300)
+  local err = math.abs(actual - expected) / scale
+  if not (err <= rel_tol) then -- luacheck: ignore 581 (NaN must fail)
+    error(string.format("%s: expected %.17g, got %.17g (rel err %.3g > %.3g)",
+      what or "value", expected, actual, err, rel_tol), 2)
+  end
+  return true
+end
+
+-- The host binary under test (ctest sets FATHOM_TEST_BIN).
+function M.bin()
+  return os.getenv("FATHOM_TEST_BIN") or "build/fathom"
+end
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+M.shell_quote = shell_quote
+
+-- run(args...) -> {code, stdout, stderr}: run the host with arguments.
+function M.run(...)
+  local parts = { shell_quote(M.bin()) }
+  for _, a in ipairs({ ... }) do parts[#parts + 1] = shell_quote(a) end
+  local out = os.tmpname()
+  local err = os.tmpname()
+  local cmd = table.concat(parts, " ") .. " >" .. out .. " 2>" .. err
+  local _, _, code = os.execute(cmd)
+  local function slurp(p)
+    local f = io.open(p, "rb")
+    local s = f and f:read("a") or ""
+    if f then f:close() end
+    os.remove(p)
+    return s
+  end
+  return { code = code, stdout = slurp(out), stderr = slurp(err) }
+end
+
+-- lines(s) -> number of lines in s.
+function M.count_lines(s)
+  local n = 0
+  for _ in s:gmatch("[^\n]*\n") do n = n + 1 end
+  return n
+end
+
+return M
