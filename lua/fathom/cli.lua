@@ -11,7 +11,8 @@ local PROG = "fathom"
 local commands = {
   { name = "run", module = "fathom.cmd.run",
     summary = "run a Lua scenario script: fathom run FILE [ARGS]" },
-  { name = "show", module = "fathom.cmd.show", summary = "load a YAML/JSON input file and print it as YAML or JSON" },
+  { name = "show", module = "fathom.cmd.show",
+    summary = "load a YAML/JSON input file and print it as YAML or JSON" },
 }
 
 local function find_command(name)
