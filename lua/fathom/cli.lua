@@ -11,6 +11,10 @@ local PROG = "fathom"
 local commands = {
   { name = "run", module = "fathom.cmd.run",
     summary = "run a Lua scenario script: fathom run FILE [ARGS]" },
+  { name = "analyze", module = "fathom.cmd.analyze",
+    summary = "ScaleScope-compatible analysis of a scenario and its sweep (step time, memory, comm)" },
+  { name = "validate", module = "fathom.cmd.validate",
+    summary = "predicted vs measured over the published cases (per-source error summary)" },
   { name = "show", module = "fathom.cmd.show",
     summary = "load a YAML/JSON input file and print it as YAML or JSON" },
 }

@@ -64,7 +64,7 @@ typedef struct fth_coll_result {
 /// dimension serves all-to-all at bisection rate, a mesh gives each peer
 /// 1/(dim_size-1) of the bandwidth, a two-tier fabric adds a hop of latency.
 /// An algorithm that does not apply (IN_NETWORK on a fabric without it, PXN on
-/// a non-all-to-all) returns time_s = INFINITY. Never allocates.
+/// a non-all-to-all) returns time_s = HUGE_VAL. Never allocates.
 fth_coll_result fth_collective(fth_coll_op op, fth_coll_algo algo, double bytes,
                                const fth_group_level *levels, int num_levels,
                                const fth_coll_params *params);

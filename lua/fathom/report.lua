@@ -1,0 +1,207 @@
+-- fathom.report: one evaluated point as a record in ScaleScope's output schema
+-- (configuration, model_configuration, expert_placement, time,
+-- compute_per_batch_per_xpu, memory_traffic_per_batch_per_xpu,
+-- communication_per_batch_per_xpu, ratios, memory_footprint,
+-- memory_traffic_details_per_batch), human-readable or raw.
+local units = require("fathom.units")
+local util = require("fathom.format.util")
+
+local M = {}
+
+local ordered = util.ordered
+
+local part_names = { "attention", "mlp", "embedding", "unembedding" }
+local part_labels = { attention = "attention", mlp = "moe_ffn", embedding = "embedding",
+  unembedding = "unembedding" }
+local comm_order = { "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe" }
+local comm_labels = { tp = "tp_communication", tp_moe = "tp_moe_communication",
+  ep = "moe_all_to_all", cp = "cp_communication", pp = "pp_communication",
+  dp = "dp_communication", dp_moe = "dp_moe_communication" }
+
+local function pass_table(pass, key_time, key_amount)
+  local out, total_t, total_a = {}, 0, 0
+  for _, p in ipairs(part_names) do
+    local e = pass[p]
+    out[part_labels[p]] = ordered({ [key_amount] = e[key_amount == "flops" and "flops" or "bytes"],
+      time_seconds = e[key_time] }, { key_amount, "time_seconds" })
+    total_t = total_t + e[key_time]
+    total_a = total_a + e[key_amount == "flops" and "flops" or "bytes"]
+  end
+  out.time_seconds = total_t
+  out[key_amount] = total_a
+  return ordered(out, { "time_seconds", key_amount, "attention", "moe_ffn", "embedding", "unembedding" })
+end
+
+-- record(sc, r) -> ScaleScope-style record with raw SI numbers.
+function M.record(sc, r)
+  local d = sc:compile():degrees()
+  local m, w = sc.model, sc.workload
+  local rec = {}
+  rec.configuration = ordered({
+    node = sc.physical.node_name,
+    physical_topology = sc.physical.name,
+    logical_topology = sc.logical.name,
+    num_xpus = math.tointeger(d.gpus) or d.gpus,
+    tp_attn = d.tp, tp_moe = d.tp_moe, cp = d.cp, dp_attn = d.dp,
+    dp_moe = (m.num_regular_experts or 0) > 1 and d.dp_moe or nil,
+    ep = d.ep, ep_su = d.ep_su, ep_so = d.ep_so, pp = d.pp,
+    layers_per_stage = d.layers_per_stage,
+    global_batch_size = w.global_batch_size, micro_batch_size = w.micro_batch_size,
+    microbatches_per_step = math.tointeger(d.microbatches) or d.microbatches, seq_len = w.seq_length,
+    float_size_bytes = w.float_size_bytes,
+    dp_variant = w.dp_variant, pp_variant = w.pp_variant, virtual_stages = w.virtual_stages,
+    recompute = w.recompute, sequence_parallel = w.sequence_parallel,
+    flash_attention = w.flash_attention,
+  }, { "node", "physical_topology", "logical_topology", "num_xpus", "tp_attn", "tp_moe", "cp",
+    "dp_attn", "dp_moe", "ep", "ep_su", "ep_so", "pp", "layers_per_stage", "global_batch_size",
+    "micro_batch_size", "microbatches_per_step", "seq_len" })
+  rec.model_configuration = ordered({
+    name = m.name, d_model = m.d_model, n_layers = m.n_layers, num_heads = m.num_heads,
+    num_kv_heads = m.num_kv_heads or m.num_heads, vocab_size = m.vocab_size,
+    mlp_ratio = m.mlp_ratio, ffn_hidden_size = m.ffn_hidden_size, gated_mlp = m.gated_mlp,
+    num_regular_experts = m.num_regular_experts, num_selected_experts = m.num_selected_experts,
+    num_shared_experts = m.num_shared_experts,
+    total_params = d.params_total, active_params = d.params_active,
+  }, { "name", "d_model", "n_layers", "num_heads", "num_kv_heads", "vocab_size" })
+  local experts = m.num_regular_experts or 0
+  rec.expert_placement = ordered({
+    num_regular_experts = experts,
+    experts_per_xpu = d.local_experts,
+    ep_size = d.ep,
+    complete_expert_sets = experts > 1 and d.dp_moe or 0,
+    expert_imbalance = w.expert_imbalance,
+  }, { "num_regular_experts", "experts_per_xpu", "ep_size", "complete_expert_sets" })
+  local breakdown = ordered({
+    compute_seconds = r.compute_s,
+    memory_exposed_seconds = r.memory_exposed_s,
+    recompute_seconds = r.recompute_s,
+    bubble_seconds = r.bubble_s,
+    optimizer_seconds = r.optimizer_s,
+  }, { "compute_seconds", "memory_exposed_seconds", "recompute_seconds", "bubble_seconds",
+    "optimizer_seconds" })
+  for _, k in ipairs(comm_order) do
+    breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
+  end
+  rec.time = ordered({
+    total_time = r.total_time_s,
+    total_time_seconds = r.total_time_s,
+    step_time_seconds = r.step_time_s,
+    steps = math.tointeger(r.steps) or r.steps,
+    tokens_per_step = math.tointeger(r.tokens_per_step) or r.tokens_per_step,
+    tokens_per_second = r.tokens_per_s,
+    mfu = r.mfu, hfu = r.hfu,
+    model_flops_per_second_per_xpu = r.achieved_flops_per_gpu,
+    step_breakdown = breakdown,
+  }, { "total_time", "total_time_seconds", "step_time_seconds", "steps", "tokens_per_step",
+    "tokens_per_second", "mfu", "hfu", "model_flops_per_second_per_xpu", "step_breakdown" })
+  local pm = r.per_microbatch
+  rec.compute_per_batch_per_xpu = ordered({
+    note = "per micro-batch on the busiest pipeline stage; compute-bound time only",
+    forward = pass_table(pm.forward, "compute_s", "flops"),
+    backward = pass_table(pm.backward, "compute_s", "flops"),
+  }, { "note", "forward", "backward" })
+  rec.memory_traffic_per_batch_per_xpu = ordered({
+    note = "per micro-batch on the busiest pipeline stage; bytes / tier bandwidth",
+    forward = pass_table(pm.forward, "memory_s", "bytes"),
+    backward = pass_table(pm.backward, "memory_s", "bytes"),
+  }, { "note", "forward", "backward" })
+  local comm = { note = "per step per XPU: bytes, collective, algorithm, fabric; raw time split "
+    .. "into hidden (overlapped) and exposed (on the critical path)" }
+  local order = { "note" }
+  for _, k in ipairs(comm_order) do
+    local c = r.comm[k]
+    if c.bytes_per_step > 0 then
+      local dim = sc.physical.dimensions[c.phys_dim]
+      comm[comm_labels[k]] = ordered({
+        collective = c.op, algorithm = c.algorithm, group_size = c.group_size,
+        fabric = dim and dim.name or nil, fabric_levels = c.num_levels,
+        bytes_per_call = c.bytes_per_call, calls_per_step = c.calls_per_step,
+        bytes_per_step = c.bytes_per_step, raw_time_seconds = c.raw_s,
+        hidden_time_seconds = c.hidden_s, exposed_time_seconds = c.exposed_s,
+      }, { "collective", "algorithm", "group_size", "fabric", "fabric_levels", "bytes_per_call",
+        "calls_per_step", "bytes_per_step", "raw_time_seconds", "hidden_time_seconds",
+        "exposed_time_seconds" })
+      order[#order + 1] = comm_labels[k]
+    end
+  end
+  rec.communication_per_batch_per_xpu = ordered(comm, order)
+  local compute_total = r.compute_s > 0 and r.compute_s or 1
+  local raw_comm = 0
+  for _, k in ipairs(comm_order) do raw_comm = raw_comm + r.comm[k].raw_s end
+  local mem_t = 0
+  for _, p in ipairs(part_names) do
+    mem_t = mem_t + pm.forward[p].memory_s + pm.backward[p].memory_s
+  end
+  rec.ratios = ordered({
+    comm_to_compute = raw_comm / compute_total,
+    exposed_comm_to_step = r.exposed_comm_s / r.step_time_s,
+    memory_to_compute = mem_t * r.microbatches / compute_total,
+    bubble_fraction = r.bubble_fraction,
+    compute_fraction = r.compute_s / r.step_time_s,
+  }, { "comm_to_compute", "exposed_comm_to_step", "memory_to_compute", "bubble_fraction" })
+  local fp = r.memory
+  local tiers = {}
+  for tier, t in pairs(fp.tiers) do
+    tiers[tier] = ordered({ used_bytes = t.bytes, capacity_bytes = t.capacity_bytes, fits = t.fits },
+      { "used_bytes", "capacity_bytes", "fits" })
+  end
+  local map = sc.workload.memory_device_map_footprint
+  local comps = {}
+  for k, v in pairs(fp.components) do
+    if k ~= "kv_cache" then
+      comps[k .. "_bytes"] = v
+      comps[k .. "_tier"] = map[k] or "xpu_memory"
+    end
+  end
+  rec.memory_footprint = ordered({
+    components = comps,
+    tiers = tiers,
+    total_peak_memory_per_chip_bytes = fp.peak_bytes,
+    fits = fp.fits,
+    overflow_tier = fp.overflow_tier,
+  }, { "components", "tiers", "total_peak_memory_per_chip_bytes", "fits", "overflow_tier" })
+  rec.memory_traffic_details_per_batch = ordered({
+    attention_forward_bytes = pm.forward.attention.bytes,
+    attention_backward_bytes = pm.backward.attention.bytes,
+    ffn_forward_bytes = pm.forward.mlp.bytes,
+    ffn_backward_bytes = pm.backward.mlp.bytes,
+    unembedding_forward_bytes = pm.forward.unembedding.bytes,
+    unembedding_backward_bytes = pm.backward.unembedding.bytes,
+  }, { "attention_forward_bytes", "attention_backward_bytes", "ffn_forward_bytes" })
+  return ordered(rec, { "configuration", "model_configuration", "expert_placement", "time",
+    "compute_per_batch_per_xpu", "memory_traffic_per_batch_per_xpu",
+    "communication_per_batch_per_xpu", "ratios", "memory_footprint",
+    "memory_traffic_details_per_batch" })
+end
+
+-- Keys that stay numbers even in human-readable output (ScaleScope keeps
+-- total_time_seconds numeric next to the readable total_time).
+local keep_numeric = { total_time_seconds = true, float_size_bytes = true }
+
+local function humanize_value(key, v)
+  if type(v) ~= "number" or keep_numeric[key] then return v end
+  if key == "total_time" or key:match("_seconds$") then return units.time(v) end
+  if key:match("bytes") then return units.bytes(v) end
+  if key:match("flops$") then return units.flops(v) end
+  if key:match("flops_per_second") then return units.flops_rate(v) end
+  if key == "mfu" or key == "hfu" or key:match("fraction$") then return units.percent(v) end
+  return v
+end
+
+-- humanize(rec) -> a copy with times, bytes and FLOPs as readable strings.
+function M.humanize(rec)
+  if type(rec) ~= "table" then return rec end
+  local out = {}
+  for k, v in pairs(rec) do
+    if type(v) == "table" then
+      out[k] = M.humanize(v)
+    else
+      out[k] = type(k) == "string" and humanize_value(k, v) or v
+    end
+  end
+  local mt = getmetatable(rec)
+  if mt then setmetatable(out, { __order = mt.__order, __array = mt.__array }) end
+  return out
+end
+
+return M

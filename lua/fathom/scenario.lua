@@ -1,0 +1,133 @@
+-- fathom.scenario: composing hardware, topologies, model and workload into
+-- one evaluable scenario, and mapping the C core's complaints back to the
+-- file, line and column they came from.
+local core = require("fathom.core")
+local errors = require("fathom.errors")
+local spec = require("fathom.spec")
+
+local M = {}
+
+local Scenario = {}
+Scenario.__index = Scenario
+M.Scenario = Scenario
+
+-- Split "a.b[2].c" into {"a", "b", 2, "c"}.
+local function split_path(path)
+  local out = {}
+  for seg in path:gmatch("[^%.]+") do
+    local name, rest = seg:match("^([^%[]*)(.*)$")
+    if name ~= "" then out[#out + 1] = name end
+    for idx in rest:gmatch("%[(%d+)%]") do out[#out + 1] = tonumber(idx) end
+  end
+  return out
+end
+M.split_path = split_path
+
+-- Walk `doc` along `segs` from `first`; returns the deepest (table, key) that exists.
+local function walk(doc, segs, first)
+  local t, key = doc, nil
+  for i = first or 1, #segs do
+    local k = segs[i]
+    if type(t) ~= "table" then break end
+    key = k
+    local v = t[k]
+    if type(v) ~= "table" or i == #segs then break end
+    t, key = v, nil
+  end
+  return t, key
+end
+
+-- locate(sc, path) -> "file:line:col" for a core error path, or nil.
+function Scenario:locate(path)
+  local segs = split_path(path)
+  local head = segs[1]
+  if head == "model" then
+    local t, k = walk(self.model.source_table, segs, 2)
+    return errors.where(t, k)
+  elseif head == "workload" then
+    local t, k = walk(self.workload.source_table, segs, 2)
+    return errors.where(t, k)
+  elseif head == "topology" then
+    if segs[2] == "logical" then
+      local t, k = walk(self.logical.source_table, segs, 3)
+      return errors.where(t, k)
+    end
+    if segs[2] == "dimensions" and type(segs[3]) == "number" and segs[4] == "interconnect" then
+      local dim = self.physical.dimensions[segs[3]]
+      local ref = dim and dim.interconnect_ref
+      local comp = ref and self.lib.doc.components.interconnect[ref]
+      if comp then return errors.where(comp, segs[5]) end
+    end
+    local t, k = walk(self.physical.source_table, segs, 2)
+    return errors.where(t, k)
+  elseif head == "hardware" then
+    local node = self.lib.nodes[self.physical.node_name]
+    local comps = self.lib.doc.components
+    if segs[2] == "device_compute" then
+      return errors.where(comps.compute[node.device_compute], segs[3])
+    elseif segs[2] == "device_memory_tiers" and segs[3] then
+      local ref = node.device_memory_tiers[segs[3]]
+      return errors.where(ref and comps.memory[ref] or node.source_table, segs[4])
+    end
+    return errors.where(node.source_table)
+  end
+  return nil
+end
+
+-- Turn a core error string "input.path: reason" into an input error with a position.
+function Scenario:raise_core(msg)
+  msg = tostring(msg)
+  local path, reason = msg:match("^([%w_%.%[%]]+): (.*)$")
+  if not path then errors.raise("%s", msg) end
+  local where = self:locate(path)
+  -- Show the user's key path without our "workload."-style prefix when the file names it.
+  local shown = path:gsub("^model%.", ""):gsub("^workload%.", ""):gsub("^topology%.", "")
+    :gsub("^hardware%.", "")
+  if where then
+    errors.raise("%s: %s: %s", where, shown, reason)
+  end
+  errors.raise("%s: %s", path, reason)
+end
+
+-- new{hardware_lib=, physical=, logical=, workload=, model=, pass_mode=} -> scenario.
+-- Each input is a path or an already-loaded table (sweeps pass modified copies).
+function M.new(args)
+  local self = setmetatable({}, Scenario)
+  self.pass_mode = args.pass_mode or "training"
+  self.lib = type(args.hardware_lib) == "table" and args.hardware_lib.nodes and args.hardware_lib
+    or spec.hardware_library(args.hardware_lib)
+  self.physical = spec.physical(args.physical, self.lib)
+  self.logical = spec.logical(args.logical, self.physical)
+  self.model = spec.model(args.model)
+  if self.pass_mode == "training" then
+    self.workload = spec.train(args.workload)
+  else
+    errors.raise("pass mode '%s' is not supported yet (supported: training)", self.pass_mode)
+  end
+  self.files = {
+    hardware_lib = type(args.hardware_lib) == "string" and args.hardware_lib or nil,
+    physical = type(args.physical) == "string" and args.physical or nil,
+    logical = type(args.logical) == "string" and args.logical or nil,
+    workload = type(args.workload) == "string" and args.workload or nil,
+    model = type(args.model) == "string" and args.model or nil,
+  }
+  return self
+end
+
+-- compile() -> C plan (cached). Input problems the core finds become input errors.
+function Scenario:compile()
+  if self.plan then return self.plan end
+  local node = spec.node_table(self.lib, self.physical.node_name)
+  local topo = spec.topology_table(self.physical, self.logical)
+  local ok, plan = pcall(core.train_compile, node, topo, self.model, self.workload)
+  if not ok then self:raise_core(plan) end
+  self.plan = plan
+  return plan
+end
+
+-- evaluate() -> raw result table from the core (SI units).
+function Scenario:evaluate()
+  return self:compile():evaluate()
+end
+
+return M

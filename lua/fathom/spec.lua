@@ -1,0 +1,440 @@
+-- fathom.spec: the input files (ScaleScope's field names plus fathom's
+-- extensions), checked field by field and turned into the normalised tables
+-- the C core compiles. Every check reports file:line:col: key.path.
+local check = require("fathom.check")
+local config = require("fathom.config")
+local errors = require("fathom.errors")
+
+local M = {}
+
+local positive = { type = "number", above = 0 }
+local fraction = { type = "number", above = 0, max = 1, hint = "a fraction in (0, 1]" }
+local unit = { type = "number", min = 0, max = 1, hint = "a fraction in [0, 1]" }
+local count = { type = "integer", min = 1 }
+
+-- Schemas -----------------------------------------------------------------------------------
+
+M.compute_schema = {
+  fp8_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
+  bf16_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
+  fp32_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
+  vector_nominal = { type = "number", min = 0, default = 0, hint = "non-tensor FLOP/s" },
+  efficiency = fraction,
+  description = { type = "string" },
+  source = { type = "any" },
+}
+
+M.memory_schema = {
+  bandwidth_per_stack_nominal = { type = "number", above = 0, required = true, hint = "bytes/s" },
+  size_per_stack = { type = "number", above = 0, required = true, hint = "bytes" },
+  num_stack = { type = "integer", min = 1, required = true },
+  efficiency = { type = "number", above = 0, max = 1, default = 1, hint = "a fraction in (0, 1]" },
+  description = { type = "string" },
+  source = { type = "any" },
+}
+
+M.interconnect_schema = {
+  type = { type = "string", default = "generic" },
+  bandwidth_nominal = { type = "number", above = 0, required = true,
+    hint = "bytes/s per direction per link" },
+  num_links = { type = "integer", min = 1, default = 1 },
+  efficiency = { type = "number", above = 0, max = 1, default = 1, hint = "a fraction in (0, 1]" },
+  latency_sec = { type = "number", min = 0, default = 0 },
+  in_network_reduction = { type = "boolean", default = false },
+  description = { type = "string" },
+  source = { type = "any" },
+}
+
+M.node_schema = {
+  device_compute = { type = "string", required = true },
+  device_memory_tiers = { type = "table", required = true },
+  device_interconnects = { type = "table", default = {} },
+  description = { type = "string" },
+  source = { type = "any" },
+}
+
+M.tiers = { "xpu_memory", "host_memory", "remote_memory", "nvme" }
+
+M.model_schema = {
+  name = { type = "string" },
+  d_model = { type = "integer", min = 1, required = true },
+  n_layers = { type = "integer", min = 1, required = true },
+  num_heads = { type = "integer", min = 1, required = true },
+  num_kv_heads = { type = "integer", min = 1 },
+  head_dim = { type = "integer", min = 1 },
+  mlp_ratio = { type = "number", above = 0 },
+  ffn_hidden_size = { type = "number", above = 0 },
+  gated_mlp = { type = "boolean", default = false },
+  max_sequence_length = { type = "integer", min = 1, default = 2048 },
+  vocab_size = { type = "integer", min = 1, required = true },
+  tied_embeddings = { type = "boolean", default = false },
+  learned_pos_emb = { type = "boolean", default = false },
+  num_regular_experts = { type = "integer", min = 0, default = 0 },
+  num_selected_experts = { type = "integer", min = 0, default = 0 },
+  num_shared_experts = { type = "integer", min = 0, default = 0 },
+  expert_ffn_hidden_size = { type = "number", min = 0, default = 0 },
+  first_dense_layers = { type = "integer", min = 0, default = 0 },
+  moe_layer_interval = { type = "integer", min = 1, default = 1 },
+  q_lora_rank = { type = "integer", min = 0, default = 0 },
+  kv_lora_rank = { type = "integer", min = 0, default = 0 },
+  qk_nope_head_dim = { type = "integer", min = 0, default = 0 },
+  qk_rope_head_dim = { type = "integer", min = 0, default = 0 },
+  v_head_dim = { type = "integer", min = 0, default = 0 },
+  published_params = { type = "number" },
+  published_active_params = { type = "number" },
+  description = { type = "string" },
+  source = { type = "any" },
+  notes = { type = "any" },
+}
+
+M.topology_types = { "switched", "ring", "mesh", "torus", "full_flat", "two_tier" }
+M.logical_tags = { "TP_Attn", "TP_MoE", "DP_Attn", "DP_MoE", "EP_SU", "EP_SO", "PP", "CP" }
+
+M.physical_schema = {
+  name = { type = "string" },
+  node_definition_ref = { type = "string", required = true },
+  dimensions = { type = "list", required = true },
+  expert_high_bandwidth_group_size_xpus = { type = "integer", min = 0 },
+  description = { type = "string" },
+  notes = { type = "any" },
+}
+
+M.physical_dim_schema = {
+  name = { type = "string", required = true },
+  interconnect_name = { type = "string", required = true },
+  topology_type = { type = "string", choices = M.topology_types, default = "switched" },
+  size = { type = "integer", min = 1, required = true },
+  description = { type = "string" },
+}
+
+M.logical_schema = {
+  name = { type = "string" },
+  dimensions = { type = "list", required = true },
+  description = { type = "string" },
+  notes = { type = "any" },
+}
+
+M.logical_dim_schema = {
+  logical_tag = { type = "string", required = true, choices = M.logical_tags },
+  maps_to_physical_dimension_name = { type = "string", required = true },
+  size = { type = "any", required = true, hint = "a positive integer, or auto for DP tags" },
+}
+
+local tier_choices = { type = "string", choices = M.tiers }
+
+M.traffic_components = { "weights", "activations", "optimizer_states", "gradients", "kv_cache",
+  "saved_activations", "gradient_buffers", "transient_forward_peak", "transient_backward_peak" }
+M.footprint_components = { "weights", "optimizer_states", "saved_activations", "gradient_buffers",
+  "transient_forward_peak", "transient_backward_peak", "kv_cache" }
+
+local function tier_map_schema(components)
+  local s = {}
+  for _, c in ipairs(components) do s[c] = tier_choices end
+  return s
+end
+
+M.train_schema = {
+  global_batch_size = { type = "integer", min = 1, required = true },
+  micro_batch_size = { type = "integer", min = 1, required = true },
+  seq_length = { type = "integer", min = 1, required = true },
+  total_train_tokens = { type = "number", min = 0, default = 0 },
+  float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = 2 },
+  full_precision_param_float_size = { type = "integer", choices = { 2, 4 }, default = 4 },
+  gradient_float_size = { type = "integer", choices = { 2, 4 } },
+  optimizer = { type = "string", choices = { "adam", "adamw" }, default = "adam" },
+  memory_device_map_traffic = { type = "table", default = {} },
+  memory_device_map_footprint = { type = "table", default = {} },
+  comp_comm_efficiency = unit,
+  comp_mem_efficiency = unit,
+  comm_mem_efficiency = unit,
+  tp_spec = { type = "table" },
+  dp_spec = { type = "table" },
+  pp_spec = { type = "table" },
+  moe_spec_v2 = { type = "table" },
+  recompute = { type = "string", choices = { "none", "selective", "full" }, default = "none" },
+  sequence_parallel = { type = "boolean", default = false },
+  flash_attention = { type = "boolean", default = true },
+  kernel_launch_sec = { type = "number", min = 0, default = 0 },
+  collective = { type = "table" },
+  description = { type = "string" },
+  notes = { type = "any" },
+}
+
+M.tp_spec_schema = { variant = { type = "string", choices = { "SHARD_WEIGHTS_1D" }, default = "SHARD_WEIGHTS_1D" } }
+M.dp_spec_schema = { variant = { type = "string", choices = { "DDP", "ZERO1", "ZERO2", "ZERO3", "FSDP" },
+  default = "DDP" } }
+M.pp_spec_schema = {
+  variant = { type = "string", choices = { "GPIPE", "1F1B", "INTERLEAVED" }, default = "1F1B" },
+  virtual_stages = { type = "integer", min = 1, default = 1 },
+}
+M.moe_spec_schema = {
+  num_colocated_experts = { type = "integer", min = 1 },
+  shared_expert_copies = { type = "integer", min = 0 },
+  expert_imbalance = { type = "number", min = 1, default = 1.0, hint = "busiest / mean load, >= 1" },
+}
+M.collective_schema = {
+  per_peer_overhead_sec = { type = "number", min = 0, default = 0 },
+  launch_sec = { type = "number", min = 0, default = 0 },
+}
+
+-- Loaders -----------------------------------------------------------------------------------
+
+-- Each loader takes a path or an already-loaded table (a sweep's modified copy).
+local function doc_of(src, what)
+  if type(src) == "table" then return src end
+  return config.load_mapping(src, what)
+end
+
+-- hardware_library(src) -> lib {compute = {}, memory = {}, interconnect = {}, nodes = {}, doc = doc}
+function M.hardware_library(src)
+  local doc = doc_of(src, "hardware library")
+  check.fields(doc, "", {
+    components = { type = "table", required = true },
+    nodes = { type = "table", required = true },
+    description = { type = "string" },
+    notes = { type = "any" },
+  })
+  local comps = doc.components
+  check.fields(comps, "components", {
+    compute = { type = "table", default = {} },
+    memory = { type = "table", default = {} },
+    interconnect = { type = "table", default = {} },
+  })
+  local lib = { compute = {}, memory = {}, interconnect = {}, nodes = {}, doc = doc }
+  for _, kind in ipairs({ "compute", "memory", "interconnect" }) do
+    local schema = M[kind .. "_schema"]
+    for name, def in pairs(comps[kind] or {}) do
+      local path = "components." .. kind .. "." .. name
+      lib[kind][name] = check.fields(def, path, schema)
+      if kind == "compute" then
+        local c = lib[kind][name]
+        if c.efficiency == nil then
+          errors.at(def, nil, path .. ".efficiency", "missing required key")
+        end
+        if c.bf16_nominal <= 0 and c.fp32_nominal <= 0 then
+          errors.at(def, "bf16_nominal", path .. ".bf16_nominal",
+            "expected bf16_nominal or fp32_nominal > 0 (the peak FLOP/s)")
+        end
+      end
+    end
+  end
+  for name, def in pairs(doc.nodes) do
+    local path = "nodes." .. name
+    local n = check.fields(def, path, M.node_schema)
+    check.ref(def, "device_compute", path .. ".device_compute", lib.compute, "compute component")
+    for tier, ref in pairs(def.device_memory_tiers) do
+      local tpath = path .. ".device_memory_tiers." .. tostring(tier)
+      check.value(def.device_memory_tiers, tier, tpath, { type = "string", choices = nil })
+      local ok = false
+      for _, t in ipairs(M.tiers) do if t == tier then ok = true end end
+      if not ok then
+        errors.at(def.device_memory_tiers, tier, tpath, "unknown memory tier%s",
+          errors.suggest(tostring(tier), M.tiers))
+      end
+      check.ref(def.device_memory_tiers, tier, tpath, lib.memory, "memory component")
+      _ = ref
+    end
+    if def.device_memory_tiers.xpu_memory == nil then
+      errors.at(def, "device_memory_tiers", path .. ".device_memory_tiers",
+        "missing xpu_memory (the accelerator's own memory)")
+    end
+    for lname in pairs(def.device_interconnects or {}) do
+      check.ref(def.device_interconnects, lname, path .. ".device_interconnects." .. lname,
+        lib.interconnect, "interconnect component")
+    end
+    n.name = name
+    n.source_table = def
+    lib.nodes[name] = n
+  end
+  return lib
+end
+
+-- node_table(lib, name) -> the normalised node the C core reads.
+function M.node_table(lib, name)
+  local n = lib.nodes[name]
+  local t = { device_compute = lib.compute[n.device_compute], device_memory_tiers = {} }
+  for tier, ref in pairs(n.device_memory_tiers) do t.device_memory_tiers[tier] = lib.memory[ref] end
+  return t
+end
+
+-- model(src) -> normalised model table.
+function M.model(src)
+  local doc = doc_of(src, "model spec")
+  local m = check.fields(doc, "", M.model_schema)
+  local function need(cond, key, fmt, ...)
+    if not cond then errors.at(doc, key, key, fmt, ...) end
+  end
+  if m.num_kv_heads then
+    need(m.num_heads % m.num_kv_heads == 0, "num_kv_heads",
+      "num_heads %d is not a multiple of num_kv_heads %d", m.num_heads, m.num_kv_heads)
+  end
+  need(m.mlp_ratio == nil or m.ffn_hidden_size == nil, "ffn_hidden_size",
+    "give mlp_ratio or ffn_hidden_size, not both")
+  if m.num_regular_experts > 1 then
+    need(m.num_selected_experts >= 1, "num_selected_experts",
+      "an MoE model needs num_selected_experts >= 1, got %d", m.num_selected_experts)
+    need(m.num_selected_experts <= m.num_regular_experts, "num_selected_experts",
+      "num_selected_experts %d exceeds num_regular_experts %d", m.num_selected_experts,
+      m.num_regular_experts)
+  end
+  need(m.first_dense_layers <= m.n_layers, "first_dense_layers",
+    "first_dense_layers %d exceeds n_layers %d", m.first_dense_layers, m.n_layers)
+  if m.kv_lora_rank > 0 then
+    for _, k in ipairs({ "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim" }) do
+      need(m[k] > 0, k, "MLA (kv_lora_rank > 0) needs %s > 0", k)
+    end
+  end
+  if m.mlp_ratio == nil and m.ffn_hidden_size == nil then m.mlp_ratio = 4 end
+  m.source_table = doc
+  return m
+end
+
+-- physical(src, lib) -> {name, node_name, dimensions = {...normalised...}, by_name = {}}
+function M.physical(src, lib)
+  local doc = doc_of(src, "physical topology")
+  local p = check.fields(doc, "", M.physical_schema)
+  local node = check.ref(doc, "node_definition_ref", "node_definition_ref", lib.nodes, "node")
+  local out = { name = p.name, node_name = doc.node_definition_ref, dimensions = {}, by_name = {},
+    expert_high_bandwidth_group_size_xpus = p.expert_high_bandwidth_group_size_xpus,
+    source_table = doc }
+  if #doc.dimensions == 0 then errors.at(doc, "dimensions", "dimensions", "expected at least one dimension") end
+  for i, d in ipairs(doc.dimensions) do
+    local path = string.format("dimensions[%d]", i)
+    local dim = check.fields(d, path, M.physical_dim_schema)
+    local link_name = check.ref(d, "interconnect_name", path .. ".interconnect_name",
+      node.device_interconnects, "interconnect of node '" .. out.node_name .. "'")
+    if out.by_name[dim.name] then
+      errors.at(d, "name", path .. ".name", "duplicate dimension name '%s'", dim.name)
+    end
+    local link = lib.interconnect[link_name]
+    out.dimensions[i] = { name = dim.name, topology_type = dim.topology_type, size = dim.size,
+      interconnect = link, interconnect_ref = link_name, source_table = d }
+    out.by_name[dim.name] = i
+  end
+  return out
+end
+
+-- logical(src, phys) -> list of {logical_tag, phys_dim, size}
+function M.logical(src, phys)
+  local doc = doc_of(src, "logical topology")
+  check.fields(doc, "", M.logical_schema)
+  local out = { name = doc.name, dimensions = {}, source_table = doc }
+  for i, d in ipairs(doc.dimensions) do
+    local path = string.format("dimensions[%d]", i)
+    local l = check.fields(d, path, M.logical_dim_schema)
+    local idx = check.ref(d, "maps_to_physical_dimension_name",
+      path .. ".maps_to_physical_dimension_name", phys.by_name, "physical dimension")
+    local size = l.size
+    if size == "auto" then
+      if l.logical_tag ~= "DP_Attn" and l.logical_tag ~= "DP_MoE" then
+        errors.at(d, "size", path .. ".size", "only DP_Attn and DP_MoE may be sized auto")
+      end
+    else
+      size = check.value(d, "size", path .. ".size", { type = "integer", min = 1 })
+    end
+    out.dimensions[i] = { logical_tag = l.logical_tag, phys_dim = idx, size = size, source_table = d }
+  end
+  -- "auto" DP fills what the other tags of its view leave of the physical dimension.
+  local attn_view = { TP_Attn = true, CP = true, DP_Attn = true, PP = true }
+  local moe_view = { TP_MoE = true, EP_SU = true, EP_SO = true, DP_MoE = true, PP = true }
+  for _, l in ipairs(out.dimensions) do
+    if l.size == "auto" then
+      local view = l.logical_tag == "DP_Attn" and attn_view or moe_view
+      local prod = 1
+      for _, o in ipairs(out.dimensions) do
+        if o ~= l and o.phys_dim == l.phys_dim and view[o.logical_tag] and o.size ~= "auto" then
+          prod = prod * o.size
+        end
+      end
+      local dsize = phys.dimensions[l.phys_dim].size
+      if dsize % prod ~= 0 then
+        errors.at(l.source_table, "size", "dimensions.size",
+          "auto: the other tags on '%s' multiply to %d, which does not divide its %d GPUs",
+          phys.dimensions[l.phys_dim].name, prod, dsize)
+      end
+      l.size = dsize // prod
+    end
+  end
+  return out
+end
+
+-- topology_table(phys, logical) -> the normalised topology the C core reads.
+function M.topology_table(phys, logical)
+  local t = { dimensions = {}, logical = {},
+    expert_high_bandwidth_group_size_xpus = phys.expert_high_bandwidth_group_size_xpus }
+  for i, d in ipairs(phys.dimensions) do
+    t.dimensions[i] = { topology_type = d.topology_type, size = d.size, interconnect = d.interconnect }
+  end
+  for i, l in ipairs(logical.dimensions) do
+    t.logical[i] = { logical_tag = l.logical_tag, phys_dim = l.phys_dim, size = l.size }
+  end
+  return t
+end
+
+local function tier_map(doc, key, components)
+  local m = doc[key]
+  if m == nil then return {} end
+  return check.fields(m, key, tier_map_schema(components))
+end
+
+-- train(src) -> normalised training workload.
+function M.train(src)
+  local doc = doc_of(src, "training workload spec")
+  local w = check.fields(doc, "", M.train_schema)
+  local tp = check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
+  local dp = check.fields(doc.dp_spec or {}, "dp_spec", M.dp_spec_schema)
+  local pp = check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
+  local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
+  local coll = check.fields(doc.collective or {}, "collective", M.collective_schema)
+  if w.micro_batch_size > w.global_batch_size then
+    errors.at(doc, "micro_batch_size", "micro_batch_size",
+      "micro_batch_size %d exceeds global_batch_size %d", w.micro_batch_size, w.global_batch_size)
+  end
+  local out = {
+    global_batch_size = w.global_batch_size,
+    micro_batch_size = w.micro_batch_size,
+    seq_length = w.seq_length,
+    total_train_tokens = w.total_train_tokens,
+    float_size_bytes = w.float_size_bytes,
+    full_precision_param_float_size = w.full_precision_param_float_size,
+    gradient_float_size = w.gradient_float_size,
+    optimizer = w.optimizer,
+    comp_comm_efficiency = w.comp_comm_efficiency,
+    comp_mem_efficiency = w.comp_mem_efficiency,
+    comm_mem_efficiency = w.comm_mem_efficiency,
+    tp_variant = tp.variant,
+    dp_variant = dp.variant == "FSDP" and "ZERO3" or dp.variant,
+    pp_variant = pp.variant,
+    virtual_stages = pp.virtual_stages,
+    expert_imbalance = moe.expert_imbalance,
+    num_colocated_experts = moe.num_colocated_experts,
+    shared_expert_copies = moe.shared_expert_copies,
+    recompute = w.recompute,
+    sequence_parallel = w.sequence_parallel,
+    flash_attention = w.flash_attention,
+    kernel_launch_sec = w.kernel_launch_sec,
+    collective = coll,
+    memory_device_map_traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components),
+    memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),
+    source_table = doc,
+  }
+  -- C names a component once; the footprint names are the canonical ones.
+  local traffic = out.memory_device_map_traffic
+  if traffic.saved_activations and not traffic.activations then traffic.activations = traffic.saved_activations end
+  traffic.saved_activations = nil
+  traffic.transient_forward_peak, traffic.transient_backward_peak = nil, nil
+  if traffic.gradient_buffers and not traffic.gradients then traffic.gradients = traffic.gradient_buffers end
+  traffic.gradient_buffers = nil
+  if traffic.kv_cache then traffic.kv_cache = nil end
+  local renamed = {}
+  for k, v in pairs(traffic) do
+    renamed[({ activations = "saved_activations", gradients = "gradient_buffers" })[k] or k] = v
+  end
+  out.memory_device_map_traffic = renamed
+  return out
+end
+
+-- The defaults ScaleScope applies to overlap efficiencies when a spec omits them.
+M.default_efficiency = { comp_comm_efficiency = 0.0, comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.0 }
+
+return M

@@ -1,0 +1,184 @@
+-- fathom.sweep: the points of a sweep config. Pure: documents in, list of
+-- (label, modified documents) out; evaluation is the caller's.
+--
+-- sweep:
+--   workload_spec.micro_batch_size: [1, 2, 4]                 # a list
+--   workload_spec.seq_length: {start: 2048, stop: 8192, step: 2048}   # a range (inclusive)
+--   logical_topology.dimensions.TP_Attn.size: {powers_of_two: [1, 8]}
+--   logical_topology.dimensions.DP_Attn.size: {divisors_of: 64}
+-- Keys are dotted paths into a spec (hardware_lib, physical_topology,
+-- logical_topology, workload_spec, model_spec); a list of topology
+-- dimensions is indexed by a dimension's `name` or `logical_tag` (or a 1-based
+-- number). The cross product of all keys is swept; `zip:` holds keys whose
+-- lists advance together.
+local check = require("fathom.check")
+local errors = require("fathom.errors")
+
+local M = {}
+
+M.spec_names = { "hardware_lib", "physical_topology", "logical_topology", "workload_spec", "model_spec" }
+local aliases = { hardware_library = "hardware_lib", hardware = "hardware_lib", model = "model_spec",
+  workload = "workload_spec", physical = "physical_topology", logical = "logical_topology",
+  train_spec = "workload_spec" }
+
+local function deep_copy(t, seen)
+  if type(t) ~= "table" then return t end
+  seen = seen or {}
+  if seen[t] then return seen[t] end
+  local out = {}
+  seen[t] = out
+  for k, v in pairs(t) do out[k] = deep_copy(v, seen) end
+  errors.copy_origin(t, out)
+  return setmetatable(out, getmetatable(t))
+end
+M.deep_copy = deep_copy
+
+-- values(t, key, path) -> list of values for one sweep key.
+function M.values(t, key, path)
+  local v = t[key]
+  if type(v) ~= "table" then return { v } end
+  if v[1] ~= nil then return v end
+  if v.start ~= nil or v.stop ~= nil then
+    check.fields(v, path, { start = { type = "number", required = true },
+      stop = { type = "number", required = true }, step = { type = "number", default = 1 } })
+    local step = v.step or 1
+    if step == 0 or (v.stop - v.start) * step < 0 then
+      errors.at(v, "step", path .. ".step", "step %s never reaches stop %s from start %s",
+        tostring(step), tostring(v.stop), tostring(v.start))
+    end
+    local out = {}
+    local n = math.floor((v.stop - v.start) / step + 1e-9)
+    if n > 100000 then errors.at(t, key, path, "range has %d points (limit 100000)", n + 1) end
+    for i = 0, n do
+      local x = v.start + i * step
+      out[#out + 1] = math.tointeger(x) or x
+    end
+    return out
+  end
+  if v.powers_of_two ~= nil then
+    local r = v.powers_of_two
+    if type(r) ~= "table" or type(r[1]) ~= "number" or type(r[2]) ~= "number" or r[1] < 1 or r[2] < r[1] then
+      errors.at(v, "powers_of_two", path .. ".powers_of_two", "expected [low, high] with 1 <= low <= high")
+    end
+    local out, x = {}, 1
+    while x <= r[2] do
+      if x >= r[1] then out[#out + 1] = x end
+      x = x * 2
+    end
+    return out
+  end
+  if v.divisors_of ~= nil then
+    local n = v.divisors_of
+    if math.type(n) ~= "integer" or n < 1 then
+      errors.at(v, "divisors_of", path .. ".divisors_of", "expected a positive integer, got %s",
+        check.describe(n))
+    end
+    local out = {}
+    for i = 1, n do if n % i == 0 then out[#out + 1] = i end end
+    return out
+  end
+  errors.at(t, key, path, "expected a list, {start, stop, step}, {powers_of_two: [lo, hi]} or {divisors_of: N}")
+end
+
+-- Resolve a dotted key against the documents; returns (table, field) to assign.
+local function target(docs, key, sweep_t)
+  local segs = {}
+  for s in key:gmatch("[^%.]+") do segs[#segs + 1] = s end
+  local spec_name = aliases[segs[1]] or segs[1]
+  local doc = docs[spec_name]
+  if doc == nil then
+    errors.at(sweep_t, key, "sweep." .. key, "unknown spec '%s'%s", segs[1],
+      errors.suggest(segs[1], M.spec_names))
+  end
+  local t = doc
+  for i = 2, #segs - 1 do
+    local s = segs[i]
+    local nxt = t[s]
+    if nxt == nil and t[1] ~= nil then -- a list: by number, name or tag
+      local n = tonumber(s)
+      if n then
+        nxt = t[n]
+      else
+        for _, item in ipairs(t) do
+          if type(item) == "table" and (item.name == s or item.logical_tag == s) then nxt = item end
+        end
+      end
+    end
+    if type(nxt) ~= "table" then
+      errors.at(sweep_t, key, "sweep." .. key, "no '%s' in %s", s, spec_name)
+    end
+    t = nxt
+  end
+  return t, segs[#segs]
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+-- points(sweep_doc, docs) -> list of {label = {key = value}, docs = {spec = modified copy}}.
+-- `docs` maps spec names to loaded documents; each point gets deep copies.
+function M.points(sweep_doc, docs)
+  local sweep = sweep_doc and sweep_doc.sweep or nil
+  local zip = sweep_doc and sweep_doc.zip or nil
+  if sweep_doc then
+    check.fields(sweep_doc, "", { sweep = { type = "table" }, zip = { type = "table" },
+      description = { type = "string" }, notes = { type = "any" } })
+  end
+  local axes = {}
+  for _, key in ipairs(sorted_keys(sweep or {})) do
+    axes[#axes + 1] = { keys = { key }, values = { M.values(sweep, key, "sweep." .. key) } }
+  end
+  if zip then
+    local keys = sorted_keys(zip)
+    local vals, n = {}, nil
+    for i, key in ipairs(keys) do
+      vals[i] = M.values(zip, key, "zip." .. key)
+      if n and #vals[i] ~= n then
+        errors.at(zip, key, "zip." .. key, "has %d values but the other zip keys have %d", #vals[i], n)
+      end
+      n = #vals[i]
+    end
+    if #keys > 0 then axes[#axes + 1] = { keys = keys, values = vals, zipped = true } end
+  end
+  -- Check every key resolves before building points.
+  for _, ax in ipairs(axes) do
+    for _, key in ipairs(ax.keys) do target(docs, key, ax.zipped and zip or sweep) end
+  end
+  local touched = {}
+  for _, ax in ipairs(axes) do
+    for _, key in ipairs(ax.keys) do
+      local head = key:match("^[^%.]+")
+      touched[aliases[head] or head] = true
+    end
+  end
+  local points = {}
+  local function rec(i, label)
+    if i > #axes then
+      local copies = {}
+      for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
+      local lab = {}
+      for k, v in pairs(label) do lab[k] = v end
+      for k, v in pairs(label) do
+        local t, field = target(copies, k, {})
+        t[field] = v
+      end
+      points[#points + 1] = { label = lab, docs = copies }
+      return
+    end
+    local ax = axes[i]
+    local n = #ax.values[1]
+    for j = 1, n do
+      for a, key in ipairs(ax.keys) do label[key] = ax.values[a][j] end
+      rec(i + 1, label)
+    end
+    for _, key in ipairs(ax.keys) do label[key] = nil end
+  end
+  rec(1, {})
+  return points
+end
+
+return M

@@ -1,0 +1,61 @@
+/* fth_kernel.c: roofline kernel times (Williams, Waterman & Patterson 2009):
+ * a kernel takes the longer of its arithmetic at the achievable rate and its
+ * memory traffic at the achievable bandwidth. The TILED model is reserved for
+ * a tile/wave-quantisation GEMM and a flash-attention tile model behind the
+ * same calls; until then it falls back to the roofline. */
+#include "fth_kernel.h"
+
+#include <math.h>
+
+fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec, fth_tier tier) {
+  fth_kernel_env e;
+  e.matrix_flops_per_s = fth_compute_flops_per_s(&node->compute, prec);
+  /* Element-wise work runs on the vector units: a declared rate, else 1/8 of
+   * the bf16 tensor rate (H100: 134 of 989 TFLOP/s). */
+  double vec = node->compute.vector_flops_per_s;
+  if (!(vec > 0)) vec = fth_compute_flops_per_s(&node->compute, FTH_PREC_BF16) / 8.0;
+  else vec *= node->compute.efficiency;
+  e.vector_flops_per_s = vec;
+  e.mem_bw_bytes_per_s =
+      (tier >= 0 && tier < FTH_TIER_COUNT && node->has_tier[tier]) ? fth_memory_bw_bytes_per_s(&node->tier[tier]) : 0.0;
+  e.model = FTH_KERNEL_ROOFLINE;
+  return e;
+}
+
+static fth_kernel_cost roofline(double flops, double rate, double bytes, double bw) {
+  fth_kernel_cost c;
+  c.flops = flops;
+  c.bytes = bytes;
+  c.compute_s = flops > 0 ? (rate > 0 ? flops / rate : HUGE_VAL) : 0.0;
+  c.memory_s = bytes > 0 ? (bw > 0 ? bytes / bw : HUGE_VAL) : 0.0;
+  c.time_s = fth_max(c.compute_s, c.memory_s);
+  return c;
+}
+
+fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, double k,
+                                double batch, double elem_bytes) {
+  /* 2 m n k multiply-adds; A, B read once and C written once (ideal tiling). */
+  double flops = 2.0 * m * n * k * batch;
+  double bytes = (m * k + k * n + m * n) * elem_bytes * batch;
+  return roofline(flops, env->matrix_flops_per_s, bytes, env->mem_bw_bytes_per_s);
+}
+
+fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, double heads,
+                                     double kv_heads, double q_len, double kv_len, double d_qk,
+                                     double d_v, int causal, double elem_bytes) {
+  /* Scores Q K^T (2 q kv d_qk) and P V (2 q kv d_v) per head; with a causal
+   * mask over a square block each query sees (kv + 1) / 2 keys on average. */
+  double keys = (causal && q_len == kv_len) ? (kv_len + 1.0) / 2.0 : kv_len;
+  double flops = 2.0 * q_len * keys * (d_qk + d_v) * heads * batch;
+  /* Flash attention reads Q, K, V and writes O once (Dao et al. 2022). */
+  double bytes = (batch * heads * q_len * d_qk + batch * kv_heads * kv_len * (d_qk + d_v) +
+                  batch * heads * q_len * d_v) *
+                 elem_bytes;
+  return roofline(flops, env->matrix_flops_per_s, bytes, env->mem_bw_bytes_per_s);
+}
+
+fth_kernel_cost fth_kernel_elementwise(const fth_kernel_env *env, double elems,
+                                       double flops_per_elem, double bytes_per_elem) {
+  return roofline(elems * flops_per_elem, env->vector_flops_per_s, elems * bytes_per_elem,
+                  env->mem_bw_bytes_per_s);
+}

@@ -1,0 +1,175 @@
+/* fth_topology.c: physical dimensions, logical mappings and their tiling. */
+#include "fth_topology.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const topo_names[FTH_TOPO_COUNT] = {"switched", "ring",      "mesh",
+                                                       "torus",    "full_flat", "two_tier"};
+
+const char *fth_topo_type_name(fth_topo_type t) {
+  return (t >= 0 && t < FTH_TOPO_COUNT) ? topo_names[t] : NULL;
+}
+
+fth_topo_type fth_topo_type_parse(const char *name) {
+  for (int i = 0; i < FTH_TOPO_COUNT; i++)
+    if (strcmp(name, topo_names[i]) == 0) return (fth_topo_type)i;
+  return FTH_TOPO_COUNT;
+}
+
+static const char *const tag_names[FTH_TAG_COUNT] = {"TP_Attn", "TP_MoE", "DP_Attn", "DP_MoE",
+                                                     "EP_SU",   "EP_SO",  "PP",      "CP"};
+
+const char *fth_logical_tag_name(fth_logical_tag t) {
+  return (t >= 0 && t < FTH_TAG_COUNT) ? tag_names[t] : NULL;
+}
+
+fth_logical_tag fth_logical_tag_parse(const char *name) {
+  for (int i = 0; i < FTH_TAG_COUNT; i++)
+    if (strcmp(name, tag_names[i]) == 0) return (fth_logical_tag)i;
+  return FTH_TAG_COUNT;
+}
+
+fth_topology_def fth_topology_def_default(void) {
+  fth_topology_def t;
+  memset(&t, 0, sizeof t);
+  for (int i = 0; i < FTH_MAX_PHYS_DIMS; i++) t.phys[i].link = fth_link_def_default();
+  return t;
+}
+
+/* View membership (fth_topology.h): PP belongs to both views. */
+static int in_view(fth_logical_tag t, int expert_view) {
+  if (t == FTH_TAG_PP) return 1;
+  if (expert_view)
+    return t == FTH_TAG_TP_MOE || t == FTH_TAG_EP_SU || t == FTH_TAG_EP_SO || t == FTH_TAG_DP_MOE;
+  return t == FTH_TAG_TP_ATTN || t == FTH_TAG_CP || t == FTH_TAG_DP_ATTN;
+}
+
+/* Product of one view's sizes on dimension d, its factors as text, and
+ * the index of the view's first logical dimension there (-1 if none). */
+static double view_product(const fth_topology_def *t, int d, int expert_view, char *text,
+                           size_t text_size, char *sizes, size_t sizes_size, int *first) {
+  double prod = 1.0;
+  *first = -1;
+  text[0] = '\0';
+  sizes[0] = '\0';
+  for (int i = 0; i < t->num_logical; i++) {
+    const fth_logical_dim_def *l = &t->logical[i];
+    if (l->phys_dim != d || !in_view(l->tag, expert_view)) continue;
+    if (*first < 0) *first = i;
+    prod *= (double)l->size;
+    size_t n = strlen(text), m = strlen(sizes);
+    snprintf(text + n, text_size - n, "%s%s", n ? " x " : "", fth_logical_tag_name(l->tag));
+    snprintf(sizes + m, sizes_size - m, "%s%d", m ? " x " : "", l->size);
+  }
+  return prod;
+}
+
+fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
+  char path[64];
+  if (t->num_phys < 1 || t->num_phys > FTH_MAX_PHYS_DIMS)
+    return fth_fail(err, FTH_EINVAL, "dimensions", "expected 1 to %d physical dimensions, got %d",
+                    FTH_MAX_PHYS_DIMS, t->num_phys);
+  if (t->num_logical < 0 || t->num_logical > FTH_MAX_LOGICAL_DIMS)
+    return fth_fail(err, FTH_EINVAL, "logical.dimensions", "expected at most %d, got %d",
+                    FTH_MAX_LOGICAL_DIMS, t->num_logical);
+  for (int d = 0; d < t->num_phys; d++) {
+    const fth_phys_dim_def *p = &t->phys[d];
+    if (p->size < 1) {
+      snprintf(path, sizeof path, "dimensions[%d].size", d + 1);
+      return fth_fail(err, FTH_EINVAL, path, "expected an integer >= 1, got %d", p->size);
+    }
+    if (p->type < 0 || p->type >= FTH_TOPO_COUNT) {
+      snprintf(path, sizeof path, "dimensions[%d].topology_type", d + 1);
+      return fth_fail(err, FTH_EINVAL, path, "unknown topology type");
+    }
+    if (fth_link_check(&p->link, err) != FTH_OK) {
+      snprintf(path, sizeof path, "dimensions[%d].interconnect", d + 1);
+      return fth_error_prefix(err, path);
+    }
+  }
+  for (int i = 0; i < t->num_logical; i++) {
+    const fth_logical_dim_def *l = &t->logical[i];
+    if (l->tag < 0 || l->tag >= FTH_TAG_COUNT) {
+      snprintf(path, sizeof path, "logical.dimensions[%d].logical_tag", i + 1);
+      return fth_fail(err, FTH_EINVAL, path, "unknown logical tag");
+    }
+    if (l->phys_dim < 0 || l->phys_dim >= t->num_phys) {
+      snprintf(path, sizeof path, "logical.dimensions[%d].maps_to_physical_dimension_name", i + 1);
+      return fth_fail(err, FTH_EINVAL, path, "no physical dimension %d", l->phys_dim + 1);
+    }
+    if (l->size < 1) {
+      snprintf(path, sizeof path, "logical.dimensions[%d].size", i + 1);
+      return fth_fail(err, FTH_EINVAL, path, "expected an integer >= 1, got %d", l->size);
+    }
+    for (int j = 0; j < i; j++) {
+      if (t->logical[j].tag == l->tag && t->logical[j].phys_dim == l->phys_dim) {
+        snprintf(path, sizeof path, "logical.dimensions[%d].logical_tag", i + 1);
+        return fth_fail(err, FTH_EINVAL, path,
+                        "%s is mapped to physical dimension %d twice (entries %d and %d)",
+                        fth_logical_tag_name(l->tag), l->phys_dim + 1, j + 1, i + 1);
+      }
+    }
+  }
+  /* Tiling: on every physical dimension, each view's sizes multiply to its
+   * size; a view with nothing mapped there is data parallel across it. */
+  for (int d = 0; d < t->num_phys; d++) {
+    for (int v = 0; v < 2; v++) {
+      char tags[160], sizes[96];
+      int first;
+      double prod = view_product(t, d, v, tags, sizeof tags, sizes, sizeof sizes, &first);
+      if (first < 0) continue;
+      if (prod != (double)t->phys[d].size) {
+        snprintf(path, sizeof path, "logical.dimensions[%d]", first + 1);
+        return fth_fail(err, FTH_EINVAL, path,
+                        "physical dimension %d has %d GPUs but %s mapped to it = %s = %.0f (the %s "
+                        "sizes on a dimension must multiply to its size)",
+                        d + 1, t->phys[d].size, tags, sizes, prod,
+                        v ? "expert-view" : "attention-view");
+      }
+    }
+  }
+  if (t->expert_hb_group_xpus < 0)
+    return fth_fail(err, FTH_EINVAL, "expert_high_bandwidth_group_size_xpus",
+                    "expected >= 0, got %d", t->expert_hb_group_xpus);
+  return FTH_OK;
+}
+
+double fth_topology_num_gpus(const fth_topology_def *t) {
+  double n = 1.0;
+  for (int d = 0; d < t->num_phys; d++) n *= (double)t->phys[d].size;
+  return n;
+}
+
+int fth_topology_degree(const fth_topology_def *t, fth_logical_tag tag) {
+  int g = 1;
+  for (int i = 0; i < t->num_logical; i++)
+    if (t->logical[i].tag == tag) g *= t->logical[i].size;
+  return g;
+}
+
+int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int shared,
+                       fth_group_level *levels) {
+  int n = 0;
+  int expert_view = in_view(tag, 1) && tag != FTH_TAG_PP;
+  for (int d = 0; d < t->num_phys; d++) {
+    int size = 1, users = 0;
+    for (int i = 0; i < t->num_logical; i++) {
+      const fth_logical_dim_def *l = &t->logical[i];
+      if (l->phys_dim != d) continue;
+      int same_view = tag == FTH_TAG_PP ? 1 : in_view(l->tag, expert_view);
+      if (same_view && l->size > 1) users++;
+      if (l->tag == tag) size *= l->size;
+    }
+    if (size <= 1) continue;
+    const fth_phys_dim_def *p = &t->phys[d];
+    fth_group_level *g = &levels[n++];
+    g->group_size = size;
+    g->dim_size = p->size;
+    g->type = p->type;
+    g->bw_bytes_per_s = fth_link_bw_bytes_per_s(&p->link) / (shared && users > 1 ? users : 1);
+    g->latency_s = p->link.latency_s;
+    g->in_network_reduction = p->link.in_network_reduction;
+  }
+  return n;
+}

@@ -1,0 +1,195 @@
+/* fth_train.h: one training step of a transformer on a cluster, per
+ * accelerator: compute, memory traffic, every communication with what of it
+ * is hidden and what is exposed, the pipeline bubble, the optimizer, the
+ * memory footprint per tier, and run totals (time to train, MFU, HFU).
+ *
+ * Compile once (fth_train_compile: checks and derived constants, no
+ * allocation), evaluate many (fth_train_evaluate: pure, no allocation).
+ *
+ * Overlap efficiencies (ScaleScope's three knobs), applied explicitly through
+ * one rule, overlap(a, b, e) = a + b - e min(a, b): e = 1 is perfect overlap
+ * (max), e = 0 none (sum).
+ *   comp_mem_efficiency   inside each kernel: its compute and memory times
+ *   comp_comm_efficiency  a layer's TP/EP/CP collectives against its kernels;
+ *                         DP/ZeRO traffic against the backward (or forward) it
+ *                         runs under; PP sends against the stage's work
+ *   comm_mem_efficiency   how much of a memory-bound kernel's time can still
+ *                         hide background (DP) communication */
+#ifndef FTH_TRAIN_H
+#define FTH_TRAIN_H
+
+#include "fth_collective.h"
+#include "fth_common.h"
+#include "fth_hardware.h"
+#include "fth_kernel.h"
+#include "fth_model.h"
+#include "fth_pipeline.h"
+#include "fth_topology.h"
+
+typedef enum fth_dp_variant {
+  FTH_DP_DDP = 0,   ///< replicated weights, gradients and optimizer; gradient all-reduce
+  FTH_DP_ZERO1 = 1, ///< optimizer states sharded (Rajbhandari et al. 2020)
+  FTH_DP_ZERO2 = 2, ///< + gradients sharded (reduce-scatter)
+  FTH_DP_ZERO3 = 3, ///< + weights sharded, gathered per use (FSDP FULL_SHARD)
+  FTH_DP_COUNT
+} fth_dp_variant;
+
+const char *fth_dp_variant_name(fth_dp_variant v);     ///< "DDP", "ZERO1", "ZERO2", "ZERO3"
+fth_dp_variant fth_dp_variant_parse(const char *name);  ///< also "FSDP"; FTH_DP_COUNT if unknown
+
+/// Memory components that can be mapped to tiers.
+typedef enum fth_mem_component {
+  FTH_MEM_WEIGHTS = 0,
+  FTH_MEM_GRADIENTS,       ///< `gradient_buffers`
+  FTH_MEM_OPTIMIZER,       ///< `optimizer_states`
+  FTH_MEM_ACTIVATIONS,     ///< `saved_activations`
+  FTH_MEM_TRANSIENT_FWD,   ///< `transient_forward_peak`
+  FTH_MEM_TRANSIENT_BWD,   ///< `transient_backward_peak`
+  FTH_MEM_KV_CACHE,        ///< inference only
+  FTH_MEM_COMPONENT_COUNT
+} fth_mem_component;
+
+const char *fth_mem_component_name(fth_mem_component c);    ///< YAML names
+fth_mem_component fth_mem_component_parse(const char *name); ///< also "activations", "gradients"
+
+/// The training workload (ScaleScope train spec plus fathom's extensions).
+typedef struct fth_train_def {
+  double global_batch;          ///< sequences per step, whole system
+  double micro_batch;           ///< sequences per micro-batch per DP rank
+  double seq_len;               ///< tokens per sequence
+  double total_train_tokens;    ///< for run totals; 0 = one step
+  double act_bytes;             ///< `float_size_bytes`: compute/activation width (1, 2, 4)
+  double master_bytes;          ///< `full_precision_param_float_size` (4): master weights, Adam moments
+  double grad_bytes;            ///< gradient accumulation width; 0 = master_bytes
+  fth_dp_variant dp;
+  fth_pp_schedule pp;
+  int virtual_stages;           ///< interleaved schedule: model chunks per GPU (>= 1)
+  fth_recompute recompute;
+  int sequence_parallel;        ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
+  int flash_attention;          ///< 1: fused attention (no s^2 activations)
+  double expert_imbalance;      ///< busiest EP rank's routed load / mean (>= 1)
+  double comp_comm_eff, comp_mem_eff, comm_mem_eff; ///< in [0, 1]
+  fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT];   ///< where each component is read from
+  fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT]; ///< where each component is stored
+  fth_coll_params coll;         ///< per-peer overhead, launch cost
+  double kernel_launch_s;       ///< per kernel fixed overhead (0 = none)
+} fth_train_def;
+
+fth_train_def fth_train_def_default(void);
+
+/// Kinds of communication, each reported on its own.
+typedef enum fth_comm_kind {
+  FTH_COMM_TP = 0,     ///< attention + dense-MLP tensor parallel collectives
+  FTH_COMM_TP_MOE,     ///< expert tensor parallel collectives
+  FTH_COMM_EP,         ///< MoE dispatch + combine all-to-all
+  FTH_COMM_CP,         ///< context parallel K/V exchange
+  FTH_COMM_PP,         ///< pipeline send/recv
+  FTH_COMM_DP,         ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
+  FTH_COMM_DP_MOE,     ///< expert-parameter gradient reduction
+  FTH_COMM_KIND_COUNT
+} fth_comm_kind;
+
+const char *fth_comm_kind_name(fth_comm_kind k); ///< "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe"
+
+/// One kind of communication over a step, on one GPU.
+typedef struct fth_comm_item {
+  fth_coll_op op;           ///< main collective of this kind
+  fth_coll_algo algo;       ///< algorithm the cost model chose
+  int group_size;           ///< GPUs in the group (1 = no communication)
+  int phys_dim;             ///< physical dimension of the innermost level (-1 if none)
+  int num_levels;           ///< physical dimensions the group spans
+  double bytes_per_call;    ///< per the byte convention of fth_collective.h
+  double calls_per_step;
+  double bytes_per_step;    ///< bytes_per_call x calls
+  double raw_s;             ///< time per step if nothing overlapped
+  double hidden_s;          ///< of raw_s, hidden under compute / memory
+  double exposed_s;         ///< of raw_s, on the critical path
+} fth_comm_item;
+
+/// A compiled training scenario: the inputs, validated, and what is fixed by them.
+typedef struct fth_train_plan {
+  fth_node_def node;
+  fth_topology_def topo;
+  fth_model_def model;
+  fth_train_def work;
+  /* derived at compile time */
+  int tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp;
+  double num_gpus;
+  double microbatches;          ///< per DP rank per step
+  int layers_per_stage;         ///< ceil(n_layers / pp): the slowest stage
+  int moe_layers_per_stage;     ///< MoE blocks on the stage with the most
+  int dense_layers_per_stage;
+  double local_experts;         ///< routed experts per GPU per MoE layer (E / EP)
+  fth_layer_shape dense_shape, moe_shape;
+  fth_param_count params;
+  fth_precision prec;
+  int nl_tp, nl_tp_moe, nl_ep, nl_cp, nl_pp, nl_dp, nl_dp_moe;
+  fth_group_level lv_tp[FTH_MAX_PHYS_DIMS], lv_tp_moe[FTH_MAX_PHYS_DIMS];
+  fth_group_level lv_ep[FTH_MAX_PHYS_DIMS], lv_cp[FTH_MAX_PHYS_DIMS];
+  fth_group_level lv_pp[FTH_MAX_PHYS_DIMS], lv_dp[FTH_MAX_PHYS_DIMS];
+  fth_group_level lv_dp_moe[FTH_MAX_PHYS_DIMS];
+  int dim_tp, dim_tp_moe, dim_ep, dim_cp, dim_pp, dim_dp, dim_dp_moe; ///< innermost phys dim
+} fth_train_plan;
+
+/// Validate everything and derive the plan. Failure paths are prefixed by the
+/// input they belong to: "hardware.", "topology.", "model.", "workload.".
+fth_status fth_train_compile(fth_train_plan *plan, const fth_node_def *node,
+                             const fth_topology_def *topo, const fth_model_def *model,
+                             const fth_train_def *work, fth_error *err);
+
+/// Parts of the computation reported separately.
+typedef enum fth_flop_part {
+  FTH_FLOP_ATTENTION = 0, ///< projections + attention core
+  FTH_FLOP_MLP,           ///< dense MLP, or routed + shared experts + router
+  FTH_FLOP_EMBEDDING,     ///< lookup (no FLOPs; memory only)
+  FTH_FLOP_UNEMBEDDING,   ///< LM head + loss
+  FTH_FLOP_PART_COUNT
+} fth_flop_part;
+
+typedef struct fth_memory_footprint {
+  double bytes[FTH_MEM_COMPONENT_COUNT];      ///< per GPU
+  double tier_bytes[FTH_TIER_COUNT];          ///< sum of the components mapped to each tier
+  double tier_capacity[FTH_TIER_COUNT];       ///< 0 where the node lacks the tier
+  int tier_fits[FTH_TIER_COUNT];
+  double peak_bytes;                          ///< total over components (the chip's peak)
+  int fits;                                   ///< every tier within capacity
+  fth_tier overflow_tier;                     ///< first tier over capacity; FTH_TIER_COUNT if none
+} fth_memory_footprint;
+
+typedef struct fth_train_result {
+  /* time per step, per GPU, on the critical path */
+  double step_time_s;
+  double fwd_s, bwd_s;            ///< per micro-batch on the slowest stage, incl. exposed layer comm
+  double compute_s;               ///< kernels' compute-bound time over the step (all micro-batches)
+  double memory_exposed_s;        ///< kernels' memory time not hidden under compute
+  double recompute_s;             ///< forward re-run inside backward
+  double bubble_s;
+  double optimizer_s;
+  double exposed_comm_s;          ///< sum of comm[].exposed_s
+  double busy_s;                  ///< microbatches x (fwd + bwd)
+  fth_comm_item comm[FTH_COMM_KIND_COUNT];
+  /* work per micro-batch per GPU on the slowest stage */
+  double fwd_flops[FTH_FLOP_PART_COUNT], bwd_flops[FTH_FLOP_PART_COUNT];
+  double fwd_compute_s[FTH_FLOP_PART_COUNT], bwd_compute_s[FTH_FLOP_PART_COUNT];
+  double fwd_bytes[FTH_FLOP_PART_COUNT], bwd_bytes[FTH_FLOP_PART_COUNT];
+  double fwd_memory_s[FTH_FLOP_PART_COUNT], bwd_memory_s[FTH_FLOP_PART_COUNT];
+  double fwd_kernel_s, bwd_kernel_s; ///< kernels only (compute/memory overlapped), per micro-batch
+  /* memory */
+  fth_memory_footprint mem;
+  double params_per_gpu;          ///< parameters held (before ZeRO-3 sharding)
+  /* run totals */
+  double microbatches, bubble_fraction;
+  double tokens_per_step, steps, total_time_s, tokens_per_s;
+  double model_flops_per_step;    ///< 6 N_active-style useful FLOPs, whole system (fwd + bwd)
+  double hardware_flops_per_step; ///< incl. recomputation
+  double mfu, hfu;                ///< vs. nominal peak at the compute precision
+  double achieved_flops_per_gpu;  ///< model FLOP/s per GPU
+} fth_train_result;
+
+/// Evaluate a compiled plan. Pure and allocation-free.
+void fth_train_evaluate(const fth_train_plan *plan, fth_train_result *out);
+
+/// Memory footprint only (cheap: what a search checks before timing).
+void fth_train_footprint(const fth_train_plan *plan, fth_memory_footprint *out);
+
+#endif

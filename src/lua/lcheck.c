@@ -1,0 +1,303 @@
+/* lcheck.c: table readers shared by the binding files. */
+#include "lcheck.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "lfathom.h"
+
+static int field(lua_State *L, int t, const char *key) {
+  return lua_getfield(L, t, key);
+}
+
+double lcheck_number(lua_State *L, int t, const char *what, const char *key, double def) {
+  t = lua_absindex(L, t);
+  int ty = field(L, t, key);
+  double v = def;
+  if (ty == LUA_TNUMBER) {
+    v = lua_tonumber(L, -1);
+  } else if (ty != LUA_TNIL) {
+    luaL_error(L, "%s.%s: expected a number, got %s", what, key, luaL_typename(L, -1));
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+int lcheck_int(lua_State *L, int t, const char *what, const char *key, int def) {
+  double v = lcheck_number(L, t, what, key, (double)def);
+  if (!(v == floor(v)) || v > 2147483647.0 || v < -2147483648.0)
+    luaL_error(L, "%s.%s: expected an integer, got %g", what, key, v);
+  return (int)v;
+}
+
+int lcheck_bool(lua_State *L, int t, const char *what, const char *key, int def) {
+  t = lua_absindex(L, t);
+  int ty = field(L, t, key);
+  int v = def;
+  if (ty == LUA_TBOOLEAN)
+    v = lua_toboolean(L, -1);
+  else if (ty == LUA_TNUMBER)
+    v = lua_tonumber(L, -1) != 0;
+  else if (ty != LUA_TNIL)
+    luaL_error(L, "%s.%s: expected a boolean, got %s", what, key, luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
+const char *lcheck_string(lua_State *L, int t, const char *what, const char *key,
+                          const char *def) {
+  t = lua_absindex(L, t);
+  int ty = field(L, t, key);
+  const char *v = def;
+  if (ty == LUA_TSTRING)
+    v = lua_tostring(L, -1); /* anchored in the table, which outlives the call */
+  else if (ty != LUA_TNIL)
+    luaL_error(L, "%s.%s: expected a string, got %s", what, key, luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
+static int subtable(lua_State *L, int t, const char *what, const char *key) {
+  int ty = lua_getfield(L, t, key);
+  if (ty == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (ty != LUA_TTABLE) luaL_error(L, "%s.%s: expected a table, got %s", what, key,
+                                   luaL_typename(L, -1));
+  return 1;
+}
+
+static void read_memory(lua_State *L, int t, const char *what, fth_memory_def *m) {
+  *m = fth_memory_def_default();
+  m->bw_per_stack_bytes_per_s = lcheck_number(L, t, what, "bandwidth_per_stack_nominal",
+                                               m->bw_per_stack_bytes_per_s);
+  m->size_per_stack_bytes = lcheck_number(L, t, what, "size_per_stack", m->size_per_stack_bytes);
+  m->num_stacks = lcheck_int(L, t, what, "num_stack", m->num_stacks);
+  m->efficiency = lcheck_number(L, t, what, "efficiency", m->efficiency);
+}
+
+void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  *out = fth_node_def_default();
+  if (subtable(L, idx, "hardware", "device_compute")) {
+    int c = lua_gettop(L);
+    fth_compute_def *cd = &out->compute;
+    cd->flops_per_s[FTH_PREC_FP8] = lcheck_number(L, c, "device_compute", "fp8_nominal", 0);
+    cd->flops_per_s[FTH_PREC_BF16] = lcheck_number(L, c, "device_compute", "bf16_nominal", 0);
+    cd->flops_per_s[FTH_PREC_FP32] = lcheck_number(L, c, "device_compute", "fp32_nominal", 0);
+    cd->efficiency = lcheck_number(L, c, "device_compute", "efficiency", cd->efficiency);
+    cd->vector_flops_per_s = lcheck_number(L, c, "device_compute", "vector_nominal", 0);
+    lua_pop(L, 1);
+  }
+  if (subtable(L, idx, "hardware", "device_memory_tiers")) {
+    int tiers = lua_gettop(L);
+    for (int i = 0; i < FTH_TIER_COUNT; i++) {
+      const char *name = fth_tier_name((fth_tier)i);
+      if (subtable(L, tiers, "device_memory_tiers", name)) {
+        read_memory(L, lua_gettop(L), name, &out->tier[i]);
+        out->has_tier[i] = 1;
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+}
+
+void lcheck_link(lua_State *L, int idx, const char *what, fth_link_def *out) {
+  idx = lua_absindex(L, idx);
+  *out = fth_link_def_default();
+  out->bw_bytes_per_s = lcheck_number(L, idx, what, "bandwidth_nominal", out->bw_bytes_per_s);
+  out->num_links = lcheck_int(L, idx, what, "num_links", out->num_links);
+  out->efficiency = lcheck_number(L, idx, what, "efficiency", out->efficiency);
+  out->latency_s = lcheck_number(L, idx, what, "latency_sec", out->latency_s);
+  out->in_network_reduction = lcheck_bool(L, idx, what, "in_network_reduction", 0);
+}
+
+void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  *out = fth_topology_def_default();
+  out->expert_hb_group_xpus =
+      lcheck_int(L, idx, "topology", "expert_high_bandwidth_group_size_xpus", 0);
+  if (subtable(L, idx, "topology", "dimensions")) {
+    int dims = lua_gettop(L);
+    int n = (int)lua_rawlen(L, dims);
+    if (n > FTH_MAX_PHYS_DIMS) luaL_error(L, "topology.dimensions: at most %d", FTH_MAX_PHYS_DIMS);
+    out->num_phys = n;
+    for (int i = 0; i < n; i++) {
+      lua_rawgeti(L, dims, i + 1);
+      int d = lua_gettop(L);
+      fth_phys_dim_def *pd = &out->phys[i];
+      const char *type = lcheck_string(L, d, "topology.dimensions", "topology_type", "switched");
+      pd->type = fth_topo_type_parse(type);
+      if (pd->type == FTH_TOPO_COUNT)
+        luaL_error(L, "topology.dimensions[%d].topology_type: unknown type '%s'", i + 1, type);
+      pd->size = lcheck_int(L, d, "topology.dimensions", "size", 0);
+      if (subtable(L, d, "topology.dimensions", "interconnect")) {
+        lcheck_link(L, -1, "interconnect", &pd->link);
+        lua_pop(L, 1);
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  if (subtable(L, idx, "topology", "logical")) {
+    int dims = lua_gettop(L);
+    int n = (int)lua_rawlen(L, dims);
+    if (n > FTH_MAX_LOGICAL_DIMS)
+      luaL_error(L, "logical.dimensions: at most %d", FTH_MAX_LOGICAL_DIMS);
+    out->num_logical = n;
+    for (int i = 0; i < n; i++) {
+      lua_rawgeti(L, dims, i + 1);
+      int d = lua_gettop(L);
+      fth_logical_dim_def *ld = &out->logical[i];
+      const char *tag = lcheck_string(L, d, "logical.dimensions", "logical_tag", "");
+      ld->tag = fth_logical_tag_parse(tag);
+      if (ld->tag == FTH_TAG_COUNT)
+        luaL_error(L, "logical.dimensions[%d].logical_tag: unknown tag '%s'", i + 1, tag);
+      ld->phys_dim = lcheck_int(L, d, "logical.dimensions", "phys_dim", 1) - 1;
+      ld->size = lcheck_int(L, d, "logical.dimensions", "size", 0);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  const char *w = "model";
+  *out = fth_model_def_default();
+  out->d_model = lcheck_int(L, idx, w, "d_model", out->d_model);
+  out->n_layers = lcheck_int(L, idx, w, "n_layers", out->n_layers);
+  out->num_heads = lcheck_int(L, idx, w, "num_heads", out->num_heads);
+  out->num_kv_heads = lcheck_int(L, idx, w, "num_kv_heads", out->num_kv_heads);
+  out->head_dim = lcheck_int(L, idx, w, "head_dim", out->head_dim);
+  out->ffn_hidden = lcheck_number(L, idx, w, "ffn_hidden_size", out->ffn_hidden);
+  out->mlp_ratio = lcheck_number(L, idx, w, "mlp_ratio", out->mlp_ratio);
+  out->gated_mlp = lcheck_bool(L, idx, w, "gated_mlp", out->gated_mlp);
+  out->vocab_size = lcheck_int(L, idx, w, "vocab_size", out->vocab_size);
+  out->max_seq_len = lcheck_int(L, idx, w, "max_sequence_length", out->max_seq_len);
+  out->learned_pos_emb = lcheck_bool(L, idx, w, "learned_pos_emb", out->learned_pos_emb);
+  out->tied_embeddings = lcheck_bool(L, idx, w, "tied_embeddings", out->tied_embeddings);
+  out->num_experts = lcheck_int(L, idx, w, "num_regular_experts", out->num_experts);
+  out->top_k = lcheck_int(L, idx, w, "num_selected_experts", out->top_k);
+  out->num_shared_experts = lcheck_int(L, idx, w, "num_shared_experts", out->num_shared_experts);
+  out->expert_ffn_hidden =
+      lcheck_number(L, idx, w, "expert_ffn_hidden_size", out->expert_ffn_hidden);
+  out->first_dense_layers = lcheck_int(L, idx, w, "first_dense_layers", out->first_dense_layers);
+  out->moe_layer_interval = lcheck_int(L, idx, w, "moe_layer_interval", out->moe_layer_interval);
+  out->q_lora_rank = lcheck_int(L, idx, w, "q_lora_rank", out->q_lora_rank);
+  out->kv_lora_rank = lcheck_int(L, idx, w, "kv_lora_rank", out->kv_lora_rank);
+  out->qk_nope_head_dim = lcheck_int(L, idx, w, "qk_nope_head_dim", out->qk_nope_head_dim);
+  out->qk_rope_head_dim = lcheck_int(L, idx, w, "qk_rope_head_dim", out->qk_rope_head_dim);
+  out->v_head_dim = lcheck_int(L, idx, w, "v_head_dim", out->v_head_dim);
+}
+
+void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out) {
+  idx = lua_absindex(L, idx);
+  *out = fth_coll_params_default();
+  out->per_peer_overhead_s =
+      lcheck_number(L, idx, "collective", "per_peer_overhead_sec", out->per_peer_overhead_s);
+  out->launch_s = lcheck_number(L, idx, "collective", "launch_sec", out->launch_s);
+}
+
+static int tier_of(lua_State *L, const char *name, const char *what) {
+  fth_tier t = fth_tier_parse(name);
+  if (t == FTH_TIER_COUNT) luaL_error(L, "%s: unknown memory tier '%s'", what, name);
+  return (int)t;
+}
+
+static void read_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
+  if (!subtable(L, t, "workload", key)) return;
+  int m = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, m)) {
+    const char *comp = lua_tostring(L, -2);
+    fth_mem_component c = comp ? fth_mem_component_parse(comp) : FTH_MEM_COMPONENT_COUNT;
+    if (c == FTH_MEM_COMPONENT_COUNT)
+      luaL_error(L, "workload.%s.%s: unknown component", key, comp ? comp : "?");
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "workload.%s.%s: expected a tier name", key, comp);
+    map[c] = (fth_tier)tier_of(L, lua_tostring(L, -1), key);
+    if (c == FTH_MEM_ACTIVATIONS && strcmp(key, "memory_device_map_traffic") == 0) {
+      map[FTH_MEM_TRANSIENT_FWD] = map[c];
+      map[FTH_MEM_TRANSIENT_BWD] = map[c];
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  const char *w = "workload";
+  *out = fth_train_def_default();
+  out->global_batch = lcheck_number(L, idx, w, "global_batch_size", out->global_batch);
+  out->micro_batch = lcheck_number(L, idx, w, "micro_batch_size", out->micro_batch);
+  out->seq_len = lcheck_number(L, idx, w, "seq_length", out->seq_len);
+  out->total_train_tokens = lcheck_number(L, idx, w, "total_train_tokens", 0);
+  out->act_bytes = lcheck_number(L, idx, w, "float_size_bytes", out->act_bytes);
+  out->master_bytes =
+      lcheck_number(L, idx, w, "full_precision_param_float_size", out->master_bytes);
+  out->grad_bytes = lcheck_number(L, idx, w, "gradient_float_size", out->grad_bytes);
+  const char *dp = lcheck_string(L, idx, w, "dp_variant", "DDP");
+  out->dp = fth_dp_variant_parse(dp);
+  if (out->dp == FTH_DP_COUNT) luaL_error(L, "workload.dp_spec.variant: unknown variant '%s'", dp);
+  const char *pp = lcheck_string(L, idx, w, "pp_variant", "1F1B");
+  out->pp = fth_pp_schedule_parse(pp);
+  if (out->pp == FTH_PP_COUNT) luaL_error(L, "workload.pp_spec.variant: unknown variant '%s'", pp);
+  out->virtual_stages = lcheck_int(L, idx, w, "virtual_stages", 1);
+  const char *rc = lcheck_string(L, idx, w, "recompute", "none");
+  if (strcmp(rc, "none") == 0)
+    out->recompute = FTH_RECOMPUTE_NONE;
+  else if (strcmp(rc, "selective") == 0)
+    out->recompute = FTH_RECOMPUTE_SELECTIVE;
+  else if (strcmp(rc, "full") == 0)
+    out->recompute = FTH_RECOMPUTE_FULL;
+  else
+    luaL_error(L, "workload.recompute: unknown mode '%s'", rc);
+  out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", 0);
+  out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", 1);
+  out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", 1.0);
+  out->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", out->comp_comm_eff);
+  out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
+  out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
+  out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
+  read_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
+  read_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
+  if (subtable(L, idx, w, "collective")) {
+    lcheck_coll_params(L, -1, &out->coll);
+    lua_pop(L, 1);
+  }
+}
+
+int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, idx);
+  if (n > FTH_MAX_PHYS_DIMS) luaL_error(L, "levels: at most %d", FTH_MAX_PHYS_DIMS);
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, idx, i + 1);
+    int t = lua_gettop(L);
+    luaL_checktype(L, t, LUA_TTABLE);
+    fth_group_level *g = &out[i];
+    g->group_size = lcheck_int(L, t, "level", "group_size", 1);
+    g->dim_size = lcheck_int(L, t, "level", "dim_size", g->group_size);
+    const char *type = lcheck_string(L, t, "level", "type", "switched");
+    g->type = fth_topo_type_parse(type);
+    if (g->type == FTH_TOPO_COUNT) luaL_error(L, "level.type: unknown type '%s'", type);
+    g->bw_bytes_per_s = lcheck_number(L, t, "level", "bw_bytes_per_s", 0);
+    g->latency_s = lcheck_number(L, t, "level", "latency_s", 0);
+    g->in_network_reduction = lcheck_bool(L, t, "level", "in_network_reduction", 0);
+    if (g->group_size < 1 || g->dim_size < g->group_size || !(g->bw_bytes_per_s > 0) ||
+        !(g->latency_s >= 0))
+      luaL_error(L, "levels[%d]: need group_size >= 1, dim_size >= group_size, bw > 0, "
+                    "latency >= 0", i + 1);
+    lua_pop(L, 1);
+  }
+  return n;
+}

@@ -1,0 +1,208 @@
+/* ltrain.c: the compiled training scenario, `fathom.TrainPlan`.
+ *   core.train_compile(node, topology, model, workload) -> plan
+ *   plan:evaluate() -> result table (SI units, raw numbers)
+ *   plan:footprint() -> memory table (cheap; what a search checks first)
+ *   plan:degrees() -> {tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp, gpus, microbatches}
+ * Input tables are the normalised ones lua/fathom/spec.lua builds. */
+#include <string.h>
+
+#include "lcheck.h"
+#include "lfathom.h"
+
+#define TRAIN_PLAN "fathom.TrainPlan"
+
+static fth_train_plan *check_plan(lua_State *L, int idx) {
+  return (fth_train_plan *)luaL_checkudata(L, idx, TRAIN_PLAN);
+}
+
+/* (node, topology, model, workload) -> plan; raises "<input>.<path>: reason". */
+static int core_train_compile(lua_State *L) {
+  fth_node_def node;
+  fth_topology_def topo;
+  fth_model_def model;
+  fth_train_def work;
+  lcheck_node(L, 1, &node);
+  lcheck_topology(L, 2, &topo);
+  lcheck_model(L, 3, &model);
+  lcheck_train(L, 4, &work);
+  fth_train_plan *p = (fth_train_plan *)lua_newuserdatauv(L, sizeof(fth_train_plan), 0);
+  luaL_setmetatable(L, TRAIN_PLAN);
+  fth_error err;
+  if (fth_train_compile(p, &node, &topo, &model, &work, &err) != FTH_OK)
+    return lbind_raise(L, NULL, &err);
+  return 1;
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void setint(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_footprint(lua_State *L, const fth_memory_footprint *m) {
+  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, FTH_MEM_COMPONENT_COUNT);
+  for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++)
+    setnum(L, fth_mem_component_name((fth_mem_component)c), m->bytes[c]);
+  lua_setfield(L, -2, "components");
+  lua_createtable(L, 0, FTH_TIER_COUNT);
+  for (int t = 0; t < FTH_TIER_COUNT; t++) {
+    if (m->tier_capacity[t] <= 0 && m->tier_bytes[t] <= 0) continue;
+    lua_createtable(L, 0, 3);
+    setnum(L, "bytes", m->tier_bytes[t]);
+    setnum(L, "capacity_bytes", m->tier_capacity[t]);
+    lua_pushboolean(L, m->tier_fits[t]);
+    lua_setfield(L, -2, "fits");
+    lua_setfield(L, -2, fth_tier_name((fth_tier)t));
+  }
+  lua_setfield(L, -2, "tiers");
+  setnum(L, "peak_bytes", m->peak_bytes);
+  lua_pushboolean(L, m->fits);
+  lua_setfield(L, -2, "fits");
+  if (!m->fits) {
+    lua_pushstring(L, fth_tier_name(m->overflow_tier));
+    lua_setfield(L, -2, "overflow_tier");
+  }
+}
+
+static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
+                                                            "unembedding"};
+
+static void push_pass(lua_State *L, const double *flops, const double *cs, const double *bytes,
+                      const double *ms) {
+  lua_createtable(L, 0, FTH_FLOP_PART_COUNT);
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
+    lua_createtable(L, 0, 4);
+    setnum(L, "flops", flops[i]);
+    setnum(L, "compute_s", cs[i]);
+    setnum(L, "bytes", bytes[i]);
+    setnum(L, "memory_s", ms[i]);
+    lua_setfield(L, -2, part_names[i]);
+  }
+}
+
+/* (plan) -> result table */
+static int plan_evaluate(lua_State *L) {
+  const fth_train_plan *p = check_plan(L, 1);
+  fth_train_result r;
+  fth_train_evaluate(p, &r);
+  lua_createtable(L, 0, 40);
+  setnum(L, "step_time_s", r.step_time_s);
+  setnum(L, "fwd_s", r.fwd_s);
+  setnum(L, "bwd_s", r.bwd_s);
+  setnum(L, "compute_s", r.compute_s);
+  setnum(L, "memory_exposed_s", r.memory_exposed_s);
+  setnum(L, "recompute_s", r.recompute_s);
+  setnum(L, "bubble_s", r.bubble_s);
+  setnum(L, "optimizer_s", r.optimizer_s);
+  setnum(L, "exposed_comm_s", r.exposed_comm_s);
+  setnum(L, "busy_s", r.busy_s);
+  setnum(L, "microbatches", r.microbatches);
+  setnum(L, "bubble_fraction", r.bubble_fraction);
+  setnum(L, "tokens_per_step", r.tokens_per_step);
+  setnum(L, "steps", r.steps);
+  setnum(L, "total_time_s", r.total_time_s);
+  setnum(L, "tokens_per_s", r.tokens_per_s);
+  setnum(L, "model_flops_per_step", r.model_flops_per_step);
+  setnum(L, "hardware_flops_per_step", r.hardware_flops_per_step);
+  setnum(L, "mfu", r.mfu);
+  setnum(L, "hfu", r.hfu);
+  setnum(L, "achieved_flops_per_gpu", r.achieved_flops_per_gpu);
+  setnum(L, "params_per_gpu", r.params_per_gpu);
+  lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
+    const fth_comm_item *c = &r.comm[k];
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, fth_coll_op_name(c->op));
+    lua_setfield(L, -2, "op");
+    lua_pushstring(L, fth_coll_algo_name(c->algo));
+    lua_setfield(L, -2, "algorithm");
+    setint(L, "group_size", c->group_size);
+    setint(L, "phys_dim", c->phys_dim + 1);
+    setint(L, "num_levels", c->num_levels);
+    setnum(L, "bytes_per_call", c->bytes_per_call);
+    setnum(L, "calls_per_step", c->calls_per_step);
+    setnum(L, "bytes_per_step", c->bytes_per_step);
+    setnum(L, "raw_s", c->raw_s);
+    setnum(L, "hidden_s", c->hidden_s);
+    setnum(L, "exposed_s", c->exposed_s);
+    lua_setfield(L, -2, fth_comm_kind_name((fth_comm_kind)k));
+  }
+  lua_setfield(L, -2, "comm");
+  lua_createtable(L, 0, 4);
+  push_pass(L, r.fwd_flops, r.fwd_compute_s, r.fwd_bytes, r.fwd_memory_s);
+  lua_setfield(L, -2, "forward");
+  push_pass(L, r.bwd_flops, r.bwd_compute_s, r.bwd_bytes, r.bwd_memory_s);
+  lua_setfield(L, -2, "backward");
+  setnum(L, "forward_kernel_s", r.fwd_kernel_s);
+  setnum(L, "backward_kernel_s", r.bwd_kernel_s);
+  lua_setfield(L, -2, "per_microbatch");
+  push_footprint(L, &r.mem);
+  lua_setfield(L, -2, "memory");
+  return 1;
+}
+
+/* (plan) -> memory table */
+static int plan_footprint(lua_State *L) {
+  const fth_train_plan *p = check_plan(L, 1);
+  fth_memory_footprint m;
+  fth_train_footprint(p, &m);
+  push_footprint(L, &m);
+  return 1;
+}
+
+/* (plan) -> degrees table */
+static int plan_degrees(lua_State *L) {
+  const fth_train_plan *p = check_plan(L, 1);
+  lua_createtable(L, 0, 16);
+  setint(L, "tp", p->tp);
+  setint(L, "tp_moe", p->tp_moe);
+  setint(L, "dp", p->dp);
+  setint(L, "dp_moe", p->dp_moe);
+  setint(L, "ep", p->ep);
+  setint(L, "ep_su", p->ep_su);
+  setint(L, "ep_so", p->ep_so);
+  setint(L, "pp", p->pp);
+  setint(L, "cp", p->cp);
+  setnum(L, "gpus", p->num_gpus);
+  setnum(L, "microbatches", p->microbatches);
+  setint(L, "layers_per_stage", p->layers_per_stage);
+  setint(L, "moe_layers_per_stage", p->moe_layers_per_stage);
+  setnum(L, "local_experts", p->local_experts);
+  setnum(L, "params_total", p->params.total);
+  setnum(L, "params_active", p->params.active);
+  return 1;
+}
+
+static int plan_tostring(lua_State *L) {
+  const fth_train_plan *p = check_plan(L, 1);
+  lua_pushfstring(L, "fathom.TrainPlan (%d GPUs, TP %d PP %d DP %d EP %d)", (int)p->num_gpus,
+                  p->tp, p->pp, p->dp, p->ep);
+  return 1;
+}
+
+static const luaL_Reg plan_methods[] = {
+  {"evaluate",  plan_evaluate},
+  {"footprint", plan_footprint},
+  {"degrees",   plan_degrees},
+  {NULL, NULL}
+};
+
+static const luaL_Reg plan_meta[] = {
+  {"__tostring", plan_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg train_funcs[] = {
+  {"train_compile", core_train_compile},
+  {NULL, NULL}
+};
+
+void lfth_open_train(lua_State *L) {
+  lbind_newclass(L, TRAIN_PLAN, plan_meta, plan_methods);
+  lbind_setfuncs(L, train_funcs);
+}
