@@ -45,18 +45,22 @@ static int in_view(fth_logical_tag t, int expert_view) {
   return t == FTH_TAG_TP_ATTN || t == FTH_TAG_CP || t == FTH_TAG_DP_ATTN;
 }
 
-/* Product of one view's sizes on dimension d, its factors as text, and
- * the index of the view's first logical dimension there (-1 if none). */
+/* Product of one view's sizes on dimension d, its factors as text, the
+ * index of the view's first logical dimension there (-1 if none) and whether
+ * any of them is specific to the view (not PP, which both views share). */
 static double view_product(const fth_topology_def *t, int d, int expert_view, char *text,
-                           size_t text_size, char *sizes, size_t sizes_size, int *first) {
+                           size_t text_size, char *sizes, size_t sizes_size, int *first,
+                           int *specific) {
   double prod = 1.0;
   *first = -1;
+  *specific = 0;
   text[0] = '\0';
   sizes[0] = '\0';
   for (int i = 0; i < t->num_logical; i++) {
     const fth_logical_dim_def *l = &t->logical[i];
     if (l->phys_dim != d || !in_view(l->tag, expert_view)) continue;
     if (*first < 0) *first = i;
+    if (l->tag != FTH_TAG_PP) *specific = 1;
     prod *= (double)l->size;
     size_t n = strlen(text), m = strlen(sizes);
     snprintf(text + n, text_size - n, "%s%s", n ? " x " : "", fth_logical_tag_name(l->tag));
@@ -112,13 +116,16 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
     }
   }
   /* Tiling: on every physical dimension, each view's sizes multiply to its
-   * size; a view with nothing mapped there is data parallel across it. */
+   * size; a view with nothing of its own mapped there (at most the shared PP)
+   * is data parallel over what is left, so its product need only divide it. */
   for (int d = 0; d < t->num_phys; d++) {
     for (int v = 0; v < 2; v++) {
       char tags[160], sizes[96];
-      int first;
-      double prod = view_product(t, d, v, tags, sizeof tags, sizes, sizeof sizes, &first);
+      int first, specific;
+      double prod =
+          view_product(t, d, v, tags, sizeof tags, sizes, sizeof sizes, &first, &specific);
       if (first < 0) continue;
+      if (!specific && t->phys[d].size % (int)prod == 0) continue;
       if (prod != (double)t->phys[d].size) {
         snprintf(path, sizeof path, "logical.dimensions[%d]", first + 1);
         return fth_fail(err, FTH_EINVAL, path,

@@ -147,19 +147,20 @@ static int group_levels(const fth_topology_def *t, fth_logical_tag tag, fth_grou
   *inner = -1;
   for (int d = 0; d < t->num_phys; d++) {
     const fth_phys_dim_def *pd = &t->phys[d];
-    int size = 1, users = 0, any = 0;
+    int size = 1, users = 0, specific = 0, pp = 1;
     for (int i = 0; i < t->num_logical; i++) {
       const fth_logical_dim_def *l = &t->logical[i];
       if (l->phys_dim != d) continue;
       int in_view = (tag == FTH_TAG_PP) ? tag_in_view(l->tag, 0) : tag_in_view(l->tag, expert_view);
       if (!in_view) continue;
-      any = 1;
+      if (l->tag != FTH_TAG_PP) specific = 1;
+      else pp *= l->size;
       if (l->size > 1) users++;
       if (l->tag == tag) size *= l->size;
     }
-    if (is_dp && !any) { /* implicit DP fills the dimension */
-      size = pd->size;
-      users = size > 1 ? 1 : 0;
+    if (is_dp && !specific) { /* implicit DP fills what PP leaves of the dimension */
+      size = pd->size / pp;
+      if (size > 1) users++;
     }
     if (size <= 1) continue;
     fth_group_level *g = &lv[n++];

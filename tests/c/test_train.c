@@ -1,0 +1,253 @@
+/* Training step on a toy 2 x 2 system, every term derived by hand.
+ *
+ * Node: 100 TFLOP/s bf16 at efficiency 1; HBM 1 TB/s (80 GB); vector rate
+ * bf16 / 8 = 12.5 TFLOP/s. Fabric: dim 0 switched, 2 GPUs, 100 GB/s, 1 us;
+ * dim 1 switched, 2 GPUs, 10 GB/s, 5 us. TP_Attn = 2 on dim 0, DP_Attn = 2 on dim 1.
+ * Model: h 1024, 4 layers, 16 heads (hd 64), plain MLP f 4096, V 32000, untied.
+ * Work: global batch 8, micro-batch 2, seq 1024 -> 8 / (2 x 2) = 2 micro-batches;
+ * bf16 activations, fp32 master/grad, DDP, 1F1B, no recompute, flash attention,
+ * comp_comm 0 (no overlap), comp_mem 1 (roofline max), comm_mem 0. */
+#include "fth_train.h"
+#include "test_macros.h"
+
+#include <math.h>
+#include <string.h>
+
+static fth_node_def toy_node(void) {
+  fth_node_def n = fth_node_def_default();
+  n.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
+  n.compute.flops_per_s[FTH_PREC_FP32] = 10e12;
+  n.compute.efficiency = 1.0;
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e12;
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 80e9;
+  n.tier[FTH_TIER_XPU].num_stacks = 1;
+  n.tier[FTH_TIER_XPU].efficiency = 1.0;
+  n.has_tier[FTH_TIER_XPU] = 1;
+  return n;
+}
+
+static fth_topology_def toy_topo(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 2;
+  t.phys[0].type = FTH_TOPO_SWITCHED;
+  t.phys[0].size = 2;
+  t.phys[0].link.bw_bytes_per_s = 100e9;
+  t.phys[0].link.latency_s = 1e-6;
+  t.phys[1].type = FTH_TOPO_SWITCHED;
+  t.phys[1].size = 2;
+  t.phys[1].link.bw_bytes_per_s = 10e9;
+  t.phys[1].link.latency_s = 5e-6;
+  t.num_logical = 2;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 2};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 2};
+  return t;
+}
+
+static fth_model_def toy_model(void) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 4;
+  m.num_heads = 16;
+  m.vocab_size = 32000;
+  m.max_seq_len = 1024;
+  return m;
+}
+
+static fth_train_def toy_work(void) {
+  fth_train_def w = fth_train_def_default();
+  w.global_batch = 8;
+  w.micro_batch = 2;
+  w.seq_len = 1024;
+  w.total_train_tokens = 8192000;
+  w.comp_comm_eff = 0.0;
+  w.comp_mem_eff = 1.0;
+  w.comm_mem_eff = 0.0;
+  return w;
+}
+
+static int toy_hand_derived(void) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  fth_model_def model = toy_model();
+  fth_train_def work = toy_work();
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(2, plan.tp);
+  FTH_ENSURE_EQ_INT(2, plan.dp);
+  FTH_ENSURE_NEAR(2.0, plan.microbatches, 0);
+  fth_train_result r;
+  fth_train_evaluate(&plan, &r);
+
+  /* Forward FLOPs per micro-batch per GPU, T = 2 x 1024 = 2048 tokens:
+   *  linears per layer 2 T (h 3h/2 + h/2 h + 2 h f/2) = 2 x 2048 x 6,291,456 = 25,769,803,776
+   *  attention core: 2 b s (s+1)/2 (64 + 64) 8 heads = 2,149,580,800
+   *  element-wise: norms+residuals T h 10 / 2 elems x 5 FLOP x 2 parts = 104,857,600;
+   *                GeLU T f / 2 x 8 = 33,554,432
+   *  per layer 28,057,796,608; x 4 = 112,231,186,432
+   *  LM head 2 T h V / 2 = 67,108,864,000; cross-entropy T V / 2 x 5 = 163,840,000
+   *  total 179,503,890,432. */
+  double fwd_flops = 0;
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) fwd_flops += r.fwd_flops[i];
+  FTH_ENSURE_NEAR(179503890432.0, fwd_flops, 1e-12);
+  FTH_ENSURE_NEAR(67108864000.0 + 163840000.0, r.fwd_flops[FTH_FLOP_UNEMBEDDING], 1e-12);
+
+  /* Kernel time, forward: every GEMM and the attention core are compute-bound
+   * (e.g. QKV: 6.44 GFLOP -> 64.4 us vs 13.6 MB -> 13.6 us), every element-wise
+   * op memory-bound. GEMMs: (4 x 27,919,384,576 + 67,108,864,000) / 1e14 =
+   * 1.78786402304e-3 s. Element-wise bytes: per layer 2 x 20,971,520 (norms,
+   * residuals) + 16,777,216 (GeLU) = 58,720,256, x 4 = 234,881,024; cross-
+   * entropy T V / 2 x 6 B = 196,608,000; embedding T h 4 B = 8,388,608; total
+   * 439,877,632 B / 1e12 = 4.39877632e-4 s. Sum 2.22774165504e-3 s. */
+  FTH_ENSURE_NEAR(2.22774165504e-3, r.fwd_kernel_s, 1e-12);
+  /* Backward: GEMMs twice the FLOPs (data + weight gradient), attention 2.5x
+   * (flash recomputes scores): (2 x 4 x 25,769,803,776 + 2.5 x 4 x 2,149,580,800
+   * + 2 x 67,108,864,000) / 1e14 = 3.61871966208e-3 s; element-wise bytes
+   * doubled for norms/residuals (83,886,080) and GeLU (33,554,432) per layer,
+   * x 4 = 469,762,048, + 196,608,000 + 8,388,608 = 674,758,656 -> 6.74758656e-4 s. */
+  FTH_ENSURE_NEAR(3.61871966208e-3 + 6.74758656e-4, r.bwd_kernel_s, 1e-12);
+
+  /* TP: one all-reduce of T h 2 B = 4,194,304 B over 2 GPUs at 100 GB/s, 1 us:
+   * ring 2 (1/2) M / B + 2 (1) a = 41.94304 us + 2 us = 43.94304 us; 2 per
+   * layer forward, 2 backward, 4 layers, 2 micro-batches = 32 calls. */
+  FTH_ENSURE_NEAR(32.0, r.comm[FTH_COMM_TP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(32.0 * 43.94304e-6, r.comm[FTH_COMM_TP].raw_s, 1e-12);
+  FTH_ENSURE_NEAR(r.comm[FTH_COMM_TP].raw_s, r.comm[FTH_COMM_TP].exposed_s, 1e-12);
+
+  /* Parameters per GPU: per layer (4 h^2 + 2 h f + 2 h) / 2 = 6,292,480, x 4
+   * = 25,169,920; embedding and LM head V h / 2 = 16,384,000 each: 57,937,920.
+   * DP: all-reduce of 57,937,920 x 4 B = 231,751,680 B over 2 GPUs at 10 GB/s,
+   * 5 us: M / B + 2a = 23.175168 ms + 10 us, all exposed (comp_comm 0). */
+  FTH_ENSURE_NEAR(57937920.0, r.params_per_gpu, 1e-12);
+  FTH_ENSURE_NEAR(231751680.0, r.comm[FTH_COMM_DP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(0.023185168, r.comm[FTH_COMM_DP].exposed_s, 1e-12);
+  /* Adam: (6 x 4 + 4 + 2) = 30 B per parameter at 1 TB/s: 1.7381376 ms. */
+  FTH_ENSURE_NEAR(1.7381376e-3, r.optimizer_s, 1e-12);
+
+  /* Step: 2 x (fwd + bwd kernels + 16 all-reduces) + DP + optimizer. */
+  double per_mb = 2.22774165504e-3 + 3.61871966208e-3 + 6.74758656e-4 + 16 * 43.94304e-6;
+  FTH_ENSURE_NEAR(2.0 * per_mb + 0.023185168 + 1.7381376e-3, r.step_time_s, 1e-12);
+  FTH_ENSURE(r.bubble_s == 0.0);
+  /* Run: 8,192,000 tokens / 8,192 per step = 1,000 steps. */
+  FTH_ENSURE_NEAR(1000.0, r.steps, 0);
+  FTH_ENSURE_NEAR(1000.0 * r.step_time_s, r.total_time_s, 1e-12);
+
+  /* Memory: weights 2 B, gradients 4 B, Adam 12 B per parameter. Saved
+   * activations per token per layer (Korthikanti et al. 2022 with TP 2, no
+   * SP, flash): replicated 10 h = 10,240; sharded (8 h + 16 h) / 2 = 12,288;
+   * log-sum-exp 4 x 16 / 2 = 32 -> 22,560 B x 2048 tokens x 4 layers x 1 in
+   * flight (1F1B, PP 1) = 184,811,520 B. */
+  FTH_ENSURE_NEAR(115875840.0, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(231751680.0, r.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(695255040.0, r.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE_NEAR(184811520.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE(r.mem.fits);
+  return 0;
+}
+
+/* A 64-GPU pipeline for the property checks: 8-GPU switched nodes, 8 nodes;
+ * TP 8 inside, PP 4 x DP 2 across; GPT-ish 24-layer model. */
+static int pipeline_case(fth_train_plan *plan, double link_scale, double gb, fth_pp_schedule s,
+                         fth_recompute rc, fth_dp_variant dp) {
+  fth_node_def node = toy_node();
+  fth_topology_def t = toy_topo();
+  t.phys[0].size = 8;
+  t.phys[1].size = 8;
+  t.phys[0].link.bw_bytes_per_s *= link_scale;
+  t.phys[1].link.bw_bytes_per_s *= link_scale;
+  t.num_logical = 3;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 8};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_PP, 1, 4};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 2};
+  fth_model_def m = toy_model();
+  m.n_layers = 24;
+  m.d_model = 2048;
+  fth_train_def w = toy_work();
+  w.global_batch = gb;
+  w.micro_batch = 1;
+  w.pp = s;
+  w.recompute = rc;
+  w.dp = dp;
+  w.comp_comm_eff = 0.5;
+  fth_error err;
+  if (fth_train_compile(plan, &node, &t, &m, &w, &err) == FTH_OK) return 0;
+  fprintf(stderr, "pipeline_case: %s: %s\n", err.path, err.msg);
+  return 1;
+}
+
+static int properties(void) {
+  fth_train_plan p;
+  fth_train_result a, b;
+  /* More bandwidth never slows a step (links x1 .. x16). */
+  double prev = HUGE_VAL;
+  for (double scale = 1; scale <= 16; scale *= 2) {
+    FTH_ENSURE(pipeline_case(&p, scale, 64, FTH_PP_1F1B, FTH_RECOMPUTE_NONE, FTH_DP_DDP) == 0);
+    fth_train_evaluate(&p, &a);
+    FTH_ENSURE(a.step_time_s <= prev);
+    prev = a.step_time_s;
+  }
+  /* More micro-batches shrink the bubble's share, for GPipe and 1F1B. */
+  for (int s = FTH_PP_GPIPE; s <= FTH_PP_1F1B; s++) {
+    double prev_frac = 1.0;
+    for (double gb = 8; gb <= 256; gb *= 2) {
+      FTH_ENSURE(pipeline_case(&p, 1, gb, (fth_pp_schedule)s, FTH_RECOMPUTE_NONE, FTH_DP_DDP) == 0);
+      fth_train_evaluate(&p, &a);
+      FTH_ENSURE(a.bubble_s > 0);
+      FTH_ENSURE(a.bubble_s / a.busy_s < prev_frac);
+      prev_frac = a.bubble_s / a.busy_s;
+    }
+  }
+  /* Full recomputation lowers saved activations and raises compute. */
+  FTH_ENSURE(pipeline_case(&p, 1, 64, FTH_PP_1F1B, FTH_RECOMPUTE_NONE, FTH_DP_DDP) == 0);
+  fth_train_evaluate(&p, &a);
+  FTH_ENSURE(pipeline_case(&p, 1, 64, FTH_PP_1F1B, FTH_RECOMPUTE_FULL, FTH_DP_DDP) == 0);
+  fth_train_evaluate(&p, &b);
+  FTH_ENSURE(b.mem.bytes[FTH_MEM_ACTIVATIONS] < a.mem.bytes[FTH_MEM_ACTIVATIONS]);
+  FTH_ENSURE(b.compute_s > a.compute_s);
+  FTH_ENSURE(b.hfu > b.mfu && a.hfu == a.mfu);
+  /* ZeRO-3 shards weights over DP (2): half the weight memory; ZeRO-1 the
+   * optimizer; GPipe holds more activations than 1F1B. */
+  FTH_ENSURE(pipeline_case(&p, 1, 64, FTH_PP_1F1B, FTH_RECOMPUTE_NONE, FTH_DP_ZERO3) == 0);
+  fth_train_evaluate(&p, &b);
+  FTH_ENSURE_NEAR(a.mem.bytes[FTH_MEM_WEIGHTS] / 2.0, b.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(a.mem.bytes[FTH_MEM_OPTIMIZER] / 2.0, b.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE(pipeline_case(&p, 1, 64, FTH_PP_GPIPE, FTH_RECOMPUTE_NONE, FTH_DP_DDP) == 0);
+  fth_train_evaluate(&p, &b);
+  FTH_ENSURE(b.mem.bytes[FTH_MEM_ACTIVATIONS] > a.mem.bytes[FTH_MEM_ACTIVATIONS]);
+  return 0;
+}
+
+/* Bad workloads are refused with the field path. */
+static int refusals(void) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  fth_model_def model = toy_model();
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_def w = toy_work();
+  w.micro_batch = 3; /* 8 is not a multiple of 3 x DP 2 */
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.global_batch_size") == 0);
+  FTH_ENSURE(strstr(err.msg, "micro_batch_size x DP = 3 x 2 = 6") != NULL);
+  w = toy_work();
+  w.comp_comm_eff = 1.5;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.comp_comm_efficiency") == 0);
+  w = toy_work();
+  model.num_heads = 15; /* TP 2 does not divide 15 heads */
+  model.head_dim = 64;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strstr(err.msg, "does not divide num_heads = 15") != NULL);
+  model = toy_model();
+  topo.logical[1].size = 4; /* DP 4 on a 2-GPU dimension */
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "topology.logical.dimensions[2]") == 0);
+  return 0;
+}
+
+int train_test(void) {
+  FTH_RUN(toy_hand_derived());
+  FTH_RUN(properties());
+  FTH_RUN(refusals());
+  return 0;
+}
