@@ -279,6 +279,9 @@ fth_coll_result fth_collective(fth_coll_op op, fth_coll_algo algo, double bytes,
     c = INF_COST;
     chosen = FTH_ALGO_RING;
     for (int a = FTH_ALGO_RING; a < FTH_ALGO_COUNT; a++) {
+      /* On one level the hierarchical algorithm is the best single-level one: skip it
+       * so the report names that one. */
+      if (a == FTH_ALGO_HIERARCHICAL && num_levels < 2) continue;
       cost t = algo_cost(op, (fth_coll_algo)a, bytes, levels, num_levels, p.per_peer_overhead_s);
       if (total(t) < total(c)) {
         c = t;
