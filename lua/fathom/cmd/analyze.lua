@@ -46,7 +46,7 @@ local function summary(records)
     for k, v in pairs(r.sweep_point or {}) do label[#label + 1] = k:match("[^%.]+%.[^%.]+$") .. "=" .. tostring(v) end
     table.sort(label)
     if r.error then
-      rows[i] = { i, table.concat(label, " "), "", "", "", "", "invalid: " .. r.error }
+      rows[i] = { i, table.concat(label, " "), "", "", "", "", "", "", "", "", "", "", "invalid: " .. r.error }
     else
       local c, t, m = r.configuration, r.time, r.memory_footprint
       local exposed = 0
