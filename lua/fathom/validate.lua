@@ -102,7 +102,8 @@ end
 -- F = 96 B s l h^2 (1 + s / 6h + V / 16 l h).
 local function megatron_flops(case)
   local m, p = case.model, case.parallelism
-  local B, s, l, h, V = p.global_batch, p.seq_len, m.layers, m.hidden, m.vocab
+  -- floats: the product overflows 64-bit integers for the 1T model
+  local B, s, l, h, V = p.global_batch + 0.0, p.seq_len + 0.0, m.layers + 0.0, m.hidden + 0.0, m.vocab + 0.0
   return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
 end
 

@@ -412,14 +412,28 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
   {
     double heads = sh->heads / tp;
     double kvh = fth_max(1.0, sh->kv_heads / tp);
+    /* Fused (flash) kernels skip the masked half of a causal block; unfused
+     * attention computes the full score matrix and masks it. */
     fth_kernel_cost k = fth_kernel_attention(&c->env_act, w->micro_batch, heads, kvh, w->seq_len,
-                                             w->seq_len, sh->d_qk, sh->d_v, 1, ab);
+                                             w->seq_len, sh->d_qk, sh->d_v, w->flash_attention, ab);
     k.flops /= p->cp;
     k.bytes /= p->cp;
     k.compute_s /= p->cp;
     k.memory_s /= p->cp;
     k.time_s /= p->cp;
     add_kernel(c, fwd, FTH_FLOP_ATTENTION, k, 0.0);
+    if (!w->flash_attention) {
+      /* Unfused attention materialises the b a s^2 score matrix: QK^T writes
+       * it, a fused scale-mask-softmax reads and writes it, dropout reads it
+       * and writes it and a 1-byte mask, P V reads it: 6 w + 1 bytes per
+       * score (Korthikanti et al. 2022 Sec. 4.1 counts the same tensors);
+       * backward moves about twice as much. */
+      double scores = w->micro_batch * heads * w->seq_len * w->seq_len / p->cp;
+      fth_kernel_cost ks = fth_kernel_elementwise(&c->env_act, scores, 8.0, 6.0 * ab + 1.0);
+      add_kernel(c, fwd, FTH_FLOP_ATTENTION, ks, 0.0);
+      fth_kernel_cost ksb = fth_kernel_elementwise(&c->env_act, scores, 12.0, 2.0 * (6.0 * ab + 1.0));
+      add_kernel(c, bwd, FTH_FLOP_ATTENTION, ksb, 0.0);
+    }
     /* Backward: dQ, dK, dV = 2x forward GEMM work; flash attention also
      * recomputes the scores (Dao 2023: 2.5x forward). */
     double f = w->flash_attention ? 2.5 : 2.0;
@@ -695,13 +709,17 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
     double kvh = fth_max(1.0, p->dense_shape.kv_heads / p->tp);
     fth_kernel_cost k = fth_kernel_attention(&c.env_act, w->micro_batch, heads, kvh, w->seq_len,
                                              w->seq_len, p->dense_shape.d_qk, p->dense_shape.d_v,
-                                             1, w->act_bytes);
+                                             0, w->act_bytes);
     double s = (double)p->layers_per_stage / p->cp;
     k.flops *= s;
     k.bytes *= s;
     k.compute_s *= s;
     k.memory_s *= s;
     add_kernel(&c, &rec, FTH_FLOP_ATTENTION, k, 0.0);
+    /* and the score matrix's softmax and dropout passes (as in block_costs) */
+    double scores = p->layers_per_stage * w->micro_batch * heads * w->seq_len * w->seq_len / p->cp;
+    add_kernel(&c, &rec, FTH_FLOP_ATTENTION,
+               fth_kernel_elementwise(&c.env_act, scores, 8.0, 6.0 * w->act_bytes + 1.0), 0.0);
   }
 
   double exp_f[FTH_COMM_KIND_COUNT], exp_b[FTH_COMM_KIND_COUNT], exp_r[FTH_COMM_KIND_COUNT];
