@@ -20,6 +20,8 @@ M.compute_schema = {
   fp32_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   vector_nominal = { type = "number", min = 0, default = 0, hint = "non-tensor FLOP/s" },
   efficiency = fraction,
+  attention_efficiency = { type = "number", above = 0, max = 1,
+    hint = "fraction of nominal fused attention reaches; default: efficiency" },
   description = { type = "string" },
   source = { type = "any" },
 }

@@ -76,9 +76,10 @@ function M.training_docs(case, lib_doc)
     vocab_size = mdl.vocab, max_sequence_length = par.seq_len, learned_pos_emb = true,
     gated_mlp = false,
   }
+  local fp8 = (tr.precision or ""):upper():find("FP8") ~= nil
   local workload = {
     global_batch_size = par.global_batch, micro_batch_size = par.micro_batch, seq_length = par.seq_len,
-    float_size_bytes = 2, full_precision_param_float_size = 4,
+    float_size_bytes = fp8 and 1 or 2, full_precision_param_float_size = 4,
     recompute = recompute_of(tr.recompute),
     -- Megatron-LM of 2021 had no fused attention; MPT used FlashAttention/Triton.
     flash_attention = not framework:find("megatron"),

@@ -33,6 +33,10 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   if (!fraction_ok(d->efficiency))
     return fth_fail(err, FTH_EINVAL, "efficiency", "expected a fraction in (0, 1], got %g",
                     d->efficiency);
+  if (!(d->attention_efficiency == 0.0 || fraction_ok(d->attention_efficiency)))
+    return fth_fail(err, FTH_EINVAL, "attention_efficiency",
+                    "expected a fraction in (0, 1] (or 0 for efficiency), got %g",
+                    d->attention_efficiency);
   if (!nonneg_ok(d->vector_flops_per_s))
     return fth_fail(err, FTH_EINVAL, "vector_nominal", "expected >= 0, got %g",
                     d->vector_flops_per_s);
@@ -44,6 +48,12 @@ double fth_compute_flops_per_s(const fth_compute_def *d, fth_precision prec) {
   for (int p = (int)prec; p < FTH_PREC_COUNT; p++)
     if (d->flops_per_s[p] > 0) return d->flops_per_s[p] * d->efficiency;
   return 0.0;
+}
+
+double fth_compute_attention_flops_per_s(const fth_compute_def *d, fth_precision prec) {
+  double f = fth_compute_flops_per_s(d, prec);
+  if (d->attention_efficiency > 0 && d->efficiency > 0) f *= d->attention_efficiency / d->efficiency;
+  return f;
 }
 
 fth_memory_def fth_memory_def_default(void) {

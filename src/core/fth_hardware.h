@@ -25,11 +25,18 @@ typedef struct fth_compute_def {
   double flops_per_s[FTH_PREC_COUNT]; ///< nominal dense peak, FLOP/s (fp8, bf16, fp32)
   double efficiency;                  ///< achievable fraction of nominal for large GEMMs, (0, 1]
   double vector_flops_per_s;          ///< non-tensor-core rate for element-wise ops; 0 = bf16/8
+  double attention_efficiency;        ///< fraction of nominal fused attention reaches; 0 = efficiency
 } fth_compute_def;
 
 fth_compute_def fth_compute_def_default(void);
 /// Checks every field; on failure fills err (path relative to the compute def).
 fth_status fth_compute_check(const fth_compute_def *def, fth_error *err);
+/// Effective fused-attention FLOP/s at `prec` = nominal x attention_efficiency
+/// (falling back to efficiency when unset). Attention kernels reach a lower
+/// fraction of peak than large GEMMs (softmax and masking between the two
+/// matmuls; Dao 2023 reports 50-73% on A100 for FlashAttention-2).
+double fth_compute_attention_flops_per_s(const fth_compute_def *def, fth_precision prec);
+
 /// Effective matrix FLOP/s at `prec` = nominal x efficiency. A precision with a
 /// zero nominal falls back to the next wider one (fp8 -> bf16 -> fp32).
 double fth_compute_flops_per_s(const fth_compute_def *def, fth_precision prec);

@@ -10,6 +10,7 @@
 fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec, fth_tier tier) {
   fth_kernel_env e;
   e.matrix_flops_per_s = fth_compute_flops_per_s(&node->compute, prec);
+  e.attention_flops_per_s = fth_compute_attention_flops_per_s(&node->compute, prec);
   /* Element-wise work runs on the vector units: a declared rate, else 1/8 of
    * the bf16 tensor rate (H100: 134 of 989 TFLOP/s). */
   double vec = node->compute.vector_flops_per_s;
@@ -51,7 +52,8 @@ fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, do
   double bytes = (batch * heads * q_len * d_qk + batch * kv_heads * kv_len * (d_qk + d_v) +
                   batch * heads * q_len * d_v) *
                  elem_bytes;
-  return roofline(flops, env->matrix_flops_per_s, bytes, env->mem_bw_bytes_per_s);
+  double rate = env->attention_flops_per_s > 0 ? env->attention_flops_per_s : env->matrix_flops_per_s;
+  return roofline(flops, rate, bytes, env->mem_bw_bytes_per_s);
 }
 
 fth_kernel_cost fth_kernel_elementwise(const fth_kernel_env *env, double elems,

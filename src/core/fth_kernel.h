@@ -16,6 +16,7 @@ typedef enum fth_kernel_model {
 /// What a kernel runs on: matrix rate at a precision, vector rate, memory bandwidth.
 typedef struct fth_kernel_env {
   double matrix_flops_per_s; ///< effective tensor-core FLOP/s at the kernel's precision
+  double attention_flops_per_s; ///< effective FLOP/s of fused attention (0 = matrix rate)
   double vector_flops_per_s; ///< effective element-wise FLOP/s
   double mem_bw_bytes_per_s; ///< effective bandwidth of the tier the operands live in
   fth_kernel_model model;

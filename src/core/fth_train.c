@@ -414,7 +414,10 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
     double kvh = fth_max(1.0, sh->kv_heads / tp);
     /* Fused (flash) kernels skip the masked half of a causal block; unfused
      * attention computes the full score matrix and masks it. */
-    fth_kernel_cost k = fth_kernel_attention(&c->env_act, w->micro_batch, heads, kvh, w->seq_len,
+    /* Unfused attention runs as two batched GEMMs at the matrix rate. */
+    fth_kernel_env env = c->env_act;
+    if (!w->flash_attention) env.attention_flops_per_s = env.matrix_flops_per_s;
+    fth_kernel_cost k = fth_kernel_attention(&env, w->micro_batch, heads, kvh, w->seq_len,
                                              w->seq_len, sh->d_qk, sh->d_v, w->flash_attention, ab);
     k.flops /= p->cp;
     k.bytes /= p->cp;
@@ -707,7 +710,9 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   } else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention) {
     double heads = p->dense_shape.heads / p->tp;
     double kvh = fth_max(1.0, p->dense_shape.kv_heads / p->tp);
-    fth_kernel_cost k = fth_kernel_attention(&c.env_act, w->micro_batch, heads, kvh, w->seq_len,
+    fth_kernel_env env = c.env_act;
+    env.attention_flops_per_s = env.matrix_flops_per_s; /* unfused: batched GEMMs */
+    fth_kernel_cost k = fth_kernel_attention(&env, w->micro_batch, heads, kvh, w->seq_len,
                                              w->seq_len, p->dense_shape.d_qk, p->dense_shape.d_v,
                                              0, w->act_bytes);
     double s = (double)p->layers_per_stage / p->cp;

@@ -89,6 +89,7 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->flops_per_s[FTH_PREC_FP32] = lcheck_number(L, c, "device_compute", "fp32_nominal", 0);
     cd->efficiency = lcheck_number(L, c, "device_compute", "efficiency", cd->efficiency);
     cd->vector_flops_per_s = lcheck_number(L, c, "device_compute", "vector_nominal", 0);
+    cd->attention_efficiency = lcheck_number(L, c, "device_compute", "attention_efficiency", 0);
     lua_pop(L, 1);
   }
   if (subtable(L, idx, "hardware", "device_memory_tiers")) {
