@@ -56,7 +56,7 @@ local function check_value(t, key, path, v, rule)
     if v == math.huge or v == -math.huge then
       M.fail(t, key, path, "expected a finite number, got %s%s", describe(v), hint)
     end
-    if rule.above ~= nil and not (v > rule.above) then
+    if rule.above ~= nil and v <= rule.above then
       M.fail(t, key, path, "expected a value > %s, got %s%s", describe(rule.above), describe(v), hint)
     end
     if rule.min ~= nil and v < rule.min then
@@ -91,7 +91,7 @@ function M.fields(t, path, schema, out)
   table.sort(names)
   for k in pairs(t) do
     if type(k) ~= "string" or schema[k] == nil then
-      errors.at(t, k, join(path, tostring(k)), "unknown key%s",
+      errors.at_key(t, k, join(path, tostring(k)), "unknown key%s",
         errors.suggest(tostring(k), names) ~= "" and errors.suggest(tostring(k), names)
           or " (known keys: " .. table.concat(names, ", ") .. ")")
     end

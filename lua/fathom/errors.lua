@@ -79,6 +79,17 @@ function M.at(t, key, path, fmt, ...)
   error(M.new(table.concat(parts, ": ")), 0)
 end
 
+-- at_key(t, key, path, fmt, ...) is `at` pointing at the key itself (unknown keys).
+function M.at_key(t, key, path, fmt, ...)
+  local msg = select("#", ...) > 0 and string.format(fmt, ...) or fmt
+  local w = M.where_key(t, key)
+  local parts = {}
+  if w then parts[#parts + 1] = w end
+  if path and path ~= "" then parts[#parts + 1] = path end
+  parts[#parts + 1] = msg
+  error(M.new(table.concat(parts, ": ")), 0)
+end
+
 -- Levenshtein distance, for "did you mean" hints.
 local function distance(a, b)
   local la, lb = #a, #b

@@ -7,10 +7,8 @@ local errors = require("fathom.errors")
 
 local M = {}
 
-local positive = { type = "number", above = 0 }
 local fraction = { type = "number", above = 0, max = 1, hint = "a fraction in (0, 1]" }
 local unit = { type = "number", min = 0, max = 1, hint = "a fraction in [0, 1]" }
-local count = { type = "integer", min = 1 }
 
 -- Schemas -----------------------------------------------------------------------------------
 
@@ -224,7 +222,7 @@ function M.hardware_library(src)
     local path = "nodes." .. name
     local n = check.fields(def, path, M.node_schema)
     check.ref(def, "device_compute", path .. ".device_compute", lib.compute, "compute component")
-    for tier, ref in pairs(def.device_memory_tiers) do
+    for tier in pairs(def.device_memory_tiers) do
       local tpath = path .. ".device_memory_tiers." .. tostring(tier)
       check.value(def.device_memory_tiers, tier, tpath, { type = "string", choices = nil })
       local ok = false
@@ -234,7 +232,6 @@ function M.hardware_library(src)
           errors.suggest(tostring(tier), M.tiers))
       end
       check.ref(def.device_memory_tiers, tier, tpath, lib.memory, "memory component")
-      _ = ref
     end
     if def.device_memory_tiers.xpu_memory == nil then
       errors.at(def, "device_memory_tiers", path .. ".device_memory_tiers",

@@ -1,0 +1,164 @@
+local h = require("helpers")
+local fathom = require("fathom")
+local json = require("fathom.format.json")
+
+local T = "tests/fixtures/tiny/"
+local function args(extra)
+  local a = { "analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+    "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml",
+    "--model-spec", T .. "model.yaml" }
+  for _, x in ipairs(extra or {}) do a[#a + 1] = x end
+  return table.unpack(a)
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+describe("fathom analyze", function()
+  it("prints a summary table for one point", function()
+    local r = h.run(args())
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("step", r.stdout)
+    assert.matches("yes", r.stdout)
+  end)
+
+  it("writes one record per sweep point in the documented schema (json, raw)", function()
+    local sweep = os.tmpname()
+    write(sweep, "sweep:\n  workload_spec.micro_batch_size: [1, 2, 4]\n")
+    local out = os.tmpname()
+    local r = h.run(args({ "--sweep-config", sweep, "--output-file", out, "--format", "json", "--raw-output" }))
+    assert.are.equal(0, r.code, r.stderr)
+    local f = assert(io.open(out))
+    local recs = json.decode(f:read("a"))
+    f:close()
+    os.remove(out)
+    os.remove(sweep)
+    assert.are.equal(3, #recs)
+    for _, rec in ipairs(recs) do
+      for _, k in ipairs({ "configuration", "model_configuration", "expert_placement", "time",
+        "compute_per_batch_per_xpu", "memory_traffic_per_batch_per_xpu", "communication_per_batch_per_xpu",
+        "ratios", "memory_footprint", "memory_traffic_details_per_batch" }) do
+        assert.is_table(rec[k], k)
+      end
+      assert.is_number(rec.time.total_time_seconds)
+      assert.is_number(rec.time.total_time)
+      assert.is_number(rec.memory_footprint.total_peak_memory_per_chip_bytes)
+    end
+    -- more micro-batches of 1 than of 4: 8 / (1 x 2) = 4 vs 1
+    assert.are.equal(4, recs[1].configuration.microbatches_per_step)
+    assert.are.equal(1, recs[3].configuration.microbatches_per_step)
+  end)
+
+  it("keeps an invalid sweep point as a record with its error", function()
+    local sweep = os.tmpname()
+    write(sweep, "sweep:\n  workload_spec.micro_batch_size: [2, 3]\n")
+    local out = os.tmpname()
+    local r = h.run(args({ "--sweep-config", sweep, "--output-file", out, "--format", "json" }))
+    assert.are.equal(0, r.code, r.stderr)
+    local f = assert(io.open(out))
+    local recs = json.decode(f:read("a"))
+    f:close()
+    os.remove(out)
+    os.remove(sweep)
+    assert.is_nil(recs[1].error)
+    assert.matches("not a multiple of micro_batch_size x DP = 3 x 2 = 6", recs[2].error)
+    assert.is_false(recs[2].valid)
+  end)
+
+  it("readable output by default: times and bytes with units", function()
+    local out = os.tmpname()
+    local r = h.run(args({ "--output-file", out }))
+    assert.are.equal(0, r.code, r.stderr)
+    local f = assert(io.open(out))
+    local text = f:read("a")
+    f:close()
+    os.remove(out)
+    assert.matches("total_time: [%d%.]+ s\n", text)
+    assert.matches("total_time_seconds: [%d%.]+\n", text)
+    assert.matches("GiB", text)
+  end)
+
+  describe("bad workloads give one line with file:line:col and exit 2", function()
+    local cases = {
+      { "global_batch_size: 8\nmicro_batch_size: 3\nseq_length: 1024\n",
+        ":1:20: global_batch_size: global_batch_size 8 is not a multiple of micro_batch_size x DP" },
+      { "global_batch_size: 8\nmicro_batch_size: 2\nseq_length: 1024\ndp_spec: {variant: ZERO9}\n",
+        ":4:20: dp_spec.variant: expected one of DDP, ZERO1, ZERO2, ZERO3, FSDP, got 'ZERO9'" },
+      { "global_batch_size: 8\nmicro_batch_size: 2\nseq_lenght: 1024\n",
+        ":3:1: seq_lenght: unknown key %(did you mean 'seq_length'%?%)" },
+      { "global_batch_size: 8\nmicro_batch_size: 2\nseq_length: 1024\ncomp_comm_efficiency: 1.5\n",
+        ":4:23: comp_comm_efficiency: expected a value <= 1, got 1.5 %(a fraction in %[0, 1%]%)" },
+      { "global_batch_size: 8\nmicro_batch_size: 2\n",
+        "seq_length: missing required key" },
+    }
+    for i, c in ipairs(cases) do
+      it("case " .. i, function()
+        local w = os.tmpname()
+        write(w, c[1])
+        local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+          "--logical-topology", T .. "logical.yaml", "--workload-spec", w, "--model-spec", T .. "model.yaml")
+        os.remove(w)
+        assert.are.equal(2, r.code, r.stderr)
+        assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+        assert.matches(c[2], r.stderr)
+      end)
+    end
+  end)
+
+  it("names a logical topology that does not tile the GPUs", function()
+    local l = os.tmpname()
+    write(l, "dimensions:\n  - {logical_tag: TP_Attn, maps_to_physical_dimension_name: up, size: 2}\n" ..
+      "  - {logical_tag: DP_Attn, maps_to_physical_dimension_name: out, size: 4}\n")
+    local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+      "--logical-topology", l, "--workload-spec", T .. "train.yaml", "--model-spec", T .. "model.yaml")
+    os.remove(l)
+    assert.are.equal(2, r.code)
+    assert.matches(":3:5: logical%.dimensions%[2%]: physical dimension 2 has 2 GPUs but DP_Attn", r.stderr)
+  end)
+
+  it("runs a TP sweep from the command line with the shipped configs", function()
+    local r = h.run("analyze", "--hardware-lib", "configs/hardware/hardware_library.yaml",
+      "--physical-topology", "configs/topology_zoo/physical/dgx_a100_1024.yaml",
+      "--logical-topology", "configs/topology_zoo/logical/tp8_pp8.yaml",
+      "--workload-spec", "configs/train_specs/gpt3_175b.yaml", "--model-spec", "configs/models/gpt3_175b.yaml",
+      "--sweep-config", "configs/sweep_configs/tp_sweep.yaml")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("TP_Attn.size=8", r.stdout)
+    assert.matches("TP_Attn.size=2 +2 +8 +64", r.stdout)
+  end)
+end)
+
+describe("fathom (Lua API)", function()
+  local base = { hardware = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+    model = T .. "model.yaml", workload = T .. "train.yaml" }
+
+  it("scenario{}:evaluate() returns the core's raw result", function()
+    local sc = fathom.scenario(base)
+    local r = sc:evaluate()
+    assert.is_true(r.step_time_s > 0)
+    assert.is_true(r.memory.fits)
+    local rec = sc:record(r)
+    assert.are.equal(2, rec.configuration.tp_attn)
+  end)
+
+  it("analyze{} sweeps TP from a script, each point tiled by the auto DP", function()
+    local recs = fathom.analyze({
+      hardware = "configs/hardware/hardware_library.yaml",
+      physical = "configs/topology_zoo/physical/dgx_a100_1024.yaml",
+      logical = "configs/topology_zoo/logical/tp8_pp8.yaml",
+      model = "configs/models/gpt3_175b.yaml", workload = "configs/train_specs/gpt3_175b.yaml",
+      sweep = { sweep = { ["logical_topology.dimensions.TP_Attn.size"] = { 2, 4, 8 } } },
+    })
+    assert.are.equal(3, #recs)
+    for i, tp in ipairs({ 2, 4, 8 }) do
+      assert.are.equal(tp, recs[i].configuration.tp_attn)
+      assert.are.equal(16 * 8 // tp, recs[i].configuration.dp_attn)
+    end
+    -- TP 8 needs the least memory per GPU.
+    assert.is_true(recs[3].memory_footprint.total_peak_memory_per_chip_bytes <
+      recs[1].memory_footprint.total_peak_memory_per_chip_bytes)
+  end)
+end)
