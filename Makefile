@@ -27,8 +27,12 @@ build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	$(BUILD)/fathom show --format json configs/hardware/hardware_library.yaml | head -40
-	$(BUILD)/fathom show configs/models/llama3.1_405b.yaml
+	$(BUILD)/fathom analyze --hardware-lib configs/hardware/hardware_library.yaml \
+	  --physical-topology configs/topology_zoo/physical/dgx_a100_1024.yaml \
+	  --logical-topology configs/topology_zoo/logical/tp8_pp8.yaml \
+	  --workload-spec configs/train_specs/gpt3_175b.yaml \
+	  --model-spec configs/models/gpt3_175b.yaml \
+	  --sweep-config configs/sweep_configs/tp_sweep.yaml
 
 ctest: build
 	cd $(BUILD) && ctest --output-on-failure
