@@ -27,12 +27,7 @@ build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	$(BUILD)/fathom analyze --hardware-lib configs/hardware/hardware_library.yaml \
-	  --physical-topology configs/topology_zoo/physical/dgx_a100_1024.yaml \
-	  --logical-topology configs/topology_zoo/logical/tp8_pp8.yaml \
-	  --workload-spec configs/train_specs/gpt3_175b.yaml \
-	  --model-spec configs/models/gpt3_175b.yaml \
-	  --sweep-config configs/sweep_configs/tp_sweep.yaml
+	$(BUILD)/fathom scenario run hoti25
 
 ctest: build
 	cd $(BUILD) && ctest --output-on-failure

@@ -11,6 +11,8 @@ local PROG = "fathom"
 local commands = {
   { name = "run", module = "fathom.cmd.run",
     summary = "run a Lua scenario script: fathom run FILE [ARGS]" },
+  { name = "scenario", module = "fathom.cmd.scenario",
+    summary = "list the canned paper scenarios, or run one: fathom scenario run hoti25" },
   { name = "analyze", module = "fathom.cmd.analyze",
     summary = "ScaleScope-compatible analysis of a scenario and its sweep (step time, memory, comm)" },
   { name = "validate", module = "fathom.cmd.validate",
@@ -113,6 +115,11 @@ function M.main(arg)
   while argv[1] == "--debug" do
     dbg.enabled = true
     table.remove(argv, 1)
+  end
+  -- Under the name scalescope-cli the binary is ScaleScope's command: every flag is analyze's.
+  local prog = tostring(arg[0] or ""):match("([^/]+)$")
+  if prog == "scalescope-cli" and argv[1] ~= "--version" then
+    return protected(dbg, function() return require("fathom.cmd.analyze").main(argv) end)
   end
   local first = argv[1]
   if first == nil or first == "--help" or first == "-h" or first == "help" then

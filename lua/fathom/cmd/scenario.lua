@@ -1,0 +1,93 @@
+-- fathom scenario list | run NAME [ARGS]: the canned scenarios shipped in scenarios/.
+-- A scenario is scenarios/NAME.lua or scenarios/NAME/compare.lua; its first comment
+-- line is its description.
+local errors = require("fathom.errors")
+
+local M = {}
+
+M.usage = [[
+usage: fathom scenario list
+       fathom scenario run NAME [ARGS...]
+
+Canned scenarios reproduce published studies; run one, then copy and change its
+configs. Scenarios run with the current directory set to fathom's configs/ on the
+search path, so their relative config paths resolve wherever fathom is installed.
+]]
+
+local function data_dir()
+  local paths = package.loaded["fathom.paths"]
+  return paths and paths.data_dir or "."
+end
+
+local function exists(p)
+  local f = io.open(p, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function script_of(name)
+  local base = data_dir() .. "/scenarios/"
+  for _, p in ipairs({ base .. name .. "/compare.lua", base .. name .. ".lua" }) do
+    if exists(p) then return p end
+  end
+end
+
+local function description(path)
+  local f = io.open(path, "r")
+  if not f then return "" end
+  for line in f:lines() do
+    local d = line:match("^%-%-%s*(.+)$")
+    if d then
+      f:close()
+      return (d:gsub("^fathom scenario run %S+:%s*", ""))
+    end
+  end
+  f:close()
+  return ""
+end
+
+-- list() -> sorted list of {name, path, description}.
+function M.list()
+  local out = {}
+  local base = data_dir() .. "/scenarios"
+  local p = io.popen('ls -1 "' .. base .. '" 2>/dev/null')
+  if p then
+    for entry in p:lines() do
+      local name = entry:gsub("%.lua$", "")
+      local script = script_of(name)
+      if script then out[#out + 1] = { name = name, path = script, description = description(script) } end
+    end
+    p:close()
+  end
+  table.sort(out, function(a, b) return a.name < b.name end)
+  return out
+end
+
+function M.main(argv)
+  local sub = argv[1]
+  if sub == nil or sub == "--help" or sub == "-h" then
+    io.stdout:write(M.usage)
+    return sub == nil and 2 or 0
+  end
+  if sub == "list" then
+    for _, s in ipairs(M.list()) do io.stdout:write(string.format("%-12s %s\n", s.name, s.description)) end
+    return 0
+  end
+  if sub == "run" then
+    local name = argv[2]
+    if not name then errors.raise("scenario run: missing NAME (see 'fathom scenario list')") end
+    local script = script_of(name)
+    if not script then
+      local names = {}
+      for _, s in ipairs(M.list()) do names[#names + 1] = s.name end
+      errors.raise("scenario run: no scenario '%s'%s", name,
+        errors.suggest(name, names) ~= "" and errors.suggest(name, names) or
+        (" (known: " .. table.concat(names, ", ") .. ")"))
+    end
+    require("fathom.cli").run_script(script, { table.unpack(argv, 3) })
+    return 0
+  end
+  errors.raise("scenario: unknown subcommand '%s' (list or run)", sub)
+end
+
+return M
