@@ -30,13 +30,13 @@ io.stdout:write(tablefmt.render({ "model", "system", "time to train", "step", "c
 local p = study.published
 io.stdout:write(string.format([[
 
-                                   fathom   published
-Config4 speed-up, Passage vs alt.  %5.2fx   %.1fx
-matched radix (512 pods, 32 vs 14.4 Tb/s) %5.2fx   %.1fx
+                                              fathom   published
+Config4 speed-up, Passage vs alternative      %5.2fx   %.1fx
+matched radix (512-GPU pods, 32 vs 14.4 Tb/s) %5.2fx   %.1fx
 relative time-to-train, Config4:
-  copper 14.4 Tb/s, 4 pods x 128   %5.2f    %.2f
-  optical 14.4 Tb/s, 512-GPU pod   %5.2f    %.2f
-  optical 32 Tb/s, 512-GPU pod     %5.2f    %.2f
+  copper 14.4 Tb/s, 4 pods x 128              %5.2f    %.2f
+  optical 14.4 Tb/s, 512-GPU pod              %5.2f    %.2f
+  optical 32 Tb/s, 512-GPU pod                %5.2f    %.2f
 
 What drives it: with 256 fine-grained experts (top-8), each MoE layer's dispatch and
 combine all-to-alls move tokens x 8 x d_model bytes while the expert math per token shrinks.
