@@ -82,6 +82,7 @@ M.model_schema = {
   v_head_dim = { type = "integer", min = 0, default = 0 },
   published_params = { type = "number" },
   published_active_params = { type = "number" },
+  published_params_tolerance = { type = "number", min = 0, hint = "absolute, for rounded published figures" },
   description = { type = "string" },
   source = { type = "any" },
   notes = { type = "any" },

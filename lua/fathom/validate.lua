@@ -73,7 +73,7 @@ function M.training_docs(case, lib_doc)
   local model = {
     name = mdl.name, d_model = mdl.hidden, n_layers = mdl.layers, num_heads = mdl.heads,
     num_kv_heads = mdl.kv_heads, head_dim = mdl.head_dim, ffn_hidden_size = mdl.ffn,
-    vocab_size = mdl.vocab, max_sequence_length = par.seq_len, learned_pos_emb = true,
+    vocab_size = mdl.vocab, max_sequence_length = par.seq_len, learned_pos_emb = true, tied_embeddings = true,
     gated_mlp = false,
   }
   local fp8 = (tr.precision or ""):upper():find("FP8") ~= nil
