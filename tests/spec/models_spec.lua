@@ -6,7 +6,8 @@ local spec = require("fathom.spec")
 local function params(m)
   -- a one-GPU plan is the cheapest way to ask the core for the counts
   local node = { device_compute = { bf16_nominal = 1e15, efficiency = 1 },
-    device_memory_tiers = { xpu_memory = { bandwidth_per_stack_nominal = 1e12, size_per_stack = 1e15, num_stack = 1 } } }
+    device_memory_tiers = {
+      xpu_memory = { bandwidth_per_stack_nominal = 1e12, size_per_stack = 1e15, num_stack = 1 } } }
   local topo = { dimensions = { { topology_type = "switched", size = 1, interconnect = { bandwidth_nominal = 1e9 } } },
     logical = {} }
   local w = { global_batch_size = 1, micro_batch_size = 1, seq_length = 128 }
