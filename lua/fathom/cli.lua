@@ -13,6 +13,8 @@ local commands = {
     summary = "run a Lua scenario script: fathom run FILE [ARGS]" },
   { name = "scenario", module = "fathom.cmd.scenario",
     summary = "list the canned paper scenarios, or run one: fathom scenario run hoti25" },
+  { name = "search", module = "fathom.cmd.search",
+    summary = "the fastest parallelism strategies that fit, ranked and explained" },
   { name = "analyze", module = "fathom.cmd.analyze",
     summary = "ScaleScope-compatible analysis of a scenario and its sweep (step time, memory, comm)" },
   { name = "validate", module = "fathom.cmd.validate",
@@ -21,10 +23,16 @@ local commands = {
     summary = "load a YAML/JSON input file and print it as YAML or JSON" },
 }
 
+-- Internal commands: dispatched, not listed.
+local internal = {
+  ["search-worker"] = { name = "search-worker", module = "fathom.cmd.search_worker" },
+}
+
 local function find_command(name)
   for _, c in ipairs(commands) do
     if c.name == name then return c end
   end
+  return internal[name]
 end
 
 local function command_names()

@@ -193,10 +193,7 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
   p->node = *node;
   p->topo = *topo;
   p->model = *model;
-  p->work = *work;
-  if (p->work.grad_bytes == 0) p->work.grad_bytes = p->work.master_bytes;
   const fth_model_def *m = &p->model;
-  const fth_train_def *w = &p->work;
 
   p->num_gpus = fth_topology_num_gpus(topo);
   p->nl_tp = group_levels(topo, FTH_TAG_TP_ATTN, p->lv_tp, &p->dim_tp);
@@ -251,10 +248,33 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
     return fth_fail(err, FTH_EINVAL, "topology.logical",
                     "TP_Attn = %d does not divide num_heads = %d (pick a divisor of the heads)",
                     p->tp, m->num_heads);
+  p->layers_per_stage = (int)fth_ceil_div((double)m->n_layers, (double)p->pp);
+  int n_moe = fth_model_num_moe_layers(m);
+  p->moe_layers_per_stage = (int)fth_ceil_div((double)n_moe, (double)p->pp);
+  if (p->moe_layers_per_stage > p->layers_per_stage) p->moe_layers_per_stage = p->layers_per_stage;
+  p->dense_layers_per_stage = p->layers_per_stage - p->moe_layers_per_stage;
+  p->local_experts = moe ? (double)m->num_experts / p->ep : 0.0;
+  p->dense_shape = fth_model_layer_shape(m, 0);
+  p->moe_shape = moe ? fth_model_layer_shape(m, 1) : p->dense_shape;
+  p->params = fth_model_params(m);
+  return fth_train_rework(p, work, err);
+}
+
+fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_error *err) {
+  fth_error_clear(err);
+  if (check_work(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
+  p->work = *work;
+  if (p->work.grad_bytes == 0) p->work.grad_bytes = p->work.master_bytes;
+  const fth_model_def *m = &p->model;
+  const fth_train_def *w = &p->work;
   if (m->n_layers < p->pp * w->virtual_stages)
     return fth_fail(err, FTH_EINVAL, "topology.logical",
                     "PP x virtual stages = %d x %d exceeds n_layers = %d", p->pp,
                     w->virtual_stages, m->n_layers);
+  if (w->virtual_stages > 1 && m->n_layers % (p->pp * w->virtual_stages) != 0)
+    return fth_fail(err, FTH_EINVAL, "workload.pp_spec.virtual_stages",
+                    "n_layers %d is not a multiple of PP x virtual stages = %d x %d", m->n_layers,
+                    p->pp, w->virtual_stages);
   if (fmod(w->seq_len, (double)p->cp) != 0)
     return fth_fail(err, FTH_EINVAL, "workload.seq_length",
                     "seq_length %.0f is not a multiple of CP = %d", w->seq_len, p->cp);
@@ -272,15 +292,6 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
                     "PP = %d",
                     p->microbatches, p->pp);
 
-  p->layers_per_stage = (int)fth_ceil_div((double)m->n_layers, (double)p->pp);
-  int n_moe = fth_model_num_moe_layers(m);
-  p->moe_layers_per_stage = (int)fth_ceil_div((double)n_moe, (double)p->pp);
-  if (p->moe_layers_per_stage > p->layers_per_stage) p->moe_layers_per_stage = p->layers_per_stage;
-  p->dense_layers_per_stage = p->layers_per_stage - p->moe_layers_per_stage;
-  p->local_experts = moe ? (double)m->num_experts / p->ep : 0.0;
-  p->dense_shape = fth_model_layer_shape(m, 0);
-  p->moe_shape = moe ? fth_model_layer_shape(m, 1) : p->dense_shape;
-  p->params = fth_model_params(m);
   p->prec = fth_precision_from_bytes(w->act_bytes);
   return FTH_OK;
 }

@@ -137,6 +137,11 @@ fth_status fth_train_compile(fth_train_plan *plan, const fth_node_def *node,
                              const fth_topology_def *topo, const fth_model_def *model,
                              const fth_train_def *work, fth_error *err);
 
+/// Swap the workload of a compiled plan (same hardware, topology and model):
+/// what a search does for every batch / recompute / schedule variant without
+/// recompiling. Same checks as compile for the workload's part.
+fth_status fth_train_rework(fth_train_plan *plan, const fth_train_def *work, fth_error *err);
+
 /// Parts of the computation reported separately.
 typedef enum fth_flop_part {
   FTH_FLOP_ATTENTION = 0, ///< projections + attention core

@@ -36,7 +36,7 @@ static int msghandler(lua_State *L) {
  * installed share/fathom/lua next to the binary, then the source tree's
  * lua/, then the path Lua already had (system modules: cjson, busted). */
 static void set_search_path(lua_State *L, const char *argv0) {
-  char exe[4096], dir[4600];
+  char exe[4096] = "", dir[4600];
   luaL_Buffer b;
   lua_getglobal(L, "package");                     /* package */
   lua_getfield(L, -1, "path");                     /* package oldpath */
@@ -84,6 +84,10 @@ static void set_search_path(lua_State *L, const char *argv0) {
   lua_setfield(L, -2, "data_dir");
   lua_pushstring(L, FATHOM_VERSION);
   lua_setfield(L, -2, "version");
+  if (exe[0] != '\0') {
+    lua_pushfstring(L, "%s/fathom", exe);
+    lua_setfield(L, -2, "exe"); /* for worker processes */
+  }
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_insert(L, -2);
   lua_setfield(L, -2, "fathom.paths");

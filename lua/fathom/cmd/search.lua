@@ -1,0 +1,147 @@
+-- fathom search: the best parallelism strategies for a model on a system.
+local args = require("fathom.args")
+local errors = require("fathom.errors")
+local output = require("fathom.output")
+local search = require("fathom.search")
+local tablefmt = require("fathom.format.table")
+local units = require("fathom.units")
+local util = require("fathom.format.util")
+
+local M = {}
+
+local spec = {
+  { name = "model", arg = "NAME|FILE", required = true, help = "a model of configs/models (e.g. gpt3_175b) or a file" },
+  { name = "hardware", arg = "NODE", required = true, help = "a node of the hardware library (e.g. A100_80GB_SXM)" },
+  { name = "gpus", arg = "N", number = true, required = true, help = "GPUs in the system" },
+  { name = "pod-size", arg = "K", number = true, default = 8, help = "GPUs per scale-up pod" },
+  { name = "hardware-lib", arg = "FILE", help = "hardware library [default: configs/hardware/hardware_library.yaml]" },
+  { name = "workload", arg = "FILE", help = "training spec to start from [default: train_specs/search_default.yaml]" },
+  { name = "pass-mode", arg = "MODE", choices = { "training" }, default = "training", help = "what to model" },
+  { name = "global-batch", arg = "B", number = true, help = "sequences per step" },
+  { name = "seq", arg = "S", number = true, help = "sequence length" },
+  { name = "objective", arg = "OBJ", choices = { "step_time", "mfu", "tokens_per_s", "time_to_train", "headroom" },
+    default = "step_time", help = "what to rank by" },
+  { name = "top", arg = "K", number = true, default = 10, help = "strategies to show" },
+  { name = "fix", arg = "K=V,...", multi = true,
+    help = "fix dimensions, e.g. tp=8,pp=4 (tp, pp, cp, ep, tp_moe, vs, mb, ...)" },
+  { name = "workers", arg = "N", number = true, default = 2, help = "worker processes" },
+  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
+  { name = "help", flag = true, help = "this help" },
+}
+
+M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
+  "                     [--global-batch B] [--seq S] [--objective OBJ] [--top K]\n" ..
+  "                     [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
+  "Enumerates TP (attention and experts), PP (GPipe, 1F1B, interleaved with virtual\n" ..
+  "stages, stages split between pod and cluster), DP with ZeRO-1/2/3, EP split between\n" ..
+  "scale-up and scale-out, CP, SP, micro-batch and recomputation; prunes what does not\n" ..
+  "tile or fit (memory is checked before time) and ranks the rest. Infeasible counts are\n" ..
+  "reported. Models and nodes are found by name in configs/.\n\n" .. args.usage(spec) .. "\n"
+
+local function parse_fix(list)
+  local fix = {}
+  for _, item in ipairs(list or {}) do
+    for kv in item:gmatch("[^,]+") do
+      local k, v = kv:match("^%s*([%w_]+)%s*=%s*([^%s]+)%s*$")
+      if not k then errors.raise("search: --fix expects key=value pairs, got '%s'", kv) end
+      local n = tonumber(v)
+      if v == "true" or v == "false" then n = v == "true" end
+      if n == nil then n = v end
+      if type(n) == "number" then n = math.tointeger(n) or n end
+      fix[k] = n
+    end
+  end
+  return fix
+end
+
+local function table_text(res, system, top)
+  local rows = {}
+  for i, h in ipairs(res.hits) do
+    if i > top then break end
+    rows[#rows + 1] = { i, h.tp, h.pp .. (h.vs > 1 and ("x" .. h.vs) or ""), h.dp,
+      h.ep > 1 and (h.ep .. (h.ep_su < h.ep and ("(" .. h.ep_su .. ")") or "")) or "-",
+      h.ep > 1 and h.tp_moe or "-", h.cp,
+      h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off",
+      units.bytes(h.peak_bytes), units.time(h.step_time_s), units.percent(h.mfu),
+      units.percent(h.bubble_fraction), units.time(h.exposed_s.tp + h.exposed_s.tp_moe),
+      units.time(h.exposed_s.ep), units.time(h.exposed_s.pp), units.time(h.exposed_s.dp + h.exposed_s.dp_moe) }
+  end
+  local out = { tablefmt.render({ "#", "TP", "PP", "DP", "EP(pod)", "TPe", "CP", "schedule", "mb", "recompute", "ZeRO",
+    "SP", "mem/GPU", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }, rows) }
+  local s = res.stats
+  local tiers = {}
+  for t, n in pairs(s.no_fit_by_tier or {}) do tiers[#tiers + 1] = string.format("%s %d", t, n) end
+  table.sort(tiers)
+  out[#out + 1] = string.format("\n%d strategies considered on %d x %d GPUs: %d timed, %d do not tile, " ..
+    "%d refused by the model, %d do not fit%s.\n", s.considered or 0, system.num_pods, system.pod_size,
+    s.evaluated or 0, s.not_tiling or 0, s.invalid or 0, s.no_fit or 0,
+    #tiers > 0 and (" (" .. table.concat(tiers, ", ") .. ")") or "")
+  if #res.hits > 0 then
+    out[#out + 1] = "\nrecommendation: #1 because\n"
+    local runner = search.runner_up(res.hits)
+    local rank = 2
+    for i, h in ipairs(res.hits) do if h == runner then rank = i end end
+    out[#out] = string.format("\nrecommendation: #1; against #%d:\n", rank)
+    for _, reason in ipairs(search.explain(res.hits[1], runner, system)) do
+      out[#out + 1] = "  - " .. reason .. "\n"
+    end
+  end
+  return table.concat(out)
+end
+
+function M.main(argv)
+  local opts, extra = args.parse(argv, spec, "search")
+  if opts.help then
+    io.stdout:write(M.usage)
+    return 0
+  end
+  if #extra > 0 then errors.raise("search: unexpected argument '%s'", extra[1]) end
+  local gpus = math.tointeger(opts.gpus)
+  local pod = math.tointeger(opts.pod_size)
+  if not gpus or gpus < 1 then errors.raise("search: --gpus must be a positive integer") end
+  if not pod or pod < 1 then errors.raise("search: --pod-size must be a positive integer") end
+  if pod > gpus then pod = gpus end
+  local objective = opts.objective == "headroom" and "headroom" or "step_time"
+  local def, model, system = search.prepare({
+    model = opts.model, hardware = opts.hardware_lib, node = opts.hardware, gpus = gpus, pod_size = pod,
+    global_batch = opts.global_batch and math.tointeger(opts.global_batch),
+    seq = opts.seq and math.tointeger(opts.seq), objective = objective,
+    top = math.max(opts.top, 2), fix = parse_fix(opts.fix),
+    workload = opts.workload or "train_specs/search_default.yaml",
+  })
+  for _, t in ipairs(def.space.tp) do
+    if model.num_heads % t ~= 0 then
+      errors.raise("search: TP=%d does not divide the %d attention heads of %s", t, model.num_heads,
+        model.name or "the model")
+    end
+  end
+  local res = search.run(def, math.tointeger(opts.workers) or 1)
+  if #res.hits == 0 then
+    local s = res.stats
+    if s.smallest_shortfall then
+      local h = s.smallest_shortfall
+      errors.raise("search: nothing fits: the closest (TP %d, PP %d, DP %d, EP %d, mb %d, recompute %s, %s) " ..
+        "needs %s more %s than the %s of each GPU", h.tp, h.pp, h.dp, h.ep, h.mb, h.recompute, h.dp_variant,
+        units.bytes(s.shortfall_bytes), h.overflow_tier or "xpu_memory", units.bytes(h.capacity_bytes))
+    end
+    errors.raise("search: no strategy tiles %d GPUs in %d-GPU pods for this model and batch " ..
+      "(%d considered; try another --global-batch or --pod-size)", gpus, pod, s.considered or 0)
+  end
+  if opts.format == "table" then
+    io.stdout:write(string.format("%s on %d %s (%d-GPU pods), batch %d x %d tokens\n\n", model.name or opts.model,
+      gpus, opts.hardware, pod, def.workload.global_batch_size, def.workload.seq_length))
+    io.stdout:write(table_text(res, system, math.tointeger(opts.top)))
+  else
+    local hits = {}
+    for i, h in ipairs(res.hits) do
+      if i > opts.top then break end
+      hits[i] = h
+    end
+    local v = { hits = util.array(hits), stats = res.stats,
+      recommendation = util.array(search.explain(res.hits[1], search.runner_up(res.hits), system)) }
+    output.write(opts.format == "csv" and hits or v, opts.format)
+  end
+  return 0
+end
+
+return M

@@ -1,0 +1,284 @@
+-- fathom.search: "for this model on these GPUs, which strategy is fastest, does it
+-- fit, and why?" The policy lives here: which values each parallelism dimension may
+-- take, which are fixed, how the best are ranked and explained. The C core
+-- (core.search) places each strategy on the fabric, checks tiling and memory
+-- (memory before time) and times what fits, keeping the best N; several worker
+-- processes split the enumeration and their results merge deterministically.
+local analysis = require("fathom.analysis")
+local core = require("fathom.core")
+local errors = require("fathom.errors")
+local json = require("fathom.format.json")
+local spec = require("fathom.spec")
+local units = require("fathom.units")
+
+local M = {}
+
+local function divisors(n, limit)
+  local out = {}
+  for i = 1, math.min(n, limit or n) do
+    if n % i == 0 then out[#out + 1] = i end
+  end
+  return out
+end
+
+local function powers_of_two_dividing(n, limit)
+  local out, x = {}, 1
+  while x <= n and x <= (limit or n) do
+    if n % x == 0 then out[#out + 1] = x end
+    x = x * 2
+  end
+  return out
+end
+
+local function cap(list, n)
+  -- the core takes at most 32 values per dimension: keep the smallest and largest
+  if #list <= n then return list end
+  local out = {}
+  for i = 1, n // 2 do out[#out + 1] = list[i] end
+  for i = #list - (n - #out) + 1, #list do out[#out + 1] = list[i] end
+  return out
+end
+
+-- space(model, system, workload, fix) -> the candidate values per dimension.
+-- Pruning rules (what a strategy must satisfy before it is worth timing):
+--   TP divides the heads and the pod (TP never crosses the scale-up fabric);
+--   PP divides the layers; the stages inside the pod divide the pod;
+--   EP divides the experts; CP only for long sequences; SP only with TP > 1.
+function M.space(model, system, workload, fix)
+  local heads = model.num_heads
+  local pod = system.pod_size
+  local s = {
+    tp = {},
+    cp = { 1 },
+    pp = cap(divisors(model.n_layers, 128), 32),
+    pp_in = powers_of_two_dividing(pod, pod),
+    tp_moe = { 1 },
+    ep = { 1 },
+    vs = { 1, 2, 4 },
+    mb = { 1, 2, 4, 8, 16 },
+    recompute = { "none", "selective", "full" },
+    dp = { "DDP", "ZERO1", "ZERO2", "ZERO3" },
+    schedule = { "GPIPE", "1F1B", "INTERLEAVED" },
+    sp = { false, true },
+  }
+  for _, t in ipairs(powers_of_two_dividing(pod, 64)) do
+    if heads % t == 0 then s.tp[#s.tp + 1] = t end
+  end
+  if workload.seq_length >= 32768 then
+    s.cp = { 1, 2, 4, 8 }
+  elseif workload.seq_length >= 8192 then
+    s.cp = { 1, 2 }
+  end
+  if (model.num_regular_experts or 0) > 1 then
+    s.tp_moe = powers_of_two_dividing(pod, 8)
+    s.ep = cap(powers_of_two_dividing(model.num_regular_experts, 1024), 32)
+  end
+  for k, v in pairs(fix or {}) do
+    if s[k] == nil then
+      local names = {}
+      for n in pairs(s) do names[#names + 1] = n end
+      table.sort(names)
+      errors.raise("search: cannot fix '%s'%s", k, errors.suggest(k, names))
+    end
+    s[k] = type(v) == "table" and v or { v }
+  end
+  if #s.tp == 0 then
+    errors.raise("search: no tensor-parallel degree divides both %d heads and the %d-GPU pod", heads, pod)
+  end
+  return s
+end
+
+local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function worker_cmd(def_file, i, n)
+  local paths = package.loaded["fathom.paths"]
+  local bin = paths and paths.exe or "fathom"
+  return string.format("%s search-worker %s %d %d", shell_quote(bin), shell_quote(def_file), i, n)
+end
+
+-- run(def, workers) -> merged {hits, stats}: the same result for any worker count.
+function M.run(def, workers)
+  workers = workers or 1
+  if workers <= 1 then
+    local d = {}
+    for k, v in pairs(def) do d[k] = v end
+    d.worker, d.workers = 0, 1
+    return core.search(d)
+  end
+  local file = os.tmpname()
+  local f = assert(io.open(file, "w"))
+  f:write(json.encode(def))
+  f:close()
+  local pipes = {}
+  for i = 1, workers - 1 do pipes[i] = assert(io.popen(worker_cmd(file, i, workers), "r")) end
+  local d = {}
+  for k, v in pairs(def) do d[k] = v end
+  d.worker, d.workers = 0, workers
+  local parts = { core.search(d) }
+  for i = 1, workers - 1 do
+    local text = pipes[i]:read("a")
+    local ok = pipes[i]:close()
+    local v = json.decode(text)
+    if not ok or not v then
+      os.remove(file)
+      error("search worker " .. i .. " failed")
+    end
+    parts[#parts + 1] = v
+  end
+  os.remove(file)
+  return M.merge(parts, def.top or 100)
+end
+
+local int_fields = { "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs", "mb", "index" }
+
+-- JSON brings integers back as floats: restore them so every worker's hits look alike.
+local function integers(h)
+  if not h then return end
+  for _, k in ipairs(int_fields) do h[k] = math.tointeger(h[k]) or h[k] end
+end
+
+-- merge(parts, top) -> one result: hits ordered by (objective, enumeration index), stats summed.
+function M.merge(parts, top)
+  local hits, stats = {}, { no_fit_by_tier = {} }
+  for _, p in ipairs(parts) do
+    integers(p.stats.smallest_shortfall)
+    for k, v in pairs(p.stats) do
+      if type(v) == "number" then p.stats[k] = math.tointeger(v) or v end
+    end
+    for _, h in ipairs(p.hits) do
+      integers(h)
+      hits[#hits + 1] = h
+    end
+    for k, v in pairs(p.stats) do
+      if type(v) == "number" and k ~= "shortfall_bytes" then stats[k] = (stats[k] or 0) + v end
+    end
+    for t, n in pairs(p.stats.no_fit_by_tier or {}) do stats.no_fit_by_tier[t] = (stats.no_fit_by_tier[t] or 0) + n end
+    local s = p.stats.shortfall_bytes
+    if s and (stats.shortfall_bytes == nil or s < stats.shortfall_bytes or
+      (s == stats.shortfall_bytes and p.stats.smallest_shortfall.index < stats.smallest_shortfall.index)) then
+      stats.shortfall_bytes = s
+      stats.smallest_shortfall = p.stats.smallest_shortfall
+    end
+  end
+  table.sort(hits, function(a, b)
+    if a.objective ~= b.objective then return a.objective < b.objective end
+    return a.index < b.index
+  end)
+  for i = #hits, top + 1, -1 do hits[i] = nil end
+  return { hits = hits, stats = stats }
+end
+
+-- system(args) -> the search's system table from a hardware library and a node name.
+function M.system(lib, node_name, gpus, pod_size)
+  local node = lib.nodes[node_name]
+  if not node then
+    local names = {}
+    for n in pairs(lib.nodes) do names[#names + 1] = n end
+    table.sort(names)
+    errors.raise("search: unknown node '%s'%s", tostring(node_name),
+      errors.suggest(tostring(node_name), names) ~= "" and errors.suggest(tostring(node_name), names)
+        or " (known: " .. table.concat(names, ", ") .. ")")
+  end
+  if gpus % pod_size ~= 0 then
+    errors.raise("search: %d GPUs are not a whole number of %d-GPU pods", gpus, pod_size)
+  end
+  local ic = node.device_interconnects
+  local up = ic.scale_up or ic.passage or ic.electrical
+  local out = ic.scale_out
+  if not up then errors.raise("search: node '%s' names no scale_up interconnect", node_name) end
+  return {
+    node = spec.node_table(lib, node_name),
+    scale_up = lib.interconnect[up],
+    scale_out = out and lib.interconnect[out] or lib.interconnect[up],
+    scale_up_type = "switched",
+    scale_out_type = "two_tier",
+    pod_size = pod_size,
+    num_pods = gpus // pod_size,
+    node_name = node_name,
+    up_name = up,
+  }
+end
+
+-- runner_up(hits) -> the best strategy that differs from the winner in its parallel
+-- layout (not only in a setting that does not change the time), else the second.
+function M.runner_up(hits)
+  local a = hits[1]
+  for i = 2, #hits do
+    local b = hits[i]
+    if b.tp ~= a.tp or b.pp ~= a.pp or b.vs ~= a.vs or b.dp ~= a.dp or b.ep ~= a.ep or b.cp ~= a.cp
+      or b.schedule ~= a.schedule or b.mb ~= a.mb then
+      return b
+    end
+  end
+  return hits[2]
+end
+
+-- explain(best, runner) -> list of reasons that separate the two.
+function M.explain(a, b, system)
+  if not b then return { "the only strategy that fits" } end
+  local out = {}
+  local function pct(x) return string.format("%.1f%%", 100 * x) end
+  if a.pp ~= b.pp or a.vs ~= b.vs or a.schedule ~= b.schedule then
+    out[#out + 1] = string.format("PP=%d %s%s has a %s bubble vs %s for PP=%d %s%s", a.pp, a.schedule,
+      a.vs > 1 and ("x" .. a.vs) or "", pct(a.bubble_fraction), pct(b.bubble_fraction), b.pp, b.schedule,
+      b.vs > 1 and ("x" .. b.vs) or "")
+  end
+  if a.tp ~= b.tp then
+    out[#out + 1] = string.format("TP=%d (exposed TP %s) vs TP=%d (%s); both stay inside the %d-GPU %s pod", a.tp,
+      units.time(a.exposed_s.tp), b.tp, units.time(b.exposed_s.tp), system.pod_size, system.up_name)
+  end
+  if a.ep ~= b.ep then
+    out[#out + 1] = string.format("EP=%d (%d in the pod) exposes %s of all-to-all vs %s for EP=%d", a.ep, a.ep_su,
+      units.time(a.exposed_s.ep), units.time(b.exposed_s.ep), b.ep)
+  end
+  if a.dp_variant ~= b.dp_variant then
+    out[#out + 1] = string.format("%s (exposed DP %s, %s per GPU) vs %s (%s, %s)", a.dp_variant,
+      units.time(a.exposed_s.dp + a.exposed_s.dp_moe), units.bytes(a.peak_bytes), b.dp_variant,
+      units.time(b.exposed_s.dp + b.exposed_s.dp_moe), units.bytes(b.peak_bytes))
+  end
+  if a.recompute ~= b.recompute then
+    out[#out + 1] = string.format("recompute %s vs %s: %s vs %s per GPU", a.recompute, b.recompute,
+      units.bytes(a.peak_bytes), units.bytes(b.peak_bytes))
+  end
+  if a.mb ~= b.mb then
+    out[#out + 1] = string.format("micro-batch %d vs %d", a.mb, b.mb)
+  end
+  if a.sp ~= b.sp then out[#out + 1] = "sequence parallelism " .. (a.sp and "on" or "off") end
+  if a.cp ~= b.cp then out[#out + 1] = string.format("CP=%d vs CP=%d", a.cp, b.cp) end
+  out[#out + 1] = string.format("step %s vs %s (%.1f%% faster)", units.time(a.step_time_s), units.time(b.step_time_s),
+    100 * (b.step_time_s / a.step_time_s - 1))
+  return out
+end
+
+-- prepare{model=, hardware=, node=, gpus=, pod_size=, global_batch=, seq=, objective=, top=, fix=,
+--         workload=} -> def for core.search, plus the loaded model and system.
+function M.prepare(a)
+  local lib = spec.hardware_library(analysis.resolve(a.hardware or "hardware/hardware_library.yaml"))
+  local model_path = a.model
+  if type(model_path) == "string" and not model_path:find("/") and not model_path:match("%.ya?ml$")
+    and not model_path:match("%.json$") then
+    model_path = "models/" .. model_path .. ".yaml"
+  end
+  local model = spec.model(type(model_path) == "string" and analysis.resolve(model_path) or model_path)
+  local system = M.system(lib, a.node, a.gpus, a.pod_size or 8)
+  local wdoc = a.workload or {}
+  if type(wdoc) == "string" then wdoc = analysis.resolve(wdoc) end
+  local base = type(wdoc) == "table" and wdoc or nil
+  local w = spec.train(base or wdoc)
+  w.global_batch_size = a.global_batch or w.global_batch_size
+  w.seq_length = a.seq or w.seq_length
+  w.source_table = nil
+  model.source_table = nil
+  local def = {
+    node = system.node, scale_up = system.scale_up, scale_out = system.scale_out,
+    scale_up_type = system.scale_up_type, scale_out_type = system.scale_out_type,
+    pod_size = system.pod_size, num_pods = system.num_pods,
+    model = model, workload = w,
+    space = M.space(model, system, w, a.fix),
+    objective = a.objective == "headroom" and "headroom" or "step_time",
+    top = a.top or 100,
+  }
+  return def, model, system
+end
+
+return M

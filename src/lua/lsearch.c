@@ -1,0 +1,248 @@
+/* lsearch.c: the strategy search, fathom.core.search.
+ *   core.search(def) -> {hits = {...best first...}, stats = {...}}
+ *   core.search_eval(def, strategy) -> hit, result
+ * def = {node, scale_up, scale_out (links), scale_up_type, scale_out_type, pod_size,
+ *        num_pods, model, workload, space = {tp = {...}, cp, pp, pp_in, tp_moe, ep, vs, mb,
+ *        recompute = {"none", ...}, dp = {"DDP", ...}, schedule = {"1F1B", ...},
+ *        sp = {false, true}}, objective = "step_time"|"headroom", top = N,
+ *        worker = i, workers = n}
+ * The space is the caller's policy; C places, checks, times and keeps the best N. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fth_search.h"
+#include "lcheck.h"
+#include "lfathom.h"
+
+#define MAX_TOP 4096
+
+static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
+  *n = 0;
+  if (lua_getfield(L, t, key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    out[(*n)++] = 1; /* absent: the trivial value */
+    return;
+  }
+  int len = (int)lua_rawlen(L, -1);
+  if (len > FTH_SEARCH_MAX_VALUES) luaL_error(L, "space.%s: at most %d values", key, FTH_SEARCH_MAX_VALUES);
+  for (int i = 1; i <= len; i++) {
+    lua_rawgeti(L, -1, i);
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || v < 1) luaL_error(L, "space.%s[%d]: expected a positive integer", key, i);
+    out[(*n)++] = (int)v;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (*n == 0) luaL_error(L, "space.%s: empty", key);
+}
+
+static int read_mask(lua_State *L, int t, const char *key, const char *const *names, int count,
+                     int def) {
+  if (lua_getfield(L, t, key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return def;
+  }
+  int mask = 0, len = (int)lua_rawlen(L, -1);
+  for (int i = 1; i <= len; i++) {
+    lua_rawgeti(L, -1, i);
+    if (names == NULL) { /* booleans: false -> bit 0, true -> bit 1 */
+      mask |= 1 << (lua_toboolean(L, -1) ? 1 : 0);
+    } else {
+      const char *s = lua_tostring(L, -1);
+      int found = -1;
+      for (int k = 0; s && k < count; k++)
+        if (strcmp(s, names[k]) == 0) found = k;
+      if (found < 0) luaL_error(L, "space.%s[%d]: unknown value '%s'", key, i, s ? s : "?");
+      mask |= 1 << found;
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return mask;
+}
+
+static const char *const rc_names[] = {"none", "selective", "full"};
+static const char *const dp_names[] = {"DDP", "ZERO1", "ZERO2", "ZERO3"};
+static const char *const sched_names[] = {"GPIPE", "1F1B", "INTERLEAVED"};
+
+static void read_def(lua_State *L, int idx, fth_search_def *d) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  memset(d, 0, sizeof *d);
+  lua_getfield(L, idx, "node");
+  lcheck_node(L, -1, &d->node);
+  lua_pop(L, 1);
+  lua_getfield(L, idx, "scale_up");
+  lcheck_link(L, -1, "scale_up", &d->scale_up);
+  lua_pop(L, 1);
+  if (lua_getfield(L, idx, "scale_out") == LUA_TTABLE)
+    lcheck_link(L, -1, "scale_out", &d->scale_out);
+  else
+    d->scale_out = d->scale_up;
+  lua_pop(L, 1);
+  d->scale_up_type = fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_up_type", "switched"));
+  d->scale_out_type = fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_out_type", "two_tier"));
+  if (d->scale_up_type == FTH_TOPO_COUNT || d->scale_out_type == FTH_TOPO_COUNT)
+    luaL_error(L, "search: unknown topology type");
+  d->pod_size = lcheck_int(L, idx, "search", "pod_size", 1);
+  d->num_pods = lcheck_int(L, idx, "search", "num_pods", 1);
+  lua_getfield(L, idx, "model");
+  lcheck_model(L, -1, &d->model);
+  lua_pop(L, 1);
+  lua_getfield(L, idx, "workload");
+  lcheck_train(L, -1, &d->work);
+  lua_pop(L, 1);
+  if (lua_getfield(L, idx, "space") != LUA_TTABLE) luaL_error(L, "search.space: expected a table");
+  int sp = lua_gettop(L);
+  fth_search_space *s = &d->space;
+  read_ints(L, sp, "tp", s->tp, &s->n_tp);
+  read_ints(L, sp, "cp", s->cp, &s->n_cp);
+  read_ints(L, sp, "pp", s->pp, &s->n_pp);
+  read_ints(L, sp, "pp_in", s->pp_in, &s->n_pp_in);
+  read_ints(L, sp, "tp_moe", s->tp_moe, &s->n_tp_moe);
+  read_ints(L, sp, "ep", s->ep, &s->n_ep);
+  read_ints(L, sp, "vs", s->vs, &s->n_vs);
+  read_ints(L, sp, "mb", s->mb, &s->n_mb);
+  s->recompute_mask = read_mask(L, sp, "recompute", rc_names, 3, 1);
+  s->dp_mask = read_mask(L, sp, "dp", dp_names, 4, 1);
+  s->schedule_mask = read_mask(L, sp, "schedule", sched_names, 3, 2);
+  s->sp_mask = read_mask(L, sp, "sp", NULL, 2, 1);
+  lua_pop(L, 1);
+  const char *obj = lcheck_string(L, idx, "search", "objective", "step_time");
+  if (strcmp(obj, "step_time") == 0)
+    d->objective = FTH_OBJ_STEP_TIME;
+  else if (strcmp(obj, "headroom") == 0)
+    d->objective = FTH_OBJ_HEADROOM;
+  else
+    luaL_error(L, "search.objective: unknown objective '%s'", obj);
+  d->worker = lcheck_int(L, idx, "search", "worker", 0);
+  d->workers = lcheck_int(L, idx, "search", "workers", 1);
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void setint(lua_State *L, const char *k, long long v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_hit(lua_State *L, const fth_search_hit *h) {
+  lua_createtable(L, 0, 32);
+  setint(L, "tp", h->tp);
+  setint(L, "cp", h->cp);
+  setint(L, "pp", h->pp);
+  setint(L, "pp_in", h->pp_in);
+  setint(L, "dp", h->dp);
+  setint(L, "tp_moe", h->tp_moe);
+  setint(L, "ep", h->ep);
+  setint(L, "ep_su", h->ep_su);
+  setint(L, "vs", h->vs);
+  setint(L, "mb", h->mb);
+  lua_pushstring(L, fth_pp_schedule_name((fth_pp_schedule)h->schedule));
+  lua_setfield(L, -2, "schedule");
+  lua_pushstring(L, rc_names[h->recompute]);
+  lua_setfield(L, -2, "recompute");
+  lua_pushstring(L, dp_names[h->dp_variant]);
+  lua_setfield(L, -2, "dp_variant");
+  lua_pushboolean(L, h->sp);
+  lua_setfield(L, -2, "sp");
+  setnum(L, "step_time_s", h->step_time_s);
+  setnum(L, "mfu", h->mfu);
+  setnum(L, "tokens_per_s", h->tokens_per_s);
+  setnum(L, "total_time_s", h->total_time_s);
+  setnum(L, "peak_bytes", h->peak_bytes);
+  setnum(L, "capacity_bytes", h->capacity_bytes);
+  setnum(L, "bubble_fraction", h->bubble_fraction);
+  setnum(L, "objective", h->objective);
+  lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) setnum(L, fth_comm_kind_name((fth_comm_kind)k), h->exposed_s[k]);
+  lua_setfield(L, -2, "exposed_s");
+  lua_pushboolean(L, h->fits);
+  lua_setfield(L, -2, "fits");
+  if (h->overflow_tier >= 0 && h->overflow_tier < FTH_TIER_COUNT) {
+    lua_pushstring(L, fth_tier_name((fth_tier)h->overflow_tier));
+    lua_setfield(L, -2, "overflow_tier");
+  }
+  setint(L, "index", h->index);
+}
+
+/* Scratch for the best N lives in a userdata so an error cannot leak it. */
+static int core_search(lua_State *L) {
+  fth_search_def *d = (fth_search_def *)lua_newuserdatauv(L, sizeof(fth_search_def), 0);
+  read_def(L, 1, d);
+  int top = lcheck_int(L, 1, "search", "top", 100);
+  luaL_argcheck(L, top >= 1 && top <= MAX_TOP, 1, "top must be in 1..4096");
+  fth_search_hit *hits = (fth_search_hit *)lua_newuserdatauv(L, sizeof(fth_search_hit) * (size_t)top, 0);
+  fth_search_stats st;
+  fth_error err;
+  int n = 0;
+  if (fth_search_run(d, hits, top, &n, &st, &err) != FTH_OK) return lbind_raise(L, "search", &err);
+  lua_createtable(L, 0, 2);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    push_hit(L, &hits[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "hits");
+  lua_createtable(L, 0, 10);
+  setint(L, "considered", st.considered);
+  setint(L, "not_tiling", st.not_tiling);
+  setint(L, "invalid", st.invalid);
+  setint(L, "no_fit", st.no_fit);
+  setint(L, "evaluated", st.evaluated);
+  lua_createtable(L, 0, FTH_TIER_COUNT);
+  for (int t = 0; t < FTH_TIER_COUNT; t++)
+    if (st.no_fit_by_tier[t] > 0) setint(L, fth_tier_name((fth_tier)t), st.no_fit_by_tier[t]);
+  lua_setfield(L, -2, "no_fit_by_tier");
+  if (st.shortfall_bytes < HUGE_VAL) {
+    setnum(L, "shortfall_bytes", st.shortfall_bytes);
+    push_hit(L, &st.smallest_shortfall);
+    lua_setfield(L, -2, "smallest_shortfall");
+  }
+  lua_setfield(L, -2, "stats");
+  return 1;
+}
+
+/* (def, strategy) -> hit table */
+static int core_search_eval(lua_State *L) {
+  fth_search_def *d = (fth_search_def *)lua_newuserdatauv(L, sizeof(fth_search_def), 0);
+  read_def(L, 1, d);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  fth_search_hit s;
+  memset(&s, 0, sizeof s);
+  s.tp = lcheck_int(L, 2, "strategy", "tp", 1);
+  s.cp = lcheck_int(L, 2, "strategy", "cp", 1);
+  s.pp = lcheck_int(L, 2, "strategy", "pp", 1);
+  s.pp_in = lcheck_int(L, 2, "strategy", "pp_in", 1);
+  s.tp_moe = lcheck_int(L, 2, "strategy", "tp_moe", 1);
+  s.ep = lcheck_int(L, 2, "strategy", "ep", 1);
+  s.ep_su = lcheck_int(L, 2, "strategy", "ep_su", s.ep);
+  s.vs = lcheck_int(L, 2, "strategy", "vs", 1);
+  s.mb = lcheck_int(L, 2, "strategy", "mb", 1);
+  s.schedule = (int)fth_pp_schedule_parse(lcheck_string(L, 2, "strategy", "schedule", "1F1B"));
+  const char *rc = lcheck_string(L, 2, "strategy", "recompute", "none");
+  for (int i = 0; i < 3; i++)
+    if (strcmp(rc, rc_names[i]) == 0) s.recompute = i;
+  s.dp_variant = (int)fth_dp_variant_parse(lcheck_string(L, 2, "strategy", "dp_variant", "DDP"));
+  s.sp = lcheck_bool(L, 2, "strategy", "sp", 0);
+  if (s.schedule == FTH_PP_COUNT || s.dp_variant == FTH_DP_COUNT) luaL_error(L, "strategy: bad schedule or dp");
+  fth_search_hit out;
+  fth_train_result r;
+  fth_error err;
+  if (fth_search_eval_one(d, &s, &out, &r, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  push_hit(L, &out);
+  return 1;
+}
+
+static const luaL_Reg search_funcs[] = {
+  {"search",      core_search},
+  {"search_eval", core_search_eval},
+  {NULL, NULL}
+};
+
+void lfth_open_search(lua_State *L) { lbind_setfuncs(L, search_funcs); }

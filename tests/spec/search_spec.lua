@@ -1,0 +1,121 @@
+local search = require("fathom.search")
+local core = require("fathom.core")
+local h = require("helpers")
+
+-- A small system: 4 pods of 4 toy GPUs, the toy dense model.
+local function small_def(extra)
+  local def = search.prepare({ hardware = "tests/fixtures/tiny/hardware.yaml", node = "TOY", gpus = 16,
+    pod_size = 4, model = "tests/fixtures/tiny/model.yaml", workload = "tests/fixtures/tiny/train.yaml",
+    global_batch = 32, top = 4096 })
+  def.space.mb = { 1, 2, 4 }
+  for k, v in pairs(extra or {}) do def.space[k] = v end
+  return def
+end
+
+-- Brute force in the test: every combination, evaluated one at a time, kept when it fits.
+local function brute(def)
+  local s = def.space
+  local out = {}
+  for _, tp in ipairs(s.tp) do for _, pp in ipairs(s.pp) do for _, pp_in in ipairs(s.pp_in) do
+  for _, vs in ipairs(s.vs) do for _, mb in ipairs(s.mb) do for _, sched in ipairs(s.schedule) do
+  for _, rc in ipairs(s.recompute) do for _, dpv in ipairs(s.dp) do for _, sp in ipairs(s.sp) do
+    local valid_sched = (pp == 1 and sched == "1F1B" and vs == 1) or
+      (pp > 1 and ((sched == "INTERLEAVED" and vs > 1) or (sched ~= "INTERLEAVED" and vs == 1)))
+    local tiles = pp % pp_in == 0 and 4 % (tp * pp_in) == 0 and 4 % (pp // pp_in) == 0
+    if valid_sched and tiles and not (sp and tp == 1) then
+      local ok, hit = pcall(core.search_eval, def, { tp = tp, pp = pp, pp_in = pp_in, vs = vs, mb = mb,
+        schedule = sched, recompute = rc, dp_variant = dpv, sp = sp })
+      if ok and hit.fits then out[#out + 1] = hit end
+    end
+  end end end end end end end end end
+  table.sort(out, function(a, b) return a.step_time_s < b.step_time_s end)
+  return out
+end
+
+describe("fathom.search", function()
+  it("returns exactly the feasible strategies a brute force finds, in the same order", function()
+    local def = small_def()
+    local res = search.run(def, 1)
+    local all = brute(def)
+    assert.are.equal(#all, #res.hits)
+    assert.are.equal(#all, res.stats.evaluated)
+    for i, b in ipairs(all) do
+      local a = res.hits[i]
+      h.near(b.step_time_s, a.step_time_s, 1e-12, "step " .. i)
+    end
+    assert.is_true(res.stats.considered > res.stats.evaluated)
+  end)
+
+  it("the best is never slower than any strategy evaluated on its own", function()
+    local def = small_def()
+    local best = search.run(def, 1).hits[1]
+    for _, b in ipairs(brute(def)) do assert.is_true(best.step_time_s <= b.step_time_s) end
+    local again = core.search_eval(def, best)
+    h.near(best.step_time_s, again.step_time_s, 1e-12, "re-evaluated best")
+  end)
+
+  it("is identical run to run and with 1 or 2 workers", function()
+    local def = small_def()
+    local one = search.run(def, 1)
+    local again = search.run(def, 1)
+    local two = search.run(def, 2)
+    assert.are.same(one.hits, again.hits)
+    assert.are.equal(#one.hits, #two.hits)
+    for i = 1, #one.hits do
+      assert.are.equal(one.hits[i].index, two.hits[i].index)
+      assert.are.equal(one.hits[i].step_time_s, two.hits[i].step_time_s)
+    end
+    for _, k in ipairs({ "considered", "evaluated", "no_fit", "not_tiling", "invalid" }) do
+      assert.are.equal(one.stats[k], two.stats[k], k)
+    end
+  end)
+
+  it("--fix restricts a dimension, and an unknown one is refused", function()
+    local def = search.prepare({ hardware = "tests/fixtures/tiny/hardware.yaml", node = "TOY", gpus = 16,
+      pod_size = 4, model = "tests/fixtures/tiny/model.yaml", workload = "tests/fixtures/tiny/train.yaml",
+      global_batch = 32, fix = { tp = 2 } })
+    assert.are.same({ 2 }, def.space.tp)
+    assert.error_matches(function()
+      search.prepare({ hardware = "tests/fixtures/tiny/hardware.yaml", node = "TOY", gpus = 16, pod_size = 4,
+        model = "tests/fixtures/tiny/model.yaml", workload = "tests/fixtures/tiny/train.yaml", fix = { tpx = 2 } })
+    end, "cannot fix 'tpx' %(did you mean 'tp'%?%)")
+  end)
+end)
+
+describe("fathom search (command line)", function()
+  it("ranks strategies for GPT-3 175B on 1,024 A100s and explains the winner", function()
+    local r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "1024",
+      "--global-batch", "1536", "--seq", "2048")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("recommendation", r.stdout)
+    assert.matches("strategies considered on 128 x 8 GPUs", r.stdout)
+    assert.matches("do not fit", r.stdout)
+  end)
+
+  it("impossible requests give one line and exit 2", function()
+    local r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "1001")
+    assert.are.equal(2, r.code)
+    assert.matches("1001 GPUs are not a whole number of 8%-GPU pods", r.stderr)
+    r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "8", "--fix", "tp=7")
+    assert.are.equal(2, r.code)
+    assert.matches("TP=7 does not divide the 96 attention heads", r.stderr)
+    r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "8", "--global-batch", "8")
+    assert.are.equal(2, r.code)
+    assert.matches("nothing fits: the closest .* needs [%d%.]+ %a+ more xpu_memory", r.stderr)
+    r = h.run("search", "--model", "gpt3_175b", "--hardware", "B100", "--gpus", "8")
+    assert.are.equal(2, r.code)
+    assert.matches("unknown node 'B100' %(did you mean 'B200'%?%)", r.stderr)
+    assert.are.equal(1, h.count_lines(r.stderr))
+  end)
+
+  it("writes JSON with hits, stats and the recommendation", function()
+    local r = h.run("search", "--model", "tests/fixtures/tiny/model.yaml", "--hardware", "TOY", "--hardware-lib",
+      "tests/fixtures/tiny/hardware.yaml", "--gpus", "16", "--pod-size", "4", "--global-batch", "32",
+      "--format", "json", "--top", "3")
+    assert.are.equal(0, r.code, r.stderr)
+    local v = require("fathom.format.json").decode(r.stdout)
+    assert.are.equal(3, #v.hits)
+    assert.is_true(v.hits[1].step_time_s <= v.hits[2].step_time_s)
+    assert.is_table(v.recommendation)
+  end)
+end)
