@@ -46,6 +46,7 @@ test: ctest sanitize lint
 
 bench: build
 	$(BUILD)/fathom_bench
+	$(BUILD)/fathom bench/search_bench.lua 2
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
