@@ -73,8 +73,6 @@ fth_train_def fth_train_def_default(void) {
   return d;
 }
 
-/* overlap(a, b, e) = a + b - e min(a, b): e = 1 -> max(a, b), e = 0 -> a + b. */
-static double overlap(double a, double b, double e) { return a + b - e * fth_min(a, b); }
 
 static int is_int(double x) { return isfinite(x) && x == floor(x); }
 
@@ -298,71 +296,20 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
 
 /* ---- evaluation -------------------------------------------------------------------------- */
 
-/* Work of one micro-batch through part of the stage, per GPU. */
-typedef struct phase {
-  double flops[FTH_FLOP_PART_COUNT];
-  double bytes[FTH_FLOP_PART_COUNT];
-  double compute_s[FTH_FLOP_PART_COUNT];
-  double memory_s[FTH_FLOP_PART_COUNT];
-  double kernel_s;       /* kernels with compute/memory overlap applied */
-  double compute_bound_s; /* time of kernels limited by compute */
-  double memory_bound_s;  /* time of kernels limited by memory */
-  double comm_s[FTH_COMM_KIND_COUNT]; /* layer collectives, raw */
-} phase;
-
+/* The step model's context: the plan plus how its kernels run. */
+typedef fth_phase phase;
 typedef struct ctx {
   const fth_train_plan *p;
-  fth_kernel_env env_act;  /* activations' tier */
-  double weight_bw;        /* weights' tier bandwidth */
-  double e_cm;
-  double launch_s;
+  fth_phase_ctx k;
 } ctx;
 
 static void add_kernel(const ctx *c, phase *ph, fth_flop_part part, fth_kernel_cost k,
                        double weight_bytes) {
-  /* Weight operands are read from their own tier (offloaded weights stream
-   * from host memory): their bytes move at that tier's bandwidth. */
-  double mem_s = k.memory_s;
-  if (weight_bytes > 0 && c->weight_bw > 0 && c->env_act.mem_bw_bytes_per_s > 0) {
-    mem_s += weight_bytes / c->weight_bw - weight_bytes / c->env_act.mem_bw_bytes_per_s;
-  }
-  double t = overlap(k.compute_s, mem_s, c->e_cm) + c->launch_s;
-  ph->flops[part] += k.flops;
-  ph->bytes[part] += k.bytes;
-  ph->compute_s[part] += k.compute_s;
-  ph->memory_s[part] += mem_s;
-  ph->kernel_s += t;
-  if (k.compute_s >= mem_s)
-    ph->compute_bound_s += t;
-  else
-    ph->memory_bound_s += t;
+  fth_phase_add_kernel(&c->k, ph, part, k, weight_bytes);
 }
 
-static void phase_scale(phase *ph, double s) {
-  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
-    ph->flops[i] *= s;
-    ph->bytes[i] *= s;
-    ph->compute_s[i] *= s;
-    ph->memory_s[i] *= s;
-  }
-  ph->kernel_s *= s;
-  ph->compute_bound_s *= s;
-  ph->memory_bound_s *= s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) ph->comm_s[i] *= s;
-}
-
-static void phase_add(phase *a, const phase *b) {
-  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
-    a->flops[i] += b->flops[i];
-    a->bytes[i] += b->bytes[i];
-    a->compute_s[i] += b->compute_s[i];
-    a->memory_s[i] += b->memory_s[i];
-  }
-  a->kernel_s += b->kernel_s;
-  a->compute_bound_s += b->compute_bound_s;
-  a->memory_bound_s += b->memory_bound_s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) a->comm_s[i] += b->comm_s[i];
-}
+#define phase_scale fth_phase_scale
+#define phase_add fth_phase_add
 
 static double coll_time(const fth_train_plan *p, fth_coll_op op, double bytes,
                         const fth_group_level *lv, int n, fth_coll_algo *algo) {
@@ -394,30 +341,10 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
   memset(fwd, 0, sizeof *fwd);
   memset(bwd, 0, sizeof *bwd);
 
-  /* Linears: column-parallel splits outputs, row-parallel splits inputs
-   * (Shoeybi et al. 2019); backward = data-gradient GEMM + weight-gradient GEMM. */
-  for (int i = 0; i < sh->num_linears; i++) {
-    const fth_linear *l = &sh->lin[i];
-    double in = l->in, out = l->out, mtok = tokens, batch = 1;
-    fth_flop_part part = l->part == FTH_PART_ATTN ? FTH_FLOP_ATTENTION : FTH_FLOP_MLP;
-    double shard_tp = (l->part == FTH_PART_EXPERT) ? tp_moe : tp;
-    if (l->shard == FTH_SHARD_COLUMN) out /= shard_tp;
-    if (l->shard == FTH_SHARD_ROW) in /= shard_tp;
-    if (l->part == FTH_PART_EXPERT) {
-      /* Routed (token, expert) pairs this GPU computes, busiest GPU:
-       * b s k / (TP_Attn CP) pairs spread over its local experts, times the
-       * imbalance (the mean load is the same on every GPU of the stage). */
-      double pairs = tokens * m->top_k * w->expert_imbalance / tp * tp_moe;
-      batch = p->local_experts;
-      mtok = pairs / batch;
-    }
-    fth_kernel_cost k = fth_kernel_gemm(&c->env_act, mtok, out, in, batch, ab);
-    add_kernel(c, fwd, part, k, in * out * batch * ab);
-    fth_kernel_cost kd = fth_kernel_gemm(&c->env_act, mtok, in, out, batch, ab);
-    add_kernel(c, bwd, part, kd, in * out * batch * ab);
-    fth_kernel_cost kw = fth_kernel_gemm(&c->env_act, in, out, mtok, batch, ab);
-    add_kernel(c, bwd, part, kw, 0.0);
-  }
+  /* Linears; routed experts: b s k / (TP_Attn CP) (token, expert) pairs per
+   * GPU, times the imbalance (the mean load is the same on every GPU). */
+  fth_phase_linears(&c->k, sh, tokens, tp, tp_moe, tokens * m->top_k * w->expert_imbalance / tp * tp_moe,
+                    p->local_experts, ab, ab, fwd, bwd);
 
   /* Attention core on heads / TP, queries s / CP against the causal context. */
   {
@@ -426,7 +353,7 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
     /* Fused (flash) kernels skip the masked half of a causal block; unfused
      * attention computes the full score matrix and masks it. */
     /* Unfused attention runs as two batched GEMMs at the matrix rate. */
-    fth_kernel_env env = c->env_act;
+    fth_kernel_env env = c->k.env;
     if (!w->flash_attention) env.attention_flops_per_s = env.matrix_flops_per_s;
     fth_kernel_cost k = fth_kernel_attention(&env, w->micro_batch, heads, kvh, w->seq_len,
                                              w->seq_len, sh->d_qk, sh->d_v, w->flash_attention, ab);
@@ -443,9 +370,9 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
        * score (Korthikanti et al. 2022 Sec. 4.1 counts the same tensors);
        * backward moves about twice as much. */
       double scores = w->micro_batch * heads * w->seq_len * w->seq_len / p->cp;
-      fth_kernel_cost ks = fth_kernel_elementwise(&c->env_act, scores, 8.0, 6.0 * ab + 1.0);
+      fth_kernel_cost ks = fth_kernel_elementwise(&c->k.env, scores, 8.0, 6.0 * ab + 1.0);
       add_kernel(c, fwd, FTH_FLOP_ATTENTION, ks, 0.0);
-      fth_kernel_cost ksb = fth_kernel_elementwise(&c->env_act, scores, 12.0, 2.0 * (6.0 * ab + 1.0));
+      fth_kernel_cost ksb = fth_kernel_elementwise(&c->k.env, scores, 12.0, 2.0 * (6.0 * ab + 1.0));
       add_kernel(c, bwd, FTH_FLOP_ATTENTION, ksb, 0.0);
     }
     /* Backward: dQ, dK, dV = 2x forward GEMM work; flash attention also
@@ -466,10 +393,10 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
   {
     double htok = w->sequence_parallel ? tokens / tp : tokens;
     double norm_res = htok * h * (2.0 * 2.0 + 2.0 * 3.0);
-    fth_kernel_cost ka = fth_kernel_elementwise(&c->env_act, norm_res / 2.0, 5.0, ab);
+    fth_kernel_cost ka = fth_kernel_elementwise(&c->k.env, norm_res / 2.0, 5.0, ab);
     add_kernel(c, fwd, FTH_FLOP_ATTENTION, ka, 0.0);
     add_kernel(c, fwd, FTH_FLOP_MLP, ka, 0.0);
-    fth_kernel_cost kab = fth_kernel_elementwise(&c->env_act, norm_res / 2.0, 8.0, 2.0 * ab);
+    fth_kernel_cost kab = fth_kernel_elementwise(&c->k.env, norm_res / 2.0, 8.0, 2.0 * ab);
     add_kernel(c, bwd, FTH_FLOP_ATTENTION, kab, 0.0);
     add_kernel(c, bwd, FTH_FLOP_MLP, kab, 0.0);
     double ff = 0.0;
@@ -481,9 +408,9 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
       ff = tokens * m->top_k * w->expert_imbalance * effn / tp +
            tokens * m->num_shared_experts * effn / tp;
     }
-    fth_kernel_cost kf = fth_kernel_elementwise(&c->env_act, ff, 8.0, gate * ab);
+    fth_kernel_cost kf = fth_kernel_elementwise(&c->k.env, ff, 8.0, gate * ab);
     add_kernel(c, fwd, FTH_FLOP_MLP, kf, 0.0);
-    fth_kernel_cost kfb = fth_kernel_elementwise(&c->env_act, ff, 13.0, 2.0 * gate * ab);
+    fth_kernel_cost kfb = fth_kernel_elementwise(&c->k.env, ff, 13.0, 2.0 * gate * ab);
     add_kernel(c, bwd, FTH_FLOP_MLP, kfb, 0.0);
   }
 
@@ -543,31 +470,25 @@ static void head_costs(const ctx *c, phase *fwd, phase *bwd) {
   const double h = p->model.d_model, v = (double)p->model.vocab_size / p->tp;
   memset(fwd, 0, sizeof *fwd);
   memset(bwd, 0, sizeof *bwd);
-  fth_kernel_cost k = fth_kernel_gemm(&c->env_act, tokens, v, h, 1, w->act_bytes);
+  fth_kernel_cost k = fth_kernel_gemm(&c->k.env, tokens, v, h, 1, w->act_bytes);
   add_kernel(c, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * w->act_bytes);
-  fth_kernel_cost kd = fth_kernel_gemm(&c->env_act, tokens, h, v, 1, w->act_bytes);
+  fth_kernel_cost kd = fth_kernel_gemm(&c->k.env, tokens, h, v, 1, w->act_bytes);
   add_kernel(c, bwd, FTH_FLOP_UNEMBEDDING, kd, h * v * w->act_bytes);
-  fth_kernel_cost kw = fth_kernel_gemm(&c->env_act, h, v, tokens, 1, w->act_bytes);
+  fth_kernel_cost kw = fth_kernel_gemm(&c->k.env, h, v, tokens, 1, w->act_bytes);
   add_kernel(c, bwd, FTH_FLOP_UNEMBEDDING, kw, 0.0);
   /* Softmax cross-entropy over the vocabulary shard, in fp32. */
-  fth_kernel_cost ks = fth_kernel_elementwise(&c->env_act, tokens * v, 5.0, 4.0 + w->act_bytes);
+  fth_kernel_cost ks = fth_kernel_elementwise(&c->k.env, tokens * v, 5.0, 4.0 + w->act_bytes);
   add_kernel(c, fwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
   add_kernel(c, bwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
   /* Embedding lookup: gather rows and write [tokens, h] (memory only). */
-  fth_kernel_cost ke = fth_kernel_elementwise(&c->env_act, tokens * h, 0.0, 2.0 * w->act_bytes);
+  fth_kernel_cost ke = fth_kernel_elementwise(&c->k.env, tokens * h, 0.0, 2.0 * w->act_bytes);
   add_kernel(c, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
   add_kernel(c, bwd, FTH_FLOP_EMBEDDING, ke, 0.0);
 }
 
 /* Kernels and layer collectives overlapped: what the phase costs on the critical path. */
 static double phase_time(const fth_train_plan *p, const phase *ph, double *exposed) {
-  double comm = 0;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) comm += ph->comm_s[i];
-  double t = overlap(ph->kernel_s, comm, p->work.comp_comm_eff);
-  double exp_total = t - ph->kernel_s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++)
-    exposed[i] = comm > 0 ? exp_total * ph->comm_s[i] / comm : 0.0;
-  return t;
+  return fth_phase_time(ph, p->work.comp_comm_eff, exposed);
 }
 
 /* Parameters (elements) on one GPU of the stage: dense part and expert part. */
@@ -682,13 +603,13 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   memset(r, 0, sizeof *r);
   ctx c;
   c.p = p;
-  c.env_act = fth_kernel_env_make(&p->node, p->prec, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
+  c.k.env = fth_kernel_env_make(&p->node, p->prec, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
   {
     fth_tier wt = w->traffic_tier[FTH_MEM_WEIGHTS];
-    c.weight_bw = p->node.has_tier[wt] ? fth_memory_bw_bytes_per_s(&p->node.tier[wt]) : 0.0;
+    c.k.weight_bw = p->node.has_tier[wt] ? fth_memory_bw_bytes_per_s(&p->node.tier[wt]) : 0.0;
   }
-  c.e_cm = w->comp_mem_eff;
-  c.launch_s = w->kernel_launch_s;
+  c.k.comp_mem_eff = w->comp_mem_eff;
+  c.k.launch_s = w->kernel_launch_s;
 
   /* One micro-batch through the slowest stage. */
   phase dfwd, dbwd, mfwd, mbwd, hfwd, hbwd, fwd, bwd;
@@ -721,7 +642,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   } else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention) {
     double heads = p->dense_shape.heads / p->tp;
     double kvh = fth_max(1.0, p->dense_shape.kv_heads / p->tp);
-    fth_kernel_env env = c.env_act;
+    fth_kernel_env env = c.k.env;
     env.attention_flops_per_s = env.matrix_flops_per_s; /* unfused: batched GEMMs */
     fth_kernel_cost k = fth_kernel_attention(&env, w->micro_batch, heads, kvh, w->seq_len,
                                              w->seq_len, p->dense_shape.d_qk, p->dense_shape.d_v,
@@ -735,7 +656,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
     /* and the score matrix's softmax and dropout passes (as in block_costs) */
     double scores = p->layers_per_stage * w->micro_batch * heads * w->seq_len * w->seq_len / p->cp;
     add_kernel(&c, &rec, FTH_FLOP_ATTENTION,
-               fth_kernel_elementwise(&c.env_act, scores, 8.0, 6.0 * w->act_bytes + 1.0), 0.0);
+               fth_kernel_elementwise(&c.k.env, scores, 8.0, 6.0 * w->act_bytes + 1.0), 0.0);
   }
 
   double exp_f[FTH_COMM_KIND_COUNT], exp_b[FTH_COMM_KIND_COUNT], exp_r[FTH_COMM_KIND_COUNT];

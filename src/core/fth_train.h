@@ -23,6 +23,7 @@
 #include "fth_hardware.h"
 #include "fth_kernel.h"
 #include "fth_model.h"
+#include "fth_phase.h"
 #include "fth_pipeline.h"
 #include "fth_topology.h"
 
@@ -77,18 +78,6 @@ typedef struct fth_train_def {
 
 fth_train_def fth_train_def_default(void);
 
-/// Kinds of communication, each reported on its own.
-typedef enum fth_comm_kind {
-  FTH_COMM_TP = 0,     ///< attention + dense-MLP tensor parallel collectives
-  FTH_COMM_TP_MOE,     ///< expert tensor parallel collectives
-  FTH_COMM_EP,         ///< MoE dispatch + combine all-to-all
-  FTH_COMM_CP,         ///< context parallel K/V exchange
-  FTH_COMM_PP,         ///< pipeline send/recv
-  FTH_COMM_DP,         ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
-  FTH_COMM_DP_MOE,     ///< expert-parameter gradient reduction
-  FTH_COMM_KIND_COUNT
-} fth_comm_kind;
-
 const char *fth_comm_kind_name(fth_comm_kind k); ///< "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe"
 
 /// One kind of communication over a step, on one GPU.
@@ -141,15 +130,6 @@ fth_status fth_train_compile(fth_train_plan *plan, const fth_node_def *node,
 /// what a search does for every batch / recompute / schedule variant without
 /// recompiling. Same checks as compile for the workload's part.
 fth_status fth_train_rework(fth_train_plan *plan, const fth_train_def *work, fth_error *err);
-
-/// Parts of the computation reported separately.
-typedef enum fth_flop_part {
-  FTH_FLOP_ATTENTION = 0, ///< projections + attention core
-  FTH_FLOP_MLP,           ///< dense MLP, or routed + shared experts + router
-  FTH_FLOP_EMBEDDING,     ///< lookup (no FLOPs; memory only)
-  FTH_FLOP_UNEMBEDDING,   ///< LM head + loss
-  FTH_FLOP_PART_COUNT
-} fth_flop_part;
 
 typedef struct fth_memory_footprint {
   double bytes[FTH_MEM_COMPONENT_COUNT];      ///< per GPU

@@ -1,0 +1,89 @@
+/* fth_phase.c: accumulating kernels and collectives of a pass (fth_phase.h). */
+#include "fth_phase.h"
+
+#include <string.h>
+
+double fth_overlap(double a, double b, double e) { return a + b - e * fth_min(a, b); }
+
+void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
+                          fth_kernel_cost k, double weight_bytes) {
+  /* Weight operands are read from their own tier (offloaded weights stream
+   * from host memory): their bytes move at that tier's bandwidth. */
+  double mem_s = k.memory_s;
+  if (weight_bytes > 0 && c->weight_bw > 0 && c->env.mem_bw_bytes_per_s > 0)
+    mem_s += weight_bytes / c->weight_bw - weight_bytes / c->env.mem_bw_bytes_per_s;
+  double t = fth_overlap(k.compute_s, mem_s, c->comp_mem_eff) + c->launch_s;
+  ph->flops[part] += k.flops;
+  ph->bytes[part] += k.bytes;
+  ph->compute_s[part] += k.compute_s;
+  ph->memory_s[part] += mem_s;
+  ph->kernel_s += t;
+  if (k.compute_s >= mem_s)
+    ph->compute_bound_s += t;
+  else
+    ph->memory_bound_s += t;
+}
+
+void fth_phase_scale(fth_phase *ph, double s) {
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
+    ph->flops[i] *= s;
+    ph->bytes[i] *= s;
+    ph->compute_s[i] *= s;
+    ph->memory_s[i] *= s;
+  }
+  ph->kernel_s *= s;
+  ph->compute_bound_s *= s;
+  ph->memory_bound_s *= s;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) ph->comm_s[i] *= s;
+}
+
+void fth_phase_add(fth_phase *a, const fth_phase *b) {
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
+    a->flops[i] += b->flops[i];
+    a->bytes[i] += b->bytes[i];
+    a->compute_s[i] += b->compute_s[i];
+    a->memory_s[i] += b->memory_s[i];
+  }
+  a->kernel_s += b->kernel_s;
+  a->compute_bound_s += b->compute_bound_s;
+  a->memory_bound_s += b->memory_bound_s;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) a->comm_s[i] += b->comm_s[i];
+}
+
+double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed) {
+  double comm = 0;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) comm += ph->comm_s[i];
+  double t = fth_overlap(ph->kernel_s, comm, comp_comm_eff);
+  double exp_total = t - ph->kernel_s;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++)
+    exposed[i] = comm > 0 ? exp_total * ph->comm_s[i] / comm : 0.0;
+  return t;
+}
+
+void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens,
+                       double tp, double tp_moe, double routed_pairs, double local_experts,
+                       double ab, double wb, fth_phase *fwd, fth_phase *bwd) {
+  for (int i = 0; i < sh->num_linears; i++) {
+    const fth_linear *l = &sh->lin[i];
+    double in = l->in, out = l->out, mtok = tokens, batch = 1;
+    fth_flop_part part = l->part == FTH_PART_ATTN ? FTH_FLOP_ATTENTION : FTH_FLOP_MLP;
+    double shard_tp = (l->part == FTH_PART_EXPERT) ? tp_moe : tp;
+    if (l->shard == FTH_SHARD_COLUMN) out /= shard_tp;
+    if (l->shard == FTH_SHARD_ROW) in /= shard_tp;
+    if (l->part == FTH_PART_EXPERT) {
+      batch = local_experts > 0 ? local_experts : 1;
+      mtok = routed_pairs / batch;
+    }
+    /* Weights stored at `wb` bytes: their traffic is in * out * batch * wb. */
+    fth_kernel_cost k = fth_kernel_gemm(&c->env, mtok, out, in, batch, ab);
+    double wbytes = in * out * batch;
+    k.bytes += wbytes * (wb - ab);
+    k.memory_s = c->env.mem_bw_bytes_per_s > 0 ? k.bytes / c->env.mem_bw_bytes_per_s : k.memory_s;
+    fth_phase_add_kernel(c, fwd, part, k, wbytes * wb);
+    if (bwd == NULL) continue;
+    fth_kernel_cost kd = fth_kernel_gemm(&c->env, mtok, in, out, batch, ab);
+    fth_phase_add_kernel(c, bwd, part, kd, wbytes * ab);
+    fth_kernel_cost kw = fth_kernel_gemm(&c->env, in, out, mtok, batch, ab);
+    fth_phase_add_kernel(c, bwd, part, kw, 0.0);
+  }
+}

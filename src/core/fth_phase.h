@@ -1,0 +1,74 @@
+/* fth_phase.h: the work of one pass (forward, backward, a decode step) through
+ * some blocks on one GPU: kernels accumulated with their compute and memory
+ * times, and the layer collectives they wait on. Shared by the training and
+ * inference step models so both cost a block the same way. */
+#ifndef FTH_PHASE_H
+#define FTH_PHASE_H
+
+#include "fth_kernel.h"
+#include "fth_model.h"
+
+/// Parts of the computation reported separately.
+typedef enum fth_flop_part {
+  FTH_FLOP_ATTENTION = 0, ///< projections + attention core
+  FTH_FLOP_MLP,           ///< dense MLP, or routed + shared experts + router
+  FTH_FLOP_EMBEDDING,     ///< lookup (no FLOPs; memory only)
+  FTH_FLOP_UNEMBEDDING,   ///< LM head + loss
+  FTH_FLOP_PART_COUNT
+} fth_flop_part;
+
+/// Kinds of communication, each reported on its own.
+typedef enum fth_comm_kind {
+  FTH_COMM_TP = 0,     ///< attention + dense-MLP tensor parallel collectives
+  FTH_COMM_TP_MOE,     ///< expert tensor parallel collectives
+  FTH_COMM_EP,         ///< MoE dispatch + combine all-to-all
+  FTH_COMM_CP,         ///< context parallel K/V exchange
+  FTH_COMM_PP,         ///< pipeline send/recv
+  FTH_COMM_DP,         ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
+  FTH_COMM_DP_MOE,     ///< expert-parameter gradient reduction
+  FTH_COMM_KIND_COUNT
+} fth_comm_kind;
+
+typedef struct fth_phase {
+  double flops[FTH_FLOP_PART_COUNT];
+  double bytes[FTH_FLOP_PART_COUNT];
+  double compute_s[FTH_FLOP_PART_COUNT];
+  double memory_s[FTH_FLOP_PART_COUNT];
+  double kernel_s;        ///< kernels with compute/memory overlap applied
+  double compute_bound_s; ///< time of kernels limited by compute
+  double memory_bound_s;  ///< time of kernels limited by memory
+  double comm_s[FTH_COMM_KIND_COUNT]; ///< layer collectives, raw
+} fth_phase;
+
+/// What kernels run on and how their compute and memory overlap.
+typedef struct fth_phase_ctx {
+  fth_kernel_env env;  ///< rates; bandwidth of the activations' tier
+  double weight_bw;    ///< bandwidth of the weights' tier (0 = the activations')
+  double comp_mem_eff; ///< overlap of a kernel's compute and memory time
+  double launch_s;     ///< fixed cost per kernel
+} fth_phase_ctx;
+
+/// overlap(a, b, e) = a + b - e min(a, b): e = 1 perfect overlap (max), e = 0 none (sum).
+double fth_overlap(double a, double b, double e);
+
+/// Add kernel `k` to `ph` under `part`; `weight_bytes` of its traffic come from the
+/// weights' tier.
+void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
+                          fth_kernel_cost k, double weight_bytes);
+void fth_phase_scale(fth_phase *ph, double s);
+void fth_phase_add(fth_phase *a, const fth_phase *b);
+
+/// Time on the critical path: kernels overlapped with the layer collectives at
+/// `comp_comm_eff`; `exposed[k]` receives each kind's exposed share.
+double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed);
+
+/// The linears of one block for `tokens` tokens on one GPU (Megatron sharding,
+/// Shoeybi et al. 2019: column-parallel splits outputs, row-parallel inputs, by
+/// `tp`; experts by `tp_moe`); routed experts see `routed_pairs` (token, expert)
+/// pairs spread over `local_experts`. `bwd` (may be NULL) receives the data- and
+/// weight-gradient GEMMs. `weight_bytes` is the width of stored weights.
+void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens,
+                       double tp, double tp_moe, double routed_pairs, double local_experts,
+                       double act_bytes, double weight_bytes, fth_phase *fwd, fth_phase *bwd);
+
+#endif
