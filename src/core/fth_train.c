@@ -491,8 +491,7 @@ static double phase_time(const fth_train_plan *p, const phase *ph, double *expos
   return fth_phase_time(ph, p->work.comp_comm_eff, exposed);
 }
 
-/* Parameters (elements) on one GPU of the stage: dense part and expert part. */
-static void stage_params(const fth_train_plan *p, double *dense, double *expert) {
+void fth_train_stage_params(const fth_train_plan *p, double *dense, double *expert) {
   const fth_layer_shape *ds = &p->dense_shape, *ms = &p->moe_shape;
   double tp = p->tp, tp_moe = p->tp_moe;
   double d = p->dense_layers_per_stage * (ds->params_attn + ds->params_mlp + ds->params_norm) / tp;
@@ -511,7 +510,7 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   const fth_model_def *m = &p->model;
   memset(out, 0, sizeof *out);
   double dense, expert;
-  stage_params(p, &dense, &expert);
+  fth_train_stage_params(p, &dense, &expert);
   double dp = p->dp, dp_moe = p->dp_moe > 0 ? p->dp_moe : 1;
   /* Mixed-precision Adam (Rajbhandari et al. 2020 Sec. 3.1): weights at the
    * compute width, gradients at grad width, fp32 master copy (when weights
@@ -750,7 +749,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
    * Megatron and PyTorch DDP), ZeRO-3 traffic under the whole step. */
   {
     double dense, expert;
-    stage_params(p, &dense, &expert);
+    fth_train_stage_params(p, &dense, &expert);
     double t_dp = 0, t_dpm = 0;
     fth_coll_algo a = FTH_ALGO_AUTO, am = FTH_ALGO_AUTO;
     double calls = 1, gbytes = dense * w->grad_bytes, gbytes_m = expert * w->grad_bytes;

@@ -171,6 +171,11 @@ typedef struct fth_train_result {
   double achieved_flops_per_gpu;  ///< model FLOP/s per GPU
 } fth_train_result;
 
+/// Parameters (elements) one GPU of the busiest stage holds, split into the
+/// dense part (sharded by TP; embedding or LM head included) and the experts
+/// (E / EP local experts sharded by TP_MoE), before any ZeRO-3 sharding.
+void fth_train_stage_params(const fth_train_plan *plan, double *dense, double *expert);
+
 /// Evaluate a compiled plan. Pure and allocation-free.
 void fth_train_evaluate(const fth_train_plan *plan, fth_train_result *out);
 

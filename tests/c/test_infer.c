@@ -1,0 +1,154 @@
+/* Inference, derived by hand on a toy GPU (100 TFLOP/s bf16, efficiency 1,
+ * HBM 1 TB/s) with the toy dense model (h 1024, 4 layers, 16 heads of 64,
+ * plain MLP f 4096, V 32000) on one GPU. */
+#include "fth_infer.h"
+#include "test_macros.h"
+
+#include <string.h>
+
+static fth_node_def node(double hbm_bw) {
+  fth_node_def n = fth_node_def_default();
+  n.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
+  n.compute.efficiency = 1.0;
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = hbm_bw;
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 80e9;
+  n.tier[FTH_TIER_XPU].num_stacks = 1;
+  n.tier[FTH_TIER_XPU].efficiency = 1.0;
+  n.has_tier[FTH_TIER_XPU] = 1;
+  n.tier[FTH_TIER_HOST].bw_per_stack_bytes_per_s = 50e9;
+  n.tier[FTH_TIER_HOST].size_per_stack_bytes = 512e9;
+  n.tier[FTH_TIER_HOST].num_stacks = 1;
+  n.tier[FTH_TIER_HOST].efficiency = 1.0;
+  n.has_tier[FTH_TIER_HOST] = 1;
+  return n;
+}
+
+static fth_topology_def one_gpu(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 1;
+  t.phys[0].size = 1;
+  t.phys[0].link.bw_bytes_per_s = 1e11;
+  return t;
+}
+
+static fth_model_def toy(void) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 4;
+  m.num_heads = 16;
+  m.vocab_size = 32000;
+  m.max_seq_len = 4096;
+  return m;
+}
+
+static int decode_memory_bound(void) {
+  fth_node_def n = node(1e12);
+  fth_topology_def t = one_gpu();
+  fth_model_def m = toy();
+  fth_infer_def d = fth_infer_def_default();
+  d.global_batch = 1;
+  d.micro_batch = 1;
+  d.context_len = 1023;
+  d.gen_tokens = 1; /* the one step sees 1024 cached tokens */
+  fth_infer_plan p;
+  fth_error err;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_result r;
+  fth_infer_evaluate(&p, &r);
+  /* Bytes read and written by one decode step (batch 1, 2-byte everything):
+   *  per layer: QKV (1024 + 1024 x 3072 + 3072) x 2 = 6,299,648; output
+   *  (1024 + 1024^2 + 1024) x 2 = 2,101,248; up and down (1024 + 4096 +
+   *  1024 x 4096) x 2 = 8,398,848 each; KV read 1024 tokens x 2048 x 2 =
+   *  4,194,304; KV write 4,096; norms/residuals 2 x 5,120 x 2 = 20,480; GeLU
+   *  4,096 x 4 = 16,384: 29,433,856 per layer, 117,735,424 for 4.
+   *  LM head (1024 + 1024 x 32000 + 32000) x 2 = 65,602,048; embedding 4,096.
+   *  Total 183,341,568 B at 1 TB/s; every kernel is memory-bound (the LM head's
+   *  65.5 MFLOP take 0.66 us, its bytes 65.6 us). */
+  FTH_ENSURE_NEAR(183341568.0 / 1e12, r.tpot_s, 1e-12);
+  FTH_ENSURE_NEAR(r.tpot_s, r.time_s, 1e-12);
+  /* KV cache per request: 1024 tokens x 2048 elements x 4 layers x 2 B. */
+  FTH_ENSURE_NEAR(16777216.0, r.kv_bytes_per_request_per_gpu, 1e-12);
+
+  /* Properties: a longer context costs more per token; a bigger batch raises
+   * throughput; the KV cache in host memory (50 GB/s) slows decode. */
+  d.context_len = 8191;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_result longer;
+  fth_infer_evaluate(&p, &longer);
+  FTH_ENSURE(longer.tpot_s > r.tpot_s);
+  double prev = 0;
+  for (double b = 1; b <= 64; b *= 2) {
+    d.global_batch = d.micro_batch = b;
+    FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+    fth_infer_result rb;
+    fth_infer_evaluate(&p, &rb);
+    FTH_ENSURE(rb.tokens_per_s > prev);
+    prev = rb.tokens_per_s;
+  }
+  d.traffic_tier[FTH_MEM_KV_CACHE] = FTH_TIER_HOST;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_result slow;
+  fth_infer_evaluate(&p, &slow);
+  d.traffic_tier[FTH_MEM_KV_CACHE] = FTH_TIER_XPU;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_result fast;
+  fth_infer_evaluate(&p, &fast);
+  FTH_ENSURE(slow.tpot_s > fast.tpot_s);
+  /* The largest batch: (80 GB - weights - transient) / 8192 x 2048 x 4 x 2 B per request. */
+  FTH_ENSURE(fast.max_global_batch > 64 && fast.max_global_batch < 80e9 / (8192.0 * 2048 * 4 * 2));
+  return 0;
+}
+
+static int prefill_compute_bound(void) {
+  fth_node_def n = node(1e18); /* memory effectively free: every kernel compute-bound */
+  fth_topology_def t = one_gpu();
+  fth_model_def m = toy();
+  fth_infer_def d = fth_infer_def_default();
+  d.global_batch = 8;
+  d.micro_batch = 8;
+  d.prompt_len = 1024;
+  fth_infer_plan p;
+  fth_error err;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_PREFILL, &err) == FTH_OK);
+  fth_infer_result r;
+  fth_infer_evaluate(&p, &r);
+  /* Matrix FLOPs, T = 8192 tokens: linears per layer 2 T (3h^2 + h^2 + 2 h f) =
+   * 206,158,430,208; causal attention 2 x 1024 x 512.5 x 128 x 16 heads x 8
+   * requests = 17,196,646,400; x 4 layers = 893,420,306,432; LM head for the
+   * next token of each request 2 x 8 x 1024 x 32000 = 524,288,000: total
+   * 893,944,594,432 at 100 TFLOP/s = 8.93944594432 ms. Vector FLOPs: norms
+   * and residuals 8192 x 1024 x 5 elements x 5 x 2, GeLU 8192 x 4096 x 8:
+   * 687,865,856 per layer, 2,751,463,424 at 12.5 TFLOP/s = 0.22011707392 ms. */
+  FTH_ENSURE_NEAR(8.93944594432e-3 + 2.2011707392e-4, r.ttft_s, 1e-6);
+  FTH_ENSURE_NEAR(r.ttft_s, r.time_s, 1e-12);
+  FTH_ENSURE_NEAR(8.0 * 1024.0 / r.time_s, r.tokens_per_s, 1e-12);
+  return 0;
+}
+
+static int refusals(void) {
+  fth_node_def n = node(1e12);
+  fth_topology_def t = one_gpu();
+  fth_model_def m = toy();
+  fth_infer_def d = fth_infer_def_default();
+  fth_infer_plan p;
+  fth_error err;
+  d.gen_tokens = 0;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.num_generated_tokens") == 0);
+  d = fth_infer_def_default();
+  d.kv_bytes = 3;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.kv_cache_float_size_bytes") == 0);
+  d = fth_infer_def_default();
+  d.traffic_tier[FTH_MEM_KV_CACHE] = FTH_TIER_REMOTE; /* the toy node has none */
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_EINVAL);
+  FTH_ENSURE(strstr(err.msg, "kv_cache is mapped to remote_memory") != NULL);
+  return 0;
+}
+
+int infer_test(void) {
+  FTH_RUN(decode_memory_bound());
+  FTH_RUN(prefill_compute_bound());
+  FTH_RUN(refusals());
+  return 0;
+}
