@@ -32,8 +32,88 @@ local function pass_table(pass, key_time, key_amount)
   return ordered(out, { "time_seconds", key_amount, "attention", "moe_ffn", "embedding", "unembedding" })
 end
 
+local function int(x) return math.tointeger(x) or x end
+
+-- inference_record(sc, r) -> the record of a prefill or decode point.
+local function inference_record(sc, r)
+  local d = sc:compile():degrees()
+  local m, w = sc.model, sc.workload
+  local rec = {}
+  rec.configuration = ordered({
+    node = sc.physical.node_name, physical_topology = sc.physical.name, logical_topology = sc.logical.name,
+    pass_mode = sc.pass_mode, num_xpus = int(d.gpus), tp_attn = int(d.tp), tp_moe = int(d.tp_moe),
+    cp = int(d.cp), dp_attn = int(d.dp), ep = int(d.ep), pp = int(d.pp),
+    layers_per_stage = int(d.layers_per_stage), global_batch_size = w.global_batch_size,
+    micro_batch_size = w.micro_batch_size, microbatches = int(d.microbatches),
+    seq_len = w.seq_length, prefill_seq_len = w.prefill_seq_len, num_generated_tokens = w.num_generated_tokens,
+    float_size_bytes = w.float_size_bytes, weight_float_size_bytes = w.weight_float_size_bytes or w.float_size_bytes,
+    kv_cache_float_size_bytes = w.kv_cache_float_size_bytes or w.float_size_bytes,
+  }, { "node", "physical_topology", "logical_topology", "pass_mode", "num_xpus", "tp_attn", "tp_moe", "cp",
+    "dp_attn", "ep", "pp", "layers_per_stage", "global_batch_size", "micro_batch_size", "microbatches" })
+  rec.model_configuration = ordered({
+    name = m.name, d_model = m.d_model, n_layers = m.n_layers, num_heads = m.num_heads,
+    num_kv_heads = m.num_kv_heads or m.num_heads, vocab_size = m.vocab_size,
+    num_regular_experts = m.num_regular_experts, num_selected_experts = m.num_selected_experts,
+    total_params = d.params_total, active_params = d.params_active,
+  }, { "name", "d_model", "n_layers", "num_heads", "num_kv_heads", "vocab_size" })
+  local time = {
+    total_time = r.time_s, total_time_seconds = r.time_s,
+    tokens_per_second = r.tokens_per_s, tokens_per_second_per_xpu = r.tokens_per_s_per_gpu,
+    stage_pass_seconds = r.stage_s, exposed_pp_seconds = r.pp_s,
+  }
+  if r.pass == "prefill" then
+    time.time_to_first_token_seconds = r.ttft_s
+  else
+    time.time_per_output_token_seconds = r.tpot_s
+    time.time_per_output_token_first_seconds = r.tpot_first_s
+    time.time_per_output_token_last_seconds = r.tpot_last_s
+    time.weights_read_seconds = r.weights_read_s
+    time.kv_cache_read_seconds = r.kv_read_s
+  end
+  rec.time = ordered(time, { "total_time", "total_time_seconds", "time_to_first_token_seconds",
+    "time_per_output_token_seconds", "tokens_per_second", "tokens_per_second_per_xpu" })
+  local sp = r.stage_pass
+  local comp, mem = {}, {}
+  for _, p in ipairs(part_names) do
+    comp[part_labels[p]] = ordered({ flops = sp[p].flops, time_seconds = sp[p].compute_s }, { "flops" })
+    mem[part_labels[p]] = ordered({ bytes = sp[p].bytes, time_seconds = sp[p].memory_s }, { "bytes" })
+  end
+  rec.compute_per_batch_per_xpu = ordered({ note = "one micro-batch through the busiest stage", forward = comp },
+    { "note" })
+  rec.memory_traffic_per_batch_per_xpu = ordered({ note = "one micro-batch through the busiest stage",
+    forward = mem }, { "note" })
+  local comm = {}
+  for _, k in ipairs(comm_order) do
+    local c = r.comm[k]
+    if c.raw_s > 0 then
+      comm[comm_labels[k]] = ordered({ raw_time_seconds = c.raw_s, exposed_time_seconds = c.exposed_s },
+        { "raw_time_seconds" })
+    end
+  end
+  rec.communication_per_batch_per_xpu = comm
+  local tiers = {}
+  for tier, t in pairs(r.memory.tiers) do
+    tiers[tier] = ordered({ used_bytes = t.bytes, capacity_bytes = t.capacity_bytes, fits = t.fits },
+      { "used_bytes", "capacity_bytes", "fits" })
+  end
+  rec.memory_footprint = ordered({
+    weights_bytes = r.memory.components.weights,
+    kv_cache_bytes = r.memory.components.kv_cache,
+    kv_cache_bytes_per_request = r.kv_bytes_per_request_per_gpu,
+    transient_forward_peak_bytes = r.memory.components.transient_forward_peak,
+    tiers = tiers,
+    total_peak_memory_per_chip_bytes = r.memory.peak_bytes,
+    fits = r.memory.fits, overflow_tier = r.memory.overflow_tier,
+    max_global_batch_size = int(r.max_global_batch),
+  }, { "weights_bytes", "kv_cache_bytes", "kv_cache_bytes_per_request", "transient_forward_peak_bytes", "tiers",
+    "total_peak_memory_per_chip_bytes", "fits", "overflow_tier", "max_global_batch_size" })
+  return ordered(rec, { "configuration", "model_configuration", "time", "compute_per_batch_per_xpu",
+    "memory_traffic_per_batch_per_xpu", "communication_per_batch_per_xpu", "memory_footprint" })
+end
+
 -- record(sc, r) -> ScaleScope-style record with raw SI numbers.
 function M.record(sc, r)
+  if sc.pass_mode ~= "training" then return inference_record(sc, r) end
   local d = sc:compile():degrees()
   local m, w = sc.model, sc.workload
   local rec = {}

@@ -101,8 +101,12 @@ function M.new(args)
   self.model = spec.model(args.model)
   if self.pass_mode == "training" then
     self.workload = spec.train(args.workload)
+  elseif self.pass_mode == "inference_prefill" then
+    self.workload = spec.infer(args.workload, "prefill")
+  elseif self.pass_mode == "inference_decode" then
+    self.workload = spec.infer(args.workload, "decode")
   else
-    errors.raise("pass mode '%s' is not supported yet (supported: training)", self.pass_mode)
+    errors.raise("unknown pass mode '%s' (training, inference_prefill or inference_decode)", self.pass_mode)
   end
   self.files = {
     hardware_lib = type(args.hardware_lib) == "string" and args.hardware_lib or nil,
@@ -119,7 +123,12 @@ function Scenario:compile()
   if self.plan then return self.plan end
   local node = spec.node_table(self.lib, self.physical.node_name)
   local topo = spec.topology_table(self.physical, self.logical)
-  local ok, plan = pcall(core.train_compile, node, topo, self.model, self.workload)
+  local ok, plan
+  if self.pass_mode == "training" then
+    ok, plan = pcall(core.train_compile, node, topo, self.model, self.workload)
+  else
+    ok, plan = pcall(core.infer_compile, node, topo, self.model, self.workload, self.workload.pass)
+  end
   if not ok then self:raise_core(plan) end
   self.plan = plan
   return plan

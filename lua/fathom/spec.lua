@@ -434,6 +434,80 @@ function M.train(src)
   return out
 end
 
+M.infer_schema = {
+  global_batch_size = { type = "integer", min = 1, required = true, hint = "requests in flight" },
+  micro_batch_size = { type = "integer", min = 1, required = true },
+  seq_length = { type = "integer", min = 1, hint = "prefill: prompt tokens per request" },
+  prefill_seq_len = { type = "integer", min = 0, hint = "decode: tokens already in the KV cache" },
+  num_generated_tokens = { type = "integer", min = 1, hint = "decode: tokens to generate" },
+  float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = 2 },
+  weight_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
+  kv_cache_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
+  memory_device_map_traffic = { type = "table", default = {} },
+  memory_device_map_footprint = { type = "table", default = {} },
+  comp_comm_efficiency = unit,
+  comp_mem_efficiency = unit,
+  comm_mem_efficiency = unit,
+  tp_spec = { type = "table" },
+  dp_spec = { type = "table" },
+  pp_spec = { type = "table" },
+  moe_spec_v2 = { type = "table" },
+  flash_attention = { type = "boolean", default = true },
+  kernel_launch_sec = { type = "number", min = 0, default = 0 },
+  collective = { type = "table" },
+  description = { type = "string" },
+  notes = { type = "any" },
+}
+
+M.infer_traffic = { "weights", "activations", "kv_cache" }
+M.infer_footprint = { "weights", "kv_cache", "transient_forward_peak" }
+
+-- infer(src, pass) -> normalised prefill ("prefill") or decode ("decode") workload.
+function M.infer(src, pass)
+  local doc = doc_of(src, pass .. " workload spec")
+  local w = check.fields(doc, "", M.infer_schema)
+  check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
+  check.fields(doc.dp_spec or {}, "dp_spec", { variant = { type = "string", choices = { "DDP" }, default = "DDP" } })
+  check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
+  local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
+  local coll = check.fields(doc.collective or {}, "collective", M.collective_schema)
+  local function need(key, why)
+    if w[key] == nil then
+      local where = errors.where(doc)
+      errors.raise("%s%s: missing required key (%s)", where and (where .. ": ") or "", key, why)
+    end
+  end
+  if pass == "prefill" then
+    need("seq_length", "prompt tokens per request")
+  else
+    need("prefill_seq_len", "tokens already in the KV cache")
+    need("num_generated_tokens", "tokens to generate")
+  end
+  if w.micro_batch_size > w.global_batch_size then
+    errors.at(doc, "micro_batch_size", "micro_batch_size",
+      "micro_batch_size %d exceeds global_batch_size %d", w.micro_batch_size, w.global_batch_size)
+  end
+  local traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components)
+  local renamed = {}
+  for k, v in pairs(traffic) do
+    k = ({ saved_activations = "activations", gradient_buffers = "gradients" })[k] or k
+    if k == "activations" then k = "saved_activations" end
+    renamed[k] = v
+  end
+  return {
+    global_batch_size = w.global_batch_size, micro_batch_size = w.micro_batch_size,
+    seq_length = w.seq_length, prefill_seq_len = w.prefill_seq_len,
+    num_generated_tokens = w.num_generated_tokens, float_size_bytes = w.float_size_bytes,
+    weight_float_size_bytes = w.weight_float_size_bytes, kv_cache_float_size_bytes = w.kv_cache_float_size_bytes,
+    comp_comm_efficiency = w.comp_comm_efficiency, comp_mem_efficiency = w.comp_mem_efficiency,
+    comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance,
+    flash_attention = w.flash_attention, kernel_launch_sec = w.kernel_launch_sec, collective = coll,
+    memory_device_map_traffic = renamed,
+    memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),
+    pass = pass, source_table = doc,
+  }
+end
+
 -- The defaults ScaleScope applies to overlap efficiencies when a spec omits them.
 M.default_efficiency = { comp_comm_efficiency = 0.0, comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.0 }
 

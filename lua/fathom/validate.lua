@@ -24,6 +24,7 @@ M.defaults = {
   comp_comm_efficiency = 0.8,
   comp_mem_efficiency = 1.0,
   comm_mem_efficiency = 0.5,
+  kernel_launch_sec = 5e-6,   -- per-kernel launch and gap, the same for every case
 }
 
 local function node_for(gpu)
@@ -89,6 +90,7 @@ function M.training_docs(case, lib_doc)
     comp_comm_efficiency = M.defaults.comp_comm_efficiency,
     comp_mem_efficiency = M.defaults.comp_mem_efficiency,
     comm_mem_efficiency = M.defaults.comm_mem_efficiency,
+    kernel_launch_sec = M.defaults.kernel_launch_sec,
   }
   return {
     hardware_lib = lib_doc,
@@ -96,6 +98,49 @@ function M.training_docs(case, lib_doc)
     logical = { name = case.id, dimensions = logical },
     model = model,
     workload = workload,
+  }
+end
+
+-- Build the specs of an inference case (TensorRT-LLM style: one node, TP x PP).
+function M.inference_docs(case, lib_doc)
+  local sys, par, mdl, inf = case.system, case.parallelism, case.model, case.inference or {}
+  local node = node_for(sys.gpu or "")
+  if not node then return nil, "no hardware definition for GPU '" .. tostring(sys.gpu) .. "'" end
+  local gpus, tp, pp = sys.num_gpus, par.tp or 1, par.pp or 1
+  if tp * pp ~= gpus then return nil, string.format("tp x pp = %d x %d is not %d GPUs", tp, pp, gpus) end
+  if gpus > (sys.gpus_per_node or 8) then return nil, "multi-node inference cases are not mapped yet" end
+  local fp8 = (inf.precision or ""):upper():find("FP8") ~= nil
+  local width = fp8 and 1 or 2
+  local arch = (mdl.arch or ""):lower()
+  local gated = arch:find("llama") ~= nil or (mdl.name or ""):lower():find("llama") ~= nil
+  local model = {
+    name = mdl.name, d_model = mdl.hidden, n_layers = mdl.layers, num_heads = mdl.heads,
+    num_kv_heads = mdl.kv_heads, head_dim = mdl.head_dim, ffn_hidden_size = mdl.ffn, vocab_size = mdl.vocab,
+    max_sequence_length = math.max(4096, (inf.isl or 0) + (inf.osl or 0)), gated_mlp = gated,
+  }
+  local dims = { { name = "scale_up", interconnect_name = "scale_up", topology_type = "switched", size = gpus } }
+  local logical = {
+    { logical_tag = "TP_Attn", maps_to_physical_dimension_name = "scale_up", size = tp },
+    { logical_tag = "TP_MoE", maps_to_physical_dimension_name = "scale_up", size = tp },
+  }
+  if pp > 1 then
+    logical[3] = { logical_tag = "PP", maps_to_physical_dimension_name = "scale_up", size = pp }
+  end
+  local function workload(extra)
+    local w = { global_batch_size = inf.batch, micro_batch_size = inf.batch, float_size_bytes = width,
+      weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
+      comp_comm_efficiency = M.defaults.comp_comm_efficiency, comp_mem_efficiency = 1.0,
+      comm_mem_efficiency = M.defaults.comm_mem_efficiency, kernel_launch_sec = M.defaults.kernel_launch_sec }
+    for k, v in pairs(extra) do w[k] = v end
+    return w
+  end
+  return {
+    hardware_lib = lib_doc,
+    physical = { name = case.id, node_definition_ref = node, dimensions = dims },
+    logical = { name = case.id, dimensions = logical },
+    model = model,
+    prefill = workload({ seq_length = inf.isl }),
+    decode = (inf.osl or 1) > 1 and workload({ prefill_seq_len = inf.isl, num_generated_tokens = inf.osl - 1 }) or nil,
   }
 end
 
@@ -139,8 +184,42 @@ function M.run(cases_path, lib_path)
     end
     if case.incomplete then
       skip("marked incomplete in the cases file")
+    elseif case.workload == "inference" then
+      local docs, why = M.inference_docs(case, lib_doc)
+      local m = case.measured and case.measured[1]
+      if not docs then
+        skip(why)
+      elseif not m or (m.metric ~= "output_throughput" and m.metric ~= "first_token_latency") then
+        skip("no measured metric fathom predicts")
+      else
+        local ok, res = pcall(function()
+          local function run(mode, w)
+            return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+              model = docs.model, workload = w, pass_mode = mode }):evaluate()
+          end
+          local pre = run("inference_prefill", docs.prefill)
+          local dec = docs.decode and run("inference_decode", docs.decode)
+          return { pre = pre, dec = dec }
+        end)
+        if not ok then
+          skip("model rejected the configuration: " .. tostring(res))
+        else
+          local inf, gpus = case.inference, case.system.num_gpus
+          local pred, fits
+          if m.metric == "first_token_latency" then
+            pred = res.pre.ttft_s * 1e3 -- ms
+            fits = res.pre.memory.fits
+          else
+            local t = res.pre.time_s + (res.dec and res.dec.time_s or 0)
+            pred = inf.batch * inf.osl / t / gpus
+            fits = res.pre.memory.fits and (not res.dec or res.dec.memory.fits)
+          end
+          out.cases[#out.cases + 1] = { id = case.id, source = case.source, metric = m.metric,
+            predicted = pred, measured = m.value, relative_error = (pred - m.value) / m.value, fits = fits }
+        end
+      end
     elseif case.workload ~= "training" then
-      skip("inference cases need the prefill/decode pass modes (not implemented yet)")
+      skip("workload '" .. tostring(case.workload) .. "' is not modelled")
     else
       local measured
       for _, m in ipairs(case.measured or {}) do

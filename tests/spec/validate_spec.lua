@@ -25,6 +25,8 @@ describe("fathom.validate #paper", function()
     assert.is_truthy(res.sources.narayanan2021)
     assert.is_truthy(res.sources.llmfoundry_mpt)
     assert.are.equal(138, res.sources.llmfoundry_mpt.count)
+    -- the TensorRT-LLM inference cases run too, one calibration per GPU for all of them
+    assert.are.equal(45, res.sources.trtllm_v061.count)
     assert.is_true(res.sources.llmfoundry_mpt.median_abs_error < 0.15)
     for _, s in ipairs(res.skipped) do
       assert.is_string(s.reason)

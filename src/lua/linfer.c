@@ -1,0 +1,203 @@
+/* linfer.c: compiled inference scenarios, `fathom.InferPlan`.
+ *   core.infer_compile(node, topology, model, workload, "prefill"|"decode") -> plan
+ *   plan:evaluate() -> result table (SI units)
+ * The workload table is the normalised prefill/decode spec of lua/fathom/spec.lua. */
+#include <string.h>
+
+#include "fth_infer.h"
+#include "lcheck.h"
+#include "lfathom.h"
+
+#define INFER_PLAN "fathom.InferPlan"
+
+static void read_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
+  if (lua_getfield(L, t, key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  int m = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, m)) {
+    const char *comp = lua_tostring(L, -2);
+    fth_mem_component c = comp ? fth_mem_component_parse(comp) : FTH_MEM_COMPONENT_COUNT;
+    fth_tier tier = lua_type(L, -1) == LUA_TSTRING ? fth_tier_parse(lua_tostring(L, -1)) : FTH_TIER_COUNT;
+    if (c == FTH_MEM_COMPONENT_COUNT || tier == FTH_TIER_COUNT)
+      luaL_error(L, "workload.%s.%s: unknown component or tier", key, comp ? comp : "?");
+    map[c] = tier;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  const char *w = "workload";
+  *d = fth_infer_def_default();
+  d->global_batch = lcheck_number(L, idx, w, "global_batch_size", d->global_batch);
+  d->micro_batch = lcheck_number(L, idx, w, "micro_batch_size", d->micro_batch);
+  d->prompt_len = lcheck_number(L, idx, w, "seq_length", d->prompt_len);
+  d->context_len = lcheck_number(L, idx, w, "prefill_seq_len", d->context_len);
+  d->gen_tokens = lcheck_number(L, idx, w, "num_generated_tokens", d->gen_tokens);
+  d->act_bytes = lcheck_number(L, idx, w, "float_size_bytes", d->act_bytes);
+  d->weight_bytes = lcheck_number(L, idx, w, "weight_float_size_bytes", 0);
+  d->kv_bytes = lcheck_number(L, idx, w, "kv_cache_float_size_bytes", 0);
+  d->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", 1.0);
+  d->flash_attention = lcheck_bool(L, idx, w, "flash_attention", 1);
+  d->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", 0.0);
+  d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", 1.0);
+  d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", 0.0);
+  d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
+  read_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
+  read_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);
+  if (lua_getfield(L, idx, "collective") == LUA_TTABLE) lcheck_coll_params(L, -1, &d->coll);
+  lua_pop(L, 1);
+}
+
+/* (node, topology, model, workload, pass) -> plan */
+static int core_infer_compile(lua_State *L) {
+  fth_node_def node;
+  fth_topology_def topo;
+  fth_model_def model;
+  fth_infer_def def;
+  lcheck_node(L, 1, &node);
+  lcheck_topology(L, 2, &topo);
+  lcheck_model(L, 3, &model);
+  read_infer(L, 4, &def);
+  static const char *const passes[] = {"prefill", "decode", NULL};
+  fth_pass pass = (fth_pass)luaL_checkoption(L, 5, NULL, passes);
+  fth_infer_plan *p = (fth_infer_plan *)lua_newuserdatauv(L, sizeof(fth_infer_plan), 0);
+  luaL_setmetatable(L, INFER_PLAN);
+  fth_error err;
+  if (fth_infer_compile(p, &node, &topo, &model, &def, pass, &err) != FTH_OK)
+    return lbind_raise(L, NULL, &err);
+  return 1;
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
+                                                            "unembedding"};
+
+/* (plan) -> result table */
+static int plan_evaluate(lua_State *L) {
+  const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
+  fth_infer_result r;
+  fth_infer_evaluate(p, &r);
+  lua_createtable(L, 0, 24);
+  lua_pushstring(L, p->pass == FTH_PASS_PREFILL ? "prefill" : "decode");
+  lua_setfield(L, -2, "pass");
+  setnum(L, "time_s", r.time_s);
+  setnum(L, "ttft_s", r.ttft_s);
+  setnum(L, "tpot_s", r.tpot_s);
+  setnum(L, "tpot_first_s", r.tpot_first_s);
+  setnum(L, "tpot_last_s", r.tpot_last_s);
+  setnum(L, "stage_s", r.stage_s);
+  setnum(L, "tokens_per_s", r.tokens_per_s);
+  setnum(L, "tokens_per_s_per_gpu", r.tokens_per_s_per_gpu);
+  setnum(L, "weights_read_s", r.weights_read_s);
+  setnum(L, "kv_read_s", r.kv_read_s);
+  setnum(L, "pp_s", r.pp_s);
+  setnum(L, "kv_cache_bytes_per_gpu", r.kv_cache_bytes_per_gpu);
+  setnum(L, "kv_bytes_per_request_per_gpu", r.kv_bytes_per_request_per_gpu);
+  setnum(L, "max_global_batch", r.max_global_batch);
+  setnum(L, "microbatches", p->base.microbatches);
+  setnum(L, "gpus", p->base.num_gpus);
+  lua_createtable(L, 0, FTH_FLOP_PART_COUNT);
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
+    lua_createtable(L, 0, 4);
+    setnum(L, "flops", r.pass.flops[i]);
+    setnum(L, "compute_s", r.pass.compute_s[i]);
+    setnum(L, "bytes", r.pass.bytes[i]);
+    setnum(L, "memory_s", r.pass.memory_s[i]);
+    lua_setfield(L, -2, part_names[i]);
+  }
+  setnum(L, "kernel_s", r.pass.kernel_s);
+  lua_setfield(L, -2, "stage_pass");
+  lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
+    lua_createtable(L, 0, 2);
+    setnum(L, "raw_s", r.pass.comm_s[k]);
+    setnum(L, "exposed_s", r.comm_exposed_s[k]);
+    lua_setfield(L, -2, fth_comm_kind_name((fth_comm_kind)k));
+  }
+  lua_setfield(L, -2, "comm");
+  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, FTH_MEM_COMPONENT_COUNT);
+  for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++)
+    setnum(L, fth_mem_component_name((fth_mem_component)c), r.mem.bytes[c]);
+  lua_setfield(L, -2, "components");
+  lua_createtable(L, 0, FTH_TIER_COUNT);
+  for (int t = 0; t < FTH_TIER_COUNT; t++) {
+    if (r.mem.tier_capacity[t] <= 0 && r.mem.tier_bytes[t] <= 0) continue;
+    lua_createtable(L, 0, 3);
+    setnum(L, "bytes", r.mem.tier_bytes[t]);
+    setnum(L, "capacity_bytes", r.mem.tier_capacity[t]);
+    lua_pushboolean(L, r.mem.tier_fits[t]);
+    lua_setfield(L, -2, "fits");
+    lua_setfield(L, -2, fth_tier_name((fth_tier)t));
+  }
+  lua_setfield(L, -2, "tiers");
+  setnum(L, "peak_bytes", r.mem.peak_bytes);
+  lua_pushboolean(L, r.mem.fits);
+  lua_setfield(L, -2, "fits");
+  if (!r.mem.fits) {
+    lua_pushstring(L, fth_tier_name(r.mem.overflow_tier));
+    lua_setfield(L, -2, "overflow_tier");
+  }
+  lua_setfield(L, -2, "memory");
+  return 1;
+}
+
+static int plan_tostring(lua_State *L) {
+  const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
+  lua_pushfstring(L, "fathom.InferPlan (%s, %d GPUs, TP %d PP %d)",
+                  p->pass == FTH_PASS_PREFILL ? "prefill" : "decode", (int)p->base.num_gpus,
+                  p->base.tp, p->base.pp);
+  return 1;
+}
+
+/* (plan) -> degrees table, as TrainPlan:degrees() */
+static int plan_degrees(lua_State *L) {
+  const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
+  const fth_train_plan *b = &p->base;
+  lua_createtable(L, 0, 12);
+  setnum(L, "tp", b->tp);
+  setnum(L, "tp_moe", b->tp_moe);
+  setnum(L, "dp", b->dp);
+  setnum(L, "dp_moe", b->dp_moe);
+  setnum(L, "ep", b->ep);
+  setnum(L, "pp", b->pp);
+  setnum(L, "cp", b->cp);
+  setnum(L, "gpus", b->num_gpus);
+  setnum(L, "microbatches", b->microbatches);
+  setnum(L, "layers_per_stage", b->layers_per_stage);
+  setnum(L, "local_experts", b->local_experts);
+  setnum(L, "params_total", b->params.total);
+  setnum(L, "params_active", b->params.active);
+  return 1;
+}
+
+static const luaL_Reg plan_methods[] = {
+  {"evaluate", plan_evaluate},
+  {"degrees",  plan_degrees},
+  {NULL, NULL}
+};
+
+static const luaL_Reg plan_meta[] = {
+  {"__tostring", plan_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg infer_funcs[] = {
+  {"infer_compile", core_infer_compile},
+  {NULL, NULL}
+};
+
+void lfth_open_infer(lua_State *L) {
+  lbind_newclass(L, INFER_PLAN, plan_meta, plan_methods);
+  lbind_setfuncs(L, infer_funcs);
+}

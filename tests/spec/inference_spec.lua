@@ -1,0 +1,87 @@
+local fathom = require("fathom")
+local h = require("helpers")
+local json = require("fathom.format.json")
+
+local base = {
+  hardware = "configs/hardware/hardware_library.yaml",
+  physical = "configs/topology_zoo/physical/dgx_h100_1node.yaml",
+  logical = "configs/topology_zoo/logical/tp8.yaml",
+  model = "configs/models/llama3.1_70b.yaml",
+}
+
+local function with(t, extra)
+  local out = {}
+  for k, v in pairs(t) do out[k] = v end
+  for k, v in pairs(extra) do out[k] = v end
+  return out
+end
+
+describe("inference pass modes", function()
+  it("decode through Lua: TPOT, tokens/s, KV cache, the largest batch", function()
+    local sc = fathom.scenario(with(base, { workload = "configs/inference_decode_specs/llama3.1_70b_decode.yaml",
+      pass_mode = "inference_decode" }))
+    local r = sc:evaluate()
+    assert.are.equal("decode", r.pass)
+    assert.is_true(r.tpot_s > 0 and r.tpot_last_s > r.tpot_first_s)
+    h.near(512 * r.tpot_s, r.time_s, 1e-12, "total = tokens x TPOT")
+    h.near(64 / r.tpot_s, r.tokens_per_s, 1e-12, "tokens/s")
+    -- GQA: 80 layers x 2 x 8 KV heads x 128 = 163,840 elements per token, split 8 ways over
+    -- TP, FP8: 2,560 tokens x 20,480 B = 52,428,800 B per request per GPU.
+    h.near(52428800, r.kv_bytes_per_request_per_gpu, 1e-12, "KV per request")
+    assert.is_true(r.max_global_batch >= 64)
+    local rec = sc:record(r)
+    assert.is_number(rec.time.time_per_output_token_seconds)
+    assert.is_number(rec.memory_footprint.max_global_batch_size)
+  end)
+
+  it("moving the KV cache to a CXL pool (remote_memory) slows decode", function()
+    local near = fathom.scenario(with(base, { workload = "configs/inference_decode_specs/llama3.1_70b_decode.yaml",
+      pass_mode = "inference_decode" })):evaluate()
+    local far = fathom.scenario(with(base, {
+      workload = "configs/inference_decode_specs/llama3.1_70b_decode_kv_remote.yaml",
+      pass_mode = "inference_decode" })):evaluate()
+    assert.is_true(far.tpot_s > 5 * near.tpot_s)
+    assert.is_true(far.memory.tiers.remote_memory.bytes > 0)
+  end)
+
+  it("prefill gives time to first token; analyze sweeps the batch from the command line", function()
+    local r = fathom.scenario(with(base, { workload = "configs/inference_prefill_specs/llama3.1_70b_prefill.yaml",
+      pass_mode = "inference_prefill" })):evaluate()
+    assert.is_true(r.ttft_s > 0 and r.time_s >= r.ttft_s)
+    local sweep = os.tmpname()
+    local f = io.open(sweep, "w")
+    f:write("zip:\n  workload_spec.global_batch_size: [1, 8, 64, 256]\n" ..
+      "  workload_spec.micro_batch_size: [1, 8, 64, 256]\n")
+    f:close()
+    local out = os.tmpname()
+    local res = h.run("analyze", "--hardware-lib", base.hardware, "--physical-topology", base.physical,
+      "--logical-topology", base.logical, "--model-spec", base.model,
+      "--workload-spec", "configs/inference_decode_specs/llama3.1_70b_decode.yaml",
+      "--pass-mode", "inference_decode", "--sweep-config", sweep, "--output-file", out, "--format", "json",
+      "--raw-output")
+    os.remove(sweep)
+    assert.are.equal(0, res.code, res.stderr)
+    local fh = io.open(out)
+    local recs = json.decode(fh:read("a"))
+    fh:close()
+    os.remove(out)
+    assert.are.equal(4, #recs)
+    -- larger batches raise throughput (until compute- or capacity-bound)
+    for i = 2, 4 do
+      assert.is_true(recs[i].time.tokens_per_second > recs[i - 1].time.tokens_per_second)
+    end
+  end)
+
+  it("a decode spec without num_generated_tokens is refused with its position", function()
+    local w = os.tmpname()
+    local f = io.open(w, "w")
+    f:write("global_batch_size: 4\nmicro_batch_size: 4\nprefill_seq_len: 128\n")
+    f:close()
+    local res = h.run("analyze", "--hardware-lib", base.hardware, "--physical-topology", base.physical,
+      "--logical-topology", base.logical, "--model-spec", base.model, "--workload-spec", w,
+      "--pass-mode", "inference_decode")
+    os.remove(w)
+    assert.are.equal(2, res.code)
+    assert.matches(":1:1: num_generated_tokens: missing required key %(tokens to generate%)", res.stderr)
+  end)
+end)
