@@ -58,8 +58,8 @@ local function text(res)
   local reasons = {}
   for r, n in pairs(why) do reasons[#reasons + 1] = string.format("  %4d  %s", n, r) end
   table.sort(reasons)
-  out[#out + 1] = string.format("\nskipped %d case%s:\n%s\n", #res.skipped, #res.skipped == 1 and "" or "s",
-    table.concat(reasons, "\n"))
+  out[#out + 1] = string.format("\nskipped %d case%s%s\n", #res.skipped, #res.skipped == 1 and "" or "s",
+    #reasons > 0 and (":\n" .. table.concat(reasons, "\n")) or "")
   return table.concat(out, "\n")
 end
 
