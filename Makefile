@@ -47,6 +47,7 @@ test: ctest sanitize lint
 bench: build
 	$(BUILD)/fathom_bench
 	$(BUILD)/fathom bench/search_bench.lua 2
+	$(BUILD)/fathom bench/route_bench.lua
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)

@@ -150,6 +150,7 @@ function M.record(sc, r)
     ep_size = d.ep,
     complete_expert_sets = experts > 1 and d.dp_moe or 0,
     expert_imbalance = w.expert_imbalance,
+    routing = sc.routing_result,
   }, { "num_regular_experts", "experts_per_xpu", "ep_size", "complete_expert_sets" })
   local breakdown = ordered({
     compute_seconds = r.compute_s,

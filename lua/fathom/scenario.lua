@@ -118,9 +118,34 @@ function M.new(args)
   return self
 end
 
+-- The expert-parallel degree of the logical topology (EP_SU x EP_SO).
+function Scenario:ep_degree()
+  local ep = 1
+  for _, l in ipairs(self.logical.dimensions) do
+    if l.logical_tag == "EP_SU" or l.logical_tag == "EP_SO" then ep = ep * l.size end
+  end
+  return ep
+end
+
+-- A routing distribution in moe_spec_v2.routing sets the imbalance: the busiest EP
+-- rank's load over the mean, from routings drawn over the EP group (fathom.route).
+function Scenario:apply_routing()
+  local routing = self.workload.routing
+  local m = self.model
+  if not routing or (m.num_regular_experts or 0) <= 1 then return end
+  local ep = self:ep_degree()
+  if m.num_regular_experts % ep ~= 0 and ep % m.num_regular_experts ~= 0 then return end
+  local imbalance, res = require("fathom.route").imbalance(routing, m.num_regular_experts,
+    m.num_selected_experts, ep)
+  self.workload.expert_imbalance = math.max(1.0, imbalance)
+  self.routing_result = { gpu_imbalance = res.gpu_imbalance, expert_imbalance = res.expert_imbalance,
+    distribution = routing.distribution, ep = ep }
+end
+
 -- compile() -> C plan (cached). Input problems the core finds become input errors.
 function Scenario:compile()
   if self.plan then return self.plan end
+  self:apply_routing()
   local node = spec.node_table(self.lib, self.physical.node_name)
   local topo = spec.topology_table(self.physical, self.logical)
   local ok, plan

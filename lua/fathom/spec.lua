@@ -172,6 +172,19 @@ M.moe_spec_schema = {
   num_colocated_experts = { type = "integer", min = 1 },
   shared_expert_copies = { type = "integer", min = 0 },
   expert_imbalance = { type = "number", min = 1, default = 1.0, hint = "busiest / mean load, >= 1" },
+  routing = { type = "table", hint = "draw the imbalance from a routing distribution (see fathom route)" },
+}
+
+M.routing_schema = {
+  distribution = { type = "string", choices = { "uniform", "hot", "zipf", "histogram" }, default = "uniform" },
+  hot_ratio = { type = "number", above = 0, max = 1, default = 0.25, hint = "a fraction in (0, 1]" },
+  hot_weight = { type = "number", min = 0, max = 1, default = 0.5, hint = "a fraction in [0, 1]" },
+  zipf_s = { type = "number", min = 0, default = 1.0 },
+  histogram = { type = "list" },
+  placement = { type = "string", choices = { "contiguous", "round_robin", "replicated_hot" }, default = "contiguous" },
+  hot_replicas = { type = "integer", min = 1, default = 2 },
+  seed = { type = "integer", min = 0, default = 1 },
+  tokens = { type = "integer", min = 1, default = 65536 },
 }
 M.collective_schema = {
   per_peer_overhead_sec = { type = "number", min = 0, default = 0 },
@@ -385,6 +398,7 @@ function M.train(src)
   local dp = check.fields(doc.dp_spec or {}, "dp_spec", M.dp_spec_schema)
   local pp = check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
   local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
+  if moe.routing then moe.routing = check.fields(moe.routing, "moe_spec_v2.routing", M.routing_schema) end
   local coll = check.fields(doc.collective or {}, "collective", M.collective_schema)
   if w.micro_batch_size > w.global_batch_size then
     errors.at(doc, "micro_batch_size", "micro_batch_size",
@@ -407,6 +421,7 @@ function M.train(src)
     pp_variant = pp.variant,
     virtual_stages = pp.virtual_stages,
     expert_imbalance = moe.expert_imbalance,
+    routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,
     shared_expert_copies = moe.shared_expert_copies,
     recompute = w.recompute,
@@ -470,6 +485,7 @@ function M.infer(src, pass)
   check.fields(doc.dp_spec or {}, "dp_spec", { variant = { type = "string", choices = { "DDP" }, default = "DDP" } })
   check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
   local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
+  if moe.routing then moe.routing = check.fields(moe.routing, "moe_spec_v2.routing", M.routing_schema) end
   local coll = check.fields(doc.collective or {}, "collective", M.collective_schema)
   local function need(key, why)
     if w[key] == nil then
@@ -500,7 +516,7 @@ function M.infer(src, pass)
     num_generated_tokens = w.num_generated_tokens, float_size_bytes = w.float_size_bytes,
     weight_float_size_bytes = w.weight_float_size_bytes, kv_cache_float_size_bytes = w.kv_cache_float_size_bytes,
     comp_comm_efficiency = w.comp_comm_efficiency, comp_mem_efficiency = w.comp_mem_efficiency,
-    comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance,
+    comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance, routing = moe.routing,
     flash_attention = w.flash_attention, kernel_launch_sec = w.kernel_launch_sec, collective = coll,
     memory_device_map_traffic = renamed,
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),

@@ -200,15 +200,10 @@ fth_status fth_route_run(const fth_route_def *d, double *expert_load, double *gp
   const int E = d->experts, G = d->gpus, K = d->top_k;
   rng r;
   rng_seed(&r, d->seed);
-  /* A seeded permutation decides which experts are hot (or the Zipf ranks),
-   * so hot experts are not all neighbours on one GPU. */
+  /* The hot experts (and the Zipf ranks) are the lowest expert ids, as in the
+   * seed simulator: with contiguous placement they share the first GPUs, the
+   * worst case a placement (round-robin, replicated_hot) is there to fix. */
   for (int e = 0; e < E; e++) sc.perm[e] = e;
-  for (int e = E - 1; e > 0; e--) {
-    int j = rng_below(&r, e + 1);
-    int tmp = sc.perm[e];
-    sc.perm[e] = sc.perm[j];
-    sc.perm[j] = tmp;
-  }
   int n_hot = 0;
   switch (d->dist) {
     case FTH_DIST_UNIFORM:

@@ -1,0 +1,113 @@
+-- fathom route: draw MoE routings, show the load, and time the all-to-all three
+-- ways (closed form, packet-level simulation, alpha-beta collective).
+local args = require("fathom.args")
+local config = require("fathom.config")
+local errors = require("fathom.errors")
+local output = require("fathom.output")
+local route = require("fathom.route")
+local tablefmt = require("fathom.format.table")
+local units = require("fathom.units")
+
+local M = {}
+
+local spec = {
+  { name = "config", arg = "FILE", help = "YAML with router: and mesh: sections (flags override it)" },
+  { name = "tokens", arg = "N", number = true, help = "tokens routed" },
+  { name = "experts", arg = "E", number = true, help = "experts" },
+  { name = "top-k", arg = "K", number = true, help = "experts per token" },
+  { name = "gpus", arg = "G", number = true, help = "GPUs (nodes of the mesh)" },
+  { name = "distribution", arg = "D", choices = { "uniform", "hot", "zipf", "histogram" }, help = "routing" },
+  { name = "hot-ratio", arg = "R", number = true, help = "fraction of experts that are hot, (0, 1]" },
+  { name = "hot-weight", arg = "W", number = true, help = "fraction of routings they receive, [0, 1]" },
+  { name = "zipf-s", arg = "S", number = true, help = "Zipf exponent" },
+  { name = "placement", arg = "P", choices = { "contiguous", "round_robin", "replicated_hot" },
+    help = "experts on GPUs" },
+  { name = "hot-replicas", arg = "N", number = true, help = "copies of each hot expert (replicated_hot)" },
+  { name = "hidden", arg = "H", number = true, help = "d_model (payload per routed token)" },
+  { name = "seed", arg = "N", number = true, help = "random seed" },
+  { name = "links", arg = "N", number = true, help = "links per pair of nodes" },
+  { name = "link-bw", arg = "B", number = true, help = "bytes/s per link" },
+  { name = "packet-size", arg = "BYTES", number = true, help = "packet size" },
+  { name = "packet-prep-delay", arg = "S", number = true, help = "per-round packet preparation (s)" },
+  { name = "base-delay", arg = "S", number = true, help = "per-round delay (s)" },
+  { name = "initial-cpu-delay", arg = "S", number = true, help = "one-time delay (s)" },
+  { name = "nic-rate", arg = "BYTES", number = true, help = "NIC send/receive cap per round" },
+  { name = "round-robin-max-packets", arg = "N", number = true, help = "packets to a destination before the next" },
+  { name = "overlap-prep", flag = true, help = "overlap packet preparation with sending" },
+  { name = "cluster-size", arg = "N", number = true, help = "nodes per cluster (two levels)" },
+  { name = "inter-bw", arg = "B", number = true, help = "bytes/s per link between clusters" },
+  { name = "trace", arg = "FILE", help = "write the per-round trace here" },
+  { name = "trace-format", arg = "FMT", choices = { "csv", "jsonl" }, default = "csv", help = "trace format" },
+  { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
+  { name = "help", flag = true, help = "this help" },
+}
+
+M.usage = "usage: fathom route [--config FILE] [--experts E --top-k K --tokens N --gpus G]\n" ..
+  "                    [--distribution uniform|hot|zipf|histogram ...] [mesh options]\n" ..
+  "                    [--trace FILE [--trace-format csv|jsonl]] [--format table|yaml|json]\n\n" ..
+  "Routes tokens to experts from a seeded distribution, places experts on GPUs, and\n" ..
+  "times the resulting all-to-all: the even-load closed form, a round-based packet\n" ..
+  "simulation of a full mesh (links per pair, packet size, per-round delays, NIC caps,\n" ..
+  "round-robin scheduling, optional two-level clusters), and the alpha-beta collective.\n\n" ..
+  args.usage(spec) .. "\n"
+
+local router_flags = { tokens = "tokens", experts = "experts", top_k = "top_k", gpus = "gpus",
+  distribution = "distribution", hot_ratio = "hot_ratio", hot_weight = "hot_weight", zipf_s = "zipf_s",
+  placement = "placement", hot_replicas = "hot_replicas", hidden = "hidden", seed = "seed" }
+local mesh_flags = { links = "links", link_bw = "link_bw", packet_size = "packet_size",
+  packet_prep_delay = "packet_prep_delay", base_delay = "base_delay", initial_cpu_delay = "initial_cpu_delay",
+  nic_rate = "nic_rate", round_robin_max_packets = "round_robin_max_packets", overlap_prep = "overlap_prep",
+  cluster_size = "cluster_size", inter_bw = "inter_bw" }
+
+local function text(res, router)
+  local rows = {}
+  for g, load in ipairs(res.gpu_load) do
+    rows[#rows + 1] = { g - 1, string.format("%.0f", load), string.format("%.3f", load / res.mean_gpu_load) }
+  end
+  local out = { string.format("%d tokens x top-%d over %d experts (%s), %d GPUs (%s)\n\n", router.tokens,
+    router.top_k, router.experts, router.distribution, router.gpus, router.placement) }
+  out[#out + 1] = tablefmt.render({ "GPU", "pairs received", "load / mean" }, rows)
+  local sim, cf = res.simulation, res.closed_form
+  out[#out + 1] = string.format([[
+
+imbalance: experts max/mean %.3f, GPUs max/mean %.3f
+bytes: %s routed, %s between GPUs (%s per routed token-expert pair)
+
+all-to-all time            rounds      time
+  closed form (even)   %10d  %s
+  packet simulation    %10d  %s
+  alpha-beta (direct)             %s
+]], res.expert_imbalance, res.gpu_imbalance, units.bytes(res.total_bytes), units.bytes(res.offnode_bytes),
+    units.bytes(res.bytes_per_pair), math.tointeger(cf.rounds) or cf.rounds, units.time(cf.time_s),
+    sim.rounds, units.time(sim.time_s), units.time(res.alpha_beta_s))
+  return table.concat(out)
+end
+
+function M.main(argv)
+  local opts, extra = args.parse(argv, spec, "route")
+  if opts.help then
+    io.stdout:write(M.usage)
+    return 0
+  end
+  if #extra > 0 then errors.raise("route: unexpected argument '%s'", extra[1]) end
+  local doc = opts.config and config.load_mapping(opts.config, "route config") or {}
+  doc.router = doc.router or {}
+  doc.mesh = doc.mesh or {}
+  for flag, key in pairs(router_flags) do
+    if opts[flag] ~= nil then doc.router[key] = math.tointeger(opts[flag]) or opts[flag] end
+  end
+  for flag, key in pairs(mesh_flags) do
+    if opts[flag] ~= nil then doc.mesh[key] = math.tointeger(opts[flag]) or opts[flag] end
+  end
+  local router, mesh = route.config(doc, "")
+  local res = route.run(router, mesh, opts.trace and { path = opts.trace, format = opts.trace_format })
+  res.matrix = nil
+  if opts.format == "table" then
+    io.stdout:write(text(res, router))
+  else
+    output.write(res, opts.format)
+  end
+  return 0
+end
+
+return M

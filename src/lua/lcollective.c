@@ -1,0 +1,75 @@
+/* lcollective.c: collectives and model facts, fathom.core.
+ *   core.collective(op, algo, bytes, levels [, params]) -> {time_s, bandwidth_s, latency_s,
+ *                                                          wire_bytes, algorithm}
+ *   core.model_info(model) -> {params_total, params_active, params_embedding, params_lm_head,
+ *                              moe_layers, kv_cache_elems_per_token, fwd_flops_per_token(seq)}
+ * levels: {{group_size, dim_size, type, bw_bytes_per_s, latency_s, in_network_reduction}, ...}
+ * innermost first; params: {per_peer_overhead_sec, launch_sec}. */
+#include "fth_collective.h"
+#include "fth_model.h"
+#include "lcheck.h"
+#include "lfathom.h"
+
+static const char *const ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                  "broadcast",  "send_recv",  NULL};
+static const char *const algos[] = {"auto", "ring", "tree", "direct", "hierarchical", "pxn",
+                                    "in_network", NULL};
+
+/* (op, algo, bytes, levels [, params]) -> result table */
+static int core_collective(lua_State *L) {
+  fth_coll_op op = (fth_coll_op)luaL_checkoption(L, 1, NULL, ops);
+  fth_coll_algo algo = (fth_coll_algo)luaL_checkoption(L, 2, "auto", algos);
+  double bytes = luaL_checknumber(L, 3);
+  luaL_argcheck(L, bytes >= 0, 3, "bytes must be >= 0");
+  fth_group_level lv[FTH_MAX_PHYS_DIMS];
+  int n = lcheck_levels(L, 4, lv);
+  fth_coll_params params = fth_coll_params_default();
+  if (lua_istable(L, 5)) lcheck_coll_params(L, 5, &params);
+  fth_coll_result r = fth_collective(op, algo, bytes, lv, n, &params);
+  lua_createtable(L, 0, 5);
+  lua_pushnumber(L, r.time_s);
+  lua_setfield(L, -2, "time_s");
+  lua_pushnumber(L, r.bandwidth_s);
+  lua_setfield(L, -2, "bandwidth_s");
+  lua_pushnumber(L, r.latency_s);
+  lua_setfield(L, -2, "latency_s");
+  lua_pushnumber(L, r.wire_bytes);
+  lua_setfield(L, -2, "wire_bytes");
+  lua_pushstring(L, fth_coll_algo_name(r.algo));
+  lua_setfield(L, -2, "algorithm");
+  return 1;
+}
+
+/* (model [, seq]) -> info table; raises "<field>: reason" on a bad model */
+static int core_model_info(lua_State *L) {
+  fth_model_def m;
+  lcheck_model(L, 1, &m);
+  double seq = luaL_optnumber(L, 2, (double)m.max_seq_len);
+  fth_error err;
+  if (fth_model_check(&m, &err) != FTH_OK) return lbind_raise(L, "model", &err);
+  fth_param_count c = fth_model_params(&m);
+  lua_createtable(L, 0, 8);
+  lua_pushnumber(L, c.total);
+  lua_setfield(L, -2, "params_total");
+  lua_pushnumber(L, c.active);
+  lua_setfield(L, -2, "params_active");
+  lua_pushnumber(L, c.embedding);
+  lua_setfield(L, -2, "params_embedding");
+  lua_pushnumber(L, c.lm_head);
+  lua_setfield(L, -2, "params_lm_head");
+  lua_pushinteger(L, fth_model_num_moe_layers(&m));
+  lua_setfield(L, -2, "moe_layers");
+  lua_pushnumber(L, fth_model_kv_cache_elems_per_token(&m));
+  lua_setfield(L, -2, "kv_cache_elems_per_token");
+  lua_pushnumber(L, fth_model_fwd_flops_per_token(&m, seq));
+  lua_setfield(L, -2, "fwd_flops_per_token");
+  return 1;
+}
+
+static const luaL_Reg collective_funcs[] = {
+  {"collective", core_collective},
+  {"model_info", core_model_info},
+  {NULL, NULL}
+};
+
+void lfth_open_collective(lua_State *L) { lbind_setfuncs(L, collective_funcs); }

@@ -1,0 +1,263 @@
+/* lroute.c: MoE routing and the packet-level all-to-all, fathom.core.
+ *   core.route(def) -> result table, matrix   (matrix: fathom.ByteMatrix userdata)
+ *   core.mesh_simulate(mesh, matrix [, trace_path, "csv"|"jsonl"]) -> result table
+ *   core.mesh_closed_form(mesh, bytes_per_pair) -> seconds, rounds
+ *   matrix:get(src, dst) -> bytes (1-based); matrix:size() -> n
+ * The trace is written by the binding to `trace_path` (the caller writes to a
+ * temporary path and renames it, so a failed run leaves nothing behind). */
+#include <stdio.h>
+#include <string.h>
+
+#include "fth_route.h"
+#include "lcheck.h"
+#include "lfathom.h"
+
+#define BYTE_MATRIX "fathom.ByteMatrix"
+
+typedef struct byte_matrix {
+  int n;
+  double data[]; /* n * n, row = source */
+} byte_matrix;
+
+static byte_matrix *new_matrix(lua_State *L, int n) {
+  byte_matrix *m = (byte_matrix *)lua_newuserdatauv(L, sizeof(byte_matrix) + sizeof(double) * (size_t)n * (size_t)n, 0);
+  m->n = n;
+  luaL_setmetatable(L, BYTE_MATRIX);
+  return m;
+}
+
+static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
+  const char *w = "route";
+  *d = fth_route_def_default();
+  d->tokens = (long long)lcheck_number(L, idx, w, "tokens", (double)d->tokens);
+  d->experts = lcheck_int(L, idx, w, "experts", d->experts);
+  d->top_k = lcheck_int(L, idx, w, "top_k", d->top_k);
+  d->gpus = lcheck_int(L, idx, w, "gpus", d->gpus);
+  const char *dist = lcheck_string(L, idx, w, "distribution", "uniform");
+  d->dist = fth_route_dist_parse(dist);
+  if (d->dist == FTH_DIST_COUNT) luaL_error(L, "route.distribution: unknown '%s'", dist);
+  d->hot_ratio = lcheck_number(L, idx, w, "hot_ratio", d->hot_ratio);
+  d->hot_weight = lcheck_number(L, idx, w, "hot_weight", d->hot_weight);
+  d->zipf_s = lcheck_number(L, idx, w, "zipf_s", d->zipf_s);
+  const char *pl = lcheck_string(L, idx, w, "placement", "contiguous");
+  d->placement = fth_placement_parse(pl);
+  if (d->placement == FTH_PLACE_COUNT) luaL_error(L, "route.placement: unknown '%s'", pl);
+  d->hot_replicas = lcheck_int(L, idx, w, "hot_replicas", d->hot_replicas);
+  d->seed = (uint64_t)lcheck_number(L, idx, w, "seed", 1);
+  d->hidden = lcheck_number(L, idx, w, "hidden", d->hidden);
+  d->act_bytes = lcheck_number(L, idx, w, "act_bytes", d->act_bytes);
+  d->weight_bytes = lcheck_number(L, idx, w, "weight_bytes", d->weight_bytes);
+  d->expert_id_bytes = lcheck_number(L, idx, w, "expert_id_bytes", d->expert_id_bytes);
+  d->id_bytes = lcheck_number(L, idx, w, "id_bytes", d->id_bytes);
+  if (lua_getfield(L, idx, "histogram") == LUA_TTABLE) {
+    int n = (int)lua_rawlen(L, -1);
+    if (n != d->experts) luaL_error(L, "route.histogram: expected %d weights (one per expert), got %d", d->experts, n);
+    for (int i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      hist[i] = lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+    d->histogram = hist;
+  }
+  lua_pop(L, 1);
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_list(lua_State *L, const double *v, int n) {
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushnumber(L, v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* (def) -> result, matrix */
+static int core_route(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  double *hist = (double *)lua_newuserdatauv(L, sizeof(double) * FTH_ROUTE_MAX_EXPERTS, 0);
+  fth_route_def d;
+  read_route(L, 1, &d, hist);
+  if (d.gpus < 1 || d.gpus > FTH_ROUTE_MAX_GPUS || d.experts < 1 || d.experts > FTH_ROUTE_MAX_EXPERTS) {
+    fth_error err;
+    if (fth_route_check(&d, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  }
+  double *loads = (double *)lua_newuserdatauv(L, sizeof(double) * (size_t)(d.experts + d.gpus), 0);
+  byte_matrix *m = new_matrix(L, d.gpus);                      /* hist loads matrix */
+  fth_route_stats st;
+  fth_error err;
+  if (fth_route_run(&d, loads, loads + d.experts, m->data, &st, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  lua_createtable(L, 0, 12);                                   /* hist loads matrix result */
+  push_list(L, loads, d.experts);
+  lua_setfield(L, -2, "expert_load");
+  push_list(L, loads + d.experts, d.gpus);
+  lua_setfield(L, -2, "gpu_load");
+  setnum(L, "pairs", st.pairs);
+  setnum(L, "max_expert_load", st.max_expert_load);
+  setnum(L, "mean_expert_load", st.mean_expert_load);
+  setnum(L, "max_gpu_load", st.max_gpu_load);
+  setnum(L, "mean_gpu_load", st.mean_gpu_load);
+  setnum(L, "expert_imbalance", st.expert_imbalance);
+  setnum(L, "gpu_imbalance", st.gpu_imbalance);
+  setnum(L, "bytes_per_pair", st.bytes_per_pair);
+  setnum(L, "total_bytes", st.total_bytes);
+  setnum(L, "offnode_bytes", st.offnode_bytes);
+  lua_insert(L, -2);                                           /* hist loads result matrix */
+  return 2;
+}
+
+static void read_mesh(lua_State *L, int idx, fth_mesh_def *m) {
+  const char *w = "mesh";
+  *m = fth_mesh_def_default();
+  m->nodes = lcheck_int(L, idx, w, "nodes", m->nodes);
+  m->links = lcheck_int(L, idx, w, "links", m->links);
+  m->link_bw = lcheck_number(L, idx, w, "link_bw", m->link_bw);
+  m->packet_size = lcheck_number(L, idx, w, "packet_size", m->packet_size);
+  m->packet_prep_s = lcheck_number(L, idx, w, "packet_prep_delay", 0);
+  m->base_delay_s = lcheck_number(L, idx, w, "base_delay", 0);
+  m->initial_cpu_s = lcheck_number(L, idx, w, "initial_cpu_delay", 0);
+  m->nic_bytes_per_round = lcheck_number(L, idx, w, "nic_rate", 0);
+  m->rr_max_packets = lcheck_int(L, idx, w, "round_robin_max_packets", 0);
+  m->overlap_prep = lcheck_bool(L, idx, w, "overlap_prep", 0);
+  m->cluster_size = lcheck_int(L, idx, w, "cluster_size", 0);
+  m->inter_bw = lcheck_number(L, idx, w, "inter_bw", 0);
+}
+
+typedef struct trace_ctx {
+  FILE *f;
+  int jsonl;
+} trace_ctx;
+
+static void write_row(void *ud, const fth_mesh_trace_row *r) {
+  trace_ctx *t = (trace_ctx *)ud;
+  if (t->jsonl)
+    fprintf(t->f, "{\"round\":%lld,\"src\":%d,\"dst\":%d,\"packets\":%d,\"bytes\":%.17g,\"link_use\":%.17g}\n",
+            r->round, r->src, r->dst, r->packets, r->bytes, r->link_use);
+  else
+    fprintf(t->f, "%lld,%d,%d,%d,%.17g,%.17g\n", r->round, r->src, r->dst, r->packets, r->bytes, r->link_use);
+}
+
+/* A trace file that is closed even when the simulation raises. */
+#define TRACE_FILE "fathom.TraceFile"
+
+static int trace_close(lua_State *L) {
+  FILE **f = (FILE **)luaL_checkudata(L, 1, TRACE_FILE);
+  if (*f) {
+    fclose(*f);
+    *f = NULL;
+  }
+  return 0;
+}
+
+/* (mesh, matrix [, trace_path, format]) -> result */
+static int core_mesh_simulate(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  byte_matrix *m = (byte_matrix *)luaL_checkudata(L, 2, BYTE_MATRIX);
+  fth_mesh_def mesh;
+  read_mesh(L, 1, &mesh);
+  mesh.nodes = m->n;
+  const char *path = luaL_optstring(L, 3, NULL);
+  static const char *const formats[] = {"csv", "jsonl", NULL};
+  int jsonl = luaL_checkoption(L, 4, "csv", formats);
+  double *scratch = (double *)lua_newuserdatauv(L, sizeof(double) * 2 * (size_t)m->n * (size_t)m->n, 0);
+  FILE **fh = (FILE **)lua_newuserdatauv(L, sizeof(FILE *), 0);
+  *fh = NULL;
+  luaL_setmetatable(L, TRACE_FILE);
+  trace_ctx t = {NULL, jsonl};
+  if (path) {
+    *fh = fopen(path, "w");
+    if (*fh == NULL) return luaL_error(L, "cannot write trace '%s'", path);
+    t.f = *fh;
+    if (!jsonl) fputs("round,src,dst,packets,bytes,link_use\n", t.f);
+  }
+  fth_mesh_result r;
+  fth_error err;
+  fth_status s = fth_mesh_simulate(&mesh, m->data, scratch, scratch + (size_t)m->n * (size_t)m->n,
+                                   path ? write_row : NULL, &t, &r, &err);
+  if (*fh) {
+    int bad = ferror(*fh);
+    fclose(*fh);
+    *fh = NULL;
+    if (bad) return luaL_error(L, "write error on trace '%s'", path);
+  }
+  if (s != FTH_OK) return lbind_raise(L, NULL, &err);
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, (lua_Integer)r.rounds);
+  lua_setfield(L, -2, "rounds");
+  setnum(L, "time_s", r.time_s);
+  setnum(L, "packets", r.packets);
+  setnum(L, "bytes", r.bytes);
+  setnum(L, "round_s", fth_mesh_round_s(&mesh));
+  return 1;
+}
+
+/* (mesh, bytes_per_pair) -> seconds, rounds */
+static int core_mesh_closed_form(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  fth_mesh_def mesh;
+  read_mesh(L, 1, &mesh);
+  fth_error err;
+  if (fth_mesh_check(&mesh, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  double rounds;
+  lua_pushnumber(L, fth_mesh_closed_form_s(&mesh, luaL_checknumber(L, 2), &rounds));
+  lua_pushnumber(L, rounds);
+  return 2;
+}
+
+/* (matrix, src, dst) -> bytes */
+static int matrix_get(lua_State *L) {
+  byte_matrix *m = (byte_matrix *)luaL_checkudata(L, 1, BYTE_MATRIX);
+  lua_Integer s = luaL_checkinteger(L, 2), d = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, s >= 1 && s <= m->n, 2, "source out of range");
+  luaL_argcheck(L, d >= 1 && d <= m->n, 3, "destination out of range");
+  lua_pushnumber(L, m->data[(size_t)(s - 1) * (size_t)m->n + (size_t)(d - 1)]);
+  return 1;
+}
+
+/* (matrix) -> n */
+static int matrix_size(lua_State *L) {
+  byte_matrix *m = (byte_matrix *)luaL_checkudata(L, 1, BYTE_MATRIX);
+  lua_pushinteger(L, m->n);
+  return 1;
+}
+
+static int matrix_tostring(lua_State *L) {
+  byte_matrix *m = (byte_matrix *)luaL_checkudata(L, 1, BYTE_MATRIX);
+  lua_pushfstring(L, "fathom.ByteMatrix (%d x %d)", m->n, m->n);
+  return 1;
+}
+
+static const luaL_Reg matrix_methods[] = {
+  {"get",  matrix_get},
+  {"size", matrix_size},
+  {NULL, NULL}
+};
+
+static const luaL_Reg matrix_meta[] = {
+  {"__tostring", matrix_tostring},
+  {NULL, NULL}
+};
+
+static const luaL_Reg trace_meta[] = {
+  {"__gc",    trace_close},
+  {"__close", trace_close},
+  {NULL, NULL}
+};
+
+static const luaL_Reg route_funcs[] = {
+  {"route",            core_route},
+  {"mesh_simulate",    core_mesh_simulate},
+  {"mesh_closed_form", core_mesh_closed_form},
+  {NULL, NULL}
+};
+
+void lfth_open_route(lua_State *L) {
+  lbind_newclass(L, BYTE_MATRIX, matrix_meta, matrix_methods);
+  luaL_newmetatable(L, TRACE_FILE);
+  luaL_setfuncs(L, trace_meta, 0);
+  lua_pop(L, 1);
+  lbind_setfuncs(L, route_funcs);
+}

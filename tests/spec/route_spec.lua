@@ -1,0 +1,141 @@
+local core = require("fathom.core")
+local route = require("fathom.route")
+local h = require("helpers")
+local json = require("fathom.format.json")
+
+describe("fathom.core route and mesh", function()
+  it("route() counts every (token, expert) pair once and fills the byte matrix", function()
+    local res, m = core.route({ tokens = 1000, experts = 8, top_k = 2, gpus = 4, hidden = 16, act_bytes = 2,
+      weight_bytes = 4, expert_id_bytes = 2, id_bytes = 4 })
+    local sum = 0
+    for _, v in ipairs(res.expert_load) do sum = sum + v end
+    assert.are.equal(2000, sum)
+    -- 16 x 2 + 4 + 2 + 2 x 4 = 46 bytes per pair
+    assert.are.equal(46, res.bytes_per_pair)
+    local total = 0
+    for s = 1, 4 do for d = 1, 4 do total = total + m:get(s, d) end end
+    assert.are.equal(2000 * 46, total)
+    assert.are.equal(4, m:size())
+  end)
+
+  it("mesh_closed_form() is the round formula", function()
+    -- 1 MiB per pair, 4 KiB packets, 2 links: 128 rounds of (0.2 + 0.1 + 0.08192) us, + 5 us
+    local t, rounds = core.mesh_closed_form({ links = 2, link_bw = 50e9, packet_size = 4096,
+      packet_prep_delay = 1e-7, base_delay = 2e-7, initial_cpu_delay = 5e-6 }, 1048576)
+    assert.are.equal(128, rounds)
+    h.near(5e-6 + 128 * 3.8192e-7, t, 1e-12, "closed form")
+  end)
+
+  it("collective() exposes the core's cost model", function()
+    local level = { group_size = 8, bw_bytes_per_s = 1e11, latency_s = 1e-6 }
+    local r = core.collective("all_reduce", "ring", 1e9, { level })
+    h.near(2 * 7 / 8 * 1e9 / 1e11 + 14e-6, r.time_s, 1e-12, "ring")
+    assert.are.equal("ring", r.algorithm)
+    assert.has_error(function() core.collective("all_reduce", "ring", 1e9, { { group_size = 8 } }) end)
+  end)
+
+  it("model_info() gives parameter counts and KV cache size", function()
+    local info = core.model_info(require("fathom.spec").model("configs/models/llama3.1_405b.yaml"))
+    assert.is_true(math.abs(info.params_total - 405e9) < 0.01 * 405e9)
+    assert.are.equal(126 * 2 * 8 * 128, info.kv_cache_elems_per_token)
+  end)
+end)
+
+describe("fathom route", function()
+  local args = { "route", "--experts", "32", "--top-k", "4", "--gpus", "8", "--tokens", "20000",
+    "--distribution", "hot", "--hot-ratio", "0.25", "--hot-weight", "0.8", "--format", "json" }
+
+  it("is reproducible byte for byte, and another seed differs", function()
+    local a = h.run(table.unpack(args))
+    local b = h.run(table.unpack(args))
+    assert.are.equal(0, a.code, a.stderr)
+    assert.are.equal(a.stdout, b.stdout)
+    local extra = { table.unpack(args) }
+    extra[#extra + 1] = "--seed"
+    extra[#extra + 1] = "2"
+    local c = h.run(table.unpack(extra))
+    assert.are_not.equal(a.stdout, c.stdout)
+    local v = json.decode(a.stdout)
+    assert.is_true(v.gpu_imbalance > 1.2)
+    assert.is_true(v.simulation.rounds >= v.closed_form.rounds)
+  end)
+
+  it("writes the per-round trace as CSV or JSON lines", function()
+    local t = os.tmpname()
+    local extra = { table.unpack(args) }
+    for _, x in ipairs({ "--trace", t, "--trace-format", "jsonl" }) do extra[#extra + 1] = x end
+    local r = h.run(table.unpack(extra))
+    assert.are.equal(0, r.code, r.stderr)
+    local f = io.open(t)
+    local first = f:read("l")
+    f:close()
+    os.remove(t)
+    local row = json.decode(first)
+    assert.are.equal(0, row.round)
+    assert.is_number(row.bytes)
+  end)
+
+  it("reads a YAML config", function()
+    local c = os.tmpname()
+    local f = io.open(c, "w")
+    f:write("router: {experts: 16, top_k: 2, gpus: 4, tokens: 4096}\nmesh: {links: 2, packet_size: 2048}\n")
+    f:close()
+    local r = h.run("route", "--config", c, "--format", "json")
+    os.remove(c)
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal(8192, json.decode(r.stdout).pairs)
+  end)
+
+  describe("nonsense gives one line and exit 2", function()
+    local cases = {
+      { { "--experts", "8", "--top-k", "9" }, "top_k 9 exceeds the 8 experts" },
+      { { "--distribution", "hot", "--hot-ratio", "0" }, "router.hot_ratio: expected a value > 0" },
+      { { "--link-bw", "0" }, "mesh.link_bw: expected a value > 0" },
+      { { "--packet-size", "0" }, "mesh.packet_size: expected a value > 0" },
+    }
+    for i, c in ipairs(cases) do
+      it("case " .. i, function()
+        local r = h.run("route", table.unpack(c[1]))
+        assert.are.equal(2, r.code)
+        assert.are.equal(1, h.count_lines(r.stderr))
+        assert.matches(c[2], r.stderr)
+      end)
+    end
+  end)
+
+  it("imbalance() under even routing is near 1", function()
+    local imb = route.imbalance({ distribution = "uniform", seed = 3, tokens = 100000 }, 64, 8, 8)
+    assert.is_true(imb < 1.02)
+  end)
+end)
+
+describe("routing feeds the step model", function()
+  it("a hotter router raises the all-to-all and expert compute, monotonically", function()
+    local sweep = os.tmpname()
+    local f = io.open(sweep, "w")
+    f:write("sweep:\n  workload_spec.moe_spec_v2.routing.hot_weight: [0.25, 0.5, 0.75, 0.9]\n")
+    f:close()
+    local out = os.tmpname()
+    local T = "tests/fixtures/tiny/"
+    local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+      "--logical-topology", T .. "moe_logical.yaml", "--workload-spec", T .. "moe_train.yaml",
+      "--model-spec", T .. "moe_model.yaml", "--sweep-config", sweep, "--output-file", out, "--format", "json",
+      "--raw-output")
+    os.remove(sweep)
+    assert.are.equal(0, r.code, r.stderr)
+    local fh = io.open(out)
+    local recs = json.decode(fh:read("a"))
+    fh:close()
+    os.remove(out)
+    for i = 2, #recs do
+      local a, b = recs[i - 1], recs[i]
+      assert.is_true(b.expert_placement.expert_imbalance > a.expert_placement.expert_imbalance)
+      assert.is_true(b.communication_per_batch_per_xpu.moe_all_to_all.raw_time_seconds >
+        a.communication_per_batch_per_xpu.moe_all_to_all.raw_time_seconds)
+      assert.is_true(b.compute_per_batch_per_xpu.forward.moe_ffn.time_seconds >
+        a.compute_per_batch_per_xpu.forward.moe_ffn.time_seconds)
+    end
+    -- hot weight = hot ratio is uniform: about no imbalance
+    assert.is_true(recs[1].expert_placement.expert_imbalance < 1.05)
+  end)
+end)
