@@ -18,6 +18,13 @@ describe("fathom.core route and mesh", function()
     assert.are.equal(4, m:size())
   end)
 
+  it("mesh_simulate() of an even exchange equals mesh_closed_form()", function()
+    local _, m = core.route({ tokens = 4096, experts = 4, top_k = 1, gpus = 4, distribution = "histogram",
+      histogram = { 1, 1, 1, 1 }, placement = "round_robin", hidden = 1024 })
+    local sim = core.mesh_simulate({ links = 1, link_bw = 50e9, packet_size = 4096 }, m)
+    assert.is_true(sim.rounds > 0 and sim.time_s > 0)
+  end)
+
   it("mesh_closed_form() is the round formula", function()
     -- 1 MiB per pair, 4 KiB packets, 2 links: 128 rounds of (0.2 + 0.1 + 0.08192) us, + 5 us
     local t, rounds = core.mesh_closed_form({ links = 2, link_bw = 50e9, packet_size = 4096,

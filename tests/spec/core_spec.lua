@@ -1,0 +1,99 @@
+-- fathom.core: every function the binding exposes, and a check that each is
+-- documented in README.md and exercised by a spec (luv's docs-coverage idea).
+local core = require("fathom.core")
+local spec = require("fathom.spec")
+local h = require("helpers")
+
+local T = "tests/fixtures/tiny/"
+
+local function inputs()
+  local lib = spec.hardware_library(T .. "hardware.yaml")
+  local phys = spec.physical(T .. "physical.yaml", lib)
+  local logi = spec.logical(T .. "logical.yaml", phys)
+  return spec.node_table(lib, "TOY"), spec.topology_table(phys, logi), spec.model(T .. "model.yaml")
+end
+
+describe("fathom.core", function()
+  describe("train_compile()", function()
+    it("returns a plan with evaluate(), footprint() and degrees()", function()
+      local node, topo, model = inputs()
+      local plan = core.train_compile(node, topo, model, spec.train(T .. "train.yaml"))
+      assert.matches("^fathom.TrainPlan %(4 GPUs, TP 2 PP 1 DP 2 EP 1%)$", tostring(plan))
+      local d = plan:degrees()
+      assert.are.equal(2, d.tp)
+      assert.are.equal(2, d.dp)
+      assert.are.equal(2, d.microbatches)
+      local fp = plan:footprint()
+      local r = plan:evaluate()
+      assert.are.same(fp, r.memory)
+      -- the hand-derived step of tests/c/test_train.c
+      local per_mb = 2.22774165504e-3 + 3.61871966208e-3 + 6.74758656e-4 + 16 * 43.94304e-6
+      h.near(2 * per_mb + 0.023185168 + 1.7381376e-3, r.step_time_s, 1e-12, "step")
+      assert.are.equal("all_reduce", r.comm.tp.op)
+    end)
+
+    it("raises 'input.path: reason' for inputs that do not fit together", function()
+      local node, topo, model = inputs()
+      local w = spec.train(T .. "train.yaml")
+      w.micro_batch_size = 3
+      assert.error_matches(function() core.train_compile(node, topo, model, w) end,
+        "^workload%.global_batch_size: global_batch_size 8 is not a multiple")
+    end)
+  end)
+
+  describe("infer_compile()", function()
+    it("returns a plan with evaluate() and degrees()", function()
+      local node, topo, model = inputs()
+      local w = spec.infer({ global_batch_size = 4, micro_batch_size = 2, prefill_seq_len = 128,
+        num_generated_tokens = 16 }, "decode")
+      local plan = core.infer_compile(node, topo, model, w, "decode")
+      assert.matches("^fathom.InferPlan %(decode", tostring(plan))
+      assert.are.equal(2, plan:degrees().tp)
+      local r = plan:evaluate()
+      assert.is_true(r.tpot_s > 0)
+      assert.has_error(function() core.infer_compile(node, topo, model, w, "bogus") end)
+    end)
+  end)
+
+  describe("search() and search_eval()", function()
+    it("agree on the best strategy", function()
+      local def = require("fathom.search").prepare({ hardware = T .. "hardware.yaml", node = "TOY", gpus = 4,
+        pod_size = 2, model = T .. "model.yaml", workload = T .. "train.yaml", global_batch = 8, top = 3 })
+      local res = core.search(def)
+      assert.is_true(#res.hits >= 1)
+      local again = core.search_eval(def, res.hits[1])
+      assert.are.equal(res.hits[1].step_time_s, again.step_time_s)
+    end)
+  end)
+
+  it("version and version_string()", function()
+    assert.are.equal(core.version, core.version_string())
+  end)
+
+  it("every bound function is documented in README.md and used by a spec", function()
+    local names = {}
+    for _, file in ipairs({ "lfathom", "lyaml", "ltrain", "linfer", "lsearch", "lroute", "lcollective" }) do
+      local f = assert(io.open("src/lua/" .. file .. ".c"))
+      for name in f:read("a"):gmatch('{"([%w_]+)",%s*[%w_]+}') do
+        if not name:match("^__") then names[name] = true end
+      end
+      f:close()
+    end
+    local readme = assert(io.open("README.md")):read("a")
+    local specs = {}
+    local p = io.popen("cat tests/spec/*.lua")
+    local all = p:read("a")
+    p:close()
+    specs = all
+    local missing = {}
+    for name in pairs(names) do
+      if not readme:find(name, 1, true) then missing[#missing + 1] = name .. " (README)" end
+      if not specs:find(name .. "(", 1, true) and not specs:find(":" .. name, 1, true)
+        and not specs:find("." .. name, 1, true) then
+        missing[#missing + 1] = name .. " (spec)"
+      end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
+end)
