@@ -80,11 +80,9 @@ describe("fathom.core", function()
       f:close()
     end
     local readme = assert(io.open("README.md")):read("a")
-    local specs = {}
     local p = io.popen("cat tests/spec/*.lua")
-    local all = p:read("a")
+    local specs = p:read("a")
     p:close()
-    specs = all
     local missing = {}
     for name in pairs(names) do
       if not readme:find(name, 1, true) then missing[#missing + 1] = name .. " (README)" end
