@@ -40,3 +40,39 @@ describe("fathom.validate #paper", function()
     assert.is_nil(validate.quantile({}, 0.5))
   end)
 end)
+
+describe("fathom validate (command line)", function()
+  local h = require("helpers")
+  it("--format json gives cases, sources and skipped with reasons", function()
+    local cases = os.tmpname()
+    local f = assert(io.open(cases, "w"))
+    f:write([[
+cases:
+  - id: tiny_skip
+    source: made_up
+    workload: training
+    incomplete: true
+    model: {}
+    system: {gpu: A100, num_gpus: 1}
+    parallelism: {}
+]])
+    f:close()
+    local r = h.run("validate", "--cases", cases, "--format", "json")
+    os.remove(cases)
+    assert.are.equal(0, r.code, r.stderr)
+    local v = require("fathom.format.json").decode(r.stdout)
+    assert.are.equal(0, #v.cases)
+    assert.are.equal(1, #v.skipped)
+    assert.are.equal("marked incomplete in the cases file", v.skipped[1].reason)
+    r = h.run("validate", "--format", "json")
+    assert.are.equal(0, r.code, r.stderr)
+    v = require("fathom.format.json").decode(r.stdout)
+    for _, c in ipairs(v.cases) do
+      assert.is_string(c.id)
+      assert.is_number(c.predicted)
+      assert.is_number(c.relative_error)
+    end
+    assert.is_number(v.sources.narayanan2021.median_abs_error)
+    assert.is_number(v.sources.narayanan2021.p90_abs_error)
+  end)
+end)
