@@ -67,27 +67,24 @@ function M.copy_origin(from, to)
   if origin[from] then origin[to] = origin[from] end
 end
 
--- at(t, key, path, fmt, ...) raises "file:line:col: path: message" for t[key];
--- `path` is the dotted key path shown to the user.
-function M.at(t, key, path, fmt, ...)
+local function raise_at(where, path, fmt, ...)
   local msg = select("#", ...) > 0 and string.format(fmt, ...) or fmt
-  local w = M.where(t, key)
   local parts = {}
-  if w then parts[#parts + 1] = w end
+  if where then parts[#parts + 1] = where end
   if path and path ~= "" then parts[#parts + 1] = path end
   parts[#parts + 1] = msg
   error(M.new(table.concat(parts, ": ")), 0)
 end
 
+-- at(t, key, path, fmt, ...) raises "file:line:col: path: message" for t[key];
+-- `path` is the dotted key path shown to the user.
+function M.at(t, key, path, fmt, ...)
+  raise_at(M.where(t, key), path, fmt, ...)
+end
+
 -- at_key(t, key, path, fmt, ...) is `at` pointing at the key itself (unknown keys).
 function M.at_key(t, key, path, fmt, ...)
-  local msg = select("#", ...) > 0 and string.format(fmt, ...) or fmt
-  local w = M.where_key(t, key)
-  local parts = {}
-  if w then parts[#parts + 1] = w end
-  if path and path ~= "" then parts[#parts + 1] = path end
-  parts[#parts + 1] = msg
-  error(M.new(table.concat(parts, ": ")), 0)
+  raise_at(M.where_key(t, key), path, fmt, ...)
 end
 
 -- Levenshtein distance, for "did you mean" hints.

@@ -134,15 +134,9 @@ local function tier_map_schema(components)
   return s
 end
 
-M.train_schema = {
-  global_batch_size = { type = "integer", min = 1, required = true },
-  micro_batch_size = { type = "integer", min = 1, required = true },
-  seq_length = { type = "integer", min = 1, required = true },
-  total_train_tokens = { type = "number", min = 0, default = 0 },
+-- Fields every workload (training, prefill, decode) shares.
+local workload_common = {
   float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = 2 },
-  full_precision_param_float_size = { type = "integer", choices = { 2, 4 }, default = 4 },
-  gradient_float_size = { type = "integer", choices = { 2, 4 } },
-  optimizer = { type = "string", choices = { "adam", "adamw" }, default = "adam" },
   memory_device_map_traffic = { type = "table", default = {} },
   memory_device_map_footprint = { type = "table", default = {} },
   comp_comm_efficiency = unit,
@@ -152,14 +146,31 @@ M.train_schema = {
   dp_spec = { type = "table" },
   pp_spec = { type = "table" },
   moe_spec_v2 = { type = "table" },
-  recompute = { type = "string", choices = { "none", "selective", "full" }, default = "none" },
-  sequence_parallel = { type = "boolean", default = false },
   flash_attention = { type = "boolean", default = true },
   kernel_launch_sec = { type = "number", min = 0, default = 0 },
   collective = { type = "table" },
   description = { type = "string" },
   notes = { type = "any" },
 }
+
+local function with_common(fields)
+  for k, v in pairs(workload_common) do
+    if fields[k] == nil then fields[k] = v end
+  end
+  return fields
+end
+
+M.train_schema = with_common({
+  global_batch_size = { type = "integer", min = 1, required = true },
+  micro_batch_size = { type = "integer", min = 1, required = true },
+  seq_length = { type = "integer", min = 1, required = true },
+  total_train_tokens = { type = "number", min = 0, default = 0 },
+  full_precision_param_float_size = { type = "integer", choices = { 2, 4 }, default = 4 },
+  gradient_float_size = { type = "integer", choices = { 2, 4 } },
+  optimizer = { type = "string", choices = { "adam", "adamw" }, default = "adam" },
+  recompute = { type = "string", choices = { "none", "selective", "full" }, default = "none" },
+  sequence_parallel = { type = "boolean", default = false },
+})
 
 M.tp_spec_schema = { variant = { type = "string", choices = { "SHARD_WEIGHTS_1D" }, default = "SHARD_WEIGHTS_1D" } }
 M.dp_spec_schema = { variant = { type = "string", choices = { "DDP", "ZERO1", "ZERO2", "ZERO3", "FSDP" },
@@ -449,30 +460,15 @@ function M.train(src)
   return out
 end
 
-M.infer_schema = {
+M.infer_schema = with_common({
   global_batch_size = { type = "integer", min = 1, required = true, hint = "requests in flight" },
   micro_batch_size = { type = "integer", min = 1, required = true },
   seq_length = { type = "integer", min = 1, hint = "prefill: prompt tokens per request" },
   prefill_seq_len = { type = "integer", min = 0, hint = "decode: tokens already in the KV cache" },
   num_generated_tokens = { type = "integer", min = 1, hint = "decode: tokens to generate" },
-  float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = 2 },
   weight_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
   kv_cache_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
-  memory_device_map_traffic = { type = "table", default = {} },
-  memory_device_map_footprint = { type = "table", default = {} },
-  comp_comm_efficiency = unit,
-  comp_mem_efficiency = unit,
-  comm_mem_efficiency = unit,
-  tp_spec = { type = "table" },
-  dp_spec = { type = "table" },
-  pp_spec = { type = "table" },
-  moe_spec_v2 = { type = "table" },
-  flash_attention = { type = "boolean", default = true },
-  kernel_launch_sec = { type = "number", min = 0, default = 0 },
-  collective = { type = "table" },
-  description = { type = "string" },
-  notes = { type = "any" },
-}
+})
 
 M.infer_traffic = { "weights", "activations", "kv_cache" }
 M.infer_footprint = { "weights", "kv_cache", "transient_forward_peak" }

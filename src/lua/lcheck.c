@@ -211,7 +211,7 @@ static int tier_of(lua_State *L, const char *name, const char *what) {
   return (int)t;
 }
 
-static void read_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
+void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
   if (!subtable(L, t, "workload", key)) return;
   int m = lua_gettop(L);
   lua_pushnil(L);
@@ -268,8 +268,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
-  read_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
-  read_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
+  lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
+  lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
   if (subtable(L, idx, w, "collective")) {
     lcheck_coll_params(L, -1, &out->coll);
     lua_pop(L, 1);
@@ -301,4 +301,35 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
     lua_pop(L, 1);
   }
   return n;
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+void lcheck_push_footprint(lua_State *L, const fth_memory_footprint *m) {
+  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, FTH_MEM_COMPONENT_COUNT);
+  for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++)
+    setnum(L, fth_mem_component_name((fth_mem_component)c), m->bytes[c]);
+  lua_setfield(L, -2, "components");
+  lua_createtable(L, 0, FTH_TIER_COUNT);
+  for (int t = 0; t < FTH_TIER_COUNT; t++) {
+    if (m->tier_capacity[t] <= 0 && m->tier_bytes[t] <= 0) continue;
+    lua_createtable(L, 0, 3);
+    setnum(L, "bytes", m->tier_bytes[t]);
+    setnum(L, "capacity_bytes", m->tier_capacity[t]);
+    lua_pushboolean(L, m->tier_fits[t]);
+    lua_setfield(L, -2, "fits");
+    lua_setfield(L, -2, fth_tier_name((fth_tier)t));
+  }
+  lua_setfield(L, -2, "tiers");
+  setnum(L, "peak_bytes", m->peak_bytes);
+  lua_pushboolean(L, m->fits);
+  lua_setfield(L, -2, "fits");
+  if (!m->fits) {
+    lua_pushstring(L, fth_tier_name(m->overflow_tier));
+    lua_setfield(L, -2, "overflow_tier");
+  }
 }

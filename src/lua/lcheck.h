@@ -30,6 +30,14 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out);
 void lcheck_train(lua_State *L, int idx, fth_train_def *out);
 void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out);
 
+/// t[key] as a map of memory component -> tier name into `map` (entries absent keep
+/// their value); an unknown component or tier raises.
+void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map);
+
+/// Push a memory footprint as {components, tiers = {name = {bytes, capacity_bytes,
+/// fits}}, peak_bytes, fits, overflow_tier}.
+void lcheck_push_footprint(lua_State *L, const fth_memory_footprint *m);
+
 /// Push a fth_group_level list from a Lua array of level tables at `idx`;
 /// returns the count (at most FTH_MAX_PHYS_DIMS).
 int lcheck_levels(lua_State *L, int idx, fth_group_level *out);

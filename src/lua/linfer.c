@@ -10,25 +10,6 @@
 
 #define INFER_PLAN "fathom.InferPlan"
 
-static void read_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
-  if (lua_getfield(L, t, key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    return;
-  }
-  int m = lua_gettop(L);
-  lua_pushnil(L);
-  while (lua_next(L, m)) {
-    const char *comp = lua_tostring(L, -2);
-    fth_mem_component c = comp ? fth_mem_component_parse(comp) : FTH_MEM_COMPONENT_COUNT;
-    fth_tier tier = lua_type(L, -1) == LUA_TSTRING ? fth_tier_parse(lua_tostring(L, -1)) : FTH_TIER_COUNT;
-    if (c == FTH_MEM_COMPONENT_COUNT || tier == FTH_TIER_COUNT)
-      luaL_error(L, "workload.%s.%s: unknown component or tier", key, comp ? comp : "?");
-    map[c] = tier;
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
-}
-
 static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
@@ -48,8 +29,8 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", 1.0);
   d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", 0.0);
   d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
-  read_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
-  read_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);
+  lcheck_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
+  lcheck_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);
   if (lua_getfield(L, idx, "collective") == LUA_TTABLE) lcheck_coll_params(L, -1, &d->coll);
   lua_pop(L, 1);
 }
@@ -125,29 +106,7 @@ static int plan_evaluate(lua_State *L) {
     lua_setfield(L, -2, fth_comm_kind_name((fth_comm_kind)k));
   }
   lua_setfield(L, -2, "comm");
-  lua_createtable(L, 0, 5);
-  lua_createtable(L, 0, FTH_MEM_COMPONENT_COUNT);
-  for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++)
-    setnum(L, fth_mem_component_name((fth_mem_component)c), r.mem.bytes[c]);
-  lua_setfield(L, -2, "components");
-  lua_createtable(L, 0, FTH_TIER_COUNT);
-  for (int t = 0; t < FTH_TIER_COUNT; t++) {
-    if (r.mem.tier_capacity[t] <= 0 && r.mem.tier_bytes[t] <= 0) continue;
-    lua_createtable(L, 0, 3);
-    setnum(L, "bytes", r.mem.tier_bytes[t]);
-    setnum(L, "capacity_bytes", r.mem.tier_capacity[t]);
-    lua_pushboolean(L, r.mem.tier_fits[t]);
-    lua_setfield(L, -2, "fits");
-    lua_setfield(L, -2, fth_tier_name((fth_tier)t));
-  }
-  lua_setfield(L, -2, "tiers");
-  setnum(L, "peak_bytes", r.mem.peak_bytes);
-  lua_pushboolean(L, r.mem.fits);
-  lua_setfield(L, -2, "fits");
-  if (!r.mem.fits) {
-    lua_pushstring(L, fth_tier_name(r.mem.overflow_tier));
-    lua_setfield(L, -2, "overflow_tier");
-  }
+  lcheck_push_footprint(L, &r.mem);
   lua_setfield(L, -2, "memory");
   return 1;
 }

@@ -43,32 +43,6 @@ static void setint(lua_State *L, const char *k, lua_Integer v) {
   lua_setfield(L, -2, k);
 }
 
-static void push_footprint(lua_State *L, const fth_memory_footprint *m) {
-  lua_createtable(L, 0, 5);
-  lua_createtable(L, 0, FTH_MEM_COMPONENT_COUNT);
-  for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++)
-    setnum(L, fth_mem_component_name((fth_mem_component)c), m->bytes[c]);
-  lua_setfield(L, -2, "components");
-  lua_createtable(L, 0, FTH_TIER_COUNT);
-  for (int t = 0; t < FTH_TIER_COUNT; t++) {
-    if (m->tier_capacity[t] <= 0 && m->tier_bytes[t] <= 0) continue;
-    lua_createtable(L, 0, 3);
-    setnum(L, "bytes", m->tier_bytes[t]);
-    setnum(L, "capacity_bytes", m->tier_capacity[t]);
-    lua_pushboolean(L, m->tier_fits[t]);
-    lua_setfield(L, -2, "fits");
-    lua_setfield(L, -2, fth_tier_name((fth_tier)t));
-  }
-  lua_setfield(L, -2, "tiers");
-  setnum(L, "peak_bytes", m->peak_bytes);
-  lua_pushboolean(L, m->fits);
-  lua_setfield(L, -2, "fits");
-  if (!m->fits) {
-    lua_pushstring(L, fth_tier_name(m->overflow_tier));
-    lua_setfield(L, -2, "overflow_tier");
-  }
-}
-
 static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
                                                             "unembedding"};
 
@@ -141,7 +115,7 @@ static int plan_evaluate(lua_State *L) {
   setnum(L, "forward_kernel_s", r.fwd_kernel_s);
   setnum(L, "backward_kernel_s", r.bwd_kernel_s);
   lua_setfield(L, -2, "per_microbatch");
-  push_footprint(L, &r.mem);
+  lcheck_push_footprint(L, &r.mem);
   lua_setfield(L, -2, "memory");
   return 1;
 }
@@ -151,7 +125,7 @@ static int plan_footprint(lua_State *L) {
   const fth_train_plan *p = check_plan(L, 1);
   fth_memory_footprint m;
   fth_train_footprint(p, &m);
-  push_footprint(L, &m);
+  lcheck_push_footprint(L, &m);
   return 1;
 }
 
