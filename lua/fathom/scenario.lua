@@ -155,6 +155,16 @@ function Scenario:compile()
     ok, plan = pcall(core.infer_compile, node, topo, self.model, self.workload, self.workload.pass)
   end
   if not ok then self:raise_core(plan) end
+  -- ScaleScope's num_colocated_experts states the experts per XPU; it must agree with EP.
+  local colocated = self.workload.num_colocated_experts
+  local local_experts = plan:degrees().local_experts
+  if colocated and (self.model.num_regular_experts or 0) > 1 and colocated ~= local_experts then
+    local src = self.workload.source_table and self.workload.source_table.moe_spec_v2
+    errors.at(src, "num_colocated_experts", "moe_spec_v2.num_colocated_experts",
+      "%d experts per XPU, but %d experts over EP = %d puts %s on each (set it to that or to null)",
+      colocated, self.model.num_regular_experts, self:ep_degree(),
+      tostring(math.tointeger(local_experts) or local_experts))
+  end
   self.plan = plan
   return plan
 end

@@ -59,6 +59,19 @@ describe("fathom.spec", function()
     end)
   end
 
+  it("num_colocated_experts must agree with EP", function()
+    local w = os.tmpname()
+    local f = io.open(w, "w")
+    f:write("global_batch_size: 8\nmicro_batch_size: 2\nseq_length: 1024\nmoe_spec_v2:\n  num_colocated_experts: 3\n")
+    f:close()
+    local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+      "--logical-topology", T .. "moe_logical.yaml", "--workload-spec", w, "--model-spec", T .. "moe_model.yaml")
+    os.remove(w)
+    assert.are.equal(2, r.code)
+    assert.matches(":5:26: moe_spec_v2%.num_colocated_experts: 3 experts per XPU, but 16 experts over EP = 4 puts 4",
+      r.stderr)
+  end)
+
   it("train() normalises ScaleScope's nested specs", function()
     local w = spec.train(T .. "train.yaml")
     assert.are.equal("DDP", w.dp_variant)
