@@ -25,6 +25,7 @@ M.defaults = {
   comp_mem_efficiency = 1.0,
   comm_mem_efficiency = 0.5,
   kernel_launch_sec = 5e-6,   -- per-kernel launch and gap, the same for every case
+  kernel_model = "tiled",     -- GEMM tiles and attention blocks in waves over the SMs
 }
 
 local function node_for(gpu)
@@ -90,7 +91,7 @@ function M.training_docs(case, lib_doc)
     comp_comm_efficiency = M.defaults.comp_comm_efficiency,
     comp_mem_efficiency = M.defaults.comp_mem_efficiency,
     comm_mem_efficiency = M.defaults.comm_mem_efficiency,
-    kernel_launch_sec = M.defaults.kernel_launch_sec,
+    kernel_launch_sec = M.defaults.kernel_launch_sec, kernel_model = M.defaults.kernel_model,
   }
   return {
     hardware_lib = lib_doc,
@@ -130,7 +131,8 @@ function M.inference_docs(case, lib_doc)
     local w = { global_batch_size = inf.batch, micro_batch_size = inf.batch, float_size_bytes = width,
       weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
       comp_comm_efficiency = M.defaults.comp_comm_efficiency, comp_mem_efficiency = 1.0,
-      comm_mem_efficiency = M.defaults.comm_mem_efficiency, kernel_launch_sec = M.defaults.kernel_launch_sec }
+      comm_mem_efficiency = M.defaults.comm_mem_efficiency, kernel_launch_sec = M.defaults.kernel_launch_sec,
+      kernel_model = M.defaults.kernel_model }
     for k, v in pairs(extra) do w[k] = v end
     return w
   end

@@ -38,8 +38,8 @@ relative time-to-train, Config4:
   optical 14.4 Tb/s, 512-GPU pod              %5.2f    %.2f
   optical 32 Tb/s, 512-GPU pod                %5.2f    %.2f
 
-What drives it: with 256 fine-grained experts (top-8), each MoE layer's dispatch and
-combine all-to-alls move tokens x 8 x d_model bytes while the expert math per token shrinks.
+What drives it: with 256 fine-grained experts (top-6), each MoE layer's dispatch and
+combine all-to-alls move tokens x 6 x d_model bytes while the expert math per token shrinks.
 A 512-GPU pod keeps EP 64, TP 8 and PP 8 inside scale-up; a 128-GPU pod must send half of
 every all-to-all and a pipeline hop over 1.6 Tb/s scale-out, and its gradient reductions
 span more pods. Passage's 32 Tb/s then roughly halves what remains exposed inside the pod.

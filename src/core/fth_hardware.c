@@ -37,6 +37,10 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "attention_efficiency",
                     "expected a fraction in (0, 1] (or 0 for efficiency), got %g",
                     d->attention_efficiency);
+  if (d->compute_units < 0)
+    return fth_fail(err, FTH_EINVAL, "compute_units", "expected >= 0, got %d", d->compute_units);
+  if (!nonneg_ok(d->gemm_tile_m) || !nonneg_ok(d->gemm_tile_n))
+    return fth_fail(err, FTH_EINVAL, "gemm_tile", "expected sizes >= 0");
   if (!nonneg_ok(d->vector_flops_per_s))
     return fth_fail(err, FTH_EINVAL, "vector_nominal", "expected >= 0, got %g",
                     d->vector_flops_per_s);

@@ -26,6 +26,8 @@ typedef struct fth_compute_def {
   double efficiency;                  ///< achievable fraction of nominal for large GEMMs, (0, 1]
   double vector_flops_per_s;          ///< non-tensor-core rate for element-wise ops; 0 = bf16/8
   double attention_efficiency;        ///< fraction of nominal fused attention reaches; 0 = efficiency
+  int compute_units;                  ///< SMs (NVIDIA) / CUs (AMD); 0 = unknown (roofline only)
+  double gemm_tile_m, gemm_tile_n;    ///< output tile of the GEMM library (0 = 128 x 128)
 } fth_compute_def;
 
 fth_compute_def fth_compute_def_default(void);

@@ -75,6 +75,7 @@ fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
   t.comm_mem_eff = d->comm_mem_eff;
   t.coll = d->coll;
   t.kernel_launch_s = d->kernel_launch_s;
+  t.kernel_model = d->kernel_model;
   for (int i = 0; i < FTH_MEM_COMPONENT_COUNT; i++) {
     t.traffic_tier[i] = d->traffic_tier[i];
     t.footprint_tier[i] = d->footprint_tier[i];
@@ -271,6 +272,7 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   fth_phase_ctx c;
   c.env = fth_kernel_env_make(&b->node, fth_precision_from_bytes(d->act_bytes),
                               d->traffic_tier[FTH_MEM_ACTIVATIONS]);
+  c.env.model = d->kernel_model;
   c.weight_bw = tier_bw(&b->node, d->traffic_tier[FTH_MEM_WEIGHTS]);
   c.comp_mem_eff = d->comp_mem_eff;
   c.launch_s = d->kernel_launch_s;

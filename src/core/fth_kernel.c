@@ -20,6 +20,10 @@ fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec,
   e.mem_bw_bytes_per_s =
       (tier >= 0 && tier < FTH_TIER_COUNT && node->has_tier[tier]) ? fth_memory_bw_bytes_per_s(&node->tier[tier]) : 0.0;
   e.model = FTH_KERNEL_ROOFLINE;
+  e.compute_units = node->compute.compute_units;
+  e.tile_m = node->compute.gemm_tile_m > 0 ? node->compute.gemm_tile_m : 128.0;
+  e.tile_n = node->compute.gemm_tile_n > 0 ? node->compute.gemm_tile_n : 128.0;
+  e.attn_block_q = 128.0;
   return e;
 }
 
@@ -33,12 +37,30 @@ static fth_kernel_cost roofline(double flops, double rate, double bytes, double 
   return c;
 }
 
+/* Waves of `tiles` work items over the compute units, each item costing
+ * `item_flops` at 1/units of `rate`: the time the tiled model charges. */
+static double waves_s(const fth_kernel_env *env, double tiles, double item_flops, double rate) {
+  double units = (double)env->compute_units;
+  double waves = fth_ceil_div(tiles, units);
+  return rate > 0 ? waves * item_flops * units / rate : HUGE_VAL;
+}
+
+static int tiled(const fth_kernel_env *env) {
+  return env->model == FTH_KERNEL_TILED && env->compute_units > 0;
+}
+
 fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, double k,
                                 double batch, double elem_bytes) {
   /* 2 m n k multiply-adds; A, B read once and C written once (ideal tiling). */
   double flops = 2.0 * m * n * k * batch;
   double bytes = (m * k + k * n + m * n) * elem_bytes * batch;
-  return roofline(flops, env->matrix_flops_per_s, bytes, env->mem_bw_bytes_per_s);
+  fth_kernel_cost c = roofline(flops, env->matrix_flops_per_s, bytes, env->mem_bw_bytes_per_s);
+  if (tiled(env) && flops > 0) {
+    double tiles = fth_ceil_div(m, env->tile_m) * fth_ceil_div(n, env->tile_n) * batch;
+    c.compute_s = waves_s(env, tiles, 2.0 * env->tile_m * env->tile_n * k, env->matrix_flops_per_s);
+    c.time_s = fth_max(c.compute_s, c.memory_s);
+  }
+  return c;
 }
 
 fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, double heads,
@@ -53,7 +75,14 @@ fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, do
                   batch * heads * q_len * d_v) *
                  elem_bytes;
   double rate = env->attention_flops_per_s > 0 ? env->attention_flops_per_s : env->matrix_flops_per_s;
-  return roofline(flops, rate, bytes, env->mem_bw_bytes_per_s);
+  fth_kernel_cost c = roofline(flops, rate, bytes, env->mem_bw_bytes_per_s);
+  if (tiled(env) && flops > 0) {
+    double blocks = batch * heads * fth_ceil_div(q_len, env->attn_block_q);
+    double per_block = flops / (batch * heads * q_len) * env->attn_block_q; /* a full block's share */
+    c.compute_s = waves_s(env, blocks, per_block, rate);
+    c.time_s = fth_max(c.compute_s, c.memory_s);
+  }
+  return c;
 }
 
 fth_kernel_cost fth_kernel_elementwise(const fth_kernel_env *env, double elems,

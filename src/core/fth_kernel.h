@@ -10,7 +10,7 @@
 
 typedef enum fth_kernel_model {
   FTH_KERNEL_ROOFLINE = 0, ///< max(FLOPs / FLOP/s, bytes / bandwidth) (Williams et al. 2009)
-  FTH_KERNEL_TILED = 1     ///< reserved: tile + wave quantization model (falls back to roofline)
+  FTH_KERNEL_TILED = 1     ///< output tiles scheduled in waves over the compute units
 } fth_kernel_model;
 
 /// What a kernel runs on: matrix rate at a precision, vector rate, memory bandwidth.
@@ -20,6 +20,9 @@ typedef struct fth_kernel_env {
   double vector_flops_per_s; ///< effective element-wise FLOP/s
   double mem_bw_bytes_per_s; ///< effective bandwidth of the tier the operands live in
   fth_kernel_model model;
+  int compute_units;         ///< SMs / CUs (tiled model; 0 = roofline)
+  double tile_m, tile_n;     ///< GEMM output tile (tiled model)
+  double attn_block_q;       ///< flash-attention query block (tiled model)
 } fth_kernel_env;
 
 /// Build an env from a node at a precision (tier for operand traffic).
@@ -35,6 +38,10 @@ typedef struct fth_kernel_cost {
 
 /// C[m,n] = A[m,k] B[k,n], `batch` independent instances; operands of
 /// `elem_bytes` each. FLOPs = 2 m n k batch; bytes = (m k + k n + m n) elem_bytes batch.
+/// Tiled model: the ceil(m / tile_m) ceil(n / tile_n) batch output tiles run in
+/// waves of `compute_units`, each unit at 1 / compute_units of the rate, so a
+/// partial last wave and padded edge tiles cost as much as full ones (wave
+/// quantisation, as in NVIDIA's GEMM performance guide); `flops` stays the useful work.
 fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, double k,
                                 double batch, double elem_bytes);
 
@@ -42,6 +49,8 @@ fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, d
 /// q_len queries against kv_len keys, head dims d_qk and d_v; `causal` halves
 /// the score work when q_len == kv_len. KV heads `kv_heads` set the K/V bytes.
 /// FLOPs = 2 q kv (d_qk + d_v) heads batch (x ~1/2 causal); bytes = Q, K, V, O once.
+/// Tiled model: batch x heads x ceil(q / attn_block_q) query blocks run in waves
+/// over the compute units (FlashAttention's parallelisation, Dao 2023).
 fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, double heads,
                                      double kv_heads, double q_len, double kv_len, double d_qk,
                                      double d_v, int causal, double elem_bytes);

@@ -607,6 +607,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
     fth_tier wt = w->traffic_tier[FTH_MEM_WEIGHTS];
     c.k.weight_bw = p->node.has_tier[wt] ? fth_memory_bw_bytes_per_s(&p->node.tier[wt]) : 0.0;
   }
+  c.k.env.model = w->kernel_model;
   c.k.comp_mem_eff = w->comp_mem_eff;
   c.k.launch_s = w->kernel_launch_s;
 

@@ -74,6 +74,7 @@ typedef struct fth_train_def {
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT]; ///< where each component is stored
   fth_coll_params coll;         ///< per-peer overhead, launch cost
   double kernel_launch_s;       ///< per kernel fixed overhead (0 = none)
+  fth_kernel_model kernel_model; ///< roofline (default) or tiled (wave quantisation)
 } fth_train_def;
 
 fth_train_def fth_train_def_default(void);

@@ -90,6 +90,9 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->efficiency = lcheck_number(L, c, "device_compute", "efficiency", cd->efficiency);
     cd->vector_flops_per_s = lcheck_number(L, c, "device_compute", "vector_nominal", 0);
     cd->attention_efficiency = lcheck_number(L, c, "device_compute", "attention_efficiency", 0);
+    cd->compute_units = lcheck_int(L, c, "device_compute", "compute_units", 0);
+    cd->gemm_tile_m = lcheck_number(L, c, "device_compute", "gemm_tile_m", 0);
+    cd->gemm_tile_n = lcheck_number(L, c, "device_compute", "gemm_tile_n", 0);
     lua_pop(L, 1);
   }
   if (subtable(L, idx, "hardware", "device_memory_tiers")) {
@@ -232,6 +235,14 @@ void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
   lua_pop(L, 1);
 }
 
+fth_kernel_model lcheck_kernel_model(lua_State *L, int idx) {
+  const char *km = lcheck_string(L, idx, "workload", "kernel_model", "roofline");
+  if (strcmp(km, "roofline") == 0) return FTH_KERNEL_ROOFLINE;
+  if (strcmp(km, "tiled") == 0) return FTH_KERNEL_TILED;
+  luaL_error(L, "workload.kernel_model: unknown model '%s' (roofline or tiled)", km);
+  return FTH_KERNEL_ROOFLINE;
+}
+
 void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
@@ -268,6 +279,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
+  out->kernel_model = lcheck_kernel_model(L, idx);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
   if (subtable(L, idx, w, "collective")) {

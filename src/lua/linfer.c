@@ -29,6 +29,7 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", 1.0);
   d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", 0.0);
   d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
+  d->kernel_model = lcheck_kernel_model(L, idx);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);
   if (lua_getfield(L, idx, "collective") == LUA_TTABLE) lcheck_coll_params(L, -1, &d->coll);

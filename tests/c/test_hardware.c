@@ -144,6 +144,7 @@ static int topology(void) {
 static int kernels(void) {
   fth_node_def n = h100();
   fth_kernel_env e = fth_kernel_env_make(&n, FTH_PREC_BF16, FTH_TIER_XPU);
+  const fth_kernel_env e0 = e;
   FTH_ENSURE_NEAR(86.5725e12, e.vector_flops_per_s, 1e-12);
   /* 8192^3 GEMM: 2 x 8192^3 = 1.0995e12 FLOP -> 1.5876 ms; bytes 3 x 8192^2
    * x 2 = 402.65 MB -> 150 us: compute-bound. */
@@ -162,6 +163,23 @@ static int kernels(void) {
   FTH_ENSURE_NEAR(72.0, fth_kernel_attention(&e, 1, 1, 1, 3, 3, 2, 2, 0, 2).flops, 0);
   /* Element-wise: 1e9 elements, 4 B each, 1 FLOP: 4e9 / 2.68e12. */
   FTH_ENSURE_NEAR(4e9 / 2.68e12, fth_kernel_elementwise(&e, 1e9, 1, 4).time_s, 1e-12);
+  /* Tiled model, 132 units, 128 x 128 tiles. 1536 x 1408 output = 12 x 11 = 132
+   * tiles: one full wave, the roofline's time exactly. 1536 x 1536 = 144 tiles:
+   * two waves, the second 12/132 full, so 2 x 132 tiles' worth of time:
+   * 264 x 2 x 128^2 x 4096 FLOP at 692.58 TFLOP/s, 1.8333x the useful work's time. */
+  fth_kernel_env t = fth_kernel_env_make(&n, FTH_PREC_BF16, FTH_TIER_XPU);
+  t.model = FTH_KERNEL_TILED;
+  t.compute_units = 132;
+  k = fth_kernel_gemm(&t, 1536, 1408, 4096, 1, 2);
+  FTH_ENSURE_NEAR(2.0 * 1536 * 1408 * 4096 / 692.58e12, k.compute_s, 1e-12);
+  k = fth_kernel_gemm(&t, 1536, 1536, 4096, 1, 2);
+  FTH_ENSURE_NEAR(264.0 * 2 * 128 * 128 * 4096 / 692.58e12, k.compute_s, 1e-12);
+  FTH_ENSURE_NEAR(2.0 * 1536 * 1536 * 4096, k.flops, 0); /* FLOPs stay the useful work */
+  /* Flash attention, 16 heads x 1024 queries = 128 blocks of 128: one wave of
+   * 132 units, 4 of them idle: 132/128 of the roofline time. */
+  fth_kernel_cost a = fth_kernel_attention(&t, 1, 16, 16, 1024, 1024, 128, 128, 1, 2);
+  fth_kernel_cost ar = fth_kernel_attention(&e0, 1, 16, 16, 1024, 1024, 128, 128, 1, 2);
+  FTH_ENSURE_NEAR(ar.compute_s * 132.0 / 128.0, a.compute_s, 1e-12);
   /* A tier the node lacks cannot be read. */
   e = fth_kernel_env_make(&n, FTH_PREC_BF16, FTH_TIER_NVME);
   FTH_ENSURE(isinf(fth_kernel_gemm(&e, 1, 1, 1, 1, 2).time_s));
