@@ -9,6 +9,10 @@ local sweep = require("fathom.sweep")
 
 local M = {}
 
+-- raw_of[record] = {result = raw core result, scenario = sc}, for formats (traces)
+-- that need more than the record. Weak keys: it never keeps a record alive.
+M.raw_of = setmetatable({}, { __mode = "k" })
+
 local function exists(path)
   local f = io.open(path, "r")
   if f then f:close() end
@@ -62,7 +66,9 @@ function M.run(a)
       local sc = scenario.new({ hardware_lib = lib, physical = pt.docs.physical_topology,
         logical = pt.docs.logical_topology, workload = pt.docs.workload_spec,
         model = pt.docs.model_spec, pass_mode = a.pass_mode })
-      local rec = report.record(sc, sc:evaluate())
+      local raw = sc:evaluate()
+      local rec = report.record(sc, raw)
+      M.raw_of[rec] = { result = raw, scenario = sc }
       return rec
     end
     if #points == 1 then

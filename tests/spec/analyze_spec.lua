@@ -162,3 +162,39 @@ describe("fathom (Lua API)", function()
       recs[1].memory_footprint.total_peak_memory_per_chip_bytes)
   end)
 end)
+
+describe("step trace (Chrome/Perfetto)", function()
+  it("lays out exactly one step: its events end at the step time", function()
+    local trace = require("fathom.format.trace")
+    for _, sched in ipairs({ "INTERLEAVED", "GPIPE" }) do
+      local sc = fathom.scenario({
+        hardware = "configs/hardware/hardware_library.yaml",
+        physical = "configs/topology_zoo/physical/dgx_a100_1024.yaml",
+        logical = "configs/topology_zoo/logical/tp8_pp8.yaml",
+        model = "configs/models/gpt3_175b.yaml", workload = "configs/train_specs/gpt3_175b.yaml" })
+      sc.workload.pp_variant = sched
+      sc.workload.virtual_stages = sched == "GPIPE" and 1 or 2
+      local r = sc:evaluate()
+      local ev, finish = trace.events(r, 8, sched)
+      h.near(r.step_time_s, finish, 1e-9, "trace end")
+      local passes = 0
+      for _, e in ipairs(ev) do
+        if e.cat == "forward" or e.cat == "backward" then passes = passes + 1 end
+      end
+      assert.are.equal(2 * r.microbatches, passes)
+    end
+  end)
+
+  it("analyze --trace-file writes a Chrome trace", function()
+    local out = os.tmpname()
+    local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+      "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml", "--model-spec",
+      T .. "model.yaml", "--trace-file", out)
+    assert.are.equal(0, r.code, r.stderr)
+    local f = io.open(out)
+    local v = json.decode(f:read("a"))
+    f:close()
+    os.remove(out)
+    assert.is_true(#v.traceEvents > 4)
+  end)
+end)

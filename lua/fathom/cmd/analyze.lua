@@ -23,6 +23,7 @@ local spec = {
   { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
   { name = "format", arg = "FMT", choices = { "yaml", "json", "csv" }, default = "yaml",
     help = "output file format" },
+  { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }
 
@@ -76,6 +77,15 @@ function M.main(argv)
     logical = opts.logical_topology, workload = opts.workload_spec, model = opts.model_spec,
     sweep = opts.sweep_config, pass_mode = opts.pass_mode,
   })
+  if opts.trace_file then
+    local raw = analysis.raw_of[records[1]]
+    if not raw or opts.pass_mode ~= "training" then
+      errors.raise("analyze: --trace-file needs a valid training point")
+    end
+    local d = raw.scenario:compile():degrees()
+    output.write_file(opts.trace_file, require("fathom.format.trace").encode(raw.result, d.pp,
+      raw.scenario.workload.pp_variant))
+  end
   if opts.output_file then
     local out = records
     if not opts.raw_output then
