@@ -52,8 +52,12 @@ static cost mk(double bw_s, double lat_s, double wire) {
   return c;
 }
 
-static cost add(cost a, cost b) { return mk(a.bw_s + b.bw_s, a.lat_s + b.lat_s, fth_max(a.wire, b.wire)); }
-static double total(cost c) { return c.bw_s + c.lat_s; }
+static cost add(cost a, cost b) {
+  return mk(a.bw_s + b.bw_s, a.lat_s + b.lat_s, fth_max(a.wire, b.wire));
+}
+static double total(cost c) {
+  return c.bw_s + c.lat_s;
+}
 static const cost INF_COST = {HUGE_VAL, 0.0, 0.0};
 
 /* Bandwidth a ring algorithm gets: full B on switched fabrics and on rings
@@ -73,13 +77,13 @@ static double ring_bw(const fth_group_level *l) {
 static double direct_bw(const fth_group_level *l) {
   double g = (double)l->group_size, n = (double)l->dim_size;
   switch (l->type) {
-    case FTH_TOPO_MESH:
-      return n > 1 ? l->bw_bytes_per_s * (g - 1.0) / (n - 1.0) : l->bw_bytes_per_s;
-    case FTH_TOPO_RING:
-    case FTH_TOPO_TORUS:
-      return l->bw_bytes_per_s * fth_min(1.0, 4.0 * (g - 1.0) / (g * g));
-    default:
-      return l->bw_bytes_per_s;
+  case FTH_TOPO_MESH:
+    return n > 1 ? l->bw_bytes_per_s * (g - 1.0) / (n - 1.0) : l->bw_bytes_per_s;
+  case FTH_TOPO_RING:
+  case FTH_TOPO_TORUS:
+    return l->bw_bytes_per_s * fth_min(1.0, 4.0 * (g - 1.0) / (g * g));
+  default:
+    return l->bw_bytes_per_s;
   }
 }
 
@@ -88,7 +92,9 @@ static double hop_lat(const fth_group_level *l) {
   return l->type == FTH_TOPO_TWO_TIER ? 2.0 * l->latency_s : l->latency_s;
 }
 
-static double log2ceil(double g) { return g > 1 ? ceil(log2(g)) : 0.0; }
+static double log2ceil(double g) {
+  return g > 1 ? ceil(log2(g)) : 0.0;
+}
 
 /* A flattened view of several levels: G GPUs, the slowest bandwidths, the largest latency. */
 typedef struct flat {
@@ -111,56 +117,56 @@ static flat flatten(const fth_group_level *lv, int n) {
 static cost ring_cost(fth_coll_op op, double m, flat f) {
   double g = f.g, k = (g - 1.0) / g;
   switch (op) {
-    case FTH_COLL_ALL_REDUCE: /* RS + AG around the ring */
-      return mk(2.0 * k * m / f.ring_bw, 2.0 * (g - 1.0) * f.lat, 2.0 * k * m);
-    case FTH_COLL_ALL_GATHER:
-    case FTH_COLL_REDUCE_SCATTER:
-      return mk(k * m / f.ring_bw, (g - 1.0) * f.lat, k * m);
-    case FTH_COLL_BROADCAST: /* pipelined chain */
-      return mk(m / f.ring_bw, (g - 1.0) * f.lat, m);
-    case FTH_COLL_ALL_TO_ALL: /* g - 1 pairwise rounds of m / g */
-      return mk(k * m / f.direct_bw, (g - 1.0) * f.lat, k * m);
-    case FTH_COLL_SEND_RECV:
-      return mk(m / f.direct_bw, f.lat, m);
-    default:
-      return INF_COST;
+  case FTH_COLL_ALL_REDUCE: /* RS + AG around the ring */
+    return mk(2.0 * k * m / f.ring_bw, 2.0 * (g - 1.0) * f.lat, 2.0 * k * m);
+  case FTH_COLL_ALL_GATHER:
+  case FTH_COLL_REDUCE_SCATTER:
+    return mk(k * m / f.ring_bw, (g - 1.0) * f.lat, k * m);
+  case FTH_COLL_BROADCAST: /* pipelined chain */
+    return mk(m / f.ring_bw, (g - 1.0) * f.lat, m);
+  case FTH_COLL_ALL_TO_ALL: /* g - 1 pairwise rounds of m / g */
+    return mk(k * m / f.direct_bw, (g - 1.0) * f.lat, k * m);
+  case FTH_COLL_SEND_RECV:
+    return mk(m / f.direct_bw, f.lat, m);
+  default:
+    return INF_COST;
   }
 }
 
 static cost tree_cost(fth_coll_op op, double m, flat f) {
   double g = f.g, k = (g - 1.0) / g, steps = log2ceil(g);
   switch (op) {
-    case FTH_COLL_ALL_REDUCE: /* Rabenseifner: recursive halving RS + doubling AG */
-      return mk(2.0 * k * m / f.direct_bw, 2.0 * steps * f.lat, 2.0 * k * m);
-    case FTH_COLL_ALL_GATHER:
-    case FTH_COLL_REDUCE_SCATTER:
-      return mk(k * m / f.direct_bw, steps * f.lat, k * m);
-    case FTH_COLL_BROADCAST: /* scatter + recursive-doubling all-gather (van de Geijn) */
-      return mk(2.0 * k * m / f.direct_bw, 2.0 * steps * f.lat, 2.0 * k * m);
-    case FTH_COLL_ALL_TO_ALL: /* Bruck: log2 g rounds of m / 2 */
-      return mk(steps * m / 2.0 / f.direct_bw, steps * f.lat, steps * m / 2.0);
-    case FTH_COLL_SEND_RECV:
-      return mk(m / f.direct_bw, f.lat, m);
-    default:
-      return INF_COST;
+  case FTH_COLL_ALL_REDUCE: /* Rabenseifner: recursive halving RS + doubling AG */
+    return mk(2.0 * k * m / f.direct_bw, 2.0 * steps * f.lat, 2.0 * k * m);
+  case FTH_COLL_ALL_GATHER:
+  case FTH_COLL_REDUCE_SCATTER:
+    return mk(k * m / f.direct_bw, steps * f.lat, k * m);
+  case FTH_COLL_BROADCAST: /* scatter + recursive-doubling all-gather (van de Geijn) */
+    return mk(2.0 * k * m / f.direct_bw, 2.0 * steps * f.lat, 2.0 * k * m);
+  case FTH_COLL_ALL_TO_ALL: /* Bruck: log2 g rounds of m / 2 */
+    return mk(steps * m / 2.0 / f.direct_bw, steps * f.lat, steps * m / 2.0);
+  case FTH_COLL_SEND_RECV:
+    return mk(m / f.direct_bw, f.lat, m);
+  default:
+    return INF_COST;
   }
 }
 
 static cost direct_cost(fth_coll_op op, double m, flat f, double peer_s) {
   double g = f.g, k = (g - 1.0) / g, peers = (g - 1.0) * peer_s;
   switch (op) {
-    case FTH_COLL_ALL_REDUCE: /* one-shot RS then one-shot AG */
-      return mk(2.0 * k * m / f.direct_bw, 2.0 * f.lat + 2.0 * peers, 2.0 * k * m);
-    case FTH_COLL_ALL_GATHER:
-    case FTH_COLL_REDUCE_SCATTER:
-    case FTH_COLL_ALL_TO_ALL:
-      return mk(k * m / f.direct_bw, f.lat + peers, k * m);
-    case FTH_COLL_BROADCAST: /* the root sends the whole buffer to each peer */
-      return mk((g - 1.0) * m / f.direct_bw, f.lat + peers, (g - 1.0) * m);
-    case FTH_COLL_SEND_RECV:
-      return mk(m / f.direct_bw, f.lat, m);
-    default:
-      return INF_COST;
+  case FTH_COLL_ALL_REDUCE: /* one-shot RS then one-shot AG */
+    return mk(2.0 * k * m / f.direct_bw, 2.0 * f.lat + 2.0 * peers, 2.0 * k * m);
+  case FTH_COLL_ALL_GATHER:
+  case FTH_COLL_REDUCE_SCATTER:
+  case FTH_COLL_ALL_TO_ALL:
+    return mk(k * m / f.direct_bw, f.lat + peers, k * m);
+  case FTH_COLL_BROADCAST: /* the root sends the whole buffer to each peer */
+    return mk((g - 1.0) * m / f.direct_bw, f.lat + peers, (g - 1.0) * m);
+  case FTH_COLL_SEND_RECV:
+    return mk(m / f.direct_bw, f.lat, m);
+  default:
+    return INF_COST;
   }
 }
 
@@ -168,15 +174,15 @@ static cost in_network_cost(fth_coll_op op, double m, flat f) {
   if (!f.inr) return INF_COST;
   double k = (f.g - 1.0) / f.g;
   switch (op) {
-    case FTH_COLL_ALL_REDUCE: /* each rank sends m once and receives the reduced m once */
-      return mk(m / f.ring_bw, 2.0 * f.lat, m);
-    case FTH_COLL_REDUCE_SCATTER:
-    case FTH_COLL_ALL_GATHER: /* switch reduces / multicasts */
-      return mk(k * m / f.ring_bw, f.lat, k * m);
-    case FTH_COLL_BROADCAST:
-      return mk(m / f.ring_bw, f.lat, m);
-    default:
-      return INF_COST;
+  case FTH_COLL_ALL_REDUCE: /* each rank sends m once and receives the reduced m once */
+    return mk(m / f.ring_bw, 2.0 * f.lat, m);
+  case FTH_COLL_REDUCE_SCATTER:
+  case FTH_COLL_ALL_GATHER: /* switch reduces / multicasts */
+    return mk(k * m / f.ring_bw, f.lat, k * m);
+  case FTH_COLL_BROADCAST:
+    return mk(m / f.ring_bw, f.lat, m);
+  default:
+    return INF_COST;
   }
 }
 
@@ -199,28 +205,28 @@ static cost hierarchical_cost(fth_coll_op op, double m, const fth_group_level *l
   if (n == 1) return best_single(op, m, lv, peer_s);
   double g0 = (double)lv[0].group_size;
   switch (op) {
-    case FTH_COLL_ALL_REDUCE:
-      return add(add(best_single(FTH_COLL_REDUCE_SCATTER, m, lv, peer_s),
-                     hierarchical_cost(op, m / g0, lv + 1, n - 1, peer_s)),
-                 best_single(FTH_COLL_ALL_GATHER, m, lv, peer_s));
-    case FTH_COLL_REDUCE_SCATTER:
-      return add(best_single(op, m, lv, peer_s),
-                 hierarchical_cost(op, m / g0, lv + 1, n - 1, peer_s));
-    case FTH_COLL_ALL_GATHER:
-      return add(hierarchical_cost(op, m / g0, lv + 1, n - 1, peer_s),
-                 best_single(op, m, lv, peer_s));
-    case FTH_COLL_BROADCAST:
-      return add(hierarchical_cost(op, m, lv + 1, n - 1, peer_s), best_single(op, m, lv, peer_s));
-    case FTH_COLL_ALL_TO_ALL: {
-      /* Two-stage: exchange by local index inside the level, then among the
-       * ranks of equal local index across the rest; each stage moves all but
-       * the part that stays, with g0 - 1 then G/g0 - 1 peers instead of G - 1. */
-      return add(best_single(op, m, lv, peer_s), hierarchical_cost(op, m, lv + 1, n - 1, peer_s));
-    }
-    case FTH_COLL_SEND_RECV: /* a hop between groups crosses the outermost level */
-      return best_single(op, m, lv + n - 1, peer_s);
-    default:
-      return INF_COST;
+  case FTH_COLL_ALL_REDUCE:
+    return add(add(best_single(FTH_COLL_REDUCE_SCATTER, m, lv, peer_s),
+                   hierarchical_cost(op, m / g0, lv + 1, n - 1, peer_s)),
+               best_single(FTH_COLL_ALL_GATHER, m, lv, peer_s));
+  case FTH_COLL_REDUCE_SCATTER:
+    return add(best_single(op, m, lv, peer_s),
+               hierarchical_cost(op, m / g0, lv + 1, n - 1, peer_s));
+  case FTH_COLL_ALL_GATHER:
+    return add(hierarchical_cost(op, m / g0, lv + 1, n - 1, peer_s),
+               best_single(op, m, lv, peer_s));
+  case FTH_COLL_BROADCAST:
+    return add(hierarchical_cost(op, m, lv + 1, n - 1, peer_s), best_single(op, m, lv, peer_s));
+  case FTH_COLL_ALL_TO_ALL: {
+    /* Two-stage: exchange by local index inside the level, then among the
+     * ranks of equal local index across the rest; each stage moves all but
+     * the part that stays, with g0 - 1 then G/g0 - 1 peers instead of G - 1. */
+    return add(best_single(op, m, lv, peer_s), hierarchical_cost(op, m, lv + 1, n - 1, peer_s));
+  }
+  case FTH_COLL_SEND_RECV: /* a hop between groups crosses the outermost level */
+    return best_single(op, m, lv + n - 1, peer_s);
+  default:
+    return INF_COST;
   }
 }
 
@@ -241,23 +247,23 @@ static cost pxn_cost(fth_coll_op op, double m, const fth_group_level *lv, int n,
   return mk(fth_max(up_s, out_s), lat, fth_max(up_bytes, out_bytes));
 }
 
-static cost algo_cost(fth_coll_op op, fth_coll_algo a, double m, const fth_group_level *lv,
-                      int n, double peer_s) {
+static cost algo_cost(fth_coll_op op, fth_coll_algo a, double m, const fth_group_level *lv, int n,
+                      double peer_s) {
   switch (a) {
-    case FTH_ALGO_RING:
-      return ring_cost(op, m, flatten(lv, n));
-    case FTH_ALGO_TREE:
-      return tree_cost(op, m, flatten(lv, n));
-    case FTH_ALGO_DIRECT:
-      return direct_cost(op, m, flatten(lv, n), peer_s);
-    case FTH_ALGO_HIERARCHICAL:
-      return hierarchical_cost(op, m, lv, n, peer_s);
-    case FTH_ALGO_PXN:
-      return pxn_cost(op, m, lv, n, peer_s);
-    case FTH_ALGO_IN_NETWORK:
-      return in_network_cost(op, m, flatten(lv, n));
-    default:
-      return INF_COST;
+  case FTH_ALGO_RING:
+    return ring_cost(op, m, flatten(lv, n));
+  case FTH_ALGO_TREE:
+    return tree_cost(op, m, flatten(lv, n));
+  case FTH_ALGO_DIRECT:
+    return direct_cost(op, m, flatten(lv, n), peer_s);
+  case FTH_ALGO_HIERARCHICAL:
+    return hierarchical_cost(op, m, lv, n, peer_s);
+  case FTH_ALGO_PXN:
+    return pxn_cost(op, m, lv, n, peer_s);
+  case FTH_ALGO_IN_NETWORK:
+    return in_network_cost(op, m, flatten(lv, n));
+  default:
+    return INF_COST;
   }
 }
 

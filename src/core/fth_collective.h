@@ -33,14 +33,14 @@ typedef enum fth_coll_algo {
   FTH_ALGO_TREE,         ///< double binary tree / recursive halving-doubling
   FTH_ALGO_DIRECT,       ///< one-shot: every rank talks to every peer at once
   FTH_ALGO_HIERARCHICAL, ///< per level, innermost first (RS in, AR across, AG in)
-  FTH_ALGO_PXN,          ///< all-to-all: aggregate via scale-up, one scale-out hop per pair of rails
-  FTH_ALGO_IN_NETWORK,   ///< switch-side reduction (NVLS/SHARP); only where the level offers it
+  FTH_ALGO_PXN,        ///< all-to-all: aggregate via scale-up, one scale-out hop per pair of rails
+  FTH_ALGO_IN_NETWORK, ///< switch-side reduction (NVLS/SHARP); only where the level offers it
   FTH_ALGO_COUNT
 } fth_coll_algo;
 
-const char *fth_coll_op_name(fth_coll_op op);       ///< "all_reduce", ...
-fth_coll_op fth_coll_op_parse(const char *name);    ///< FTH_COLL_OP_COUNT when unknown
-const char *fth_coll_algo_name(fth_coll_algo a);    ///< "auto", "ring", ...
+const char *fth_coll_op_name(fth_coll_op op);        ///< "all_reduce", ...
+fth_coll_op fth_coll_op_parse(const char *name);     ///< FTH_COLL_OP_COUNT when unknown
+const char *fth_coll_algo_name(fth_coll_algo a);     ///< "auto", "ring", ...
 fth_coll_algo fth_coll_algo_parse(const char *name); ///< FTH_ALGO_COUNT when unknown
 
 /// Tunables shared by all collectives.
@@ -52,11 +52,11 @@ typedef struct fth_coll_params {
 fth_coll_params fth_coll_params_default(void); ///< both 0
 
 typedef struct fth_coll_result {
-  double time_s;         ///< total time of the collective
-  double bandwidth_s;    ///< the bytes/bandwidth part
-  double latency_s;      ///< the per-step latency + overhead part
-  double wire_bytes;     ///< bytes one rank sends over the busiest level
-  fth_coll_algo algo;    ///< algorithm used (resolved when AUTO)
+  double time_s;      ///< total time of the collective
+  double bandwidth_s; ///< the bytes/bandwidth part
+  double latency_s;   ///< the per-step latency + overhead part
+  double wire_bytes;  ///< bytes one rank sends over the busiest level
+  fth_coll_algo algo; ///< algorithm used (resolved when AUTO)
 } fth_coll_result;
 
 /// Cost of `op` with `algo` on `bytes` over `levels[0..num_levels)` (innermost

@@ -38,4 +38,6 @@ fth_status fth_error_prefix(fth_error *err, const char *prefix) {
   return err->status;
 }
 
-int fth_positive(double x) { return isfinite(x) && x > 0.0; }
+int fth_positive(double x) {
+  return isfinite(x) && x > 0.0;
+}

@@ -14,7 +14,7 @@ typedef enum fth_status {
 } fth_status;
 
 #define FTH_ERROR_PATH_MAX 128
-#define FTH_ERROR_MSG_MAX 256
+#define FTH_ERROR_MSG_MAX  256
 
 /// Where and why an input was refused. `path` is a dotted field path relative
 /// to the struct being checked (e.g. "memory.efficiency"); the binding maps it
@@ -51,11 +51,15 @@ fth_status fth_error_prefix(fth_error *err, const char *prefix);
 #define FTH_KIB 1024.0
 #define FTH_MIB (1024.0 * 1024.0)
 #define FTH_GIB (1024.0 * 1024.0 * 1024.0)
-#define FTH_GB 1e9
-#define FTH_TB 1e12
+#define FTH_GB  1e9
+#define FTH_TB  1e12
 
-static inline double fth_max(double a, double b) { return a > b ? a : b; }
-static inline double fth_min(double a, double b) { return a < b ? a : b; }
+static inline double fth_max(double a, double b) {
+  return a > b ? a : b;
+}
+static inline double fth_min(double a, double b) {
+  return a < b ? a : b;
+}
 static inline double fth_ceil_div(double a, double b) {
   double q = a / b;
   double f = (double)(long long)q;

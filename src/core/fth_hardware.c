@@ -18,8 +18,12 @@ fth_compute_def fth_compute_def_default(void) {
   return d;
 }
 
-static int fraction_ok(double x) { return isfinite(x) && x > 0.0 && x <= 1.0; }
-static int nonneg_ok(double x) { return isfinite(x) && x >= 0.0; }
+static int fraction_ok(double x) {
+  return isfinite(x) && x > 0.0 && x <= 1.0;
+}
+static int nonneg_ok(double x) {
+  return isfinite(x) && x >= 0.0;
+}
 
 fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   static const char *const names[FTH_PREC_COUNT] = {"fp8_nominal", "bf16_nominal", "fp32_nominal"};
@@ -56,7 +60,8 @@ double fth_compute_flops_per_s(const fth_compute_def *d, fth_precision prec) {
 
 double fth_compute_attention_flops_per_s(const fth_compute_def *d, fth_precision prec) {
   double f = fth_compute_flops_per_s(d, prec);
-  if (d->attention_efficiency > 0 && d->efficiency > 0) f *= d->attention_efficiency / d->efficiency;
+  if (d->attention_efficiency > 0 && d->efficiency > 0)
+    f *= d->attention_efficiency / d->efficiency;
   return f;
 }
 
@@ -70,8 +75,8 @@ fth_memory_def fth_memory_def_default(void) {
 
 fth_status fth_memory_check(const fth_memory_def *d, fth_error *err) {
   if (!fth_positive(d->bw_per_stack_bytes_per_s))
-    return fth_fail(err, FTH_EINVAL, "bandwidth_per_stack_nominal",
-                    "expected bytes/s > 0, got %g", d->bw_per_stack_bytes_per_s);
+    return fth_fail(err, FTH_EINVAL, "bandwidth_per_stack_nominal", "expected bytes/s > 0, got %g",
+                    d->bw_per_stack_bytes_per_s);
   if (!fth_positive(d->size_per_stack_bytes))
     return fth_fail(err, FTH_EINVAL, "size_per_stack", "expected bytes > 0, got %g",
                     d->size_per_stack_bytes);
@@ -105,14 +110,12 @@ fth_status fth_link_check(const fth_link_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "bandwidth_nominal",
                     "expected bytes/s per direction > 0, got %g", d->bw_bytes_per_s);
   if (d->num_links < 1)
-    return fth_fail(err, FTH_EINVAL, "num_links", "expected an integer >= 1, got %d",
-                    d->num_links);
+    return fth_fail(err, FTH_EINVAL, "num_links", "expected an integer >= 1, got %d", d->num_links);
   if (!fraction_ok(d->efficiency))
     return fth_fail(err, FTH_EINVAL, "efficiency", "expected a fraction in (0, 1], got %g",
                     d->efficiency);
   if (!nonneg_ok(d->latency_s))
-    return fth_fail(err, FTH_EINVAL, "latency_sec", "expected seconds >= 0, got %g",
-                    d->latency_s);
+    return fth_fail(err, FTH_EINVAL, "latency_sec", "expected seconds >= 0, got %g", d->latency_s);
   return FTH_OK;
 }
 
@@ -129,8 +132,7 @@ fth_node_def fth_node_def_default(void) {
 }
 
 fth_status fth_node_check(const fth_node_def *n, fth_error *err) {
-  if (fth_compute_check(&n->compute, err) != FTH_OK)
-    return fth_error_prefix(err, "device_compute");
+  if (fth_compute_check(&n->compute, err) != FTH_OK) return fth_error_prefix(err, "device_compute");
   if (!n->has_tier[FTH_TIER_XPU])
     return fth_fail(err, FTH_EINVAL, "device_memory_tiers.xpu_memory",
                     "missing (every node needs its accelerator memory)");
@@ -145,8 +147,8 @@ fth_status fth_node_check(const fth_node_def *n, fth_error *err) {
   return FTH_OK;
 }
 
-static const char *const tier_names[FTH_TIER_COUNT] = {"xpu_memory", "host_memory",
-                                                       "remote_memory", "nvme"};
+static const char *const tier_names[FTH_TIER_COUNT] = {"xpu_memory", "host_memory", "remote_memory",
+                                                       "nvme"};
 
 const char *fth_tier_name(fth_tier t) {
   return (t >= 0 && t < FTH_TIER_COUNT) ? tier_names[t] : NULL;

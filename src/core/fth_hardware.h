@@ -25,9 +25,9 @@ typedef struct fth_compute_def {
   double flops_per_s[FTH_PREC_COUNT]; ///< nominal dense peak, FLOP/s (fp8, bf16, fp32)
   double efficiency;                  ///< achievable fraction of nominal for large GEMMs, (0, 1]
   double vector_flops_per_s;          ///< non-tensor-core rate for element-wise ops; 0 = bf16/8
-  double attention_efficiency;        ///< fraction of nominal fused attention reaches; 0 = efficiency
-  int compute_units;                  ///< SMs (NVIDIA) / CUs (AMD); 0 = unknown (roofline only)
-  double gemm_tile_m, gemm_tile_n;    ///< output tile of the GEMM library (0 = 128 x 128)
+  double attention_efficiency;     ///< fraction of nominal fused attention reaches; 0 = efficiency
+  int compute_units;               ///< SMs (NVIDIA) / CUs (AMD); 0 = unknown (roofline only)
+  double gemm_tile_m, gemm_tile_n; ///< output tile of the GEMM library (0 = 128 x 128)
 } fth_compute_def;
 
 fth_compute_def fth_compute_def_default(void);
@@ -69,11 +69,11 @@ typedef enum fth_tier {
 
 /// One interconnect (ScaleScope `interconnect` component), as seen by one GPU.
 typedef struct fth_link_def {
-  double bw_bytes_per_s;     ///< nominal bytes/s per direction per link
-  int num_links;             ///< links per GPU on this fabric (> 0)
-  double efficiency;         ///< achievable fraction of nominal, (0, 1]
-  double latency_s;          ///< one-hop latency incl. software, seconds (>= 0)
-  int in_network_reduction;  ///< 1 when the fabric reduces in the switch (NVLS, SHARP)
+  double bw_bytes_per_s;    ///< nominal bytes/s per direction per link
+  int num_links;            ///< links per GPU on this fabric (> 0)
+  double efficiency;        ///< achievable fraction of nominal, (0, 1]
+  double latency_s;         ///< one-hop latency incl. software, seconds (>= 0)
+  int in_network_reduction; ///< 1 when the fabric reduces in the switch (NVLS, SHARP)
 } fth_link_def;
 
 fth_link_def fth_link_def_default(void);

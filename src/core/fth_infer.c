@@ -32,21 +32,26 @@ fth_infer_def fth_infer_def_default(void) {
   return d;
 }
 
-static int width_ok(double b) { return b == 1 || b == 2 || b == 4; }
+static int width_ok(double b) {
+  return b == 1 || b == 2 || b == 4;
+}
 
 static fth_status check_def(const fth_infer_def *d, fth_pass pass, fth_error *err) {
-  if (pass == FTH_PASS_PREFILL && !(fth_positive(d->prompt_len) && d->prompt_len == floor(d->prompt_len)))
-    return fth_fail(err, FTH_EINVAL, "seq_length", "expected a positive integer, got %g", d->prompt_len);
+  if (pass == FTH_PASS_PREFILL &&
+      !(fth_positive(d->prompt_len) && d->prompt_len == floor(d->prompt_len)))
+    return fth_fail(err, FTH_EINVAL, "seq_length", "expected a positive integer, got %g",
+                    d->prompt_len);
   if (pass == FTH_PASS_DECODE) {
     if (!(d->context_len >= 0 && d->context_len == floor(d->context_len)))
       return fth_fail(err, FTH_EINVAL, "prefill_seq_len", "expected an integer >= 0, got %g",
                       d->context_len);
     if (!(fth_positive(d->gen_tokens) && d->gen_tokens == floor(d->gen_tokens)))
-      return fth_fail(err, FTH_EINVAL, "num_generated_tokens", "expected a positive integer, got %g",
-                      d->gen_tokens);
+      return fth_fail(err, FTH_EINVAL, "num_generated_tokens",
+                      "expected a positive integer, got %g", d->gen_tokens);
   }
   if (!width_ok(d->act_bytes))
-    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g", d->act_bytes);
+    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g",
+                    d->act_bytes);
   if (d->weight_bytes != 0 && !width_ok(d->weight_bytes))
     return fth_fail(err, FTH_EINVAL, "weight_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->weight_bytes);
@@ -83,11 +88,11 @@ fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
   if (fth_train_compile(&p->base, node, topo, model, &t, err) != FTH_OK) return err->status;
   if (pass == FTH_PASS_DECODE && p->base.cp > 1)
     return fth_fail(err, FTH_EINVAL, "topology.logical",
-                    "decode with CP = %d: context parallelism applies to prefill only",
-                    p->base.cp);
+                    "decode with CP = %d: context parallelism applies to prefill only", p->base.cp);
   for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++) {
     fth_tier tt = d->traffic_tier[c], ft = d->footprint_tier[c];
-    if ((c == FTH_MEM_KV_CACHE || c == FTH_MEM_WEIGHTS) && (!node->has_tier[tt] || !node->has_tier[ft]))
+    if ((c == FTH_MEM_KV_CACHE || c == FTH_MEM_WEIGHTS) &&
+        (!node->has_tier[tt] || !node->has_tier[ft]))
       return fth_fail(err, FTH_EINVAL,
                       !node->has_tier[tt] ? "workload.memory_device_map_traffic"
                                           : "workload.memory_device_map_footprint",
@@ -148,7 +153,8 @@ static void block_pass(const fth_infer_plan *p, const fth_phase_ctx *c, double k
     fth_kernel_cost k;
     k.flops = 2.0 * reqs * heads * ctx * (sh->d_qk + sh->d_v);
     k.bytes = reqs * ctx * kv_tok * d->kv_bytes;
-    double rate = c->env.attention_flops_per_s > 0 ? c->env.attention_flops_per_s : c->env.matrix_flops_per_s;
+    double rate =
+        c->env.attention_flops_per_s > 0 ? c->env.attention_flops_per_s : c->env.matrix_flops_per_s;
     k.compute_s = rate > 0 ? k.flops / rate : HUGE_VAL;
     k.memory_s = kv_bw > 0 ? k.bytes / kv_bw : HUGE_VAL;
     k.time_s = fth_max(k.compute_s, k.memory_s);
@@ -184,12 +190,13 @@ static void block_pass(const fth_infer_plan *p, const fth_phase_ctx *c, double k
   if (moe) {
     double a2a = tokens / tp * m->top_k * h * ab * d->expert_imbalance;
     ph->comm_s[FTH_COMM_EP] += 2.0 * coll(p, FTH_COLL_ALL_TO_ALL, a2a, b->lv_ep, b->nl_ep);
-    ph->comm_s[FTH_COMM_TP_MOE] += coll(p, FTH_COLL_ALL_GATHER, a2a, b->lv_tp_moe, b->nl_tp_moe) +
-                                   coll(p, FTH_COLL_REDUCE_SCATTER, a2a, b->lv_tp_moe, b->nl_tp_moe);
+    ph->comm_s[FTH_COMM_TP_MOE] +=
+        coll(p, FTH_COLL_ALL_GATHER, a2a, b->lv_tp_moe, b->nl_tp_moe) +
+        coll(p, FTH_COLL_REDUCE_SCATTER, a2a, b->lv_tp_moe, b->nl_tp_moe);
   }
   if (p->pass == FTH_PASS_PREFILL && b->cp > 1)
-    ph->comm_s[FTH_COMM_CP] += coll(p, FTH_COLL_ALL_GATHER, tokens * kv_tok * d->kv_bytes * b->cp,
-                                    b->lv_cp, b->nl_cp);
+    ph->comm_s[FTH_COMM_CP] +=
+        coll(p, FTH_COLL_ALL_GATHER, tokens * kv_tok * d->kv_bytes * b->cp, b->lv_cp, b->nl_cp);
 }
 
 /* The slowest stage's pass for one micro-batch at context `ctx`. */
@@ -215,7 +222,8 @@ static double stage_pass(const fth_infer_plan *p, const fth_phase_ctx *c, double
   fth_kernel_cost k = fth_kernel_gemm(&c->env, d->micro_batch, v, h, 1, d->act_bytes);
   k.bytes += h * v * (d->weight_bytes - d->act_bytes);
   fth_phase_add_kernel(c, out, FTH_FLOP_UNEMBEDDING, k, h * v * d->weight_bytes);
-  fth_kernel_cost ke = fth_kernel_elementwise(&c->env, d->micro_batch * q * h, 0.0, 2.0 * d->act_bytes);
+  fth_kernel_cost ke =
+      fth_kernel_elementwise(&c->env, d->micro_batch * q * h, 0.0, 2.0 * d->act_bytes);
   fth_phase_add_kernel(c, out, FTH_FLOP_EMBEDDING, ke, 0.0);
   return fth_phase_time(out, d->comp_comm_eff, exposed);
 }
@@ -232,9 +240,10 @@ static void footprint(const fth_infer_plan *p, double kv_per_request, fth_infer_
   m->bytes[FTH_MEM_KV_CACHE] = resident * kv_per_request;
   double q = p->pass == FTH_PASS_PREFILL ? d->prompt_len / b->cp : 1.0;
   const fth_model_def *md = &b->model;
-  double ffn = md->num_experts > 1
-                   ? (md->expert_ffn_hidden > 0 ? md->expert_ffn_hidden : md->ffn_hidden) * md->top_k
-                   : (md->ffn_hidden > 0 ? md->ffn_hidden : md->mlp_ratio * md->d_model);
+  double ffn =
+      md->num_experts > 1
+          ? (md->expert_ffn_hidden > 0 ? md->expert_ffn_hidden : md->ffn_hidden) * md->top_k
+          : (md->ffn_hidden > 0 ? md->ffn_hidden : md->mlp_ratio * md->d_model);
   double tokens = d->micro_batch * q;
   m->bytes[FTH_MEM_TRANSIENT_FWD] =
       fth_max(tokens * ffn / b->tp * d->act_bytes * (md->gated_mlp ? 3.0 : 2.0),
@@ -280,8 +289,9 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   double m = b->microbatches, pp = b->pp;
   /* Pipeline hand-off of the micro-batch's [tokens, h] activations. */
   double q_hop = p->pass == FTH_PASS_PREFILL ? d->prompt_len / b->cp : 1.0;
-  double hop_raw = b->nl_pp > 0 ? coll(p, FTH_COLL_SEND_RECV, d->micro_batch * q_hop * b->model.d_model *
-                                                                  d->act_bytes, b->lv_pp, b->nl_pp)
+  double hop_raw = b->nl_pp > 0 ? coll(p, FTH_COLL_SEND_RECV,
+                                       d->micro_batch * q_hop * b->model.d_model * d->act_bytes,
+                                       b->lv_pp, b->nl_pp)
                                 : 0.0;
   double kv_tok_layers = kv_elems_per_gpu(p, &b->dense_shape) * b->dense_layers_per_stage +
                          kv_elems_per_gpu(p, &b->moe_shape) * b->moe_layers_per_stage;

@@ -12,18 +12,18 @@
 typedef enum fth_pass { FTH_PASS_PREFILL = 0, FTH_PASS_DECODE = 1 } fth_pass;
 
 typedef struct fth_infer_def {
-  double global_batch;     ///< requests in flight, whole system
-  double micro_batch;      ///< requests per micro-batch per DP rank
-  double prompt_len;       ///< prefill: `seq_length` prompt tokens per request
-  double context_len;      ///< decode: `prefill_seq_len` tokens already cached
-  double gen_tokens;       ///< decode: `num_generated_tokens`
-  double act_bytes;        ///< `float_size_bytes` of activations
-  double weight_bytes;     ///< width of stored weights (fp8 = 1); 0 = act_bytes
-  double kv_bytes;         ///< width of the KV cache; 0 = act_bytes
+  double global_batch; ///< requests in flight, whole system
+  double micro_batch;  ///< requests per micro-batch per DP rank
+  double prompt_len;   ///< prefill: `seq_length` prompt tokens per request
+  double context_len;  ///< decode: `prefill_seq_len` tokens already cached
+  double gen_tokens;   ///< decode: `num_generated_tokens`
+  double act_bytes;    ///< `float_size_bytes` of activations
+  double weight_bytes; ///< width of stored weights (fp8 = 1); 0 = act_bytes
+  double kv_bytes;     ///< width of the KV cache; 0 = act_bytes
   double expert_imbalance;
   int flash_attention;
   double comp_comm_eff, comp_mem_eff, comm_mem_eff;
-  fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT];   ///< kv_cache may live in remote_memory
+  fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT]; ///< kv_cache may live in remote_memory
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT];
   fth_coll_params coll;
   double kernel_launch_s;
@@ -44,17 +44,17 @@ fth_status fth_infer_compile(fth_infer_plan *plan, const fth_node_def *node,
                              const fth_infer_def *def, fth_pass pass, fth_error *err);
 
 typedef struct fth_infer_result {
-  double time_s;          ///< prefill: until the last micro-batch's first token; decode: all steps
-  double ttft_s;          ///< prefill: time to first token of the batch
-  double tpot_s;          ///< decode: time per output token at the mean context
+  double time_s; ///< prefill: until the last micro-batch's first token; decode: all steps
+  double ttft_s; ///< prefill: time to first token of the batch
+  double tpot_s; ///< decode: time per output token at the mean context
   double tpot_first_s, tpot_last_s; ///< decode: at the first and the last step's context
-  double stage_s;         ///< one micro-batch through the slowest stage (mean context)
-  double tokens_per_s;    ///< whole system: prompt tokens (prefill) or generated tokens (decode)
+  double stage_s;                   ///< one micro-batch through the slowest stage (mean context)
+  double tokens_per_s; ///< whole system: prompt tokens (prefill) or generated tokens (decode)
   double tokens_per_s_per_gpu;
-  fth_phase pass;         ///< one micro-batch through the slowest stage
+  fth_phase pass;                   ///< one micro-batch through the slowest stage
   double weights_read_s, kv_read_s; ///< decode: memory time of weights and of the KV cache
   double comm_exposed_s[FTH_COMM_KIND_COUNT]; ///< per micro-batch stage pass
-  double pp_s;            ///< exposed pipeline hand-offs, whole time
+  double pp_s;                                ///< exposed pipeline hand-offs, whole time
   double kv_cache_bytes_per_gpu;
   double kv_bytes_per_request_per_gpu;
   fth_memory_footprint mem;

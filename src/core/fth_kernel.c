@@ -14,11 +14,14 @@ fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec,
   /* Element-wise work runs on the vector units: a declared rate, else 1/8 of
    * the bf16 tensor rate (H100: 134 of 989 TFLOP/s). */
   double vec = node->compute.vector_flops_per_s;
-  if (!(vec > 0)) vec = fth_compute_flops_per_s(&node->compute, FTH_PREC_BF16) / 8.0;
-  else vec *= node->compute.efficiency;
+  if (!(vec > 0))
+    vec = fth_compute_flops_per_s(&node->compute, FTH_PREC_BF16) / 8.0;
+  else
+    vec *= node->compute.efficiency;
   e.vector_flops_per_s = vec;
-  e.mem_bw_bytes_per_s =
-      (tier >= 0 && tier < FTH_TIER_COUNT && node->has_tier[tier]) ? fth_memory_bw_bytes_per_s(&node->tier[tier]) : 0.0;
+  e.mem_bw_bytes_per_s = (tier >= 0 && tier < FTH_TIER_COUNT && node->has_tier[tier])
+                             ? fth_memory_bw_bytes_per_s(&node->tier[tier])
+                             : 0.0;
   e.model = FTH_KERNEL_ROOFLINE;
   e.compute_units = node->compute.compute_units;
   e.tile_m = node->compute.gemm_tile_m > 0 ? node->compute.gemm_tile_m : 128.0;
@@ -74,11 +77,13 @@ fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, do
   double bytes = (batch * heads * q_len * d_qk + batch * kv_heads * kv_len * (d_qk + d_v) +
                   batch * heads * q_len * d_v) *
                  elem_bytes;
-  double rate = env->attention_flops_per_s > 0 ? env->attention_flops_per_s : env->matrix_flops_per_s;
+  double rate =
+      env->attention_flops_per_s > 0 ? env->attention_flops_per_s : env->matrix_flops_per_s;
   fth_kernel_cost c = roofline(flops, rate, bytes, env->mem_bw_bytes_per_s);
   if (tiled(env) && flops > 0) {
     double blocks = batch * heads * fth_ceil_div(q_len, env->attn_block_q);
-    double per_block = flops / (batch * heads * q_len) * env->attn_block_q; /* a full block's share */
+    double per_block =
+        flops / (batch * heads * q_len) * env->attn_block_q; /* a full block's share */
     c.compute_s = waves_s(env, blocks, per_block, rate);
     c.time_s = fth_max(c.compute_s, c.memory_s);
   }

@@ -15,25 +15,25 @@ typedef enum fth_kernel_model {
 
 /// What a kernel runs on: matrix rate at a precision, vector rate, memory bandwidth.
 typedef struct fth_kernel_env {
-  double matrix_flops_per_s; ///< effective tensor-core FLOP/s at the kernel's precision
+  double matrix_flops_per_s;    ///< effective tensor-core FLOP/s at the kernel's precision
   double attention_flops_per_s; ///< effective FLOP/s of fused attention (0 = matrix rate)
-  double vector_flops_per_s; ///< effective element-wise FLOP/s
-  double mem_bw_bytes_per_s; ///< effective bandwidth of the tier the operands live in
+  double vector_flops_per_s;    ///< effective element-wise FLOP/s
+  double mem_bw_bytes_per_s;    ///< effective bandwidth of the tier the operands live in
   fth_kernel_model model;
-  int compute_units;         ///< SMs / CUs (tiled model; 0 = roofline)
-  double tile_m, tile_n;     ///< GEMM output tile (tiled model)
-  double attn_block_q;       ///< flash-attention query block (tiled model)
+  int compute_units;     ///< SMs / CUs (tiled model; 0 = roofline)
+  double tile_m, tile_n; ///< GEMM output tile (tiled model)
+  double attn_block_q;   ///< flash-attention query block (tiled model)
 } fth_kernel_env;
 
 /// Build an env from a node at a precision (tier for operand traffic).
 fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec, fth_tier tier);
 
 typedef struct fth_kernel_cost {
-  double flops;        ///< arithmetic work, FLOP
-  double bytes;        ///< memory traffic, bytes
-  double compute_s;    ///< flops / rate
-  double memory_s;     ///< bytes / bandwidth
-  double time_s;       ///< roofline: max(compute_s, memory_s)
+  double flops;     ///< arithmetic work, FLOP
+  double bytes;     ///< memory traffic, bytes
+  double compute_s; ///< flops / rate
+  double memory_s;  ///< bytes / bandwidth
+  double time_s;    ///< roofline: max(compute_s, memory_s)
 } fth_kernel_cost;
 
 /// C[m,n] = A[m,k] B[k,n], `batch` independent instances; operands of

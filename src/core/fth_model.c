@@ -14,7 +14,9 @@ fth_model_def fth_model_def_default(void) {
   return d;
 }
 
-static int kv_heads(const fth_model_def *d) { return d->num_kv_heads > 0 ? d->num_kv_heads : d->num_heads; }
+static int kv_heads(const fth_model_def *d) {
+  return d->num_kv_heads > 0 ? d->num_kv_heads : d->num_heads;
+}
 
 static double head_dim(const fth_model_def *d) {
   return d->head_dim > 0 ? (double)d->head_dim : (double)d->d_model / d->num_heads;
@@ -28,17 +30,22 @@ static double expert_ffn(const fth_model_def *d) {
   return d->expert_ffn_hidden > 0 ? d->expert_ffn_hidden : ffn(d);
 }
 
-static int is_moe_model(const fth_model_def *d) { return d->num_experts > 1; }
+static int is_moe_model(const fth_model_def *d) {
+  return d->num_experts > 1;
+}
 
 fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
-  if (d->d_model < 1) return fth_fail(err, FTH_EINVAL, "d_model", "expected >= 1, got %d", d->d_model);
-  if (d->n_layers < 1) return fth_fail(err, FTH_EINVAL, "n_layers", "expected >= 1, got %d", d->n_layers);
+  if (d->d_model < 1)
+    return fth_fail(err, FTH_EINVAL, "d_model", "expected >= 1, got %d", d->d_model);
+  if (d->n_layers < 1)
+    return fth_fail(err, FTH_EINVAL, "n_layers", "expected >= 1, got %d", d->n_layers);
   if (d->num_heads < 1)
     return fth_fail(err, FTH_EINVAL, "num_heads", "expected >= 1, got %d", d->num_heads);
   if (d->num_kv_heads < 0 || (d->num_kv_heads > 0 && d->num_heads % d->num_kv_heads != 0))
-    return fth_fail(err, FTH_EINVAL, "num_kv_heads",
-                    "expected a divisor of num_heads %d, got %d", d->num_heads, d->num_kv_heads);
-  if (d->head_dim < 0) return fth_fail(err, FTH_EINVAL, "head_dim", "expected >= 1, got %d", d->head_dim);
+    return fth_fail(err, FTH_EINVAL, "num_kv_heads", "expected a divisor of num_heads %d, got %d",
+                    d->num_heads, d->num_kv_heads);
+  if (d->head_dim < 0)
+    return fth_fail(err, FTH_EINVAL, "head_dim", "expected >= 1, got %d", d->head_dim);
   if (d->head_dim == 0 && d->kv_lora_rank == 0 && d->d_model % d->num_heads != 0)
     return fth_fail(err, FTH_EINVAL, "head_dim",
                     "d_model %d is not a multiple of num_heads %d: give head_dim", d->d_model,
@@ -50,9 +57,11 @@ fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
   if (d->vocab_size < 1)
     return fth_fail(err, FTH_EINVAL, "vocab_size", "expected >= 1, got %d", d->vocab_size);
   if (d->max_seq_len < 1)
-    return fth_fail(err, FTH_EINVAL, "max_sequence_length", "expected >= 1, got %d", d->max_seq_len);
+    return fth_fail(err, FTH_EINVAL, "max_sequence_length", "expected >= 1, got %d",
+                    d->max_seq_len);
   if (d->num_experts < 0)
-    return fth_fail(err, FTH_EINVAL, "num_regular_experts", "expected >= 0, got %d", d->num_experts);
+    return fth_fail(err, FTH_EINVAL, "num_regular_experts", "expected >= 0, got %d",
+                    d->num_experts);
   if (is_moe_model(d)) {
     if (d->top_k < 1)
       return fth_fail(err, FTH_EINVAL, "num_selected_experts",
@@ -166,12 +175,23 @@ fth_layer_shape fth_model_layer_shape(const fth_model_def *d, int moe) {
   for (int i = 0; i < s.num_linears; i++) {
     double p = s.lin[i].in * s.lin[i].out;
     switch (s.lin[i].part) {
-      case FTH_PART_ATTN: s.params_attn += p; break;
-      case FTH_PART_MLP: s.params_mlp += p; break;
-      case FTH_PART_ROUTER: s.params_router += p; break;
-      case FTH_PART_EXPERT: s.params_per_expert += p; break;
-      case FTH_PART_SHARED: s.params_shared += p; break;
-      default: break;
+    case FTH_PART_ATTN:
+      s.params_attn += p;
+      break;
+    case FTH_PART_MLP:
+      s.params_mlp += p;
+      break;
+    case FTH_PART_ROUTER:
+      s.params_router += p;
+      break;
+    case FTH_PART_EXPERT:
+      s.params_per_expert += p;
+      break;
+    case FTH_PART_SHARED:
+      s.params_shared += p;
+      break;
+    default:
+      break;
     }
   }
   return s;
@@ -255,7 +275,8 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
   a.replicated = 4.0 * w * h + (dropout ? 2.0 * h : 0.0);
   /* Q, K, V and the projection input at their real widths. */
   a.sharded = w * (s.heads * s.d_qk + s.kv_heads * s.d_qk + s.kv_heads * s.d_v + s.heads * s.d_v);
-  if (d->kv_lora_rank > 0) a.replicated += w * ((double)d->kv_lora_rank + d->qk_rope_head_dim + d->q_lora_rank);
+  if (d->kv_lora_rank > 0)
+    a.replicated += w * ((double)d->kv_lora_rank + d->qk_rope_head_dim + d->q_lora_rank);
   double keep = d->gated_mlp ? 3.0 : 2.0; /* SwiGLU: gate, up, product; GeLU: input, output */
   if (!s.is_moe) {
     a.sharded += keep * w * ffn(d);
@@ -275,7 +296,8 @@ double fth_model_activation_bytes_per_token(const fth_model_def *d, int moe, fth
   double rep_div = sp ? t : 1.0;
   if (rc == FTH_RECOMPUTE_FULL) return w * d->d_model / rep_div; /* the block input only */
   fth_layer_activations a = fth_model_layer_activations(d, moe, w, flash);
-  double bytes = a.replicated / rep_div + a.sharded / t + a.expert_per_routed_token * routed_per_token / tm;
+  double bytes =
+      a.replicated / rep_div + a.sharded / t + a.expert_per_routed_token * routed_per_token / tm;
   if (rc == FTH_RECOMPUTE_NONE) bytes += a.score_per_seq * seq / t;
   if (flash) bytes += 4.0 * d->num_heads / t; /* fp32 log-sum-exp per query and head */
   return bytes;

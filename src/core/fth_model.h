@@ -9,27 +9,27 @@
 #include "fth_common.h"
 
 typedef struct fth_model_def {
-  int d_model;             ///< hidden size h
-  int n_layers;            ///< transformer blocks (dense + MoE)
-  int num_heads;           ///< query heads a
-  int num_kv_heads;        ///< K/V heads (GQA); 0 = num_heads
-  int head_dim;            ///< per-head dim; 0 = d_model / num_heads
-  double ffn_hidden;       ///< dense FFN inner size; 0 = mlp_ratio x d_model
-  double mlp_ratio;        ///< used when ffn_hidden == 0
-  int gated_mlp;           ///< 1: SwiGLU (gate, up, down); 0: plain (up, down) with GeLU
+  int d_model;       ///< hidden size h
+  int n_layers;      ///< transformer blocks (dense + MoE)
+  int num_heads;     ///< query heads a
+  int num_kv_heads;  ///< K/V heads (GQA); 0 = num_heads
+  int head_dim;      ///< per-head dim; 0 = d_model / num_heads
+  double ffn_hidden; ///< dense FFN inner size; 0 = mlp_ratio x d_model
+  double mlp_ratio;  ///< used when ffn_hidden == 0
+  int gated_mlp;     ///< 1: SwiGLU (gate, up, down); 0: plain (up, down) with GeLU
   int vocab_size;
   int max_seq_len;
-  int learned_pos_emb;     ///< 1: GPT-style learned position table (max_seq_len x h)
-  int tied_embeddings;     ///< 1: LM head shares the embedding matrix
+  int learned_pos_emb; ///< 1: GPT-style learned position table (max_seq_len x h)
+  int tied_embeddings; ///< 1: LM head shares the embedding matrix
   /* MoE (num_experts <= 1 means dense) */
-  int num_experts;         ///< routed experts per MoE layer
-  int top_k;               ///< routed experts selected per token
-  int num_shared_experts;  ///< always-active experts per MoE layer
-  double expert_ffn_hidden;///< inner size of one expert; 0 = ffn_hidden
-  int first_dense_layers;  ///< leading layers that stay dense (DeepSeek-V3: 3)
-  int moe_layer_interval;  ///< every k-th layer after the dense ones is MoE; 0 or 1 = all
+  int num_experts;          ///< routed experts per MoE layer
+  int top_k;                ///< routed experts selected per token
+  int num_shared_experts;   ///< always-active experts per MoE layer
+  double expert_ffn_hidden; ///< inner size of one expert; 0 = ffn_hidden
+  int first_dense_layers;   ///< leading layers that stay dense (DeepSeek-V3: 3)
+  int moe_layer_interval;   ///< every k-th layer after the dense ones is MoE; 0 or 1 = all
   /* MLA (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention */
-  int q_lora_rank;         ///< 0 = queries not compressed
+  int q_lora_rank; ///< 0 = queries not compressed
   int kv_lora_rank;
   int qk_nope_head_dim;
   int qk_rope_head_dim;
@@ -74,16 +74,17 @@ typedef struct fth_layer_shape {
   int num_linears;
   fth_linear lin[FTH_MAX_LINEARS];
   /* attention core */
-  double heads, kv_heads;   ///< query heads; K/V heads as seen by the score GEMMs (MLA: = heads)
-  double d_qk, d_v;         ///< per-head dims of scores and values
-  double kv_cache_per_token;///< elements cached per token per layer (GQA: 2 kv hd; MLA: kv_lora + rope)
+  double heads, kv_heads;    ///< query heads; K/V heads as seen by the score GEMMs (MLA: = heads)
+  double d_qk, d_v;          ///< per-head dims of scores and values
+  double kv_cache_per_token; ///< elements cached per token per layer (GQA: 2 kv hd; MLA: kv_lora +
+                             ///< rope)
   /* parameters (elements) */
-  double params_attn;       ///< attention weights + norms
-  double params_mlp;        ///< dense MLP weights (0 for MoE blocks)
+  double params_attn; ///< attention weights + norms
+  double params_mlp;  ///< dense MLP weights (0 for MoE blocks)
   double params_router;
   double params_per_expert;
-  double params_shared;     ///< all shared experts together
-  double params_norm;       ///< layer norms of the block (counted inside attn/mlp too? no: separate)
+  double params_shared; ///< all shared experts together
+  double params_norm;   ///< layer norms of the block (counted inside attn/mlp too? no: separate)
 } fth_layer_shape;
 
 /// Number of MoE blocks (0 for a dense model).
@@ -95,14 +96,14 @@ fth_layer_shape fth_model_layer_shape(const fth_model_def *def, int moe);
 
 /// Parameter counts in elements.
 typedef struct fth_param_count {
-  double total;          ///< everything
-  double active;         ///< used by one token (top_k routed + shared experts)
-  double embedding;      ///< token (+ position) embedding
-  double lm_head;        ///< 0 when tied
-  double dense_layer;    ///< one dense block
-  double moe_layer;      ///< one MoE block, all experts
+  double total;       ///< everything
+  double active;      ///< used by one token (top_k routed + shared experts)
+  double embedding;   ///< token (+ position) embedding
+  double lm_head;     ///< 0 when tied
+  double dense_layer; ///< one dense block
+  double moe_layer;   ///< one MoE block, all experts
   double moe_layer_active;
-  double experts_total;  ///< routed expert weights over all MoE blocks
+  double experts_total; ///< routed expert weights over all MoE blocks
 } fth_param_count;
 
 fth_param_count fth_model_params(const fth_model_def *def);
@@ -115,8 +116,8 @@ typedef struct fth_layer_flops {
   double fwd_part[FTH_PART_COUNT]; ///< linears, FLOP per token (EXPERT: all top_k experts)
   double fwd_attn_core;            ///< QK^T and softmax(.)V, FLOP per token
   double fwd_total;
-  double bwd_data;                 ///< activation-gradient GEMMs incl. attention core (2x its fwd)
-  double bwd_weight;               ///< weight-gradient GEMMs (linears only)
+  double bwd_data;   ///< activation-gradient GEMMs incl. attention core (2x its fwd)
+  double bwd_weight; ///< weight-gradient GEMMs (linears only)
 } fth_layer_flops;
 
 fth_layer_flops fth_model_layer_flops(const fth_model_def *def, int moe, double seq);
@@ -158,8 +159,7 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *def, int 
 /// `routed_per_token` (= top_k x imbalance x local-expert fraction, caller's job).
 double fth_model_activation_bytes_per_token(const fth_model_def *def, int moe, fth_recompute rc,
                                             int tp, int tp_moe, int sp, double seq,
-                                            double elem_bytes, int flash,
-                                            double routed_per_token);
+                                            double elem_bytes, int flash, double routed_per_token);
 
 /// KV cache elements per token for the whole model (all blocks).
 double fth_model_kv_cache_elems_per_token(const fth_model_def *def);

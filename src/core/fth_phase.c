@@ -3,7 +3,9 @@
 
 #include <string.h>
 
-double fth_overlap(double a, double b, double e) { return a + b - e * fth_min(a, b); }
+double fth_overlap(double a, double b, double e) {
+  return a + b - e * fth_min(a, b);
+}
 
 void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
                           fth_kernel_cost k, double weight_bytes) {
@@ -60,9 +62,9 @@ double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed
   return t;
 }
 
-void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens,
-                       double tp, double tp_moe, double routed_pairs, double local_experts,
-                       double ab, double wb, fth_phase *fwd, fth_phase *bwd) {
+void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens, double tp,
+                       double tp_moe, double routed_pairs, double local_experts, double ab,
+                       double wb, fth_phase *fwd, fth_phase *bwd) {
   for (int i = 0; i < sh->num_linears; i++) {
     const fth_linear *l = &sh->lin[i];
     double in = l->in, out = l->out, mtok = tokens, batch = 1;

@@ -19,13 +19,13 @@ typedef enum fth_flop_part {
 
 /// Kinds of communication, each reported on its own.
 typedef enum fth_comm_kind {
-  FTH_COMM_TP = 0,     ///< attention + dense-MLP tensor parallel collectives
-  FTH_COMM_TP_MOE,     ///< expert tensor parallel collectives
-  FTH_COMM_EP,         ///< MoE dispatch + combine all-to-all
-  FTH_COMM_CP,         ///< context parallel K/V exchange
-  FTH_COMM_PP,         ///< pipeline send/recv
-  FTH_COMM_DP,         ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
-  FTH_COMM_DP_MOE,     ///< expert-parameter gradient reduction
+  FTH_COMM_TP = 0, ///< attention + dense-MLP tensor parallel collectives
+  FTH_COMM_TP_MOE, ///< expert tensor parallel collectives
+  FTH_COMM_EP,     ///< MoE dispatch + combine all-to-all
+  FTH_COMM_CP,     ///< context parallel K/V exchange
+  FTH_COMM_PP,     ///< pipeline send/recv
+  FTH_COMM_DP,     ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
+  FTH_COMM_DP_MOE, ///< expert-parameter gradient reduction
   FTH_COMM_KIND_COUNT
 } fth_comm_kind;
 
@@ -34,9 +34,9 @@ typedef struct fth_phase {
   double bytes[FTH_FLOP_PART_COUNT];
   double compute_s[FTH_FLOP_PART_COUNT];
   double memory_s[FTH_FLOP_PART_COUNT];
-  double kernel_s;        ///< kernels with compute/memory overlap applied
-  double compute_bound_s; ///< time of kernels limited by compute
-  double memory_bound_s;  ///< time of kernels limited by memory
+  double kernel_s;                    ///< kernels with compute/memory overlap applied
+  double compute_bound_s;             ///< time of kernels limited by compute
+  double memory_bound_s;              ///< time of kernels limited by memory
   double comm_s[FTH_COMM_KIND_COUNT]; ///< layer collectives, raw
 } fth_phase;
 
@@ -67,8 +67,8 @@ double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed
 /// `tp`; experts by `tp_moe`); routed experts see `routed_pairs` (token, expert)
 /// pairs spread over `local_experts`. `bwd` (may be NULL) receives the data- and
 /// weight-gradient GEMMs. `weight_bytes` is the width of stored weights.
-void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens,
-                       double tp, double tp_moe, double routed_pairs, double local_experts,
-                       double act_bytes, double weight_bytes, fth_phase *fwd, fth_phase *bwd);
+void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens, double tp,
+                       double tp_moe, double routed_pairs, double local_experts, double act_bytes,
+                       double weight_bytes, fth_phase *fwd, fth_phase *bwd);
 
 #endif

@@ -12,7 +12,7 @@ typedef enum fth_pp_schedule {
   FTH_PP_COUNT
 } fth_pp_schedule;
 
-const char *fth_pp_schedule_name(fth_pp_schedule s);   ///< "GPIPE", "1F1B", "INTERLEAVED"
+const char *fth_pp_schedule_name(fth_pp_schedule s);     ///< "GPIPE", "1F1B", "INTERLEAVED"
 fth_pp_schedule fth_pp_schedule_parse(const char *name); ///< FTH_PP_COUNT when unknown
 
 /// Pipeline bubble in seconds for `stages` stages, `micro` micro-batches, a

@@ -6,7 +6,8 @@
 #include <string.h>
 
 static const char *const dist_names[FTH_DIST_COUNT] = {"uniform", "hot", "zipf", "histogram"};
-static const char *const place_names[FTH_PLACE_COUNT] = {"contiguous", "round_robin", "replicated_hot"};
+static const char *const place_names[FTH_PLACE_COUNT] = {"contiguous", "round_robin",
+                                                         "replicated_hot"};
 
 const char *fth_route_dist_name(fth_route_dist d) {
   return (d >= 0 && d < FTH_DIST_COUNT) ? dist_names[d] : NULL;
@@ -51,12 +52,14 @@ fth_route_def fth_route_def_default(void) {
 }
 
 fth_status fth_route_check(const fth_route_def *d, fth_error *err) {
-  if (d->tokens < 1) return fth_fail(err, FTH_EINVAL, "tokens", "expected >= 1, got %lld", d->tokens);
+  if (d->tokens < 1)
+    return fth_fail(err, FTH_EINVAL, "tokens", "expected >= 1, got %lld", d->tokens);
   if (d->experts < 1 || d->experts > FTH_ROUTE_MAX_EXPERTS)
     return fth_fail(err, FTH_EINVAL, "experts", "expected 1..%d, got %d", FTH_ROUTE_MAX_EXPERTS,
                     d->experts);
   if (d->top_k < 1 || d->top_k > d->experts)
-    return fth_fail(err, FTH_EINVAL, "top_k", "expected 1..experts (%d), got %d", d->experts, d->top_k);
+    return fth_fail(err, FTH_EINVAL, "top_k", "expected 1..experts (%d), got %d", d->experts,
+                    d->top_k);
   if (d->gpus < 1 || d->gpus > FTH_ROUTE_MAX_GPUS)
     return fth_fail(err, FTH_EINVAL, "gpus", "expected 1..%d, got %d", FTH_ROUTE_MAX_GPUS, d->gpus);
   if (d->experts % d->gpus != 0 && d->gpus % d->experts != 0)
@@ -66,9 +69,11 @@ fth_status fth_route_check(const fth_route_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "distribution", "unknown distribution");
   if (d->dist == FTH_DIST_HOT) {
     if (!(d->hot_ratio > 0 && d->hot_ratio <= 1))
-      return fth_fail(err, FTH_EINVAL, "hot_ratio", "expected a value in (0, 1], got %g", d->hot_ratio);
+      return fth_fail(err, FTH_EINVAL, "hot_ratio", "expected a value in (0, 1], got %g",
+                      d->hot_ratio);
     if (!(d->hot_weight >= 0 && d->hot_weight <= 1))
-      return fth_fail(err, FTH_EINVAL, "hot_weight", "expected a value in [0, 1], got %g", d->hot_weight);
+      return fth_fail(err, FTH_EINVAL, "hot_weight", "expected a value in [0, 1], got %g",
+                      d->hot_weight);
   }
   if (d->dist == FTH_DIST_ZIPF && !(d->zipf_s >= 0 && isfinite(d->zipf_s)))
     return fth_fail(err, FTH_EINVAL, "zipf_s", "expected >= 0, got %g", d->zipf_s);
@@ -88,10 +93,12 @@ fth_status fth_route_check(const fth_route_def *d, fth_error *err) {
   }
   if (d->placement < 0 || d->placement >= FTH_PLACE_COUNT)
     return fth_fail(err, FTH_EINVAL, "placement", "unknown placement");
-  if (d->placement == FTH_PLACE_REPLICATED_HOT && (d->hot_replicas < 1 || d->hot_replicas > d->gpus))
+  if (d->placement == FTH_PLACE_REPLICATED_HOT &&
+      (d->hot_replicas < 1 || d->hot_replicas > d->gpus))
     return fth_fail(err, FTH_EINVAL, "hot_replicas", "expected 1..gpus (%d), got %d", d->gpus,
                     d->hot_replicas);
-  const double sizes[5] = {d->hidden, d->act_bytes, d->weight_bytes, d->expert_id_bytes, d->id_bytes};
+  const double sizes[5] = {d->hidden, d->act_bytes, d->weight_bytes, d->expert_id_bytes,
+                           d->id_bytes};
   const char *names[5] = {"hidden", "act_bytes", "weight_bytes", "expert_id_bytes", "id_bytes"};
   for (int i = 0; i < 5; i++)
     if (!(sizes[i] >= 0 && isfinite(sizes[i])))
@@ -116,7 +123,9 @@ static void rng_seed(rng *r, uint64_t seed) {
   for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 static uint64_t rng_next(rng *r) {
   uint64_t *s = r->s;
@@ -131,9 +140,13 @@ static uint64_t rng_next(rng *r) {
   return result;
 }
 
-static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+static double rng_unit(rng *r) {
+  return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
 
-static int rng_below(rng *r, int n) { return (int)(rng_unit(r) * n); }
+static int rng_below(rng *r, int n) {
+  return (int)(rng_unit(r) * n);
+}
 
 /* Walker's alias method (Vose 1991): O(1) draws from E weights. */
 typedef struct alias_table {
@@ -206,30 +219,30 @@ fth_status fth_route_run(const fth_route_def *d, double *expert_load, double *gp
   for (int e = 0; e < E; e++) sc.perm[e] = e;
   int n_hot = 0;
   switch (d->dist) {
-    case FTH_DIST_UNIFORM:
-      for (int e = 0; e < E; e++) sc.weight[e] = 1.0;
-      break;
-    case FTH_DIST_HOT: {
-      /* hot_ratio of the experts share hot_weight of the routings equally;
-       * the rest share the remainder (the seed's HOT_RATIO / HOT_WEIGHT). */
-      n_hot = (int)floor(d->hot_ratio * E + 0.5);
-      if (n_hot < 1) n_hot = 1;
-      int n_cold = E - n_hot;
-      for (int i = 0; i < E; i++) {
-        int e = sc.perm[i];
-        if (i < n_hot)
-          sc.weight[e] = n_cold > 0 ? d->hot_weight / n_hot : 1.0 / E;
-        else
-          sc.weight[e] = (1.0 - d->hot_weight) / n_cold;
-      }
-      break;
+  case FTH_DIST_UNIFORM:
+    for (int e = 0; e < E; e++) sc.weight[e] = 1.0;
+    break;
+  case FTH_DIST_HOT: {
+    /* hot_ratio of the experts share hot_weight of the routings equally;
+     * the rest share the remainder (the seed's HOT_RATIO / HOT_WEIGHT). */
+    n_hot = (int)floor(d->hot_ratio * E + 0.5);
+    if (n_hot < 1) n_hot = 1;
+    int n_cold = E - n_hot;
+    for (int i = 0; i < E; i++) {
+      int e = sc.perm[i];
+      if (i < n_hot)
+        sc.weight[e] = n_cold > 0 ? d->hot_weight / n_hot : 1.0 / E;
+      else
+        sc.weight[e] = (1.0 - d->hot_weight) / n_cold;
     }
-    case FTH_DIST_ZIPF:
-      for (int i = 0; i < E; i++) sc.weight[sc.perm[i]] = 1.0 / pow((double)(i + 1), d->zipf_s);
-      break;
-    default:
-      for (int e = 0; e < E; e++) sc.weight[e] = d->histogram[e];
-      break;
+    break;
+  }
+  case FTH_DIST_ZIPF:
+    for (int i = 0; i < E; i++) sc.weight[sc.perm[i]] = 1.0 / pow((double)(i + 1), d->zipf_s);
+    break;
+  default:
+    for (int e = 0; e < E; e++) sc.weight[e] = d->histogram[e];
+    break;
   }
   alias_build(&sc.table, sc.weight, E);
   /* Placement. */
@@ -247,8 +260,8 @@ fth_status fth_route_run(const fth_route_def *d, double *expert_load, double *gp
   memset(expert_load, 0, sizeof(double) * (size_t)E);
   memset(gpu_load, 0, sizeof(double) * (size_t)G);
   memset(bytes, 0, sizeof(double) * (size_t)G * (size_t)G);
-  const double per_pair = d->hidden * d->act_bytes + d->weight_bytes + d->expert_id_bytes +
-                          2.0 * d->id_bytes;
+  const double per_pair =
+      d->hidden * d->act_bytes + d->weight_bytes + d->expert_id_bytes + 2.0 * d->id_bytes;
   int chosen[FTH_ROUTE_MAX_EXPERTS];
   for (long long t = 0; t < d->tokens; t++) {
     int src = (int)((t * (long long)G) / d->tokens);
@@ -311,7 +324,8 @@ fth_mesh_def fth_mesh_def_default(void) {
 
 fth_status fth_mesh_check(const fth_mesh_def *m, fth_error *err) {
   if (m->nodes < 1 || m->nodes > FTH_ROUTE_MAX_GPUS)
-    return fth_fail(err, FTH_EINVAL, "nodes", "expected 1..%d, got %d", FTH_ROUTE_MAX_GPUS, m->nodes);
+    return fth_fail(err, FTH_EINVAL, "nodes", "expected 1..%d, got %d", FTH_ROUTE_MAX_GPUS,
+                    m->nodes);
   if (m->links < 1) return fth_fail(err, FTH_EINVAL, "links", "expected >= 1, got %d", m->links);
   if (!fth_positive(m->link_bw))
     return fth_fail(err, FTH_EINVAL, "link_bw", "expected bytes/s > 0, got %g", m->link_bw);
@@ -320,7 +334,8 @@ fth_status fth_mesh_check(const fth_mesh_def *m, fth_error *err) {
   const double t[3] = {m->packet_prep_s, m->base_delay_s, m->initial_cpu_s};
   const char *n[3] = {"packet_prep_delay", "base_delay", "initial_cpu_delay"};
   for (int i = 0; i < 3; i++)
-    if (!(t[i] >= 0 && isfinite(t[i]))) return fth_fail(err, FTH_EINVAL, n[i], "expected seconds >= 0");
+    if (!(t[i] >= 0 && isfinite(t[i])))
+      return fth_fail(err, FTH_EINVAL, n[i], "expected seconds >= 0");
   if (!(m->nic_bytes_per_round >= 0))
     return fth_fail(err, FTH_EINVAL, "nic_rate", "expected bytes per round >= 0");
   if (m->nic_bytes_per_round > 0 && m->nic_bytes_per_round < m->packet_size)
@@ -349,15 +364,16 @@ double fth_mesh_closed_form_s(const fth_mesh_def *m, double bytes_per_pair, doub
   return m->initial_cpu_s + r * fth_mesh_round_s(m);
 }
 
-fth_status fth_mesh_simulate(const fth_mesh_def *m, const double *bytes, double *rem, double *credit,
-                             fth_mesh_trace_fn trace, void *ud, fth_mesh_result *out,
-                             fth_error *err) {
+fth_status fth_mesh_simulate(const fth_mesh_def *m, const double *bytes, double *rem,
+                             double *credit, fth_mesh_trace_fn trace, void *ud,
+                             fth_mesh_result *out, fth_error *err) {
   fth_error_clear(err);
   memset(out, 0, sizeof *out);
   if (fth_mesh_check(m, err) != FTH_OK) return err->status;
   const int n = m->nodes;
   const int rr = m->rr_max_packets > 0 ? m->rr_max_packets : m->links;
-  const double nic = m->nic_bytes_per_round > 0 ? floor(m->nic_bytes_per_round / m->packet_size) : HUGE_VAL;
+  const double nic =
+      m->nic_bytes_per_round > 0 ? floor(m->nic_bytes_per_round / m->packet_size) : HUGE_VAL;
   const double inter = (m->inter_bw > 0 ? m->inter_bw : m->link_bw) / m->link_bw * m->links;
   double left = 0;
   for (int s = 0; s < n; s++)
@@ -392,7 +408,8 @@ fth_status fth_mesh_simulate(const fth_mesh_def *m, const double *bytes, double 
           credit[i] += inter;
           cap = floor(credit[i]);
         }
-        double k = fth_min(fth_min(rem[i], cap), fth_min((double)rr, fth_min(send_left, recv_left[d])));
+        double k =
+            fth_min(fth_min(rem[i], cap), fth_min((double)rr, fth_min(send_left, recv_left[d])));
         if (k <= 0) continue;
         if (cross) credit[i] -= k;
         rem[i] -= k;
@@ -411,7 +428,8 @@ fth_status fth_mesh_simulate(const fth_mesh_def *m, const double *bytes, double 
     if (moved == 0 && left > 0) {
       int any_cross = m->cluster_size > 0 && inter < 1.0;
       if (!any_cross)
-        return fth_fail(err, FTH_EINVAL, "simulation", "no packet can move (check NIC and link settings)");
+        return fth_fail(err, FTH_EINVAL, "simulation",
+                        "no packet can move (check NIC and link settings)");
       if (round > 1000000000LL) return fth_fail(err, FTH_ERANGE, "simulation", "too many rounds");
     }
   }

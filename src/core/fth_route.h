@@ -48,7 +48,7 @@ const char *fth_placement_name(fth_placement p);
 fth_placement fth_placement_parse(const char *name);
 
 #define FTH_ROUTE_MAX_EXPERTS 4096
-#define FTH_ROUTE_MAX_GPUS 1024
+#define FTH_ROUTE_MAX_GPUS    1024
 
 typedef struct fth_route_def {
   long long tokens;
@@ -56,12 +56,12 @@ typedef struct fth_route_def {
   int top_k;
   int gpus;
   fth_route_dist dist;
-  double hot_ratio;       ///< (0, 1]: fraction of experts that are hot
-  double hot_weight;      ///< [0, 1]: fraction of routings they receive
-  double zipf_s;          ///< >= 0
+  double hot_ratio;        ///< (0, 1]: fraction of experts that are hot
+  double hot_weight;       ///< [0, 1]: fraction of routings they receive
+  double zipf_s;           ///< >= 0
   const double *histogram; ///< `experts` non-negative weights (FTH_DIST_HISTOGRAM); not owned
   fth_placement placement;
-  int hot_replicas;       ///< GPUs holding each hot expert (replicated placement)
+  int hot_replicas; ///< GPUs holding each hot expert (replicated placement)
   uint64_t seed;
   /* bytes per routed (token, expert) pair */
   double hidden;          ///< d_model
@@ -75,11 +75,11 @@ fth_route_def fth_route_def_default(void);
 fth_status fth_route_check(const fth_route_def *def, fth_error *err);
 
 typedef struct fth_route_stats {
-  double pairs;                  ///< tokens x top_k
+  double pairs; ///< tokens x top_k
   double max_expert_load, mean_expert_load;
   double max_gpu_load, mean_gpu_load; ///< (token, expert) pairs received per GPU
-  double expert_imbalance;       ///< max / mean per expert
-  double gpu_imbalance;          ///< max / mean per GPU (what slows a step)
+  double expert_imbalance;            ///< max / mean per expert
+  double gpu_imbalance;               ///< max / mean per GPU (what slows a step)
   double bytes_per_pair;
   double total_bytes, offnode_bytes;
 } fth_route_stats;
@@ -92,17 +92,17 @@ fth_status fth_route_run(const fth_route_def *def, double *expert_load, double *
 
 typedef struct fth_mesh_def {
   int nodes;
-  int links;               ///< links per pair of nodes (per direction)
-  double link_bw;          ///< bytes/s per link
-  double packet_size;      ///< bytes
-  double packet_prep_s;    ///< per round
-  double base_delay_s;     ///< per round
-  double initial_cpu_s;    ///< once
+  int links;                  ///< links per pair of nodes (per direction)
+  double link_bw;             ///< bytes/s per link
+  double packet_size;         ///< bytes
+  double packet_prep_s;       ///< per round
+  double base_delay_s;        ///< per round
+  double initial_cpu_s;       ///< once
   double nic_bytes_per_round; ///< NIC send and receive cap per node per round (0 = none)
-  int rr_max_packets;      ///< packets to one destination before the next (0 = links)
-  int overlap_prep;        ///< 1: preparing the next packet overlaps sending this one
-  int cluster_size;        ///< nodes per cluster (0 = one cluster)
-  double inter_bw;         ///< bytes/s per link between clusters (0 = link_bw)
+  int rr_max_packets;         ///< packets to one destination before the next (0 = links)
+  int overlap_prep;           ///< 1: preparing the next packet overlaps sending this one
+  int cluster_size;           ///< nodes per cluster (0 = one cluster)
+  double inter_bw;            ///< bytes/s per link between clusters (0 = link_bw)
 } fth_mesh_def;
 
 fth_mesh_def fth_mesh_def_default(void);

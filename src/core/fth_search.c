@@ -48,7 +48,8 @@ static void keep(fth_search_hit *top, int cap, int *n, const fth_search_hit *h) 
   if (cap <= 0) return;
   if (*n == cap) {
     const fth_search_hit *w = &top[cap - 1];
-    if (h->objective > w->objective || (h->objective == w->objective && h->index > w->index)) return;
+    if (h->objective > w->objective || (h->objective == w->objective && h->index > w->index))
+      return;
     (*n)--;
   }
   int i = *n;
@@ -77,22 +78,24 @@ static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train
   h->objective = obj == FTH_OBJ_HEADROOM ? h->peak_bytes - h->capacity_bytes : h->step_time_s;
 }
 
-static int in(int mask, int bit) { return (mask >> bit) & 1; }
+static int in(int mask, int bit) {
+  return (mask >> bit) & 1;
+}
 
 /* Is (vs, schedule, recompute, dp variant, sp) a strategy of the space for this
  * TP and PP? schedule: 0 GPipe, 1 1F1B, 2 interleaved (needs vs > 1). */
 static int in_space(const fth_search_space *s, int tp, int pp, int vs, int sc, int rc, int dv,
                     int sp) {
   if (!in(s->recompute_mask, rc) || !in(s->dp_mask, dv) || !in(s->sp_mask, sp)) return 0;
-  if (sp && tp == 1) return 0; /* sequence parallelism needs TP */
+  if (sp && tp == 1) return 0;            /* sequence parallelism needs TP */
   if (pp == 1) return sc == 1 && vs == 1; /* no pipeline: one schedule */
   if (sc == 2) return vs > 1;
   return vs == 1 && in(s->schedule_mask, sc);
 }
 
 #define N_SCHED 3
-#define N_RC 3
-#define N_SP 2
+#define N_RC    3
+#define N_SP    2
 
 /* Strategies of the space per placement, and enumeration slots per placement. */
 static long long count_variants(const fth_search_space *s, int tp, int pp) {
@@ -125,127 +128,131 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
   fth_train_result r;
   int n_tpm = moe ? s->n_tp_moe : 1, n_ep = moe ? s->n_ep : 1;
   for (int a = 0; a < s->n_tp; a++)
-  for (int b = 0; b < s->n_cp; b++)
-  for (int c = 0; c < s->n_pp; c++)
-  for (int e = 0; e < s->n_pp_in; e++)
-  for (int f = 0; f < n_tpm; f++)
-  for (int g = 0; g < n_ep; g++, index += slots) {
-    int tp = s->tp[a], cp = s->cp[b], pp = s->pp[c], pp_in = s->pp_in[e];
-    int tp_moe = moe ? s->tp_moe[f] : 1, ep = moe ? s->ep[g] : 1;
-    long long variants = count_variants(s, tp, pp);
-    /* Placement-level rejections are counted once, by worker 0. */
-    int tiles = tp > 0 && cp > 0 && pp_in > 0 && pp % pp_in == 0 &&
-                d->pod_size % (tp * cp * pp_in) == 0 && d->num_pods % (pp / pp_in) == 0;
-    int ep_su = 1, ep_so = 1;
-    if (tiles && moe) {
-      tiles = tp_moe > 0 && ep > 0 && d->pod_size % (pp_in * tp_moe) == 0;
-      int room = tiles ? d->pod_size / (pp_in * tp_moe) : 1;
-      for (int x = ep; x >= 1 && tiles; x--) { /* as much of EP inside the pod as divides it */
-        if (ep % x == 0 && room % x == 0) {
-          ep_su = x;
-          break;
-        }
-      }
-      ep_so = ep / ep_su;
-      if (tiles && d->num_pods % ((pp / pp_in) * ep_so) != 0) tiles = 0;
-    }
-    if (!tiles) {
-      if (d->worker == 0) {
-        st->considered += variants;
-        st->not_tiling += variants;
-      }
-      continue;
-    }
-    fth_topology_def t = place(d, tp, cp, pp, pp_in, tp_moe, ep_su, ep_so, moe);
-    fth_train_def w = d->work;
-    w.pp = FTH_PP_1F1B;
-    w.virtual_stages = 1;
-    w.micro_batch = 1;
-    fth_error e2;
-    memset(&plan, 0, sizeof plan);
-    /* A refusal of the workload alone (batch divisibility at micro-batch 1)
-     * leaves a usable plan: each variant is reworked and judged below. */
-    if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
-        (strncmp(e2.path, "workload", 8) != 0 || plan.num_gpus == 0)) {
-      if (d->worker == 0) {
-        st->considered += variants;
-        st->invalid += variants;
-      }
-      continue;
-    }
-    long long slot = index;
-    for (int vi = 0; vi < s->n_vs; vi++)
-    for (int mi = 0; mi < s->n_mb; mi++)
-    for (int sc = 0; sc < N_SCHED; sc++)
-    for (int rc = 0; rc < N_RC; rc++)
-    for (int dv = 0; dv < FTH_DP_COUNT; dv++)
-    for (int sp = 0; sp < N_SP; sp++) {
-      long long my = slot++;
-      int vs = s->vs[vi];
-      if (!in_space(s, tp, pp, vs, sc, rc, dv, sp)) continue;
-      if (my % workers != d->worker) continue;
-      st->considered++;
-      w = d->work;
-      w.pp = sc == 0 ? FTH_PP_GPIPE : (sc == 1 ? FTH_PP_1F1B : FTH_PP_INTERLEAVED);
-      w.virtual_stages = vs;
-      w.micro_batch = s->mb[mi];
-      w.recompute = (fth_recompute)rc;
-      w.dp = (fth_dp_variant)dv;
-      w.sequence_parallel = sp;
-      fth_error e3;
-      if (fth_train_rework(&plan, &w, &e3) != FTH_OK) {
-        if (strstr(e3.msg, "not a multiple") != NULL || strstr(e3.msg, "exceeds") != NULL)
-          st->not_tiling++;
-        else
-          st->invalid++;
-        continue;
-      }
-      fth_search_hit h;
-      memset(&h, 0, sizeof h);
-      h.tp = tp;
-      h.cp = cp;
-      h.pp = pp;
-      h.pp_in = pp_in;
-      h.dp = plan.dp;
-      h.tp_moe = tp_moe;
-      h.ep = ep;
-      h.ep_su = ep_su;
-      h.vs = vs;
-      h.mb = s->mb[mi];
-      h.schedule = (int)w.pp;
-      h.recompute = rc;
-      h.dp_variant = dv;
-      h.sp = sp;
-      h.index = my;
-      h.overflow_tier = FTH_TIER_COUNT;
-      /* Memory before time: the footprint costs a fraction of an evaluation. */
-      fth_memory_footprint fp;
-      fth_train_footprint(&plan, &fp);
-      if (!fp.fits) {
-        st->no_fit++;
-        st->no_fit_by_tier[fp.overflow_tier]++;
-        double over = fp.tier_bytes[fp.overflow_tier] - fp.tier_capacity[fp.overflow_tier];
-        if (over < st->shortfall_bytes ||
-            (over == st->shortfall_bytes && my < st->smallest_shortfall.index)) {
-          st->shortfall_bytes = over;
-          h.peak_bytes = fp.tier_bytes[FTH_TIER_XPU];
-          h.capacity_bytes = fp.tier_capacity[FTH_TIER_XPU];
-          h.overflow_tier = fp.overflow_tier;
-          st->smallest_shortfall = h;
-        }
-        continue;
-      }
-      fth_train_evaluate(&plan, &r);
-      st->evaluated++;
-      fill_hit(&h, &plan, &r, d->objective);
-      keep(top, top_cap, n_top, &h);
-    }
-  }
+    for (int b = 0; b < s->n_cp; b++)
+      for (int c = 0; c < s->n_pp; c++)
+        for (int e = 0; e < s->n_pp_in; e++)
+          for (int f = 0; f < n_tpm; f++)
+            for (int g = 0; g < n_ep; g++, index += slots) {
+              int tp = s->tp[a], cp = s->cp[b], pp = s->pp[c], pp_in = s->pp_in[e];
+              int tp_moe = moe ? s->tp_moe[f] : 1, ep = moe ? s->ep[g] : 1;
+              long long variants = count_variants(s, tp, pp);
+              /* Placement-level rejections are counted once, by worker 0. */
+              int tiles = tp > 0 && cp > 0 && pp_in > 0 && pp % pp_in == 0 &&
+                          d->pod_size % (tp * cp * pp_in) == 0 && d->num_pods % (pp / pp_in) == 0;
+              int ep_su = 1, ep_so = 1;
+              if (tiles && moe) {
+                tiles = tp_moe > 0 && ep > 0 && d->pod_size % (pp_in * tp_moe) == 0;
+                int room = tiles ? d->pod_size / (pp_in * tp_moe) : 1;
+                for (int x = ep; x >= 1 && tiles;
+                     x--) { /* as much of EP inside the pod as divides it */
+                  if (ep % x == 0 && room % x == 0) {
+                    ep_su = x;
+                    break;
+                  }
+                }
+                ep_so = ep / ep_su;
+                if (tiles && d->num_pods % ((pp / pp_in) * ep_so) != 0) tiles = 0;
+              }
+              if (!tiles) {
+                if (d->worker == 0) {
+                  st->considered += variants;
+                  st->not_tiling += variants;
+                }
+                continue;
+              }
+              fth_topology_def t = place(d, tp, cp, pp, pp_in, tp_moe, ep_su, ep_so, moe);
+              fth_train_def w = d->work;
+              w.pp = FTH_PP_1F1B;
+              w.virtual_stages = 1;
+              w.micro_batch = 1;
+              fth_error e2;
+              memset(&plan, 0, sizeof plan);
+              /* A refusal of the workload alone (batch divisibility at micro-batch 1)
+               * leaves a usable plan: each variant is reworked and judged below. */
+              if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
+                  (strncmp(e2.path, "workload", 8) != 0 || plan.num_gpus == 0)) {
+                if (d->worker == 0) {
+                  st->considered += variants;
+                  st->invalid += variants;
+                }
+                continue;
+              }
+              long long slot = index;
+              for (int vi = 0; vi < s->n_vs; vi++)
+                for (int mi = 0; mi < s->n_mb; mi++)
+                  for (int sc = 0; sc < N_SCHED; sc++)
+                    for (int rc = 0; rc < N_RC; rc++)
+                      for (int dv = 0; dv < FTH_DP_COUNT; dv++)
+                        for (int sp = 0; sp < N_SP; sp++) {
+                          long long my = slot++;
+                          int vs = s->vs[vi];
+                          if (!in_space(s, tp, pp, vs, sc, rc, dv, sp)) continue;
+                          if (my % workers != d->worker) continue;
+                          st->considered++;
+                          w = d->work;
+                          w.pp =
+                              sc == 0 ? FTH_PP_GPIPE : (sc == 1 ? FTH_PP_1F1B : FTH_PP_INTERLEAVED);
+                          w.virtual_stages = vs;
+                          w.micro_batch = s->mb[mi];
+                          w.recompute = (fth_recompute)rc;
+                          w.dp = (fth_dp_variant)dv;
+                          w.sequence_parallel = sp;
+                          fth_error e3;
+                          if (fth_train_rework(&plan, &w, &e3) != FTH_OK) {
+                            if (strstr(e3.msg, "not a multiple") != NULL ||
+                                strstr(e3.msg, "exceeds") != NULL)
+                              st->not_tiling++;
+                            else
+                              st->invalid++;
+                            continue;
+                          }
+                          fth_search_hit h;
+                          memset(&h, 0, sizeof h);
+                          h.tp = tp;
+                          h.cp = cp;
+                          h.pp = pp;
+                          h.pp_in = pp_in;
+                          h.dp = plan.dp;
+                          h.tp_moe = tp_moe;
+                          h.ep = ep;
+                          h.ep_su = ep_su;
+                          h.vs = vs;
+                          h.mb = s->mb[mi];
+                          h.schedule = (int)w.pp;
+                          h.recompute = rc;
+                          h.dp_variant = dv;
+                          h.sp = sp;
+                          h.index = my;
+                          h.overflow_tier = FTH_TIER_COUNT;
+                          /* Memory before time: the footprint costs a fraction of an evaluation. */
+                          fth_memory_footprint fp;
+                          fth_train_footprint(&plan, &fp);
+                          if (!fp.fits) {
+                            st->no_fit++;
+                            st->no_fit_by_tier[fp.overflow_tier]++;
+                            double over = fp.tier_bytes[fp.overflow_tier] -
+                                          fp.tier_capacity[fp.overflow_tier];
+                            if (over < st->shortfall_bytes || (over == st->shortfall_bytes &&
+                                                               my < st->smallest_shortfall.index)) {
+                              st->shortfall_bytes = over;
+                              h.peak_bytes = fp.tier_bytes[FTH_TIER_XPU];
+                              h.capacity_bytes = fp.tier_capacity[FTH_TIER_XPU];
+                              h.overflow_tier = fp.overflow_tier;
+                              st->smallest_shortfall = h;
+                            }
+                            continue;
+                          }
+                          fth_train_evaluate(&plan, &r);
+                          st->evaluated++;
+                          fill_hit(&h, &plan, &r, d->objective);
+                          keep(top, top_cap, n_top, &h);
+                        }
+            }
   return FTH_OK;
 }
 
-fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s, fth_search_hit *out,
-                               fth_train_result *result, fth_error *err) {
+fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s,
+                               fth_search_hit *out, fth_train_result *result, fth_error *err) {
   int moe = d->model.num_experts > 1;
   fth_topology_def t = place(d, s->tp, s->cp, s->pp, s->pp_in, s->tp_moe, s->ep_su,
                              s->ep / (s->ep_su > 0 ? s->ep_su : 1), moe);

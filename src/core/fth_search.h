@@ -27,10 +27,10 @@ typedef struct fth_search_space {
   int ep[FTH_SEARCH_MAX_VALUES], n_ep;         ///< MoE only
   int vs[FTH_SEARCH_MAX_VALUES], n_vs;         ///< virtual stages (1 = not interleaved)
   int mb[FTH_SEARCH_MAX_VALUES], n_mb;         ///< micro-batch sizes
-  int recompute_mask;  ///< bit (1 << fth_recompute)
-  int dp_mask;         ///< bit (1 << fth_dp_variant)
-  int schedule_mask;   ///< bit (1 << fth_pp_schedule) for GPIPE / 1F1B (interleaved via vs > 1)
-  int sp_mask;         ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
+  int recompute_mask;                          ///< bit (1 << fth_recompute)
+  int dp_mask;                                 ///< bit (1 << fth_dp_variant)
+  int schedule_mask; ///< bit (1 << fth_pp_schedule) for GPIPE / 1F1B (interleaved via vs > 1)
+  int sp_mask;       ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
 } fth_search_space;
 
 typedef enum fth_search_objective {
@@ -45,21 +45,21 @@ typedef struct fth_search_hit {
   double step_time_s, mfu, tokens_per_s, total_time_s;
   double peak_bytes, capacity_bytes, bubble_fraction;
   double exposed_s[FTH_COMM_KIND_COUNT];
-  double objective;  ///< smaller is better
+  double objective; ///< smaller is better
   int fits;
   int overflow_tier; ///< fth_tier, FTH_TIER_COUNT when it fits
   long long index;   ///< position in the enumeration (ties break by it: deterministic)
 } fth_search_hit;
 
 typedef struct fth_search_stats {
-  long long considered;        ///< every combination of the space
-  long long not_tiling;        ///< sizes that do not divide the pod / cluster / batch / layers
-  long long invalid;           ///< refused by the step model (e.g. heads, experts, interleaving)
-  long long no_fit;            ///< checked memory, did not fit
+  long long considered; ///< every combination of the space
+  long long not_tiling; ///< sizes that do not divide the pod / cluster / batch / layers
+  long long invalid;    ///< refused by the step model (e.g. heads, experts, interleaving)
+  long long no_fit;     ///< checked memory, did not fit
   long long no_fit_by_tier[FTH_TIER_COUNT];
-  long long evaluated;         ///< timed
+  long long evaluated;               ///< timed
   fth_search_hit smallest_shortfall; ///< the non-fitting strategy closest to fitting
-  double shortfall_bytes;      ///< its peak - capacity (HUGE_VAL if none)
+  double shortfall_bytes;            ///< its peak - capacity (HUGE_VAL if none)
 } fth_search_stats;
 
 typedef struct fth_search_def {
@@ -68,7 +68,7 @@ typedef struct fth_search_def {
   fth_topo_type scale_up_type, scale_out_type;
   int pod_size, num_pods;
   fth_model_def model;
-  fth_train_def work;  ///< batch, sequence, precisions, overlaps; parallel fields are searched
+  fth_train_def work; ///< batch, sequence, precisions, overlaps; parallel fields are searched
   fth_search_space space;
   fth_search_objective objective;
   int worker, workers; ///< evaluate combinations with index % workers == worker

@@ -12,7 +12,7 @@
 #include "fth_common.h"
 #include "fth_hardware.h"
 
-#define FTH_MAX_PHYS_DIMS 8
+#define FTH_MAX_PHYS_DIMS    8
 #define FTH_MAX_LOGICAL_DIMS 16
 
 /// Shape of one physical dimension.
@@ -49,7 +49,7 @@ typedef enum fth_logical_tag {
   FTH_TAG_COUNT
 } fth_logical_tag;
 
-const char *fth_logical_tag_name(fth_logical_tag t); ///< "TP_Attn", "EP_SU", ...
+const char *fth_logical_tag_name(fth_logical_tag t);     ///< "TP_Attn", "EP_SU", ...
 fth_logical_tag fth_logical_tag_parse(const char *name); ///< FTH_TAG_COUNT when unknown
 
 typedef struct fth_logical_dim_def {
@@ -84,10 +84,10 @@ int fth_topology_degree(const fth_topology_def *def, fth_logical_tag tag);
 /// One level of a communication group: the slice of a physical dimension a
 /// logical tag occupies, with the bandwidth it gets there.
 typedef struct fth_group_level {
-  int group_size;         ///< GPUs of the group on this dimension
-  int dim_size;           ///< GPUs on the physical dimension (>= group_size)
+  int group_size; ///< GPUs of the group on this dimension
+  int dim_size;   ///< GPUs on the physical dimension (>= group_size)
   fth_topo_type type;
-  double bw_bytes_per_s;  ///< effective per-GPU bandwidth for this group, after sharing
+  double bw_bytes_per_s; ///< effective per-GPU bandwidth for this group, after sharing
   double latency_s;
   int in_network_reduction;
 } fth_group_level;

@@ -24,8 +24,9 @@ fth_dp_variant fth_dp_variant_parse(const char *name) {
 }
 
 static const char *const mem_names[FTH_MEM_COMPONENT_COUNT] = {
-    "weights",          "gradient_buffers",        "optimizer_states", "saved_activations",
-    "transient_forward_peak", "transient_backward_peak", "kv_cache"};
+    "weights",           "gradient_buffers",       "optimizer_states",
+    "saved_activations", "transient_forward_peak", "transient_backward_peak",
+    "kv_cache"};
 
 const char *fth_mem_component_name(fth_mem_component c) {
   return (c >= 0 && c < FTH_MEM_COMPONENT_COUNT) ? mem_names[c] : NULL;
@@ -39,8 +40,8 @@ fth_mem_component fth_mem_component_parse(const char *name) {
   return FTH_MEM_COMPONENT_COUNT;
 }
 
-static const char *const comm_names[FTH_COMM_KIND_COUNT] = {"tp", "tp_moe", "ep", "cp",
-                                                            "pp", "dp", "dp_moe"};
+static const char *const comm_names[FTH_COMM_KIND_COUNT] = {"tp", "tp_moe", "ep",    "cp",
+                                                            "pp", "dp",     "dp_moe"};
 
 const char *fth_comm_kind_name(fth_comm_kind k) {
   return (k >= 0 && k < FTH_COMM_KIND_COUNT) ? comm_names[k] : NULL;
@@ -73,8 +74,9 @@ fth_train_def fth_train_def_default(void) {
   return d;
 }
 
-
-static int is_int(double x) { return isfinite(x) && x == floor(x); }
+static int is_int(double x) {
+  return isfinite(x) && x == floor(x);
+}
 
 static fth_status check_work(const fth_train_def *w, fth_error *err) {
   if (!(fth_positive(w->global_batch) && is_int(w->global_batch)))
@@ -93,8 +95,8 @@ static fth_status check_work(const fth_train_def *w, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g",
                     w->act_bytes);
   if (!(w->master_bytes == 2 || w->master_bytes == 4))
-    return fth_fail(err, FTH_EINVAL, "full_precision_param_float_size",
-                    "expected 2 or 4, got %g", w->master_bytes);
+    return fth_fail(err, FTH_EINVAL, "full_precision_param_float_size", "expected 2 or 4, got %g",
+                    w->master_bytes);
   if (!(w->grad_bytes == 0 || w->grad_bytes == 2 || w->grad_bytes == 4))
     return fth_fail(err, FTH_EINVAL, "gradient_float_size", "expected 2 or 4, got %g",
                     w->grad_bytes);
@@ -151,8 +153,10 @@ static int group_levels(const fth_topology_def *t, fth_logical_tag tag, fth_grou
       if (l->phys_dim != d) continue;
       int in_view = (tag == FTH_TAG_PP) ? tag_in_view(l->tag, 0) : tag_in_view(l->tag, expert_view);
       if (!in_view) continue;
-      if (l->tag != FTH_TAG_PP) specific = 1;
-      else pp *= l->size;
+      if (l->tag != FTH_TAG_PP)
+        specific = 1;
+      else
+        pp *= l->size;
       if (l->size > 1) users++;
       if (l->tag == tag) size *= l->size;
     }
@@ -236,8 +240,7 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
                       p->tp_moe, p->ep, p->dp_moe, p->pp, moe_gpus, p->num_gpus);
     if (m->num_experts % p->ep != 0)
       return fth_fail(err, FTH_EINVAL, "topology.logical",
-                      "EP = %d does not divide num_regular_experts = %d", p->ep,
-                      m->num_experts);
+                      "EP = %d does not divide num_regular_experts = %d", p->ep, m->num_experts);
   } else if (p->ep > 1) {
     return fth_fail(err, FTH_EINVAL, "topology.logical",
                     "EP = %d but the model is dense (num_regular_experts <= 1)", p->ep);
@@ -267,8 +270,8 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   const fth_train_def *w = &p->work;
   if (m->n_layers < p->pp * w->virtual_stages)
     return fth_fail(err, FTH_EINVAL, "topology.logical",
-                    "PP x virtual stages = %d x %d exceeds n_layers = %d", p->pp,
-                    w->virtual_stages, m->n_layers);
+                    "PP x virtual stages = %d x %d exceeds n_layers = %d", p->pp, w->virtual_stages,
+                    m->n_layers);
   if (w->virtual_stages > 1 && m->n_layers % (p->pp * w->virtual_stages) != 0)
     return fth_fail(err, FTH_EINVAL, "workload.pp_spec.virtual_stages",
                     "n_layers %d is not a multiple of PP x virtual stages = %d x %d", m->n_layers,
@@ -301,6 +304,7 @@ typedef fth_phase phase;
 typedef struct ctx {
   const fth_train_plan *p;
   fth_phase_ctx k;
+  fth_coll_algo algo[FTH_COMM_KIND_COUNT]; /* what the layer collectives used, for the report */
 } ctx;
 
 static void add_kernel(const ctx *c, phase *ph, fth_flop_part part, fth_kernel_cost k,
@@ -309,7 +313,7 @@ static void add_kernel(const ctx *c, phase *ph, fth_flop_part part, fth_kernel_c
 }
 
 #define phase_scale fth_phase_scale
-#define phase_add fth_phase_add
+#define phase_add   fth_phase_add
 
 static double coll_time(const fth_train_plan *p, fth_coll_op op, double bytes,
                         const fth_group_level *lv, int n, fth_coll_algo *algo) {
@@ -329,7 +333,7 @@ static double tp_message_bytes(const fth_train_plan *p, double tokens) {
 
 /* Forward of one block for one micro-batch (tokens = b s / cp on this GPU),
  * and separately its backward. `moe` selects the MoE block. */
-static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
+static void block_costs(ctx *c, int moe, phase *fwd, phase *bwd) {
   const fth_train_plan *p = c->p;
   const fth_model_def *m = &p->model;
   const fth_train_def *w = &p->work;
@@ -343,8 +347,9 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
 
   /* Linears; routed experts: b s k / (TP_Attn CP) (token, expert) pairs per
    * GPU, times the imbalance (the mean load is the same on every GPU). */
-  fth_phase_linears(&c->k, sh, tokens, tp, tp_moe, tokens * m->top_k * w->expert_imbalance / tp * tp_moe,
-                    p->local_experts, ab, ab, fwd, bwd);
+  fth_phase_linears(&c->k, sh, tokens, tp, tp_moe,
+                    tokens * m->top_k * w->expert_imbalance / tp * tp_moe, p->local_experts, ab, ab,
+                    fwd, bwd);
 
   /* Attention core on heads / TP, queries s / CP against the causal context. */
   {
@@ -422,10 +427,11 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
     double bytes = tp_message_bytes(p, tokens);
     double one;
     if (w->sequence_parallel)
-      one = coll_time(p, FTH_COLL_REDUCE_SCATTER, bytes, p->lv_tp, p->nl_tp, NULL) +
-            coll_time(p, FTH_COLL_ALL_GATHER, bytes, p->lv_tp, p->nl_tp, NULL);
+      one =
+          coll_time(p, FTH_COLL_REDUCE_SCATTER, bytes, p->lv_tp, p->nl_tp, &c->algo[FTH_COMM_TP]) +
+          coll_time(p, FTH_COLL_ALL_GATHER, bytes, p->lv_tp, p->nl_tp, NULL);
     else
-      one = coll_time(p, FTH_COLL_ALL_REDUCE, bytes, p->lv_tp, p->nl_tp, NULL);
+      one = coll_time(p, FTH_COLL_ALL_REDUCE, bytes, p->lv_tp, p->nl_tp, &c->algo[FTH_COMM_TP]);
     int tp_calls = moe ? 1 : 2;
     fwd->comm_s[FTH_COMM_TP] += tp_calls * one;
     bwd->comm_s[FTH_COMM_TP] += tp_calls * one;
@@ -434,7 +440,8 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
        * before the experts, reduce-scatter after (Megatron-Core MoE). */
       double pairs = tokens * m->top_k * w->expert_imbalance / tp;
       double eb = pairs * h * w->act_bytes;
-      double t_moe = coll_time(p, FTH_COLL_ALL_GATHER, eb, p->lv_tp_moe, p->nl_tp_moe, NULL) +
+      double t_moe = coll_time(p, FTH_COLL_ALL_GATHER, eb, p->lv_tp_moe, p->nl_tp_moe,
+                               &c->algo[FTH_COMM_TP_MOE]) +
                      coll_time(p, FTH_COLL_REDUCE_SCATTER, eb, p->lv_tp_moe, p->nl_tp_moe, NULL);
       fwd->comm_s[FTH_COMM_TP_MOE] += t_moe;
       bwd->comm_s[FTH_COMM_TP_MOE] += t_moe;
@@ -445,7 +452,8 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
       /* Expert parallel dispatch + combine: each GPU sends its b s k / (TP CP)
        * token copies (hidden h each); the busiest receiver sets the pace. */
       double a2a = tokens / tp * m->top_k * h * w->act_bytes * w->expert_imbalance;
-      double t_a2a = coll_time(p, FTH_COLL_ALL_TO_ALL, a2a, p->lv_ep, p->nl_ep, NULL);
+      double t_a2a =
+          coll_time(p, FTH_COLL_ALL_TO_ALL, a2a, p->lv_ep, p->nl_ep, &c->algo[FTH_COMM_EP]);
       fwd->comm_s[FTH_COMM_EP] += 2.0 * t_a2a;
       bwd->comm_s[FTH_COMM_EP] += 2.0 * t_a2a;
     }
@@ -456,7 +464,7 @@ static void block_costs(const ctx *c, int moe, phase *fwd, phase *bwd) {
    * again with their gradients. */
   if (p->cp > 1) {
     double kv = tokens * sh->kv_cache_per_token / tp * w->act_bytes * p->cp;
-    double t = coll_time(p, FTH_COLL_ALL_GATHER, kv, p->lv_cp, p->nl_cp, NULL);
+    double t = coll_time(p, FTH_COLL_ALL_GATHER, kv, p->lv_cp, p->nl_cp, &c->algo[FTH_COMM_CP]);
     fwd->comm_s[FTH_COMM_CP] += t;
     bwd->comm_s[FTH_COMM_CP] += 2.0 * t;
   }
@@ -520,7 +528,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double opt_per = 2.0 * mb + (wb < mb ? mb : 0.0);
   double shard_w = w->dp >= FTH_DP_ZERO3, shard_g = w->dp >= FTH_DP_ZERO2,
          shard_o = w->dp >= FTH_DP_ZERO1;
-  out->bytes[FTH_MEM_WEIGHTS] = dense * wb / (shard_w ? dp : 1) + expert * wb / (shard_w ? dp_moe : 1);
+  out->bytes[FTH_MEM_WEIGHTS] =
+      dense * wb / (shard_w ? dp : 1) + expert * wb / (shard_w ? dp_moe : 1);
   out->bytes[FTH_MEM_GRADIENTS] =
       dense * gb / (shard_g ? dp : 1) + expert * gb / (shard_g ? dp_moe : 1);
   out->bytes[FTH_MEM_OPTIMIZER] =
@@ -584,8 +593,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   }
 }
 
-static void set_comm(fth_comm_item *it, fth_coll_op op, fth_coll_algo algo, const fth_group_level *lv,
-                     int n, int dim, double bytes, double calls) {
+static void set_comm(fth_comm_item *it, fth_coll_op op, fth_coll_algo algo,
+                     const fth_group_level *lv, int n, int dim, double bytes, double calls) {
   it->op = op;
   it->algo = algo;
   it->group_size = levels_size(lv, n);
@@ -602,6 +611,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   memset(r, 0, sizeof *r);
   ctx c;
   c.p = p;
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) c.algo[k] = FTH_ALGO_AUTO;
   c.k.env = fth_kernel_env_make(&p->node, p->prec, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
   {
     fth_tier wt = w->traffic_tier[FTH_MEM_WEIGHTS];
@@ -644,9 +654,9 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
     double kvh = fth_max(1.0, p->dense_shape.kv_heads / p->tp);
     fth_kernel_env env = c.k.env;
     env.attention_flops_per_s = env.matrix_flops_per_s; /* unfused: batched GEMMs */
-    fth_kernel_cost k = fth_kernel_attention(&env, w->micro_batch, heads, kvh, w->seq_len,
-                                             w->seq_len, p->dense_shape.d_qk, p->dense_shape.d_v,
-                                             0, w->act_bytes);
+    fth_kernel_cost k =
+        fth_kernel_attention(&env, w->micro_batch, heads, kvh, w->seq_len, w->seq_len,
+                             p->dense_shape.d_qk, p->dense_shape.d_v, 0, w->act_bytes);
     double s = (double)p->layers_per_stage / p->cp;
     k.flops *= s;
     k.bytes *= s;
@@ -688,27 +698,23 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
     double tp_calls_layer = 2.0 * p->dense_layers_per_stage +
                             (1.0 + (m->num_shared_experts > 0)) * p->moe_layers_per_stage;
     double rec_factor = w->recompute == FTH_RECOMPUTE_FULL ? 3.0 : 2.0; /* fwd, bwd, re-fwd */
-    fth_coll_algo a = FTH_ALGO_AUTO;
-    coll_time(p, w->sequence_parallel ? FTH_COLL_REDUCE_SCATTER : FTH_COLL_ALL_REDUCE, tpb,
-              p->lv_tp, p->nl_tp, &a);
-    set_comm(&r->comm[FTH_COMM_TP], w->sequence_parallel ? FTH_COLL_REDUCE_SCATTER : FTH_COLL_ALL_REDUCE,
-             a, p->lv_tp, p->nl_tp, p->dim_tp, tpb,
+    set_comm(&r->comm[FTH_COMM_TP],
+             w->sequence_parallel ? FTH_COLL_REDUCE_SCATTER : FTH_COLL_ALL_REDUCE,
+             c.algo[FTH_COMM_TP], p->lv_tp, p->nl_tp, p->dim_tp, tpb,
              mbs * tp_calls_layer * rec_factor * (w->sequence_parallel ? 2.0 : 1.0));
     if (p->moe_layers_per_stage > 0) {
       double pairs = tokens * m->top_k * w->expert_imbalance / p->tp;
       double a2a = pairs * m->d_model * w->act_bytes;
-      coll_time(p, FTH_COLL_ALL_TO_ALL, a2a, p->lv_ep, p->nl_ep, &a);
-      set_comm(&r->comm[FTH_COMM_EP], FTH_COLL_ALL_TO_ALL, a, p->lv_ep, p->nl_ep, p->dim_ep, a2a,
+      set_comm(&r->comm[FTH_COMM_EP], FTH_COLL_ALL_TO_ALL, c.algo[FTH_COMM_EP], p->lv_ep, p->nl_ep,
+               p->dim_ep, a2a, mbs * p->moe_layers_per_stage * 2.0 * rec_factor);
+      set_comm(&r->comm[FTH_COMM_TP_MOE], FTH_COLL_ALL_GATHER, c.algo[FTH_COMM_TP_MOE],
+               p->lv_tp_moe, p->nl_tp_moe, p->dim_tp_moe, a2a,
                mbs * p->moe_layers_per_stage * 2.0 * rec_factor);
-      coll_time(p, FTH_COLL_ALL_GATHER, a2a, p->lv_tp_moe, p->nl_tp_moe, &a);
-      set_comm(&r->comm[FTH_COMM_TP_MOE], FTH_COLL_ALL_GATHER, a, p->lv_tp_moe, p->nl_tp_moe,
-               p->dim_tp_moe, a2a, mbs * p->moe_layers_per_stage * 2.0 * rec_factor);
     }
     if (p->cp > 1) {
       double kv = tokens * p->dense_shape.kv_cache_per_token / p->tp * w->act_bytes * p->cp;
-      coll_time(p, FTH_COLL_ALL_GATHER, kv, p->lv_cp, p->nl_cp, &a);
-      set_comm(&r->comm[FTH_COMM_CP], FTH_COLL_ALL_GATHER, a, p->lv_cp, p->nl_cp, p->dim_cp, kv,
-               mbs * p->layers_per_stage * (rec_factor + 1.0));
+      set_comm(&r->comm[FTH_COMM_CP], FTH_COLL_ALL_GATHER, c.algo[FTH_COMM_CP], p->lv_cp, p->nl_cp,
+               p->dim_cp, kv, mbs * p->layers_per_stage * (rec_factor + 1.0));
     }
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
       double raw = mbs * (fwd.comm_s[k] + bwd.comm_s[k] + rec.comm_s[k]);
@@ -763,22 +769,22 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
       t_dp = coll_time(p, FTH_COLL_REDUCE_SCATTER, gbytes, p->lv_dp, p->nl_dp, &a) +
              coll_time(p, FTH_COLL_ALL_GATHER, dense * w->act_bytes, p->lv_dp, p->nl_dp, NULL);
       t_dpm = coll_time(p, FTH_COLL_REDUCE_SCATTER, gbytes_m, p->lv_dp_moe, p->nl_dp_moe, &am) +
-              coll_time(p, FTH_COLL_ALL_GATHER, expert * w->act_bytes, p->lv_dp_moe,
-                        p->nl_dp_moe, NULL);
+              coll_time(p, FTH_COLL_ALL_GATHER, expert * w->act_bytes, p->lv_dp_moe, p->nl_dp_moe,
+                        NULL);
     } else {
       op = FTH_COLL_ALL_GATHER;
       calls = mbs;
       t_dp = mbs * (2.0 * coll_time(p, FTH_COLL_ALL_GATHER, dense * w->act_bytes, p->lv_dp,
                                     p->nl_dp, &a) +
                     coll_time(p, FTH_COLL_REDUCE_SCATTER, gbytes, p->lv_dp, p->nl_dp, NULL));
-      t_dpm = mbs * (2.0 * coll_time(p, FTH_COLL_ALL_GATHER, expert * w->act_bytes,
-                                     p->lv_dp_moe, p->nl_dp_moe, &am) +
-                     coll_time(p, FTH_COLL_REDUCE_SCATTER, gbytes_m, p->lv_dp_moe,
-                               p->nl_dp_moe, NULL));
+      t_dpm =
+          mbs * (2.0 * coll_time(p, FTH_COLL_ALL_GATHER, expert * w->act_bytes, p->lv_dp_moe,
+                                 p->nl_dp_moe, &am) +
+                 coll_time(p, FTH_COLL_REDUCE_SCATTER, gbytes_m, p->lv_dp_moe, p->nl_dp_moe, NULL));
     }
     set_comm(&r->comm[FTH_COMM_DP], op, a, p->lv_dp, p->nl_dp, p->dim_dp, gbytes, calls);
-    set_comm(&r->comm[FTH_COMM_DP_MOE], op, am, p->lv_dp_moe, p->nl_dp_moe, p->dim_dp_moe,
-             gbytes_m, calls);
+    set_comm(&r->comm[FTH_COMM_DP_MOE], op, am, p->lv_dp_moe, p->nl_dp_moe, p->dim_dp_moe, gbytes_m,
+             calls);
     /* Window: compute-bound kernel time hides comp_comm_eff of it, memory-
      * bound kernel time comm_mem_eff of it (both contend for HBM). */
     double window;
@@ -812,23 +818,15 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   /* Totals. */
   r->exposed_comm_s = 0;
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) r->exposed_comm_s += r->comm[k].exposed_s;
-  double layer_exposed = 0;
-  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
-    if (k != FTH_COMM_PP && k != FTH_COMM_DP && k != FTH_COMM_DP_MOE)
-      layer_exposed += r->comm[k].exposed_s;
   r->step_time_s = r->busy_s + r->bubble_s + r->comm[FTH_COMM_PP].exposed_s +
                    r->comm[FTH_COMM_DP].exposed_s + r->comm[FTH_COMM_DP_MOE].exposed_s +
                    r->optimizer_s;
-  double compute = 0, mem = 0;
-  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
+  double compute = 0;
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++)
     compute += fwd.compute_s[i] + bwd.compute_s[i] + rec.compute_s[i];
-    mem += fwd.memory_s[i] + bwd.memory_s[i] + rec.memory_s[i];
-  }
   r->compute_s = mbs * compute;
   r->memory_exposed_s = mbs * (fwd.kernel_s + bwd.kernel_s + rec.kernel_s) - r->compute_s;
   if (r->memory_exposed_s < 0) r->memory_exposed_s = 0;
-  (void)layer_exposed;
-  (void)mem;
   r->bubble_fraction = r->step_time_s > 0 ? r->bubble_s / r->step_time_s : 0;
 
   fth_train_footprint(p, &r->mem);
@@ -844,12 +842,11 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   double per_tok = 3.0 * fwd_tok;
   r->model_flops_per_step = per_tok * r->tokens_per_step;
   double rec_tok = 0;
-  if (w->recompute == FTH_RECOMPUTE_FULL)
-    rec_tok = fwd_tok - fth_model_lm_head_flops_per_token(m);
+  if (w->recompute == FTH_RECOMPUTE_FULL) rec_tok = fwd_tok - fth_model_lm_head_flops_per_token(m);
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;
   double peak = p->node.compute.flops_per_s[p->prec];
-  if (!(peak > 0)) peak = fth_compute_flops_per_s(&p->node.compute, p->prec) /
-                          p->node.compute.efficiency;
+  if (!(peak > 0))
+    peak = fth_compute_flops_per_s(&p->node.compute, p->prec) / p->node.compute.efficiency;
   double denom = r->step_time_s * p->num_gpus * peak;
   r->mfu = denom > 0 ? r->model_flops_per_step / denom : 0;
   r->hfu = denom > 0 ? r->hardware_flops_per_step / denom : 0;

@@ -36,64 +36,65 @@ typedef enum fth_dp_variant {
 } fth_dp_variant;
 
 const char *fth_dp_variant_name(fth_dp_variant v);     ///< "DDP", "ZERO1", "ZERO2", "ZERO3"
-fth_dp_variant fth_dp_variant_parse(const char *name);  ///< also "FSDP"; FTH_DP_COUNT if unknown
+fth_dp_variant fth_dp_variant_parse(const char *name); ///< also "FSDP"; FTH_DP_COUNT if unknown
 
 /// Memory components that can be mapped to tiers.
 typedef enum fth_mem_component {
   FTH_MEM_WEIGHTS = 0,
-  FTH_MEM_GRADIENTS,       ///< `gradient_buffers`
-  FTH_MEM_OPTIMIZER,       ///< `optimizer_states`
-  FTH_MEM_ACTIVATIONS,     ///< `saved_activations`
-  FTH_MEM_TRANSIENT_FWD,   ///< `transient_forward_peak`
-  FTH_MEM_TRANSIENT_BWD,   ///< `transient_backward_peak`
-  FTH_MEM_KV_CACHE,        ///< inference only
+  FTH_MEM_GRADIENTS,     ///< `gradient_buffers`
+  FTH_MEM_OPTIMIZER,     ///< `optimizer_states`
+  FTH_MEM_ACTIVATIONS,   ///< `saved_activations`
+  FTH_MEM_TRANSIENT_FWD, ///< `transient_forward_peak`
+  FTH_MEM_TRANSIENT_BWD, ///< `transient_backward_peak`
+  FTH_MEM_KV_CACHE,      ///< inference only
   FTH_MEM_COMPONENT_COUNT
 } fth_mem_component;
 
-const char *fth_mem_component_name(fth_mem_component c);    ///< YAML names
+const char *fth_mem_component_name(fth_mem_component c);     ///< YAML names
 fth_mem_component fth_mem_component_parse(const char *name); ///< also "activations", "gradients"
 
 /// The training workload (ScaleScope train spec plus fathom's extensions).
 typedef struct fth_train_def {
-  double global_batch;          ///< sequences per step, whole system
-  double micro_batch;           ///< sequences per micro-batch per DP rank
-  double seq_len;               ///< tokens per sequence
-  double total_train_tokens;    ///< for run totals; 0 = one step
-  double act_bytes;             ///< `float_size_bytes`: compute/activation width (1, 2, 4)
-  double master_bytes;          ///< `full_precision_param_float_size` (4): master weights, Adam moments
-  double grad_bytes;            ///< gradient accumulation width; 0 = master_bytes
+  double global_batch;       ///< sequences per step, whole system
+  double micro_batch;        ///< sequences per micro-batch per DP rank
+  double seq_len;            ///< tokens per sequence
+  double total_train_tokens; ///< for run totals; 0 = one step
+  double act_bytes;          ///< `float_size_bytes`: compute/activation width (1, 2, 4)
+  double master_bytes; ///< `full_precision_param_float_size` (4): master weights, Adam moments
+  double grad_bytes;   ///< gradient accumulation width; 0 = master_bytes
   fth_dp_variant dp;
   fth_pp_schedule pp;
-  int virtual_stages;           ///< interleaved schedule: model chunks per GPU (>= 1)
+  int virtual_stages; ///< interleaved schedule: model chunks per GPU (>= 1)
   fth_recompute recompute;
-  int sequence_parallel;        ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
-  int flash_attention;          ///< 1: fused attention (no s^2 activations)
-  double expert_imbalance;      ///< busiest EP rank's routed load / mean (>= 1)
+  int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
+  int flash_attention;     ///< 1: fused attention (no s^2 activations)
+  double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   double comp_comm_eff, comp_mem_eff, comm_mem_eff; ///< in [0, 1]
   fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT];   ///< where each component is read from
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT]; ///< where each component is stored
-  fth_coll_params coll;         ///< per-peer overhead, launch cost
-  double kernel_launch_s;       ///< per kernel fixed overhead (0 = none)
+  fth_coll_params coll;                             ///< per-peer overhead, launch cost
+  double kernel_launch_s;                           ///< per kernel fixed overhead (0 = none)
   fth_kernel_model kernel_model; ///< roofline (default) or tiled (wave quantisation)
 } fth_train_def;
 
 fth_train_def fth_train_def_default(void);
 
-const char *fth_comm_kind_name(fth_comm_kind k); ///< "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe"
+const char *
+fth_comm_kind_name(fth_comm_kind k); ///< "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe"
 
 /// One kind of communication over a step, on one GPU.
 typedef struct fth_comm_item {
-  fth_coll_op op;           ///< main collective of this kind
-  fth_coll_algo algo;       ///< algorithm the cost model chose
-  int group_size;           ///< GPUs in the group (1 = no communication)
-  int phys_dim;             ///< physical dimension of the innermost level (-1 if none)
-  int num_levels;           ///< physical dimensions the group spans
-  double bytes_per_call;    ///< per the byte convention of fth_collective.h
+  fth_coll_op op;        ///< main collective of this kind
+  fth_coll_algo algo;    ///< algorithm the cost model chose
+  int group_size;        ///< GPUs in the group (1 = no communication)
+  int phys_dim;          ///< physical dimension of the innermost level (-1 if none)
+  int num_levels;        ///< physical dimensions the group spans
+  double bytes_per_call; ///< per the byte convention of fth_collective.h
   double calls_per_step;
-  double bytes_per_step;    ///< bytes_per_call x calls
-  double raw_s;             ///< time per step if nothing overlapped
-  double hidden_s;          ///< of raw_s, hidden under compute / memory
-  double exposed_s;         ///< of raw_s, on the critical path
+  double bytes_per_step; ///< bytes_per_call x calls
+  double raw_s;          ///< time per step if nothing overlapped
+  double hidden_s;       ///< of raw_s, hidden under compute / memory
+  double exposed_s;      ///< of raw_s, on the critical path
 } fth_comm_item;
 
 /// A compiled training scenario: the inputs, validated, and what is fixed by them.
@@ -105,11 +106,11 @@ typedef struct fth_train_plan {
   /* derived at compile time */
   int tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp;
   double num_gpus;
-  double microbatches;          ///< per DP rank per step
-  int layers_per_stage;         ///< ceil(n_layers / pp): the slowest stage
-  int moe_layers_per_stage;     ///< MoE blocks on the stage with the most
+  double microbatches;      ///< per DP rank per step
+  int layers_per_stage;     ///< ceil(n_layers / pp): the slowest stage
+  int moe_layers_per_stage; ///< MoE blocks on the stage with the most
   int dense_layers_per_stage;
-  double local_experts;         ///< routed experts per GPU per MoE layer (E / EP)
+  double local_experts; ///< routed experts per GPU per MoE layer (E / EP)
   fth_layer_shape dense_shape, moe_shape;
   fth_param_count params;
   fth_precision prec;
@@ -133,26 +134,26 @@ fth_status fth_train_compile(fth_train_plan *plan, const fth_node_def *node,
 fth_status fth_train_rework(fth_train_plan *plan, const fth_train_def *work, fth_error *err);
 
 typedef struct fth_memory_footprint {
-  double bytes[FTH_MEM_COMPONENT_COUNT];      ///< per GPU
-  double tier_bytes[FTH_TIER_COUNT];          ///< sum of the components mapped to each tier
-  double tier_capacity[FTH_TIER_COUNT];       ///< 0 where the node lacks the tier
+  double bytes[FTH_MEM_COMPONENT_COUNT]; ///< per GPU
+  double tier_bytes[FTH_TIER_COUNT];     ///< sum of the components mapped to each tier
+  double tier_capacity[FTH_TIER_COUNT];  ///< 0 where the node lacks the tier
   int tier_fits[FTH_TIER_COUNT];
-  double peak_bytes;                          ///< total over components (the chip's peak)
-  int fits;                                   ///< every tier within capacity
-  fth_tier overflow_tier;                     ///< first tier over capacity; FTH_TIER_COUNT if none
+  double peak_bytes;      ///< total over components (the chip's peak)
+  int fits;               ///< every tier within capacity
+  fth_tier overflow_tier; ///< first tier over capacity; FTH_TIER_COUNT if none
 } fth_memory_footprint;
 
 typedef struct fth_train_result {
   /* time per step, per GPU, on the critical path */
   double step_time_s;
-  double fwd_s, bwd_s;            ///< per micro-batch on the slowest stage, incl. exposed layer comm
-  double compute_s;               ///< kernels' compute-bound time over the step (all micro-batches)
-  double memory_exposed_s;        ///< kernels' memory time not hidden under compute
-  double recompute_s;             ///< forward re-run inside backward
+  double fwd_s, bwd_s;     ///< per micro-batch on the slowest stage, incl. exposed layer comm
+  double compute_s;        ///< kernels' compute-bound time over the step (all micro-batches)
+  double memory_exposed_s; ///< kernels' memory time not hidden under compute
+  double recompute_s;      ///< forward re-run inside backward
   double bubble_s;
   double optimizer_s;
-  double exposed_comm_s;          ///< sum of comm[].exposed_s
-  double busy_s;                  ///< microbatches x (fwd + bwd)
+  double exposed_comm_s; ///< sum of comm[].exposed_s
+  double busy_s;         ///< microbatches x (fwd + bwd)
   fth_comm_item comm[FTH_COMM_KIND_COUNT];
   /* work per micro-batch per GPU on the slowest stage */
   double fwd_flops[FTH_FLOP_PART_COUNT], bwd_flops[FTH_FLOP_PART_COUNT];
@@ -162,7 +163,7 @@ typedef struct fth_train_result {
   double fwd_kernel_s, bwd_kernel_s; ///< kernels only (compute/memory overlapped), per micro-batch
   /* memory */
   fth_memory_footprint mem;
-  double params_per_gpu;          ///< parameters held (before ZeRO-3 sharding)
+  double params_per_gpu; ///< parameters held (before ZeRO-3 sharding)
   /* run totals */
   double microbatches, bubble_fraction;
   double tokens_per_step, steps, total_time_s, tokens_per_s;

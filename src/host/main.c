@@ -38,8 +38,8 @@ static int msghandler(lua_State *L) {
 static void set_search_path(lua_State *L, const char *argv0) {
   char exe[4096] = "", dir[4600];
   luaL_Buffer b;
-  lua_getglobal(L, "package");                     /* package */
-  lua_getfield(L, -1, "path");                     /* package oldpath */
+  lua_getglobal(L, "package"); /* package */
+  lua_getfield(L, -1, "path"); /* package oldpath */
   const char *old = lua_tostring(L, -1);
   luaL_buffinit(L, &b);
   const char *env = getenv("FATHOM_LUA_PATH");
@@ -64,8 +64,8 @@ static void set_search_path(lua_State *L, const char *argv0) {
   }
 #endif
   luaL_addstring(&b, old ? old : "");
-  luaL_pushresult(&b);                             /* package oldpath newpath */
-  lua_setfield(L, -3, "path");                     /* package oldpath */
+  luaL_pushresult(&b);         /* package oldpath newpath */
+  lua_setfield(L, -3, "path"); /* package oldpath */
   lua_pop(L, 2);
 
   /* fathom.paths: where configs/ and scenarios/ live, for the CLI. */
@@ -121,18 +121,18 @@ static int pmain(lua_State *L) {
   set_search_path(L, argv[0]);
   create_arg_table(L, argv, argc);
   lua_pushvalue(L, -1);
-  lua_setglobal(L, "arg");                         /* arg */
-  lua_pushcfunction(L, msghandler);                /* arg h */
+  lua_setglobal(L, "arg");          /* arg */
+  lua_pushcfunction(L, msghandler); /* arg h */
   lua_getglobal(L, "require");
   lua_pushliteral(L, "fathom.cli");
-  if (lua_pcall(L, 1, 1, -3) != LUA_OK) {          /* arg h err */
+  if (lua_pcall(L, 1, 1, -3) != LUA_OK) { /* arg h err */
     l_message(lua_tostring(L, -1));
     lua_pushinteger(L, 1);
     return 1;
   }
-  lua_getfield(L, -1, "main");                     /* arg h cli main */
-  lua_pushvalue(L, -4);                            /* arg h cli main arg */
-  if (lua_pcall(L, 1, 1, -4) != LUA_OK) {          /* arg h cli err */
+  lua_getfield(L, -1, "main");            /* arg h cli main */
+  lua_pushvalue(L, -4);                   /* arg h cli main arg */
+  if (lua_pcall(L, 1, 1, -4) != LUA_OK) { /* arg h cli err */
     l_message(lua_tostring(L, -1));
     lua_pushinteger(L, 1);
     return 1;

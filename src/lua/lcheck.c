@@ -44,8 +44,7 @@ int lcheck_bool(lua_State *L, int t, const char *what, const char *key, int def)
   return v;
 }
 
-const char *lcheck_string(lua_State *L, int t, const char *what, const char *key,
-                          const char *def) {
+const char *lcheck_string(lua_State *L, int t, const char *what, const char *key, const char *def) {
   t = lua_absindex(L, t);
   int ty = field(L, t, key);
   const char *v = def;
@@ -63,15 +62,15 @@ static int subtable(lua_State *L, int t, const char *what, const char *key) {
     lua_pop(L, 1);
     return 0;
   }
-  if (ty != LUA_TTABLE) luaL_error(L, "%s.%s: expected a table, got %s", what, key,
-                                   luaL_typename(L, -1));
+  if (ty != LUA_TTABLE)
+    luaL_error(L, "%s.%s: expected a table, got %s", what, key, luaL_typename(L, -1));
   return 1;
 }
 
 static void read_memory(lua_State *L, int t, const char *what, fth_memory_def *m) {
   *m = fth_memory_def_default();
-  m->bw_per_stack_bytes_per_s = lcheck_number(L, t, what, "bandwidth_per_stack_nominal",
-                                               m->bw_per_stack_bytes_per_s);
+  m->bw_per_stack_bytes_per_s =
+      lcheck_number(L, t, what, "bandwidth_per_stack_nominal", m->bw_per_stack_bytes_per_s);
   m->size_per_stack_bytes = lcheck_number(L, t, what, "size_per_stack", m->size_per_stack_bytes);
   m->num_stacks = lcheck_int(L, t, what, "num_stack", m->num_stacks);
   m->efficiency = lcheck_number(L, t, what, "efficiency", m->efficiency);
@@ -308,8 +307,10 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
     g->in_network_reduction = lcheck_bool(L, t, "level", "in_network_reduction", 0);
     if (g->group_size < 1 || g->dim_size < g->group_size || !(g->bw_bytes_per_s > 0) ||
         !(g->latency_s >= 0))
-      luaL_error(L, "levels[%d]: need group_size >= 1, dim_size >= group_size, bw > 0, "
-                    "latency >= 0", i + 1);
+      luaL_error(L,
+                 "levels[%d]: need group_size >= 1, dim_size >= group_size, bw > 0, "
+                 "latency >= 0",
+                 i + 1);
     lua_pop(L, 1);
   }
   return n;

@@ -19,8 +19,7 @@ int lcheck_int(lua_State *L, int t, const char *what, const char *key, int def);
 /// t[key] as a boolean (or 0/1 number); `def` when absent.
 int lcheck_bool(lua_State *L, int t, const char *what, const char *key, int def);
 /// t[key] as a string; `def` when absent.
-const char *lcheck_string(lua_State *L, int t, const char *what, const char *key,
-                          const char *def);
+const char *lcheck_string(lua_State *L, int t, const char *what, const char *key, const char *def);
 
 /// Table at `idx` -> def structs (defaults from the *_def_default functions).
 void lcheck_node(lua_State *L, int idx, fth_node_def *out);

@@ -10,10 +10,10 @@
 #include "lcheck.h"
 #include "lfathom.h"
 
-static const char *const ops[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                  "broadcast",  "send_recv",  NULL};
-static const char *const algos[] = {"auto", "ring", "tree", "direct", "hierarchical", "pxn",
-                                    "in_network", NULL};
+static const char *const ops[] = {
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv", NULL};
+static const char *const algos[] = {"auto",         "ring", "tree",       "direct",
+                                    "hierarchical", "pxn",  "in_network", NULL};
 
 /* (op, algo, bytes, levels [, params]) -> result table */
 static int core_collective(lua_State *L) {
@@ -67,9 +67,8 @@ static int core_model_info(lua_State *L) {
 }
 
 static const luaL_Reg collective_funcs[] = {
-  {"collective", core_collective},
-  {"model_info", core_model_info},
-  {NULL, NULL}
-};
+    {"collective", core_collective}, {"model_info", core_model_info}, {NULL, NULL}};
 
-void lfth_open_collective(lua_State *L) { lbind_setfuncs(L, collective_funcs); }
+void lfth_open_collective(lua_State *L) {
+  lbind_setfuncs(L, collective_funcs);
+}

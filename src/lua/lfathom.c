@@ -21,15 +21,16 @@ int lbind_raise(lua_State *L, const char *prefix, const fth_error *err) {
   return lua_error(L);
 }
 
-void lbind_setfuncs(lua_State *L, const luaL_Reg *funcs) { luaL_setfuncs(L, funcs, 0); }
+void lbind_setfuncs(lua_State *L, const luaL_Reg *funcs) {
+  luaL_setfuncs(L, funcs, 0);
+}
 
-void lbind_newclass(lua_State *L, const char *name, const luaL_Reg *meta,
-                    const luaL_Reg *methods) {
-  luaL_newmetatable(L, name);                      /* mt */
+void lbind_newclass(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods) {
+  luaL_newmetatable(L, name); /* mt */
   luaL_setfuncs(L, meta, 0);
-  lua_newtable(L);                                 /* mt methods */
+  lua_newtable(L); /* mt methods */
   luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");                  /* mt */
+  lua_setfield(L, -2, "__index"); /* mt */
   lua_pop(L, 1);
 }
 
@@ -39,10 +40,7 @@ static int core_version_string(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg core_funcs[] = {
-  {"version_string", core_version_string},
-  {NULL, NULL}
-};
+static const luaL_Reg core_funcs[] = {{"version_string", core_version_string}, {NULL, NULL}};
 
 int luaopen_fathom_core(lua_State *L) {
   luaL_newlib(L, core_funcs);

@@ -25,8 +25,7 @@ void lbind_setfuncs(lua_State *L, const luaL_Reg *funcs);
 
 /// Create metatable `name` with `meta` metamethods and `methods` as __index;
 /// leaves the stack unchanged.
-void lbind_newclass(lua_State *L, const char *name, const luaL_Reg *meta,
-                    const luaL_Reg *methods);
+void lbind_newclass(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods);
 
 #define FTH_OPENER(name) void lfth_open_##name(lua_State *L);
 #include "lua_openers.h"

@@ -142,20 +142,11 @@ static int plan_degrees(lua_State *L) {
 }
 
 static const luaL_Reg plan_methods[] = {
-  {"evaluate", plan_evaluate},
-  {"degrees",  plan_degrees},
-  {NULL, NULL}
-};
+    {"evaluate", plan_evaluate}, {"degrees", plan_degrees}, {NULL, NULL}};
 
-static const luaL_Reg plan_meta[] = {
-  {"__tostring", plan_tostring},
-  {NULL, NULL}
-};
+static const luaL_Reg plan_meta[] = {{"__tostring", plan_tostring}, {NULL, NULL}};
 
-static const luaL_Reg infer_funcs[] = {
-  {"infer_compile", core_infer_compile},
-  {NULL, NULL}
-};
+static const luaL_Reg infer_funcs[] = {{"infer_compile", core_infer_compile}, {NULL, NULL}};
 
 void lfth_open_infer(lua_State *L) {
   lbind_newclass(L, INFER_PLAN, plan_meta, plan_methods);

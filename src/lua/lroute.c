@@ -20,7 +20,8 @@ typedef struct byte_matrix {
 } byte_matrix;
 
 static byte_matrix *new_matrix(lua_State *L, int n) {
-  byte_matrix *m = (byte_matrix *)lua_newuserdatauv(L, sizeof(byte_matrix) + sizeof(double) * (size_t)n * (size_t)n, 0);
+  byte_matrix *m = (byte_matrix *)lua_newuserdatauv(
+      L, sizeof(byte_matrix) + sizeof(double) * (size_t)n * (size_t)n, 0);
   m->n = n;
   luaL_setmetatable(L, BYTE_MATRIX);
   return m;
@@ -51,7 +52,8 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   d->id_bytes = lcheck_number(L, idx, w, "id_bytes", d->id_bytes);
   if (lua_getfield(L, idx, "histogram") == LUA_TTABLE) {
     int n = (int)lua_rawlen(L, -1);
-    if (n != d->experts) luaL_error(L, "route.histogram: expected %d weights (one per expert), got %d", d->experts, n);
+    if (n != d->experts)
+      luaL_error(L, "route.histogram: expected %d weights (one per expert), got %d", d->experts, n);
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, -1, i + 1);
       hist[i] = lua_tonumber(L, -1);
@@ -81,16 +83,18 @@ static int core_route(lua_State *L) {
   double *hist = (double *)lua_newuserdatauv(L, sizeof(double) * FTH_ROUTE_MAX_EXPERTS, 0);
   fth_route_def d;
   read_route(L, 1, &d, hist);
-  if (d.gpus < 1 || d.gpus > FTH_ROUTE_MAX_GPUS || d.experts < 1 || d.experts > FTH_ROUTE_MAX_EXPERTS) {
+  if (d.gpus < 1 || d.gpus > FTH_ROUTE_MAX_GPUS || d.experts < 1 ||
+      d.experts > FTH_ROUTE_MAX_EXPERTS) {
     fth_error err;
     if (fth_route_check(&d, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
   }
   double *loads = (double *)lua_newuserdatauv(L, sizeof(double) * (size_t)(d.experts + d.gpus), 0);
-  byte_matrix *m = new_matrix(L, d.gpus);                      /* hist loads matrix */
+  byte_matrix *m = new_matrix(L, d.gpus); /* hist loads matrix */
   fth_route_stats st;
   fth_error err;
-  if (fth_route_run(&d, loads, loads + d.experts, m->data, &st, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
-  lua_createtable(L, 0, 12);                                   /* hist loads matrix result */
+  if (fth_route_run(&d, loads, loads + d.experts, m->data, &st, &err) != FTH_OK)
+    return lbind_raise(L, NULL, &err);
+  lua_createtable(L, 0, 12); /* hist loads matrix result */
   push_list(L, loads, d.experts);
   lua_setfield(L, -2, "expert_load");
   push_list(L, loads + d.experts, d.gpus);
@@ -105,7 +109,7 @@ static int core_route(lua_State *L) {
   setnum(L, "bytes_per_pair", st.bytes_per_pair);
   setnum(L, "total_bytes", st.total_bytes);
   setnum(L, "offnode_bytes", st.offnode_bytes);
-  lua_insert(L, -2);                                           /* hist loads result matrix */
+  lua_insert(L, -2); /* hist loads result matrix */
   return 2;
 }
 
@@ -134,10 +138,13 @@ typedef struct trace_ctx {
 static void write_row(void *ud, const fth_mesh_trace_row *r) {
   trace_ctx *t = (trace_ctx *)ud;
   if (t->jsonl)
-    fprintf(t->f, "{\"round\":%lld,\"src\":%d,\"dst\":%d,\"packets\":%d,\"bytes\":%.17g,\"link_use\":%.17g}\n",
+    fprintf(t->f,
+            "{\"round\":%lld,\"src\":%d,\"dst\":%d,\"packets\":%d,\"bytes\":%.17g,\"link_use\":%."
+            "17g}\n",
             r->round, r->src, r->dst, r->packets, r->bytes, r->link_use);
   else
-    fprintf(t->f, "%lld,%d,%d,%d,%.17g,%.17g\n", r->round, r->src, r->dst, r->packets, r->bytes, r->link_use);
+    fprintf(t->f, "%lld,%d,%d,%d,%.17g,%.17g\n", r->round, r->src, r->dst, r->packets, r->bytes,
+            r->link_use);
 }
 
 /* A trace file that is closed even when the simulation raises. */
@@ -162,7 +169,8 @@ static int core_mesh_simulate(lua_State *L) {
   const char *path = luaL_optstring(L, 3, NULL);
   static const char *const formats[] = {"csv", "jsonl", NULL};
   int jsonl = luaL_checkoption(L, 4, "csv", formats);
-  double *scratch = (double *)lua_newuserdatauv(L, sizeof(double) * 2 * (size_t)m->n * (size_t)m->n, 0);
+  double *scratch =
+      (double *)lua_newuserdatauv(L, sizeof(double) * 2 * (size_t)m->n * (size_t)m->n, 0);
   FILE **fh = (FILE **)lua_newuserdatauv(L, sizeof(FILE *), 0);
   *fh = NULL;
   luaL_setmetatable(L, TRACE_FILE);
@@ -230,29 +238,17 @@ static int matrix_tostring(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg matrix_methods[] = {
-  {"get",  matrix_get},
-  {"size", matrix_size},
-  {NULL, NULL}
-};
+static const luaL_Reg matrix_methods[] = {{"get", matrix_get}, {"size", matrix_size}, {NULL, NULL}};
 
-static const luaL_Reg matrix_meta[] = {
-  {"__tostring", matrix_tostring},
-  {NULL, NULL}
-};
+static const luaL_Reg matrix_meta[] = {{"__tostring", matrix_tostring}, {NULL, NULL}};
 
 static const luaL_Reg trace_meta[] = {
-  {"__gc",    trace_close},
-  {"__close", trace_close},
-  {NULL, NULL}
-};
+    {"__gc", trace_close}, {"__close", trace_close}, {NULL, NULL}};
 
-static const luaL_Reg route_funcs[] = {
-  {"route",            core_route},
-  {"mesh_simulate",    core_mesh_simulate},
-  {"mesh_closed_form", core_mesh_closed_form},
-  {NULL, NULL}
-};
+static const luaL_Reg route_funcs[] = {{"route", core_route},
+                                       {"mesh_simulate", core_mesh_simulate},
+                                       {"mesh_closed_form", core_mesh_closed_form},
+                                       {NULL, NULL}};
 
 void lfth_open_route(lua_State *L) {
   lbind_newclass(L, BYTE_MATRIX, matrix_meta, matrix_methods);

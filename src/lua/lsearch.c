@@ -25,7 +25,8 @@ static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
     return;
   }
   int len = (int)lua_rawlen(L, -1);
-  if (len > FTH_SEARCH_MAX_VALUES) luaL_error(L, "space.%s: at most %d values", key, FTH_SEARCH_MAX_VALUES);
+  if (len > FTH_SEARCH_MAX_VALUES)
+    luaL_error(L, "space.%s: at most %d values", key, FTH_SEARCH_MAX_VALUES);
   for (int i = 1; i <= len; i++) {
     lua_rawgeti(L, -1, i);
     int isnum;
@@ -82,8 +83,10 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   else
     d->scale_out = d->scale_up;
   lua_pop(L, 1);
-  d->scale_up_type = fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_up_type", "switched"));
-  d->scale_out_type = fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_out_type", "two_tier"));
+  d->scale_up_type =
+      fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_up_type", "switched"));
+  d->scale_out_type =
+      fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_out_type", "two_tier"));
   if (d->scale_up_type == FTH_TOPO_COUNT || d->scale_out_type == FTH_TOPO_COUNT)
     luaL_error(L, "search: unknown topology type");
   d->pod_size = lcheck_int(L, idx, "search", "pod_size", 1);
@@ -160,7 +163,8 @@ static void push_hit(lua_State *L, const fth_search_hit *h) {
   setnum(L, "bubble_fraction", h->bubble_fraction);
   setnum(L, "objective", h->objective);
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
-  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) setnum(L, fth_comm_kind_name((fth_comm_kind)k), h->exposed_s[k]);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
+    setnum(L, fth_comm_kind_name((fth_comm_kind)k), h->exposed_s[k]);
   lua_setfield(L, -2, "exposed_s");
   lua_pushboolean(L, h->fits);
   lua_setfield(L, -2, "fits");
@@ -177,7 +181,8 @@ static int core_search(lua_State *L) {
   read_def(L, 1, d);
   int top = lcheck_int(L, 1, "search", "top", 100);
   luaL_argcheck(L, top >= 1 && top <= MAX_TOP, 1, "top must be in 1..4096");
-  fth_search_hit *hits = (fth_search_hit *)lua_newuserdatauv(L, sizeof(fth_search_hit) * (size_t)top, 0);
+  fth_search_hit *hits =
+      (fth_search_hit *)lua_newuserdatauv(L, sizeof(fth_search_hit) * (size_t)top, 0);
   fth_search_stats st;
   fth_error err;
   int n = 0;
@@ -230,7 +235,8 @@ static int core_search_eval(lua_State *L) {
     if (strcmp(rc, rc_names[i]) == 0) s.recompute = i;
   s.dp_variant = (int)fth_dp_variant_parse(lcheck_string(L, 2, "strategy", "dp_variant", "DDP"));
   s.sp = lcheck_bool(L, 2, "strategy", "sp", 0);
-  if (s.schedule == FTH_PP_COUNT || s.dp_variant == FTH_DP_COUNT) luaL_error(L, "strategy: bad schedule or dp");
+  if (s.schedule == FTH_PP_COUNT || s.dp_variant == FTH_DP_COUNT)
+    luaL_error(L, "strategy: bad schedule or dp");
   fth_search_hit out;
   fth_train_result r;
   fth_error err;
@@ -240,9 +246,8 @@ static int core_search_eval(lua_State *L) {
 }
 
 static const luaL_Reg search_funcs[] = {
-  {"search",      core_search},
-  {"search_eval", core_search_eval},
-  {NULL, NULL}
-};
+    {"search", core_search}, {"search_eval", core_search_eval}, {NULL, NULL}};
 
-void lfth_open_search(lua_State *L) { lbind_setfuncs(L, search_funcs); }
+void lfth_open_search(lua_State *L) {
+  lbind_setfuncs(L, search_funcs);
+}

@@ -154,27 +154,19 @@ static int plan_degrees(lua_State *L) {
 
 static int plan_tostring(lua_State *L) {
   const fth_train_plan *p = check_plan(L, 1);
-  lua_pushfstring(L, "fathom.TrainPlan (%d GPUs, TP %d PP %d DP %d EP %d)", (int)p->num_gpus,
-                  p->tp, p->pp, p->dp, p->ep);
+  lua_pushfstring(L, "fathom.TrainPlan (%d GPUs, TP %d PP %d DP %d EP %d)", (int)p->num_gpus, p->tp,
+                  p->pp, p->dp, p->ep);
   return 1;
 }
 
-static const luaL_Reg plan_methods[] = {
-  {"evaluate",  plan_evaluate},
-  {"footprint", plan_footprint},
-  {"degrees",   plan_degrees},
-  {NULL, NULL}
-};
+static const luaL_Reg plan_methods[] = {{"evaluate", plan_evaluate},
+                                        {"footprint", plan_footprint},
+                                        {"degrees", plan_degrees},
+                                        {NULL, NULL}};
 
-static const luaL_Reg plan_meta[] = {
-  {"__tostring", plan_tostring},
-  {NULL, NULL}
-};
+static const luaL_Reg plan_meta[] = {{"__tostring", plan_tostring}, {NULL, NULL}};
 
-static const luaL_Reg train_funcs[] = {
-  {"train_compile", core_train_compile},
-  {NULL, NULL}
-};
+static const luaL_Reg train_funcs[] = {{"train_compile", core_train_compile}, {NULL, NULL}};
 
 void lfth_open_train(lua_State *L) {
   lbind_newclass(L, TRAIN_PLAN, plan_meta, plan_methods);

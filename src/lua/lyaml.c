@@ -28,7 +28,7 @@
 
 typedef struct loader {
   yaml_parser_t parser;
-  int parser_ready;  /* parser needs yaml_parser_delete */
+  int parser_ready; /* parser needs yaml_parser_delete */
   const char *name;
   const char *text;
   size_t len;
@@ -181,7 +181,7 @@ static long parse_node(lua_State *L, loader *ld, yaml_event_t *ev);
 
 /* marks[t] = {self=pos, key={}, val={}}; leaves the entry on the stack. */
 static void new_mark_entry(lua_State *L, loader *ld, int t, const yaml_mark_t *m) {
-  lua_createtable(L, 0, 3);                        /* entry */
+  lua_createtable(L, 0, 3); /* entry */
   push_pos(L, m);
   lua_setfield(L, -2, "self");
   lua_newtable(L);
@@ -189,8 +189,8 @@ static void new_mark_entry(lua_State *L, loader *ld, int t, const yaml_mark_t *m
   lua_newtable(L);
   lua_setfield(L, -2, "val");
   lua_pushvalue(L, t);
-  lua_pushvalue(L, -2);                            /* entry t entry */
-  lua_rawset(L, ld->marks);                        /* entry */
+  lua_pushvalue(L, -2);     /* entry t entry */
+  lua_rawset(L, ld->marks); /* entry */
 }
 
 static int enter(loader *ld, const yaml_mark_t *m) {
@@ -231,21 +231,21 @@ static int apply_merge(lua_State *L, loader *ld, int t, int src, const yaml_mark
     if (list)
       lua_rawgeti(L, src, i);
     else
-      lua_pushvalue(L, src);                       /* map */
+      lua_pushvalue(L, src); /* map */
     if (lua_type(L, -1) != LUA_TTABLE) {
       set_err(ld, m, "merge key '<<' needs a mapping or a list of mappings");
       return -1;
     }
     lua_pushnil(L);
-    while (lua_next(L, -2)) {                      /* map k v */
+    while (lua_next(L, -2)) { /* map k v */
       lua_pushvalue(L, -2);
-      lua_rawget(L, t);                            /* map k v existing */
+      lua_rawget(L, t); /* map k v existing */
       int absent = lua_isnil(L, -1);
       lua_pop(L, 1);
       if (absent) {
         lua_pushvalue(L, -2);
-        lua_insert(L, -2);                         /* map k k v */
-        lua_rawset(L, t);                          /* map k */
+        lua_insert(L, -2); /* map k k v */
+        lua_rawset(L, t);  /* map k */
       } else {
         lua_pop(L, 1);
       }
@@ -258,14 +258,14 @@ static int apply_merge(lua_State *L, loader *ld, int t, int src, const yaml_mark
 static long parse_mapping(lua_State *L, loader *ld, yaml_event_t *start) {
   yaml_mark_t m0 = start->start_mark;
   if (enter(ld, &m0) < 0) return -1;
-  lua_newtable(L);                                 /* t */
+  lua_newtable(L); /* t */
   int t = lua_gettop(L);
-  new_mark_entry(L, ld, t, &m0);                   /* t entry */
+  new_mark_entry(L, ld, t, &m0); /* t entry */
   int entry = lua_gettop(L);
   lua_getfield(L, entry, "key");
-  lua_getfield(L, entry, "val");                   /* t entry keys vals */
+  lua_getfield(L, entry, "val"); /* t entry keys vals */
   int keys = entry + 1, vals = entry + 2;
-  lua_newtable(L);                                 /* t entry keys vals merges */
+  lua_newtable(L); /* t entry keys vals merges */
   int merges = lua_gettop(L), nmerges = 0;
   long count = 1;
   for (;;) {
@@ -285,10 +285,10 @@ static long parse_mapping(lua_State *L, loader *ld, yaml_event_t *start) {
     int is_merge = kev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
                    strcmp((const char *)kev.data.scalar.value, "<<") == 0;
     yaml_event_delete(&kev);
-    int key = lua_gettop(L);                       /* ... key */
+    int key = lua_gettop(L); /* ... key */
     if (!is_merge) {
       lua_pushvalue(L, key);
-      if (lua_rawget(L, keys) != LUA_TNIL) {       /* ... key prevpos */
+      if (lua_rawget(L, keys) != LUA_TNIL) { /* ... key prevpos */
         char what[300];
         snprintf(what, sizeof what, "duplicate key '%s' (first defined at %s; keep one)",
                  lua_tostring(L, key), lua_tostring(L, -1));
@@ -303,7 +303,7 @@ static long parse_mapping(lua_State *L, loader *ld, yaml_event_t *start) {
     yaml_event_t vev;
     if (next_event(ld, &vev) < 0) return -1;
     yaml_mark_t vm = vev.start_mark;
-    long n = parse_node(L, ld, &vev);              /* ... key value|nothing */
+    long n = parse_node(L, ld, &vev); /* ... key value|nothing */
     if (n < 0) return -1;
     count += n;
     int has_value = lua_gettop(L) > key;
@@ -312,7 +312,7 @@ static long parse_mapping(lua_State *L, loader *ld, yaml_event_t *start) {
         set_err(ld, &vm, "merge key '<<' needs a mapping or a list of mappings");
         return -1;
       }
-      lua_rawseti(L, merges, ++nmerges);           /* ... key */
+      lua_rawseti(L, merges, ++nmerges); /* ... key */
       lua_pop(L, 1);
       continue;
     }
@@ -320,7 +320,7 @@ static long parse_mapping(lua_State *L, loader *ld, yaml_event_t *start) {
     push_pos(L, &vm);
     lua_rawset(L, vals);
     if (has_value)
-      lua_rawset(L, t);                            /* ... */
+      lua_rawset(L, t); /* ... */
     else
       lua_pop(L, 1);
   }
@@ -337,10 +337,10 @@ static long parse_mapping(lua_State *L, loader *ld, yaml_event_t *start) {
 static long parse_sequence(lua_State *L, loader *ld, yaml_event_t *start) {
   yaml_mark_t m0 = start->start_mark;
   if (enter(ld, &m0) < 0) return -1;
-  lua_newtable(L);                                 /* t */
+  lua_newtable(L); /* t */
   int t = lua_gettop(L);
   new_mark_entry(L, ld, t, &m0);
-  lua_getfield(L, -1, "val");                      /* t entry vals */
+  lua_getfield(L, -1, "val"); /* t entry vals */
   int vals = lua_gettop(L);
   long count = 1;
   lua_Integer i = 0;
@@ -375,62 +375,62 @@ static long parse_node(lua_State *L, loader *ld, yaml_event_t *ev) {
   yaml_mark_t m = ev->start_mark;
   luaL_checkstack(L, 8, "YAML nesting");
   switch (ev->type) {
-    case YAML_SCALAR_EVENT: {
-      if (ev->data.scalar.anchor) anchor = (const char *)ev->data.scalar.anchor;
-      const char *s = (const char *)ev->data.scalar.value;
-      size_t len = ev->data.scalar.length;
-      int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-      const char *tag = (const char *)ev->data.scalar.tag;
-      if (!plain || (tag != NULL && strcmp(tag, YAML_STR_TAG) == 0)) {
-        lua_pushlstring(L, s, len);
-        pushed = 1;
-      } else {
-        pushed = push_plain(L, s, len);
-      }
-      n = 1;
-      break;
+  case YAML_SCALAR_EVENT: {
+    if (ev->data.scalar.anchor) anchor = (const char *)ev->data.scalar.anchor;
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    const char *tag = (const char *)ev->data.scalar.tag;
+    if (!plain || (tag != NULL && strcmp(tag, YAML_STR_TAG) == 0)) {
+      lua_pushlstring(L, s, len);
+      pushed = 1;
+    } else {
+      pushed = push_plain(L, s, len);
     }
-    case YAML_ALIAS_EVENT: {
-      const char *name = (const char *)ev->data.alias.anchor;
-      lua_getfield(L, ld->anchor_counts, name);
-      if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        char what[300];
-        snprintf(what, sizeof what, "unknown alias '*%s'", name);
-        set_err(ld, &m, what);
-        break;
-      }
-      n = (long)lua_tointeger(L, -1);
+    n = 1;
+    break;
+  }
+  case YAML_ALIAS_EVENT: {
+    const char *name = (const char *)ev->data.alias.anchor;
+    lua_getfield(L, ld->anchor_counts, name);
+    if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
-      lua_getfield(L, ld->anchors, name);
-      if (lua_isnil(L, -1)) lua_pop(L, 1); /* anchored null */
-      yaml_event_delete(ev);
-      if (count_node(ld, n, &m) < 0) return -1;
-      return n;
-    }
-    case YAML_MAPPING_START_EVENT:
-    case YAML_SEQUENCE_START_EVENT: {
-      int mapping = ev->type == YAML_MAPPING_START_EVENT;
-      yaml_char_t *a = mapping ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
-      if (a != NULL) {
-        snprintf(anchor_buf, sizeof anchor_buf, "%s", (const char *)a);
-        anchor = anchor_buf;
-      }
-      yaml_event_t copy = *ev; /* parse_* reads marks only; delete after */
-      n = mapping ? parse_mapping(L, ld, &copy) : parse_sequence(L, ld, &copy);
-      yaml_event_delete(ev);
-      if (n < 0) return -1;
-      if (anchor != NULL) {
-        lua_pushvalue(L, -1);
-        lua_setfield(L, ld->anchors, anchor);
-        lua_pushinteger(L, n);
-        lua_setfield(L, ld->anchor_counts, anchor);
-      }
-      return n;
-    }
-    default:
-      set_err(ld, &m, "unexpected YAML event");
+      char what[300];
+      snprintf(what, sizeof what, "unknown alias '*%s'", name);
+      set_err(ld, &m, what);
       break;
+    }
+    n = (long)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, ld->anchors, name);
+    if (lua_isnil(L, -1)) lua_pop(L, 1); /* anchored null */
+    yaml_event_delete(ev);
+    if (count_node(ld, n, &m) < 0) return -1;
+    return n;
+  }
+  case YAML_MAPPING_START_EVENT:
+  case YAML_SEQUENCE_START_EVENT: {
+    int mapping = ev->type == YAML_MAPPING_START_EVENT;
+    yaml_char_t *a = mapping ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+    if (a != NULL) {
+      snprintf(anchor_buf, sizeof anchor_buf, "%s", (const char *)a);
+      anchor = anchor_buf;
+    }
+    yaml_event_t copy = *ev; /* parse_* reads marks only; delete after */
+    n = mapping ? parse_mapping(L, ld, &copy) : parse_sequence(L, ld, &copy);
+    yaml_event_delete(ev);
+    if (n < 0) return -1;
+    if (anchor != NULL) {
+      lua_pushvalue(L, -1);
+      lua_setfield(L, ld->anchors, anchor);
+      lua_pushinteger(L, n);
+      lua_setfield(L, ld->anchor_counts, anchor);
+    }
+    return n;
+  }
+  default:
+    set_err(ld, &m, "unexpected YAML event");
+    break;
   }
   if (n >= 0 && anchor != NULL) {
     /* Scalars: the anchored value is on top unless it was null (nothing pushed). */
@@ -463,7 +463,7 @@ static int decode(lua_State *L, const char *text, size_t len, const char *name) 
   if (!yaml_parser_initialize(&ld->parser)) return luaL_error(L, "cannot initialise libyaml");
   ld->parser_ready = 1;
   yaml_parser_set_input_string(&ld->parser, (const unsigned char *)text, len);
-  lua_newtable(L);                                 /* ld marks */
+  lua_newtable(L); /* ld marks */
   lua_createtable(L, 0, 1);
   lua_pushliteral(L, "k");
   lua_setfield(L, -2, "__mode");
@@ -472,7 +472,7 @@ static int decode(lua_State *L, const char *text, size_t len, const char *name) 
   lua_newtable(L);
   ld->anchors = lua_gettop(L);
   lua_newtable(L);
-  ld->anchor_counts = lua_gettop(L);               /* ld marks anchors counts */
+  ld->anchor_counts = lua_gettop(L); /* ld marks anchors counts */
   int top = lua_gettop(L);
   int ok = 0, docs = 0;
   for (;;) {
@@ -510,8 +510,8 @@ static int decode(lua_State *L, const char *text, size_t len, const char *name) 
   }
   yaml_parser_delete(&ld->parser);
   ld->parser_ready = 0;
-  if (lua_gettop(L) == top) lua_pushnil(L);        /* empty or null document */
-  lua_pushvalue(L, ld->marks);                     /* ... value marks */
+  if (lua_gettop(L) == top) lua_pushnil(L); /* empty or null document */
+  lua_pushvalue(L, ld->marks);              /* ... value marks */
   return 2;
 }
 
@@ -566,16 +566,9 @@ static int core_yaml_load(lua_State *L) {
 }
 
 static const luaL_Reg yaml_funcs[] = {
-  {"yaml_decode", core_yaml_decode},
-  {"yaml_load",   core_yaml_load},
-  {NULL, NULL}
-};
+    {"yaml_decode", core_yaml_decode}, {"yaml_load", core_yaml_load}, {NULL, NULL}};
 
-static const luaL_Reg loader_meta[] = {
-  {"__gc",    loader_gc},
-  {"__close", loader_gc},
-  {NULL, NULL}
-};
+static const luaL_Reg loader_meta[] = {{"__gc", loader_gc}, {"__close", loader_gc}, {NULL, NULL}};
 
 void lfth_open_yaml(lua_State *L) {
   luaL_newmetatable(L, LOADER_META);

@@ -26,8 +26,8 @@ static int ring_exact(void) {
   }
   /* n = 8: 2 x 7/8 x 1e9 / 1e11 = 17.5 ms; + 14 us = 17.514 ms. */
   fth_group_level l8 = level(8, 8, FTH_TOPO_SWITCHED, B, a);
-  FTH_ENSURE_NEAR(17.514e-3, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, M, &l8, 1, NULL).time_s,
-                  1e-12);
+  FTH_ENSURE_NEAR(
+      17.514e-3, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, M, &l8, 1, NULL).time_s, 1e-12);
   return 0;
 }
 
@@ -35,21 +35,30 @@ static int algorithms_by_hand(void) {
   const double M = 1e9, B = 1e11, a = 1e-6;
   fth_group_level l = level(8, 8, FTH_TOPO_SWITCHED, B, a);
   /* RS / AG ring: 7/8 x 10 ms + 7 us = 8.757 ms. */
-  FTH_ENSURE_NEAR(8.757e-3, fth_collective(FTH_COLL_REDUCE_SCATTER, FTH_ALGO_RING, M, &l, 1, NULL).time_s, 1e-12);
-  FTH_ENSURE_NEAR(8.757e-3, fth_collective(FTH_COLL_ALL_GATHER, FTH_ALGO_RING, M, &l, 1, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(8.757e-3,
+                  fth_collective(FTH_COLL_REDUCE_SCATTER, FTH_ALGO_RING, M, &l, 1, NULL).time_s,
+                  1e-12);
+  FTH_ENSURE_NEAR(8.757e-3,
+                  fth_collective(FTH_COLL_ALL_GATHER, FTH_ALGO_RING, M, &l, 1, NULL).time_s, 1e-12);
   /* Tree (Rabenseifner) all-reduce: 17.5 ms + 2 log2(8) a = 17.506 ms. */
-  FTH_ENSURE_NEAR(17.506e-3, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_TREE, M, &l, 1, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(17.506e-3,
+                  fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_TREE, M, &l, 1, NULL).time_s, 1e-12);
   /* Direct all-to-all with 2 us per peer: 7/8 x 10 ms + 1 us + 7 x 2 us = 8.765 ms. */
   fth_coll_params p = fth_coll_params_default();
   p.per_peer_overhead_s = 2e-6;
-  FTH_ENSURE_NEAR(8.765e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &l, 1, &p).time_s, 1e-12);
+  FTH_ENSURE_NEAR(8.765e-3,
+                  fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &l, 1, &p).time_s, 1e-12);
   /* Send/recv: 10 ms + 1 us. Launch cost adds once: + 5 us. */
   p.launch_s = 5e-6;
-  FTH_ENSURE_NEAR(10.006e-3, fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, M, &l, 1, &p).time_s, 1e-12);
+  FTH_ENSURE_NEAR(10.006e-3, fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, M, &l, 1, &p).time_s,
+                  1e-12);
   /* In-network reduction only where offered: M / B + 2a = 10.002 ms. */
-  FTH_ENSURE(isinf(fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_IN_NETWORK, M, &l, 1, NULL).time_s));
+  FTH_ENSURE(
+      isinf(fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_IN_NETWORK, M, &l, 1, NULL).time_s));
   l.in_network_reduction = 1;
-  FTH_ENSURE_NEAR(10.002e-3, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_IN_NETWORK, M, &l, 1, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(10.002e-3,
+                  fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_IN_NETWORK, M, &l, 1, NULL).time_s,
+                  1e-12);
   /* AUTO picks it: faster than any ring or tree here. */
   fth_coll_result r = fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, M, &l, 1, NULL);
   FTH_ENSURE(r.algo == FTH_ALGO_IN_NETWORK);
@@ -70,18 +79,27 @@ static int topology_effects(void) {
   /* Switched: 7/8 M / B = 8.75 ms. Full mesh of 8 with all 7 peers in the
    * group: B (7/7) -> the same. Ring of 8: bisection-bound B 4 x 7 / 64:
    * 8.75 ms / 0.4375 = 20 ms. */
-  FTH_ENSURE_NEAR(8.75e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &sw, 1, NULL).time_s, 1e-12);
-  FTH_ENSURE_NEAR(8.75e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &mesh, 1, NULL).time_s, 1e-12);
-  FTH_ENSURE_NEAR(20e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &ring, 1, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(
+      8.75e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &sw, 1, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(8.75e-3,
+                  fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &mesh, 1, NULL).time_s,
+                  1e-12);
+  FTH_ENSURE_NEAR(
+      20e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &ring, 1, NULL).time_s, 1e-12);
   /* A 4-GPU group on a mesh of 8 reaches its 3 peers over 3 of 7 links. A
    * ring all-reduce on the mesh uses 2 of 7 links: 2 x 3/4 M / (2B/7) = 52.5 ms. */
   fth_group_level mesh4 = level(4, 8, FTH_TOPO_MESH, B, 0);
   FTH_ENSURE_NEAR(0.75 * M / (B * 3.0 / 7.0),
-                  fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &mesh4, 1, NULL).time_s, 1e-12);
-  FTH_ENSURE_NEAR(52.5e-3, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, M, &mesh4, 1, NULL).time_s, 1e-12);
+                  fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, M, &mesh4, 1, NULL).time_s,
+                  1e-12);
+  FTH_ENSURE_NEAR(52.5e-3,
+                  fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, M, &mesh4, 1, NULL).time_s,
+                  1e-12);
   /* Two-tier fabric: each step crosses leaf and spine: 2a per step. */
   fth_group_level tt = level(8, 8, FTH_TOPO_TWO_TIER, B, 1e-6);
-  FTH_ENSURE_NEAR(17.5e-3 + 28e-6, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, M, &tt, 1, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(17.5e-3 + 28e-6,
+                  fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, M, &tt, 1, NULL).time_s,
+                  1e-12);
   return 0;
 }
 
@@ -96,8 +114,11 @@ static int hierarchical_property(void) {
         lv[0] = level(g0, g0, FTH_TOPO_SWITCHED, slow ? 5e10 : 4.5e11, 1e-6);
         lv[1] = level(g1, g1, FTH_TOPO_TWO_TIER, slow ? 4e11 : 5e10, 5e-6);
         for (int i = 0; i < 4; i++) {
-          double h = fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_HIERARCHICAL, sizes[i], lv, 2, NULL).time_s;
-          double r = fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, sizes[i], lv, 2, NULL).time_s;
+          double h =
+              fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_HIERARCHICAL, sizes[i], lv, 2, NULL)
+                  .time_s;
+          double r =
+              fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, sizes[i], lv, 2, NULL).time_s;
           FTH_ENSURE(h <= r * (1 + 1e-12));
           checked++;
         }
@@ -113,10 +134,13 @@ static int hierarchical_property(void) {
   fth_group_level lv[2];
   lv[0] = level(8, 8, FTH_TOPO_SWITCHED, 4e11, 1e-6);
   lv[1] = level(4, 4, FTH_TOPO_SWITCHED, 5e10, 5e-6);
-  FTH_ENSURE_NEAR(8.137e-3, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_HIERARCHICAL, 1e9, lv, 2, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(
+      8.137e-3, fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_HIERARCHICAL, 1e9, lv, 2, NULL).time_s,
+      1e-12);
   /* PXN all-to-all: scale-up 7/8 x 1 GB at 400 GB/s = 2.1875 ms, scale-out
    * (32 - 8)/32 x 1 GB at 50 GB/s = 15 ms; the stages overlap: 15 ms + 1 + 5 us. */
-  FTH_ENSURE_NEAR(15.006e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_PXN, 1e9, lv, 2, NULL).time_s, 1e-12);
+  FTH_ENSURE_NEAR(
+      15.006e-3, fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_PXN, 1e9, lv, 2, NULL).time_s, 1e-12);
   return 0;
 }
 

@@ -42,8 +42,10 @@ static int rates(void) {
   l.efficiency = 0.9;
   FTH_ENSURE(fth_link_check(&l, &err) == FTH_OK);
   FTH_ENSURE_NEAR(405e9, fth_link_bw_bytes_per_s(&l), 1e-12);
-  FTH_ENSURE(fth_precision_from_bytes(1) == FTH_PREC_FP8 && fth_precision_from_bytes(4) == FTH_PREC_FP32);
-  FTH_ENSURE(fth_tier_parse("remote_memory") == FTH_TIER_REMOTE && fth_tier_parse("x") == FTH_TIER_COUNT);
+  FTH_ENSURE(fth_precision_from_bytes(1) == FTH_PREC_FP8 &&
+             fth_precision_from_bytes(4) == FTH_PREC_FP32);
+  FTH_ENSURE(fth_tier_parse("remote_memory") == FTH_TIER_REMOTE &&
+             fth_tier_parse("x") == FTH_TIER_COUNT);
   return 0;
 }
 

@@ -133,15 +133,18 @@ static int tiny_by_hand(void) {
 static int korthikanti(void) {
   fth_model_def m = gpt3_175b();
   const double h = 12288, a = 96, s = 2048, t = 8;
-  double none = fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_NONE, 1, 1, 0, s, 2, 0, 0);
+  double none =
+      fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_NONE, 1, 1, 0, s, 2, 0, 0);
   FTH_ENSURE_NEAR(34.0 * h + 5.0 * a * s, none, 1e-12);
   double tp = fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_NONE, 8, 1, 0, s, 2, 0, 0);
   FTH_ENSURE_NEAR(10.0 * h + 24.0 * h / t + 5.0 * a * s / t, tp, 1e-12);
   double sp = fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_NONE, 8, 1, 1, s, 2, 0, 0);
   FTH_ENSURE_NEAR(34.0 * h / t + 5.0 * a * s / t, sp, 1e-12);
-  double sel = fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_SELECTIVE, 8, 1, 1, s, 2, 0, 0);
+  double sel =
+      fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_SELECTIVE, 8, 1, 1, s, 2, 0, 0);
   FTH_ENSURE_NEAR(34.0 * h / t, sel, 1e-12);
-  double full = fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_FULL, 8, 1, 0, s, 2, 0, 0);
+  double full =
+      fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_FULL, 8, 1, 0, s, 2, 0, 0);
   FTH_ENSURE_NEAR(2.0 * h, full, 1e-12);
   return 0;
 }
