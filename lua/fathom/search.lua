@@ -281,4 +281,125 @@ function M.prepare(a)
   return def, model, system
 end
 
+-- Inference ---------------------------------------------------------------------------------
+-- Serving strategies are few (TP, PP, EP, the batch), so they are enumerated here
+-- and each is compiled and evaluated by the core's inference model.
+
+local function infer_topology(system, tp, pp, ep, moe)
+  local pod, pods = system.pod_size, system.num_pods
+  local dims = { { topology_type = system.scale_up_type, size = pod, interconnect = system.scale_up } }
+  if pods > 1 then
+    dims[2] = { topology_type = system.scale_out_type, size = pods, interconnect = system.scale_out }
+  end
+  -- TP and as much PP as fits inside the pod, the rest of PP across pods; DP fills.
+  local pp_in = 1
+  while pp_in * 2 <= pp and pod % (tp * pp_in * 2) == 0 and pp % (pp_in * 2) == 0 do pp_in = pp_in * 2 end
+  local pp_out = pp // pp_in
+  if pod % (tp * pp_in) ~= 0 or pods % pp_out ~= 0 then return nil end
+  local logical = {
+    { logical_tag = "TP_Attn", phys_dim = 1, size = tp },
+    { logical_tag = "DP_Attn", phys_dim = 1, size = pod // (tp * pp_in) },
+  }
+  if pp_in > 1 then logical[#logical + 1] = { logical_tag = "PP", phys_dim = 1, size = pp_in } end
+  if moe then
+    local room = pod // pp_in
+    local ep_su = 1
+    for x = ep, 1, -1 do
+      if ep % x == 0 and room % x == 0 then
+        ep_su = x
+        break
+      end
+    end
+    local ep_so = ep // ep_su
+    if pods % (pp_out * ep_so) ~= 0 then return nil end
+    logical[#logical + 1] = { logical_tag = "EP_SU", phys_dim = 1, size = ep_su }
+    logical[#logical + 1] = { logical_tag = "DP_MoE", phys_dim = 1, size = room // ep_su }
+    if pods > 1 then
+      if ep_so > 1 then logical[#logical + 1] = { logical_tag = "EP_SO", phys_dim = 2, size = ep_so } end
+      logical[#logical + 1] = { logical_tag = "DP_MoE", phys_dim = 2, size = pods // (pp_out * ep_so) }
+    end
+  end
+  if pods > 1 then
+    if pp_out > 1 then logical[#logical + 1] = { logical_tag = "PP", phys_dim = 2, size = pp_out } end
+    logical[#logical + 1] = { logical_tag = "DP_Attn", phys_dim = 2, size = pods // pp_out }
+  end
+  return { dimensions = dims, logical = logical }
+end
+
+-- run_inference{model=, system=, workload=, pass=, objective=, latency_bound=, fix=, top=}
+-- -> {hits, stats}. Objectives: "tpot" / "ttft" (smallest), "throughput" (most tokens/s,
+-- among strategies within latency_bound seconds per output or first token).
+function M.run_inference(a)
+  local model, system, base = a.model, a.system, a.workload
+  local moe = (model.num_regular_experts or 0) > 1
+  local fix = a.fix or {}
+  local function values(key, default)
+    local v = fix[key]
+    if v == nil then return default end
+    return type(v) == "table" and v or { v }
+  end
+  local tps, pps, eps, bs = {}, {}, { 1 }, {}
+  for _, t in ipairs(powers_of_two_dividing(system.pod_size, 64)) do
+    if model.num_heads % t == 0 then tps[#tps + 1] = t end
+  end
+  for _, p in ipairs(divisors(model.n_layers, 64)) do
+    if p <= 32 then pps[#pps + 1] = p end
+  end
+  if moe then eps = powers_of_two_dividing(model.num_regular_experts, 1024) end
+  local b = 1
+  while b <= (a.max_batch or 4096) do
+    bs[#bs + 1] = b
+    b = b * 2
+  end
+  tps, pps, eps, bs = values("tp", tps), values("pp", pps), values("ep", eps), values("batch", bs)
+  local gpus = system.pod_size * system.num_pods
+  local hits, stats = {}, { considered = 0, not_tiling = 0, invalid = 0, no_fit = 0, evaluated = 0,
+    over_latency = 0, no_fit_by_tier = {} }
+  local index = 0
+  for _, tp in ipairs(tps) do for _, pp in ipairs(pps) do for _, ep in ipairs(eps) do for _, per_rank in ipairs(bs) do
+    index = index + 1
+    stats.considered = stats.considered + 1
+    local topo = infer_topology(system, tp, pp, ep, moe)
+    local dp = gpus // (tp * pp)
+    if not topo then
+      stats.not_tiling = stats.not_tiling + 1
+    else
+      local w = {}
+      for k, v in pairs(base) do w[k] = v end
+      w.micro_batch_size = math.max(1, per_rank // pp)
+      w.global_batch_size = w.micro_batch_size * pp * dp
+      local ok, plan = pcall(core.infer_compile, system.node, topo, model, w, a.pass)
+      if not ok then
+        stats.invalid = stats.invalid + 1
+      else
+        local r = plan:evaluate()
+        if not r.memory.fits then
+          stats.no_fit = stats.no_fit + 1
+          local t = r.memory.overflow_tier or "xpu_memory"
+          stats.no_fit_by_tier[t] = (stats.no_fit_by_tier[t] or 0) + 1
+        else
+          stats.evaluated = stats.evaluated + 1
+          local latency = a.pass == "decode" and r.tpot_s or r.ttft_s
+          if a.latency_bound and latency > a.latency_bound then
+            stats.over_latency = stats.over_latency + 1
+          else
+            local obj = a.objective == "throughput" and -r.tokens_per_s or latency
+            hits[#hits + 1] = { tp = tp, pp = pp, ep = ep, dp = dp, batch = w.global_batch_size,
+              micro_batch = w.micro_batch_size, tpot_s = r.tpot_s, ttft_s = r.ttft_s, latency_s = latency,
+              tokens_per_s = r.tokens_per_s, tokens_per_s_per_gpu = r.tokens_per_s_per_gpu,
+              peak_bytes = r.memory.peak_bytes, kv_cache_bytes = r.kv_cache_bytes_per_gpu,
+              max_global_batch = r.max_global_batch, objective = obj, index = index }
+          end
+        end
+      end
+    end
+  end end end end
+  table.sort(hits, function(x, y)
+    if x.objective ~= y.objective then return x.objective < y.objective end
+    return x.index < y.index
+  end)
+  for i = #hits, (a.top or 10) + 1, -1 do hits[i] = nil end
+  return { hits = hits, stats = stats }
+end
+
 return M

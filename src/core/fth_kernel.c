@@ -52,6 +52,15 @@ static int tiled(const fth_kernel_env *env) {
   return env->model == FTH_KERNEL_TILED && env->compute_units > 0;
 }
 
+/* The library's tile edge for a dimension of `x`: the configured tile, or for
+ * a smaller problem the power of two >= x (at least 16, the MMA granule). */
+static double tile_edge(double tile, double x) {
+  if (x >= tile) return tile;
+  double e = 16.0;
+  while (e < x) e *= 2.0;
+  return fth_min(e, tile);
+}
+
 fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, double k,
                                 double batch, double elem_bytes) {
   /* 2 m n k multiply-adds; A, B read once and C written once (ideal tiling). */
@@ -59,8 +68,16 @@ fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, d
   double bytes = (m * k + k * n + m * n) * elem_bytes * batch;
   fth_kernel_cost c = roofline(flops, env->matrix_flops_per_s, bytes, env->mem_bw_bytes_per_s);
   if (tiled(env) && flops > 0) {
-    double tiles = fth_ceil_div(m, env->tile_m) * fth_ceil_div(n, env->tile_n) * batch;
-    c.compute_s = waves_s(env, tiles, 2.0 * env->tile_m * env->tile_n * k, env->matrix_flops_per_s);
+    double tm = tile_edge(env->tile_m, m), tn = tile_edge(env->tile_n, n);
+    double tiles = fth_ceil_div(m, tm) * fth_ceil_div(n, tn) * batch;
+    double tile_flops = 2.0 * tm * tn * k;
+    if (tiles >= env->compute_units) {
+      c.compute_s = waves_s(env, tiles, tile_flops, env->matrix_flops_per_s);
+    } else {
+      /* Fewer tiles than units: libraries split K to fill the GPU (split-K), so
+       * only the padding of the edge tiles is lost. */
+      c.compute_s = tiles * tile_flops / env->matrix_flops_per_s;
+    }
     c.time_s = fth_max(c.compute_s, c.memory_s);
   }
   return c;

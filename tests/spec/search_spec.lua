@@ -119,3 +119,35 @@ describe("fathom search (command line)", function()
     assert.is_table(v.recommendation)
   end)
 end)
+
+describe("fathom search --pass-mode inference_decode", function()
+  it("ranks serving strategies by throughput within a latency bound", function()
+    local r = h.run("search", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--gpus", "8",
+      "--pass-mode", "inference_decode", "--seq", "2048", "--gen", "128", "--latency-bound", "0.05",
+      "--format", "json", "--top", "5")
+    assert.are.equal(0, r.code, r.stderr)
+    local v = require("fathom.format.json").decode(r.stdout)
+    assert.is_true(#v.hits >= 2)
+    for i, x in ipairs(v.hits) do
+      assert.is_true(x.tpot_s <= 0.05)
+      if i > 1 then assert.is_true(x.tokens_per_s <= v.hits[i - 1].tokens_per_s) end
+    end
+    assert.is_true(v.stats.over_latency > 0 or v.stats.no_fit > 0)
+  end)
+
+  it("lowest TPOT goes to the smallest batch on the widest TP", function()
+    local r = h.run("search", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--gpus", "8",
+      "--pass-mode", "inference_decode", "--objective", "tpot", "--format", "json", "--top", "1")
+    assert.are.equal(0, r.code, r.stderr)
+    local best = require("fathom.format.json").decode(r.stdout).hits[1]
+    assert.are.equal(8, best.tp)
+    assert.are.equal(1, best.batch)
+  end)
+
+  it("a training objective with an inference pass is refused", function()
+    local r = h.run("search", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--gpus", "8",
+      "--pass-mode", "inference_decode", "--objective", "mfu")
+    assert.are.equal(2, r.code)
+    assert.matches("objective 'mfu' is for training", r.stderr)
+  end)
+end)

@@ -16,11 +16,15 @@ local spec = {
   { name = "pod-size", arg = "K", number = true, default = 8, help = "GPUs per scale-up pod" },
   { name = "hardware-lib", arg = "FILE", help = "hardware library [default: configs/hardware/hardware_library.yaml]" },
   { name = "workload", arg = "FILE", help = "training spec to start from [default: train_specs/search_default.yaml]" },
-  { name = "pass-mode", arg = "MODE", choices = { "training" }, default = "training", help = "what to model" },
+  { name = "pass-mode", arg = "MODE", choices = { "training", "inference_prefill", "inference_decode" },
+    default = "training", help = "what to model" },
+  { name = "gen", arg = "N", number = true, help = "decode: tokens to generate" },
+  { name = "latency-bound", arg = "S", number = true,
+    help = "inference: keep strategies whose TPOT (decode) or TTFT (prefill) is within S seconds" },
   { name = "global-batch", arg = "B", number = true, help = "sequences per step" },
   { name = "seq", arg = "S", number = true, help = "sequence length" },
-  { name = "objective", arg = "OBJ", choices = { "step_time", "mfu", "tokens_per_s", "time_to_train", "headroom" },
-    default = "step_time", help = "what to rank by" },
+  { name = "objective", arg = "OBJ", choices = { "step_time", "mfu", "tokens_per_s", "time_to_train", "headroom",
+    "tpot", "ttft", "throughput" }, help = "what to rank by [default: step_time; inference: throughput]" },
   { name = "top", arg = "K", number = true, default = 10, help = "strategies to show" },
   { name = "fix", arg = "K=V,...", multi = true,
     help = "fix dimensions, e.g. tp=8,pp=4 (tp, pp, cp, ep, tp_moe, vs, mb, ...)" },
@@ -89,11 +93,69 @@ local function table_text(res, system, top)
   return table.concat(out)
 end
 
+local function inference(opts, gpus, pod)
+  local pass = opts.pass_mode == "inference_decode" and "decode" or "prefill"
+  local analysis = require("fathom.analysis")
+  local spec_mod = require("fathom.spec")
+  local lib = spec_mod.hardware_library(analysis.resolve(opts.hardware_lib or "hardware/hardware_library.yaml"))
+  local system = search.system(lib, opts.hardware, gpus, pod)
+  local model_path = opts.model
+  if not model_path:find("/") and not model_path:match("%.ya?ml$") then
+    model_path = "models/" .. model_path .. ".yaml"
+  end
+  local model = spec_mod.model(analysis.resolve(model_path))
+  local wpath = opts.workload or (pass == "decode" and "inference_decode_specs/search_default.yaml"
+    or "inference_prefill_specs/search_default.yaml")
+  local w = spec_mod.infer(analysis.resolve(wpath), pass)
+  if opts.seq then
+    local key = pass == "decode" and "prefill_seq_len" or "seq_length"
+    w[key] = math.tointeger(opts.seq)
+  end
+  if opts.gen then w.num_generated_tokens = math.tointeger(opts.gen) end
+  w.source_table, model.source_table = nil, nil
+  local objective = opts.objective or "throughput"
+  if objective ~= "throughput" and objective ~= "tpot" and objective ~= "ttft" then
+    errors.raise("search: objective '%s' is for training (inference: throughput, tpot, ttft)", objective)
+  end
+  local res = search.run_inference({ model = model, system = system, workload = w, pass = pass, objective = objective,
+    latency_bound = opts.latency_bound, fix = parse_fix(opts.fix), top = math.tointeger(opts.top) })
+  if #res.hits == 0 then
+    errors.raise("search: no serving strategy fits%s (%d considered, %d do not fit, %d over the latency bound)",
+      opts.latency_bound and " within the latency bound" or "", res.stats.considered, res.stats.no_fit,
+      res.stats.over_latency)
+  end
+  if opts.format ~= "table" then
+    output.write({ hits = util.array(res.hits), stats = res.stats }, opts.format == "csv" and "json" or opts.format)
+    return 0
+  end
+  local rows = {}
+  for i, x in ipairs(res.hits) do
+    rows[i] = { i, x.tp, x.pp, x.dp, x.ep > 1 and x.ep or "-", x.batch, units.time(x.latency_s),
+      string.format("%.0f", x.tokens_per_s), string.format("%.0f", x.tokens_per_s_per_gpu), units.bytes(x.peak_bytes),
+      units.bytes(x.kv_cache_bytes) }
+  end
+  io.stdout:write(string.format("%s %s on %d %s (%d-GPU pods), %s\n\n", model.name or opts.model, pass, gpus,
+    opts.hardware, pod, objective == "throughput" and "most tokens/s" or ("lowest " .. objective)))
+  io.stdout:write(tablefmt.render({ "#", "TP", "PP", "DP", "EP", "batch", pass == "decode" and "TPOT" or "TTFT",
+    "tokens/s", "tok/s/GPU", "mem/GPU", "KV/GPU" }, rows))
+  local s = res.stats
+  io.stdout:write(string.format("\n%d strategies considered: %d evaluated, %d do not tile, %d refused, " ..
+    "%d do not fit, %d over the latency bound.\n", s.considered, s.evaluated, s.not_tiling, s.invalid, s.no_fit,
+    s.over_latency))
+  return 0
+end
+
 function M.main(argv)
   local opts, extra = args.parse(argv, spec, "search")
   if opts.help then
     io.stdout:write(M.usage)
     return 0
+  end
+  if opts.pass_mode ~= "training" then
+    if #extra > 0 then errors.raise("search: unexpected argument '%s'", extra[1]) end
+    local g, pz = math.tointeger(opts.gpus), math.tointeger(opts.pod_size)
+    if not g or g < 1 or not pz or pz < 1 then errors.raise("search: --gpus and --pod-size must be positive") end
+    return inference(opts, g, math.min(pz, g))
   end
   if #extra > 0 then errors.raise("search: unexpected argument '%s'", extra[1]) end
   local gpus = math.tointeger(opts.gpus)
@@ -101,6 +163,9 @@ function M.main(argv)
   if not gpus or gpus < 1 then errors.raise("search: --gpus must be a positive integer") end
   if not pod or pod < 1 then errors.raise("search: --pod-size must be a positive integer") end
   if pod > gpus then pod = gpus end
+  if opts.objective == "tpot" or opts.objective == "ttft" or opts.objective == "throughput" then
+    errors.raise("search: objective '%s' needs --pass-mode inference_decode or inference_prefill", opts.objective)
+  end
   local objective = opts.objective == "headroom" and "headroom" or "step_time"
   local def, model, system = search.prepare({
     model = opts.model, hardware = opts.hardware_lib, node = opts.hardware, gpus = gpus, pod_size = pod,
