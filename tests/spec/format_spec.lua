@@ -83,3 +83,22 @@ describe("fathom.format", function()
     end)
   end)
 end)
+
+describe("fathom.format.svg", function()
+  it("draws one stacked bar per valid point, heights in proportion to the step's parts", function()
+    local svg = require("fathom.format.svg")
+    local recs = {
+      { sweep_point = { ["x.tp"] = 1 }, time = { step_time_seconds = 2.0,
+        step_breakdown = { compute_seconds = 1.5, bubble_seconds = 0.5 } } },
+      { sweep_point = { ["x.tp"] = 2 }, error = "does not tile" },
+    }
+    local text = svg.encode(recs)
+    assert.matches("^<svg ", text)
+    assert.matches("</svg>\n$", text)
+    assert.matches("invalid", text)
+    assert.matches("tp=1", text)
+    -- the tallest bar fills the plot: 270 px of compute (1.5 / 2.0 x 270 = 202.5) and bubble (67.5)
+    assert.matches('height="202%.50" fill="#4e79a7"', text)
+    assert.matches('height="67%.50" fill="#bab0ac"', text)
+  end)
+end)

@@ -21,8 +21,8 @@ local spec = {
     default = "training", help = "what to model" },
   { name = "output-file", arg = "FILE", help = "write every record here (whole or not at all)" },
   { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
-  { name = "format", arg = "FMT", choices = { "yaml", "json", "csv" }, default = "yaml",
-    help = "output file format" },
+  { name = "format", arg = "FMT", choices = { "yaml", "json", "csv", "svg" }, default = "yaml",
+    help = "output file format (svg: the sweep's step times as stacked bars)" },
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }
@@ -88,7 +88,7 @@ function M.main(argv)
   end
   if opts.output_file then
     local out = records
-    if not opts.raw_output then
+    if not opts.raw_output and opts.format ~= "svg" then
       out = {}
       for i, r in ipairs(records) do out[i] = report.humanize(r) end
     end
