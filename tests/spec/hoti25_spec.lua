@@ -44,6 +44,14 @@ describe("scenarios/hoti25 #paper", function()
 end)
 
 describe("fathom scenario", function()
+  it("runs every shipped scenario", function()
+    for _, name in ipairs({ "gpt3_tp", "kv_offload", "moe_routing" }) do
+      local r = h.run("scenario", "run", name)
+      assert.are.equal(0, r.code, name .. ": " .. r.stderr)
+      assert.matches("\n%-%-", r.stdout)
+    end
+  end)
+
   it("lists hoti25 and runs it as a table or JSON", function()
     local r = h.run("scenario", "list")
     assert.are.equal(0, r.code)
