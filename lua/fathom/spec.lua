@@ -201,6 +201,9 @@ M.routing_schema = {
   hot_replicas = { type = "integer", min = 1, default = 2 },
   seed = { type = "integer", min = 0, default = 1 },
   tokens = { type = "integer", min = 1, default = 65536 },
+  packet_simulation = { type = "boolean", default = false,
+    hint = "time each EP all-to-all with the packet-level simulator" },
+  packet_size = { type = "number", above = 0, default = 4096 },
 }
 M.collective_schema = {
   per_peer_overhead_sec = { type = "number", min = 0, default = 0 },
@@ -439,6 +442,7 @@ function M.train(src)
     expert_imbalance = moe.expert_imbalance,
     routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,
+    ep_all_to_all_sec = 0,
     shared_expert_copies = moe.shared_expert_copies,
     recompute = w.recompute,
     sequence_parallel = w.sequence_parallel,

@@ -121,6 +121,9 @@ static fth_status check_work(const fth_train_def *w, fth_error *err) {
   for (int i = 0; i < 3; i++)
     if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
       return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
+  if (!(w->ep_a2a_override_s >= 0))
+    return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
+                    w->ep_a2a_override_s);
   if (!(w->coll.per_peer_overhead_s >= 0 && w->coll.launch_s >= 0 && w->kernel_launch_s >= 0))
     return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
   return FTH_OK;
@@ -452,8 +455,12 @@ static void block_costs(ctx *c, int moe, phase *fwd, phase *bwd) {
       /* Expert parallel dispatch + combine: each GPU sends its b s k / (TP CP)
        * token copies (hidden h each); the busiest receiver sets the pace. */
       double a2a = tokens / tp * m->top_k * h * w->act_bytes * w->expert_imbalance;
+      /* A packet-level simulation of the routed exchange may stand in for the
+       * alpha-beta cost (workload.ep_all_to_all_sec, from fathom.route). */
       double t_a2a =
-          coll_time(p, FTH_COLL_ALL_TO_ALL, a2a, p->lv_ep, p->nl_ep, &c->algo[FTH_COMM_EP]);
+          w->ep_a2a_override_s > 0
+              ? w->ep_a2a_override_s
+              : coll_time(p, FTH_COLL_ALL_TO_ALL, a2a, p->lv_ep, p->nl_ep, &c->algo[FTH_COMM_EP]);
       fwd->comm_s[FTH_COMM_EP] += 2.0 * t_a2a;
       bwd->comm_s[FTH_COMM_EP] += 2.0 * t_a2a;
     }

@@ -75,6 +75,7 @@ typedef struct fth_train_def {
   fth_coll_params coll;                             ///< per-peer overhead, launch cost
   double kernel_launch_s;                           ///< per kernel fixed overhead (0 = none)
   fth_kernel_model kernel_model; ///< roofline (default) or tiled (wave quantisation)
+  double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
 } fth_train_def;
 
 fth_train_def fth_train_def_default(void);

@@ -279,6 +279,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
   out->kernel_model = lcheck_kernel_model(L, idx);
+  out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", 0);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
   if (subtable(L, idx, w, "collective")) {
