@@ -96,9 +96,8 @@ local function worker_cmd(def_file, i, n)
   return string.format("%s search-worker %s %d %d", shell_quote(bin), shell_quote(def_file), i, n)
 end
 
--- run(def, workers) -> merged {hits, stats}: the same result for any worker count.
-function M.run(def, workers)
-  workers = workers or 1
+-- run_chunk(def, workers) -> merged {hits, stats} of one definition over the workers.
+local function run_chunk(def, workers)
   if workers <= 1 then
     local d = {}
     for k, v in pairs(def) do d[k] = v end
@@ -126,6 +125,46 @@ function M.run(def, workers)
     parts[#parts + 1] = v
   end
   os.remove(file)
+  return M.merge(parts, def.top or 100)
+end
+
+local CHUNK_STRIDE = 2 ^ 40 -- enumeration indices of chunk c start at c x 2^40
+
+-- stderr_is_terminal() -> whether a progress bar makes sense (asked once).
+local is_tty
+local function stderr_is_terminal()
+  if is_tty == nil then is_tty = os.execute("test -t 2") == true end
+  return is_tty
+end
+
+-- run(def, workers [, progress]) -> merged {hits, stats}: the same result for any worker
+-- count. The space is searched one TP degree at a time (each chunk split over the
+-- workers), which lets a progress bar advance on a terminal.
+function M.run(def, workers, progress)
+  workers = workers or 1
+  if progress == nil then progress = stderr_is_terminal() end
+  local tps = def.space.tp
+  local parts = {}
+  for c, tp in ipairs(tps) do
+    local d = {}
+    for k, v in pairs(def) do d[k] = v end
+    d.space = {}
+    for k, v in pairs(def.space) do d.space[k] = v end
+    d.space.tp = { tp }
+    local part = run_chunk(d, workers)
+    for _, h in ipairs(part.hits) do h.index = h.index + (c - 1) * CHUNK_STRIDE end
+    if part.stats.smallest_shortfall then
+      part.stats.smallest_shortfall.index = part.stats.smallest_shortfall.index + (c - 1) * CHUNK_STRIDE
+    end
+    parts[#parts + 1] = part
+    if progress then
+      local width = 30
+      local done = math.floor(width * c / #tps)
+      io.stderr:write(string.format("\rsearching [%s%s] %d/%d TP degrees", string.rep("#", done),
+        string.rep(".", width - done), c, #tps))
+      if c == #tps then io.stderr:write("\n") end
+    end
+  end
   return M.merge(parts, def.top or 100)
 end
 
@@ -266,7 +305,8 @@ function M.prepare(a)
   local base = type(wdoc) == "table" and wdoc or nil
   local w = spec.train(base or wdoc)
   w.global_batch_size = a.global_batch or w.global_batch_size
-  w.seq_length = a.seq or w.seq_length
+  -- without --seq: the workload's length, but never past what the model was built for
+  w.seq_length = a.seq or math.min(w.seq_length, model.max_sequence_length or w.seq_length)
   w.source_table = nil
   model.source_table = nil
   local def = {
