@@ -825,9 +825,26 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   /* Totals. */
   r->exposed_comm_s = 0;
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) r->exposed_comm_s += r->comm[k].exposed_s;
+  /* Offloaded activations (saved_activations mapped off the accelerator): each
+   * micro-batch's saved tensors go out during forward and come back during
+   * backward at that tier's bandwidth, hidden under compute as far as
+   * comp_comm_efficiency allows (Calculon's offload model: max(0, transfer -
+   * window)). */
+  fth_train_footprint(p, &r->mem);
+  {
+    fth_tier at = w->footprint_tier[FTH_MEM_ACTIVATIONS];
+    if (at != FTH_TIER_XPU && p->node.has_tier[at]) {
+      double inflight = fth_pp_inflight(w->pp, p->pp, mbs, w->virtual_stages);
+      double per_mb = inflight > 0 ? r->mem.bytes[FTH_MEM_ACTIVATIONS] / inflight : 0.0;
+      double raw = 2.0 * mbs * per_mb / fth_memory_bw_bytes_per_s(&p->node.tier[at]);
+      double window = w->comp_comm_eff * r->busy_s;
+      r->offload_raw_s = raw;
+      r->offload_exposed_s = fth_max(0.0, raw - window);
+    }
+  }
   r->step_time_s = r->busy_s + r->bubble_s + r->comm[FTH_COMM_PP].exposed_s +
                    r->comm[FTH_COMM_DP].exposed_s + r->comm[FTH_COMM_DP_MOE].exposed_s +
-                   r->optimizer_s;
+                   r->optimizer_s + r->offload_exposed_s;
   double compute = 0;
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++)
     compute += fwd.compute_s[i] + bwd.compute_s[i] + rec.compute_s[i];
@@ -836,8 +853,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   if (r->memory_exposed_s < 0) r->memory_exposed_s = 0;
   r->bubble_fraction = r->step_time_s > 0 ? r->bubble_s / r->step_time_s : 0;
 
-  fth_train_footprint(p, &r->mem);
-
+  
   r->tokens_per_step = w->global_batch * w->seq_len;
   r->steps = w->total_train_tokens > 0 ? ceil(w->total_train_tokens / r->tokens_per_step) : 1;
   r->total_time_s = r->steps * r->step_time_s;

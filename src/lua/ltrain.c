@@ -74,6 +74,8 @@ static int plan_evaluate(lua_State *L) {
   setnum(L, "bubble_s", r.bubble_s);
   setnum(L, "optimizer_s", r.optimizer_s);
   setnum(L, "exposed_comm_s", r.exposed_comm_s);
+  setnum(L, "offload_raw_s", r.offload_raw_s);
+  setnum(L, "offload_exposed_s", r.offload_exposed_s);
   setnum(L, "busy_s", r.busy_s);
   setnum(L, "microbatches", r.microbatches);
   setnum(L, "bubble_fraction", r.bubble_fraction);

@@ -245,7 +245,36 @@ static int refusals(void) {
   return 0;
 }
 
+/* Activations offloaded to a 50 GB/s host tier: out in forward, back in
+ * backward: 2 micro-batches x 2 x 184,811,520 B / 50e9 = 14.7849216 ms, all
+ * exposed with comp_comm_efficiency 0, and no longer in HBM. */
+static int offload(void) {
+  fth_node_def node = toy_node();
+  node.tier[FTH_TIER_HOST].bw_per_stack_bytes_per_s = 50e9;
+  node.tier[FTH_TIER_HOST].size_per_stack_bytes = 512e9;
+  node.tier[FTH_TIER_HOST].num_stacks = 1;
+  node.tier[FTH_TIER_HOST].efficiency = 1.0;
+  node.has_tier[FTH_TIER_HOST] = 1;
+  fth_topology_def topo = toy_topo();
+  fth_model_def model = toy_model();
+  fth_train_def w = toy_work();
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_result base, off;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &base);
+  w.footprint_tier[FTH_MEM_ACTIVATIONS] = FTH_TIER_HOST;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &off);
+  FTH_ENSURE_NEAR(14.7849216e-3, off.offload_exposed_s, 1e-12);
+  FTH_ENSURE_NEAR(base.step_time_s + 14.7849216e-3, off.step_time_s, 1e-12);
+  FTH_ENSURE_NEAR(base.mem.tier_bytes[FTH_TIER_XPU] - 184811520.0, off.mem.tier_bytes[FTH_TIER_XPU], 1e-12);
+  FTH_ENSURE_NEAR(184811520.0, off.mem.tier_bytes[FTH_TIER_HOST], 1e-12);
+  return 0;
+}
+
 int train_test(void) {
+  FTH_RUN(offload());
   FTH_RUN(toy_hand_derived());
   FTH_RUN(properties());
   FTH_RUN(refusals());

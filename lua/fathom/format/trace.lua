@@ -76,6 +76,8 @@ function M.events(r, pp, schedule)
   add("DP gradient reduction (hidden)", "comm", 4, last_b_start, dp_raw - dp_exposed, {})
   add("DP gradient reduction (exposed)", "comm", 4, t, dp_exposed, {})
   t = t + dp_exposed
+  add("activation offload (exposed)", "offload", 4, t, r.offload_exposed_s or 0, {})
+  t = t + (r.offload_exposed_s or 0)
   add("optimizer step", "optimizer", 1, t, r.optimizer_s, {})
   t = t + r.optimizer_s
   ev[#ev + 1] = { name = "thread_name", ph = "M", pid = 1, tid = 1, args = { name = "compute" } }
