@@ -457,10 +457,9 @@ static void block_costs(ctx *c, int moe, phase *fwd, phase *bwd) {
       double a2a = tokens / tp * m->top_k * h * w->act_bytes * w->expert_imbalance;
       /* A packet-level simulation of the routed exchange may stand in for the
        * alpha-beta cost (workload.ep_all_to_all_sec, from fathom.route). */
-      double t_a2a =
-          w->ep_a2a_override_s > 0
-              ? w->ep_a2a_override_s
-              : coll_time(p, FTH_COLL_ALL_TO_ALL, a2a, p->lv_ep, p->nl_ep, &c->algo[FTH_COMM_EP]);
+      double t_a2a = w->ep_a2a_override_s > 0 ? w->ep_a2a_override_s
+                                              : coll_time(p, FTH_COLL_ALL_TO_ALL, a2a, p->lv_ep,
+                                                          p->nl_ep, &c->algo[FTH_COMM_EP]);
       fwd->comm_s[FTH_COMM_EP] += 2.0 * t_a2a;
       bwd->comm_s[FTH_COMM_EP] += 2.0 * t_a2a;
     }
@@ -853,7 +852,6 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   if (r->memory_exposed_s < 0) r->memory_exposed_s = 0;
   r->bubble_fraction = r->step_time_s > 0 ? r->bubble_s / r->step_time_s : 0;
 
-  
   r->tokens_per_step = w->global_batch * w->seq_len;
   r->steps = w->total_train_tokens > 0 ? ceil(w->total_train_tokens / r->tokens_per_step) : 1;
   r->total_time_s = r->steps * r->step_time_s;

@@ -153,10 +153,10 @@ typedef struct fth_train_result {
   double recompute_s;      ///< forward re-run inside backward
   double bubble_s;
   double optimizer_s;
-  double exposed_comm_s; ///< sum of comm[].exposed_s
+  double exposed_comm_s;    ///< sum of comm[].exposed_s
   double offload_raw_s;     ///< activations to and from an offload tier, per step
   double offload_exposed_s; ///< of which on the critical path
-  double busy_s;         ///< microbatches x (fwd + bwd)
+  double busy_s;            ///< microbatches x (fwd + bwd)
   fth_comm_item comm[FTH_COMM_KIND_COUNT];
   /* work per micro-batch per GPU on the slowest stage */
   double fwd_flops[FTH_FLOP_PART_COUNT], bwd_flops[FTH_FLOP_PART_COUNT];

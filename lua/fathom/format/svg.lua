@@ -14,6 +14,7 @@ local parts = {
   { "exposed_pp_seconds", "PP", "#59a14f" },
   { "exposed_dp_seconds", "DP", "#edc948" },
   { "exposed_dp_moe_seconds", "DP (experts)", "#f1ce63" },
+  { "exposed_offload_seconds", "activation offload", "#9c755f" },
   { "bubble_seconds", "bubble", "#bab0ac" },
   { "optimizer_seconds", "optimizer", "#79706e" },
 }
