@@ -33,10 +33,15 @@ local function check_value(t, key, path, v, rule)
   local ty = rule.type or "any"
   local hint = rule.hint and (" (" .. rule.hint .. ")") or ""
   if ty == "integer" then
-    if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v) and v == v) then
+    local iv = type(v) == "number" and math.tointeger(v) or nil
+    if iv == nil then
       M.fail(t, key, path, "expected an integer, got %s%s", describe(v), hint)
     end
-    v = math.tointeger(v) or v
+    -- the core keeps counts in C ints
+    if iv > 2147483647 or iv < -2147483648 then
+      M.fail(t, key, path, "expected an integer below 2^31, got %s%s", describe(v), hint)
+    end
+    v = iv
   elseif ty == "number" then
     if type(v) ~= "number" or v ~= v then M.fail(t, key, path, "expected a number, got %s%s", describe(v), hint) end
   elseif ty == "string" then

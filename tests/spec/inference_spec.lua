@@ -85,3 +85,14 @@ describe("inference pass modes", function()
     assert.matches(":1:1: num_generated_tokens: missing required key %(tokens to generate%)", res.stderr)
   end)
 end)
+
+describe("analyze summary for inference", function()
+  it("prints TPOT, throughput and the largest batch", function()
+    local r = h.run("analyze", "--hardware-lib", base.hardware, "--physical-topology", base.physical,
+      "--logical-topology", base.logical, "--model-spec", base.model,
+      "--workload-spec", "configs/inference_decode_specs/llama3.1_70b_decode.yaml", "--pass-mode", "inference_decode")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("TPOT", r.stdout)
+    assert.matches("max batch", r.stdout)
+  end)
+end)

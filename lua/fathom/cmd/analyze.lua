@@ -38,26 +38,46 @@ M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logica
   "Relative paths are tried in the current directory, then in fathom's configs/.\n\n" ..
   args.usage(spec) .. "\n"
 
-local function summary(records)
-  local headers = { "#", "point", "TP", "PP", "DP", "EP", "step", "total", "MFU", "exp.comm", "bubble",
-    "mem/XPU", "fits" }
+local function point_label(r)
+  local label = {}
+  for k, v in pairs(r.sweep_point or {}) do
+    label[#label + 1] = (k:match("[^%.]+%.[^%.]+$") or k) .. "=" .. tostring(v)
+  end
+  table.sort(label)
+  return table.concat(label, " ")
+end
+
+local function fits_text(m)
+  return m.fits and "yes" or ("NO: " .. tostring(m.overflow_tier))
+end
+
+local function summary(records, pass_mode)
+  local inference = pass_mode ~= "training"
+  local headers = inference
+    and { "#", "point", "TP", "PP", "DP", "EP", pass_mode == "inference_decode" and "TPOT" or "TTFT", "total",
+      "tokens/s", "tok/s/XPU", "mem/XPU", "max batch", "fits" }
+    or { "#", "point", "TP", "PP", "DP", "EP", "step", "total", "MFU", "exp.comm", "bubble", "mem/XPU", "fits" }
   local rows = {}
   for i, r in ipairs(records) do
-    local label = {}
-    for k, v in pairs(r.sweep_point or {}) do label[#label + 1] = k:match("[^%.]+%.[^%.]+$") .. "=" .. tostring(v) end
-    table.sort(label)
     if r.error then
-      rows[i] = { i, table.concat(label, " "), "", "", "", "", "", "", "", "", "", "", "invalid: " .. r.error }
+      rows[i] = { i, point_label(r), "", "", "", "", "", "", "", "", "", "", "invalid: " .. r.error }
+    elseif inference then
+      local c, t, m = r.configuration, r.time, r.memory_footprint
+      local latency = t.time_per_output_token_seconds or t.time_to_first_token_seconds
+      rows[i] = { i, point_label(r), c.tp_attn, c.pp, c.dp_attn, c.ep, units.time(latency),
+        units.time(t.total_time_seconds), string.format("%.0f", t.tokens_per_second),
+        string.format("%.0f", t.tokens_per_second_per_xpu), units.bytes(m.total_peak_memory_per_chip_bytes),
+        m.max_global_batch_size, fits_text(m) }
     else
       local c, t, m = r.configuration, r.time, r.memory_footprint
       local exposed = 0
       for k, v in pairs(t.step_breakdown) do
         if k:match("^exposed_") then exposed = exposed + v end
       end
-      rows[i] = { i, table.concat(label, " "), c.tp_attn, c.pp, c.dp_attn, c.ep,
+      rows[i] = { i, point_label(r), c.tp_attn, c.pp, c.dp_attn, c.ep,
         units.time(t.step_time_seconds), units.time(t.total_time_seconds), units.percent(t.mfu),
         units.time(exposed), units.time(t.step_breakdown.bubble_seconds),
-        units.bytes(m.total_peak_memory_per_chip_bytes), m.fits and "yes" or ("NO: " .. m.overflow_tier) }
+        units.bytes(m.total_peak_memory_per_chip_bytes), fits_text(m) }
     end
   end
   return tablefmt.render(headers, rows)
@@ -96,7 +116,7 @@ function M.main(argv)
     io.stderr:write(string.format("fathom: wrote %d record%s to %s\n", #records,
       #records == 1 and "" or "s", opts.output_file))
   else
-    io.stdout:write(summary(records))
+    io.stdout:write(summary(records, opts.pass_mode))
   end
   return 0
 end
