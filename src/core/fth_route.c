@@ -385,6 +385,22 @@ fth_status fth_mesh_simulate(const fth_mesh_def *m, const double *bytes, double 
       out->packets += rem[i];
       if (s != d) out->bytes += bytes[i];
     }
+  /* Refuse what would take too long to simulate: the busiest pair's packets
+   * at its links' rate (a fraction of a packet per round between clusters). */
+  {
+    double worst = 0;
+    for (int s = 0; s < n; s++)
+      for (int d = 0; d < n; d++) {
+        int cross = m->cluster_size > 0 && s / m->cluster_size != d / m->cluster_size;
+        double rate = cross ? inter : (double)m->links;
+        worst = fth_max(worst, rem[(size_t)s * (size_t)n + (size_t)d] / rate);
+      }
+    if (worst > FTH_MESH_MAX_ROUNDS)
+      return fth_fail(err, FTH_ERANGE, "simulation",
+                      "needs about %.3g rounds (more than %.0f): raise the packet size or the "
+                      "bandwidth",
+                      worst, FTH_MESH_MAX_ROUNDS);
+  }
   int ptr[FTH_ROUTE_MAX_GPUS];
   double recv_left[FTH_ROUTE_MAX_GPUS];
   for (int s = 0; s < n; s++) ptr[s] = (s + 1) % n;
@@ -430,8 +446,9 @@ fth_status fth_mesh_simulate(const fth_mesh_def *m, const double *bytes, double 
       if (!any_cross)
         return fth_fail(err, FTH_EINVAL, "simulation",
                         "no packet can move (check NIC and link settings)");
-      if (round > 1000000000LL) return fth_fail(err, FTH_ERANGE, "simulation", "too many rounds");
     }
+    if ((double)round > 4.0 * FTH_MESH_MAX_ROUNDS)
+      return fth_fail(err, FTH_ERANGE, "simulation", "too many rounds (NIC caps too tight?)");
   }
   out->rounds = round;
   out->time_s = (round > 0 ? m->initial_cpu_s : 0.0) + (double)round * fth_mesh_round_s(m);

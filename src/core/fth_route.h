@@ -49,6 +49,7 @@ fth_placement fth_placement_parse(const char *name);
 
 #define FTH_ROUTE_MAX_EXPERTS 4096
 #define FTH_ROUTE_MAX_GPUS    1024
+#define FTH_MESH_MAX_ROUNDS   1e7 ///< simulations longer than this are refused, not run
 
 typedef struct fth_route_def {
   long long tokens;

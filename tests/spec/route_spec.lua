@@ -99,6 +99,7 @@ describe("fathom route", function()
       { { "--distribution", "hot", "--hot-ratio", "0" }, "router.hot_ratio: expected a value > 0" },
       { { "--link-bw", "0" }, "mesh.link_bw: expected a value > 0" },
       { { "--packet-size", "0" }, "mesh.packet_size: expected a value > 0" },
+      { { "--inter-bw", "1", "--cluster-size", "4" }, "simulation: needs about .* rounds %(more than 10000000%)" },
     }
     for i, c in ipairs(cases) do
       it("case " .. i, function()
