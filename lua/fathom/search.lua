@@ -73,6 +73,8 @@ function M.space(model, system, workload, fix)
     s.tp_moe = powers_of_two_dividing(pod, 8)
     s.ep = cap(powers_of_two_dividing(model.num_regular_experts, 1024), 32)
   end
+  local numeric = { tp = true, cp = true, pp = true, pp_in = true, tp_moe = true, ep = true, vs = true, mb = true }
+  local choices = { recompute = s.recompute, dp = s.dp, schedule = s.schedule }
   for k, v in pairs(fix or {}) do
     if s[k] == nil then
       local names = {}
@@ -80,7 +82,21 @@ function M.space(model, system, workload, fix)
       table.sort(names)
       errors.raise("search: cannot fix '%s'%s", k, errors.suggest(k, names))
     end
-    s[k] = type(v) == "table" and v or { v }
+    local list = type(v) == "table" and v or { v }
+    for _, x in ipairs(list) do
+      if numeric[k] and (math.type(x) ~= "integer" or x < 1) then
+        errors.raise("search: --fix %s=%s: expected a positive integer", k, tostring(x))
+      end
+      if choices[k] then
+        local ok = false
+        for _, c in ipairs(choices[k]) do ok = ok or c == x end
+        if not ok then
+          errors.raise("search: --fix %s=%s: expected one of %s%s", k, tostring(x), table.concat(choices[k], ", "),
+            errors.suggest(tostring(x), choices[k]))
+        end
+      end
+    end
+    s[k] = list
   end
   if #s.tp == 0 then
     errors.raise("search: no tensor-parallel degree divides both %d heads and the %d-GPU pod", heads, pod)

@@ -151,6 +151,11 @@ function M.main(argv)
     io.stdout:write(M.usage)
     return 0
   end
+  for _, k in ipairs({ "global_batch", "seq", "top", "workers", "gen" }) do
+    if opts[k] ~= nil and (math.tointeger(opts[k]) == nil or opts[k] < 1) then
+      errors.raise("search: --%s must be a positive integer, got %s", k:gsub("_", "-"), tostring(opts[k]))
+    end
+  end
   if opts.pass_mode ~= "training" then
     if #extra > 0 then errors.raise("search: unexpected argument '%s'", extra[1]) end
     local g, pz = math.tointeger(opts.gpus), math.tointeger(opts.pod_size)
