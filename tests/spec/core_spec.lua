@@ -95,3 +95,26 @@ describe("fathom.core", function()
     assert.are.same({}, missing)
   end)
 end)
+
+describe("README", function()
+  it("its Lua API example runs as written", function()
+    local readme = assert(io.open("README.md")):read("a")
+    local code = readme:match("## Lua API\n\n```lua\n(.-)```")
+    assert.is_string(code)
+    local out = {}
+    local fake_io = setmetatable({ write = function(...) out[#out + 1] = table.concat({ ... }) end },
+      { __index = io })
+    local env = setmetatable({
+      print = function(...)
+        local parts = {}
+        for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+        out[#out + 1] = table.concat(parts, "\t")
+      end,
+      io = fake_io,
+    }, { __index = _G })
+    local chunk = assert(load(code, "README example", "t", env))
+    local ok, err = pcall(chunk)
+    assert.is_true(ok, tostring(err))
+    assert.is_true(#out >= 5)
+  end)
+end)
