@@ -164,7 +164,30 @@ function M.record(sc, r)
   for _, k in ipairs(comm_order) do
     breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
   end
+  -- Failures, checkpoints, energy and cost (fth_goodput) when the workload asks.
+  local run
+  if w.reliability or w.cost or (sc.lib.compute[sc.lib.nodes[sc.physical.node_name].device_compute].power_watts
+    or 0) > 0 then
+    local rel, cost = w.reliability or {}, w.cost or {}
+    local comp = sc.lib.compute[sc.lib.nodes[sc.physical.node_name].device_compute]
+    local mem = r.memory.components
+    local g = require("fathom.core").goodput({
+      gpu_mtbf_s = rel.gpu_mtbf_hours and rel.gpu_mtbf_hours * 3600 or math.huge,
+      checkpoint_bytes = rel.gpu_mtbf_hours and (mem.weights + mem.optimizer_states) or 0,
+      checkpoint_bw = rel.checkpoint_bandwidth, restart_s = (rel.restart_minutes or 0) * 60,
+      interval_s = (rel.checkpoint_interval_minutes or 0) * 60, gpu_power_w = comp.power_watts or 0,
+      pue = cost.pue or 1, price_per_gpu_hour = cost.usd_per_gpu_hour or 0,
+    }, d.gpus, r.total_time_s)
+    run = ordered({
+      expected_time = g.expected_time_s, expected_time_seconds = g.expected_time_s, goodput = g.goodput,
+      expected_failures = g.failures, system_mtbf_seconds = g.system_mtbf_s,
+      checkpoint_interval_seconds = g.interval_s, checkpoint_write_seconds = g.checkpoint_write_s,
+      energy_kwh = g.energy_j / 3.6e6, cost_usd = g.cost,
+    }, { "expected_time", "expected_time_seconds", "goodput", "expected_failures", "system_mtbf_seconds",
+      "checkpoint_interval_seconds", "checkpoint_write_seconds", "energy_kwh", "cost_usd" })
+  end
   rec.time = ordered({
+    run_with_failures = run,
     total_time = r.total_time_s,
     total_time_seconds = r.total_time_s,
     step_time_seconds = r.step_time_s,
@@ -258,15 +281,15 @@ end
 
 -- Keys that stay numbers even in human-readable output (ScaleScope keeps
 -- total_time_seconds numeric next to the readable total_time).
-local keep_numeric = { total_time_seconds = true, float_size_bytes = true }
+local keep_numeric = { total_time_seconds = true, float_size_bytes = true, expected_time_seconds = true }
 
 local function humanize_value(key, v)
   if type(v) ~= "number" or keep_numeric[key] then return v end
-  if key == "total_time" or key:match("_seconds$") then return units.time(v) end
+  if key == "total_time" or key == "expected_time" or key:match("_seconds$") then return units.time(v) end
   if key:match("bytes") then return units.bytes(v) end
   if key:match("flops$") then return units.flops(v) end
   if key:match("flops_per_second") then return units.flops_rate(v) end
-  if key == "mfu" or key == "hfu" or key:match("fraction$") then return units.percent(v) end
+  if key == "mfu" or key == "hfu" or key == "goodput" or key:match("fraction$") then return units.percent(v) end
   return v
 end
 

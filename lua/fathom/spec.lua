@@ -21,6 +21,7 @@ M.compute_schema = {
   attention_efficiency = { type = "number", above = 0, max = 1,
     hint = "fraction of nominal fused attention reaches; default: efficiency" },
   compute_units = { type = "integer", min = 0, hint = "SMs / CUs, for kernel_model: tiled" },
+  power_watts = { type = "number", min = 0, hint = "average power per GPU with its share of the node" },
   gemm_tile_m = { type = "number", min = 0, default = 0 },
   gemm_tile_n = { type = "number", min = 0, default = 0 },
   description = { type = "string" },
@@ -165,7 +166,22 @@ local function with_common(fields)
   return fields
 end
 
+M.reliability_schema = {
+  gpu_mtbf_hours = { type = "number", above = 0, required = true,
+    hint = "mean time between failures of one GPU with its share of the node" },
+  checkpoint_bandwidth = { type = "number", above = 0, default = 2e9, hint = "bytes/s each GPU writes" },
+  restart_minutes = { type = "number", min = 0, default = 10 },
+  checkpoint_interval_minutes = { type = "number", min = 0, default = 0, hint = "0 = Young's optimum" },
+}
+
+M.cost_schema = {
+  pue = { type = "number", min = 1, default = 1.2 },
+  usd_per_gpu_hour = { type = "number", min = 0, default = 0 },
+}
+
 M.train_schema = with_common({
+  reliability = { type = "table", hint = "failures and checkpoints: goodput" },
+  cost = { type = "table", hint = "energy and money" },
   global_batch_size = { type = "integer", min = 1, required = true },
   micro_batch_size = { type = "integer", min = 1, required = true },
   seq_length = { type = "integer", min = 1, required = true },
@@ -419,11 +435,15 @@ function M.train(src)
   local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
   if moe.routing then moe.routing = check.fields(moe.routing, "moe_spec_v2.routing", M.routing_schema) end
   local coll = check.fields(doc.collective or {}, "collective", M.collective_schema)
+  local reliability = doc.reliability and check.fields(doc.reliability, "reliability", M.reliability_schema)
+  local cost = doc.cost and check.fields(doc.cost, "cost", M.cost_schema)
   if w.micro_batch_size > w.global_batch_size then
     errors.at(doc, "micro_batch_size", "micro_batch_size",
       "micro_batch_size %d exceeds global_batch_size %d", w.micro_batch_size, w.global_batch_size)
   end
   local out = {
+    reliability = reliability,
+    cost = cost,
     global_batch_size = w.global_batch_size,
     micro_batch_size = w.micro_batch_size,
     seq_length = w.seq_length,

@@ -6,6 +6,7 @@
  * levels: {{group_size, dim_size, type, bw_bytes_per_s, latency_s, in_network_reduction}, ...}
  * innermost first; params: {per_peer_overhead_sec, launch_sec}. */
 #include "fth_collective.h"
+#include "fth_goodput.h"
 #include "fth_model.h"
 #include "lcheck.h"
 #include "lfathom.h"
@@ -66,8 +67,42 @@ static int core_model_info(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg collective_funcs[] = {
-    {"collective", core_collective}, {"model_info", core_model_info}, {NULL, NULL}};
+/* (def, gpus, useful_s) -> {system_mtbf_s, checkpoint_write_s, interval_s, expected_time_s,
+ * goodput, failures, energy_j, cost}; def in SI: gpu_mtbf_s, checkpoint_bytes, checkpoint_bw,
+ * restart_s, interval_s, gpu_power_w, pue, price_per_gpu_hour. */
+static int core_goodput(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  fth_goodput_def d = fth_goodput_def_default();
+  d.gpu_mtbf_s = lcheck_number(L, 1, "reliability", "gpu_mtbf_s", d.gpu_mtbf_s);
+  d.checkpoint_bytes = lcheck_number(L, 1, "reliability", "checkpoint_bytes", 0);
+  d.checkpoint_bw = lcheck_number(L, 1, "reliability", "checkpoint_bw", 0);
+  d.restart_s = lcheck_number(L, 1, "reliability", "restart_s", 0);
+  d.interval_s = lcheck_number(L, 1, "reliability", "interval_s", 0);
+  d.gpu_power_w = lcheck_number(L, 1, "reliability", "gpu_power_w", 0);
+  d.pue = lcheck_number(L, 1, "reliability", "pue", 1);
+  d.price_per_gpu_hour = lcheck_number(L, 1, "reliability", "price_per_gpu_hour", 0);
+  double gpus = luaL_checknumber(L, 2), useful = luaL_checknumber(L, 3);
+  luaL_argcheck(L, gpus >= 1, 2, "gpus must be >= 1");
+  luaL_argcheck(L, useful >= 0, 3, "useful time must be >= 0");
+  fth_error err;
+  if (fth_goodput_check(&d, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  fth_goodput_result r = fth_goodput(&d, gpus, useful);
+  lua_createtable(L, 0, 8);
+  const char *names[8] = {"system_mtbf_s", "checkpoint_write_s", "interval_s", "expected_time_s",
+                          "goodput",       "failures",           "energy_j",   "cost"};
+  double vals[8] = {r.system_mtbf_s, r.checkpoint_write_s, r.interval_s, r.expected_time_s,
+                    r.goodput,       r.failures,           r.energy_j,   r.cost};
+  for (int i = 0; i < 8; i++) {
+    lua_pushnumber(L, vals[i]);
+    lua_setfield(L, -2, names[i]);
+  }
+  return 1;
+}
+
+static const luaL_Reg collective_funcs[] = {{"goodput", core_goodput},
+                                            {"collective", core_collective},
+                                            {"model_info", core_model_info},
+                                            {NULL, NULL}};
 
 void lfth_open_collective(lua_State *L) {
   lbind_setfuncs(L, collective_funcs);

@@ -198,3 +198,32 @@ describe("step trace (Chrome/Perfetto)", function()
     assert.is_true(#v.traceEvents > 4)
   end)
 end)
+
+describe("run with failures, energy and cost", function()
+  it("adds goodput, expected failures, energy and cost to the time record", function()
+    local w = os.tmpname()
+    local f = io.open(w, "w")
+    f:write("global_batch_size: 8\nmicro_batch_size: 2\nseq_length: 1024\ntotal_train_tokens: 1.0e10\n" ..
+      "reliability: {gpu_mtbf_hours: 50000, checkpoint_bandwidth: 2.0e9, restart_minutes: 10}\n" ..
+      "cost: {pue: 1.2, usd_per_gpu_hour: 2.5}\n")
+    f:close()
+    local out = os.tmpname()
+    local r = h.run("analyze", "--hardware-lib", "configs/hardware/hardware_library.yaml", "--physical-topology",
+      "configs/topology_zoo/physical/dgx_h100_1node.yaml",
+      "--logical-topology", "configs/topology_zoo/logical/tp8.yaml",
+      "--workload-spec", w, "--model-spec", "configs/models/llama3.1_8b.yaml", "--output-file", out, "--format", "json",
+      "--raw-output")
+    os.remove(w)
+    assert.are.equal(0, r.code, r.stderr)
+    local fh = io.open(out)
+    local rec = json.decode(fh:read("a"))[1]
+    fh:close()
+    os.remove(out)
+    local run = rec.time.run_with_failures
+    assert.is_true(run.goodput > 0.9 and run.goodput < 1)
+    assert.is_true(run.expected_time_seconds > rec.time.total_time_seconds)
+    -- 8 GPUs x 700 W x T x 1.2, in kWh; 8 x T / 3600 x $2.5
+    h.near(8 * 700 * run.expected_time_seconds * 1.2 / 3.6e6, run.energy_kwh, 1e-12, "energy")
+    h.near(8 * run.expected_time_seconds / 3600 * 2.5, run.cost_usd, 1e-12, "cost")
+  end)
+end)

@@ -41,6 +41,14 @@ describe("fathom.core route and mesh", function()
     assert.has_error(function() core.collective("all_reduce", "ring", 1e9, { { group_size = 8 } }) end)
   end)
 
+  it("goodput() follows Young's interval and the first-order expected time", function()
+    -- system MTBF 18,000 s, checkpoints of 10 s: tau = 600 s; restart 300 s
+    local g = core.goodput({ gpu_mtbf_s = 18000 * 10000, checkpoint_bytes = 20e9, checkpoint_bw = 2e9,
+      restart_s = 300 }, 10000, 1000)
+    h.near(600, g.interval_s, 1e-12, "tau")
+    h.near(1000 * (1 + 10 / 600) / (1 - 600 / 18000), g.expected_time_s, 1e-12, "T")
+  end)
+
   it("model_info() gives parameter counts and KV cache size", function()
     local info = core.model_info(require("fathom.spec").model("configs/models/llama3.1_405b.yaml"))
     assert.is_true(math.abs(info.params_total - 405e9) < 0.01 * 405e9)
