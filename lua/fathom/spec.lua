@@ -474,19 +474,22 @@ function M.train(src)
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),
     source_table = doc,
   }
-  -- C names a component once; the footprint names are the canonical ones.
-  local traffic = out.memory_device_map_traffic
-  if traffic.saved_activations and not traffic.activations then traffic.activations = traffic.saved_activations end
-  traffic.saved_activations = nil
-  traffic.transient_forward_peak, traffic.transient_backward_peak = nil, nil
-  if traffic.gradient_buffers and not traffic.gradients then traffic.gradients = traffic.gradient_buffers end
-  traffic.gradient_buffers = nil
-  if traffic.kv_cache then traffic.kv_cache = nil end
-  local renamed = {}
-  for k, v in pairs(traffic) do
-    renamed[({ activations = "saved_activations", gradients = "gradient_buffers" })[k] or k] = v
+  out.memory_device_map_traffic = M.canonical_traffic(out.memory_device_map_traffic, { kv_cache = true })
+  return out
+end
+
+-- canonical_traffic(map, drop) -> the traffic map under the core's component names
+-- (`activations` -> saved_activations, `gradients` -> gradient_buffers; the explicit
+-- short name wins); transients follow the activations, `drop` names are ignored.
+function M.canonical_traffic(map, drop)
+  local alias = { activations = "saved_activations", gradients = "gradient_buffers" }
+  local out = {}
+  for k, v in pairs(map) do
+    if not (drop and drop[k]) and k ~= "transient_forward_peak" and k ~= "transient_backward_peak" then
+      local name = alias[k] or k
+      if alias[k] or out[name] == nil then out[name] = v end
+    end
   end
-  out.memory_device_map_traffic = renamed
   return out
 end
 
@@ -529,13 +532,7 @@ function M.infer(src, pass)
     errors.at(doc, "micro_batch_size", "micro_batch_size",
       "micro_batch_size %d exceeds global_batch_size %d", w.micro_batch_size, w.global_batch_size)
   end
-  local traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components)
-  local renamed = {}
-  for k, v in pairs(traffic) do
-    k = ({ saved_activations = "activations", gradient_buffers = "gradients" })[k] or k
-    if k == "activations" then k = "saved_activations" end
-    renamed[k] = v
-  end
+  local renamed = M.canonical_traffic(tier_map(doc, "memory_device_map_traffic", M.traffic_components))
   return {
     global_batch_size = w.global_batch_size, micro_batch_size = w.micro_batch_size,
     seq_length = w.seq_length, prefill_seq_len = w.prefill_seq_len,
