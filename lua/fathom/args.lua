@@ -68,6 +68,7 @@ function M.parse(argv, spec, command)
     end
     i = i + 1
   end
+  if opts.help then return opts, pos end -- asking for help needs nothing else
   for _, o in ipairs(spec) do
     if o.required and opts[(o.name:gsub("-", "_"))] == nil then
       errors.raise("%s: missing required option '--%s %s'", command, o.name, o.arg or "VALUE")

@@ -15,6 +15,14 @@ describe("fathom (host and CLI)", function()
     assert.matches("\n  show ", r.stdout)
   end)
 
+  it("every command answers --help, even without its required options", function()
+    for _, c in ipairs({ "run", "scenario", "search", "route", "analyze", "validate", "show" }) do
+      local r = h.run(c, "--help")
+      assert.are.equal(0, r.code, c .. ": " .. r.stderr)
+      assert.matches("usage: fathom " .. c, r.stdout)
+    end
+  end)
+
   it("COMMAND --help describes the command", function()
     local r = h.run("show", "--help")
     assert.are.equal(0, r.code)

@@ -30,7 +30,8 @@ local spec = {
 M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
   "                      [--pass-mode training|inference_prefill|inference_decode] \\\n" ..
-  "                      [--output-file F] [--raw-output] [--format yaml|json|csv]\n\n" ..
+  "                      [--output-file F] [--raw-output] [--format yaml|json|csv|svg] \\\n" ..
+  "                      [--trace-file F]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
   "sweep. Without --output-file, prints a summary table; with it, writes one\n" ..
   "record per point (configuration, model_configuration, expert_placement, time,\n" ..

@@ -34,8 +34,9 @@ local spec = {
 }
 
 M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
-  "                     [--global-batch B] [--seq S] [--objective OBJ] [--top K]\n" ..
-  "                     [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
+  "                     [--pass-mode training|inference_prefill|inference_decode]\n" ..
+  "                     [--global-batch B] [--seq S] [--gen N] [--objective OBJ] [--top K]\n" ..
+  "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
   "Enumerates TP (attention and experts), PP (GPipe, 1F1B, interleaved with virtual\n" ..
   "stages, stages split between pod and cluster), DP with ZeRO-1/2/3, EP split between\n" ..
   "scale-up and scale-out, CP, SP, micro-batch and recomputation; prunes what does not\n" ..
