@@ -4,8 +4,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "fth_search.h"
 #include "fth_train.h"
 
 static double now_s(void) {
@@ -123,5 +127,81 @@ int main(int argc, char **argv) {
     t1 = now_s();
   }
   printf("train_footprint  GPT-3 175B, 1024 A100: %10.0f checks/s\n", (double)n / (t1 - t0));
+  /* The strategy search in-process (no worker start-up): GPT-3 175B on 1,024
+   * A100s over the space fathom.search builds (one core). */
+  static fth_search_def sd;
+  memset(&sd, 0, sizeof sd);
+  sd.node = node;
+  sd.scale_up = cluster(1024, 8, 8).phys[0].link;
+  sd.scale_out = cluster(1024, 8, 8).phys[1].link;
+  sd.scale_up_type = FTH_TOPO_SWITCHED;
+  sd.scale_out_type = FTH_TOPO_TWO_TIER;
+  sd.pod_size = 8;
+  sd.num_pods = 128;
+  sd.model = model;
+  sd.work = work;
+  fth_search_space *sp = &sd.space;
+  static const int tp[4] = {1, 2, 4, 8}, ppv[12] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96};
+  static const int ppin[4] = {1, 2, 4, 8}, vs[3] = {1, 2, 4}, mb[5] = {1, 2, 4, 8, 16};
+  memcpy(sp->tp, tp, sizeof tp);
+  sp->n_tp = 4;
+  sp->cp[0] = 1;
+  sp->n_cp = 1;
+  memcpy(sp->pp, ppv, sizeof ppv);
+  sp->n_pp = 12;
+  memcpy(sp->pp_in, ppin, sizeof ppin);
+  sp->n_pp_in = 4;
+  sp->tp_moe[0] = sp->ep[0] = 1;
+  sp->n_tp_moe = sp->n_ep = 1;
+  memcpy(sp->vs, vs, sizeof vs);
+  sp->n_vs = 3;
+  memcpy(sp->mb, mb, sizeof mb);
+  sp->n_mb = 5;
+  sp->recompute_mask = 7;
+  sp->dp_mask = 15;
+  sp->schedule_mask = 3;
+  sp->sp_mask = 3;
+  sd.workers = 1;
+  static fth_search_hit top[16];
+  fth_search_stats st;
+  long long considered = 0, timed = 0;
+  t0 = now_s();
+  t1 = t0;
+  while (t1 - t0 < budget) {
+    int n_top;
+    if (fth_search_run(&sd, top, 16, &n_top, &st, &err) != FTH_OK) return 1;
+    considered += st.considered;
+    timed += st.evaluated;
+    t1 = now_s();
+  }
+  printf("search (1 core)  GPT-3 175B, 1024 A100: %10.0f strategies timed/s, %.0f considered/s\n",
+         (double)timed / (t1 - t0), (double)considered / (t1 - t0));
+  /* Both cores, as fathom search runs it: two worker processes, each its share. */
+  int fds[2];
+  if (pipe(fds) != 0) return 1;
+  double start = now_s();
+  for (int wkr = 0; wkr < 2; wkr++) {
+    if (fork() == 0) {
+      sd.worker = wkr;
+      sd.workers = 2;
+      long long mine = 0;
+      double s0 = now_s();
+      while (now_s() - s0 < budget) {
+        int n_top;
+        if (fth_search_run(&sd, top, 16, &n_top, &st, &err) != FTH_OK) _exit(1);
+        mine += st.evaluated;
+      }
+      if (write(fds[1], &mine, sizeof mine) != (ssize_t)sizeof mine) _exit(1);
+      _exit(0);
+    }
+  }
+  long long total = 0;
+  for (int wkr = 0; wkr < 2; wkr++) {
+    long long got = 0;
+    if (read(fds[0], &got, sizeof got) == (ssize_t)sizeof got) total += got;
+    wait(NULL);
+  }
+  printf("search (2 cores) GPT-3 175B, 1024 A100: %10.0f strategies timed/s\n",
+         (double)total / (now_s() - start));
   return sink > 0 ? 0 : 1;
 }
