@@ -5,6 +5,11 @@
 #include <math.h>
 #include <string.h>
 
+/* Bytes of an fp32 scalar (router probabilities, flash-attention statistics). */
+#define FP32_BYTES 4.0
+/* Bytes of one dropout-mask element (Korthikanti et al. 2022 Sec. 4.1). */
+#define MASK_BYTES 1.0
+
 fth_model_def fth_model_def_default(void) {
   fth_model_def d;
   memset(&d, 0, sizeof d);
@@ -14,8 +19,8 @@ fth_model_def fth_model_def_default(void) {
   return d;
 }
 
-static int kv_heads(const fth_model_def *d) {
-  return d->num_kv_heads > 0 ? d->num_kv_heads : d->num_heads;
+static double kv_heads(const fth_model_def *d) {
+  return d->num_kv_heads > 0 ? (double)d->num_kv_heads : (double)d->num_heads;
 }
 
 static double head_dim(const fth_model_def *d) {
@@ -34,64 +39,70 @@ static int is_moe_model(const fth_model_def *d) {
   return d->num_experts > 1;
 }
 
+static int is_mla(const fth_model_def *d) {
+  return d->kv_lora_rank > 0;
+}
+
+/* Gated-MLP (SwiGLU) models -- Llama, Mixtral, DeepSeek -- train without
+ * dropout; plain-MLP GPT models keep Korthikanti's attention and MLP dropout. */
+static int has_dropout(const fth_model_def *d) {
+  return !d->gated_mlp;
+}
+
+static fth_status need_positive_int(fth_error *err, const char *path, int v) {
+  if (v < 1) return fth_fail(err, FTH_EINVAL, path, "expected >= 1, got %d", v);
+  return FTH_OK;
+}
+
+static fth_status need_nonneg_int(fth_error *err, const char *path, int v) {
+  if (v < 0) return fth_fail(err, FTH_EINVAL, path, "expected >= 0, got %d", v);
+  return FTH_OK;
+}
+
 fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
-  if (d->d_model < 1)
-    return fth_fail(err, FTH_EINVAL, "d_model", "expected >= 1, got %d", d->d_model);
-  if (d->n_layers < 1)
-    return fth_fail(err, FTH_EINVAL, "n_layers", "expected >= 1, got %d", d->n_layers);
-  if (d->num_heads < 1)
-    return fth_fail(err, FTH_EINVAL, "num_heads", "expected >= 1, got %d", d->num_heads);
+  fth_status st;
+  if ((st = need_positive_int(err, "d_model", d->d_model)) != FTH_OK) return st;
+  if ((st = need_positive_int(err, "n_layers", d->n_layers)) != FTH_OK) return st;
+  if ((st = need_positive_int(err, "num_heads", d->num_heads)) != FTH_OK) return st;
   if (d->num_kv_heads < 0 || (d->num_kv_heads > 0 && d->num_heads % d->num_kv_heads != 0))
-    return fth_fail(err, FTH_EINVAL, "num_kv_heads", "expected a divisor of num_heads %d, got %d",
-                    d->num_heads, d->num_kv_heads);
-  if (d->head_dim < 0)
-    return fth_fail(err, FTH_EINVAL, "head_dim", "expected >= 1, got %d", d->head_dim);
-  if (d->head_dim == 0 && d->kv_lora_rank == 0 && d->d_model % d->num_heads != 0)
+    return fth_fail(err, FTH_EINVAL, "num_kv_heads",
+                    "expected a divisor of num_heads (%d) or 0, got %d", d->num_heads,
+                    d->num_kv_heads);
+  if ((st = need_nonneg_int(err, "head_dim", d->head_dim)) != FTH_OK) return st;
+  if (d->head_dim == 0 && !is_mla(d) && d->d_model % d->num_heads != 0)
     return fth_fail(err, FTH_EINVAL, "head_dim",
-                    "d_model %d is not a multiple of num_heads %d: give head_dim", d->d_model,
-                    d->num_heads);
+                    "expected a head_dim when d_model (%d) is not a multiple of num_heads (%d), "
+                    "got 0",
+                    d->d_model, d->num_heads);
   if (!(d->ffn_hidden >= 0 && isfinite(d->ffn_hidden)))
-    return fth_fail(err, FTH_EINVAL, "ffn_hidden_size", "expected > 0, got %g", d->ffn_hidden);
-  if (d->ffn_hidden == 0 && !(d->mlp_ratio > 0 && isfinite(d->mlp_ratio)))
+    return fth_fail(err, FTH_EINVAL, "ffn_hidden_size", "expected >= 0, got %g", d->ffn_hidden);
+  if (d->ffn_hidden == 0 && !fth_positive(d->mlp_ratio))
     return fth_fail(err, FTH_EINVAL, "mlp_ratio", "expected > 0, got %g", d->mlp_ratio);
-  if (d->vocab_size < 1)
-    return fth_fail(err, FTH_EINVAL, "vocab_size", "expected >= 1, got %d", d->vocab_size);
-  if (d->max_seq_len < 1)
-    return fth_fail(err, FTH_EINVAL, "max_sequence_length", "expected >= 1, got %d",
-                    d->max_seq_len);
-  if (d->num_experts < 0)
-    return fth_fail(err, FTH_EINVAL, "num_regular_experts", "expected >= 0, got %d",
-                    d->num_experts);
-  if (is_moe_model(d)) {
-    if (d->top_k < 1)
-      return fth_fail(err, FTH_EINVAL, "num_selected_experts",
-                      "an MoE model needs num_selected_experts >= 1, got %d", d->top_k);
-    if (d->top_k > d->num_experts)
-      return fth_fail(err, FTH_EINVAL, "num_selected_experts",
-                      "expected <= num_regular_experts %d, got %d", d->num_experts, d->top_k);
-  }
-  if (d->num_shared_experts < 0)
-    return fth_fail(err, FTH_EINVAL, "num_shared_experts", "expected >= 0, got %d",
-                    d->num_shared_experts);
+  if ((st = need_positive_int(err, "vocab_size", d->vocab_size)) != FTH_OK) return st;
+  if ((st = need_positive_int(err, "max_sequence_length", d->max_seq_len)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "num_regular_experts", d->num_experts)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "num_selected_experts", d->top_k)) != FTH_OK) return st;
+  if (is_moe_model(d) && d->top_k < 1)
+    return fth_fail(err, FTH_EINVAL, "num_selected_experts",
+                    "expected >= 1 with %d regular experts, got %d", d->num_experts, d->top_k);
+  if (d->top_k > d->num_experts)
+    return fth_fail(err, FTH_EINVAL, "num_selected_experts",
+                    "expected <= num_regular_experts (%d), got %d", d->num_experts, d->top_k);
+  if ((st = need_nonneg_int(err, "num_shared_experts", d->num_shared_experts)) != FTH_OK) return st;
   if (!(d->expert_ffn_hidden >= 0 && isfinite(d->expert_ffn_hidden)))
     return fth_fail(err, FTH_EINVAL, "expert_ffn_hidden_size", "expected >= 0, got %g",
                     d->expert_ffn_hidden);
   if (d->first_dense_layers < 0 || d->first_dense_layers > d->n_layers)
-    return fth_fail(err, FTH_EINVAL, "first_dense_layers", "expected 0..n_layers (%d), got %d",
+    return fth_fail(err, FTH_EINVAL, "first_dense_layers", "expected 0 to n_layers (%d), got %d",
                     d->n_layers, d->first_dense_layers);
-  if (d->moe_layer_interval < 0)
-    return fth_fail(err, FTH_EINVAL, "moe_layer_interval", "expected >= 1, got %d",
-                    d->moe_layer_interval);
-  if (d->q_lora_rank < 0 || d->kv_lora_rank < 0)
-    return fth_fail(err, FTH_EINVAL, d->q_lora_rank < 0 ? "q_lora_rank" : "kv_lora_rank",
-                    "expected >= 0");
-  if (d->kv_lora_rank > 0) {
-    if (d->qk_nope_head_dim < 1)
-      return fth_fail(err, FTH_EINVAL, "qk_nope_head_dim", "MLA needs qk_nope_head_dim >= 1");
-    if (d->qk_rope_head_dim < 1)
-      return fth_fail(err, FTH_EINVAL, "qk_rope_head_dim", "MLA needs qk_rope_head_dim >= 1");
-    if (d->v_head_dim < 1)
-      return fth_fail(err, FTH_EINVAL, "v_head_dim", "MLA needs v_head_dim >= 1");
+  if ((st = need_nonneg_int(err, "moe_layer_interval", d->moe_layer_interval)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "q_lora_rank", d->q_lora_rank)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "kv_lora_rank", d->kv_lora_rank)) != FTH_OK) return st;
+  if (is_mla(d)) {
+    /* MLA (DeepSeek-V2 Sec. 2.1) needs every per-head dimension. */
+    if ((st = need_positive_int(err, "qk_nope_head_dim", d->qk_nope_head_dim)) != FTH_OK) return st;
+    if ((st = need_positive_int(err, "qk_rope_head_dim", d->qk_rope_head_dim)) != FTH_OK) return st;
+    if ((st = need_positive_int(err, "v_head_dim", d->v_head_dim)) != FTH_OK) return st;
   }
   return FTH_OK;
 }
@@ -122,41 +133,44 @@ fth_layer_shape fth_model_layer_shape(const fth_model_def *d, int moe) {
   memset(&s, 0, sizeof s);
   double h = d->d_model, a = d->num_heads;
   s.is_moe = moe && is_moe_model(d);
-  s.params_norm = 2.0 * h; /* pre-attention and pre-MLP norm weights */
-  if (d->kv_lora_rank > 0) {
+  s.params_norm = 2.0 * h; /* pre-attention and pre-MLP norm weight vectors */
+  if (is_mla(d)) {
     /* Multi-head latent attention (DeepSeek-AI 2024, DeepSeek-V2 Sec. 2.1):
-     * queries optionally through a low-rank q_lora, keys and values through
-     * a shared kv_lora latent plus a decoupled RoPE key. */
+     * queries optionally through a low-rank q_lora latent, keys and values
+     * through a shared kv_lora latent plus one decoupled RoPE key shared by
+     * all heads; the down-projections are replicated over TP. */
     double nope = d->qk_nope_head_dim, rope = d->qk_rope_head_dim, v = d->v_head_dim;
     double q = d->q_lora_rank, kv = d->kv_lora_rank;
     if (q > 0) {
-      push(&s, h, q, FTH_SHARD_NONE, FTH_PART_ATTN);
-      push(&s, q, a * (nope + rope), FTH_SHARD_COLUMN, FTH_PART_ATTN);
-      s.params_norm += q;
+      push(&s, h, q, FTH_SHARD_NONE, FTH_PART_ATTN);                   /* W^DQ */
+      push(&s, q, a * (nope + rope), FTH_SHARD_COLUMN, FTH_PART_ATTN); /* W^UQ, W^QR */
+      s.params_norm += q;                                              /* q latent norm */
     } else {
       push(&s, h, a * (nope + rope), FTH_SHARD_COLUMN, FTH_PART_ATTN);
     }
-    push(&s, h, kv + rope, FTH_SHARD_NONE, FTH_PART_ATTN);
-    push(&s, kv, a * (nope + v), FTH_SHARD_COLUMN, FTH_PART_ATTN);
-    push(&s, a * v, h, FTH_SHARD_ROW, FTH_PART_ATTN);
-    s.params_norm += kv;
+    push(&s, h, kv + rope, FTH_SHARD_NONE, FTH_PART_ATTN);         /* W^DKV, W^KR */
+    push(&s, kv, a * (nope + v), FTH_SHARD_COLUMN, FTH_PART_ATTN); /* W^UK, W^UV */
+    push(&s, a * v, h, FTH_SHARD_ROW, FTH_PART_ATTN);              /* W^O */
+    s.params_norm += kv;                                           /* kv latent norm */
     s.heads = a;
     s.kv_heads = a;
     s.d_qk = nope + rope;
     s.d_v = v;
-    s.kv_cache_per_token = kv + rope; /* the latent and the RoPE key are cached */
+    /* Only the latent c^KV and the RoPE key k^R are cached (DeepSeek-V2 eq. 9-10). */
+    s.kv_cache_per_token = kv + rope;
   } else {
     double hd = head_dim(d), kvh = kv_heads(d);
-    /* Fused QKV (column parallel), output projection (row parallel). */
+    /* Fused QKV (column parallel), output projection (row parallel): Shoeybi
+     * et al. 2019 Sec. 3; GQA shares kvh K/V heads among the a query heads. */
     push(&s, h, (a + 2.0 * kvh) * hd, FTH_SHARD_COLUMN, FTH_PART_ATTN);
     push(&s, a * hd, h, FTH_SHARD_ROW, FTH_PART_ATTN);
     s.heads = a;
     s.kv_heads = kvh;
     s.d_qk = hd;
     s.d_v = hd;
-    s.kv_cache_per_token = 2.0 * kvh * hd;
+    s.kv_cache_per_token = 2.0 * kvh * hd; /* K and V */
   }
-  double gate = d->gated_mlp ? 2.0 : 1.0; /* SwiGLU: gate and up fused */
+  double gate = d->gated_mlp ? 2.0 : 1.0; /* SwiGLU: gate and up fused in one GEMM */
   if (!s.is_moe) {
     double f = ffn(d);
     push(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_MLP);
@@ -167,13 +181,14 @@ fth_layer_shape fth_model_layer_shape(const fth_model_def *d, int moe) {
     push(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_EXPERT);
     push(&s, f, h, FTH_SHARD_ROW, FTH_PART_EXPERT);
     if (d->num_shared_experts > 0) {
+      /* The shared experts run as one MLP of inner size num_shared x f. */
       double fs = f * d->num_shared_experts;
       push(&s, h, gate * fs, FTH_SHARD_COLUMN, FTH_PART_SHARED);
       push(&s, fs, h, FTH_SHARD_ROW, FTH_PART_SHARED);
     }
   }
   for (int i = 0; i < s.num_linears; i++) {
-    double p = s.lin[i].in * s.lin[i].out;
+    double p = s.lin[i].in * s.lin[i].out; /* bias-free weights */
     switch (s.lin[i].part) {
     case FTH_PART_ATTN:
       s.params_attn += p;
@@ -212,6 +227,7 @@ fth_param_count fth_model_params(const fth_model_def *d) {
     fth_layer_shape ms = fth_model_layer_shape(d, 1);
     double base = ms.params_attn + ms.params_norm + ms.params_router + ms.params_shared;
     c.moe_layer = base + d->num_experts * ms.params_per_expert;
+    /* A token uses its top_k routed experts; the other E - top_k sit idle. */
     c.moe_layer_active = base + d->top_k * ms.params_per_expert;
     c.experts_total = (double)n_moe * d->num_experts * ms.params_per_expert;
     moe_total = n_moe * c.moe_layer;
@@ -229,7 +245,9 @@ fth_layer_flops fth_model_layer_flops(const fth_model_def *d, int moe, double se
   fth_layer_shape s = fth_model_layer_shape(d, moe);
   double lin = 0.0;
   for (int i = 0; i < s.num_linears; i++) {
-    double x = 2.0 * s.lin[i].in * s.lin[i].out; /* one multiply-add per weight */
+    /* A GEMM costs one multiply-add (2 FLOP) per weight per token (Kaplan et
+     * al. 2020 Sec. 2.1); each token passes through top_k routed experts. */
+    double x = 2.0 * s.lin[i].in * s.lin[i].out;
     if (s.lin[i].part == FTH_PART_EXPERT) x *= d->top_k;
     f.fwd_part[s.lin[i].part] += x;
     lin += x;
@@ -239,12 +257,18 @@ fth_layer_flops fth_model_layer_flops(const fth_model_def *d, int moe, double se
   double ctx = (seq + 1.0) / 2.0;
   f.fwd_attn_core = 2.0 * s.heads * (s.d_qk + s.d_v) * ctx;
   f.fwd_total = lin + f.fwd_attn_core;
-  f.bwd_data = 2.0 * lin + 2.0 * f.fwd_attn_core;
-  f.bwd_weight = 2.0 * lin;
+  /* Backward (Narayanan et al. 2021 Sec. 5.1: backward = 2x forward): a
+   * linear y = W x needs dx = W^T dy (data) and dW = dy x^T (weight), each as
+   * costly as the forward GEMM; the attention core has no weights but two
+   * data GEMMs per forward GEMM (dQ and dK from dS; dP and dV from dO). So
+   * fwd + bwd_data + bwd_weight = 3 fwd_total. */
+  f.bwd_data = lin + 2.0 * f.fwd_attn_core;
+  f.bwd_weight = lin;
   return f;
 }
 
 double fth_model_lm_head_flops_per_token(const fth_model_def *d) {
+  /* One h x V GEMM per token, 2 FLOP per weight. */
   return 2.0 * (double)d->d_model * (double)d->vocab_size;
 }
 
@@ -258,34 +282,73 @@ double fth_model_fwd_flops_per_token(const fth_model_def *d, double seq) {
 
 fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int moe, double w,
                                                   int flash) {
-  /* Korthikanti et al. 2022 Sec. 4.1, term by term, generalised: the paper's
-   * GPT block (w = 2, dropout, plain MLP with f = 4h, MHA) stores
-   *   replicated: two norm inputs 4sbh, the QKV input 2sbh, the MLP input
-   *               2sbh, two dropout masks 2sbh                     = 10 sbh
-   *   sharded:    Q and K 4sbh, V 2sbh, projection input 2sbh, GeLU input
-   *               8sbh and output 8sbh                             = 24 sbh
-   *   scores:     softmax output 2as^2b, its dropout mask as^2b and output
-   *               2as^2b                                           = 5 as^2b
-   * Gated (modern) models have no dropout: masks and the dropout copy go. */
+  /* Korthikanti et al. 2022 Sec. 4.1, per token (their s b divided out), with
+   * w-byte activations and 1-byte dropout masks. For GPT (w = 2, plain MLP
+   * f = 4h, a = kv heads, hd = h / a) each term below gives the paper's value
+   * in brackets; TP placement follows their Sec. 4.2.2 (TP alone splits
+   * everything except 10 sbh) and 4.2.3 (SP splits the rest).
+   *
+   * Attention block [11 h + 5 a s]:
+   *   replicated  QKV GEMM input (norm output)        w h           [2h]
+   *               attention dropout mask              1 h           [h]
+   *   sharded     Q and K                             w (a + kv) dqk [4h]
+   *               V                                   w kv dv       [2h]
+   *               output projection input             w a dv        [2h]
+   *   scores      softmax output                      w a s         [2as]
+   *               softmax dropout mask                1 a s         [as]
+   *               dropout output (input of P V)       w a s         [2as]
+   *   Without dropout the P V input is the softmax output itself: w a s.
+   *   Flash attention (Dao et al. 2022 Sec. 3.1) keeps no scores, only the
+   *   output (the projection input above) and an fp32 log-sum-exp per query
+   *   and head: 4 a, sharded.
+   *   MLA also keeps, replicated (its down-projections are not TP-split), the
+   *   input of each latent norm and of each up-projection: 2 w (q_lora +
+   *   kv_lora); RoPE needs no saved input and the rotated keys are inside K.
+   * MLP block [19 h]:
+   *   replicated  first GEMM input (norm output)      w h           [2h]
+   *               MLP dropout mask                    1 h           [h]
+   *   sharded     plain: GeLU input, 2nd GEMM input   2 w f         [8h + 8h]
+   *               gated: gate out, up out, product    3 w f
+   * Norms [4 h]: each of the two keeps its input, 2 w h, replicated.
+   * Sum for GPT: replicated 10 h, sharded 24 h, scores 5 a s.
+   *
+   * MoE block: attention as above; the MLP becomes
+   *   replicated  router/dispatch input w h, dropout mask h when plain, and
+   *               the fp32 router probabilities 4 E
+   *   sharded     shared experts: a dense MLP of inner size num_shared x fe
+   *   per (token, expert) pair: the dispatched input copy w h plus the
+   *               expert's intermediates (2 or 3) w fe, split by TP_MoE. */
   fth_layer_activations a;
   memset(&a, 0, sizeof a);
   fth_layer_shape s = fth_model_layer_shape(d, moe);
   double h = d->d_model;
-  int dropout = !d->gated_mlp;
-  a.replicated = 4.0 * w * h + (dropout ? 2.0 * h : 0.0);
-  /* Q, K, V and the projection input at their real widths. */
-  a.sharded = w * (s.heads * s.d_qk + s.kv_heads * s.d_qk + s.kv_heads * s.d_v + s.heads * s.d_v);
-  if (d->kv_lora_rank > 0)
-    a.replicated += w * ((double)d->kv_lora_rank + d->qk_rope_head_dim + d->q_lora_rank);
-  double keep = d->gated_mlp ? 3.0 : 2.0; /* SwiGLU: gate, up, product; GeLU: input, output */
+  double mask = has_dropout(d) ? MASK_BYTES : 0.0;
+  double keep = d->gated_mlp ? 3.0 : 2.0;
+
+  /* Attention block. */
+  a.replicated = w * h + mask * h;
+  a.sharded = w * (s.heads + s.kv_heads) * s.d_qk + w * s.kv_heads * s.d_v + w * s.heads * s.d_v;
+  if (is_mla(d)) a.replicated += 2.0 * w * ((double)d->q_lora_rank + d->kv_lora_rank);
+  if (flash) {
+    a.sharded += FP32_BYTES * s.heads;
+    a.score_per_seq = 0.0;
+  } else {
+    a.score_per_seq = (has_dropout(d) ? w + MASK_BYTES + w : w) * s.heads;
+  }
+
+  /* The two norm inputs. */
+  a.replicated += 2.0 * w * h;
+
+  /* MLP or MoE block. */
+  a.replicated += w * h + mask * h;
   if (!s.is_moe) {
     a.sharded += keep * w * ffn(d);
   } else {
-    a.replicated += 4.0 * d->num_experts; /* fp32 router probabilities */
-    a.sharded += keep * w * expert_ffn(d) * d->num_shared_experts;
-    a.expert_per_routed_token = w * h + keep * w * expert_ffn(d);
+    double fe = expert_ffn(d);
+    a.replicated += FP32_BYTES * d->num_experts;
+    a.sharded += keep * w * fe * d->num_shared_experts;
+    a.expert_per_routed_token = w * h + keep * w * fe;
   }
-  a.score_per_seq = flash ? 0.0 : (w + (dropout ? 1.0 + w : 0.0)) * s.heads;
   return a;
 }
 
@@ -293,17 +356,22 @@ double fth_model_activation_bytes_per_token(const fth_model_def *d, int moe, fth
                                             int tp, int tp_moe, int sp, double seq, double w,
                                             int flash, double routed_per_token) {
   double t = tp > 0 ? tp : 1, tm = tp_moe > 0 ? tp_moe : 1;
+  /* Korthikanti et al. 2022 Sec. 4.2.3: sequence parallelism splits the
+   * replicated part (norms, dropout, GEMM inputs) over the TP group too. */
   double rep_div = sp ? t : 1.0;
-  if (rc == FTH_RECOMPUTE_FULL) return w * d->d_model / rep_div; /* the block input only */
+  /* Full recomputation (Sec. 5): only the block input survives. */
+  if (rc == FTH_RECOMPUTE_FULL) return w * d->d_model / rep_div;
   fth_layer_activations a = fth_model_layer_activations(d, moe, w, flash);
   double bytes =
       a.replicated / rep_div + a.sharded / t + a.expert_per_routed_token * routed_per_token / tm;
+  /* Selective recomputation (Sec. 5) redoes the attention core, dropping the scores. */
   if (rc == FTH_RECOMPUTE_NONE) bytes += a.score_per_seq * seq / t;
-  if (flash) bytes += 4.0 * d->num_heads / t; /* fp32 log-sum-exp per query and head */
   return bytes;
 }
 
 double fth_model_kv_cache_elems_per_token(const fth_model_def *d) {
-  fth_layer_shape s = fth_model_layer_shape(d, 0);
-  return s.kv_cache_per_token * d->n_layers;
+  int n_moe = fth_model_num_moe_layers(d);
+  double dense = fth_model_layer_shape(d, 0).kv_cache_per_token;
+  double moe = n_moe > 0 ? fth_model_layer_shape(d, 1).kv_cache_per_token : 0.0;
+  return (double)(d->n_layers - n_moe) * dense + (double)n_moe * moe;
 }

@@ -79,12 +79,12 @@ typedef struct fth_layer_shape {
   double kv_cache_per_token; ///< elements cached per token per layer (GQA: 2 kv hd; MLA: kv_lora +
                              ///< rope)
   /* parameters (elements) */
-  double params_attn; ///< attention weights + norms
+  double params_attn; ///< attention weights (norms are in params_norm)
   double params_mlp;  ///< dense MLP weights (0 for MoE blocks)
   double params_router;
   double params_per_expert;
   double params_shared; ///< all shared experts together
-  double params_norm;   ///< layer norms of the block (counted inside attn/mlp too? no: separate)
+  double params_norm;   ///< norm weight vectors of the block (2 h, + q_lora + kv_lora for MLA)
 } fth_layer_shape;
 
 /// Number of MoE blocks (0 for a dense model).
