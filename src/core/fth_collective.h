@@ -45,7 +45,7 @@ fth_coll_algo fth_coll_algo_parse(const char *name); ///< FTH_ALGO_COUNT when un
 
 /// Tunables shared by all collectives.
 typedef struct fth_coll_params {
-  double per_peer_overhead_s; ///< per-peer setup cost in all-to-all / direct algorithms
+  double per_peer_overhead_s; ///< per distinct peer, in every all-to-all and direct exchange
   double launch_s;            ///< fixed kernel-launch cost per collective
 } fth_coll_params;
 
@@ -63,8 +63,12 @@ typedef struct fth_coll_result {
 /// first; a group of one GPU costs 0). Topology type changes the cost: a ring
 /// dimension serves all-to-all at bisection rate, a mesh gives each peer
 /// 1/(dim_size-1) of the bandwidth, a two-tier fabric adds a hop of latency.
-/// An algorithm that does not apply (IN_NETWORK on a fabric without it, PXN on
-/// a non-all-to-all) returns time_s = HUGE_VAL. Never allocates.
+/// Levels of one GPU are skipped. SEND_RECV is one hop at the slowest level's
+/// rate under RING, TREE, DIRECT and HIERARCHICAL alike. An algorithm that does
+/// not apply (IN_NETWORK unless every level offers it or on SEND_RECV and
+/// ALL_TO_ALL, PXN on anything but an all-to-all over two levels or more), an
+/// op or algo out of range, or more than FTH_MAX_PHYS_DIMS levels of size > 1
+/// return time_s = HUGE_VAL. Never allocates.
 fth_coll_result fth_collective(fth_coll_op op, fth_coll_algo algo, double bytes,
                                const fth_group_level *levels, int num_levels,
                                const fth_coll_params *params);

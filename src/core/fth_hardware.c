@@ -5,12 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Element width -> precision: 1 byte fp8, 2 bytes bf16/fp16, anything else fp32. */
 fth_precision fth_precision_from_bytes(double bytes) {
   if (bytes == 1.0) return FTH_PREC_FP8;
   if (bytes == 2.0) return FTH_PREC_BF16;
   return FTH_PREC_FP32;
 }
 
+/* Every rate 0, so a default fails fth_compute_check until a bf16 or fp32 peak
+ * is set. vector_flops_per_s 0 means "bf16 / 8" (applied by fth_kernel): H100's
+ * non-tensor bf16 rate is about 1/8 of its tensor rate (134 of 989 TFLOP/s). */
 fth_compute_def fth_compute_def_default(void) {
   fth_compute_def d;
   memset(&d, 0, sizeof d);
@@ -18,9 +22,11 @@ fth_compute_def fth_compute_def_default(void) {
   return d;
 }
 
+/* A fraction of nominal: finite, in (0, 1]. */
 static int fraction_ok(double x) {
   return isfinite(x) && x > 0.0 && x <= 1.0;
 }
+/* A finite value >= 0 (rejects NaN and infinities). */
 static int nonneg_ok(double x) {
   return isfinite(x) && x >= 0.0;
 }
@@ -43,26 +49,36 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
                     d->attention_efficiency);
   if (d->compute_units < 0)
     return fth_fail(err, FTH_EINVAL, "compute_units", "expected >= 0, got %d", d->compute_units);
-  if (!nonneg_ok(d->gemm_tile_m) || !nonneg_ok(d->gemm_tile_n))
-    return fth_fail(err, FTH_EINVAL, "gemm_tile", "expected sizes >= 0");
+  if (!nonneg_ok(d->gemm_tile_m))
+    return fth_fail(err, FTH_EINVAL, "gemm_tile_m", "expected a tile size >= 0 (0 = 128), got %g",
+                    d->gemm_tile_m);
+  if (!nonneg_ok(d->gemm_tile_n))
+    return fth_fail(err, FTH_EINVAL, "gemm_tile_n", "expected a tile size >= 0 (0 = 128), got %g",
+                    d->gemm_tile_n);
   if (!nonneg_ok(d->vector_flops_per_s))
     return fth_fail(err, FTH_EINVAL, "vector_nominal", "expected >= 0, got %g",
                     d->vector_flops_per_s);
   return FTH_OK;
 }
 
-double fth_compute_flops_per_s(const fth_compute_def *d, fth_precision prec) {
-  /* A precision without tensor-core support runs at the next wider one's rate. */
-  for (int p = (int)prec; p < FTH_PREC_COUNT; p++)
-    if (d->flops_per_s[p] > 0) return d->flops_per_s[p] * d->efficiency;
+/* Nominal peak at `prec`: a precision without tensor-core support (zero
+ * nominal) runs at the next wider one's rate, fp8 -> bf16 -> fp32. */
+static double nominal_flops_per_s(const fth_compute_def *d, fth_precision prec) {
+  int p = (prec >= 0 && prec < FTH_PREC_COUNT) ? (int)prec : (int)FTH_PREC_FP32;
+  for (; p < FTH_PREC_COUNT; p++)
+    if (d->flops_per_s[p] > 0) return d->flops_per_s[p];
   return 0.0;
 }
 
+double fth_compute_flops_per_s(const fth_compute_def *d, fth_precision prec) {
+  /* Achievable GEMM rate = nominal x efficiency (the ScaleScope compute component). */
+  return nominal_flops_per_s(d, prec) * d->efficiency;
+}
+
 double fth_compute_attention_flops_per_s(const fth_compute_def *d, fth_precision prec) {
-  double f = fth_compute_flops_per_s(d, prec);
-  if (d->attention_efficiency > 0 && d->efficiency > 0)
-    f *= d->attention_efficiency / d->efficiency;
-  return f;
+  /* Fused attention = nominal x attention_efficiency; unset (0) uses the GEMM efficiency. */
+  double eff = d->attention_efficiency > 0 ? d->attention_efficiency : d->efficiency;
+  return nominal_flops_per_s(d, prec) * eff;
 }
 
 fth_memory_def fth_memory_def_default(void) {
@@ -90,10 +106,12 @@ fth_status fth_memory_check(const fth_memory_def *d, fth_error *err) {
 }
 
 double fth_memory_bw_bytes_per_s(const fth_memory_def *d) {
+  /* Effective bandwidth = per-stack nominal x stacks x efficiency (ScaleScope memory component). */
   return d->bw_per_stack_bytes_per_s * (double)d->num_stacks * d->efficiency;
 }
 
 double fth_memory_capacity_bytes(const fth_memory_def *d) {
+  /* Capacity = per-stack size x stacks. */
   return d->size_per_stack_bytes * (double)d->num_stacks;
 }
 
@@ -120,6 +138,8 @@ fth_status fth_link_check(const fth_link_def *d, fth_error *err) {
 }
 
 double fth_link_bw_bytes_per_s(const fth_link_def *d) {
+  /* Per-GPU bandwidth per direction = per-link nominal x links x efficiency
+   * (direction convention in fth_hardware.h). */
   return d->bw_bytes_per_s * (double)d->num_links * d->efficiency;
 }
 
@@ -155,6 +175,7 @@ const char *fth_tier_name(fth_tier t) {
 }
 
 fth_tier fth_tier_parse(const char *name) {
+  if (name == NULL) return FTH_TIER_COUNT;
   for (int i = 0; i < FTH_TIER_COUNT; i++)
     if (strcmp(name, tier_names[i]) == 0) return (fth_tier)i;
   return FTH_TIER_COUNT;

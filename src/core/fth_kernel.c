@@ -86,9 +86,13 @@ fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, d
 fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, double heads,
                                      double kv_heads, double q_len, double kv_len, double d_qk,
                                      double d_v, int causal, double elem_bytes) {
-  /* Scores Q K^T (2 q kv d_qk) and P V (2 q kv d_v) per head; with a causal
-   * mask over a square block each query sees (kv + 1) / 2 keys on average. */
-  double keys = (causal && q_len == kv_len) ? (kv_len + 1.0) / 2.0 : kv_len;
+  /* Scores Q K^T (2 q kv d_qk) and P V (2 q kv d_v) per head. Under a causal
+   * mask the q queries are the last q positions of the kv: query t (0-based)
+   * sees kv - q + t + 1 keys, kv - (q - 1) / 2 on average; for q = kv that is
+   * (kv + 1) / 2, for one decode query all kv. (q > kv has no such alignment:
+   * counted as the square case, (kv + 1) / 2.) */
+  double keys = kv_len;
+  if (causal) keys = q_len <= kv_len ? kv_len - (q_len - 1.0) / 2.0 : (kv_len + 1.0) / 2.0;
   double flops = 2.0 * q_len * keys * (d_qk + d_v) * heads * batch;
   /* Flash attention reads Q, K, V and writes O once (Dao et al. 2022). */
   double bytes = (batch * heads * q_len * d_qk + batch * kv_heads * kv_len * (d_qk + d_v) +

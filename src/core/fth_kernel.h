@@ -46,9 +46,11 @@ fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, d
                                 double batch, double elem_bytes);
 
 /// Fused (flash) attention forward for `batch` sequences x `heads` query heads:
-/// q_len queries against kv_len keys, head dims d_qk and d_v; `causal` halves
-/// the score work when q_len == kv_len. KV heads `kv_heads` set the K/V bytes.
-/// FLOPs = 2 q kv (d_qk + d_v) heads batch (x ~1/2 causal); bytes = Q, K, V, O once.
+/// q_len queries against kv_len keys, head dims d_qk and d_v; `causal` masks
+/// the scores, the queries being the last q_len of the kv_len positions (mean
+/// keys per query kv - (q - 1) / 2: about half when q_len == kv_len, all of them
+/// for one decode query). KV heads `kv_heads` set the K/V bytes.
+/// FLOPs = 2 q keys (d_qk + d_v) heads batch; bytes = Q, K, V, O once.
 /// Tiled model: batch x heads x ceil(q / attn_block_q) query blocks run in waves
 /// over the compute units (FlashAttention's parallelisation, Dao 2023).
 fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, double heads,

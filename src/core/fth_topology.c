@@ -1,6 +1,8 @@
 /* fth_topology.c: physical dimensions, logical mappings and their tiling. */
 #include "fth_topology.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +14,7 @@ const char *fth_topo_type_name(fth_topo_type t) {
 }
 
 fth_topo_type fth_topo_type_parse(const char *name) {
+  if (name == NULL) return FTH_TOPO_COUNT;
   for (int i = 0; i < FTH_TOPO_COUNT; i++)
     if (strcmp(name, topo_names[i]) == 0) return (fth_topo_type)i;
   return FTH_TOPO_COUNT;
@@ -25,6 +28,7 @@ const char *fth_logical_tag_name(fth_logical_tag t) {
 }
 
 fth_logical_tag fth_logical_tag_parse(const char *name) {
+  if (name == NULL) return FTH_TAG_COUNT;
   for (int i = 0; i < FTH_TAG_COUNT; i++)
     if (strcmp(name, tag_names[i]) == 0) return (fth_logical_tag)i;
   return FTH_TAG_COUNT;
@@ -125,7 +129,7 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
       double prod =
           view_product(t, d, v, tags, sizeof tags, sizes, sizeof sizes, &first, &specific);
       if (first < 0) continue;
-      if (!specific && t->phys[d].size % (int)prod == 0) continue;
+      if (!specific && fmod((double)t->phys[d].size, prod) == 0.0) continue;
       if (prod != (double)t->phys[d].size) {
         snprintf(path, sizeof path, "logical.dimensions[%d]", first + 1);
         return fth_fail(err, FTH_EINVAL, path,
@@ -136,6 +140,10 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
       }
     }
   }
+  /* Degrees and group sizes are ints; every one divides the GPU count once the views tile. */
+  if (fth_topology_num_gpus(t) > (double)INT_MAX)
+    return fth_fail(err, FTH_EINVAL, "dimensions", "expected at most %d GPUs in all, got %.0f",
+                    INT_MAX, fth_topology_num_gpus(t));
   if (t->expert_hb_group_xpus < 0)
     return fth_fail(err, FTH_EINVAL, "expert_high_bandwidth_group_size_xpus",
                     "expected >= 0, got %d", t->expert_hb_group_xpus);
@@ -155,26 +163,37 @@ int fth_topology_degree(const fth_topology_def *t, fth_logical_tag tag) {
   return g;
 }
 
+/* Logical dimensions of one view with size > 1 on physical dimension d: the
+ * groups that may communicate over its links at the same time. */
+static int view_users(const fth_topology_def *t, int d, int expert_view) {
+  int users = 0;
+  for (int i = 0; i < t->num_logical; i++) {
+    const fth_logical_dim_def *l = &t->logical[i];
+    if (l->phys_dim == d && l->size > 1 && in_view(l->tag, expert_view)) users++;
+  }
+  return users;
+}
+
 int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int shared,
                        fth_group_level *levels) {
   int n = 0;
   int expert_view = in_view(tag, 1) && tag != FTH_TAG_PP;
   for (int d = 0; d < t->num_phys; d++) {
-    int size = 1, users = 0;
-    for (int i = 0; i < t->num_logical; i++) {
-      const fth_logical_dim_def *l = &t->logical[i];
-      if (l->phys_dim != d) continue;
-      int same_view = tag == FTH_TAG_PP ? 1 : in_view(l->tag, expert_view);
-      if (same_view && l->size > 1) users++;
-      if (l->tag == tag) size *= l->size;
-    }
+    int size = 1;
+    for (int i = 0; i < t->num_logical; i++)
+      if (t->logical[i].phys_dim == d && t->logical[i].tag == tag) size *= t->logical[i].size;
     if (size <= 1) continue;
+    /* Sharing (fth_topology.h): k same-view users split the dimension's links
+     * evenly. PP belongs to both views, so it shares with the busier one. */
+    int users = view_users(t, d, expert_view);
+    if (tag == FTH_TAG_PP) users = (int)fth_max((double)users, (double)view_users(t, d, 1));
     const fth_phys_dim_def *p = &t->phys[d];
     fth_group_level *g = &levels[n++];
     g->group_size = size;
     g->dim_size = p->size;
     g->type = p->type;
-    g->bw_bytes_per_s = fth_link_bw_bytes_per_s(&p->link) / (shared && users > 1 ? users : 1);
+    g->bw_bytes_per_s =
+        fth_link_bw_bytes_per_s(&p->link) / (shared && users > 1 ? (double)users : 1.0);
     g->latency_s = p->link.latency_s;
     g->in_network_reduction = p->link.in_network_reduction;
   }

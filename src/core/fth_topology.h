@@ -96,7 +96,9 @@ typedef struct fth_group_level {
 /// innermost first (levels of size 1 omitted). Bandwidth sharing: when k
 /// logical dimensions of the same view with size > 1 share one physical
 /// dimension, each gets 1/k of its bandwidth when `shared` is set (they may
-/// run at once), all of it otherwise. Returns the number of levels written.
+/// run at once), all of it otherwise. PP belongs to both views and takes the
+/// larger k of the two. `levels` holds FTH_MAX_PHYS_DIMS entries. Returns the
+/// number of levels written (0 when the tag is absent or every size is 1).
 int fth_topology_group(const fth_topology_def *def, fth_logical_tag tag, int shared,
                        fth_group_level *levels);
 

@@ -1,13 +1,12 @@
 #include "fth_hardware.h"
 #include "fth_kernel.h"
-#include "fth_topology.h"
 #include "test_macros.h"
 
 #include <math.h>
 #include <string.h>
 
 /* H100 SXM-like figures: 989.4 TFLOP/s bf16 dense, 1979 fp8, 67 fp32;
- * HBM3 5 stacks x 670 GB/s, 16 GiB each; NVLink4 18 x 25 GB/s per direction. */
+ * HBM3 5 stacks x 670 GB/s (3.35 TB/s in all), 16 GiB each, 80% achievable. */
 static fth_node_def h100(void) {
   fth_node_def n = fth_node_def_default();
   n.compute.flops_per_s[FTH_PREC_FP8] = 1979e12;
@@ -26,118 +25,186 @@ static int rates(void) {
   fth_node_def n = h100();
   fth_error err;
   FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
-  /* 989.4e12 x 0.7 = 692.58e12; fp8 1979e12 x 0.7 = 1385.3e12. */
+  /* 989.4e12 x 0.7 = 692.58e12; fp8 1979e12 x 0.7 = 1385.3e12; fp32 67e12 x 0.7 = 46.9e12. */
   FTH_ENSURE_NEAR(692.58e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_BF16), 1e-12);
   FTH_ENSURE_NEAR(1385.3e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP8), 1e-12);
-  /* No fp8 on an A100: falls back to bf16. */
+  FTH_ENSURE_NEAR(46.9e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP32), 1e-12);
+  /* Fused attention: unset attention_efficiency uses 0.7 (692.58e12); set to 0.5 it is
+   * 989.4e12 x 0.5 = 494.7e12 at bf16 and 1979e12 x 0.5 = 989.5e12 at fp8. */
+  FTH_ENSURE_NEAR(692.58e12, fth_compute_attention_flops_per_s(&n.compute, FTH_PREC_BF16), 1e-12);
+  n.compute.attention_efficiency = 0.5;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(494.7e12, fth_compute_attention_flops_per_s(&n.compute, FTH_PREC_BF16), 1e-12);
+  FTH_ENSURE_NEAR(989.5e12, fth_compute_attention_flops_per_s(&n.compute, FTH_PREC_FP8), 1e-12);
+  /* No fp8 on an A100: fp8 falls back to bf16, 692.58e12. */
   n.compute.flops_per_s[FTH_PREC_FP8] = 0;
   FTH_ENSURE_NEAR(692.58e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP8), 1e-12);
-  /* 5 x 670e9 x 0.8 = 2.68e12 B/s; 5 x 16 GiB = 80 GiB. */
+  /* fp32-only device: fp8 and bf16 both fall back to fp32, 67e12 x 0.7 = 46.9e12. */
+  n.compute.flops_per_s[FTH_PREC_BF16] = 0;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(46.9e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_BF16), 1e-12);
+  FTH_ENSURE_NEAR(46.9e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP8), 1e-12);
+  /* No fallback towards narrower types: fp32 nominal 0 gives 0 even with bf16 set. */
+  n = h100();
+  n.compute.flops_per_s[FTH_PREC_FP32] = 0;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(0.0, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP32), 0);
+  /* H100 HBM3 3.35e12 B/s over 5 stacks = 670e9 each: 5 x 670e9 x 0.8 = 2.68e12 B/s;
+   * 5 x 16 GiB = 80 GiB = 85,899,345,920 bytes. */
   FTH_ENSURE_NEAR(2.68e12, fth_memory_bw_bytes_per_s(&n.tier[FTH_TIER_XPU]), 1e-12);
-  FTH_ENSURE_NEAR(80.0 * FTH_GIB, fth_memory_capacity_bytes(&n.tier[FTH_TIER_XPU]), 1e-12);
-  /* NVLink4: 18 x 25e9 x 0.9 = 405e9 B/s per direction. */
+  FTH_ENSURE_NEAR(85899345920.0, fth_memory_capacity_bytes(&n.tier[FTH_TIER_XPU]), 1e-12);
+  /* NVLink4: 900 GB/s bidirectional = 18 links x 25e9 per direction; x 0.9 = 405e9 B/s. */
   fth_link_def l = fth_link_def_default();
   l.bw_bytes_per_s = 25e9;
   l.num_links = 18;
   l.efficiency = 0.9;
   FTH_ENSURE(fth_link_check(&l, &err) == FTH_OK);
   FTH_ENSURE_NEAR(405e9, fth_link_bw_bytes_per_s(&l), 1e-12);
-  FTH_ENSURE(fth_precision_from_bytes(1) == FTH_PREC_FP8 &&
-             fth_precision_from_bytes(4) == FTH_PREC_FP32);
-  FTH_ENSURE(fth_tier_parse("remote_memory") == FTH_TIER_REMOTE &&
-             fth_tier_parse("x") == FTH_TIER_COUNT);
+  return 0;
+}
+
+static int names(void) {
+  FTH_ENSURE(fth_precision_from_bytes(1) == FTH_PREC_FP8);
+  FTH_ENSURE(fth_precision_from_bytes(2) == FTH_PREC_BF16);
+  FTH_ENSURE(fth_precision_from_bytes(4) == FTH_PREC_FP32);
+  FTH_ENSURE(fth_precision_from_bytes(8) == FTH_PREC_FP32);
+  FTH_ENSURE(strcmp(fth_tier_name(FTH_TIER_XPU), "xpu_memory") == 0);
+  FTH_ENSURE(strcmp(fth_tier_name(FTH_TIER_HOST), "host_memory") == 0);
+  FTH_ENSURE(strcmp(fth_tier_name(FTH_TIER_REMOTE), "remote_memory") == 0);
+  FTH_ENSURE(strcmp(fth_tier_name(FTH_TIER_NVME), "nvme") == 0);
+  FTH_ENSURE(fth_tier_name(FTH_TIER_COUNT) == NULL);
+  for (int t = 0; t < FTH_TIER_COUNT; t++)
+    FTH_ENSURE_EQ_INT(t, fth_tier_parse(fth_tier_name((fth_tier)t)));
+  FTH_ENSURE(fth_tier_parse("hbm") == FTH_TIER_COUNT);
+  FTH_ENSURE(fth_tier_parse(NULL) == FTH_TIER_COUNT);
+  return 0;
+}
+
+/* Expect FTH_EINVAL from the node check, with exactly `path` and a message. */
+static int node_refused(const fth_node_def *n, const char *path) {
+  fth_error err;
+  fth_error_clear(&err);
+  FTH_ENSURE(fth_node_check(n, &err) == FTH_EINVAL);
+  FTH_ENSURE_EQ_INT(FTH_EINVAL, err.status);
+  if (strcmp(err.path, path) != 0) {
+    fprintf(stderr, "path: expected '%s', got '%s' (%s)\n", path, err.path, err.msg);
+    return 1;
+  }
+  FTH_ENSURE(err.msg[0] != '\0');
+  return 0;
+}
+
+/* Expect FTH_EINVAL from the link check, with exactly `path`. */
+static int link_refused(const fth_link_def *l, const char *path) {
+  fth_error err;
+  FTH_ENSURE(fth_link_check(l, &err) == FTH_EINVAL);
+  if (strcmp(err.path, path) != 0) {
+    fprintf(stderr, "path: expected '%s', got '%s' (%s)\n", path, err.path, err.msg);
+    return 1;
+  }
+  return 0;
+}
+
+static int defaults(void) {
+  fth_error err;
+  /* Defaults carry no rates, so every check refuses them at the first rate. */
+  fth_compute_def c = fth_compute_def_default();
+  FTH_ENSURE_NEAR(1.0, c.efficiency, 0);
+  FTH_ENSURE(fth_compute_check(&c, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "bf16_nominal") == 0);
+  fth_memory_def m = fth_memory_def_default();
+  FTH_ENSURE_NEAR(1.0, m.efficiency, 0);
+  FTH_ENSURE(fth_memory_check(&m, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "bandwidth_per_stack_nominal") == 0);
+  fth_link_def l = fth_link_def_default();
+  FTH_ENSURE_NEAR(1.0, l.efficiency, 0);
+  FTH_ENSURE(fth_link_check(&l, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "bandwidth_nominal") == 0);
+  fth_node_def n = fth_node_def_default();
+  FTH_RUN(node_refused(&n, "device_compute.bf16_nominal"));
+  /* Boundaries accepted: efficiency exactly 1, latency exactly 0. */
+  n = h100();
+  n.compute.efficiency = 1.0;
+  n.tier[FTH_TIER_XPU].efficiency = 1.0;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  l.bw_bytes_per_s = 1e9;
+  l.latency_s = 0.0;
+  FTH_ENSURE(fth_link_check(&l, &err) == FTH_OK);
   return 0;
 }
 
 static int refusals(void) {
   fth_error err;
   fth_node_def n = h100();
-  n.compute.efficiency = 1.5;
-  FTH_ENSURE(fth_node_check(&n, &err) == FTH_EINVAL);
-  FTH_ENSURE(strcmp(err.path, "device_compute.efficiency") == 0);
-  n = h100();
+  n.compute.efficiency = 1.5; /* above 1 */
+  FTH_RUN(node_refused(&n, "device_compute.efficiency"));
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_EINVAL && strstr(err.msg, "1.5") != NULL);
+  n.compute.efficiency = -0.1; /* negative */
+  FTH_RUN(node_refused(&n, "device_compute.efficiency"));
+  n.compute.efficiency = 0.0; /* the interval is open at 0 */
+  FTH_RUN(node_refused(&n, "device_compute.efficiency"));
   n.compute.efficiency = NAN;
-  FTH_ENSURE(fth_node_check(&n, &err) == FTH_EINVAL);
+  FTH_RUN(node_refused(&n, "device_compute.efficiency"));
+  n = h100();
+  n.compute.flops_per_s[FTH_PREC_BF16] = NAN;
+  FTH_RUN(node_refused(&n, "device_compute.bf16_nominal"));
+  n = h100();
+  n.compute.flops_per_s[FTH_PREC_FP8] = INFINITY;
+  FTH_RUN(node_refused(&n, "device_compute.fp8_nominal"));
+  n = h100();
+  n.compute.flops_per_s[FTH_PREC_FP32] = -1.0;
+  FTH_RUN(node_refused(&n, "device_compute.fp32_nominal"));
+  n = h100();
+  n.compute.attention_efficiency = 1.5;
+  FTH_RUN(node_refused(&n, "device_compute.attention_efficiency"));
+  n = h100();
+  n.compute.gemm_tile_n = -128;
+  FTH_RUN(node_refused(&n, "device_compute.gemm_tile_n"));
+  n = h100();
+  n.compute.compute_units = -1;
+  FTH_RUN(node_refused(&n, "device_compute.compute_units"));
+  n = h100();
+  n.compute.vector_flops_per_s = NAN;
+  FTH_RUN(node_refused(&n, "device_compute.vector_nominal"));
+  /* Memory tiers: paths carry the tier's YAML name. */
+  n = h100();
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 0; /* zero size */
+  FTH_RUN(node_refused(&n, "device_memory_tiers.xpu_memory.size_per_stack"));
   n = h100();
   n.tier[FTH_TIER_XPU].num_stacks = 0;
-  FTH_ENSURE(fth_node_check(&n, &err) == FTH_EINVAL);
-  FTH_ENSURE(strcmp(err.path, "device_memory_tiers.xpu_memory.num_stack") == 0);
+  FTH_RUN(node_refused(&n, "device_memory_tiers.xpu_memory.num_stack"));
   n = h100();
-  n.has_tier[FTH_TIER_XPU] = 0;
-  FTH_ENSURE(fth_node_check(&n, &err) == FTH_EINVAL);
-  FTH_ENSURE(strcmp(err.path, "device_memory_tiers.xpu_memory") == 0);
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = NAN;
+  FTH_RUN(node_refused(&n, "device_memory_tiers.xpu_memory.bandwidth_per_stack_nominal"));
+  n = h100();
+  n.has_tier[FTH_TIER_HOST] = 1;
+  n.tier[FTH_TIER_HOST].bw_per_stack_bytes_per_s = 64e9;
+  n.tier[FTH_TIER_HOST].size_per_stack_bytes = 512.0 * FTH_GIB;
+  n.tier[FTH_TIER_HOST].efficiency = -0.5; /* negative efficiency on a second tier */
+  FTH_RUN(node_refused(&n, "device_memory_tiers.host_memory.efficiency"));
+  n.tier[FTH_TIER_HOST].efficiency = 0.5;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  n.has_tier[FTH_TIER_HOST] = 0; /* undeclared tiers are not checked */
+  n.tier[FTH_TIER_HOST].efficiency = -0.5;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  n = h100();
+  n.has_tier[FTH_TIER_XPU] = 0; /* a node without xpu_memory */
+  FTH_RUN(node_refused(&n, "device_memory_tiers.xpu_memory"));
+  /* Links. */
   fth_link_def l = fth_link_def_default();
   l.bw_bytes_per_s = 0;
-  FTH_ENSURE(fth_link_check(&l, &err) == FTH_EINVAL);
-  FTH_ENSURE(strcmp(err.path, "bandwidth_nominal") == 0);
+  FTH_RUN(link_refused(&l, "bandwidth_nominal"));
   l.bw_bytes_per_s = 1e9;
+  l.num_links = 0;
+  FTH_RUN(link_refused(&l, "num_links"));
+  l.num_links = 1;
+  l.efficiency = 1.01;
+  FTH_RUN(link_refused(&l, "efficiency"));
+  l.efficiency = 1.0;
   l.latency_s = -1;
-  FTH_ENSURE(fth_link_check(&l, &err) == FTH_EINVAL);
-  FTH_ENSURE(strcmp(err.path, "latency_sec") == 0);
-  return 0;
-}
-
-/* 16 nodes x 8 GPUs: NVLink switched inside, IB two-tier across. */
-static fth_topology_def two_level(void) {
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 2;
-  t.phys[0].type = FTH_TOPO_SWITCHED;
-  t.phys[0].size = 8;
-  t.phys[0].link.bw_bytes_per_s = 25e9;
-  t.phys[0].link.num_links = 18;
-  t.phys[1].type = FTH_TOPO_TWO_TIER;
-  t.phys[1].size = 16;
-  t.phys[1].link.bw_bytes_per_s = 50e9;
-  t.num_logical = 6;
-  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 8};
-  t.logical[1] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 4};
-  t.logical[2] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 2};
-  t.logical[3] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 16};
-  t.logical[4] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 4};
-  t.logical[5] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 4};
-  return t;
-}
-
-static int topology(void) {
-  fth_topology_def t = two_level();
-  fth_error err;
-  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
-  FTH_ENSURE_NEAR(128.0, fth_topology_num_gpus(&t), 0);
-  FTH_ENSURE_EQ_INT(8, fth_topology_degree(&t, FTH_TAG_TP_ATTN));
-  FTH_ENSURE_EQ_INT(1, fth_topology_degree(&t, FTH_TAG_PP));
-  fth_group_level lv[FTH_MAX_PHYS_DIMS];
-  /* TP_MoE and EP_SU share NVLink: with sharing each gets 450e9 / 2. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 1, lv));
-  FTH_ENSURE_EQ_INT(4, lv[0].group_size);
-  FTH_ENSURE_EQ_INT(8, lv[0].dim_size);
-  FTH_ENSURE_NEAR(225e9, lv[0].bw_bytes_per_s, 1e-12);
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 0, lv));
-  FTH_ENSURE_NEAR(450e9, lv[0].bw_bytes_per_s, 1e-12);
-  /* TP_Attn is alone in its view on NVLink: full bandwidth. */
-  fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv);
-  FTH_ENSURE_NEAR(450e9, lv[0].bw_bytes_per_s, 1e-12);
-  /* A tag split across dimensions: EP over 2 (NVLink) x 4 (IB). */
-  t.logical[2].size = 2;
-  t.num_logical = 6;
-  t.logical[1].size = 4;
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv));
-  FTH_ENSURE(lv[0].type == FTH_TOPO_TWO_TIER);
-  /* Tiling failures name both products. */
-  t = two_level();
-  t.logical[3].size = 8; /* DP_Attn 8 on 16 nodes */
-  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_EINVAL);
-  FTH_ENSURE(strcmp(err.path, "logical.dimensions[4]") == 0);
-  FTH_ENSURE(strstr(err.msg, "has 16 GPUs but DP_Attn mapped to it = 8 = 8") != NULL);
-  t = two_level();
-  t.logical[1].size = 2; /* TP_MoE 2 x EP_SU 2 = 4 on an 8-GPU dimension */
-  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_EINVAL);
-  FTH_ENSURE(strstr(err.msg, "TP_MoE x EP_SU mapped to it = 2 x 2 = 4") != NULL);
-  t = two_level();
-  t.phys[1].size = 0;
-  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_EINVAL);
-  FTH_ENSURE(strcmp(err.path, "dimensions[2].size") == 0);
-  FTH_ENSURE(fth_topo_type_parse("torus") == FTH_TOPO_TORUS);
-  FTH_ENSURE(fth_logical_tag_parse("EP_SO") == FTH_TAG_EP_SO);
+  FTH_RUN(link_refused(&l, "latency_sec"));
+  l.latency_s = NAN;
+  FTH_RUN(link_refused(&l, "latency_sec"));
   return 0;
 }
 
@@ -190,8 +257,9 @@ static int kernels(void) {
 
 int hardware_test(void) {
   FTH_RUN(rates());
+  FTH_RUN(names());
+  FTH_RUN(defaults());
   FTH_RUN(refusals());
-  FTH_RUN(topology());
   FTH_RUN(kernels());
   return 0;
 }

@@ -1,0 +1,302 @@
+#include "fth_topology.h"
+#include "test_macros.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Fabrics used below. NVLink4: 18 links x 25e9 B/s per direction, efficiency 1:
+ * 18 x 25e9 = 450e9 B/s per GPU, 1 us, switch reduction (NVLS). InfiniBand:
+ * 8 NICs x 50e9 B/s (400 Gb/s) per direction x 0.8 = 320e9 B/s per GPU, 5 us. */
+static fth_phys_dim_def nvlink(int size) {
+  fth_phys_dim_def d;
+  d.type = FTH_TOPO_SWITCHED;
+  d.size = size;
+  d.link = fth_link_def_default();
+  d.link.bw_bytes_per_s = 25e9;
+  d.link.num_links = 18;
+  d.link.latency_s = 1e-6;
+  d.link.in_network_reduction = 1;
+  return d;
+}
+
+static fth_phys_dim_def infiniband(int size) {
+  fth_phys_dim_def d;
+  d.type = FTH_TOPO_TWO_TIER;
+  d.size = size;
+  d.link = fth_link_def_default();
+  d.link.bw_bytes_per_s = 50e9;
+  d.link.num_links = 8;
+  d.link.efficiency = 0.8;
+  d.link.latency_s = 5e-6;
+  return d;
+}
+
+/* 16 nodes x 8 GPUs. Attention view: TP_Attn 8 on NVLink, DP_Attn 16 on IB.
+ * Expert view: TP_MoE 4 x EP_SU 2 = 8 on NVLink, EP_SO 4 x DP_MoE 4 = 16 on IB. */
+static fth_topology_def two_level(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 2;
+  t.phys[0] = nvlink(8);
+  t.phys[1] = infiniband(16);
+  t.num_logical = 6;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 8};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 4};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 2};
+  t.logical[3] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 16};
+  t.logical[4] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 4};
+  t.logical[5] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 4};
+  return t;
+}
+
+/* 32 nodes x 8 GPUs with a tag split over both dimensions and PP on IB.
+ * Attention: TP_Attn 4 x DP_Attn 2 = 8 on NVLink; DP_Attn 8 x PP 4 = 32 on IB.
+ * Expert: TP_MoE 2 x EP_SU 4 = 8 on NVLink; EP_SO 4 x DP_MoE 2 x PP 4 = 32 on IB. */
+static fth_topology_def split(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 2;
+  t.phys[0] = nvlink(8);
+  t.phys[1] = infiniband(32);
+  t.num_logical = 8;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 4};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 0, 2};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 2};
+  t.logical[3] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 4};
+  t.logical[4] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 8};
+  t.logical[5] = (fth_logical_dim_def){FTH_TAG_PP, 1, 4};
+  t.logical[6] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 4};
+  t.logical[7] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 2};
+  return t;
+}
+
+/* Expect FTH_EINVAL from the topology check with exactly `path`, and `text`
+ * (if not NULL) inside the message. */
+static int refused(const fth_topology_def *t, const char *path, const char *text) {
+  fth_error err;
+  fth_error_clear(&err);
+  FTH_ENSURE(fth_topology_check(t, &err) == FTH_EINVAL);
+  if (strcmp(err.path, path) != 0 || (text != NULL && strstr(err.msg, text) == NULL)) {
+    fprintf(stderr, "expected '%s: ...%s...', got '%s: %s'\n", path, text ? text : "", err.path,
+            err.msg);
+    return 1;
+  }
+  return 0;
+}
+
+static int names(void) {
+  static const char *const topo[FTH_TOPO_COUNT] = {"switched", "ring",      "mesh",
+                                                   "torus",    "full_flat", "two_tier"};
+  static const char *const tags[FTH_TAG_COUNT] = {"TP_Attn", "TP_MoE", "DP_Attn", "DP_MoE",
+                                                  "EP_SU",   "EP_SO",  "PP",      "CP"};
+  for (int i = 0; i < FTH_TOPO_COUNT; i++) {
+    FTH_ENSURE(strcmp(topo[i], fth_topo_type_name((fth_topo_type)i)) == 0);
+    FTH_ENSURE_EQ_INT(i, fth_topo_type_parse(topo[i]));
+  }
+  for (int i = 0; i < FTH_TAG_COUNT; i++) {
+    FTH_ENSURE(strcmp(tags[i], fth_logical_tag_name((fth_logical_tag)i)) == 0);
+    FTH_ENSURE_EQ_INT(i, fth_logical_tag_parse(tags[i]));
+  }
+  FTH_ENSURE(fth_topo_type_name(FTH_TOPO_COUNT) == NULL);
+  FTH_ENSURE(fth_logical_tag_name(FTH_TAG_COUNT) == NULL);
+  FTH_ENSURE(fth_topo_type_parse("dragonfly") == FTH_TOPO_COUNT);
+  FTH_ENSURE(fth_logical_tag_parse("tp_attn") == FTH_TAG_COUNT); /* spellings are exact */
+  FTH_ENSURE(fth_logical_tag_parse(NULL) == FTH_TAG_COUNT);
+  return 0;
+}
+
+static int sizes(void) {
+  fth_error err;
+  fth_topology_def t = two_level();
+  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(128.0, fth_topology_num_gpus(&t), 0); /* 8 x 16 */
+  FTH_ENSURE_EQ_INT(8, fth_topology_degree(&t, FTH_TAG_TP_ATTN));
+  FTH_ENSURE_EQ_INT(4, fth_topology_degree(&t, FTH_TAG_TP_MOE));
+  FTH_ENSURE_EQ_INT(2, fth_topology_degree(&t, FTH_TAG_EP_SU));
+  FTH_ENSURE_EQ_INT(4, fth_topology_degree(&t, FTH_TAG_EP_SO));
+  FTH_ENSURE_EQ_INT(16, fth_topology_degree(&t, FTH_TAG_DP_ATTN));
+  FTH_ENSURE_EQ_INT(1, fth_topology_degree(&t, FTH_TAG_PP)); /* absent tags: 1 */
+  FTH_ENSURE_EQ_INT(1, fth_topology_degree(&t, FTH_TAG_CP));
+  t = split();
+  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(256.0, fth_topology_num_gpus(&t), 0);            /* 8 x 32 */
+  FTH_ENSURE_EQ_INT(16, fth_topology_degree(&t, FTH_TAG_DP_ATTN)); /* 2 on NVLink x 8 on IB */
+  FTH_ENSURE_EQ_INT(4, fth_topology_degree(&t, FTH_TAG_PP));
+  /* Both views cover every GPU: 4 x 16 x 4 = 256 and 2 x 4 x 4 x 2 x 4 = 256. */
+  FTH_ENSURE_EQ_INT(256, fth_topology_degree(&t, FTH_TAG_TP_ATTN) *
+                             fth_topology_degree(&t, FTH_TAG_DP_ATTN) *
+                             fth_topology_degree(&t, FTH_TAG_PP));
+  FTH_ENSURE_EQ_INT(
+      256, fth_topology_degree(&t, FTH_TAG_TP_MOE) * fth_topology_degree(&t, FTH_TAG_EP_SU) *
+               fth_topology_degree(&t, FTH_TAG_EP_SO) * fth_topology_degree(&t, FTH_TAG_DP_MOE) *
+               fth_topology_degree(&t, FTH_TAG_PP));
+  return 0;
+}
+
+/* Check one level against hand values. */
+static int level_is(const fth_group_level *g, int group, int dim, fth_topo_type type, double bw,
+                    double latency_s, int inr) {
+  FTH_ENSURE_EQ_INT(group, g->group_size);
+  FTH_ENSURE_EQ_INT(dim, g->dim_size);
+  FTH_ENSURE_EQ_INT(type, g->type);
+  FTH_ENSURE_NEAR(bw, g->bw_bytes_per_s, 1e-12);
+  FTH_ENSURE_NEAR(latency_s, g->latency_s, 1e-12);
+  FTH_ENSURE_EQ_INT(inr, g->in_network_reduction);
+  return 0;
+}
+
+static int groups_two_level(void) {
+  fth_topology_def t = two_level();
+  fth_group_level lv[FTH_MAX_PHYS_DIMS];
+  /* TP_Attn is the only attention-view user of NVLink: all 450e9. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv));
+  FTH_RUN(level_is(&lv[0], 8, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
+  /* TP_MoE and EP_SU (both > 1) share NVLink in the expert view: 450e9 / 2 = 225e9
+   * when shared, 450e9 when not. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 1, lv));
+  FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 0, lv));
+  FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SU, 1, lv));
+  FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
+  /* DP_Attn alone on IB in its view: 8 x 50e9 x 0.8 = 320e9, 5 us, no switch reduction. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv));
+  FTH_RUN(level_is(&lv[0], 16, 16, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
+  /* EP_SO and DP_MoE share IB: 320e9 / 2 = 160e9. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv));
+  FTH_RUN(level_is(&lv[0], 4, 16, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_MOE, 1, lv));
+  FTH_RUN(level_is(&lv[0], 4, 16, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
+  /* Absent tags have no levels. */
+  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_PP, 1, lv));
+  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_CP, 1, lv));
+  /* A size-1 dimension neither forms a level nor takes a share: EP_SU 1, TP_MoE 8
+   * leaves TP_MoE alone on NVLink (450e9) and EP_SU with no level. */
+  t.logical[1].size = 8;
+  t.logical[2].size = 1;
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 1, lv));
+  FTH_RUN(level_is(&lv[0], 8, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
+  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_EP_SU, 1, lv));
+  return 0;
+}
+
+static int groups_split(void) {
+  fth_topology_def t = split();
+  fth_group_level lv[FTH_MAX_PHYS_DIMS];
+  /* DP_Attn spans both dimensions, innermost first. NVLink: TP_Attn 4 and DP_Attn 2
+   * share it, 450e9 / 2 = 225e9. IB: DP_Attn 8 and PP 4 share it, 320e9 / 2 = 160e9. */
+  FTH_ENSURE_EQ_INT(2, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv));
+  FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
+  FTH_RUN(level_is(&lv[1], 8, 32, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
+  /* Unshared: the whole fabric on each level. */
+  FTH_ENSURE_EQ_INT(2, fth_topology_group(&t, FTH_TAG_DP_ATTN, 0, lv));
+  FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
+  FTH_RUN(level_is(&lv[1], 8, 32, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
+  /* Expert view on IB has three users (EP_SO 4, DP_MoE 2, PP 4): 320e9 / 3 each. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9 / 3.0, 5e-6, 0));
+  /* PP is in both views (2 users in attention, 3 in expert): it takes the larger,
+   * 320e9 / 3. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_PP, 1, lv));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9 / 3.0, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_PP, 0, lv));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
+  /* TP_Attn shares NVLink with DP_Attn 2 in its view: 225e9. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv));
+  FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
+  return 0;
+}
+
+static int tiling(void) {
+  fth_error err;
+  fth_topology_def t = two_level();
+  /* DP_Attn 8 on 16 nodes: 8 != 16. Entry 4 is the attention view's first on IB. */
+  t.logical[3].size = 8;
+  FTH_RUN(refused(&t, "logical.dimensions[4]",
+                  "physical dimension 2 has 16 GPUs but DP_Attn mapped to it = 8 = 8"));
+  /* TP_MoE 2 x EP_SU 2 = 4 on the 8-GPU NVLink dimension; entry 2 (TP_MoE) is the
+   * expert view's first there. */
+  t = two_level();
+  t.logical[1].size = 2;
+  FTH_RUN(refused(&t, "logical.dimensions[2]",
+                  "physical dimension 1 has 8 GPUs but TP_MoE x EP_SU mapped to it = 2 x 2 = 4"));
+  /* Overfull: CP 2 beside TP_Attn 8 on NVLink makes 8 x 2 = 16 > 8. */
+  t = two_level();
+  t.logical[t.num_logical++] = (fth_logical_dim_def){FTH_TAG_CP, 0, 2};
+  FTH_RUN(refused(&t, "logical.dimensions[1]",
+                  "physical dimension 1 has 8 GPUs but TP_Attn x CP mapped to it = 8 x 2 = 16"));
+  /* A view with nothing on a dimension is data parallel there: drop the expert
+   * view's IB entries and the topology still tiles. */
+  t = two_level();
+  t.num_logical = 4;
+  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
+  /* A view with only PP on a dimension is padded by DP when PP divides it: PP 4
+   * alone on 8 GPUs (both views DP 2 beside it) tiles; PP 3 alone does not. */
+  t = fth_topology_def_default();
+  t.num_phys = 1;
+  t.phys[0] = nvlink(8);
+  t.num_logical = 1;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_PP, 0, 4};
+  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
+  t.logical[0].size = 3;
+  FTH_RUN(refused(&t, "logical.dimensions[1]",
+                  "physical dimension 1 has 8 GPUs but PP mapped to it = 3 = 3"));
+  /* Once a view has its own tag there, PP counts in its product: TP_Attn 2 x PP 4
+   * = 8 tiles; the expert view (PP 4 only) is padded by DP 2. */
+  t.logical[0].size = 4;
+  t.logical[t.num_logical++] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 2};
+  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
+  t.logical[1].size = 4; /* 4 x 4 = 16 */
+  FTH_RUN(refused(&t, "logical.dimensions[1]",
+                  "physical dimension 1 has 8 GPUs but PP x TP_Attn mapped to it = 4 x 4 = 16"));
+  return 0;
+}
+
+static int refusals(void) {
+  fth_topology_def t = two_level();
+  t.phys[1].size = 0;
+  FTH_RUN(refused(&t, "dimensions[2].size", NULL));
+  t = two_level();
+  t.num_phys = 0;
+  FTH_RUN(refused(&t, "dimensions", NULL));
+  t = two_level();
+  t.phys[0].type = FTH_TOPO_COUNT;
+  FTH_RUN(refused(&t, "dimensions[1].topology_type", NULL));
+  t = two_level();
+  t.phys[0].link.efficiency = 0.0;
+  FTH_RUN(refused(&t, "dimensions[1].interconnect.efficiency", NULL));
+  t = two_level();
+  t.phys[1].link.latency_s = NAN;
+  FTH_RUN(refused(&t, "dimensions[2].interconnect.latency_sec", NULL));
+  t = two_level();
+  t.logical[4].size = 0;
+  FTH_RUN(refused(&t, "logical.dimensions[5].size", NULL));
+  t = two_level();
+  t.logical[5].phys_dim = 2; /* only dimensions 1 and 2 exist */
+  FTH_RUN(refused(&t, "logical.dimensions[6].maps_to_physical_dimension_name", NULL));
+  t = two_level();
+  t.logical[2].tag = FTH_TAG_COUNT;
+  FTH_RUN(refused(&t, "logical.dimensions[3].logical_tag", NULL));
+  /* A tag at most once per physical dimension: a second DP_Attn on IB. */
+  t = two_level();
+  t.logical[t.num_logical++] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 1};
+  FTH_RUN(refused(&t, "logical.dimensions[7].logical_tag",
+                  "DP_Attn is mapped to physical dimension 2 twice (entries 4 and 7)"));
+  t = two_level();
+  t.expert_hb_group_xpus = -1;
+  FTH_RUN(refused(&t, "expert_high_bandwidth_group_size_xpus", NULL));
+  /* 2048^3 = 2^33 GPUs do not fit the int degrees. */
+  t = fth_topology_def_default();
+  t.num_phys = 3;
+  for (int d = 0; d < 3; d++) t.phys[d] = nvlink(2048);
+  FTH_RUN(refused(&t, "dimensions", "at most"));
+  return 0;
+}
+
+int topology_test(void) {
+  FTH_RUN(names());
+  FTH_RUN(sizes());
+  FTH_RUN(groups_two_level());
+  FTH_RUN(groups_split());
+  FTH_RUN(tiling());
+  FTH_RUN(refusals());
+  return 0;
+}
