@@ -163,39 +163,44 @@ int fth_topology_degree(const fth_topology_def *t, fth_logical_tag tag) {
   return g;
 }
 
-/* Logical dimensions of one view with size > 1 on physical dimension d: the
- * groups that may communicate over its links at the same time. */
-static int view_users(const fth_topology_def *t, int d, int expert_view) {
-  int users = 0;
-  for (int i = 0; i < t->num_logical; i++) {
-    const fth_logical_dim_def *l = &t->logical[i];
-    if (l->phys_dim == d && l->size > 1 && in_view(l->tag, expert_view)) users++;
-  }
-  return users;
-}
-
+/* Sharing rule (fth_topology.h): on each physical dimension, the view's
+ * logical dimensions with size > 1 split the links evenly, since they may
+ * communicate at once. A dimension on which a view maps nothing of its own is
+ * that view's implicit DP, filling what PP leaves of it. */
 int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int shared,
-                       fth_group_level *levels) {
-  int n = 0;
+                       fth_group_level *levels, int *inner_dim) {
+  /* PP shares with the attention view, whose DP gradients overlap its sends. */
   int expert_view = in_view(tag, 1) && tag != FTH_TAG_PP;
+  int is_dp = tag == FTH_TAG_DP_ATTN || tag == FTH_TAG_DP_MOE;
+  int n = 0;
+  if (inner_dim) *inner_dim = -1;
   for (int d = 0; d < t->num_phys; d++) {
-    int size = 1;
-    for (int i = 0; i < t->num_logical; i++)
-      if (t->logical[i].phys_dim == d && t->logical[i].tag == tag) size *= t->logical[i].size;
+    const fth_phys_dim_def *pd = &t->phys[d];
+    int size = 1, users = 0, specific = 0, pp = 1;
+    for (int i = 0; i < t->num_logical; i++) {
+      const fth_logical_dim_def *l = &t->logical[i];
+      if (l->phys_dim != d || !in_view(l->tag, expert_view)) continue;
+      if (l->tag == FTH_TAG_PP)
+        pp *= l->size;
+      else
+        specific = 1;
+      if (l->size > 1) users++;
+      if (l->tag == tag) size *= l->size;
+    }
+    if (is_dp && !specific) {
+      size = pd->size / pp;
+      if (size > 1) users++;
+    }
     if (size <= 1) continue;
-    /* Sharing (fth_topology.h): k same-view users split the dimension's links
-     * evenly. PP belongs to both views, so it shares with the busier one. */
-    int users = view_users(t, d, expert_view);
-    if (tag == FTH_TAG_PP) users = (int)fth_max((double)users, (double)view_users(t, d, 1));
-    const fth_phys_dim_def *p = &t->phys[d];
     fth_group_level *g = &levels[n++];
     g->group_size = size;
-    g->dim_size = p->size;
-    g->type = p->type;
+    g->dim_size = pd->size;
+    g->type = pd->type;
     g->bw_bytes_per_s =
-        fth_link_bw_bytes_per_s(&p->link) / (shared && users > 1 ? (double)users : 1.0);
-    g->latency_s = p->link.latency_s;
-    g->in_network_reduction = p->link.in_network_reduction;
+        fth_link_bw_bytes_per_s(&pd->link) / (shared && users > 1 ? (double)users : 1.0);
+    g->latency_s = pd->link.latency_s;
+    g->in_network_reduction = pd->link.in_network_reduction;
+    if (inner_dim && *inner_dim < 0) *inner_dim = d;
   }
   return n;
 }

@@ -93,13 +93,16 @@ typedef struct fth_group_level {
 } fth_group_level;
 
 /// Describe the communication group of `tag` as up to FTH_MAX_PHYS_DIMS levels,
-/// innermost first (levels of size 1 omitted). Bandwidth sharing: when k
-/// logical dimensions of the same view with size > 1 share one physical
-/// dimension, each gets 1/k of its bandwidth when `shared` is set (they may
-/// run at once), all of it otherwise. PP belongs to both views and takes the
-/// larger k of the two. `levels` holds FTH_MAX_PHYS_DIMS entries. Returns the
-/// number of levels written (0 when the tag is absent or every size is 1).
+/// innermost first (levels of size 1 omitted). A physical dimension on which a
+/// view maps nothing but PP is that view's implicit DP (its size over PP's).
+/// Bandwidth sharing: when k logical dimensions of the same view with size > 1
+/// share one physical dimension, each gets 1/k of its bandwidth when `shared`
+/// is set (they may run at once), all of it otherwise. PP shares with the
+/// attention view. `levels` holds FTH_MAX_PHYS_DIMS entries; `inner_dim`
+/// (may be NULL) receives the innermost physical dimension used, -1 if none.
+/// Returns the number of levels written (0 when the tag is absent or every
+/// size is 1).
 int fth_topology_group(const fth_topology_def *def, fth_logical_tag tag, int shared,
-                       fth_group_level *levels);
+                       fth_group_level *levels, int *inner_dim);
 
 #endif

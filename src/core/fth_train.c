@@ -129,57 +129,6 @@ static fth_status check_work(const fth_train_def *w, fth_error *err) {
   return FTH_OK;
 }
 
-/* Tags of the attention view and of the expert view (fth_topology.h). */
-static int tag_in_view(fth_logical_tag t, int expert_view) {
-  if (t == FTH_TAG_PP) return 1;
-  if (expert_view)
-    return t == FTH_TAG_TP_MOE || t == FTH_TAG_EP_SU || t == FTH_TAG_EP_SO || t == FTH_TAG_DP_MOE;
-  return t == FTH_TAG_TP_ATTN || t == FTH_TAG_CP || t == FTH_TAG_DP_ATTN;
-}
-
-/* Communication group of `tag`, including the implicit data-parallel slice: a
- * physical dimension on which a view maps nothing belongs to that view's DP.
- * Bandwidth is shared among the view's dimensions with size > 1 on each
- * physical dimension (they may communicate at once). Returns levels written;
- * *inner is the innermost physical dimension (-1 if none). */
-static int group_levels(const fth_topology_def *t, fth_logical_tag tag, fth_group_level *lv,
-                        int *inner) {
-  int expert_view = tag_in_view(tag, 1) && tag != FTH_TAG_PP;
-  int is_dp = tag == FTH_TAG_DP_ATTN || tag == FTH_TAG_DP_MOE;
-  int n = 0;
-  *inner = -1;
-  for (int d = 0; d < t->num_phys; d++) {
-    const fth_phys_dim_def *pd = &t->phys[d];
-    int size = 1, users = 0, specific = 0, pp = 1;
-    for (int i = 0; i < t->num_logical; i++) {
-      const fth_logical_dim_def *l = &t->logical[i];
-      if (l->phys_dim != d) continue;
-      int in_view = (tag == FTH_TAG_PP) ? tag_in_view(l->tag, 0) : tag_in_view(l->tag, expert_view);
-      if (!in_view) continue;
-      if (l->tag != FTH_TAG_PP)
-        specific = 1;
-      else
-        pp *= l->size;
-      if (l->size > 1) users++;
-      if (l->tag == tag) size *= l->size;
-    }
-    if (is_dp && !specific) { /* implicit DP fills what PP leaves of the dimension */
-      size = pd->size / pp;
-      if (size > 1) users++;
-    }
-    if (size <= 1) continue;
-    fth_group_level *g = &lv[n++];
-    g->group_size = size;
-    g->dim_size = pd->size;
-    g->type = pd->type;
-    g->bw_bytes_per_s = fth_link_bw_bytes_per_s(&pd->link) / (users > 1 ? (double)users : 1.0);
-    g->latency_s = pd->link.latency_s;
-    g->in_network_reduction = pd->link.in_network_reduction;
-    if (*inner < 0) *inner = d;
-  }
-  return n;
-}
-
 static int levels_size(const fth_group_level *lv, int n) {
   int g = 1;
   for (int i = 0; i < n; i++) g *= lv[i].group_size;
@@ -201,17 +150,17 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
   const fth_model_def *m = &p->model;
 
   p->num_gpus = fth_topology_num_gpus(topo);
-  p->nl_tp = group_levels(topo, FTH_TAG_TP_ATTN, p->lv_tp, &p->dim_tp);
-  p->nl_tp_moe = group_levels(topo, FTH_TAG_TP_MOE, p->lv_tp_moe, &p->dim_tp_moe);
-  p->nl_cp = group_levels(topo, FTH_TAG_CP, p->lv_cp, &p->dim_cp);
-  p->nl_pp = group_levels(topo, FTH_TAG_PP, p->lv_pp, &p->dim_pp);
-  p->nl_dp = group_levels(topo, FTH_TAG_DP_ATTN, p->lv_dp, &p->dim_dp);
-  p->nl_dp_moe = group_levels(topo, FTH_TAG_DP_MOE, p->lv_dp_moe, &p->dim_dp_moe);
+  p->nl_tp = fth_topology_group(topo, FTH_TAG_TP_ATTN, 1, p->lv_tp, &p->dim_tp);
+  p->nl_tp_moe = fth_topology_group(topo, FTH_TAG_TP_MOE, 1, p->lv_tp_moe, &p->dim_tp_moe);
+  p->nl_cp = fth_topology_group(topo, FTH_TAG_CP, 1, p->lv_cp, &p->dim_cp);
+  p->nl_pp = fth_topology_group(topo, FTH_TAG_PP, 1, p->lv_pp, &p->dim_pp);
+  p->nl_dp = fth_topology_group(topo, FTH_TAG_DP_ATTN, 1, p->lv_dp, &p->dim_dp);
+  p->nl_dp_moe = fth_topology_group(topo, FTH_TAG_DP_MOE, 1, p->lv_dp_moe, &p->dim_dp_moe);
   { /* EP spans its scale-up and scale-out parts, scale-up first */
     fth_group_level su[FTH_MAX_PHYS_DIMS], so[FTH_MAX_PHYS_DIMS];
     int dsu, dso;
-    int nsu = group_levels(topo, FTH_TAG_EP_SU, su, &dsu);
-    int nso = group_levels(topo, FTH_TAG_EP_SO, so, &dso);
+    int nsu = fth_topology_group(topo, FTH_TAG_EP_SU, 1, su, &dsu);
+    int nso = fth_topology_group(topo, FTH_TAG_EP_SO, 1, so, &dso);
     p->ep_su = levels_size(su, nsu);
     p->ep_so = levels_size(so, nso);
     p->nl_ep = 0;

@@ -147,34 +147,49 @@ static int groups_two_level(void) {
   fth_topology_def t = two_level();
   fth_group_level lv[FTH_MAX_PHYS_DIMS];
   /* TP_Attn is the only attention-view user of NVLink: all 450e9. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 8, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
   /* TP_MoE and EP_SU (both > 1) share NVLink in the expert view: 450e9 / 2 = 225e9
    * when shared, 450e9 when not. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 0, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 0, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SU, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SU, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
   /* DP_Attn alone on IB in its view: 8 x 50e9 x 0.8 = 320e9, 5 us, no switch reduction. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 16, 16, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
   /* EP_SO and DP_MoE share IB: 320e9 / 2 = 160e9. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 16, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_MOE, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_MOE, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 16, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
-  /* Absent tags have no levels. */
-  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_PP, 1, lv));
-  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_CP, 1, lv));
+  /* Absent tags have no levels, and no innermost dimension. */
+  int inner = 7;
+  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_PP, 1, lv, &inner));
+  FTH_ENSURE_EQ_INT(-1, inner);
+  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_CP, 1, lv, NULL));
   /* A size-1 dimension neither forms a level nor takes a share: EP_SU 1, TP_MoE 8
    * leaves TP_MoE alone on NVLink (450e9) and EP_SU with no level. */
   t.logical[1].size = 8;
   t.logical[2].size = 1;
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_MOE, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 8, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
-  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_EP_SU, 1, lv));
+  FTH_ENSURE_EQ_INT(0, fth_topology_group(&t, FTH_TAG_EP_SU, 1, lv, NULL));
+  /* Implicit DP: with the expert view's IB entries dropped, DP_MoE is all 16 IB
+   * nodes (16 / PP 1) and the only expert-view user there: the whole 320e9. */
+  t = two_level();
+  t.num_logical = 4;
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_MOE, 1, lv, &inner));
+  FTH_RUN(level_is(&lv[0], 16, 16, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, inner);
+  /* Beside PP 4 on IB, implicit DP_MoE is 16 / 4 = 4 and shares IB with PP:
+   * 320e9 / 2 = 160e9. */
+  t.logical[t.num_logical++] = (fth_logical_dim_def){FTH_TAG_PP, 1, 4};
+  t.logical[3].size = 4;
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_MOE, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 16, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
   return 0;
 }
 
@@ -183,24 +198,26 @@ static int groups_split(void) {
   fth_group_level lv[FTH_MAX_PHYS_DIMS];
   /* DP_Attn spans both dimensions, innermost first. NVLink: TP_Attn 4 and DP_Attn 2
    * share it, 450e9 / 2 = 225e9. IB: DP_Attn 8 and PP 4 share it, 320e9 / 2 = 160e9. */
-  FTH_ENSURE_EQ_INT(2, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv));
+  FTH_ENSURE_EQ_INT(2, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
   FTH_RUN(level_is(&lv[1], 8, 32, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
   /* Unshared: the whole fabric on each level. */
-  FTH_ENSURE_EQ_INT(2, fth_topology_group(&t, FTH_TAG_DP_ATTN, 0, lv));
+  FTH_ENSURE_EQ_INT(2, fth_topology_group(&t, FTH_TAG_DP_ATTN, 0, lv, NULL));
   FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
   FTH_RUN(level_is(&lv[1], 8, 32, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
   /* Expert view on IB has three users (EP_SO 4, DP_MoE 2, PP 4): 320e9 / 3 each. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9 / 3.0, 5e-6, 0));
-  /* PP is in both views (2 users in attention, 3 in expert): it takes the larger,
-   * 320e9 / 3. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_PP, 1, lv));
-  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9 / 3.0, 5e-6, 0));
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_PP, 0, lv));
+  /* PP shares with the attention view (DP_Attn 8 and PP 4 on IB): 320e9 / 2; its
+   * innermost physical dimension is IB, index 1. */
+  int inner = 7;
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_PP, 1, lv, &inner));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, inner);
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_PP, 0, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
   /* TP_Attn shares NVLink with DP_Attn 2 in its view: 225e9. */
-  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
   return 0;
 }
