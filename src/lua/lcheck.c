@@ -127,7 +127,11 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
   if (subtable(L, idx, "topology", "dimensions")) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);
-    if (n > FTH_MAX_PHYS_DIMS) luaL_error(L, "topology.dimensions: at most %d", FTH_MAX_PHYS_DIMS);
+    if (n > FTH_MAX_PHYS_DIMS)
+      luaL_error(L,
+                 "topology.dimensions: expected at most %d physical dimensions, got %d; "
+                 "drop dimensions of size 1",
+                 FTH_MAX_PHYS_DIMS, n);
     out->num_phys = n;
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, dims, i + 1);
@@ -150,7 +154,10 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);
     if (n > FTH_MAX_LOGICAL_DIMS)
-      luaL_error(L, "logical.dimensions: at most %d", FTH_MAX_LOGICAL_DIMS);
+      luaL_error(L,
+                 "logical.dimensions: expected at most %d logical dimensions, got %d; "
+                 "drop logical dimensions of size 1",
+                 FTH_MAX_LOGICAL_DIMS, n);
     out->num_logical = n;
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, dims, i + 1);

@@ -547,7 +547,7 @@ static int core_yaml_load(lua_State *L) {
     }
     if (n < LUAL_BUFFERSIZE) break;
   }
-  int read_err = ferror(f);
+  int read_err = ferror(f) ? errno : 0;
   fclose(f);
   luaL_pushresult(&b);
   if (too_big) {
@@ -557,7 +557,8 @@ static int core_yaml_load(lua_State *L) {
   }
   if (read_err) {
     lua_pushnil(L);
-    lua_pushfstring(L, "%s: read error", path);
+    lua_pushfstring(L, "%s: cannot read file (%s); expected a YAML or JSON file", path,
+                    strerror(read_err));
     return 2;
   }
   size_t len;

@@ -119,6 +119,33 @@ describe("fathom analyze", function()
     assert.matches(":3:5: logical%.dimensions%[2%]: physical dimension 2 has 2 GPUs but DP_Attn", r.stderr)
   end)
 
+  it("refuses more physical dimensions than the core holds, with a hint", function()
+    local p = os.tmpname()
+    local dims = { "  - {name: up, interconnect_name: scale_up, topology_type: switched, size: 2}",
+      "  - {name: out, interconnect_name: scale_out, topology_type: switched, size: 2}" }
+    for i = 3, 9 do
+      dims[i] = string.format("  - {name: d%d, interconnect_name: scale_up, topology_type: switched, size: 1}", i)
+    end
+    write(p, "name: nine\nnode_definition_ref: TOY\ndimensions:\n" .. table.concat(dims, "\n") .. "\n")
+    local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", p,
+      "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml",
+      "--model-spec", T .. "model.yaml")
+    os.remove(p)
+    assert.are.equal(2, r.code, r.stderr)
+    assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+    assert.matches(":4:3: dimensions: expected at most 8 physical dimensions, got 9; drop dimensions of size 1",
+      r.stderr)
+  end)
+
+  it("says a directory given as an input file is not a file", function()
+    local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T,
+      "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml",
+      "--model-spec", T .. "model.yaml")
+    assert.are.equal(2, r.code, r.stderr)
+    assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+    assert.matches("tiny/: cannot read file %(.*%); expected a YAML or JSON file", r.stderr)
+  end)
+
   it("runs a TP sweep from the command line with the shipped configs", function()
     local r = h.run("analyze", "--hardware-lib", "configs/hardware/hardware_library.yaml",
       "--physical-topology", "configs/topology_zoo/physical/dgx_a100_1024.yaml",
