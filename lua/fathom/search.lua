@@ -58,7 +58,7 @@ function M.space(model, system, workload, fix)
     mb = { 1, 2, 4, 8, 16 },
     recompute = { "none", "selective", "full" },
     dp = { "DDP", "ZERO1", "ZERO2", "ZERO3" },
-    schedule = { "GPIPE", "1F1B", "INTERLEAVED" },
+    schedule = { "GPIPE", "1F1B", "INTERLEAVED", "ZB_H1" },
     sp = { false, true },
   }
   for _, t in ipairs(powers_of_two_dividing(pod, 64)) do

@@ -15,6 +15,10 @@ void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part p
   if (weight_bytes > 0 && c->weight_bw > 0 && c->env.mem_bw_bytes_per_s > 0)
     mem_s += weight_bytes / c->weight_bw - weight_bytes / c->env.mem_bw_bytes_per_s;
   double t = fth_overlap(k.compute_s, mem_s, c->comp_mem_eff) + c->launch_s;
+  if (weight_bytes > 0) {
+    double wbw = c->weight_bw > 0 ? c->weight_bw : c->env.mem_bw_bytes_per_s;
+    ph->weight_memory_s += wbw > 0 ? weight_bytes / wbw : 0.0;
+  }
   ph->flops[part] += k.flops;
   ph->bytes[part] += k.bytes;
   ph->compute_s[part] += k.compute_s;
@@ -24,6 +28,18 @@ void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part p
     ph->compute_bound_s += t;
   else
     ph->memory_bound_s += t;
+}
+
+void fth_phase_add_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op, fth_coll_algo algo,
+                        double bytes, double time_s, double calls) {
+  if (calls <= 0) return;
+  if (ph->comm_calls[kind] == 0) {
+    ph->comm_op[kind] = op;
+    ph->comm_algo[kind] = algo;
+  }
+  ph->comm_s[kind] += calls * time_s;
+  ph->comm_calls[kind] += calls;
+  ph->comm_bytes[kind] += calls * bytes;
 }
 
 void fth_phase_scale(fth_phase *ph, double s) {
@@ -36,7 +52,14 @@ void fth_phase_scale(fth_phase *ph, double s) {
   ph->kernel_s *= s;
   ph->compute_bound_s *= s;
   ph->memory_bound_s *= s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) ph->comm_s[i] *= s;
+  ph->wgrad_s *= s;
+  ph->weight_memory_s *= s;
+  ph->kv_memory_s *= s;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    ph->comm_s[i] *= s;
+    ph->comm_calls[i] *= s;
+    ph->comm_bytes[i] *= s;
+  }
 }
 
 void fth_phase_add(fth_phase *a, const fth_phase *b) {
@@ -49,7 +72,18 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
   a->kernel_s += b->kernel_s;
   a->compute_bound_s += b->compute_bound_s;
   a->memory_bound_s += b->memory_bound_s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) a->comm_s[i] += b->comm_s[i];
+  a->wgrad_s += b->wgrad_s;
+  a->weight_memory_s += b->weight_memory_s;
+  a->kv_memory_s += b->kv_memory_s;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    if (a->comm_calls[i] == 0 && b->comm_calls[i] > 0) {
+      a->comm_op[i] = b->comm_op[i];
+      a->comm_algo[i] = b->comm_algo[i];
+    }
+    a->comm_s[i] += b->comm_s[i];
+    a->comm_calls[i] += b->comm_calls[i];
+    a->comm_bytes[i] += b->comm_bytes[i];
+  }
 }
 
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed) {
@@ -86,6 +120,8 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
     fth_kernel_cost kd = fth_kernel_gemm(&c->env, mtok, in, out, batch, ab);
     fth_phase_add_kernel(c, bwd, part, kd, wbytes * ab);
     fth_kernel_cost kw = fth_kernel_gemm(&c->env, in, out, mtok, batch, ab);
+    double before = bwd->kernel_s;
     fth_phase_add_kernel(c, bwd, part, kw, 0.0);
+    bwd->wgrad_s += bwd->kernel_s - before;
   }
 }

@@ -5,7 +5,9 @@
 #ifndef FTH_PHASE_H
 #define FTH_PHASE_H
 
+#include "fth_collective.h"
 #include "fth_kernel.h"
+#include "fth_layout.h"
 #include "fth_model.h"
 
 /// Parts of the computation reported separately.
@@ -17,17 +19,6 @@ typedef enum fth_flop_part {
   FTH_FLOP_PART_COUNT
 } fth_flop_part;
 
-/// Kinds of communication, each reported on its own.
-typedef enum fth_comm_kind {
-  FTH_COMM_TP = 0, ///< attention + dense-MLP tensor parallel collectives
-  FTH_COMM_TP_MOE, ///< expert tensor parallel collectives
-  FTH_COMM_EP,     ///< MoE dispatch + combine all-to-all
-  FTH_COMM_CP,     ///< context parallel K/V exchange
-  FTH_COMM_PP,     ///< pipeline send/recv
-  FTH_COMM_DP,     ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
-  FTH_COMM_DP_MOE, ///< expert-parameter gradient reduction
-  FTH_COMM_KIND_COUNT
-} fth_comm_kind;
 
 typedef struct fth_phase {
   double flops[FTH_FLOP_PART_COUNT];
@@ -37,7 +28,14 @@ typedef struct fth_phase {
   double kernel_s;                    ///< kernels with compute/memory overlap applied
   double compute_bound_s;             ///< time of kernels limited by compute
   double memory_bound_s;              ///< time of kernels limited by memory
+  double wgrad_s;         ///< of kernel_s, weight-gradient GEMMs (what ZB schedules move)
+  double weight_memory_s; ///< of the memory time, reading weights from their tier
+  double kv_memory_s;     ///< of the memory time, reading and writing the KV cache
   double comm_s[FTH_COMM_KIND_COUNT]; ///< layer collectives, raw
+  double comm_calls[FTH_COMM_KIND_COUNT]; ///< how many collectives of each kind
+  double comm_bytes[FTH_COMM_KIND_COUNT]; ///< their bytes, summed over the calls
+  fth_coll_op comm_op[FTH_COMM_KIND_COUNT];     ///< the kind's main collective
+  fth_coll_algo comm_algo[FTH_COMM_KIND_COUNT]; ///< the algorithm the cost model chose for it
 } fth_phase;
 
 /// What kernels run on and how their compute and memory overlap.
@@ -55,6 +53,10 @@ double fth_overlap(double a, double b, double e);
 /// weights' tier.
 void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
                           fth_kernel_cost k, double weight_bytes);
+/// Add one collective of `kind` taking `time_s` for `bytes`; the first call of
+/// a kind names its op and algorithm in the report.
+void fth_phase_add_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op, fth_coll_algo algo,
+                        double bytes, double time_s, double calls);
 void fth_phase_scale(fth_phase *ph, double s);
 void fth_phase_add(fth_phase *a, const fth_phase *b);
 

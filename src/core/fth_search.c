@@ -64,7 +64,7 @@ static void keep(fth_search_hit *top, int cap, int *n, const fth_search_hit *h) 
 
 static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train_result *r,
                      fth_search_objective obj) {
-  h->dp = p->dp;
+  h->dp = p->layout.dp;
   h->step_time_s = r->step_time_s;
   h->mfu = r->mfu;
   h->tokens_per_s = r->tokens_per_s;
@@ -83,17 +83,18 @@ static int in(int mask, int bit) {
 }
 
 /* Is (vs, schedule, recompute, dp variant, sp) a strategy of the space for this
- * TP and PP? schedule: 0 GPipe, 1 1F1B, 2 interleaved (needs vs > 1). */
+ * TP and PP? A schedule row that interleaves needs vs > 1, the others vs = 1;
+ * without a pipeline only 1F1B (plain forward-backward) is tried. */
 static int in_space(const fth_search_space *s, int tp, int pp, int vs, int sc, int rc, int dv,
                     int sp) {
   if (!in(s->recompute_mask, rc) || !in(s->dp_mask, dv) || !in(s->sp_mask, sp)) return 0;
-  if (sp && tp == 1) return 0;            /* sequence parallelism needs TP */
-  if (pp == 1) return sc == 1 && vs == 1; /* no pipeline: one schedule */
-  if (sc == 2) return vs > 1;
-  return vs == 1 && in(s->schedule_mask, sc);
+  if (sp && tp == 1) return 0; /* sequence parallelism needs TP */
+  if (pp == 1) return sc == FTH_PP_1F1B && vs == 1;
+  if (!in(s->schedule_mask, sc)) return 0;
+  return fth_schedule_get((fth_pp_schedule)sc)->interleaved ? vs > 1 : vs == 1;
 }
 
-#define N_SCHED 3
+#define N_SCHED FTH_PP_COUNT
 #define N_RC    3
 #define N_SP    2
 
@@ -168,9 +169,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
               fth_error e2;
               memset(&plan, 0, sizeof plan);
               /* A refusal of the workload alone (batch divisibility at micro-batch 1)
-               * leaves a usable plan: each variant is reworked and judged below. */
+               * leaves a usable layout: each variant is reworked and judged below. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
-                  (strncmp(e2.path, "workload", 8) != 0 || plan.num_gpus == 0)) {
+                  plan.layout.num_gpus == 0) {
                 if (d->worker == 0) {
                   st->considered += variants;
                   st->invalid += variants;
@@ -190,17 +191,16 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                           if (my % workers != d->worker) continue;
                           st->considered++;
                           w = d->work;
-                          w.pp =
-                              sc == 0 ? FTH_PP_GPIPE : (sc == 1 ? FTH_PP_1F1B : FTH_PP_INTERLEAVED);
+                          w.pp = (fth_pp_schedule)sc;
                           w.virtual_stages = vs;
                           w.micro_batch = s->mb[mi];
                           w.recompute = (fth_recompute)rc;
                           w.dp = (fth_dp_variant)dv;
                           w.sequence_parallel = sp;
                           fth_error e3;
-                          if (fth_train_rework(&plan, &w, &e3) != FTH_OK) {
-                            if (strstr(e3.msg, "not a multiple") != NULL ||
-                                strstr(e3.msg, "exceeds") != NULL)
+                          fth_status rs = fth_train_rework(&plan, &w, &e3);
+                          if (rs != FTH_OK) {
+                            if (rs == FTH_ETILE)
                               st->not_tiling++;
                             else
                               st->invalid++;
@@ -212,7 +212,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                           h.cp = cp;
                           h.pp = pp;
                           h.pp_in = pp_in;
-                          h.dp = plan.dp;
+                          h.dp = plan.layout.dp;
                           h.tp_moe = tp_moe;
                           h.ep = ep;
                           h.ep_su = ep_su;

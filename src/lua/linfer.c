@@ -61,6 +61,11 @@ static void setnum(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
+static void setint(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
 static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
                                                             "unembedding"};
 
@@ -86,8 +91,8 @@ static int plan_evaluate(lua_State *L) {
   setnum(L, "kv_cache_bytes_per_gpu", r.kv_cache_bytes_per_gpu);
   setnum(L, "kv_bytes_per_request_per_gpu", r.kv_bytes_per_request_per_gpu);
   setnum(L, "max_global_batch", r.max_global_batch);
-  setnum(L, "microbatches", p->base.microbatches);
-  setnum(L, "gpus", p->base.num_gpus);
+  setnum(L, "microbatches", p->microbatches);
+  setnum(L, "gpus", p->layout.num_gpus);
   lua_createtable(L, 0, FTH_FLOP_PART_COUNT);
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
     lua_createtable(L, 0, 4);
@@ -115,26 +120,26 @@ static int plan_evaluate(lua_State *L) {
 static int plan_tostring(lua_State *L) {
   const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
   lua_pushfstring(L, "fathom.InferPlan (%s, %d GPUs, TP %d PP %d)",
-                  p->pass == FTH_PASS_PREFILL ? "prefill" : "decode", (int)p->base.num_gpus,
-                  p->base.tp, p->base.pp);
+                  p->pass == FTH_PASS_PREFILL ? "prefill" : "decode", (int)p->layout.num_gpus,
+                  p->layout.tp, p->layout.pp);
   return 1;
 }
 
 /* (plan) -> degrees table, as TrainPlan:degrees() */
 static int plan_degrees(lua_State *L) {
   const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
-  const fth_train_plan *b = &p->base;
+  const fth_layout *b = &p->layout;
   lua_createtable(L, 0, 12);
-  setnum(L, "tp", b->tp);
-  setnum(L, "tp_moe", b->tp_moe);
-  setnum(L, "dp", b->dp);
-  setnum(L, "dp_moe", b->dp_moe);
-  setnum(L, "ep", b->ep);
-  setnum(L, "pp", b->pp);
-  setnum(L, "cp", b->cp);
+  setint(L, "tp", b->tp);
+  setint(L, "tp_moe", b->tp_moe);
+  setint(L, "dp", b->dp);
+  setint(L, "dp_moe", b->dp_moe);
+  setint(L, "ep", b->ep);
+  setint(L, "pp", b->pp);
+  setint(L, "cp", b->cp);
   setnum(L, "gpus", b->num_gpus);
-  setnum(L, "microbatches", b->microbatches);
-  setnum(L, "layers_per_stage", b->layers_per_stage);
+  setnum(L, "microbatches", p->microbatches);
+  setint(L, "layers_per_stage", b->layers_per_stage);
   setnum(L, "local_experts", b->local_experts);
   setnum(L, "params_total", b->params.total);
   setnum(L, "params_active", b->params.active);

@@ -66,7 +66,6 @@ static int read_mask(lua_State *L, int t, const char *key, const char *const *na
 
 static const char *const rc_names[] = {"none", "selective", "full"};
 static const char *const dp_names[] = {"DDP", "ZERO1", "ZERO2", "ZERO3"};
-static const char *const sched_names[] = {"GPIPE", "1F1B", "INTERLEAVED"};
 
 static void read_def(lua_State *L, int idx, fth_search_def *d) {
   idx = lua_absindex(L, idx);
@@ -110,7 +109,9 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   read_ints(L, sp, "mb", s->mb, &s->n_mb);
   s->recompute_mask = read_mask(L, sp, "recompute", rc_names, 3, 1);
   s->dp_mask = read_mask(L, sp, "dp", dp_names, 4, 1);
-  s->schedule_mask = read_mask(L, sp, "schedule", sched_names, 3, 2);
+  const char *sched_names[FTH_PP_COUNT];
+  for (int i = 0; i < FTH_PP_COUNT; i++) sched_names[i] = fth_pp_schedule_name((fth_pp_schedule)i);
+  s->schedule_mask = read_mask(L, sp, "schedule", sched_names, FTH_PP_COUNT, 2);
   s->sp_mask = read_mask(L, sp, "sp", NULL, 2, 1);
   lua_pop(L, 1);
   const char *obj = lcheck_string(L, idx, "search", "objective", "step_time");
