@@ -202,7 +202,8 @@ M.pp_spec_schema = {
 }
 M.moe_spec_schema = {
   num_colocated_experts = { type = "integer", min = 1 },
-  shared_expert_copies = { type = "integer", min = 0 },
+  shared_expert_copies = { refuse = "fathom keeps each shared expert on every GPU of the TP group, "
+    .. "as Megatron-Core does; remove the key or set it to null" },
   expert_imbalance = { type = "number", min = 1, default = 1.0, hint = "busiest / mean load, >= 1" },
   routing = { type = "table", hint = "draw the imbalance from a routing distribution (see fathom route)" },
 }
@@ -463,7 +464,6 @@ function M.train(src)
     routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,
     ep_all_to_all_sec = 0,
-    shared_expert_copies = moe.shared_expert_copies,
     recompute = w.recompute,
     sequence_parallel = w.sequence_parallel,
     flash_attention = w.flash_attention,

@@ -89,6 +89,14 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
     if (m->num_experts % l->ep != 0)
       return fth_fail(err, FTH_EINVAL, "topology.logical",
                       "EP = %d does not divide num_regular_experts = %d", l->ep, m->num_experts);
+    /* ScaleScope's expert_high_bandwidth_group_size_xpus names the EP group
+     * that gets scale-up bandwidth: fathom takes that group from EP_SU, so
+     * the two must agree. */
+    if (topo->expert_hb_group_xpus > 0 && topo->expert_hb_group_xpus != l->ep_su)
+      return fth_fail(err, FTH_EINVAL, "topology.expert_high_bandwidth_group_size_xpus",
+                      "the EP group with scale-up bandwidth is %d GPUs but the logical "
+                      "topology's EP_SU is %d (make EP_SU its size, or drop the key)",
+                      topo->expert_hb_group_xpus, l->ep_su);
   } else if (l->ep > 1) {
     return fth_fail(err, FTH_EINVAL, "topology.logical",
                     "EP = %d but the model is dense (num_regular_experts <= 1)", l->ep);

@@ -186,6 +186,22 @@ static int footprint(void) {
   return 0;
 }
 
+/* ScaleScope's expert_high_bandwidth_group_size_xpus names the EP group with
+ * scale-up bandwidth: EP_SU = 4 here, so 4 is accepted and 8 refused. */
+static int hb_group(void) {
+  fth_topology_def t = cluster();
+  fth_model_def m = moe_model();
+  fth_layout l;
+  fth_error err;
+  t.expert_hb_group_xpus = 4;
+  FTH_ENSURE(fth_layout_make(&l, &t, &m, &err) == FTH_OK);
+  t.expert_hb_group_xpus = 8;
+  FTH_ENSURE(fth_layout_make(&l, &t, &m, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "topology.expert_high_bandwidth_group_size_xpus") == 0);
+  return 0;
+}
+
 int layout_test(void) {
-  return layout_moe() || layout_refusals() || moe_layer_count() || kv_per_gpu() || footprint();
+  return layout_moe() || layout_refusals() || moe_layer_count() || kv_per_gpu() || footprint() ||
+         hb_group();
 }
