@@ -119,6 +119,22 @@ static int sequence_parallel(void) {
    * (no pipeline) = 33,587,200 resp. 17,858,560 B. */
   FTH_ENSURE_NEAR(33587200.0, off.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
   FTH_ENSURE_NEAR(17858560.0, on.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+
+  /* SP with a pipeline: TP 2 x PP 2 in the pod (each gets 50 GB/s), 2 layers
+   * (one per stage). The hand-off is scattered over TP: [1024, h] x 2 B / 2 =
+   * 1,048,576 B, one hop at 50 GB/s = 20.97152 us, forward and backward for
+   * each of the 2 micro-batches: 4 sends. TP: RS and AG of 2,097,152 B over 2
+   * GPUs, (1/2) M / 50 GB/s = 20.97152 us each, 2 pairs per block forward and
+   * backward, 1 block, 2 micro-batches: 16 calls. */
+  t = pod(FTH_TAG_TP_ATTN, 2, FTH_TAG_PP, 2);
+  fth_train_result pp;
+  FTH_RUN(run(&t, &m, &w, &pp));
+  FTH_ENSURE_NEAR(1048576.0, pp.comm[FTH_COMM_PP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(4.0, pp.comm[FTH_COMM_PP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(4.0 * 20.97152e-6, pp.comm[FTH_COMM_PP].exposed_s, 1e-9);
+  FTH_ENSURE_NEAR(2097152.0, pp.comm[FTH_COMM_TP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(16.0, pp.comm[FTH_COMM_TP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(16.0 * 20.97152e-6, pp.comm[FTH_COMM_TP].raw_s, 1e-9);
   return 0;
 }
 
@@ -153,6 +169,13 @@ static int context_parallel(void) {
    * wise 26,214,400: 6,469,713,920, x 2 layers = 12,939,427,840. */
   FTH_ENSURE_NEAR(17265852416.0, r.fwd_flops[FTH_FLOP_MLP], 1e-12);
   FTH_ENSURE_NEAR(12939427840.0, r.fwd_flops[FTH_FLOP_ATTENTION], 1e-12);
+
+  /* GQA, 4 K/V heads: each TP rank holds 2 of them, so the gather carries
+   * 2048 x 2 x 2 x 64 x 2 B = 1,048,576 B: (1/2) M / 50 GB/s = 10.48576 us. */
+  m.num_kv_heads = 4;
+  FTH_RUN(run(&t, &m, &w, &r));
+  FTH_ENSURE_NEAR(1048576.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(6.0 * 10.48576e-6, r.comm[FTH_COMM_CP].raw_s, 1e-9);
   return 0;
 }
 
