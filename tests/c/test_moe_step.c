@@ -169,6 +169,20 @@ static int moe_step(void) {
    * element-wise 8 FLOP per norm/residual element (41,943,040) and 13 per
    * activation element (5,111,808): 4,912,447,488. */
   FTH_ENSURE_NEAR(4912447488.0, r.bwd_flops[FTH_FLOP_MLP], 1e-12);
+
+  /* ZeRO-1 over DP_MoE 2: reduce-scatter of the 6,291,456 gradient bytes,
+   * (1/2) M / 5 GB/s = 629.1456 us, and all-gather of the updated bf16 expert
+   * weights (3,145,728 B), 314.5728 us: 943.7184 us. The layer collectives do
+   * not change. */
+  w.dp = FTH_DP_ZERO1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_result z;
+  fth_train_evaluate(&plan, &z);
+  FTH_ENSURE(z.comm[FTH_COMM_DP_MOE].op == FTH_COLL_REDUCE_SCATTER);
+  FTH_ENSURE_NEAR(6291456.0, z.comm[FTH_COMM_DP_MOE].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(943.7184e-6, z.comm[FTH_COMM_DP_MOE].raw_s, 1e-9);
+  FTH_ENSURE_NEAR(r.comm[FTH_COMM_EP].raw_s, z.comm[FTH_COMM_EP].raw_s, 1e-12);
+  FTH_ENSURE_NEAR(r.fwd_s, z.fwd_s, 1e-12);
   return 0;
 }
 
