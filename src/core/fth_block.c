@@ -165,8 +165,8 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
  * TP (Korthikanti et al. 2022 Sec. 4.2.2): two all-reduces of the [tokens, h]
  * activation per block, or with sequence parallelism a reduce-scatter and an
  * all-gather of the same data; an MoE block keeps one (attention) plus one for
- * shared experts. TP_MoE (Megatron-Core MoE): gather the routed copies before
- * the experts, reduce-scatter after. EP: dispatch + combine all-to-all of the
+ * shared experts. TP_MoE (Megatron-Core MoE): gather the group's routed copies
+ * before the experts, reduce-scatter after. EP: dispatch + combine all-to-all of the
  * routed copies, h each; the busiest receiver sets the pace. CP (ring
  * attention, Liu et al. 2023): the other ranks' K and V pass by every rank. */
 static void collectives(const fth_block_env *e, int moe, double tokens, fth_phase *fwd,
@@ -184,8 +184,12 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
   }
   if (moe) {
     double copies = routed_copies(e, tokens) * h * e->act_bytes;
-    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_ALL_GATHER, copies, 1.0, 1.0);
-    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_REDUCE_SCATTER, copies, 1.0, 1.0);
+    /* Every TP_MoE rank runs its slice of the same experts over all the
+     * copies its group received: the gather's output (the byte convention
+     * of fth_collective.h) is TP_MoE times one rank's copies. */
+    double gathered = copies * l->tp_moe;
+    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_ALL_GATHER, gathered, 1.0, 1.0);
+    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_REDUCE_SCATTER, gathered, 1.0, 1.0);
     /* A packet-level simulation of the routed exchange may stand in for the
      * alpha-beta cost (workload.ep_all_to_all_sec, from fathom.route). */
     if (e->ep_a2a_override_s > 0 && l->group[FTH_COMM_EP].n > 0) {
@@ -222,8 +226,8 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
   collectives(e, moe, tokens, fwd, bwd);
 }
 
-void fth_block_head(const fth_block_env *e, double requests, double q, fth_phase *fwd,
-                    fth_phase *bwd) {
+void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
+                    fth_phase *fwd, fth_phase *bwd) {
   const double h = e->model->d_model, v = (double)e->model->vocab_size / e->lay->tp;
   const double ab = e->act_bytes, tokens = requests * q;
   memset(fwd, 0, sizeof *fwd);
@@ -236,20 +240,20 @@ void fth_block_head(const fth_block_env *e, double requests, double q, fth_phase
     fth_kernel_cost k = fth_kernel_gemm(&e->k.env, requests, v, h, 1, ab);
     k.bytes += h * v * (e->weight_bytes - ab);
     add(e, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * e->weight_bytes);
-    add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
+    if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
     return;
   }
   add(e, fwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, v, h, 1, ab), h * v * ab);
   fth_kernel_cost ks = fth_kernel_elementwise(&e->k.env, tokens * v, LOSS_FLOPS, 4.0 + ab);
   add(e, fwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
-  add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
+  if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
   if (bwd == NULL) return;
   add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, h, v, 1, ab), h * v * ab);
   double before = bwd->kernel_s;
   add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, h, v, tokens, 1, ab), 0.0);
   bwd->wgrad_s += bwd->kernel_s - before;
   add(e, bwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
-  add(e, bwd, FTH_FLOP_EMBEDDING, ke, 0.0);
+  if (embedding) add(e, bwd, FTH_FLOP_EMBEDDING, ke, 0.0);
 }
 
 void fth_block_recompute_attention(const fth_block_env *e, double requests, double seq,

@@ -41,10 +41,11 @@ typedef struct fth_block_env {
 void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
                     fth_phase *fwd, fth_phase *bwd);
 
-/// The LM head (and loss, in training) and the embedding lookup for the
-/// micro-batch; inference scores only each request's next token.
-void fth_block_head(const fth_block_env *e, double requests, double q, fth_phase *fwd,
-                    fth_phase *bwd);
+/// The LM head (and loss, in training) of the last stage for the micro-batch,
+/// and the embedding lookup when `embedding` (the stage holds the embedding
+/// too: one stage, PP = 1); inference scores only each request's next token.
+void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
+                    fth_phase *fwd, fth_phase *bwd);
 
 /// Selective recomputation of an unfused attention core (Korthikanti et al.
 /// 2022 Sec. 5): the score GEMMs and the softmax/dropout passes of `layers`

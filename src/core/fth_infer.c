@@ -159,7 +159,7 @@ double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_
     fth_phase_scale(&blk, counts[moe]);
     fth_phase_add(out, &blk);
   }
-  fth_block_head(&e, requests, q, &head, NULL);
+  fth_block_head(&e, requests, q, l->pp == 1, &head, NULL);
   fth_phase_add(out, &head);
   double ex[FTH_COMM_KIND_COUNT];
   return fth_phase_time(out, p->inf.comp_comm_eff, exposed ? exposed : ex);

@@ -153,6 +153,10 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   p->prec = fth_precision_from_bytes(w->act_bytes);
   p->fwd_flops_per_token = fth_model_fwd_flops_per_token(m, w->seq_len);
   p->lm_head_flops_per_token = fth_model_lm_head_flops_per_token(m);
+  int n_moe = fth_model_num_moe_layers(m);
+  p->attn_core_flops_per_token =
+      (m->n_layers - n_moe) * fth_model_layer_flops(m, 0, w->seq_len).fwd_attn_core +
+      (n_moe > 0 ? n_moe * fth_model_layer_flops(m, 1, w->seq_len).fwd_attn_core : 0.0);
   /* Saved activations per token (Korthikanti et al. 2022), per block kind;
    * routed blocks keep top-k x imbalance copies of the expert inputs. */
   double seq = w->seq_len / l->cp;
@@ -273,7 +277,9 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, fth_phas
   if (w->recompute == FTH_RECOMPUTE_FULL) *rec = *fwd;
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
     fth_block_recompute_attention(e, w->micro_batch, w->seq_len, l->layers_per_stage, rec);
-  fth_block_head(e, w->micro_batch, q, &hf, &hb);
+  /* The slowest stage is the last (it holds the LM head); the embedding
+   * lookup sits on the first, the same stage only when PP = 1. */
+  fth_block_head(e, w->micro_batch, q, l->pp == 1, &hf, &hb);
   fth_phase_add(fwd, &hf);
   fth_phase_add(bwd, &hb);
 }
@@ -453,8 +459,13 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
   double fwd_tok = p->fwd_flops_per_token;
   double per_tok = 3.0 * fwd_tok;
   r->model_flops_per_step = per_tok * r->tokens_per_step;
+  /* Recomputation re-runs the blocks' forward (full) or, without flash
+   * attention, the attention core of every block (selective), per token as
+   * the model counts it. */
   double rec_tok = 0;
   if (w->recompute == FTH_RECOMPUTE_FULL) rec_tok = fwd_tok - p->lm_head_flops_per_token;
+  else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention)
+    rec_tok = p->attn_core_flops_per_token;
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;
   double peak = p->node.compute.flops_per_s[p->prec];
   if (!(peak > 0))

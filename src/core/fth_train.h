@@ -94,6 +94,7 @@ typedef struct fth_train_plan {
   fth_precision prec;  ///< of the compute kernels
   double fwd_flops_per_token;     ///< model forward FLOPs per token at seq_len (MFU's numerator)
   double lm_head_flops_per_token; ///< of which the LM head
+  double attn_core_flops_per_token; ///< of which the blocks' attention cores (QK^T, PV)
   double act_bytes_per_token[2];  ///< saved activations per token of a dense / MoE block
   double act_full_per_token;      ///< a whole block's, live while it is recomputed
 } fth_train_plan;

@@ -92,6 +92,10 @@ static int prefill(void) {
    * reaches this bound, see test_moe_step.c); dispatch + combine 209.7152 us. */
   FTH_ENSURE_NEAR(209.7152e-6, r.pass.comm_s[FTH_COMM_EP], 1e-9);
   FTH_ENSURE_NEAR(209.7152e-6, r.comm_exposed_s[FTH_COMM_EP], 1e-9);
+  /* TP_MoE: the group's 2 x 512 received pairs x 2 KiB = 2,097,152 B gathered
+   * (all-gather output) and reduce-scattered, (1/2) M / 50 GB/s = 20.97152 us
+   * each: 41.94304 us. */
+  FTH_ENSURE_NEAR(41.94304e-6, r.pass.comm_s[FTH_COMM_TP_MOE], 1e-9);
   /* No CP, no PP: nothing else moves in the block. */
   FTH_ENSURE(r.pass.comm_s[FTH_COMM_CP] == 0.0);
   FTH_ENSURE(r.pp_s == 0.0);
@@ -117,6 +121,9 @@ static int decode(void) {
    * cross the 5 GB/s scale-out share: 1.6384 us, twice: 3.2768 us. */
   FTH_ENSURE_NEAR(3.2768e-6, r.pass.comm_s[FTH_COMM_EP], 1e-9);
   FTH_ENSURE_NEAR(3.2768e-6, r.comm_exposed_s[FTH_COMM_EP], 1e-9);
+  /* TP_MoE: 2 x 8 pairs x 2 KiB = 32,768 B, (1/2) M / 50 GB/s = 0.32768 us
+   * for the gather and the same for the reduce-scatter. */
+  FTH_ENSURE_NEAR(0.65536e-6, r.pass.comm_s[FTH_COMM_TP_MOE], 1e-9);
   /* One decode step with one micro-batch and no pipeline: the token time is
    * one stage pass. */
   FTH_ENSURE_NEAR(r.stage_s, r.tpot_s, 1e-12);

@@ -130,15 +130,17 @@ static int moe_step(void) {
 
   /* TP_MoE: all-gather of the received pairs before the experts and
    * reduce-scatter after (Megatron-Core), forward and backward, 2
-   * micro-batches: 8 calls over the 2-GPU TP_MoE group. Not checked yet: the
-   * bytes. A GPU receives 512 pairs and its TP_MoE partner another 512 for
-   * the same experts, so the gathered output (ALL_GATHER bytes) is 1024 x
-   * 2 KiB = 2,097,152 B, 20.97152 us at 50 GB/s for the all-gather and the
-   * same for the reduce-scatter; the model moves 1,048,576 B (issue 12). */
+   * micro-batches: 8 calls over the 2-GPU TP_MoE group. A GPU receives 512
+   * pairs and its TP_MoE partner another 512 for the same experts, so the
+   * gathered output (ALL_GATHER bytes) is 1024 x 2 KiB = 2,097,152 B,
+   * (1/2) M / 50 GB/s = 20.97152 us for the all-gather and the same for the
+   * reduce-scatter. */
   const fth_comm_item *tpm = &r.comm[FTH_COMM_TP_MOE];
   FTH_ENSURE(tpm->op == FTH_COLL_ALL_GATHER);
   FTH_ENSURE_EQ_INT(2, tpm->group_size);
   FTH_ENSURE_NEAR(8.0, tpm->calls_per_step, 0);
+  FTH_ENSURE_NEAR(2097152.0, tpm->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(8.0 * 20.97152e-6, tpm->raw_s, 1e-9);
 
   /* Local experts: 8 / EP 4 = 2 per GPU, each (h x 2f + f x h) = 1,572,864
    * weights split over TP_MoE 2: 1,572,864 expert weights per GPU, gradients

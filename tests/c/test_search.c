@@ -86,7 +86,7 @@ static fth_search_def problem(int moe, double capacity_bytes) {
   s->n_ep = 4;
   s->recompute_mask = 7;
   s->dp_mask = 15;
-  s->schedule_mask = 3;
+  s->schedule_mask = (1 << FTH_PP_COUNT) - 1; /* every row of the schedule table */
   s->sp_mask = 3;
   d.objective = FTH_OBJ_STEP_TIME;
   d.workers = 1;
@@ -166,15 +166,16 @@ static int brute_force(const fth_search_def *d, brute_hit *out, int *n_out, brut
                           int tp_moe = moe ? s->tp_moe[f] : 1, ep = moe ? s->ep[g] : 1;
                           int vs = s->vs[vi];
                           /* The space (fth_search.h): masks; SP only with TP > 1; no
-                           * pipeline, one schedule; interleaving iff vs > 1. */
+                           * pipeline, one schedule; a schedule row in the mask, with
+                           * vs > 1 iff the row interleaves. */
                           if (!((s->recompute_mask >> rc) & 1) || !((s->dp_mask >> dv) & 1) ||
                               !((s->sp_mask >> sp) & 1) || (sp && tp == 1))
                             continue;
+                          int interleaved = fth_schedule_get((fth_pp_schedule)sc)->interleaved;
                           if (pp == 1) {
                             if (sc != FTH_PP_1F1B || vs != 1) continue;
-                          } else if (sc == FTH_PP_INTERLEAVED) {
-                            if (vs == 1) continue;
-                          } else if (vs != 1 || !((s->schedule_mask >> sc) & 1)) {
+                          } else if (!((s->schedule_mask >> sc) & 1) ||
+                                     (interleaved ? vs == 1 : vs != 1)) {
                             continue;
                           }
                           st->considered++;

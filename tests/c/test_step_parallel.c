@@ -176,6 +176,13 @@ static int context_parallel(void) {
   FTH_RUN(run(&t, &m, &w, &r));
   FTH_ENSURE_NEAR(1048576.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
   FTH_ENSURE_NEAR(6.0 * 10.48576e-6, r.comm[FTH_COMM_CP].raw_s, 1e-9);
+
+  /* MQA, 1 K/V head: fewer than the TP ranks, so both ranks hold it whole:
+   * 2048 x 2 x 64 x 2 B = 524,288 B, (1/2) M / 50 GB/s = 5.24288 us. */
+  m.num_kv_heads = 1;
+  FTH_RUN(run(&t, &m, &w, &r));
+  FTH_ENSURE_NEAR(524288.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(6.0 * 5.24288e-6, r.comm[FTH_COMM_CP].raw_s, 1e-9);
   return 0;
 }
 
@@ -263,6 +270,9 @@ static int interleaved(void) {
    * (p - 1)(t_f + t_b) / v = 1.5 (t_f + t_b) interleaved (Narayanan et al.
    * 2021 Eq. 1 and Sec. 2.2.2). */
   FTH_ENSURE_NEAR(one.fwd_s, il.fwd_s, 1e-12);
+  /* The slowest stage is the last: its 2 blocks and the LM head with the
+   * loss, not the first stage's embedding lookup too: 150.158180352 us. */
+  FTH_ENSURE_NEAR(150.158180352e-6, one.fwd_s, 1e-9);
   FTH_ENSURE_NEAR(one.bwd_s, il.bwd_s, 1e-12);
   double tftb = il.fwd_s + il.bwd_s;
   FTH_ENSURE_NEAR(3.0 * tftb, one.bubble_s, 1e-12);
