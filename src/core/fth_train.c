@@ -138,10 +138,6 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
     return fth_fail(err, FTH_ETILE, "topology.logical",
                     "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp,
                     w->virtual_stages, m->n_layers);
-  if (w->virtual_stages > 1 && fmod((double)m->n_layers, chunks) != 0)
-    return fth_fail(err, FTH_ETILE, "workload.pp_spec.virtual_stages",
-                    "n_layers %d is not a multiple of PP x virtual stages = %d x %d", m->n_layers,
-                    l->pp, w->virtual_stages);
   if (fth_layout_batch(l, w->global_batch, w->micro_batch, w->seq_len, &p->microbatches, err) !=
       FTH_OK)
     return err->status;
