@@ -16,6 +16,11 @@ M.compute_schema = {
   fp8_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   bf16_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   fp32_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
+  fp4_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s (NVFP4/MXFP4); 0 = fp8's" },
+  fp8_efficiency = { type = "number", above = 0, max = 1,
+    hint = "fraction of fp8_nominal large GEMMs reach; default: efficiency" },
+  fp4_efficiency = { type = "number", above = 0, max = 1,
+    hint = "fraction of fp4_nominal large GEMMs reach; default: efficiency" },
   vector_nominal = { type = "number", min = 0, default = 0, hint = "non-tensor FLOP/s" },
   efficiency = fraction,
   attention_efficiency = { type = "number", above = 0, max = 1,
@@ -191,6 +196,8 @@ M.train_schema = with_common({
   optimizer = { type = "string", choices = { "adam", "adamw" }, default = "adam" },
   recompute = { type = "string", choices = { "none", "selective", "full" }, default = "none" },
   sequence_parallel = { type = "boolean", default = false },
+  precision_recipe = { type = "string", choices = { "none", "fp8_delayed", "fp8_current", "mxfp8", "nvfp4" },
+    default = "none", hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
 })
 
 M.tp_spec_schema = { variant = { type = "string", choices = { "SHARD_WEIGHTS_1D" }, default = "SHARD_WEIGHTS_1D" } }
@@ -469,6 +476,7 @@ function M.train(src)
     flash_attention = w.flash_attention,
     kernel_launch_sec = w.kernel_launch_sec,
     kernel_model = w.kernel_model,
+    precision_recipe = w.precision_recipe,
     collective = coll,
     memory_device_map_traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components),
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),

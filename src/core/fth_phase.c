@@ -96,9 +96,17 @@ double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed
   return t;
 }
 
+/* Quantise `elems` elements before a GEMM (a recipe's cast: fth_recipe.h). */
+static void cast(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part, double elems) {
+  if (elems <= 0) return;
+  fth_phase_add_kernel(c, ph, part, fth_kernel_elementwise(&c->env, elems, 2.0, c->cast_bytes),
+                       0.0);
+}
+
 void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens, double tp,
                        double tp_moe, double routed_pairs, double local_experts, double ab,
                        double wb, fth_phase *fwd, fth_phase *bwd) {
+  const int recipe = c->gemm_bytes > 0;
   for (int i = 0; i < sh->num_linears; i++) {
     const fth_linear *l = &sh->lin[i];
     double in = l->in, out = l->out, mtok = tokens, batch = 1;
@@ -110,16 +118,25 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
       batch = local_experts > 0 ? local_experts : 1;
       mtok = routed_pairs / batch;
     }
-    /* Weights stored at `wb` bytes: their traffic is in * out * batch * wb. */
-    fth_kernel_cost k = fth_kernel_gemm(&c->env, mtok, out, in, batch, ab);
+    /* The router stays at the activation precision under every recipe. */
+    int q = recipe && l->part != FTH_PART_ROUTER;
+    const fth_kernel_env *genv = q ? &c->gemm_env : &c->env;
+    double gb = q ? c->gemm_bytes : ab, wgt = q ? c->gemm_bytes : wb;
+    /* Weights stored at `wgt` bytes: their traffic is in * out * batch * wgt. */
+    fth_kernel_cost k = fth_kernel_gemm(genv, mtok, out, in, batch, gb);
     double wbytes = in * out * batch;
-    k.bytes += wbytes * (wb - ab);
+    k.bytes += wbytes * (wgt - gb);
     k.memory_s = c->env.mem_bw_bytes_per_s > 0 ? k.bytes / c->env.mem_bw_bytes_per_s : k.memory_s;
-    fth_phase_add_kernel(c, fwd, part, k, wbytes * wb);
+    if (q) {
+      cast(c, fwd, part, mtok * in * batch);                   /* X */
+      cast(c, fwd, part, wbytes * c->weight_cast_share);      /* W, once per step */
+    }
+    fth_phase_add_kernel(c, fwd, part, k, wbytes * wgt);
     if (bwd == NULL) continue;
-    fth_kernel_cost kd = fth_kernel_gemm(&c->env, mtok, in, out, batch, ab);
-    fth_phase_add_kernel(c, bwd, part, kd, wbytes * ab);
-    fth_kernel_cost kw = fth_kernel_gemm(&c->env, in, out, mtok, batch, ab);
+    if (q) cast(c, bwd, part, mtok * out * batch); /* dY */
+    fth_kernel_cost kd = fth_kernel_gemm(genv, mtok, in, out, batch, gb);
+    fth_phase_add_kernel(c, bwd, part, kd, wbytes * gb);
+    fth_kernel_cost kw = fth_kernel_gemm(genv, in, out, mtok, batch, gb);
     double before = bwd->kernel_s;
     fth_phase_add_kernel(c, bwd, part, kw, 0.0);
     bwd->wgrad_s += bwd->kernel_s - before;

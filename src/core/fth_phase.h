@@ -44,6 +44,11 @@ typedef struct fth_phase_ctx {
   double weight_bw;    ///< bandwidth of the weights' tier (0 = the activations')
   double comp_mem_eff; ///< overlap of a kernel's compute and memory time
   double launch_s;     ///< fixed cost per kernel
+  /* A precision recipe (fth_recipe.h) for the linear layers; gemm_bytes 0 = none. */
+  fth_kernel_env gemm_env;  ///< rates of the linears' GEMMs at the recipe's precision
+  double gemm_bytes;        ///< their operand width
+  double cast_bytes;        ///< bytes moved per element quantised before a GEMM
+  double weight_cast_share; ///< share of the once-per-step weight casts charged per pass
 } fth_phase_ctx;
 
 /// overlap(a, b, e) = a + b - e min(a, b): e = 1 perfect overlap (max), e = 0 none (sum).
@@ -65,6 +70,7 @@ void fth_phase_add(fth_phase *a, const fth_phase *b);
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed);
 
 /// The linears of one block for `tokens` tokens on one GPU (Megatron sharding,
+/// under the ctx's precision recipe: GEMMs at its rate, inputs cast first;
 /// Shoeybi et al. 2019: column-parallel splits outputs, row-parallel inputs, by
 /// `tp`; experts by `tp_moe`); routed experts see `routed_pairs` (token, expert)
 /// pairs spread over `local_experts`. `bwd` (may be NULL) receives the data- and

@@ -97,6 +97,13 @@ static fth_status check_work(const fth_train_def *w, fth_error *err) {
   for (int i = 0; i < 3; i++)
     if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
       return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
+  if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
+    return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");
+  if (w->recipe != FTH_RECIPE_NONE && w->act_bytes < 2)
+    return fth_fail(err, FTH_EINVAL, "precision_recipe",
+                    "%s casts wider activations for its GEMMs, but float_size_bytes is %g "
+                    "(set float_size_bytes 2: activations in BF16)",
+                    fth_recipe_name(w->recipe), w->act_bytes);
   if (!(w->ep_a2a_override_s >= 0))
     return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
                     w->ep_a2a_override_s);
@@ -147,6 +154,7 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
                     "PP = %d",
                     p->microbatches, l->pp);
   p->prec = fth_precision_from_bytes(w->act_bytes);
+  if (w->recipe != FTH_RECIPE_NONE) p->prec = fth_recipe_get(w->recipe)->gemm;
   p->fwd_flops_per_token = fth_model_fwd_flops_per_token(m, w->seq_len);
   p->lm_head_flops_per_token = fth_model_lm_head_flops_per_token(m);
   int n_moe = fth_model_num_moe_layers(m);
@@ -194,6 +202,9 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double shard_w = w->dp >= FTH_DP_ZERO3, shard_g = w->dp >= FTH_DP_ZERO2,
          shard_o = w->dp >= FTH_DP_ZERO1;
   double copies = fth_schedule_get(w->pp)->weight_copies;
+  /* A recipe caches its quantised weights (row- and column-wise) for the step. */
+  const fth_recipe_row *rr = fth_recipe_get(w->recipe);
+  if (rr->gemm != FTH_PREC_COUNT) wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
   out->bytes[FTH_MEM_WEIGHTS] =
       copies * (dense * wb / (shard_w ? dp : 1) + expert * wb / (shard_w ? dp_moe : 1));
   out->bytes[FTH_MEM_GRADIENTS] =
@@ -230,12 +241,23 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
 static void block_env(const fth_train_plan *p, fth_block_env *e) {
   const fth_train_def *w = &p->work;
   memset(e, 0, sizeof *e);
-  e->k.env = fth_kernel_env_make(&p->node, p->prec, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
-  e->k.env.model = w->kernel_model;
   fth_tier wt = w->traffic_tier[FTH_MEM_WEIGHTS];
   e->k.weight_bw = p->node.has_tier[wt] ? fth_memory_bw_bytes_per_s(&p->node.tier[wt]) : 0.0;
   e->k.comp_mem_eff = w->comp_mem_eff;
   e->k.launch_s = w->kernel_launch_s;
+  /* Activations, attention, norms and the head run at the activation width;
+   * with a recipe the linears' GEMMs run at its precision, inputs cast first. */
+  fth_precision act = fth_precision_from_bytes(w->act_bytes);
+  e->k.env = fth_kernel_env_make(&p->node, act, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
+  e->k.env.model = w->kernel_model;
+  if (w->recipe != FTH_RECIPE_NONE) {
+    const fth_recipe_row *row = fth_recipe_get(w->recipe);
+    e->k.gemm_env = fth_kernel_env_make(&p->node, row->gemm, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
+    e->k.gemm_env.model = w->kernel_model;
+    e->k.gemm_bytes = fth_precision_bytes(row->gemm);
+    e->k.cast_bytes = fth_recipe_cast_bytes(w->recipe, w->act_bytes);
+    e->k.weight_cast_share = 1.0 / p->microbatches;
+  }
   e->lay = &p->layout;
   e->model = &p->model;
   e->coll = &w->coll;
@@ -463,9 +485,7 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention)
     rec_tok = p->attn_core_flops_per_token;
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;
-  double peak = p->node.compute.flops_per_s[p->prec];
-  if (!(peak > 0))
-    peak = fth_compute_flops_per_s(&p->node.compute, p->prec) / p->node.compute.efficiency;
+  double peak = fth_compute_nominal_flops_per_s(&p->node.compute, p->prec);
   double denom = r->step_time_s * p->layout.num_gpus * peak;
   r->mfu = denom > 0 ? r->model_flops_per_step / denom : 0;
   r->hfu = denom > 0 ? r->hardware_flops_per_step / denom : 0;

@@ -27,6 +27,7 @@
 #include "fth_layout.h"
 #include "fth_model.h"
 #include "fth_phase.h"
+#include "fth_recipe.h"
 #include "fth_schedule.h"
 #include "fth_topology.h"
 
@@ -63,6 +64,7 @@ typedef struct fth_train_def {
   fth_coll_params coll;                             ///< per-peer overhead, launch cost
   double kernel_launch_s;                           ///< per kernel fixed overhead (0 = none)
   fth_kernel_model kernel_model; ///< roofline (the core's default) or tiled (wave quantisation)
+  fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
 } fth_train_def;
 
@@ -141,7 +143,7 @@ typedef struct fth_train_result {
   double tokens_per_step, steps, total_time_s, tokens_per_s;
   double model_flops_per_step;    ///< 6 N_active-style useful FLOPs, whole system (fwd + bwd)
   double hardware_flops_per_step; ///< incl. recomputation
-  double mfu, hfu;                ///< vs. nominal peak at the compute precision
+  double mfu, hfu; ///< vs. nominal peak at the GEMMs' precision (a recipe's, else the activations')
   double achieved_flops_per_gpu;  ///< model FLOP/s per GPU
 } fth_train_result;
 
