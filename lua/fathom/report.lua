@@ -3,17 +3,22 @@
 -- compute_per_batch_per_xpu, memory_traffic_per_batch_per_xpu,
 -- communication_per_batch_per_xpu, ratios, memory_footprint,
 -- memory_traffic_details_per_batch), human-readable or raw.
+local names = require("fathom.names")
 local units = require("fathom.units")
 local util = require("fathom.format.util")
 
 local M = {}
 
 local ordered = util.ordered
+local MEM = names.key("memory_component")
+local TIER = names.key("memory_tier")
 
-local part_names = { "attention", "mlp", "embedding", "unembedding" }
-local part_labels = { attention = "attention", mlp = "moe_ffn", embedding = "embedding",
-  unembedding = "unembedding" }
-local comm_order = { "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe" }
+local part_names = names.flop_part
+-- Record keys of the parts: ScaleScope's names (its "moe_ffn" is the MLP, dense or MoE).
+local part_labels = {}
+for _, p in ipairs(part_names) do part_labels[p] = p end
+part_labels.mlp = "moe_ffn"
+local comm_order = names.comm_kind
 local comm_labels = { tp = "tp_communication", tp_moe = "tp_moe_communication",
   ep = "moe_all_to_all", cp = "cp_communication", pp = "pp_communication",
   dp = "dp_communication", dp_moe = "dp_moe_communication" }
@@ -29,7 +34,9 @@ local function pass_table(pass, key_time, key_amount)
   end
   out.time_seconds = total_t
   out[key_amount] = total_a
-  return ordered(out, { "time_seconds", key_amount, "attention", "moe_ffn", "embedding", "unembedding" })
+  local order = { "time_seconds", key_amount }
+  for _, p in ipairs(part_names) do order[#order + 1] = part_labels[p] end
+  return ordered(out, order)
 end
 
 local function int(x) return math.tointeger(x) or x end
@@ -253,9 +260,9 @@ function M.record(sc, r)
   local map = sc.workload.memory_device_map_footprint
   local comps = {}
   for k, v in pairs(fp.components) do
-    if k ~= "kv_cache" then
+    if k ~= MEM.kv_cache then
       comps[k .. "_bytes"] = v
-      comps[k .. "_tier"] = map[k] or "xpu_memory"
+      comps[k .. "_tier"] = map[k] or TIER.xpu_memory
     end
   end
   rec.memory_footprint = ordered({

@@ -3,9 +3,12 @@
 -- file, line and column they came from.
 local core = require("fathom.core")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
 local spec = require("fathom.spec")
 
 local M = {}
+
+local TAG = names.key("logical_tag")
 
 local Scenario = {}
 Scenario.__index = Scenario
@@ -122,7 +125,7 @@ end
 function Scenario:ep_degree()
   local ep = 1
   for _, l in ipairs(self.logical.dimensions) do
-    if l.logical_tag == "EP_SU" or l.logical_tag == "EP_SO" then ep = ep * l.size end
+    if l.logical_tag == TAG.EP_SU or l.logical_tag == TAG.EP_SO then ep = ep * l.size end
   end
   return ep
 end
@@ -152,10 +155,10 @@ function Scenario:simulate_all_to_all(routing, ep)
   local w, m = self.workload, self.model
   local tp, cp, ep_su, su_dim, so_dim = 1, 1, 1, nil, nil
   for _, l in ipairs(self.logical.dimensions) do
-    if l.logical_tag == "TP_Attn" then tp = tp * l.size end
-    if l.logical_tag == "CP" then cp = cp * l.size end
-    if l.logical_tag == "EP_SU" then ep_su, su_dim = ep_su * l.size, l.phys_dim end
-    if l.logical_tag == "EP_SO" then so_dim = l.phys_dim end
+    if l.logical_tag == TAG.TP_Attn then tp = tp * l.size end
+    if l.logical_tag == TAG.CP then cp = cp * l.size end
+    if l.logical_tag == TAG.EP_SU then ep_su, su_dim = ep_su * l.size, l.phys_dim end
+    if l.logical_tag == TAG.EP_SO then so_dim = l.phys_dim end
   end
   local function bw(dim)
     local link = self.physical.dimensions[dim].interconnect

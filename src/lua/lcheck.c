@@ -2,9 +2,11 @@
 #include "lcheck.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lfathom.h"
+#include "lnames.h"
 
 static int field(lua_State *L, int t, const char *key) {
   return lua_getfield(L, t, key);
@@ -137,10 +139,8 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
       lua_rawgeti(L, dims, i + 1);
       int d = lua_gettop(L);
       fth_phys_dim_def *pd = &out->phys[i];
-      const char *type = lcheck_string(L, d, "topology.dimensions", "topology_type", "switched");
-      pd->type = fth_topo_type_parse(type);
-      if (pd->type == FTH_TOPO_COUNT)
-        luaL_error(L, "topology.dimensions[%d].topology_type: unknown type '%s'", i + 1, type);
+      pd->type = (fth_topo_type)lnames_check(L, d, "topology.dimensions", "topology_type",
+                                             LNAMES_TOPOLOGY_TYPE, FTH_TOPO_SWITCHED);
       pd->size = lcheck_int(L, d, "topology.dimensions", "size", 0);
       if (subtable(L, d, "topology.dimensions", "interconnect")) {
         lcheck_link(L, -1, "interconnect", &pd->link);
@@ -163,10 +163,10 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
       lua_rawgeti(L, dims, i + 1);
       int d = lua_gettop(L);
       fth_logical_dim_def *ld = &out->logical[i];
-      const char *tag = lcheck_string(L, d, "logical.dimensions", "logical_tag", "");
-      ld->tag = fth_logical_tag_parse(tag);
-      if (ld->tag == FTH_TAG_COUNT)
-        luaL_error(L, "logical.dimensions[%d].logical_tag: unknown tag '%s'", i + 1, tag);
+      lua_getfield(L, d, "logical_tag");
+      ld->tag = (fth_logical_tag)lnames_check_value(L, -1, "logical.dimensions.logical_tag",
+                                                    LNAMES_LOGICAL_TAG);
+      lua_pop(L, 1);
       ld->phys_dim = lcheck_int(L, d, "logical.dimensions", "phys_dim", 1) - 1;
       ld->size = lcheck_int(L, d, "logical.dimensions", "size", 0);
       lua_pop(L, 1);
@@ -214,24 +214,17 @@ void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out) {
   out->launch_s = lcheck_number(L, idx, "collective", "launch_sec", out->launch_s);
 }
 
-static int tier_of(lua_State *L, const char *name, const char *what) {
-  fth_tier t = fth_tier_parse(name);
-  if (t == FTH_TIER_COUNT) luaL_error(L, "%s: unknown memory tier '%s'", what, name);
-  return (int)t;
-}
-
 void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
   if (!subtable(L, t, "workload", key)) return;
   int m = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, m)) {
-    const char *comp = lua_tostring(L, -2);
-    fth_mem_component c = comp ? fth_mem_component_parse(comp) : FTH_MEM_COMPONENT_COUNT;
-    if (c == FTH_MEM_COMPONENT_COUNT)
-      luaL_error(L, "workload.%s.%s: unknown component", key, comp ? comp : "?");
-    if (lua_type(L, -1) != LUA_TSTRING)
-      luaL_error(L, "workload.%s.%s: expected a tier name", key, comp);
-    map[c] = (fth_tier)tier_of(L, lua_tostring(L, -1), key);
+    char path[96];
+    snprintf(path, sizeof path, "workload.%s", key);
+    fth_mem_component c =
+        (fth_mem_component)lnames_check_value(L, -2, path, LNAMES_MEM_COMPONENT);
+    snprintf(path, sizeof path, "workload.%s.%s", key, lnames_name(LNAMES_MEM_COMPONENT, (int)c));
+    map[c] = (fth_tier)lnames_check_value(L, -1, path, LNAMES_MEMORY_TIER);
     if (c == FTH_MEM_ACTIVATIONS && strcmp(key, "memory_device_map_traffic") == 0) {
       map[FTH_MEM_TRANSIENT_FWD] = map[c];
       map[FTH_MEM_TRANSIENT_BWD] = map[c];
@@ -241,12 +234,9 @@ void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
   lua_pop(L, 1);
 }
 
-fth_kernel_model lcheck_kernel_model(lua_State *L, int idx) {
-  const char *km = lcheck_string(L, idx, "workload", "kernel_model", "roofline");
-  if (strcmp(km, "roofline") == 0) return FTH_KERNEL_ROOFLINE;
-  if (strcmp(km, "tiled") == 0) return FTH_KERNEL_TILED;
-  luaL_error(L, "workload.kernel_model: unknown model '%s' (roofline or tiled)", km);
-  return FTH_KERNEL_ROOFLINE;
+fth_kernel_model lcheck_kernel_model(lua_State *L, int idx, fth_kernel_model def) {
+  return (fth_kernel_model)lnames_check(L, idx, "workload", "kernel_model", LNAMES_KERNEL_MODEL,
+                                        (int)def);
 }
 
 void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
@@ -262,22 +252,11 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->master_bytes =
       lcheck_number(L, idx, w, "full_precision_param_float_size", out->master_bytes);
   out->grad_bytes = lcheck_number(L, idx, w, "gradient_float_size", out->grad_bytes);
-  const char *dp = lcheck_string(L, idx, w, "dp_variant", "DDP");
-  out->dp = fth_dp_variant_parse(dp);
-  if (out->dp == FTH_DP_COUNT) luaL_error(L, "workload.dp_spec.variant: unknown variant '%s'", dp);
-  const char *pp = lcheck_string(L, idx, w, "pp_variant", "1F1B");
-  out->pp = fth_pp_schedule_parse(pp);
-  if (out->pp == FTH_PP_COUNT) luaL_error(L, "workload.pp_spec.variant: unknown variant '%s'", pp);
+  out->dp = (fth_dp_variant)lnames_check(L, idx, w, "dp_variant", LNAMES_DP_VARIANT, out->dp);
+  out->pp = (fth_pp_schedule)lnames_check(L, idx, w, "pp_variant", LNAMES_PP_SCHEDULE, out->pp);
   out->virtual_stages = lcheck_int(L, idx, w, "virtual_stages", 1);
-  const char *rc = lcheck_string(L, idx, w, "recompute", "none");
-  if (strcmp(rc, "none") == 0)
-    out->recompute = FTH_RECOMPUTE_NONE;
-  else if (strcmp(rc, "selective") == 0)
-    out->recompute = FTH_RECOMPUTE_SELECTIVE;
-  else if (strcmp(rc, "full") == 0)
-    out->recompute = FTH_RECOMPUTE_FULL;
-  else
-    luaL_error(L, "workload.recompute: unknown mode '%s'", rc);
+  out->recompute =
+      (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", 0);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", 1);
   out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", 1.0);
@@ -285,7 +264,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
-  out->kernel_model = lcheck_kernel_model(L, idx);
+  out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
   out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", 0);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
@@ -307,9 +286,8 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
     fth_group_level *g = &out[i];
     g->group_size = lcheck_int(L, t, "level", "group_size", 1);
     g->dim_size = lcheck_int(L, t, "level", "dim_size", g->group_size);
-    const char *type = lcheck_string(L, t, "level", "type", "switched");
-    g->type = fth_topo_type_parse(type);
-    if (g->type == FTH_TOPO_COUNT) luaL_error(L, "level.type: unknown type '%s'", type);
+    g->type =
+        (fth_topo_type)lnames_check(L, t, "level", "type", LNAMES_TOPOLOGY_TYPE, FTH_TOPO_SWITCHED);
     g->bw_bytes_per_s = lcheck_number(L, t, "level", "bw_bytes_per_s", 0);
     g->latency_s = lcheck_number(L, t, "level", "latency_s", 0);
     g->in_network_reduction = lcheck_bool(L, t, "level", "in_network_reduction", 0);

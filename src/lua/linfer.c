@@ -7,6 +7,7 @@
 #include "fth_infer.h"
 #include "lcheck.h"
 #include "lfathom.h"
+#include "lnames.h"
 
 #define INFER_PLAN "fathom.InferPlan"
 
@@ -29,7 +30,7 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", 1.0);
   d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", 0.0);
   d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
-  d->kernel_model = lcheck_kernel_model(L, idx);
+  d->kernel_model = lcheck_kernel_model(L, idx, d->kernel_model);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);
   if (lua_getfield(L, idx, "collective") == LUA_TTABLE) lcheck_coll_params(L, -1, &d->coll);
@@ -61,8 +62,6 @@ static void setnum(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
-static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
-                                                            "unembedding"};
 
 /* (plan) -> result table */
 static int plan_evaluate(lua_State *L) {
@@ -95,7 +94,7 @@ static int plan_evaluate(lua_State *L) {
     setnum(L, "compute_s", r.pass.compute_s[i]);
     setnum(L, "bytes", r.pass.bytes[i]);
     setnum(L, "memory_s", r.pass.memory_s[i]);
-    lua_setfield(L, -2, part_names[i]);
+    lua_setfield(L, -2, lnames_name(LNAMES_FLOP_PART, i));
   }
   setnum(L, "kernel_s", r.pass.kernel_s);
   lua_setfield(L, -2, "stage_pass");

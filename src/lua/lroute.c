@@ -11,6 +11,7 @@
 #include "fth_route.h"
 #include "lcheck.h"
 #include "lfathom.h"
+#include "lnames.h"
 
 #define BYTE_MATRIX "fathom.ByteMatrix"
 
@@ -34,15 +35,13 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   d->experts = lcheck_int(L, idx, w, "experts", d->experts);
   d->top_k = lcheck_int(L, idx, w, "top_k", d->top_k);
   d->gpus = lcheck_int(L, idx, w, "gpus", d->gpus);
-  const char *dist = lcheck_string(L, idx, w, "distribution", "uniform");
-  d->dist = fth_route_dist_parse(dist);
-  if (d->dist == FTH_DIST_COUNT) luaL_error(L, "route.distribution: unknown '%s'", dist);
+  d->dist = (fth_route_dist)lnames_check(L, idx, w, "distribution", LNAMES_ROUTE_DISTRIBUTION,
+                                         d->dist);
   d->hot_ratio = lcheck_number(L, idx, w, "hot_ratio", d->hot_ratio);
   d->hot_weight = lcheck_number(L, idx, w, "hot_weight", d->hot_weight);
   d->zipf_s = lcheck_number(L, idx, w, "zipf_s", d->zipf_s);
-  const char *pl = lcheck_string(L, idx, w, "placement", "contiguous");
-  d->placement = fth_placement_parse(pl);
-  if (d->placement == FTH_PLACE_COUNT) luaL_error(L, "route.placement: unknown '%s'", pl);
+  d->placement = (fth_placement)lnames_check(L, idx, w, "placement", LNAMES_ROUTE_PLACEMENT,
+                                             d->placement);
   d->hot_replicas = lcheck_int(L, idx, w, "hot_replicas", d->hot_replicas);
   d->seed = (uint64_t)lcheck_number(L, idx, w, "seed", 1);
   d->hidden = lcheck_number(L, idx, w, "hidden", d->hidden);

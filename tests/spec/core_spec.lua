@@ -64,6 +64,19 @@ describe("fathom.core", function()
       local again = core.search_eval(def, res.hits[1])
       assert.are.equal(res.hits[1].step_time_s, again.step_time_s)
     end)
+
+    it("refuse an unknown enum name instead of taking a default", function()
+      local def = require("fathom.search").prepare({ hardware = T .. "hardware.yaml", node = "TOY", gpus = 4,
+        pod_size = 2, model = T .. "model.yaml", workload = T .. "train.yaml", global_batch = 8, top = 3 })
+      assert.error_matches(function() core.search_eval(def, { recompute = "ful" }) end,
+        "strategy%.recompute: expected one of none, selective, full, got 'ful'")
+      assert.error_matches(function() core.search_eval(def, { dp_variant = "ZER03" }) end,
+        "strategy%.dp_variant: expected one of DDP, ZERO1, ZERO2, ZERO3, got 'ZER03'")
+      def.space.schedule = { "1F1B", "ZB" }
+      assert.error_matches(function() core.search(def) end, "space%.schedule%[2%]: expected one of GPIPE")
+      assert.error_matches(function() core.collective("all_reduce", "rign", 1, { { bw_bytes_per_s = 1 } }) end,
+        "collective: algorithm: expected one of auto, ring")
+    end)
   end)
 
   it("version and version_string()", function()

@@ -1,6 +1,7 @@
 -- fathom search: the best parallelism strategies for a model on a system.
 local args = require("fathom.args")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
 local output = require("fathom.output")
 local search = require("fathom.search")
 local tablefmt = require("fathom.format.table")
@@ -193,7 +194,7 @@ function M.main(argv)
       local h = s.smallest_shortfall
       errors.raise("search: nothing fits: the closest (TP %d, PP %d, DP %d, EP %d, mb %d, recompute %s, %s) " ..
         "needs %s more %s than the %s of each GPU", h.tp, h.pp, h.dp, h.ep, h.mb, h.recompute, h.dp_variant,
-        units.bytes(s.shortfall_bytes), h.overflow_tier or "xpu_memory", units.bytes(h.capacity_bytes))
+        units.bytes(s.shortfall_bytes), h.overflow_tier or names.memory_tier[1], units.bytes(h.capacity_bytes))
     end
     errors.raise("search: no strategy tiles %d GPUs in %d-GPU pods for this model and batch " ..
       "(%d considered; try another --global-batch or --pod-size)", gpus, pod, s.considered or 0)
