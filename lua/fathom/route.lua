@@ -86,11 +86,18 @@ function M.alpha_beta(mesh, matrix, n)
   return core.collective(OP.all_to_all, ALGO.direct, busiest, { level }).time_s
 end
 
+-- raise_core(where, e): the core's refusal `e` as an input error under `where`; a bug
+-- (anything that is not a core error value) is raised again unchanged.
+function M.raise_core(where, e)
+  if not errors.is_core(e) then error(e, 0) end
+  error(errors.new(where .. ": " .. tostring(e), e.kind), 0)
+end
+
 -- run(router, mesh, trace) -> result table with loads, imbalance, closed form,
 -- simulated and alpha-beta times. `trace` = {path =, format =} or nil.
 function M.run(router, mesh, trace)
   local ok, res, matrix = pcall(core.route, router)
-  if not ok then errors.raise("route: %s", tostring(res)) end
+  if not ok then M.raise_core("route", res) end
   local n = router.gpus
   local mesh_def = {}
   for k, v in pairs(mesh) do mesh_def[k] = v end
@@ -100,7 +107,7 @@ function M.run(router, mesh, trace)
   local sok, sim = pcall(core.mesh_simulate, mesh_def, matrix, tmp, trace and trace.format or "csv")
   if not sok then
     if tmp then os.remove(tmp) end
-    errors.raise("route: %s", tostring(sim))
+    M.raise_core("route", sim)
   end
   if tmp then
     local rok, rerr = os.rename(tmp, trace.path)
@@ -130,7 +137,7 @@ function M.imbalance(routing, experts, top_k, ep)
   r.tokens = r.tokens or 65536
   r.hidden = 1
   local ok, res = pcall(core.route, r)
-  if not ok then errors.raise("moe_spec_v2.routing: %s", tostring(res)) end
+  if not ok then M.raise_core("moe_spec_v2.routing", res) end
   return res.gpu_imbalance, res
 end
 

@@ -77,19 +77,21 @@ function Scenario:locate(path)
   return nil
 end
 
--- Turn a core error string "input.path: reason" into an input error with a position.
-function Scenario:raise_core(msg)
-  msg = tostring(msg)
-  local path, reason = msg:match("^([%w_%.%[%]]+): (.*)$")
-  if not path then errors.raise("%s", msg) end
+-- raise_core(e): a refusal raised by the core ({kind, path, msg}, see errors.is_core)
+-- becomes an error of the same kind at the file position of its path; anything else
+-- is a bug and is raised again as it is.
+function Scenario:raise_core(e)
+  if not errors.is_core(e) then error(e, 0) end
+  local path, reason = e.path, e.msg
+  if path == "" then error(errors.new(reason, e.kind), 0) end
   local where = self:locate(path)
   -- Show the user's key path without our "workload."-style prefix when the file names it.
   local shown = path:gsub("^model%.", ""):gsub("^workload%.", ""):gsub("^topology%.", "")
     :gsub("^hardware%.", "")
   if where then
-    errors.raise("%s: %s: %s", where, shown, reason)
+    error(errors.new(string.format("%s: %s: %s", where, shown, reason), e.kind), 0)
   end
-  errors.raise("%s: %s", path, reason)
+  error(errors.new(string.format("%s: %s", path, reason), e.kind), 0)
 end
 
 -- new{hardware_lib=, physical=, logical=, workload=, model=, pass_mode=} -> scenario.

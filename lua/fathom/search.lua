@@ -436,6 +436,7 @@ function M.run_inference(a)
       w.micro_batch_size = math.max(1, per_rank // pp)
       w.global_batch_size = w.micro_batch_size * pp * dp
       local ok, plan = pcall(core.infer_compile, system.node, topo, model, w, a.pass)
+      if not ok and not errors.is_core(plan) then error(plan, 0) end -- a bug, not a refusal
       if not ok then
         stats.invalid = stats.invalid + 1
       else

@@ -8,6 +8,13 @@
 #include "lfathom.h"
 #include "lnames.h"
 
+/* "<what>.<key>" into buf: the field path of an error value (lbind_fail). */
+static const char *join(char *buf, size_t size, const char *what, const char *key) {
+  snprintf(buf, size, "%s.%s", what, key);
+  return buf;
+}
+#define PATH(what, key) join(path, sizeof path, what, key)
+
 static int field(lua_State *L, int t, const char *key) {
   return lua_getfield(L, t, key);
 }
@@ -19,7 +26,8 @@ double lcheck_number(lua_State *L, int t, const char *what, const char *key, dou
   if (ty == LUA_TNUMBER) {
     v = lua_tonumber(L, -1);
   } else if (ty != LUA_TNIL) {
-    luaL_error(L, "%s.%s: expected a number, got %s", what, key, luaL_typename(L, -1));
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a number, got %s", luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return v;
@@ -27,8 +35,10 @@ double lcheck_number(lua_State *L, int t, const char *what, const char *key, dou
 
 int lcheck_int(lua_State *L, int t, const char *what, const char *key, int def) {
   double v = lcheck_number(L, t, what, key, (double)def);
-  if (!(v == floor(v)) || v > 2147483647.0 || v < -2147483648.0)
-    luaL_error(L, "%s.%s: expected an integer, got %g", what, key, v);
+  if (!(v == floor(v)) || v > 2147483647.0 || v < -2147483648.0) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected an integer, got %g", v);
+  }
   return (int)v;
 }
 
@@ -40,8 +50,10 @@ int lcheck_bool(lua_State *L, int t, const char *what, const char *key, int def)
     v = lua_toboolean(L, -1);
   else if (ty == LUA_TNUMBER)
     v = lua_tonumber(L, -1) != 0;
-  else if (ty != LUA_TNIL)
-    luaL_error(L, "%s.%s: expected a boolean, got %s", what, key, luaL_typename(L, -1));
+  else if (ty != LUA_TNIL) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a boolean, got %s", luaL_typename(L, -1));
+  }
   lua_pop(L, 1);
   return v;
 }
@@ -52,8 +64,10 @@ const char *lcheck_string(lua_State *L, int t, const char *what, const char *key
   const char *v = def;
   if (ty == LUA_TSTRING)
     v = lua_tostring(L, -1); /* anchored in the table, which outlives the call */
-  else if (ty != LUA_TNIL)
-    luaL_error(L, "%s.%s: expected a string, got %s", what, key, luaL_typename(L, -1));
+  else if (ty != LUA_TNIL) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a string, got %s", luaL_typename(L, -1));
+  }
   lua_pop(L, 1);
   return v;
 }
@@ -64,8 +78,10 @@ static int subtable(lua_State *L, int t, const char *what, const char *key) {
     lua_pop(L, 1);
     return 0;
   }
-  if (ty != LUA_TTABLE)
-    luaL_error(L, "%s.%s: expected a table, got %s", what, key, luaL_typename(L, -1));
+  if (ty != LUA_TTABLE) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a table, got %s", luaL_typename(L, -1));
+  }
   return 1;
 }
 
@@ -130,9 +146,8 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);
     if (n > FTH_MAX_PHYS_DIMS)
-      luaL_error(L,
-                 "topology.dimensions: expected at most %d physical dimensions, got %d; "
-                 "drop dimensions of size 1",
+      lbind_fail(L, FTH_EINVAL, "topology.dimensions",
+                 "expected at most %d physical dimensions, got %d; drop dimensions of size 1",
                  FTH_MAX_PHYS_DIMS, n);
     out->num_phys = n;
     for (int i = 0; i < n; i++) {
@@ -154,9 +169,8 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);
     if (n > FTH_MAX_LOGICAL_DIMS)
-      luaL_error(L,
-                 "logical.dimensions: expected at most %d logical dimensions, got %d; "
-                 "drop logical dimensions of size 1",
+      lbind_fail(L, FTH_EINVAL, "logical.dimensions",
+                 "expected at most %d logical dimensions, got %d; drop logical dimensions of size 1",
                  FTH_MAX_LOGICAL_DIMS, n);
     out->num_logical = n;
     for (int i = 0; i < n; i++) {
@@ -278,7 +292,7 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   int n = (int)lua_rawlen(L, idx);
-  if (n > FTH_MAX_PHYS_DIMS) luaL_error(L, "levels: at most %d", FTH_MAX_PHYS_DIMS);
+  if (n > FTH_MAX_PHYS_DIMS) lbind_fail(L, FTH_EINVAL, "levels", "at most %d", FTH_MAX_PHYS_DIMS);
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, idx, i + 1);
     int t = lua_gettop(L);
@@ -293,10 +307,12 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
     g->in_network_reduction = lcheck_bool(L, t, "level", "in_network_reduction", 0);
     if (g->group_size < 1 || g->dim_size < g->group_size || !(g->bw_bytes_per_s > 0) ||
         !(g->latency_s >= 0))
-      luaL_error(L,
-                 "levels[%d]: need group_size >= 1, dim_size >= group_size, bw > 0, "
-                 "latency >= 0",
-                 i + 1);
+    {
+      char path[32];
+      snprintf(path, sizeof path, "levels[%d]", i + 1);
+      lbind_fail(L, FTH_EINVAL, path,
+                 "need group_size >= 1, dim_size >= group_size, bw > 0, latency >= 0");
+    }
     lua_pop(L, 1);
   }
   return n;

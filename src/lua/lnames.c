@@ -152,8 +152,8 @@ int lnames_check_value(lua_State *L, int idx, const char *path, lnames_enum e) {
   }
   luaL_pushresult(&b); /* ... choices */
   if (s != NULL)
-    return luaL_error(L, "%s: expected one of %s, got '%s'", path, lua_tostring(L, -1), s);
-  return luaL_error(L, "%s: expected one of %s, got %s", path, lua_tostring(L, -1),
+    return lbind_fail(L, FTH_EINVAL, path, "expected one of %s, got '%s'", lua_tostring(L, -1), s);
+  return lbind_fail(L, FTH_EINVAL, path, "expected one of %s, got %s", lua_tostring(L, -1),
                     luaL_typename(L, idx));
 }
 

@@ -52,7 +52,8 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   if (lua_getfield(L, idx, "histogram") == LUA_TTABLE) {
     int n = (int)lua_rawlen(L, -1);
     if (n != d->experts)
-      luaL_error(L, "route.histogram: expected %d weights (one per expert), got %d", d->experts, n);
+      lbind_fail(L, FTH_EINVAL, "route.histogram", "expected %d weights (one per expert), got %d",
+                 d->experts, n);
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, -1, i + 1);
       hist[i] = lua_tonumber(L, -1);
@@ -176,7 +177,7 @@ static int core_mesh_simulate(lua_State *L) {
   trace_ctx t = {NULL, jsonl};
   if (path) {
     *fh = fopen(path, "w");
-    if (*fh == NULL) return luaL_error(L, "cannot write trace '%s'", path);
+    if (*fh == NULL) return lbind_fail(L, FTH_EINVAL, "", "cannot write trace '%s'", path);
     t.f = *fh;
     if (!jsonl) fputs("round,src,dst,packets,bytes,link_use\n", t.f);
   }
@@ -188,7 +189,7 @@ static int core_mesh_simulate(lua_State *L) {
     int bad = ferror(*fh);
     fclose(*fh);
     *fh = NULL;
-    if (bad) return luaL_error(L, "write error on trace '%s'", path);
+    if (bad) return lbind_fail(L, FTH_EINVAL, "", "write error on trace '%s'", path);
   }
   if (s != FTH_OK) return lbind_raise(L, NULL, &err);
   lua_createtable(L, 0, 5);

@@ -20,6 +20,8 @@
 #define MAX_TOP 4096
 
 static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
+  char path[64];
+  snprintf(path, sizeof path, "space.%s", key);
   *n = 0;
   if (lua_getfield(L, t, key) != LUA_TTABLE) {
     lua_pop(L, 1);
@@ -28,17 +30,20 @@ static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
   }
   int len = (int)lua_rawlen(L, -1);
   if (len > FTH_SEARCH_MAX_VALUES)
-    luaL_error(L, "space.%s: at most %d values", key, FTH_SEARCH_MAX_VALUES);
+    lbind_fail(L, FTH_EINVAL, path, "at most %d values", FTH_SEARCH_MAX_VALUES);
   for (int i = 1; i <= len; i++) {
     lua_rawgeti(L, -1, i);
     int isnum;
     lua_Integer v = lua_tointegerx(L, -1, &isnum);
-    if (!isnum || v < 1) luaL_error(L, "space.%s[%d]: expected a positive integer", key, i);
+    if (!isnum || v < 1) {
+      snprintf(path, sizeof path, "space.%s[%d]", key, i);
+      lbind_fail(L, FTH_EINVAL, path, "expected a positive integer");
+    }
     out[(*n)++] = (int)v;
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  if (*n == 0) luaL_error(L, "space.%s: empty", key);
+  if (*n == 0) lbind_fail(L, FTH_EINVAL, path, "empty");
 }
 
 /* space[key] as a bit mask over enum `e` (e < 0: booleans, false -> bit 0, true -> bit 1). */
@@ -90,7 +95,8 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   lua_getfield(L, idx, "workload");
   lcheck_train(L, -1, &d->work);
   lua_pop(L, 1);
-  if (lua_getfield(L, idx, "space") != LUA_TTABLE) luaL_error(L, "search.space: expected a table");
+  if (lua_getfield(L, idx, "space") != LUA_TTABLE)
+    lbind_fail(L, FTH_EINVAL, "search.space", "expected a table");
   int sp = lua_gettop(L);
   fth_search_space *s = &d->space;
   read_ints(L, sp, "tp", s->tp, &s->n_tp);
@@ -112,7 +118,7 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   else if (strcmp(obj, "headroom") == 0)
     d->objective = FTH_OBJ_HEADROOM;
   else
-    luaL_error(L, "search.objective: unknown objective '%s'", obj);
+    lbind_fail(L, FTH_EINVAL, "search.objective", "unknown objective '%s'", obj);
   d->worker = lcheck_int(L, idx, "search", "worker", 0);
   d->workers = lcheck_int(L, idx, "search", "workers", 1);
 }

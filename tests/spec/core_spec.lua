@@ -32,12 +32,24 @@ describe("fathom.core", function()
       assert.are.equal("all_reduce", r.comm.tp.op)
     end)
 
-    it("raises 'input.path: reason' for inputs that do not fit together", function()
+    it("raises a value {kind, path, msg} for inputs that do not fit together", function()
       local node, topo, model = inputs()
       local w = spec.train(T .. "train.yaml")
       w.micro_batch_size = 3
       assert.error_matches(function() core.train_compile(node, topo, model, w) end,
         "^workload%.global_batch_size: global_batch_size 8 is not a multiple")
+      local ok, e = pcall(core.train_compile, node, topo, model, w)
+      assert.is_false(ok)
+      assert.are.equal("input", e.kind)
+      assert.are.equal("workload.global_batch_size", e.path)
+      assert.matches("^global_batch_size 8 is not a multiple", e.msg)
+      assert.are.equal("fathom.Error", getmetatable(e).__name)
+      assert.is_true(require("fathom.errors").is_input(e))
+      w = spec.train(T .. "train.yaml")
+      w.dp_variant = "ZERO4"
+      ok, e = pcall(core.train_compile, node, topo, model, w)
+      assert.is_false(ok)
+      assert.are.same({ "input", "workload.dp_variant" }, { e.kind, e.path })
     end)
   end)
 
