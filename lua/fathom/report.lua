@@ -42,7 +42,7 @@ end
 local function int(x) return math.tointeger(x) or x end
 
 -- inference_record(sc, r) -> the record of a prefill or decode point.
-local function inference_record(sc, r)
+function M.inference_record(sc, r)
   local d = sc:compile():degrees()
   local m, w = sc.model, sc.workload
   local rec = {}
@@ -118,9 +118,14 @@ local function inference_record(sc, r)
     "memory_traffic_per_batch_per_xpu", "communication_per_batch_per_xpu", "memory_footprint" })
 end
 
--- record(sc, r) -> ScaleScope-style record with raw SI numbers.
+-- record(sc, r) -> ScaleScope-style record with raw SI numbers (the scenario's pass mode
+-- decides which: fathom.passes).
 function M.record(sc, r)
-  if sc.pass_mode ~= "training" then return inference_record(sc, r) end
+  return sc.pass.record(sc, r)
+end
+
+-- training_record(sc, r) -> the record of a training point.
+function M.training_record(sc, r)
   local d = sc:compile():degrees()
   local m, w = sc.model, sc.workload
   local rec = {}

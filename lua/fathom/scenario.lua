@@ -1,9 +1,9 @@
 -- fathom.scenario: composing hardware, topologies, model and workload into
 -- one evaluable scenario, and mapping the C core's complaints back to the
 -- file, line and column they came from.
-local core = require("fathom.core")
 local errors = require("fathom.errors")
 local names = require("fathom.names")
+local passes = require("fathom.passes")
 local spec = require("fathom.spec")
 
 local M = {}
@@ -98,21 +98,14 @@ end
 -- Each input is a path or an already-loaded table (sweeps pass modified copies).
 function M.new(args)
   local self = setmetatable({}, Scenario)
-  self.pass_mode = args.pass_mode or "training"
+  self.pass = passes.get(args.pass_mode)
+  self.pass_mode = self.pass.name
   self.lib = type(args.hardware_lib) == "table" and args.hardware_lib.nodes and args.hardware_lib
     or spec.hardware_library(args.hardware_lib)
   self.physical = spec.physical(args.physical, self.lib)
   self.logical = spec.logical(args.logical, self.physical)
   self.model = spec.model(args.model)
-  if self.pass_mode == "training" then
-    self.workload = spec.train(args.workload)
-  elseif self.pass_mode == "inference_prefill" then
-    self.workload = spec.infer(args.workload, "prefill")
-  elseif self.pass_mode == "inference_decode" then
-    self.workload = spec.infer(args.workload, "decode")
-  else
-    errors.raise("unknown pass mode '%s' (training, inference_prefill or inference_decode)", self.pass_mode)
-  end
+  self.workload = self.pass.load(args.workload)
   self.files = {
     hardware_lib = type(args.hardware_lib) == "string" and args.hardware_lib or nil,
     physical = type(args.physical) == "string" and args.physical or nil,
@@ -145,7 +138,7 @@ function Scenario:apply_routing()
   self.workload.expert_imbalance = math.max(1.0, imbalance)
   self.routing_result = { gpu_imbalance = res.gpu_imbalance, expert_imbalance = res.expert_imbalance,
     distribution = routing.distribution, ep = ep }
-  if routing.packet_simulation and self.pass_mode == "training" then self:simulate_all_to_all(routing, ep) end
+  if routing.packet_simulation and self.pass.packet_simulation then self:simulate_all_to_all(routing, ep) end
 end
 
 -- Time one EP dispatch with the packet-level simulator (fathom.route): the tokens one
@@ -195,12 +188,7 @@ function Scenario:compile()
   self:apply_routing()
   local node = spec.node_table(self.lib, self.physical.node_name)
   local topo = spec.topology_table(self.physical, self.logical)
-  local ok, plan
-  if self.pass_mode == "training" then
-    ok, plan = pcall(core.train_compile, node, topo, self.model, self.workload)
-  else
-    ok, plan = pcall(core.infer_compile, node, topo, self.model, self.workload, self.workload.pass)
-  end
+  local ok, plan = pcall(self.pass.compile, node, topo, self.model, self.workload)
   if not ok then self:raise_core(plan) end
   -- ScaleScope's num_colocated_experts states the experts per XPU; it must agree with EP.
   local colocated = self.workload.num_colocated_experts

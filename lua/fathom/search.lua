@@ -9,6 +9,7 @@ local core = require("fathom.core")
 local errors = require("fathom.errors")
 local json = require("fathom.format.json")
 local enums = require("fathom.names")
+local passes = require("fathom.passes")
 local spec = require("fathom.spec")
 local units = require("fathom.units")
 
@@ -398,6 +399,8 @@ end
 -- among strategies within latency_bound seconds per output or first token).
 function M.run_inference(a)
   local model, system, base = a.model, a.system, a.workload
+  local row = passes.of_pass(a.pass)
+  if not row then errors.raise("search: unknown inference pass '%s'", tostring(a.pass)) end
   local moe = (model.num_regular_experts or 0) > 1
   local fix = a.fix or {}
   local function values(key, default)
@@ -435,7 +438,7 @@ function M.run_inference(a)
       for k, v in pairs(base) do w[k] = v end
       w.micro_batch_size = math.max(1, per_rank // pp)
       w.global_batch_size = w.micro_batch_size * pp * dp
-      local ok, plan = pcall(core.infer_compile, system.node, topo, model, w, a.pass)
+      local ok, plan = pcall(row.compile, system.node, topo, model, w)
       if not ok and not errors.is_core(plan) then error(plan, 0) end -- a bug, not a refusal
       if not ok then
         stats.invalid = stats.invalid + 1
@@ -447,7 +450,7 @@ function M.run_inference(a)
           stats.no_fit_by_tier[t] = (stats.no_fit_by_tier[t] or 0) + 1
         else
           stats.evaluated = stats.evaluated + 1
-          local latency = a.pass == "decode" and r.tpot_s or r.ttft_s
+          local latency = r[row.latency]
           if a.latency_bound and latency > a.latency_bound then
             stats.over_latency = stats.over_latency + 1
           else
