@@ -3,6 +3,7 @@
 -- the C core compiles. Every check reports file:line:col: key.path.
 local check = require("fathom.check")
 local config = require("fathom.config")
+local core = require("fathom.core")
 local errors = require("fathom.errors")
 local names = require("fathom.names")
 
@@ -12,11 +13,17 @@ local TOPO = names.key("topology_type")
 local TAG = names.key("logical_tag")
 local MEM = names.key("memory_component")
 local DP = names.key("dp_variant")
-local PP = names.key("pp_schedule")
-local RC = names.key("recompute")
-local KM = names.key("kernel_model")
 local DIST = names.key("route_distribution")
 local PLACE = names.key("route_placement")
+
+-- Defaults of the fields the core reads come from the core (fathom.core.defaults), so a
+-- workload from YAML and the same workload as a Lua table get the same values.
+local TRAIN = core.defaults.train
+local INFER = core.defaults.infer
+for _, k in ipairs({ "kernel_model", "flash_attention", "float_size_bytes", "expert_imbalance",
+  "kernel_launch_sec" }) do
+  assert(TRAIN[k] == INFER[k], "fathom.core.defaults: training and inference differ on " .. k)
+end
 
 local fraction = { type = "number", above = 0, max = 1, hint = "a fraction in (0, 1]" }
 local unit = { type = "number", min = 0, max = 1, hint = "a fraction in [0, 1]" }
@@ -150,7 +157,7 @@ end
 
 -- Fields every workload (training, prefill, decode) shares.
 local workload_common = {
-  float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = 2 },
+  float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = TRAIN.float_size_bytes },
   memory_device_map_traffic = { type = "table", default = {} },
   memory_device_map_footprint = { type = "table", default = {} },
   comp_comm_efficiency = unit,
@@ -160,9 +167,9 @@ local workload_common = {
   dp_spec = { type = "table" },
   pp_spec = { type = "table" },
   moe_spec_v2 = { type = "table" },
-  flash_attention = { type = "boolean", default = true },
-  kernel_launch_sec = { type = "number", min = 0, default = 0 },
-  kernel_model = { type = "string", choices = names.kernel_model, default = KM.tiled,
+  flash_attention = { type = "boolean", default = TRAIN.flash_attention },
+  kernel_launch_sec = { type = "number", min = 0, default = TRAIN.kernel_launch_sec },
+  kernel_model = { type = "string", choices = names.kernel_model, default = TRAIN.kernel_model,
     hint = "tiled: GEMM tiles and attention blocks in waves over the compute units" },
   collective = { type = "table" },
   description = { type = "string" },
@@ -196,24 +203,25 @@ M.train_schema = with_common({
   micro_batch_size = { type = "integer", min = 1, required = true },
   seq_length = { type = "integer", min = 1, required = true },
   total_train_tokens = { type = "number", min = 0, default = 0 },
-  full_precision_param_float_size = { type = "integer", choices = { 2, 4 }, default = 4 },
+  full_precision_param_float_size = { type = "integer", choices = { 2, 4 },
+    default = TRAIN.full_precision_param_float_size },
   gradient_float_size = { type = "integer", choices = { 2, 4 } },
   optimizer = { type = "string", choices = { "adam", "adamw" }, default = "adam" },
-  recompute = { type = "string", choices = names.recompute, default = RC.none },
-  sequence_parallel = { type = "boolean", default = false },
+  recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
+  sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
 })
 
 M.tp_spec_schema = { variant = { type = "string", choices = { "SHARD_WEIGHTS_1D" }, default = "SHARD_WEIGHTS_1D" } }
 M.dp_spec_schema = { variant = { type = "string", choices = names.with_aliases("dp_variant"),
-  default = DP.DDP } }
+  default = TRAIN.dp_variant } }
 M.pp_spec_schema = {
-  variant = { type = "string", choices = names.pp_schedule, default = PP["1F1B"] },
-  virtual_stages = { type = "integer", min = 1, default = 1 },
+  variant = { type = "string", choices = names.pp_schedule, default = TRAIN.pp_variant },
+  virtual_stages = { type = "integer", min = 1, default = TRAIN.virtual_stages },
 }
 M.moe_spec_schema = {
   num_colocated_experts = { type = "integer", min = 1 },
   shared_expert_copies = { type = "integer", min = 0 },
-  expert_imbalance = { type = "number", min = 1, default = 1.0, hint = "busiest / mean load, >= 1" },
+  expert_imbalance = { type = "number", min = 1, default = TRAIN.expert_imbalance, hint = "busiest / mean load, >= 1" },
   routing = { type = "table", hint = "draw the imbalance from a routing distribution (see fathom route)" },
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ldefaults.h"
 #include "lfathom.h"
 #include "lnames.h"
 
@@ -257,29 +258,30 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   const char *w = "workload";
-  *out = fth_train_def_default();
+  *out = ldefaults_train();
   out->global_batch = lcheck_number(L, idx, w, "global_batch_size", out->global_batch);
   out->micro_batch = lcheck_number(L, idx, w, "micro_batch_size", out->micro_batch);
   out->seq_len = lcheck_number(L, idx, w, "seq_length", out->seq_len);
-  out->total_train_tokens = lcheck_number(L, idx, w, "total_train_tokens", 0);
+  out->total_train_tokens =
+      lcheck_number(L, idx, w, "total_train_tokens", out->total_train_tokens);
   out->act_bytes = lcheck_number(L, idx, w, "float_size_bytes", out->act_bytes);
   out->master_bytes =
       lcheck_number(L, idx, w, "full_precision_param_float_size", out->master_bytes);
   out->grad_bytes = lcheck_number(L, idx, w, "gradient_float_size", out->grad_bytes);
   out->dp = (fth_dp_variant)lnames_check(L, idx, w, "dp_variant", LNAMES_DP_VARIANT, out->dp);
   out->pp = (fth_pp_schedule)lnames_check(L, idx, w, "pp_variant", LNAMES_PP_SCHEDULE, out->pp);
-  out->virtual_stages = lcheck_int(L, idx, w, "virtual_stages", 1);
+  out->virtual_stages = lcheck_int(L, idx, w, "virtual_stages", out->virtual_stages);
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
-  out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", 0);
-  out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", 1);
-  out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", 1.0);
+  out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
+  out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);
+  out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", out->expert_imbalance);
   out->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", out->comp_comm_eff);
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
-  out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
+  out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
-  out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", 0);
+  out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", out->ep_a2a_override_s);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
   if (subtable(L, idx, w, "collective")) {

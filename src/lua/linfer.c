@@ -6,6 +6,7 @@
 
 #include "fth_infer.h"
 #include "lcheck.h"
+#include "ldefaults.h"
 #include "lfathom.h"
 #include "lnames.h"
 
@@ -15,21 +16,21 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   const char *w = "workload";
-  *d = fth_infer_def_default();
+  *d = ldefaults_infer();
   d->global_batch = lcheck_number(L, idx, w, "global_batch_size", d->global_batch);
   d->micro_batch = lcheck_number(L, idx, w, "micro_batch_size", d->micro_batch);
   d->prompt_len = lcheck_number(L, idx, w, "seq_length", d->prompt_len);
   d->context_len = lcheck_number(L, idx, w, "prefill_seq_len", d->context_len);
   d->gen_tokens = lcheck_number(L, idx, w, "num_generated_tokens", d->gen_tokens);
   d->act_bytes = lcheck_number(L, idx, w, "float_size_bytes", d->act_bytes);
-  d->weight_bytes = lcheck_number(L, idx, w, "weight_float_size_bytes", 0);
-  d->kv_bytes = lcheck_number(L, idx, w, "kv_cache_float_size_bytes", 0);
-  d->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", 1.0);
-  d->flash_attention = lcheck_bool(L, idx, w, "flash_attention", 1);
-  d->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", 0.0);
-  d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", 1.0);
-  d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", 0.0);
-  d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
+  d->weight_bytes = lcheck_number(L, idx, w, "weight_float_size_bytes", d->weight_bytes);
+  d->kv_bytes = lcheck_number(L, idx, w, "kv_cache_float_size_bytes", d->kv_bytes);
+  d->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", d->expert_imbalance);
+  d->flash_attention = lcheck_bool(L, idx, w, "flash_attention", d->flash_attention);
+  d->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", d->comp_comm_eff);
+  d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", d->comp_mem_eff);
+  d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", d->comm_mem_eff);
+  d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", d->kernel_launch_s);
   d->kernel_model = lcheck_kernel_model(L, idx, d->kernel_model);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);

@@ -53,6 +53,34 @@ describe("fathom.core", function()
     end)
   end)
 
+  describe("defaults", function()
+    it("a workload as a Lua table gets the YAML defaults (kernel_model tiled): GPT-3 175B on DGX-A100", function()
+      local sc = require("fathom").scenario({ hardware = "configs/hardware/hardware_library.yaml",
+        physical = "configs/topology_zoo/physical/dgx_a100_1024.yaml",
+        logical = "configs/topology_zoo/logical/tp8_pp8.yaml", model = "configs/models/gpt3_175b.yaml",
+        workload = "configs/train_specs/gpt3_175b.yaml" })
+      assert.are.equal("tiled", sc.workload.kernel_model)
+      local yaml_s = sc:evaluate().step_time_s
+      local raw = {}
+      for k, v in pairs(sc.workload) do raw[k] = v end
+      raw.kernel_model = nil -- as a script writing its own table would leave it out
+      local node, topo = spec.node_table(sc.lib, sc.physical.node_name), spec.topology_table(sc.physical, sc.logical)
+      local table_s = core.train_compile(node, topo, sc.model, raw):evaluate().step_time_s
+      assert.are.equal(yaml_s, table_s)
+      h.near(30.722, table_s, 1e-4, "step (tiled; the roofline gives 29.10 s)")
+      raw.kernel_model = "roofline"
+      h.near(29.098, core.train_compile(node, topo, sc.model, raw):evaluate().step_time_s, 1e-4, "roofline")
+    end)
+
+    it("core.defaults are the schema's defaults", function()
+      assert.are.equal(core.defaults.train.kernel_model, spec.train({ global_batch_size = 8, micro_batch_size = 1,
+        seq_length = 16 }).kernel_model)
+      assert.are.equal(core.defaults.infer.kernel_model, core.defaults.train.kernel_model)
+      assert.are.same({ "DDP", "1F1B", "none", 1 }, { core.defaults.train.dp_variant, core.defaults.train.pp_variant,
+        core.defaults.train.recompute, core.defaults.train.virtual_stages })
+    end)
+  end)
+
   describe("infer_compile()", function()
     it("returns a plan with evaluate() and degrees()", function()
       local node, topo, model = inputs()
