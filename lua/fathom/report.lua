@@ -14,16 +14,24 @@ local MEM = names.key("memory_component")
 local TIER = names.key("memory_tier")
 
 local part_names = names.flop_part
--- Record keys of the parts: ScaleScope's names (its "moe_ffn" is the MLP, dense or MoE).
-local part_labels = {}
-for _, p in ipairs(part_names) do part_labels[p] = p end
-part_labels.mlp = "moe_ffn"
+-- Record keys of the parts, named for what the model has: the MLP of a dense model is
+-- `mlp`; a model with routed experts keeps ScaleScope's `moe_ffn` (its users read that
+-- key in MoE studies). The core's part is `mlp` either way.
+local labels = { dense = {}, moe = {} }
+for _, p in ipairs(part_names) do labels.dense[p], labels.moe[p] = p, p end
+labels.moe.mlp = "moe_ffn"
+
+-- part_labels(model) -> flop part -> record key.
+local function part_labels_of(m)
+  return (m.num_regular_experts or 0) > 1 and labels.moe or labels.dense
+end
+M.part_labels_of = part_labels_of
 local comm_order = names.comm_kind
 local comm_labels = { tp = "tp_communication", tp_moe = "tp_moe_communication",
   ep = "moe_all_to_all", cp = "cp_communication", pp = "pp_communication",
   dp = "dp_communication", dp_moe = "dp_moe_communication" }
 
-local function pass_table(pass, key_time, key_amount)
+local function pass_table(pass, key_time, key_amount, part_labels)
   local out, total_t, total_a = {}, 0, 0
   for _, p in ipairs(part_names) do
     local e = pass[p]
@@ -80,6 +88,7 @@ function M.inference_record(sc, r)
   rec.time = ordered(time, { "total_time", "total_time_seconds", "time_to_first_token_seconds",
     "time_per_output_token_seconds", "tokens_per_second", "tokens_per_second_per_xpu" })
   local sp = r.stage_pass
+  local part_labels = part_labels_of(m)
   local comp, mem = {}, {}
   for _, p in ipairs(part_names) do
     comp[part_labels[p]] = ordered({ flops = sp[p].flops, time_seconds = sp[p].compute_s }, { "flops" })
@@ -214,13 +223,13 @@ function M.training_record(sc, r)
   local pm = r.per_microbatch
   rec.compute_per_batch_per_xpu = ordered({
     note = "per micro-batch on the busiest pipeline stage; compute-bound time only",
-    forward = pass_table(pm.forward, "compute_s", "flops"),
-    backward = pass_table(pm.backward, "compute_s", "flops"),
+    forward = pass_table(pm.forward, "compute_s", "flops", part_labels_of(m)),
+    backward = pass_table(pm.backward, "compute_s", "flops", part_labels_of(m)),
   }, { "note", "forward", "backward" })
   rec.memory_traffic_per_batch_per_xpu = ordered({
     note = "per micro-batch on the busiest pipeline stage; bytes / tier bandwidth",
-    forward = pass_table(pm.forward, "memory_s", "bytes"),
-    backward = pass_table(pm.backward, "memory_s", "bytes"),
+    forward = pass_table(pm.forward, "memory_s", "bytes", part_labels_of(m)),
+    backward = pass_table(pm.backward, "memory_s", "bytes", part_labels_of(m)),
   }, { "note", "forward", "backward" })
   local comm = { note = "per step per XPU: bytes, collective, algorithm, fabric; raw time split "
     .. "into hidden (overlapped) and exposed (on the critical path)" }

@@ -64,6 +64,15 @@ static int error_tostring(lua_State *L) {
   return 1;
 }
 
+void lbind_setcount(lua_State *L, const char *k, double v) {
+  lua_Integer i;
+  if (lua_numbertointeger(v, &i) && (double)i == v)
+    lua_pushinteger(L, i);
+  else
+    lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
 void lbind_setfuncs(lua_State *L, const luaL_Reg *funcs) {
   luaL_setfuncs(L, funcs, 0);
 }

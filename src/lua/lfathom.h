@@ -32,6 +32,10 @@ int lbind_fail(lua_State *L, fth_status status, const char *path, const char *fm
 #endif
     ;
 
+/// t[k] = v for the table on top of the stack: a count held in a double (GPUs,
+/// micro-batches) as a Lua integer when whole, else as a number.
+void lbind_setcount(lua_State *L, const char *k, double v);
+
 /// Register `funcs` into the table on top of the stack.
 void lbind_setfuncs(lua_State *L, const luaL_Reg *funcs);
 

@@ -120,21 +120,30 @@ static int plan_tostring(lua_State *L) {
   return 1;
 }
 
-/* (plan) -> degrees table, as TrainPlan:degrees() */
+static void setint(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* (plan) -> degrees table, as TrainPlan:degrees(): counts are integers (local_experts,
+ * E / EP, may be a fraction and stays a number) */
 static int plan_degrees(lua_State *L) {
   const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
   const fth_train_plan *b = &p->base;
-  lua_createtable(L, 0, 12);
-  setnum(L, "tp", b->tp);
-  setnum(L, "tp_moe", b->tp_moe);
-  setnum(L, "dp", b->dp);
-  setnum(L, "dp_moe", b->dp_moe);
-  setnum(L, "ep", b->ep);
-  setnum(L, "pp", b->pp);
-  setnum(L, "cp", b->cp);
-  setnum(L, "gpus", b->num_gpus);
-  setnum(L, "microbatches", b->microbatches);
-  setnum(L, "layers_per_stage", b->layers_per_stage);
+  lua_createtable(L, 0, 16);
+  setint(L, "tp", b->tp);
+  setint(L, "tp_moe", b->tp_moe);
+  setint(L, "dp", b->dp);
+  setint(L, "dp_moe", b->dp_moe);
+  setint(L, "ep", b->ep);
+  setint(L, "ep_su", b->ep_su);
+  setint(L, "ep_so", b->ep_so);
+  setint(L, "pp", b->pp);
+  setint(L, "cp", b->cp);
+  lbind_setcount(L, "gpus", b->num_gpus);
+  lbind_setcount(L, "microbatches", b->microbatches);
+  setint(L, "layers_per_stage", b->layers_per_stage);
+  setint(L, "moe_layers_per_stage", b->moe_layers_per_stage);
   setnum(L, "local_experts", b->local_experts);
   setnum(L, "params_total", b->params.total);
   setnum(L, "params_active", b->params.active);

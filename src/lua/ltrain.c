@@ -143,8 +143,8 @@ static int plan_degrees(lua_State *L) {
   setint(L, "ep_so", p->ep_so);
   setint(L, "pp", p->pp);
   setint(L, "cp", p->cp);
-  setnum(L, "gpus", p->num_gpus);
-  setnum(L, "microbatches", p->microbatches);
+  lbind_setcount(L, "gpus", p->num_gpus);
+  lbind_setcount(L, "microbatches", p->microbatches);
   setint(L, "layers_per_stage", p->layers_per_stage);
   setint(L, "moe_layers_per_stage", p->moe_layers_per_stage);
   setnum(L, "local_experts", p->local_experts);
