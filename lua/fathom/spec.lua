@@ -206,12 +206,40 @@ M.train_schema = with_common({
   full_precision_param_float_size = { type = "integer", choices = { 2, 4 },
     default = TRAIN.full_precision_param_float_size },
   gradient_float_size = { type = "integer", choices = { 2, 4 } },
-  optimizer = { type = "string", choices = { "adam", "adamw" }, default = "adam" },
+  optimizer = { type = "string", default = "adam", hint = "adam or adamw (the same cost)" },
   recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
 })
 
-M.tp_spec_schema = { variant = { type = "string", choices = { "SHARD_WEIGHTS_1D" }, default = "SHARD_WEIGHTS_1D" } }
+M.tp_spec_schema = { variant = { type = "string", default = "SHARD_WEIGHTS_1D" } }
+
+-- What fathom models of two ScaleScope fields that name an algorithm: one each. Any
+-- other value is refused with the reason, never accepted and ignored.
+--   optimizer: the core's optimizer step and states are mixed-precision Adam's (two
+--   moments and a master copy at full_precision_param_float_size; fth_train.c). AdamW
+--   differs only in where weight decay is applied: the same memory and the same step.
+--   tp_spec.variant: TP is Megatron's 1-D sharding of the weights (column- then
+--   row-parallel linears, one all-reduce or RS/AG pair per block half).
+M.modelled = {
+  optimizer = { values = { adam = true, adamw = true },
+    why = "fathom models mixed-precision Adam's states and step; adamw costs the same, other optimizers are " ..
+      "not modelled" },
+  tp_variant = { values = { SHARD_WEIGHTS_1D = true },
+    why = "fathom models Megatron's 1-D weight sharding only: column- then row-parallel linears" },
+}
+
+-- modelled(t, key, path, what): refuse t[key] unless fathom models it (M.modelled[what]).
+local function modelled(t, key, path, what)
+  local m = M.modelled[what]
+  local v = t[key]
+  if v ~= nil and not m.values[v] then
+    local list = {}
+    for name in pairs(m.values) do list[#list + 1] = name end
+    table.sort(list)
+    errors.at(t, key, path, "expected %s, got '%s' (%s)%s", table.concat(list, " or "), tostring(v), m.why,
+      errors.suggest(tostring(v), list))
+  end
+end
 M.dp_spec_schema = { variant = { type = "string", choices = names.with_aliases("dp_variant"),
   default = TRAIN.dp_variant } }
 M.pp_spec_schema = {
@@ -448,6 +476,8 @@ function M.train(src)
   local doc = doc_of(src, "training workload spec")
   local w = check.fields(doc, "", M.train_schema)
   local tp = check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
+  modelled(doc, "optimizer", "optimizer", "optimizer")
+  modelled(doc.tp_spec or {}, "variant", "tp_spec.variant", "tp_variant")
   local dp = check.fields(doc.dp_spec or {}, "dp_spec", M.dp_spec_schema)
   local pp = check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
   local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
@@ -529,6 +559,7 @@ function M.infer(src, pass)
   local doc = doc_of(src, pass .. " workload spec")
   local w = check.fields(doc, "", M.infer_schema)
   check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
+  modelled(doc.tp_spec or {}, "variant", "tp_spec.variant", "tp_variant")
   check.fields(doc.dp_spec or {}, "dp_spec", { variant = { type = "string", choices = { DP.DDP }, default = DP.DDP } })
   check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
   local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
