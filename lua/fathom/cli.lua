@@ -74,11 +74,40 @@ end
 
 M.help_text = help_text
 
--- Run `f(...)`, classifying failures. Returns the exit status.
+-- Source prefix of fathom's own Lua files ("@.../lua/"): frames under it are the library.
+local LIB = debug.getinfo(1, "S").source:match("^(@.*[/\\])fathom[/\\]cli%.lua$")
+
+-- user_frame(level) -> debug info of the first Lua frame from `level` up, when that
+-- frame is not fathom's library (a user's script or module), else nil.
+local function user_frame(level)
+  while true do
+    local info = debug.getinfo(level + 1, "Sl")
+    if not info then return nil end
+    if info.what ~= "C" then
+      local src = info.source
+      if src:sub(1, 1) ~= "@" or (LIB and src:sub(1, #LIB + 7) == LIB .. "fathom/") then return nil end
+      return info
+    end
+    level = level + 1
+  end
+end
+
+-- Run `f(...)`, classifying failures. Returns the exit status: 2 for a refusal of
+-- the input (errors.is_input: its kind), 1 for an error in a user's script (reported
+-- as the script's error, with its file:line) or in fathom itself (internal).
 local function protected(dbg, f, ...)
-  local tb
+  local tb, script
   local ok, res = xpcall(f, function(e)
-    if not errors.is_input(e) then tb = debug.traceback(tostring(e), 2) end
+    if errors.is_input(e) then return e end
+    tb = debug.traceback(tostring(e), 2)
+    local info = user_frame(2)
+    if info then
+      local msg, at = tostring(e), info.short_src .. ":"
+      if type(e) ~= "string" or msg:sub(1, #at) ~= at then
+        msg = string.format("%s%d: %s", at, info.currentline, msg)
+      end
+      script = msg
+    end
     return e
   end, ...)
   if ok then
@@ -87,6 +116,10 @@ local function protected(dbg, f, ...)
   if errors.is_input(res) then
     io.stderr:write(PROG, ": ", tostring(res), "\n")
     return 2
+  end
+  if script then
+    io.stderr:write(PROG, ": ", dbg.enabled and tb or script, "\n")
+    return 1
   end
   if dbg.enabled then
     io.stderr:write(PROG, ": internal error: ", tb or tostring(res), "\n")

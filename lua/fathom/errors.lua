@@ -13,14 +13,27 @@ M.InputError = InputError
 -- Weak map: table loaded from YAML -> {file = path, marks = marks entry}.
 local origin = setmetatable({}, { __mode = "k" })
 
--- is_input(err) -> boolean: was `err` raised by M.raise?
-function M.is_input(err)
-  return type(err) == "table" and getmetatable(err) == InputError
+-- Kinds of refusal, all "bad input" to the CLI (exit 2): input (a value out of range
+-- or inconsistent), range (a derived value overflowed), unsupported (valid, but not
+-- modelled). The C core raises the same kinds as values (see is_core).
+M.kinds = { input = true, range = true, unsupported = true }
+
+-- is_core(err) -> boolean: is `err` an error value raised by fathom.core
+-- ({kind, path, msg} with metatable fathom.Error)?
+function M.is_core(err)
+  local mt = type(err) == "table" and getmetatable(err)
+  return mt ~= nil and mt ~= false and mt.__name == "fathom.Error"
 end
 
--- new(msg) -> error object of the input kind (not raised).
-function M.new(msg)
-  return setmetatable({ kind = "input", msg = msg }, InputError)
+-- is_input(err) -> boolean: a refusal of the input (M.raise, or the core's), not a bug.
+function M.is_input(err)
+  if type(err) ~= "table" then return false end
+  return (getmetatable(err) == InputError or M.is_core(err)) and M.kinds[err.kind] == true
+end
+
+-- new(msg [, kind]) -> error object of the input kind (or `kind`), not raised.
+function M.new(msg, kind)
+  return setmetatable({ kind = kind or "input", msg = msg }, InputError)
 end
 
 -- raise(fmt, ...) raises an input error with a formatted message.

@@ -3,22 +3,35 @@
 -- compute_per_batch_per_xpu, memory_traffic_per_batch_per_xpu,
 -- communication_per_batch_per_xpu, ratios, memory_footprint,
 -- memory_traffic_details_per_batch), human-readable or raw.
+local names = require("fathom.names")
 local units = require("fathom.units")
 local util = require("fathom.format.util")
 
 local M = {}
 
 local ordered = util.ordered
+local MEM = names.key("memory_component")
+local TIER = names.key("memory_tier")
 
-local part_names = { "attention", "mlp", "embedding", "unembedding" }
-local part_labels = { attention = "attention", mlp = "moe_ffn", embedding = "embedding",
-  unembedding = "unembedding" }
-local comm_order = { "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe" }
+local part_names = names.flop_part
+-- Record keys of the parts, named for what the model has: the MLP of a dense model is
+-- `mlp`; a model with routed experts keeps ScaleScope's `moe_ffn` (its users read that
+-- key in MoE studies). The core's part is `mlp` either way.
+local labels = { dense = {}, moe = {} }
+for _, p in ipairs(part_names) do labels.dense[p], labels.moe[p] = p, p end
+labels.moe.mlp = "moe_ffn"
+
+-- part_labels(model) -> flop part -> record key.
+local function part_labels_of(m)
+  return (m.num_regular_experts or 0) > 1 and labels.moe or labels.dense
+end
+M.part_labels_of = part_labels_of
+local comm_order = names.comm_kind
 local comm_labels = { tp = "tp_communication", tp_moe = "tp_moe_communication",
   ep = "moe_all_to_all", cp = "cp_communication", pp = "pp_communication",
   dp = "dp_communication", dp_moe = "dp_moe_communication" }
 
-local function pass_table(pass, key_time, key_amount)
+local function pass_table(pass, key_time, key_amount, part_labels)
   local out, total_t, total_a = {}, 0, 0
   for _, p in ipairs(part_names) do
     local e = pass[p]
@@ -29,13 +42,15 @@ local function pass_table(pass, key_time, key_amount)
   end
   out.time_seconds = total_t
   out[key_amount] = total_a
-  return ordered(out, { "time_seconds", key_amount, "attention", "moe_ffn", "embedding", "unembedding" })
+  local order = { "time_seconds", key_amount }
+  for _, p in ipairs(part_names) do order[#order + 1] = part_labels[p] end
+  return ordered(out, order)
 end
 
 local function int(x) return math.tointeger(x) or x end
 
 -- inference_record(sc, r) -> the record of a prefill or decode point.
-local function inference_record(sc, r)
+function M.inference_record(sc, r)
   local d = sc:compile():degrees()
   local m, w = sc.model, sc.workload
   local rec = {}
@@ -73,6 +88,7 @@ local function inference_record(sc, r)
   rec.time = ordered(time, { "total_time", "total_time_seconds", "time_to_first_token_seconds",
     "time_per_output_token_seconds", "tokens_per_second", "tokens_per_second_per_xpu" })
   local sp = r.stage_pass
+  local part_labels = part_labels_of(m)
   local comp, mem = {}, {}
   for _, p in ipairs(part_names) do
     comp[part_labels[p]] = ordered({ flops = sp[p].flops, time_seconds = sp[p].compute_s }, { "flops" })
@@ -111,9 +127,14 @@ local function inference_record(sc, r)
     "memory_traffic_per_batch_per_xpu", "communication_per_batch_per_xpu", "memory_footprint" })
 end
 
--- record(sc, r) -> ScaleScope-style record with raw SI numbers.
+-- record(sc, r) -> ScaleScope-style record with raw SI numbers (the scenario's pass mode
+-- decides which: fathom.passes).
 function M.record(sc, r)
-  if sc.pass_mode ~= "training" then return inference_record(sc, r) end
+  return sc.pass.record(sc, r)
+end
+
+-- training_record(sc, r) -> the record of a training point.
+function M.training_record(sc, r)
   local d = sc:compile():degrees()
   local m, w = sc.model, sc.workload
   local rec = {}
@@ -202,13 +223,13 @@ function M.record(sc, r)
   local pm = r.per_microbatch
   rec.compute_per_batch_per_xpu = ordered({
     note = "per micro-batch on the busiest pipeline stage; compute-bound time only",
-    forward = pass_table(pm.forward, "compute_s", "flops"),
-    backward = pass_table(pm.backward, "compute_s", "flops"),
+    forward = pass_table(pm.forward, "compute_s", "flops", part_labels_of(m)),
+    backward = pass_table(pm.backward, "compute_s", "flops", part_labels_of(m)),
   }, { "note", "forward", "backward" })
   rec.memory_traffic_per_batch_per_xpu = ordered({
     note = "per micro-batch on the busiest pipeline stage; bytes / tier bandwidth",
-    forward = pass_table(pm.forward, "memory_s", "bytes"),
-    backward = pass_table(pm.backward, "memory_s", "bytes"),
+    forward = pass_table(pm.forward, "memory_s", "bytes", part_labels_of(m)),
+    backward = pass_table(pm.backward, "memory_s", "bytes", part_labels_of(m)),
   }, { "note", "forward", "backward" })
   local comm = { note = "per step per XPU: bytes, collective, algorithm, fabric; raw time split "
     .. "into hidden (overlapped) and exposed (on the critical path)" }
@@ -253,9 +274,9 @@ function M.record(sc, r)
   local map = sc.workload.memory_device_map_footprint
   local comps = {}
   for k, v in pairs(fp.components) do
-    if k ~= "kv_cache" then
+    if k ~= MEM.kv_cache then
       comps[k .. "_bytes"] = v
-      comps[k .. "_tier"] = map[k] or "xpu_memory"
+      comps[k .. "_tier"] = map[k] or TIER.xpu_memory
     end
   end
   rec.memory_footprint = ordered({

@@ -4,8 +4,15 @@
 local check = require("fathom.check")
 local core = require("fathom.core")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
 
 local M = {}
+
+local DIST = names.key("route_distribution")
+local PLACE = names.key("route_placement")
+local TOPO = names.key("topology_type")
+local OP = names.key("collective_op")
+local ALGO = names.key("collective_algorithm")
 
 local fraction = { type = "number", above = 0, max = 1, hint = "a fraction in (0, 1]" }
 
@@ -14,12 +21,12 @@ M.router_schema = {
   experts = { type = "integer", min = 1, default = 64 },
   top_k = { type = "integer", min = 1, default = 8 },
   gpus = { type = "integer", min = 1, default = 8 },
-  distribution = { type = "string", choices = { "uniform", "hot", "zipf", "histogram" }, default = "uniform" },
+  distribution = { type = "string", choices = names.route_distribution, default = DIST.uniform },
   hot_ratio = fraction,
   hot_weight = { type = "number", min = 0, max = 1, hint = "a fraction in [0, 1]" },
   zipf_s = { type = "number", min = 0 },
   histogram = { type = "list", hint = "one weight per expert" },
-  placement = { type = "string", choices = { "contiguous", "round_robin", "replicated_hot" }, default = "contiguous" },
+  placement = { type = "string", choices = names.route_placement, default = PLACE.contiguous },
   hot_replicas = { type = "integer", min = 1 },
   seed = { type = "integer", min = 0, default = 1 },
   hidden = { type = "number", above = 0, default = 4096 },
@@ -53,11 +60,11 @@ function M.config(t, path)
   if router.top_k > router.experts then
     errors.at(t.router, "top_k", "router.top_k", "top_k %d exceeds the %d experts", router.top_k, router.experts)
   end
-  if router.distribution == "hot" then
+  if router.distribution == DIST.hot then
     router.hot_ratio = router.hot_ratio or 0.25
     router.hot_weight = router.hot_weight or 0.5
   end
-  if router.distribution == "histogram" and (router.histogram == nil or #router.histogram ~= router.experts) then
+  if router.distribution == DIST.histogram and (router.histogram == nil or #router.histogram ~= router.experts) then
     errors.at(t.router or t, "histogram", "router.histogram", "expected %d weights (one per expert)", router.experts)
   end
   return router, mesh
@@ -74,16 +81,23 @@ function M.alpha_beta(mesh, matrix, n)
   end
   if n < 2 then return 0 end
   local round = mesh.base_delay + mesh.packet_prep_delay
-  local level = { group_size = n, dim_size = n, type = "mesh", bw_bytes_per_s = mesh.links * mesh.link_bw * (n - 1),
+  local level = { group_size = n, dim_size = n, type = TOPO.mesh, bw_bytes_per_s = mesh.links * mesh.link_bw * (n - 1),
     latency_s = round + mesh.initial_cpu_delay }
-  return core.collective("all_to_all", "direct", busiest, { level }).time_s
+  return core.collective(OP.all_to_all, ALGO.direct, busiest, { level }).time_s
+end
+
+-- raise_core(where, e): the core's refusal `e` as an input error under `where`; a bug
+-- (anything that is not a core error value) is raised again unchanged.
+function M.raise_core(where, e)
+  if not errors.is_core(e) then error(e, 0) end
+  error(errors.new(where .. ": " .. tostring(e), e.kind), 0)
 end
 
 -- run(router, mesh, trace) -> result table with loads, imbalance, closed form,
 -- simulated and alpha-beta times. `trace` = {path =, format =} or nil.
 function M.run(router, mesh, trace)
   local ok, res, matrix = pcall(core.route, router)
-  if not ok then errors.raise("route: %s", tostring(res)) end
+  if not ok then M.raise_core("route", res) end
   local n = router.gpus
   local mesh_def = {}
   for k, v in pairs(mesh) do mesh_def[k] = v end
@@ -93,7 +107,7 @@ function M.run(router, mesh, trace)
   local sok, sim = pcall(core.mesh_simulate, mesh_def, matrix, tmp, trace and trace.format or "csv")
   if not sok then
     if tmp then os.remove(tmp) end
-    errors.raise("route: %s", tostring(sim))
+    M.raise_core("route", sim)
   end
   if tmp then
     local rok, rerr = os.rename(tmp, trace.path)
@@ -123,7 +137,7 @@ function M.imbalance(routing, experts, top_k, ep)
   r.tokens = r.tokens or 65536
   r.hidden = 1
   local ok, res = pcall(core.route, r)
-  if not ok then errors.raise("moe_spec_v2.routing: %s", tostring(res)) end
+  if not ok then M.raise_core("moe_spec_v2.routing", res) end
   return res.gpu_imbalance, res
 end
 

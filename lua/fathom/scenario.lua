@@ -1,11 +1,14 @@
 -- fathom.scenario: composing hardware, topologies, model and workload into
 -- one evaluable scenario, and mapping the C core's complaints back to the
 -- file, line and column they came from.
-local core = require("fathom.core")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
+local passes = require("fathom.passes")
 local spec = require("fathom.spec")
 
 local M = {}
+
+local TAG = names.key("logical_tag")
 
 local Scenario = {}
 Scenario.__index = Scenario
@@ -74,40 +77,35 @@ function Scenario:locate(path)
   return nil
 end
 
--- Turn a core error string "input.path: reason" into an input error with a position.
-function Scenario:raise_core(msg)
-  msg = tostring(msg)
-  local path, reason = msg:match("^([%w_%.%[%]]+): (.*)$")
-  if not path then errors.raise("%s", msg) end
+-- raise_core(e): a refusal raised by the core ({kind, path, msg}, see errors.is_core)
+-- becomes an error of the same kind at the file position of its path; anything else
+-- is a bug and is raised again as it is.
+function Scenario:raise_core(e)
+  if not errors.is_core(e) then error(e, 0) end
+  local path, reason = e.path, e.msg
+  if path == "" then error(errors.new(reason, e.kind), 0) end
   local where = self:locate(path)
   -- Show the user's key path without our "workload."-style prefix when the file names it.
   local shown = path:gsub("^model%.", ""):gsub("^workload%.", ""):gsub("^topology%.", "")
     :gsub("^hardware%.", "")
   if where then
-    errors.raise("%s: %s: %s", where, shown, reason)
+    error(errors.new(string.format("%s: %s: %s", where, shown, reason), e.kind), 0)
   end
-  errors.raise("%s: %s", path, reason)
+  error(errors.new(string.format("%s: %s", path, reason), e.kind), 0)
 end
 
 -- new{hardware_lib=, physical=, logical=, workload=, model=, pass_mode=} -> scenario.
 -- Each input is a path or an already-loaded table (sweeps pass modified copies).
 function M.new(args)
   local self = setmetatable({}, Scenario)
-  self.pass_mode = args.pass_mode or "training"
+  self.pass = passes.get(args.pass_mode)
+  self.pass_mode = self.pass.name
   self.lib = type(args.hardware_lib) == "table" and args.hardware_lib.nodes and args.hardware_lib
     or spec.hardware_library(args.hardware_lib)
   self.physical = spec.physical(args.physical, self.lib)
   self.logical = spec.logical(args.logical, self.physical)
   self.model = spec.model(args.model)
-  if self.pass_mode == "training" then
-    self.workload = spec.train(args.workload)
-  elseif self.pass_mode == "inference_prefill" then
-    self.workload = spec.infer(args.workload, "prefill")
-  elseif self.pass_mode == "inference_decode" then
-    self.workload = spec.infer(args.workload, "decode")
-  else
-    errors.raise("unknown pass mode '%s' (training, inference_prefill or inference_decode)", self.pass_mode)
-  end
+  self.workload = self.pass.load(args.workload)
   self.files = {
     hardware_lib = type(args.hardware_lib) == "string" and args.hardware_lib or nil,
     physical = type(args.physical) == "string" and args.physical or nil,
@@ -122,7 +120,7 @@ end
 function Scenario:ep_degree()
   local ep = 1
   for _, l in ipairs(self.logical.dimensions) do
-    if l.logical_tag == "EP_SU" or l.logical_tag == "EP_SO" then ep = ep * l.size end
+    if l.logical_tag == TAG.EP_SU or l.logical_tag == TAG.EP_SO then ep = ep * l.size end
   end
   return ep
 end
@@ -140,7 +138,7 @@ function Scenario:apply_routing()
   self.workload.expert_imbalance = math.max(1.0, imbalance)
   self.routing_result = { gpu_imbalance = res.gpu_imbalance, expert_imbalance = res.expert_imbalance,
     distribution = routing.distribution, ep = ep }
-  if routing.packet_simulation and self.pass_mode == "training" then self:simulate_all_to_all(routing, ep) end
+  if routing.packet_simulation and self.pass.packet_simulation then self:simulate_all_to_all(routing, ep) end
 end
 
 -- Time one EP dispatch with the packet-level simulator (fathom.route): the tokens one
@@ -152,10 +150,10 @@ function Scenario:simulate_all_to_all(routing, ep)
   local w, m = self.workload, self.model
   local tp, cp, ep_su, su_dim, so_dim = 1, 1, 1, nil, nil
   for _, l in ipairs(self.logical.dimensions) do
-    if l.logical_tag == "TP_Attn" then tp = tp * l.size end
-    if l.logical_tag == "CP" then cp = cp * l.size end
-    if l.logical_tag == "EP_SU" then ep_su, su_dim = ep_su * l.size, l.phys_dim end
-    if l.logical_tag == "EP_SO" then so_dim = l.phys_dim end
+    if l.logical_tag == TAG.TP_Attn then tp = tp * l.size end
+    if l.logical_tag == TAG.CP then cp = cp * l.size end
+    if l.logical_tag == TAG.EP_SU then ep_su, su_dim = ep_su * l.size, l.phys_dim end
+    if l.logical_tag == TAG.EP_SO then so_dim = l.phys_dim end
   end
   local function bw(dim)
     local link = self.physical.dimensions[dim].interconnect
@@ -190,12 +188,7 @@ function Scenario:compile()
   self:apply_routing()
   local node = spec.node_table(self.lib, self.physical.node_name)
   local topo = spec.topology_table(self.physical, self.logical)
-  local ok, plan
-  if self.pass_mode == "training" then
-    ok, plan = pcall(core.train_compile, node, topo, self.model, self.workload)
-  else
-    ok, plan = pcall(core.infer_compile, node, topo, self.model, self.workload, self.workload.pass)
-  end
+  local ok, plan = pcall(self.pass.compile, node, topo, self.model, self.workload)
   if not ok then self:raise_core(plan) end
   -- ScaleScope's num_colocated_experts states the experts per XPU; it must agree with EP.
   local colocated = self.workload.num_colocated_experts

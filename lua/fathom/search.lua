@@ -8,10 +8,22 @@ local analysis = require("fathom.analysis")
 local core = require("fathom.core")
 local errors = require("fathom.errors")
 local json = require("fathom.format.json")
+local enums = require("fathom.names")
+local passes = require("fathom.passes")
 local spec = require("fathom.spec")
 local units = require("fathom.units")
 
 local M = {}
+
+local TAG = enums.key("logical_tag")
+local TOPO = enums.key("topology_type")
+local TIER = enums.key("memory_tier")
+
+local function copy(list)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = v end
+  return out
+end
 
 local function divisors(n, limit)
   local out = {}
@@ -56,9 +68,9 @@ function M.space(model, system, workload, fix)
     ep = { 1 },
     vs = { 1, 2, 4 },
     mb = { 1, 2, 4, 8, 16 },
-    recompute = { "none", "selective", "full" },
-    dp = { "DDP", "ZERO1", "ZERO2", "ZERO3" },
-    schedule = { "GPIPE", "1F1B", "INTERLEAVED", "ZB_H1" },
+    recompute = copy(enums.recompute),
+    dp = copy(enums.dp_variant),
+    schedule = copy(enums.pp_schedule),
     sp = { false, true },
   }
   for _, t in ipairs(powers_of_two_dividing(pod, 64)) do
@@ -245,8 +257,8 @@ function M.system(lib, node_name, gpus, pod_size)
     node = spec.node_table(lib, node_name),
     scale_up = lib.interconnect[up],
     scale_out = out and lib.interconnect[out] or lib.interconnect[up],
-    scale_up_type = "switched",
-    scale_out_type = "two_tier",
+    scale_up_type = TOPO.switched,
+    scale_out_type = TOPO.two_tier,
     pod_size = pod_size,
     num_pods = gpus // pod_size,
     node_name = node_name,
@@ -353,10 +365,10 @@ local function infer_topology(system, tp, pp, ep, moe)
   local pp_out = pp // pp_in
   if pod % (tp * pp_in) ~= 0 or pods % pp_out ~= 0 then return nil end
   local logical = {
-    { logical_tag = "TP_Attn", phys_dim = 1, size = tp },
-    { logical_tag = "DP_Attn", phys_dim = 1, size = pod // (tp * pp_in) },
+    { logical_tag = TAG.TP_Attn, phys_dim = 1, size = tp },
+    { logical_tag = TAG.DP_Attn, phys_dim = 1, size = pod // (tp * pp_in) },
   }
-  if pp_in > 1 then logical[#logical + 1] = { logical_tag = "PP", phys_dim = 1, size = pp_in } end
+  if pp_in > 1 then logical[#logical + 1] = { logical_tag = TAG.PP, phys_dim = 1, size = pp_in } end
   if moe then
     local room = pod // pp_in
     local ep_su = 1
@@ -368,16 +380,16 @@ local function infer_topology(system, tp, pp, ep, moe)
     end
     local ep_so = ep // ep_su
     if pods % (pp_out * ep_so) ~= 0 then return nil end
-    logical[#logical + 1] = { logical_tag = "EP_SU", phys_dim = 1, size = ep_su }
-    logical[#logical + 1] = { logical_tag = "DP_MoE", phys_dim = 1, size = room // ep_su }
+    logical[#logical + 1] = { logical_tag = TAG.EP_SU, phys_dim = 1, size = ep_su }
+    logical[#logical + 1] = { logical_tag = TAG.DP_MoE, phys_dim = 1, size = room // ep_su }
     if pods > 1 then
-      if ep_so > 1 then logical[#logical + 1] = { logical_tag = "EP_SO", phys_dim = 2, size = ep_so } end
-      logical[#logical + 1] = { logical_tag = "DP_MoE", phys_dim = 2, size = pods // (pp_out * ep_so) }
+      if ep_so > 1 then logical[#logical + 1] = { logical_tag = TAG.EP_SO, phys_dim = 2, size = ep_so } end
+      logical[#logical + 1] = { logical_tag = TAG.DP_MoE, phys_dim = 2, size = pods // (pp_out * ep_so) }
     end
   end
   if pods > 1 then
-    if pp_out > 1 then logical[#logical + 1] = { logical_tag = "PP", phys_dim = 2, size = pp_out } end
-    logical[#logical + 1] = { logical_tag = "DP_Attn", phys_dim = 2, size = pods // pp_out }
+    if pp_out > 1 then logical[#logical + 1] = { logical_tag = TAG.PP, phys_dim = 2, size = pp_out } end
+    logical[#logical + 1] = { logical_tag = TAG.DP_Attn, phys_dim = 2, size = pods // pp_out }
   end
   return { dimensions = dims, logical = logical }
 end
@@ -387,6 +399,8 @@ end
 -- among strategies within latency_bound seconds per output or first token).
 function M.run_inference(a)
   local model, system, base = a.model, a.system, a.workload
+  local row = passes.of_pass(a.pass)
+  if not row then errors.raise("search: unknown inference pass '%s'", tostring(a.pass)) end
   local moe = (model.num_regular_experts or 0) > 1
   local fix = a.fix or {}
   local function values(key, default)
@@ -424,18 +438,19 @@ function M.run_inference(a)
       for k, v in pairs(base) do w[k] = v end
       w.micro_batch_size = math.max(1, per_rank // pp)
       w.global_batch_size = w.micro_batch_size * pp * dp
-      local ok, plan = pcall(core.infer_compile, system.node, topo, model, w, a.pass)
+      local ok, plan = pcall(row.compile, system.node, topo, model, w)
+      if not ok and not errors.is_core(plan) then error(plan, 0) end -- a bug, not a refusal
       if not ok then
         stats.invalid = stats.invalid + 1
       else
         local r = plan:evaluate()
         if not r.memory.fits then
           stats.no_fit = stats.no_fit + 1
-          local t = r.memory.overflow_tier or "xpu_memory"
+          local t = r.memory.overflow_tier or TIER.xpu_memory
           stats.no_fit_by_tier[t] = (stats.no_fit_by_tier[t] or 0) + 1
         else
           stats.evaluated = stats.evaluated + 1
-          local latency = a.pass == "decode" and r.tpot_s or r.ttft_s
+          local latency = r[row.latency]
           if a.latency_bound and latency > a.latency_bound then
             stats.over_latency = stats.over_latency + 1
           else

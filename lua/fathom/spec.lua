@@ -3,9 +3,27 @@
 -- the C core compiles. Every check reports file:line:col: key.path.
 local check = require("fathom.check")
 local config = require("fathom.config")
+local core = require("fathom.core")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
 
 local M = {}
+
+local TOPO = names.key("topology_type")
+local TAG = names.key("logical_tag")
+local MEM = names.key("memory_component")
+local DP = names.key("dp_variant")
+local DIST = names.key("route_distribution")
+local PLACE = names.key("route_placement")
+
+-- Defaults of the fields the core reads come from the core (fathom.core.defaults), so a
+-- workload from YAML and the same workload as a Lua table get the same values.
+local TRAIN = core.defaults.train
+local INFER = core.defaults.infer
+for _, k in ipairs({ "kernel_model", "flash_attention", "float_size_bytes", "expert_imbalance",
+  "kernel_launch_sec" }) do
+  assert(TRAIN[k] == INFER[k], "fathom.core.defaults: training and inference differ on " .. k)
+end
 
 local fraction = { type = "number", above = 0, max = 1, hint = "a fraction in (0, 1]" }
 local unit = { type = "number", min = 0, max = 1, hint = "a fraction in [0, 1]" }
@@ -62,7 +80,7 @@ M.node_schema = {
   source = { type = "any" },
 }
 
-M.tiers = { "xpu_memory", "host_memory", "remote_memory", "nvme" }
+M.tiers = names.memory_tier
 
 M.model_schema = {
   name = { type = "string" },
@@ -97,8 +115,8 @@ M.model_schema = {
   notes = { type = "any" },
 }
 
-M.topology_types = { "switched", "ring", "mesh", "torus", "full_flat", "two_tier" }
-M.logical_tags = { "TP_Attn", "TP_MoE", "DP_Attn", "DP_MoE", "EP_SU", "EP_SO", "PP", "CP" }
+M.topology_types = names.topology_type
+M.logical_tags = names.logical_tag
 
 M.physical_schema = {
   name = { type = "string" },
@@ -112,7 +130,7 @@ M.physical_schema = {
 M.physical_dim_schema = {
   name = { type = "string", required = true },
   interconnect_name = { type = "string", required = true },
-  topology_type = { type = "string", choices = M.topology_types, default = "switched" },
+  topology_type = { type = "string", choices = M.topology_types, default = TOPO.switched },
   size = { type = "integer", min = 1, required = true },
   description = { type = "string" },
 }
@@ -132,10 +150,9 @@ M.logical_dim_schema = {
 
 local tier_choices = { type = "string", choices = M.tiers }
 
-M.traffic_components = { "weights", "activations", "optimizer_states", "gradients", "kv_cache",
-  "saved_activations", "gradient_buffers", "transient_forward_peak", "transient_backward_peak" }
-M.footprint_components = { "weights", "optimizer_states", "saved_activations", "gradient_buffers",
-  "transient_forward_peak", "transient_backward_peak", "kv_cache" }
+-- Traffic maps also take the short aliases (activations, gradients); footprints do not.
+M.traffic_components = names.with_aliases("memory_component")
+M.footprint_components = names.memory_component
 
 local function tier_map_schema(components)
   local s = {}
@@ -145,7 +162,7 @@ end
 
 -- Fields every workload (training, prefill, decode) shares.
 local workload_common = {
-  float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = 2 },
+  float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, default = TRAIN.float_size_bytes },
   memory_device_map_traffic = { type = "table", default = {} },
   memory_device_map_footprint = { type = "table", default = {} },
   comp_comm_efficiency = unit,
@@ -155,9 +172,9 @@ local workload_common = {
   dp_spec = { type = "table" },
   pp_spec = { type = "table" },
   moe_spec_v2 = { type = "table" },
-  flash_attention = { type = "boolean", default = true },
-  kernel_launch_sec = { type = "number", min = 0, default = 0 },
-  kernel_model = { type = "string", choices = { "roofline", "tiled" }, default = "tiled",
+  flash_attention = { type = "boolean", default = TRAIN.flash_attention },
+  kernel_launch_sec = { type = "number", min = 0, default = TRAIN.kernel_launch_sec },
+  kernel_model = { type = "string", choices = names.kernel_model, default = TRAIN.kernel_model,
     hint = "tiled: GEMM tiles and attention blocks in waves over the compute units" },
   collective = { type = "table" },
   description = { type = "string" },
@@ -191,37 +208,66 @@ M.train_schema = with_common({
   micro_batch_size = { type = "integer", min = 1, required = true },
   seq_length = { type = "integer", min = 1, required = true },
   total_train_tokens = { type = "number", min = 0, default = 0 },
-  full_precision_param_float_size = { type = "integer", choices = { 2, 4 }, default = 4 },
+  full_precision_param_float_size = { type = "integer", choices = { 2, 4 },
+    default = TRAIN.full_precision_param_float_size },
   gradient_float_size = { type = "integer", choices = { 2, 4 } },
-  optimizer = { type = "string", choices = { "adam", "adamw" }, default = "adam" },
-  recompute = { type = "string", choices = { "none", "selective", "full" }, default = "none" },
-  sequence_parallel = { type = "boolean", default = false },
-  precision_recipe = { type = "string", choices = { "none", "fp8_delayed", "fp8_current", "mxfp8", "nvfp4" },
-    default = "none", hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
+  optimizer = { type = "string", default = "adam", hint = "adam or adamw (the same cost)" },
+  recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
+  sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
+  precision_recipe = { type = "string", choices = names.recipe, default = TRAIN.precision_recipe,
+    hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
 })
 
-M.tp_spec_schema = { variant = { type = "string", choices = { "SHARD_WEIGHTS_1D" }, default = "SHARD_WEIGHTS_1D" } }
-M.dp_spec_schema = { variant = { type = "string", choices = { "DDP", "ZERO1", "ZERO2", "ZERO3", "FSDP" },
-  default = "DDP" } }
+M.tp_spec_schema = { variant = { type = "string", default = "SHARD_WEIGHTS_1D" } }
+
+-- What fathom models of two ScaleScope fields that name an algorithm: one each. Any
+-- other value is refused with the reason, never accepted and ignored.
+--   optimizer: the core's optimizer step and states are mixed-precision Adam's (two
+--   moments and a master copy at full_precision_param_float_size; fth_train.c). AdamW
+--   differs only in where weight decay is applied: the same memory and the same step.
+--   tp_spec.variant: TP is Megatron's 1-D sharding of the weights (column- then
+--   row-parallel linears, one all-reduce or RS/AG pair per block half).
+M.modelled = {
+  optimizer = { values = { adam = true, adamw = true },
+    why = "fathom models mixed-precision Adam's states and step; adamw costs the same, other optimizers are " ..
+      "not modelled" },
+  tp_variant = { values = { SHARD_WEIGHTS_1D = true },
+    why = "fathom models Megatron's 1-D weight sharding only: column- then row-parallel linears" },
+}
+
+-- modelled(t, key, path, what): refuse t[key] unless fathom models it (M.modelled[what]).
+local function modelled(t, key, path, what)
+  local m = M.modelled[what]
+  local v = t[key]
+  if v ~= nil and not m.values[v] then
+    local list = {}
+    for name in pairs(m.values) do list[#list + 1] = name end
+    table.sort(list)
+    errors.at(t, key, path, "expected %s, got '%s' (%s)%s", table.concat(list, " or "), tostring(v), m.why,
+      errors.suggest(tostring(v), list))
+  end
+end
+M.dp_spec_schema = { variant = { type = "string", choices = names.with_aliases("dp_variant"),
+  default = TRAIN.dp_variant } }
 M.pp_spec_schema = {
-  variant = { type = "string", choices = { "GPIPE", "1F1B", "INTERLEAVED" }, default = "1F1B" },
-  virtual_stages = { type = "integer", min = 1, default = 1 },
+  variant = { type = "string", choices = names.pp_schedule, default = TRAIN.pp_variant },
+  virtual_stages = { type = "integer", min = 1, default = TRAIN.virtual_stages },
 }
 M.moe_spec_schema = {
   num_colocated_experts = { type = "integer", min = 1 },
   shared_expert_copies = { refuse = "fathom keeps each shared expert on every GPU of the TP group, "
     .. "as Megatron-Core does; remove the key or set it to null" },
-  expert_imbalance = { type = "number", min = 1, default = 1.0, hint = "busiest / mean load, >= 1" },
+  expert_imbalance = { type = "number", min = 1, default = TRAIN.expert_imbalance, hint = "busiest / mean load, >= 1" },
   routing = { type = "table", hint = "draw the imbalance from a routing distribution (see fathom route)" },
 }
 
 M.routing_schema = {
-  distribution = { type = "string", choices = { "uniform", "hot", "zipf", "histogram" }, default = "uniform" },
+  distribution = { type = "string", choices = names.route_distribution, default = DIST.uniform },
   hot_ratio = { type = "number", above = 0, max = 1, default = 0.25, hint = "a fraction in (0, 1]" },
   hot_weight = { type = "number", min = 0, max = 1, default = 0.5, hint = "a fraction in [0, 1]" },
   zipf_s = { type = "number", min = 0, default = 1.0 },
   histogram = { type = "list" },
-  placement = { type = "string", choices = { "contiguous", "round_robin", "replicated_hot" }, default = "contiguous" },
+  placement = { type = "string", choices = names.route_placement, default = PLACE.contiguous },
   hot_replicas = { type = "integer", min = 1, default = 2 },
   seed = { type = "integer", min = 0, default = 1 },
   tokens = { type = "integer", min = 1, default = 65536 },
@@ -382,7 +428,7 @@ function M.logical(src, phys)
       path .. ".maps_to_physical_dimension_name", phys.by_name, "physical dimension")
     local size = l.size
     if size == "auto" then
-      if l.logical_tag ~= "DP_Attn" and l.logical_tag ~= "DP_MoE" then
+      if l.logical_tag ~= TAG.DP_Attn and l.logical_tag ~= TAG.DP_MoE then
         errors.at(d, "size", path .. ".size", "only DP_Attn and DP_MoE may be sized auto")
       end
     else
@@ -395,7 +441,7 @@ function M.logical(src, phys)
   local moe_view = { TP_MoE = true, EP_SU = true, EP_SO = true, DP_MoE = true, PP = true }
   for _, l in ipairs(out.dimensions) do
     if l.size == "auto" then
-      local view = l.logical_tag == "DP_Attn" and attn_view or moe_view
+      local view = l.logical_tag == TAG.DP_Attn and attn_view or moe_view
       local prod = 1
       for _, o in ipairs(out.dimensions) do
         if o ~= l and o.phys_dim == l.phys_dim and view[o.logical_tag] and o.size ~= "auto" then
@@ -438,6 +484,8 @@ function M.train(src)
   local doc = doc_of(src, "training workload spec")
   local w = check.fields(doc, "", M.train_schema)
   local tp = check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
+  modelled(doc, "optimizer", "optimizer", "optimizer")
+  modelled(doc.tp_spec or {}, "variant", "tp_spec.variant", "tp_variant")
   local dp = check.fields(doc.dp_spec or {}, "dp_spec", M.dp_spec_schema)
   local pp = check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
   local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
@@ -464,7 +512,7 @@ function M.train(src)
     comp_mem_efficiency = w.comp_mem_efficiency,
     comm_mem_efficiency = w.comm_mem_efficiency,
     tp_variant = tp.variant,
-    dp_variant = dp.variant == "FSDP" and "ZERO3" or dp.variant,
+    dp_variant = names.canonical("dp_variant", dp.variant),
     pp_variant = pp.variant,
     virtual_stages = pp.virtual_stages,
     expert_imbalance = moe.expert_imbalance,
@@ -482,7 +530,7 @@ function M.train(src)
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),
     source_table = doc,
   }
-  out.memory_device_map_traffic = M.canonical_traffic(out.memory_device_map_traffic, { kv_cache = true })
+  out.memory_device_map_traffic = M.canonical_traffic(out.memory_device_map_traffic, { [MEM.kv_cache] = true })
   return out
 end
 
@@ -490,10 +538,10 @@ end
 -- (`activations` -> saved_activations, `gradients` -> gradient_buffers; the explicit
 -- short name wins); transients follow the activations, `drop` names are ignored.
 function M.canonical_traffic(map, drop)
-  local alias = { activations = "saved_activations", gradients = "gradient_buffers" }
+  local alias = names.aliases.memory_component
   local out = {}
   for k, v in pairs(map) do
-    if not (drop and drop[k]) and k ~= "transient_forward_peak" and k ~= "transient_backward_peak" then
+    if not (drop and drop[k]) and k ~= MEM.transient_forward_peak and k ~= MEM.transient_backward_peak then
       local name = alias[k] or k
       if alias[k] or out[name] == nil then out[name] = v end
     end
@@ -511,15 +559,16 @@ M.infer_schema = with_common({
   kv_cache_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
 })
 
-M.infer_traffic = { "weights", "activations", "kv_cache" }
-M.infer_footprint = { "weights", "kv_cache", "transient_forward_peak" }
+M.infer_traffic = { MEM.weights, MEM.activations, MEM.kv_cache }
+M.infer_footprint = { MEM.weights, MEM.kv_cache, MEM.transient_forward_peak }
 
 -- infer(src, pass) -> normalised prefill ("prefill") or decode ("decode") workload.
 function M.infer(src, pass)
   local doc = doc_of(src, pass .. " workload spec")
   local w = check.fields(doc, "", M.infer_schema)
   check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
-  check.fields(doc.dp_spec or {}, "dp_spec", { variant = { type = "string", choices = { "DDP" }, default = "DDP" } })
+  modelled(doc.tp_spec or {}, "variant", "tp_spec.variant", "tp_variant")
+  check.fields(doc.dp_spec or {}, "dp_spec", { variant = { type = "string", choices = { DP.DDP }, default = DP.DDP } })
   check.fields(doc.pp_spec or {}, "pp_spec", M.pp_spec_schema)
   local moe = check.fields(doc.moe_spec_v2 or {}, "moe_spec_v2", M.moe_spec_schema)
   if moe.routing then moe.routing = check.fields(moe.routing, "moe_spec_v2.routing", M.routing_schema) end

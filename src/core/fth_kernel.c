@@ -6,6 +6,19 @@
 #include "fth_kernel.h"
 
 #include <math.h>
+#include <string.h>
+
+static const char *const model_names[FTH_KERNEL_MODEL_COUNT] = {"roofline", "tiled"};
+
+const char *fth_kernel_model_name(fth_kernel_model m) {
+  return (m >= 0 && m < FTH_KERNEL_MODEL_COUNT) ? model_names[m] : NULL;
+}
+
+fth_kernel_model fth_kernel_model_parse(const char *name) {
+  for (int i = 0; i < FTH_KERNEL_MODEL_COUNT; i++)
+    if (strcmp(name, model_names[i]) == 0) return (fth_kernel_model)i;
+  return FTH_KERNEL_MODEL_COUNT;
+}
 
 fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec, fth_tier tier) {
   fth_kernel_env e;

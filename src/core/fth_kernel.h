@@ -10,8 +10,12 @@
 
 typedef enum fth_kernel_model {
   FTH_KERNEL_ROOFLINE = 0, ///< max(FLOPs / FLOP/s, bytes / bandwidth) (Williams et al. 2009)
-  FTH_KERNEL_TILED = 1     ///< output tiles scheduled in waves over the compute units
+  FTH_KERNEL_TILED = 1,    ///< output tiles scheduled in waves over the compute units
+  FTH_KERNEL_MODEL_COUNT
 } fth_kernel_model;
+
+const char *fth_kernel_model_name(fth_kernel_model m);     ///< "roofline", "tiled"
+fth_kernel_model fth_kernel_model_parse(const char *name); ///< FTH_KERNEL_MODEL_COUNT if unknown
 
 /// What a kernel runs on: matrix rate at a precision, vector rate, memory bandwidth.
 typedef struct fth_kernel_env {

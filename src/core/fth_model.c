@@ -379,3 +379,15 @@ double fth_model_kv_cache_elems_per_token(const fth_model_def *d) {
   double moe = n_moe > 0 ? fth_model_layer_shape(d, 1).kv_cache_per_token : 0.0;
   return (double)(d->n_layers - n_moe) * dense + (double)n_moe * moe;
 }
+
+static const char *const recompute_names[FTH_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+
+const char *fth_recompute_name(fth_recompute r) {
+  return (r >= 0 && r < FTH_RECOMPUTE_COUNT) ? recompute_names[r] : NULL;
+}
+
+fth_recompute fth_recompute_parse(const char *name) {
+  for (int i = 0; i < FTH_RECOMPUTE_COUNT; i++)
+    if (strcmp(name, recompute_names[i]) == 0) return (fth_recompute)i;
+  return FTH_RECOMPUTE_COUNT;
+}

@@ -136,8 +136,12 @@ double fth_model_fwd_flops_per_token(const fth_model_def *def, double seq);
 typedef enum fth_recompute {
   FTH_RECOMPUTE_NONE = 0,
   FTH_RECOMPUTE_SELECTIVE = 1, ///< attention core recomputed (Korthikanti et al. 2022 Sec. 5)
-  FTH_RECOMPUTE_FULL = 2       ///< only the block input kept
+  FTH_RECOMPUTE_FULL = 2,      ///< only the block input kept
+  FTH_RECOMPUTE_COUNT
 } fth_recompute;
+
+const char *fth_recompute_name(fth_recompute r);     ///< "none", "selective", "full"
+fth_recompute fth_recompute_parse(const char *name); ///< FTH_RECOMPUTE_COUNT when unknown
 
 /// Saved activations of one block, bytes per token, following Korthikanti et
 /// al. 2022 (Sec. 4.1, 34sbh + 5as^2b for GPT with 2-byte activations and

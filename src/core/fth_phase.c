@@ -3,6 +3,13 @@
 
 #include <string.h>
 
+static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
+                                                            "unembedding"};
+
+const char *fth_flop_part_name(fth_flop_part p) {
+  return (p >= 0 && p < FTH_FLOP_PART_COUNT) ? part_names[p] : NULL;
+}
+
 double fth_overlap(double a, double b, double e) {
   return a + b - e * fth_min(a, b);
 }

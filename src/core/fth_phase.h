@@ -19,6 +19,8 @@ typedef enum fth_flop_part {
   FTH_FLOP_PART_COUNT
 } fth_flop_part;
 
+const char *fth_flop_part_name(fth_flop_part p); ///< "attention", "mlp", "embedding", "unembedding"
+
 
 typedef struct fth_phase {
   double flops[FTH_FLOP_PART_COUNT];

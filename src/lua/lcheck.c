@@ -2,9 +2,19 @@
 #include "lcheck.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "ldefaults.h"
 #include "lfathom.h"
+#include "lnames.h"
+
+/* "<what>.<key>" into buf: the field path of an error value (lbind_fail). */
+static const char *join(char *buf, size_t size, const char *what, const char *key) {
+  snprintf(buf, size, "%s.%s", what, key);
+  return buf;
+}
+#define PATH(what, key) join(path, sizeof path, what, key)
 
 static int field(lua_State *L, int t, const char *key) {
   return lua_getfield(L, t, key);
@@ -17,7 +27,8 @@ double lcheck_number(lua_State *L, int t, const char *what, const char *key, dou
   if (ty == LUA_TNUMBER) {
     v = lua_tonumber(L, -1);
   } else if (ty != LUA_TNIL) {
-    luaL_error(L, "%s.%s: expected a number, got %s", what, key, luaL_typename(L, -1));
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a number, got %s", luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return v;
@@ -25,8 +36,10 @@ double lcheck_number(lua_State *L, int t, const char *what, const char *key, dou
 
 int lcheck_int(lua_State *L, int t, const char *what, const char *key, int def) {
   double v = lcheck_number(L, t, what, key, (double)def);
-  if (!(v == floor(v)) || v > 2147483647.0 || v < -2147483648.0)
-    luaL_error(L, "%s.%s: expected an integer, got %g", what, key, v);
+  if (!(v == floor(v)) || v > 2147483647.0 || v < -2147483648.0) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected an integer, got %g", v);
+  }
   return (int)v;
 }
 
@@ -38,8 +51,10 @@ int lcheck_bool(lua_State *L, int t, const char *what, const char *key, int def)
     v = lua_toboolean(L, -1);
   else if (ty == LUA_TNUMBER)
     v = lua_tonumber(L, -1) != 0;
-  else if (ty != LUA_TNIL)
-    luaL_error(L, "%s.%s: expected a boolean, got %s", what, key, luaL_typename(L, -1));
+  else if (ty != LUA_TNIL) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a boolean, got %s", luaL_typename(L, -1));
+  }
   lua_pop(L, 1);
   return v;
 }
@@ -50,8 +65,10 @@ const char *lcheck_string(lua_State *L, int t, const char *what, const char *key
   const char *v = def;
   if (ty == LUA_TSTRING)
     v = lua_tostring(L, -1); /* anchored in the table, which outlives the call */
-  else if (ty != LUA_TNIL)
-    luaL_error(L, "%s.%s: expected a string, got %s", what, key, luaL_typename(L, -1));
+  else if (ty != LUA_TNIL) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a string, got %s", luaL_typename(L, -1));
+  }
   lua_pop(L, 1);
   return v;
 }
@@ -62,8 +79,10 @@ static int subtable(lua_State *L, int t, const char *what, const char *key) {
     lua_pop(L, 1);
     return 0;
   }
-  if (ty != LUA_TTABLE)
-    luaL_error(L, "%s.%s: expected a table, got %s", what, key, luaL_typename(L, -1));
+  if (ty != LUA_TTABLE) {
+    char path[128];
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a table, got %s", luaL_typename(L, -1));
+  }
   return 1;
 }
 
@@ -131,19 +150,16 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);
     if (n > FTH_MAX_PHYS_DIMS)
-      luaL_error(L,
-                 "topology.dimensions: expected at most %d physical dimensions, got %d; "
-                 "drop dimensions of size 1",
+      lbind_fail(L, FTH_EINVAL, "topology.dimensions",
+                 "expected at most %d physical dimensions, got %d; drop dimensions of size 1",
                  FTH_MAX_PHYS_DIMS, n);
     out->num_phys = n;
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, dims, i + 1);
       int d = lua_gettop(L);
       fth_phys_dim_def *pd = &out->phys[i];
-      const char *type = lcheck_string(L, d, "topology.dimensions", "topology_type", "switched");
-      pd->type = fth_topo_type_parse(type);
-      if (pd->type == FTH_TOPO_COUNT)
-        luaL_error(L, "topology.dimensions[%d].topology_type: unknown type '%s'", i + 1, type);
+      pd->type = (fth_topo_type)lnames_check(L, d, "topology.dimensions", "topology_type",
+                                             LNAMES_TOPOLOGY_TYPE, FTH_TOPO_SWITCHED);
       pd->size = lcheck_int(L, d, "topology.dimensions", "size", 0);
       if (subtable(L, d, "topology.dimensions", "interconnect")) {
         lcheck_link(L, -1, "interconnect", &pd->link);
@@ -157,19 +173,18 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);
     if (n > FTH_MAX_LOGICAL_DIMS)
-      luaL_error(L,
-                 "logical.dimensions: expected at most %d logical dimensions, got %d; "
-                 "drop logical dimensions of size 1",
+      lbind_fail(L, FTH_EINVAL, "logical.dimensions",
+                 "expected at most %d logical dimensions, got %d; drop logical dimensions of size 1",
                  FTH_MAX_LOGICAL_DIMS, n);
     out->num_logical = n;
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, dims, i + 1);
       int d = lua_gettop(L);
       fth_logical_dim_def *ld = &out->logical[i];
-      const char *tag = lcheck_string(L, d, "logical.dimensions", "logical_tag", "");
-      ld->tag = fth_logical_tag_parse(tag);
-      if (ld->tag == FTH_TAG_COUNT)
-        luaL_error(L, "logical.dimensions[%d].logical_tag: unknown tag '%s'", i + 1, tag);
+      lua_getfield(L, d, "logical_tag");
+      ld->tag = (fth_logical_tag)lnames_check_value(L, -1, "logical.dimensions.logical_tag",
+                                                    LNAMES_LOGICAL_TAG);
+      lua_pop(L, 1);
       ld->phys_dim = lcheck_int(L, d, "logical.dimensions", "phys_dim", 1) - 1;
       ld->size = lcheck_int(L, d, "logical.dimensions", "size", 0);
       lua_pop(L, 1);
@@ -217,24 +232,17 @@ void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out) {
   out->launch_s = lcheck_number(L, idx, "collective", "launch_sec", out->launch_s);
 }
 
-static int tier_of(lua_State *L, const char *name, const char *what) {
-  fth_tier t = fth_tier_parse(name);
-  if (t == FTH_TIER_COUNT) luaL_error(L, "%s: unknown memory tier '%s'", what, name);
-  return (int)t;
-}
-
 void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
   if (!subtable(L, t, "workload", key)) return;
   int m = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, m)) {
-    const char *comp = lua_tostring(L, -2);
-    fth_mem_component c = comp ? fth_mem_component_parse(comp) : FTH_MEM_COMPONENT_COUNT;
-    if (c == FTH_MEM_COMPONENT_COUNT)
-      luaL_error(L, "workload.%s.%s: unknown component", key, comp ? comp : "?");
-    if (lua_type(L, -1) != LUA_TSTRING)
-      luaL_error(L, "workload.%s.%s: expected a tier name", key, comp);
-    map[c] = (fth_tier)tier_of(L, lua_tostring(L, -1), key);
+    char path[96];
+    snprintf(path, sizeof path, "workload.%s", key);
+    fth_mem_component c =
+        (fth_mem_component)lnames_check_value(L, -2, path, LNAMES_MEM_COMPONENT);
+    snprintf(path, sizeof path, "workload.%s.%s", key, lnames_name(LNAMES_MEM_COMPONENT, (int)c));
+    map[c] = (fth_tier)lnames_check_value(L, -1, path, LNAMES_MEMORY_TIER);
     if (c == FTH_MEM_ACTIVATIONS && strcmp(key, "memory_device_map_traffic") == 0) {
       map[FTH_MEM_TRANSIENT_FWD] = map[c];
       map[FTH_MEM_TRANSIENT_BWD] = map[c];
@@ -244,56 +252,40 @@ void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
   lua_pop(L, 1);
 }
 
-fth_kernel_model lcheck_kernel_model(lua_State *L, int idx) {
-  const char *km = lcheck_string(L, idx, "workload", "kernel_model", "roofline");
-  if (strcmp(km, "roofline") == 0) return FTH_KERNEL_ROOFLINE;
-  if (strcmp(km, "tiled") == 0) return FTH_KERNEL_TILED;
-  luaL_error(L, "workload.kernel_model: unknown model '%s' (roofline or tiled)", km);
-  return FTH_KERNEL_ROOFLINE;
+fth_kernel_model lcheck_kernel_model(lua_State *L, int idx, fth_kernel_model def) {
+  return (fth_kernel_model)lnames_check(L, idx, "workload", "kernel_model", LNAMES_KERNEL_MODEL,
+                                        (int)def);
 }
 
 void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   const char *w = "workload";
-  *out = fth_train_def_default();
+  *out = ldefaults_train();
   out->global_batch = lcheck_number(L, idx, w, "global_batch_size", out->global_batch);
   out->micro_batch = lcheck_number(L, idx, w, "micro_batch_size", out->micro_batch);
   out->seq_len = lcheck_number(L, idx, w, "seq_length", out->seq_len);
-  out->total_train_tokens = lcheck_number(L, idx, w, "total_train_tokens", 0);
+  out->total_train_tokens =
+      lcheck_number(L, idx, w, "total_train_tokens", out->total_train_tokens);
   out->act_bytes = lcheck_number(L, idx, w, "float_size_bytes", out->act_bytes);
   out->master_bytes =
       lcheck_number(L, idx, w, "full_precision_param_float_size", out->master_bytes);
   out->grad_bytes = lcheck_number(L, idx, w, "gradient_float_size", out->grad_bytes);
-  const char *dp = lcheck_string(L, idx, w, "dp_variant", "DDP");
-  out->dp = fth_dp_variant_parse(dp);
-  if (out->dp == FTH_DP_COUNT) luaL_error(L, "workload.dp_spec.variant: unknown variant '%s'", dp);
-  const char *pp = lcheck_string(L, idx, w, "pp_variant", "1F1B");
-  out->pp = fth_pp_schedule_parse(pp);
-  if (out->pp == FTH_PP_COUNT) luaL_error(L, "workload.pp_spec.variant: unknown variant '%s'", pp);
-  out->virtual_stages = lcheck_int(L, idx, w, "virtual_stages", 1);
-  const char *rc = lcheck_string(L, idx, w, "recompute", "none");
-  if (strcmp(rc, "none") == 0)
-    out->recompute = FTH_RECOMPUTE_NONE;
-  else if (strcmp(rc, "selective") == 0)
-    out->recompute = FTH_RECOMPUTE_SELECTIVE;
-  else if (strcmp(rc, "full") == 0)
-    out->recompute = FTH_RECOMPUTE_FULL;
-  else
-    luaL_error(L, "workload.recompute: unknown mode '%s'", rc);
-  out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", 0);
-  out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", 1);
-  out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", 1.0);
+  out->dp = (fth_dp_variant)lnames_check(L, idx, w, "dp_variant", LNAMES_DP_VARIANT, out->dp);
+  out->pp = (fth_pp_schedule)lnames_check(L, idx, w, "pp_variant", LNAMES_PP_SCHEDULE, out->pp);
+  out->virtual_stages = lcheck_int(L, idx, w, "virtual_stages", out->virtual_stages);
+  out->recompute =
+      (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
+  out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
+  out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);
+  out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", out->expert_imbalance);
   out->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", out->comp_comm_eff);
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
-  out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
-  out->kernel_model = lcheck_kernel_model(L, idx);
-  const char *recipe = lcheck_string(L, idx, w, "precision_recipe", "none");
-  out->recipe = fth_recipe_parse(recipe);
-  if (out->recipe == FTH_RECIPE_COUNT)
-    luaL_error(L, "workload.precision_recipe: unknown recipe '%s'", recipe);
-  out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", 0);
+  out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
+  out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
+  out->recipe = (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_RECIPE, out->recipe);
+  out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", out->ep_a2a_override_s);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
   if (subtable(L, idx, w, "collective")) {
@@ -306,7 +298,7 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   int n = (int)lua_rawlen(L, idx);
-  if (n > FTH_MAX_PHYS_DIMS) luaL_error(L, "levels: at most %d", FTH_MAX_PHYS_DIMS);
+  if (n > FTH_MAX_PHYS_DIMS) lbind_fail(L, FTH_EINVAL, "levels", "at most %d", FTH_MAX_PHYS_DIMS);
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, idx, i + 1);
     int t = lua_gettop(L);
@@ -314,18 +306,19 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
     fth_group_level *g = &out[i];
     g->group_size = lcheck_int(L, t, "level", "group_size", 1);
     g->dim_size = lcheck_int(L, t, "level", "dim_size", g->group_size);
-    const char *type = lcheck_string(L, t, "level", "type", "switched");
-    g->type = fth_topo_type_parse(type);
-    if (g->type == FTH_TOPO_COUNT) luaL_error(L, "level.type: unknown type '%s'", type);
+    g->type =
+        (fth_topo_type)lnames_check(L, t, "level", "type", LNAMES_TOPOLOGY_TYPE, FTH_TOPO_SWITCHED);
     g->bw_bytes_per_s = lcheck_number(L, t, "level", "bw_bytes_per_s", 0);
     g->latency_s = lcheck_number(L, t, "level", "latency_s", 0);
     g->in_network_reduction = lcheck_bool(L, t, "level", "in_network_reduction", 0);
     if (g->group_size < 1 || g->dim_size < g->group_size || !(g->bw_bytes_per_s > 0) ||
         !(g->latency_s >= 0))
-      luaL_error(L,
-                 "levels[%d]: need group_size >= 1, dim_size >= group_size, bw > 0, "
-                 "latency >= 0",
-                 i + 1);
+    {
+      char path[32];
+      snprintf(path, sizeof path, "levels[%d]", i + 1);
+      lbind_fail(L, FTH_EINVAL, path,
+                 "need group_size >= 1, dim_size >= group_size, bw > 0, latency >= 0");
+    }
     lua_pop(L, 1);
   }
   return n;

@@ -27,8 +27,8 @@ void lcheck_link(lua_State *L, int idx, const char *what, fth_link_def *out);
 void lcheck_topology(lua_State *L, int idx, fth_topology_def *out);
 void lcheck_model(lua_State *L, int idx, fth_model_def *out);
 void lcheck_train(lua_State *L, int idx, fth_train_def *out);
-/// workload.kernel_model: "roofline" (default) or "tiled".
-fth_kernel_model lcheck_kernel_model(lua_State *L, int idx);
+/// workload.kernel_model (a name of core.names.kernel_model); `def` when absent.
+fth_kernel_model lcheck_kernel_model(lua_State *L, int idx, fth_kernel_model def);
 void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out);
 
 /// t[key] as a map of memory component -> tier name into `map` (entries absent keep

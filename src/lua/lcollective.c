@@ -10,16 +10,14 @@
 #include "fth_model.h"
 #include "lcheck.h"
 #include "lfathom.h"
-
-static const char *const ops[] = {
-    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv", NULL};
-static const char *const algos[] = {"auto",         "ring", "tree",       "direct",
-                                    "hierarchical", "pxn",  "in_network", NULL};
+#include "lnames.h"
 
 /* (op, algo, bytes, levels [, params]) -> result table */
 static int core_collective(lua_State *L) {
-  fth_coll_op op = (fth_coll_op)luaL_checkoption(L, 1, NULL, ops);
-  fth_coll_algo algo = (fth_coll_algo)luaL_checkoption(L, 2, "auto", algos);
+  fth_coll_op op = (fth_coll_op)lnames_check_value(L, 1, "collective: op", LNAMES_COLL_OP);
+  fth_coll_algo algo = lua_isnoneornil(L, 2) ? FTH_ALGO_AUTO
+                                             : (fth_coll_algo)lnames_check_value(
+                                                   L, 2, "collective: algorithm", LNAMES_COLL_ALGO);
   double bytes = luaL_checknumber(L, 3);
   luaL_argcheck(L, bytes >= 0, 3, "bytes must be >= 0");
   fth_group_level lv[FTH_MAX_PHYS_DIMS];

@@ -14,11 +14,27 @@
 /// Opens the module: (none) -> module table.
 int luaopen_fathom_core(lua_State *L);
 
-/// Raise a Lua error for a core failure: "<prefix>.<path>: <msg>" (prefix may
-/// be NULL). The message is a plain string so luaL_error's position is not
-/// prepended: config checks in Lua translate the path to a file position.
-/// Never returns.
+/// Metatable of the error values the binding raises (its __name).
+#define LBIND_ERROR "fathom.Error"
+
+/// Raise a core failure as a value, never as text to parse back:
+/// {kind = "input"|"range"|"unsupported", path = "<prefix>.<path>", msg = "..."}
+/// (kind from err->status; prefix may be NULL) with metatable fathom.Error, whose
+/// __tostring gives "<path>: <msg>". Lua maps the path to a file position
+/// (scenario.lua) and the CLI chooses the exit status from the kind. Never returns.
 int lbind_raise(lua_State *L, const char *prefix, const fth_error *err);
+
+/// Raise as lbind_raise, with a printf-style message, for input the binding refuses
+/// while reading a table (`path` is the dotted field path). Never returns.
+int lbind_fail(lua_State *L, fth_status status, const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/// t[k] = v for the table on top of the stack: a count held in a double (GPUs,
+/// micro-batches) as a Lua integer when whole, else as a number.
+void lbind_setcount(lua_State *L, const char *k, double v);
 
 /// Register `funcs` into the table on top of the stack.
 void lbind_setfuncs(lua_State *L, const luaL_Reg *funcs);

@@ -6,7 +6,9 @@
 
 #include "fth_infer.h"
 #include "lcheck.h"
+#include "ldefaults.h"
 #include "lfathom.h"
+#include "lnames.h"
 
 #define INFER_PLAN "fathom.InferPlan"
 
@@ -14,22 +16,22 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   const char *w = "workload";
-  *d = fth_infer_def_default();
+  *d = ldefaults_infer();
   d->global_batch = lcheck_number(L, idx, w, "global_batch_size", d->global_batch);
   d->micro_batch = lcheck_number(L, idx, w, "micro_batch_size", d->micro_batch);
   d->prompt_len = lcheck_number(L, idx, w, "seq_length", d->prompt_len);
   d->context_len = lcheck_number(L, idx, w, "prefill_seq_len", d->context_len);
   d->gen_tokens = lcheck_number(L, idx, w, "num_generated_tokens", d->gen_tokens);
   d->act_bytes = lcheck_number(L, idx, w, "float_size_bytes", d->act_bytes);
-  d->weight_bytes = lcheck_number(L, idx, w, "weight_float_size_bytes", 0);
-  d->kv_bytes = lcheck_number(L, idx, w, "kv_cache_float_size_bytes", 0);
-  d->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", 1.0);
-  d->flash_attention = lcheck_bool(L, idx, w, "flash_attention", 1);
-  d->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", 0.0);
-  d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", 1.0);
-  d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", 0.0);
-  d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", 0);
-  d->kernel_model = lcheck_kernel_model(L, idx);
+  d->weight_bytes = lcheck_number(L, idx, w, "weight_float_size_bytes", d->weight_bytes);
+  d->kv_bytes = lcheck_number(L, idx, w, "kv_cache_float_size_bytes", d->kv_bytes);
+  d->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", d->expert_imbalance);
+  d->flash_attention = lcheck_bool(L, idx, w, "flash_attention", d->flash_attention);
+  d->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", d->comp_comm_eff);
+  d->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", d->comp_mem_eff);
+  d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", d->comm_mem_eff);
+  d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", d->kernel_launch_s);
+  d->kernel_model = lcheck_kernel_model(L, idx, d->kernel_model);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);
   if (lua_getfield(L, idx, "collective") == LUA_TTABLE) lcheck_coll_params(L, -1, &d->coll);
@@ -61,13 +63,6 @@ static void setnum(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
-static void setint(lua_State *L, const char *k, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
-                                                            "unembedding"};
 
 /* (plan) -> result table */
 static int plan_evaluate(lua_State *L) {
@@ -100,7 +95,7 @@ static int plan_evaluate(lua_State *L) {
     setnum(L, "compute_s", r.pass.compute_s[i]);
     setnum(L, "bytes", r.pass.bytes[i]);
     setnum(L, "memory_s", r.pass.memory_s[i]);
-    lua_setfield(L, -2, part_names[i]);
+    lua_setfield(L, -2, lnames_name(LNAMES_FLOP_PART, i));
   }
   setnum(L, "kernel_s", r.pass.kernel_s);
   lua_setfield(L, -2, "stage_pass");
@@ -125,21 +120,30 @@ static int plan_tostring(lua_State *L) {
   return 1;
 }
 
-/* (plan) -> degrees table, as TrainPlan:degrees() */
+static void setint(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* (plan) -> degrees table, as TrainPlan:degrees(): counts are integers (local_experts,
+ * E / EP, may be a fraction and stays a number) */
 static int plan_degrees(lua_State *L) {
   const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
   const fth_layout *b = &p->layout;
-  lua_createtable(L, 0, 12);
+  lua_createtable(L, 0, 16);
   setint(L, "tp", b->tp);
   setint(L, "tp_moe", b->tp_moe);
   setint(L, "dp", b->dp);
   setint(L, "dp_moe", b->dp_moe);
   setint(L, "ep", b->ep);
+  setint(L, "ep_su", b->ep_su);
+  setint(L, "ep_so", b->ep_so);
   setint(L, "pp", b->pp);
   setint(L, "cp", b->cp);
-  setnum(L, "gpus", b->num_gpus);
-  setnum(L, "microbatches", p->microbatches);
+  lbind_setcount(L, "gpus", b->num_gpus);
+  lbind_setcount(L, "microbatches", p->microbatches);
   setint(L, "layers_per_stage", b->layers_per_stage);
+  setint(L, "moe_layers_per_stage", b->moe_layers_per_stage);
   setnum(L, "local_experts", b->local_experts);
   setnum(L, "params_total", b->params.total);
   setnum(L, "params_active", b->params.active);

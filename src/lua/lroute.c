@@ -11,6 +11,7 @@
 #include "fth_route.h"
 #include "lcheck.h"
 #include "lfathom.h"
+#include "lnames.h"
 
 #define BYTE_MATRIX "fathom.ByteMatrix"
 
@@ -34,15 +35,13 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   d->experts = lcheck_int(L, idx, w, "experts", d->experts);
   d->top_k = lcheck_int(L, idx, w, "top_k", d->top_k);
   d->gpus = lcheck_int(L, idx, w, "gpus", d->gpus);
-  const char *dist = lcheck_string(L, idx, w, "distribution", "uniform");
-  d->dist = fth_route_dist_parse(dist);
-  if (d->dist == FTH_DIST_COUNT) luaL_error(L, "route.distribution: unknown '%s'", dist);
+  d->dist = (fth_route_dist)lnames_check(L, idx, w, "distribution", LNAMES_ROUTE_DISTRIBUTION,
+                                         d->dist);
   d->hot_ratio = lcheck_number(L, idx, w, "hot_ratio", d->hot_ratio);
   d->hot_weight = lcheck_number(L, idx, w, "hot_weight", d->hot_weight);
   d->zipf_s = lcheck_number(L, idx, w, "zipf_s", d->zipf_s);
-  const char *pl = lcheck_string(L, idx, w, "placement", "contiguous");
-  d->placement = fth_placement_parse(pl);
-  if (d->placement == FTH_PLACE_COUNT) luaL_error(L, "route.placement: unknown '%s'", pl);
+  d->placement = (fth_placement)lnames_check(L, idx, w, "placement", LNAMES_ROUTE_PLACEMENT,
+                                             d->placement);
   d->hot_replicas = lcheck_int(L, idx, w, "hot_replicas", d->hot_replicas);
   d->seed = (uint64_t)lcheck_number(L, idx, w, "seed", 1);
   d->hidden = lcheck_number(L, idx, w, "hidden", d->hidden);
@@ -53,7 +52,8 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   if (lua_getfield(L, idx, "histogram") == LUA_TTABLE) {
     int n = (int)lua_rawlen(L, -1);
     if (n != d->experts)
-      luaL_error(L, "route.histogram: expected %d weights (one per expert), got %d", d->experts, n);
+      lbind_fail(L, FTH_EINVAL, "route.histogram", "expected %d weights (one per expert), got %d",
+                 d->experts, n);
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, -1, i + 1);
       hist[i] = lua_tonumber(L, -1);
@@ -177,7 +177,7 @@ static int core_mesh_simulate(lua_State *L) {
   trace_ctx t = {NULL, jsonl};
   if (path) {
     *fh = fopen(path, "w");
-    if (*fh == NULL) return luaL_error(L, "cannot write trace '%s'", path);
+    if (*fh == NULL) return lbind_fail(L, FTH_EINVAL, "", "cannot write trace '%s'", path);
     t.f = *fh;
     if (!jsonl) fputs("round,src,dst,packets,bytes,link_use\n", t.f);
   }
@@ -189,7 +189,7 @@ static int core_mesh_simulate(lua_State *L) {
     int bad = ferror(*fh);
     fclose(*fh);
     *fh = NULL;
-    if (bad) return luaL_error(L, "write error on trace '%s'", path);
+    if (bad) return lbind_fail(L, FTH_EINVAL, "", "write error on trace '%s'", path);
   }
   if (s != FTH_OK) return lbind_raise(L, NULL, &err);
   lua_createtable(L, 0, 5);

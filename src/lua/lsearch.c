@@ -3,21 +3,25 @@
  *   core.search_eval(def, strategy) -> hit, result
  * def = {node, scale_up, scale_out (links), scale_up_type, scale_out_type, pod_size,
  *        num_pods, model, workload, space = {tp = {...}, cp, pp, pp_in, tp_moe, ep, vs, mb,
- *        recompute = {"none", ...}, dp = {"DDP", ...}, schedule = {"1F1B", ...},
+ *        recompute, dp, schedule = lists of core.names.recompute / dp_variant / pp_schedule,
  *        sp = {false, true}}, objective = "step_time"|"headroom", top = N,
  *        worker = i, workers = n}
  * The space is the caller's policy; C places, checks, times and keeps the best N. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fth_search.h"
 #include "lcheck.h"
 #include "lfathom.h"
+#include "lnames.h"
 
 #define MAX_TOP 4096
 
 static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
+  char path[64];
+  snprintf(path, sizeof path, "space.%s", key);
   *n = 0;
   if (lua_getfield(L, t, key) != LUA_TTABLE) {
     lua_pop(L, 1);
@@ -26,21 +30,24 @@ static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
   }
   int len = (int)lua_rawlen(L, -1);
   if (len > FTH_SEARCH_MAX_VALUES)
-    luaL_error(L, "space.%s: at most %d values", key, FTH_SEARCH_MAX_VALUES);
+    lbind_fail(L, FTH_EINVAL, path, "at most %d values", FTH_SEARCH_MAX_VALUES);
   for (int i = 1; i <= len; i++) {
     lua_rawgeti(L, -1, i);
     int isnum;
     lua_Integer v = lua_tointegerx(L, -1, &isnum);
-    if (!isnum || v < 1) luaL_error(L, "space.%s[%d]: expected a positive integer", key, i);
+    if (!isnum || v < 1) {
+      snprintf(path, sizeof path, "space.%s[%d]", key, i);
+      lbind_fail(L, FTH_EINVAL, path, "expected a positive integer");
+    }
     out[(*n)++] = (int)v;
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  if (*n == 0) luaL_error(L, "space.%s: empty", key);
+  if (*n == 0) lbind_fail(L, FTH_EINVAL, path, "empty");
 }
 
-static int read_mask(lua_State *L, int t, const char *key, const char *const *names, int count,
-                     int def) {
+/* space[key] as a bit mask over enum `e` (e < 0: booleans, false -> bit 0, true -> bit 1). */
+static int read_mask(lua_State *L, int t, const char *key, int e, int def) {
   if (lua_getfield(L, t, key) != LUA_TTABLE) {
     lua_pop(L, 1);
     return def;
@@ -48,24 +55,18 @@ static int read_mask(lua_State *L, int t, const char *key, const char *const *na
   int mask = 0, len = (int)lua_rawlen(L, -1);
   for (int i = 1; i <= len; i++) {
     lua_rawgeti(L, -1, i);
-    if (names == NULL) { /* booleans: false -> bit 0, true -> bit 1 */
+    if (e < 0) {
       mask |= 1 << (lua_toboolean(L, -1) ? 1 : 0);
     } else {
-      const char *s = lua_tostring(L, -1);
-      int found = -1;
-      for (int k = 0; s && k < count; k++)
-        if (strcmp(s, names[k]) == 0) found = k;
-      if (found < 0) luaL_error(L, "space.%s[%d]: unknown value '%s'", key, i, s ? s : "?");
-      mask |= 1 << found;
+      char path[64];
+      snprintf(path, sizeof path, "space.%s[%d]", key, i);
+      mask |= 1 << lnames_check_value(L, -1, path, (lnames_enum)e);
     }
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
   return mask;
 }
-
-static const char *const rc_names[] = {"none", "selective", "full"};
-static const char *const dp_names[] = {"DDP", "ZERO1", "ZERO2", "ZERO3"};
 
 static void read_def(lua_State *L, int idx, fth_search_def *d) {
   idx = lua_absindex(L, idx);
@@ -82,12 +83,10 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   else
     d->scale_out = d->scale_up;
   lua_pop(L, 1);
-  d->scale_up_type =
-      fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_up_type", "switched"));
-  d->scale_out_type =
-      fth_topo_type_parse(lcheck_string(L, idx, "search", "scale_out_type", "two_tier"));
-  if (d->scale_up_type == FTH_TOPO_COUNT || d->scale_out_type == FTH_TOPO_COUNT)
-    luaL_error(L, "search: unknown topology type");
+  d->scale_up_type = (fth_topo_type)lnames_check(L, idx, "search", "scale_up_type",
+                                                 LNAMES_TOPOLOGY_TYPE, FTH_TOPO_SWITCHED);
+  d->scale_out_type = (fth_topo_type)lnames_check(L, idx, "search", "scale_out_type",
+                                                  LNAMES_TOPOLOGY_TYPE, FTH_TOPO_TWO_TIER);
   d->pod_size = lcheck_int(L, idx, "search", "pod_size", 1);
   d->num_pods = lcheck_int(L, idx, "search", "num_pods", 1);
   lua_getfield(L, idx, "model");
@@ -96,7 +95,8 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   lua_getfield(L, idx, "workload");
   lcheck_train(L, -1, &d->work);
   lua_pop(L, 1);
-  if (lua_getfield(L, idx, "space") != LUA_TTABLE) luaL_error(L, "search.space: expected a table");
+  if (lua_getfield(L, idx, "space") != LUA_TTABLE)
+    lbind_fail(L, FTH_EINVAL, "search.space", "expected a table");
   int sp = lua_gettop(L);
   fth_search_space *s = &d->space;
   read_ints(L, sp, "tp", s->tp, &s->n_tp);
@@ -107,12 +107,10 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   read_ints(L, sp, "ep", s->ep, &s->n_ep);
   read_ints(L, sp, "vs", s->vs, &s->n_vs);
   read_ints(L, sp, "mb", s->mb, &s->n_mb);
-  s->recompute_mask = read_mask(L, sp, "recompute", rc_names, 3, 1);
-  s->dp_mask = read_mask(L, sp, "dp", dp_names, 4, 1);
-  const char *sched_names[FTH_PP_COUNT];
-  for (int i = 0; i < FTH_PP_COUNT; i++) sched_names[i] = fth_pp_schedule_name((fth_pp_schedule)i);
-  s->schedule_mask = read_mask(L, sp, "schedule", sched_names, FTH_PP_COUNT, 2);
-  s->sp_mask = read_mask(L, sp, "sp", NULL, 2, 1);
+  s->recompute_mask = read_mask(L, sp, "recompute", LNAMES_RECOMPUTE, 1 << FTH_RECOMPUTE_NONE);
+  s->dp_mask = read_mask(L, sp, "dp", LNAMES_DP_VARIANT, 1 << FTH_DP_DDP);
+  s->schedule_mask = read_mask(L, sp, "schedule", LNAMES_PP_SCHEDULE, 1 << FTH_PP_1F1B);
+  s->sp_mask = read_mask(L, sp, "sp", -1, 1);
   lua_pop(L, 1);
   const char *obj = lcheck_string(L, idx, "search", "objective", "step_time");
   if (strcmp(obj, "step_time") == 0)
@@ -120,7 +118,7 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   else if (strcmp(obj, "headroom") == 0)
     d->objective = FTH_OBJ_HEADROOM;
   else
-    luaL_error(L, "search.objective: unknown objective '%s'", obj);
+    lbind_fail(L, FTH_EINVAL, "search.objective", "unknown objective '%s'", obj);
   d->worker = lcheck_int(L, idx, "search", "worker", 0);
   d->workers = lcheck_int(L, idx, "search", "workers", 1);
 }
@@ -147,11 +145,11 @@ static void push_hit(lua_State *L, const fth_search_hit *h) {
   setint(L, "ep_su", h->ep_su);
   setint(L, "vs", h->vs);
   setint(L, "mb", h->mb);
-  lua_pushstring(L, fth_pp_schedule_name((fth_pp_schedule)h->schedule));
+  lua_pushstring(L, lnames_name(LNAMES_PP_SCHEDULE, h->schedule));
   lua_setfield(L, -2, "schedule");
-  lua_pushstring(L, rc_names[h->recompute]);
+  lua_pushstring(L, lnames_name(LNAMES_RECOMPUTE, h->recompute));
   lua_setfield(L, -2, "recompute");
-  lua_pushstring(L, dp_names[h->dp_variant]);
+  lua_pushstring(L, lnames_name(LNAMES_DP_VARIANT, h->dp_variant));
   lua_setfield(L, -2, "dp_variant");
   lua_pushboolean(L, h->sp);
   lua_setfield(L, -2, "sp");
@@ -230,14 +228,10 @@ static int core_search_eval(lua_State *L) {
   s.ep_su = lcheck_int(L, 2, "strategy", "ep_su", s.ep);
   s.vs = lcheck_int(L, 2, "strategy", "vs", 1);
   s.mb = lcheck_int(L, 2, "strategy", "mb", 1);
-  s.schedule = (int)fth_pp_schedule_parse(lcheck_string(L, 2, "strategy", "schedule", "1F1B"));
-  const char *rc = lcheck_string(L, 2, "strategy", "recompute", "none");
-  for (int i = 0; i < 3; i++)
-    if (strcmp(rc, rc_names[i]) == 0) s.recompute = i;
-  s.dp_variant = (int)fth_dp_variant_parse(lcheck_string(L, 2, "strategy", "dp_variant", "DDP"));
+  s.schedule = lnames_check(L, 2, "strategy", "schedule", LNAMES_PP_SCHEDULE, FTH_PP_1F1B);
+  s.recompute = lnames_check(L, 2, "strategy", "recompute", LNAMES_RECOMPUTE, FTH_RECOMPUTE_NONE);
+  s.dp_variant = lnames_check(L, 2, "strategy", "dp_variant", LNAMES_DP_VARIANT, FTH_DP_DDP);
   s.sp = lcheck_bool(L, 2, "strategy", "sp", 0);
-  if (s.schedule == FTH_PP_COUNT || s.dp_variant == FTH_DP_COUNT)
-    luaL_error(L, "strategy: bad schedule or dp");
   fth_search_hit out;
   fth_train_result r;
   fth_error err;

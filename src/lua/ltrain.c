@@ -8,6 +8,7 @@
 
 #include "lcheck.h"
 #include "lfathom.h"
+#include "lnames.h"
 
 #define TRAIN_PLAN "fathom.TrainPlan"
 
@@ -43,8 +44,6 @@ static void setint(lua_State *L, const char *k, lua_Integer v) {
   lua_setfield(L, -2, k);
 }
 
-static const char *const part_names[FTH_FLOP_PART_COUNT] = {"attention", "mlp", "embedding",
-                                                            "unembedding"};
 
 static void push_pass(lua_State *L, const double *flops, const double *cs, const double *bytes,
                       const double *ms) {
@@ -55,7 +54,7 @@ static void push_pass(lua_State *L, const double *flops, const double *cs, const
     setnum(L, "compute_s", cs[i]);
     setnum(L, "bytes", bytes[i]);
     setnum(L, "memory_s", ms[i]);
-    lua_setfield(L, -2, part_names[i]);
+    lua_setfield(L, -2, lnames_name(LNAMES_FLOP_PART, i));
   }
 }
 
@@ -144,8 +143,8 @@ static int plan_degrees(lua_State *L) {
   setint(L, "ep_so", p->layout.ep_so);
   setint(L, "pp", p->layout.pp);
   setint(L, "cp", p->layout.cp);
-  setnum(L, "gpus", p->layout.num_gpus);
-  setnum(L, "microbatches", p->microbatches);
+  lbind_setcount(L, "gpus", p->layout.num_gpus);
+  lbind_setcount(L, "microbatches", p->microbatches);
   setint(L, "layers_per_stage", p->layout.layers_per_stage);
   setint(L, "moe_layers_per_stage", p->layout.moe_layers_per_stage);
   setnum(L, "local_experts", p->layout.local_experts);

@@ -32,12 +32,52 @@ describe("fathom.core", function()
       assert.are.equal("all_reduce", r.comm.tp.op)
     end)
 
-    it("raises 'input.path: reason' for inputs that do not fit together", function()
+    it("raises a value {kind, path, msg} for inputs that do not fit together", function()
       local node, topo, model = inputs()
       local w = spec.train(T .. "train.yaml")
       w.micro_batch_size = 3
       assert.error_matches(function() core.train_compile(node, topo, model, w) end,
         "^workload%.global_batch_size: global_batch_size 8 is not a multiple")
+      local ok, e = pcall(core.train_compile, node, topo, model, w)
+      assert.is_false(ok)
+      assert.are.equal("input", e.kind)
+      assert.are.equal("workload.global_batch_size", e.path)
+      assert.matches("^global_batch_size 8 is not a multiple", e.msg)
+      assert.are.equal("fathom.Error", getmetatable(e).__name)
+      assert.is_true(require("fathom.errors").is_input(e))
+      w = spec.train(T .. "train.yaml")
+      w.dp_variant = "ZERO4"
+      ok, e = pcall(core.train_compile, node, topo, model, w)
+      assert.is_false(ok)
+      assert.are.same({ "input", "workload.dp_variant" }, { e.kind, e.path })
+    end)
+  end)
+
+  describe("defaults", function()
+    it("a workload as a Lua table gets the YAML defaults (kernel_model tiled): GPT-3 175B on DGX-A100", function()
+      local sc = require("fathom").scenario({ hardware = "configs/hardware/hardware_library.yaml",
+        physical = "configs/topology_zoo/physical/dgx_a100_1024.yaml",
+        logical = "configs/topology_zoo/logical/tp8_pp8.yaml", model = "configs/models/gpt3_175b.yaml",
+        workload = "configs/train_specs/gpt3_175b.yaml" })
+      assert.are.equal("tiled", sc.workload.kernel_model)
+      local yaml_s = sc:evaluate().step_time_s
+      local raw = {}
+      for k, v in pairs(sc.workload) do raw[k] = v end
+      raw.kernel_model = nil -- as a script writing its own table would leave it out
+      local node, topo = spec.node_table(sc.lib, sc.physical.node_name), spec.topology_table(sc.physical, sc.logical)
+      local table_s = core.train_compile(node, topo, sc.model, raw):evaluate().step_time_s
+      assert.are.equal(yaml_s, table_s)
+      h.near(30.711, table_s, 1e-4, "step (tiled; the roofline gives 29.09 s)")
+      raw.kernel_model = "roofline"
+      h.near(29.087, core.train_compile(node, topo, sc.model, raw):evaluate().step_time_s, 1e-4, "roofline")
+    end)
+
+    it("core.defaults are the schema's defaults", function()
+      assert.are.equal(core.defaults.train.kernel_model, spec.train({ global_batch_size = 8, micro_batch_size = 1,
+        seq_length = 16 }).kernel_model)
+      assert.are.equal(core.defaults.infer.kernel_model, core.defaults.train.kernel_model)
+      assert.are.same({ "DDP", "1F1B", "none", 1 }, { core.defaults.train.dp_variant, core.defaults.train.pp_variant,
+        core.defaults.train.recompute, core.defaults.train.virtual_stages })
     end)
   end)
 
@@ -63,6 +103,19 @@ describe("fathom.core", function()
       assert.is_true(#res.hits >= 1)
       local again = core.search_eval(def, res.hits[1])
       assert.are.equal(res.hits[1].step_time_s, again.step_time_s)
+    end)
+
+    it("refuse an unknown enum name instead of taking a default", function()
+      local def = require("fathom.search").prepare({ hardware = T .. "hardware.yaml", node = "TOY", gpus = 4,
+        pod_size = 2, model = T .. "model.yaml", workload = T .. "train.yaml", global_batch = 8, top = 3 })
+      assert.error_matches(function() core.search_eval(def, { recompute = "ful" }) end,
+        "strategy%.recompute: expected one of none, selective, full, got 'ful'")
+      assert.error_matches(function() core.search_eval(def, { dp_variant = "ZER03" }) end,
+        "strategy%.dp_variant: expected one of DDP, ZERO1, ZERO2, ZERO3, got 'ZER03'")
+      def.space.schedule = { "1F1B", "ZB" }
+      assert.error_matches(function() core.search(def) end, "space%.schedule%[2%]: expected one of GPIPE")
+      assert.error_matches(function() core.collective("all_reduce", "rign", 1, { { bw_bytes_per_s = 1 } }) end,
+        "collective: algorithm: expected one of auto, ring")
     end)
   end)
 

@@ -32,6 +32,15 @@ describe("inference pass modes", function()
     local rec = sc:record(r)
     assert.is_number(rec.time.time_per_output_token_seconds)
     assert.is_number(rec.memory_footprint.max_global_batch_size)
+    -- a dense model's MLP is `mlp` in records, not ScaleScope's `moe_ffn`
+    assert.is_table(rec.compute_per_batch_per_xpu.forward.mlp)
+    assert.is_nil(rec.compute_per_batch_per_xpu.forward.moe_ffn)
+    -- degrees are integers, as TrainPlan:degrees() gives them
+    local d = sc:compile():degrees()
+    for _, k in ipairs({ "tp", "tp_moe", "dp", "dp_moe", "ep", "ep_su", "ep_so", "pp", "cp", "gpus", "microbatches",
+      "layers_per_stage", "moe_layers_per_stage" }) do
+      assert.are.equal("integer", math.type(d[k]), k)
+    end
   end)
 
   it("moving the KV cache to a CXL pool (remote_memory) slows decode", function()

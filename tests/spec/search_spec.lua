@@ -150,6 +150,26 @@ describe("fathom search --pass-mode inference_decode", function()
     assert.are.equal(1, best.batch)
   end)
 
+  it("counts only the core's refusals as invalid; a bug surfaces", function()
+    local spec = require("fathom.spec")
+    local T = "tests/fixtures/tiny/"
+    local a = { model = spec.model(T .. "model.yaml"),
+      system = search.system(spec.hardware_library(T .. "hardware.yaml"), "TOY", 4, 2),
+      workload = spec.infer({ global_batch_size = 4, micro_batch_size = 2, prefill_seq_len = 128,
+        num_generated_tokens = 16 }, "decode"), pass = "decode", objective = "tpot", max_batch = 2 }
+    local real = core.infer_compile
+    local res = search.run_inference(a)
+    assert.are.equal(0, res.stats.invalid)
+    core.infer_compile = function() return real(a.system.node, { dimensions = {} }, a.model, a.workload, "x") end
+    local ok, err = pcall(search.run_inference, a)
+    core.infer_compile = real
+    assert.is_false(ok)
+    assert.matches("bad argument #5", tostring(err))
+    a.workload.kernel_launch_sec = -1
+    res = search.run_inference(a)
+    assert.are.equal(res.stats.considered - res.stats.not_tiling, res.stats.invalid)
+  end)
+
   it("a training objective with an inference pass is refused", function()
     local r = h.run("search", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--gpus", "8",
       "--pass-mode", "inference_decode", "--objective", "mfu")

@@ -49,6 +49,12 @@ describe("fathom.spec", function()
       ":2:10: d_model: expected a value >= 1, got 0" },
     { "model", read(T .. "model.yaml"):gsub("num_heads: 16\n", "num_heads: 16\nnum_kv_heads: 5\n"),
       "num_kv_heads: num_heads 16 is not a multiple of num_kv_heads 5" },
+    -- accepted values are the ones modelled: never checked and then ignored
+    { "workload", "global_batch_size: 8\nmicro_batch_size: 1\nseq_length: 16\noptimizer: sgd\n",
+      ":4:12: optimizer: expected adam or adamw, got 'sgd' %(fathom models mixed%-precision Adam's states " ..
+        "and step; adamw costs the same, other optimizers are not modelled%)" },
+    { "workload", "global_batch_size: 8\nmicro_batch_size: 1\nseq_length: 16\ntp_spec: {variant: SHARD_2D}\n",
+      ":4:20: tp_spec%.variant: expected SHARD_WEIGHTS_1D, got 'SHARD_2D' %(fathom models Megatron's 1%-D" },
   }
   for i, c in ipairs(cases) do
     it(string.format("%s case %d", c[1], i), function()

@@ -4,9 +4,9 @@ local args = require("fathom.args")
 local analysis = require("fathom.analysis")
 local errors = require("fathom.errors")
 local output = require("fathom.output")
+local passes = require("fathom.passes")
 local report = require("fathom.report")
 local tablefmt = require("fathom.format.table")
-local units = require("fathom.units")
 
 local M = {}
 
@@ -17,7 +17,7 @@ local spec = {
   { name = "workload-spec", arg = "FILE", required = true, help = "training / prefill / decode spec YAML" },
   { name = "model-spec", arg = "FILE", required = true, help = "model spec YAML" },
   { name = "sweep-config", arg = "FILE", help = "sweep config YAML (omit for one point)" },
-  { name = "pass-mode", arg = "MODE", choices = { "training", "inference_prefill", "inference_decode" },
+  { name = "pass-mode", arg = "MODE", choices = passes.names,
     default = "training", help = "what to model" },
   { name = "output-file", arg = "FILE", help = "write every record here (whole or not at all)" },
   { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
@@ -29,7 +29,7 @@ local spec = {
 
 M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
-  "                      [--pass-mode training|inference_prefill|inference_decode] \\\n" ..
+  "                      [--pass-mode " .. table.concat(passes.names, "|") .. "] \\\n" ..
   "                      [--output-file F] [--raw-output] [--format yaml|json|csv|svg] \\\n" ..
   "                      [--trace-file F]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
@@ -48,38 +48,23 @@ local function point_label(r)
   return table.concat(label, " ")
 end
 
-local function fits_text(m)
-  return m.fits and "yes" or ("NO: " .. tostring(m.overflow_tier))
-end
-
-local function summary(records, pass_mode)
-  local inference = pass_mode ~= "training"
-  local headers = inference
-    and { "#", "point", "TP", "PP", "DP", "EP", pass_mode == "inference_decode" and "TPOT" or "TTFT", "total",
-      "tokens/s", "tok/s/XPU", "mem/XPU", "max batch", "fits" }
-    or { "#", "point", "TP", "PP", "DP", "EP", "step", "total", "MFU", "exp.comm", "bubble", "mem/XPU", "fits" }
+-- summary(records, row) -> the table: the layout of each point, then its pass mode's columns.
+local function summary(records, row)
+  local headers = { "#", "point", "TP", "PP", "DP", "EP" }
+  for _, h in ipairs(row.summary.headers) do headers[#headers + 1] = h end
   local rows = {}
   for i, r in ipairs(records) do
+    local cells
     if r.error then
-      rows[i] = { i, point_label(r), "", "", "", "", "", "", "", "", "", "", "invalid: " .. r.error }
-    elseif inference then
-      local c, t, m = r.configuration, r.time, r.memory_footprint
-      local latency = t.time_per_output_token_seconds or t.time_to_first_token_seconds
-      rows[i] = { i, point_label(r), c.tp_attn, c.pp, c.dp_attn, c.ep, units.time(latency),
-        units.time(t.total_time_seconds), string.format("%.0f", t.tokens_per_second),
-        string.format("%.0f", t.tokens_per_second_per_xpu), units.bytes(m.total_peak_memory_per_chip_bytes),
-        m.max_global_batch_size, fits_text(m) }
+      cells = { i, point_label(r) }
+      for _ = 3, #headers - 1 do cells[#cells + 1] = "" end
+      cells[#cells + 1] = "invalid: " .. r.error
     else
-      local c, t, m = r.configuration, r.time, r.memory_footprint
-      local exposed = 0
-      for k, v in pairs(t.step_breakdown) do
-        if k:match("^exposed_") then exposed = exposed + v end
-      end
-      rows[i] = { i, point_label(r), c.tp_attn, c.pp, c.dp_attn, c.ep,
-        units.time(t.step_time_seconds), units.time(t.total_time_seconds), units.percent(t.mfu),
-        units.time(exposed), units.time(t.step_breakdown.bubble_seconds),
-        units.bytes(m.total_peak_memory_per_chip_bytes), fits_text(m) }
+      local c = r.configuration
+      cells = { i, point_label(r), c.tp_attn, c.pp, c.dp_attn, c.ep }
+      for _, v in ipairs(row.summary.row(r)) do cells[#cells + 1] = v end
     end
+    rows[i] = cells
   end
   return tablefmt.render(headers, rows)
 end
@@ -100,7 +85,7 @@ function M.main(argv)
   })
   if opts.trace_file then
     local raw = analysis.raw_of[records[1]]
-    if not raw or opts.pass_mode ~= "training" then
+    if not raw or not passes.get(opts.pass_mode).trace then
       errors.raise("analyze: --trace-file needs a valid training point")
     end
     local d = raw.scenario:compile():degrees()
@@ -117,7 +102,7 @@ function M.main(argv)
     io.stderr:write(string.format("fathom: wrote %d record%s to %s\n", #records,
       #records == 1 and "" or "s", opts.output_file))
   else
-    io.stdout:write(summary(records, opts.pass_mode))
+    io.stdout:write(summary(records, passes.get(opts.pass_mode)))
   end
   return 0
 end

@@ -3,6 +3,7 @@
 local args = require("fathom.args")
 local config = require("fathom.config")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
 local output = require("fathom.output")
 local route = require("fathom.route")
 local tablefmt = require("fathom.format.table")
@@ -16,11 +17,11 @@ local spec = {
   { name = "experts", arg = "E", number = true, help = "experts" },
   { name = "top-k", arg = "K", number = true, help = "experts per token" },
   { name = "gpus", arg = "G", number = true, help = "GPUs (nodes of the mesh)" },
-  { name = "distribution", arg = "D", choices = { "uniform", "hot", "zipf", "histogram" }, help = "routing" },
+  { name = "distribution", arg = "D", choices = names.route_distribution, help = "routing" },
   { name = "hot-ratio", arg = "R", number = true, help = "fraction of experts that are hot, (0, 1]" },
   { name = "hot-weight", arg = "W", number = true, help = "fraction of routings they receive, [0, 1]" },
   { name = "zipf-s", arg = "S", number = true, help = "Zipf exponent" },
-  { name = "placement", arg = "P", choices = { "contiguous", "round_robin", "replicated_hot" },
+  { name = "placement", arg = "P", choices = names.route_placement,
     help = "experts on GPUs" },
   { name = "hot-replicas", arg = "N", number = true, help = "copies of each hot expert (replicated_hot)" },
   { name = "hidden", arg = "H", number = true, help = "d_model (payload per routed token)" },

@@ -1,7 +1,9 @@
 -- fathom search: the best parallelism strategies for a model on a system.
 local args = require("fathom.args")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
 local output = require("fathom.output")
+local passes = require("fathom.passes")
 local search = require("fathom.search")
 local tablefmt = require("fathom.format.table")
 local units = require("fathom.units")
@@ -16,7 +18,7 @@ local spec = {
   { name = "pod-size", arg = "K", number = true, default = 8, help = "GPUs per scale-up pod" },
   { name = "hardware-lib", arg = "FILE", help = "hardware library [default: configs/hardware/hardware_library.yaml]" },
   { name = "workload", arg = "FILE", help = "training spec to start from [default: train_specs/search_default.yaml]" },
-  { name = "pass-mode", arg = "MODE", choices = { "training", "inference_prefill", "inference_decode" },
+  { name = "pass-mode", arg = "MODE", choices = passes.names,
     default = "training", help = "what to model" },
   { name = "gen", arg = "N", number = true, help = "decode: tokens to generate" },
   { name = "latency-bound", arg = "S", number = true,
@@ -34,7 +36,7 @@ local spec = {
 }
 
 M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
-  "                     [--pass-mode training|inference_prefill|inference_decode]\n" ..
+  "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--seq S] [--gen N] [--objective OBJ] [--top K]\n" ..
   "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
   "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
@@ -95,8 +97,8 @@ local function table_text(res, system, top)
   return table.concat(out)
 end
 
-local function inference(opts, gpus, pod)
-  local pass = opts.pass_mode == "inference_decode" and "decode" or "prefill"
+local function inference(opts, gpus, pod, row)
+  local pass = row.pass
   local analysis = require("fathom.analysis")
   local spec_mod = require("fathom.spec")
   local lib = spec_mod.hardware_library(analysis.resolve(opts.hardware_lib or "hardware/hardware_library.yaml"))
@@ -106,13 +108,8 @@ local function inference(opts, gpus, pod)
     model_path = "models/" .. model_path .. ".yaml"
   end
   local model = spec_mod.model(analysis.resolve(model_path))
-  local wpath = opts.workload or (pass == "decode" and "inference_decode_specs/search_default.yaml"
-    or "inference_prefill_specs/search_default.yaml")
-  local w = spec_mod.infer(analysis.resolve(wpath), pass)
-  if opts.seq then
-    local key = pass == "decode" and "prefill_seq_len" or "seq_length"
-    w[key] = math.tointeger(opts.seq)
-  end
+  local w = row.load(analysis.resolve(opts.workload or row.search_workload))
+  if opts.seq then w[row.context_key] = math.tointeger(opts.seq) end
   if opts.gen then w.num_generated_tokens = math.tointeger(opts.gen) end
   w.source_table, model.source_table = nil, nil
   local objective = opts.objective or "throughput"
@@ -138,13 +135,23 @@ local function inference(opts, gpus, pod)
   end
   io.stdout:write(string.format("%s %s on %d %s (%d-GPU pods), %s\n\n", model.name or opts.model, pass, gpus,
     opts.hardware, pod, objective == "throughput" and "most tokens/s" or ("lowest " .. objective)))
-  io.stdout:write(tablefmt.render({ "#", "TP", "PP", "DP", "EP", "batch", pass == "decode" and "TPOT" or "TTFT",
+  io.stdout:write(tablefmt.render({ "#", "TP", "PP", "DP", "EP", "batch", row.latency_label,
     "tokens/s", "tok/s/GPU", "mem/GPU", "KV/GPU" }, rows))
   local s = res.stats
   io.stdout:write(string.format("\n%d strategies considered: %d evaluated, %d do not tile, %d refused, " ..
     "%d do not fit, %d over the latency bound.\n", s.considered, s.evaluated, s.not_tiling, s.invalid, s.no_fit,
     s.over_latency))
   return 0
+end
+
+-- The strategy searches, by the pass mode's `search` (fathom.passes).
+local searches = {}
+
+function searches.inference(opts, extra, row)
+  if #extra > 0 then errors.raise("search: unexpected argument '%s'", extra[1]) end
+  local g, pz = math.tointeger(opts.gpus), math.tointeger(opts.pod_size)
+  if not g or g < 1 or not pz or pz < 1 then errors.raise("search: --gpus and --pod-size must be positive") end
+  return inference(opts, g, math.min(pz, g), row)
 end
 
 function M.main(argv)
@@ -158,12 +165,11 @@ function M.main(argv)
       errors.raise("search: --%s must be a positive integer, got %s", k:gsub("_", "-"), tostring(opts[k]))
     end
   end
-  if opts.pass_mode ~= "training" then
-    if #extra > 0 then errors.raise("search: unexpected argument '%s'", extra[1]) end
-    local g, pz = math.tointeger(opts.gpus), math.tointeger(opts.pod_size)
-    if not g or g < 1 or not pz or pz < 1 then errors.raise("search: --gpus and --pod-size must be positive") end
-    return inference(opts, g, math.min(pz, g))
-  end
+  local row = passes.get(opts.pass_mode)
+  return searches[row.search](opts, extra, row)
+end
+
+function searches.training(opts, extra, row)
   if #extra > 0 then errors.raise("search: unexpected argument '%s'", extra[1]) end
   local gpus = math.tointeger(opts.gpus)
   local pod = math.tointeger(opts.pod_size)
@@ -179,7 +185,7 @@ function M.main(argv)
     global_batch = opts.global_batch and math.tointeger(opts.global_batch),
     seq = opts.seq and math.tointeger(opts.seq), objective = objective,
     top = math.max(opts.top, 2), fix = parse_fix(opts.fix),
-    workload = opts.workload or "train_specs/search_default.yaml",
+    workload = opts.workload or row.search_workload,
   })
   for _, t in ipairs(def.space.tp) do
     if model.num_heads % t ~= 0 then
@@ -194,7 +200,7 @@ function M.main(argv)
       local h = s.smallest_shortfall
       errors.raise("search: nothing fits: the closest (TP %d, PP %d, DP %d, EP %d, mb %d, recompute %s, %s) " ..
         "needs %s more %s than the %s of each GPU", h.tp, h.pp, h.dp, h.ep, h.mb, h.recompute, h.dp_variant,
-        units.bytes(s.shortfall_bytes), h.overflow_tier or "xpu_memory", units.bytes(h.capacity_bytes))
+        units.bytes(s.shortfall_bytes), h.overflow_tier or names.memory_tier[1], units.bytes(h.capacity_bytes))
     end
     errors.raise("search: no strategy tiles %d GPUs in %d-GPU pods for this model and batch " ..
       "(%d considered; try another --global-batch or --pod-size)", gpus, pod, s.considered or 0)

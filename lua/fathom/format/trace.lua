@@ -5,8 +5,12 @@
 -- under the last backward, exposed part after it) and the optimizer step.
 -- Every duration comes from the core's result; this module only lays them out.
 local json = require("fathom.format.json")
+local names = require("fathom.names")
 
 local M = {}
+
+local COMM = names.key("comm_kind")
+local PP = names.key("pp_schedule")
 
 local function us(s) return s * 1e6 end
 
@@ -22,7 +26,7 @@ function M.events(r, pp, schedule)
   local m = math.tointeger(r.microbatches) or math.floor(r.microbatches)
   local tf, tb = r.fwd_s, r.bwd_s
   local layer_exposed_f, layer_exposed_b = 0, 0
-  for _, k in ipairs({ "tp", "tp_moe", "ep", "cp" }) do
+  for _, k in ipairs({ COMM.tp, COMM.tp_moe, COMM.ep, COMM.cp }) do
     local c = r.comm[k]
     if c.raw_s > 0 then
       -- the core reports exposure per step; drawn 1 : 2 between forward and backward,
@@ -33,7 +37,7 @@ function M.events(r, pp, schedule)
   end
   -- order of passes on the first stage: 1F1B warms up with min(pp - 1, m) forwards
   local order = {}
-  if schedule == "GPIPE" or pp <= 1 then
+  if schedule == PP.GPIPE or pp <= 1 then
     for i = 1, m do order[#order + 1] = { "F", i } end
     for i = 1, m do order[#order + 1] = { "B", i } end
   else

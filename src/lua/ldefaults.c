@@ -1,0 +1,80 @@
+/* ldefaults.c: fathom.core.defaults, the core's defaults by their YAML names.
+ *   core.defaults.train = {kernel_model = "tiled", recompute = "none", dp_variant = "DDP", ...}
+ *   core.defaults.infer = {kernel_model = "tiled", flash_attention = true, ...}
+ * The binding starts every def it reads from ldefaults_train/_infer, and spec.lua
+ * takes the schema's defaults for these fields from core.defaults, so a workload
+ * given as a Lua table and the same workload read from YAML get the same values. */
+#include "ldefaults.h"
+
+#include "lfathom.h"
+#include "lnames.h"
+
+/* Interim: the YAML default of kernel_model is "tiled" (README, validate), while
+ * fth_train_def_default / fth_infer_def_default still return FTH_KERNEL_ROOFLINE.
+ * Until the core's defaults say FTH_KERNEL_TILED, the binding applies it here, and
+ * only here; then these two lines go. */
+fth_train_def ldefaults_train(void) {
+  fth_train_def d = fth_train_def_default();
+  d.kernel_model = FTH_KERNEL_TILED;
+  return d;
+}
+
+fth_infer_def ldefaults_infer(void) {
+  fth_infer_def d = fth_infer_def_default();
+  d.kernel_model = FTH_KERNEL_TILED;
+  return d;
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void setint(lua_State *L, const char *k, double v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void setbool(lua_State *L, const char *k, int v) {
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void setname(lua_State *L, const char *k, lnames_enum e, int v) {
+  lua_pushstring(L, lnames_name(e, v));
+  lua_setfield(L, -2, k);
+}
+
+/* Fields both workloads share. */
+#define COMMON(d)                                                                                  \
+  do {                                                                                             \
+    setname(L, "kernel_model", LNAMES_KERNEL_MODEL, (int)(d).kernel_model);                        \
+    setbool(L, "flash_attention", (d).flash_attention);                                            \
+    setint(L, "float_size_bytes", (d).act_bytes);                                                  \
+    setnum(L, "expert_imbalance", (d).expert_imbalance);                                           \
+    setnum(L, "kernel_launch_sec", (d).kernel_launch_s);                                           \
+    setnum(L, "comp_comm_efficiency", (d).comp_comm_eff);                                          \
+    setnum(L, "comp_mem_efficiency", (d).comp_mem_eff);                                            \
+    setnum(L, "comm_mem_efficiency", (d).comm_mem_eff);                                            \
+  } while (0)
+
+void lfth_open_defaults(lua_State *L) {
+  lua_createtable(L, 0, 2); /* core defaults */
+  fth_train_def t = ldefaults_train();
+  lua_createtable(L, 0, 16); /* core defaults train */
+  COMMON(t);
+  setname(L, "dp_variant", LNAMES_DP_VARIANT, (int)t.dp);
+  setname(L, "pp_variant", LNAMES_PP_SCHEDULE, (int)t.pp);
+  setname(L, "recompute", LNAMES_RECOMPUTE, (int)t.recompute);
+  setname(L, "precision_recipe", LNAMES_RECIPE, (int)t.recipe);
+  setint(L, "virtual_stages", t.virtual_stages);
+  setbool(L, "sequence_parallel", t.sequence_parallel);
+  setint(L, "full_precision_param_float_size", t.master_bytes);
+  setnum(L, "total_train_tokens", t.total_train_tokens);
+  lua_setfield(L, -2, "train");
+  fth_infer_def f = ldefaults_infer();
+  lua_createtable(L, 0, 8); /* core defaults infer */
+  COMMON(f);
+  lua_setfield(L, -2, "infer");
+  lua_setfield(L, -2, "defaults"); /* core */
+}
