@@ -67,6 +67,7 @@ function M.run(a)
         logical = pt.docs.logical_topology, workload = pt.docs.workload_spec,
         model = pt.docs.model_spec, pass_mode = a.pass_mode })
       local raw = sc:evaluate()
+      errors.check_finite(raw, "result")
       local rec = report.record(sc, raw)
       M.raw_of[rec] = { result = raw, scenario = sc }
       return rec

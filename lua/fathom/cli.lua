@@ -74,18 +74,29 @@ end
 
 M.help_text = help_text
 
--- Run `f(...)`, classifying failures. Returns the exit status.
+-- Run `f(...)`, classifying failures. Returns the exit status. Temporary files
+-- still registered with fathom.output are removed on every path out.
 local function protected(dbg, f, ...)
   local tb
   local ok, res = xpcall(f, function(e)
-    if not errors.is_input(e) then tb = debug.traceback(tostring(e), 2) end
+    if not errors.is_input(e) and not errors.is_interrupt(e) then tb = debug.traceback(tostring(e), 2) end
     return e
   end, ...)
+  local out = package.loaded["fathom.output"]
+  if out then out.cleanup() end
   if ok then
     return math.tointeger(res) or 0
   end
+  if errors.is_interrupt(res) then
+    io.stderr:write(PROG, ": ", tostring(res.msg), "\n")
+    return 128 + (math.tointeger(res.signal) or 2)
+  end
   if errors.is_input(res) then
-    io.stderr:write(PROG, ": ", tostring(res), "\n")
+    io.stderr:write(PROG, ": ", errors.one_line(tostring(res)), "\n")
+    return 2
+  end
+  if errors.is_memory(res) then
+    io.stderr:write(PROG, ": not enough memory for this input\n")
     return 2
   end
   if dbg.enabled then
