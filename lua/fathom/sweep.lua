@@ -152,9 +152,10 @@ local function sorted_keys(t)
   return keys
 end
 
--- points(sweep_doc, docs) -> list of {label = {key = value}, docs = {spec = modified copy}}.
--- `docs` maps spec names to loaded documents; each point gets deep copies.
-function M.points(sweep_doc, docs)
+-- axes(sweep_doc, docs) -> list of axes {keys, values, zipped}, every key checked to
+-- resolve and every generator bounded; the count of points (their product), refused
+-- over MAX_POINTS; and the set of specs the sweep touches.
+function M.axes(sweep_doc, docs)
   local sweep = sweep_doc and sweep_doc.sweep or nil
   local zip = sweep_doc and sweep_doc.zip or nil
   if sweep_doc then
@@ -163,7 +164,7 @@ function M.points(sweep_doc, docs)
   end
   local axes = {}
   for _, key in ipairs(sorted_keys(sweep or {})) do
-    axes[#axes + 1] = { keys = { key }, values = { M.values(sweep, key, "sweep." .. key) } }
+    axes[#axes + 1] = { keys = { key }, values = { M.values(sweep, key, "sweep." .. key) }, source = sweep }
   end
   if zip then
     local keys = sorted_keys(zip)
@@ -175,11 +176,19 @@ function M.points(sweep_doc, docs)
       end
       n = #vals[i]
     end
-    if #keys > 0 then axes[#axes + 1] = { keys = keys, values = vals, zipped = true } end
+    if #keys > 0 then axes[#axes + 1] = { keys = keys, values = vals, zipped = true, source = zip } end
   end
   -- Check every key resolves before building points.
   for _, ax in ipairs(axes) do
-    for _, key in ipairs(ax.keys) do target(docs, key, ax.zipped and zip or sweep) end
+    for _, key in ipairs(ax.keys) do target(docs, key, ax.source) end
+  end
+  local count = 1
+  for _, ax in ipairs(axes) do
+    count = count * #ax.values[1]
+    if count > M.MAX_POINTS then
+      errors.at(ax.source, ax.keys[1], (ax.zipped and "zip." or "sweep.") .. ax.keys[1],
+        "the sweep has more than %d points", M.MAX_POINTS)
+    end
   end
   local touched = {}
   for _, ax in ipairs(axes) do
@@ -188,29 +197,63 @@ function M.points(sweep_doc, docs)
       touched[aliases[head] or head] = true
     end
   end
-  local points = {}
-  local function rec(i, label)
-    if i > #axes then
-      local copies = {}
-      for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
-      local lab = {}
-      for k, v in pairs(label) do lab[k] = v end
-      for k, v in pairs(label) do
-        local t, field = target(copies, k, {})
-        t[field] = v
-      end
-      points[#points + 1] = { label = lab, docs = copies }
-      return
+  return axes, count, touched
+end
+
+-- swept_positions(axes, docs) -> set of "file:line:col" of the base values the sweep
+-- replaces (an error there depends on the sweep).
+function M.swept_positions(axes, docs)
+  local out = {}
+  for _, ax in ipairs(axes) do
+    for _, key in ipairs(ax.keys) do
+      local t, field = target(docs, key, ax.source)
+      local w = errors.where(t, field)
+      if w then out[w] = true end
     end
-    local ax = axes[i]
-    local n = #ax.values[1]
-    for j = 1, n do
-      for a, key in ipairs(ax.keys) do label[key] = ax.values[a][j] end
-      rec(i + 1, label)
-    end
-    for _, key in ipairs(ax.keys) do label[key] = nil end
   end
-  rec(1, {})
+  return out
+end
+
+-- iterate(sweep_doc, docs) -> iterator, count: the points one at a time, in the
+-- order of M.points, each built only when asked for (memory does not grow with the
+-- number of points). The iterator returns i, {label = {key = value}, docs = {...}}.
+function M.iterate(sweep_doc, docs)
+  local axes, count, touched = M.axes(sweep_doc, docs)
+  local idx = {}
+  for a = 1, #axes do idx[a] = 1 end
+  local i = 0
+  return function()
+    if i >= count then return nil end
+    i = i + 1
+    if i > 1 then -- odometer: the last axis turns fastest
+      local a = #axes
+      while a >= 1 do
+        idx[a] = idx[a] + 1
+        if idx[a] <= #axes[a].values[1] then break end
+        idx[a] = 1
+        a = a - 1
+      end
+    end
+    local label = {}
+    for a, ax in ipairs(axes) do
+      for k, key in ipairs(ax.keys) do label[key] = ax.values[k][idx[a]] end
+    end
+    local copies = {}
+    for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
+    for _, key in ipairs(sorted_keys(label)) do
+      local t, field = target(copies, key, {})
+      t[field] = label[key]
+    end
+    return i, { label = label, docs = copies }
+  end, count
+end
+
+-- points(sweep_doc, docs) -> list of {label = {key = value}, docs = {spec = modified copy}}.
+-- `docs` maps spec names to loaded documents; each point gets deep copies.
+function M.points(sweep_doc, docs)
+  local points = {}
+  local it = M.iterate(sweep_doc, docs)
+  for i, pt in it do points[i] = pt end
   return points
 end
 

@@ -68,6 +68,37 @@ local analyze_cases = {
   { "hardware", "hw_bw_huge.yaml", "bandwidth_nominal: expected 0 or a magnitude in" },
   { "logical", "logical_size_huge.yaml", "size: expected an integer in" },
   { "physical", "physical_size_huge.yaml", "size: expected an integer in" },
+  -- wrong for every point of any sweep: refused before the sweep too
+  { "model", "model_d_model_string.yaml", ":2:10: d_model: expected an integer, got 'abc'" },
+  { "model", "model_misspelt_key.yaml", ":3:1: n_layrs: unknown key %(did you mean 'n_layers'%?%)" },
+  { "model", "model_missing_key.yaml", "vocab_size: missing required key" },
+  { "model", "model_zero_layers.yaml", ":3:11: n_layers: expected a value >= 1, got 0" },
+  { "model", "model_nan.yaml", "mlp_ratio: expected a number, got nan" },
+  { "model", "model_inf.yaml", "mlp_ratio: expected a finite number" },
+  { "model", "model_negative_heads.yaml", "num_heads: expected a value >= 1" },
+  { "model", "model_fractional_heads.yaml", "num_heads: expected an integer, got 16%.5" },
+  { "model", "model_d_model_list.yaml", "d_model: expected an integer, got a list" },
+  { "model", "model_d_model_map.yaml", "d_model: expected an integer, got a mapping" },
+  { "model", "model_d_model_null.yaml", "d_model" },
+  { "model", "model_d_model_bool.yaml", "d_model: expected an integer, got true" },
+  { "physical", "physical_dangling_node.yaml", "node_definition_ref: unknown node 'TOYY'" },
+  { "physical", "physical_dangling_link.yaml", "interconnect_name: unknown interconnect" },
+  { "physical", "physical_bad_type.yaml", "topology_type: expected one of" },
+  { "physical", "physical_zero_size.yaml", "size: expected a value >= 1" },
+  { "logical", "logical_not_tiling.yaml", "size" },
+  { "logical", "logical_bad_tag.yaml", "logical_tag: expected one of .*did you mean 'TP_Attn'" },
+  { "logical", "logical_dangling_dim.yaml", "maps_to_physical_dimension_name" },
+  { "workload", "train_batch_not_multiple.yaml", "global_batch_size" },
+  { "workload", "train_seq_string.yaml", "seq_length: expected an integer, got 'abc'" },
+  { "workload", "train_float_zero.yaml", "float_size_bytes" },
+  { "workload", "train_bad_dp.yaml", "dp_spec.variant: expected one of" },
+  { "workload", "train_eff_over_one.yaml", "comp_comm_efficiency: expected a value <= 1" },
+  { "workload", "train_misspelt.yaml", "seq_lenght: unknown key %(did you mean 'seq_length'%?%)" },
+  { "hardware", "hw_dangling_compute.yaml", "device_compute: unknown compute component 'toyy'" },
+  { "hardware", "hw_dangling_memory.yaml", "xpu_memory: unknown memory component 'toy_hmb'" },
+  { "hardware", "hw_zero_stacks.yaml", "num_stack: expected a value >= 1" },
+  { "hardware", "hw_eff_over_one.yaml", "efficiency: expected a value <= 1" },
+  { "hardware", "hw_negative_flops.yaml", "bf16_nominal: expected a value >= 0" },
 }
 
 -- Sweep configs refused before any point is built.
@@ -114,6 +145,17 @@ describe("robustness (issue 13)", function()
       it(c[2], function()
         local dir = tmpdir()
         refused(analyze_args(c[1], B .. c[2], { "--output-file", dir .. "/out.yaml" }), c[3], dir)
+        os.remove(dir)
+      end)
+    end
+  end)
+
+  describe("analyze with a sweep refuses the same inputs before any point (no file)", function()
+    for _, c in ipairs(analyze_cases) do
+      it(c[2], function()
+        local dir = tmpdir()
+        refused(analyze_args(c[1], B .. c[2], { "--sweep-config", "tests/fixtures/sweep_mb.yaml",
+          "--output-file", dir .. "/out.yaml" }), c[3], dir)
         os.remove(dir)
       end)
     end
