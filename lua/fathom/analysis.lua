@@ -40,11 +40,15 @@ local function load(src, what)
   return config.load_mapping(M.resolve(src), what)
 end
 
--- run{hardware_lib, physical, logical, workload, model, sweep, pass_mode} -> records.
--- Each input is a path or a loaded document. A single point with bad input
--- raises; in a sweep, a point whose inputs do not fit together is recorded
--- with its error instead.
-function M.run(a)
+-- Points of a sweep kept in memory at once by run() and the in-memory formats
+-- (summary table, csv, svg); yaml and json output files are streamed instead.
+M.MAX_IN_MEMORY = 100000
+
+-- open{...} -> docs, iterator, count, pass_mode: the five documents loaded and the
+-- sweep's points as an iterator (fathom.sweep.iterate). Before any point is built,
+-- the base inputs are checked once: an input error that is not at a value the sweep
+-- replaces is raised (exit 2, no output), whatever the sweep.
+function M.open(a)
   local docs = {
     hardware_lib = load(a.hardware_lib, "hardware library"),
     physical_topology = load(a.physical, "physical topology"),
@@ -53,39 +57,107 @@ function M.run(a)
     model_spec = load(a.model, "model spec"),
   }
   local sweep_doc = a.sweep and load(a.sweep, "sweep config") or nil
-  local points = sweep.points(sweep_doc, docs)
-  local lib_cache = {}
-  local records = {}
-  for i, pt in ipairs(points) do
-    local lib = lib_cache[pt.docs.hardware_lib]
-    if not lib then
-      lib = spec.hardware_library(pt.docs.hardware_lib)
-      lib_cache[pt.docs.hardware_lib] = lib
+  if sweep_doc then
+    local axes = sweep.axes(sweep_doc, docs)
+    local swept = sweep.swept_positions(axes, docs)
+    local ok, err = pcall(function()
+      scenario.new({ hardware_lib = spec.hardware_library(docs.hardware_lib), physical = docs.physical_topology,
+        logical = docs.logical_topology, workload = docs.workload_spec, model = docs.model_spec,
+        pass_mode = a.pass_mode })
+    end)
+    if not ok then
+      if not errors.is_input(err) then error(err, 0) end
+      local where = tostring(err):match("^([^:]+:%d+:%d+)")
+      if not (where and swept[where]) then error(err, 0) end
+    end
+  end
+  local it, count = sweep.iterate(sweep_doc, docs)
+  return docs, it, count
+end
+
+-- each(a, fn): evaluate every point in order, calling fn(record, i, count); memory
+-- stays constant in the number of points. A single point with bad input raises; in
+-- a sweep, a point whose inputs do not fit together is passed on as a record with
+-- its error, and a sweep where no point is valid raises the first point's error.
+function M.each(a, fn)
+  local docs, it, count = M.open(a)
+  local base_lib
+  local valid, first_err = 0, nil
+  for i, pt in it do
+    local lib
+    if pt.docs.hardware_lib == docs.hardware_lib then
+      base_lib = base_lib or spec.hardware_library(pt.docs.hardware_lib)
+      lib = base_lib
     end
     local function eval()
+      lib = lib or spec.hardware_library(pt.docs.hardware_lib)
       local sc = scenario.new({ hardware_lib = lib, physical = pt.docs.physical_topology,
         logical = pt.docs.logical_topology, workload = pt.docs.workload_spec,
         model = pt.docs.model_spec, pass_mode = a.pass_mode })
       local raw = sc:evaluate()
+      errors.check_finite(raw, "result")
       local rec = report.record(sc, raw)
       M.raw_of[rec] = { result = raw, scenario = sc }
       return rec
     end
-    if #points == 1 then
-      records[1] = eval()
+    if count == 1 then
+      fn(eval(), 1, 1)
     else
       local ok, rec = pcall(eval)
-      if not ok then
+      if ok then
+        valid = valid + 1
+      else
         if not errors.is_input(rec) then error(rec, 0) end
+        first_err = first_err or rec
         rec = { error = tostring(rec), valid = false }
       end
       rec.sweep_point = pt.label
       local mt = getmetatable(rec)
-      if mt and mt.__order then table.insert(mt.__order, 1, "sweep_point") end
-      records[i] = rec
+      if mt and mt.__order and mt.__order[1] ~= "sweep_point" then table.insert(mt.__order, 1, "sweep_point") end
+      fn(rec, i, count)
     end
   end
+  if count > 1 and valid == 0 then
+    errors.raise("no point of the %d-point sweep is valid; the first: %s", count, tostring(first_err))
+  end
+end
+
+-- run{hardware_lib, physical, logical, workload, model, sweep, pass_mode} -> records
+-- (at most MAX_IN_MEMORY of them; stream larger sweeps with each()).
+function M.run(a)
+  local records = {}
+  M.each(a, function(rec, i, count)
+    if count > M.MAX_IN_MEMORY then
+      errors.raise("the sweep has %d points; at most %d are kept in memory (write them with " ..
+        "--output-file F --format yaml or json, which streams)", count, M.MAX_IN_MEMORY)
+    end
+    records[i] = rec
+  end)
   return records
+end
+
+-- stream(a, path, format, transform) -> count, first record: every record written
+-- to `path` as one YAML or JSON list as it is made (the file appears whole at the
+-- end, or not at all); transform(record) -> what to write.
+function M.stream(a, path, format, transform)
+  local yaml = require("fathom.format.yaml")
+  local json = require("fathom.format.json")
+  local w = require("fathom.output").open(path)
+  local n, first = 0, nil
+  M.each(a, function(rec, i)
+    if i == 1 then first = rec end
+    local v = transform and transform(rec) or rec
+    if format == "json" then
+      local text = json.encode({ v }, true)
+      w:write((i == 1 and "[\n" or ",\n") .. text:sub(3, -3))
+    else
+      w:write(yaml.encode({ v }))
+    end
+    n = i
+  end)
+  if format == "json" then w:write(n == 0 and "[]\n" or "\n]\n") end
+  w:close()
+  return n, first
 end
 
 return M

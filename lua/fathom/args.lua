@@ -1,10 +1,30 @@
 -- fathom.args: command-line option parsing for the subcommands.
 -- spec = { {name = "format", arg = "FMT", choices = {...}, default = "yaml", help = "..."},
---          {name = "raw-output", flag = true, help = "..."}, ... }
+--          {name = "raw-output", flag = true, help = "..."},
+--          {name = "top", arg = "K", integer = {1, 1000}, help = "..."}, ... }
+-- `number = true` takes any finite number; `integer = {lo, hi}` an exact integer in
+-- [lo, hi] (never truncated).
 -- Accepts --name VALUE, --name=VALUE and --flag; everything else is positional.
 local errors = require("fathom.errors")
 
 local M = {}
+
+-- int(value, what, lo, hi) -> the exact integer `value` (a number or numeric
+-- string) in [lo, hi], or an input error naming `what`.
+function M.int(value, what, lo, hi)
+  local n = type(value) == "number" and value or tonumber(value)
+  local iv = n and math.tointeger(n)
+  if not iv or iv < lo or iv > hi then
+    errors.raise("%s: expected an integer in [%d, %d], got %s", what, lo, hi, tostring(value))
+  end
+  return iv
+end
+
+-- max_workers() -> worker processes allowed: 4 per core (fathom.paths.cores).
+function M.max_workers()
+  local paths = package.loaded["fathom.paths"]
+  return 4 * math.max(1, math.tointeger(paths and paths.cores) or 1)
+end
 
 -- parse(argv, spec, command) -> options table (keys with '-' turned into '_'),
 -- positionals list. Raises an input error naming the bad option.
@@ -54,10 +74,24 @@ function M.parse(argv, spec, command)
               table.concat(o.choices, ", "), value, errors.suggest(value, o.choices))
           end
         end
-        if o.number then
+        if o.number or o.integer then
           local n = tonumber(value)
           if not n then
             errors.raise("%s: option '--%s' expects a number, got '%s'", command, name, value)
+          end
+          if n ~= n or n == math.huge or n == -math.huge then
+            errors.raise("%s: option '--%s' expects a finite number, got '%s'", command, name, value)
+          end
+          if o.integer then
+            local lo, hi = o.integer[1], o.integer[2]
+            local iv = math.tointeger(n)
+            if not iv or iv < lo or iv > hi then
+              if lo == 1 then
+                errors.raise("%s: --%s must be a positive integer (at most %d), got '%s'", command, name, hi, value)
+              end
+              errors.raise("%s: --%s must be an integer in [%d, %d], got '%s'", command, name, lo, hi, value)
+            end
+            n = iv
           end
           value = n
         end

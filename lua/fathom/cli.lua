@@ -94,11 +94,13 @@ end
 
 -- Run `f(...)`, classifying failures. Returns the exit status: 2 for a refusal of
 -- the input (errors.is_input: its kind), 1 for an error in a user's script (reported
--- as the script's error, with its file:line) or in fathom itself (internal).
+-- as the script's error, with its file:line) or in fathom itself (internal), 128 + N
+-- for signal N. Temporary files still registered with fathom.output are removed on
+-- every path out.
 local function protected(dbg, f, ...)
   local tb, script
   local ok, res = xpcall(f, function(e)
-    if errors.is_input(e) then return e end
+    if errors.is_input(e) or errors.is_interrupt(e) then return e end
     tb = debug.traceback(tostring(e), 2)
     local info = user_frame(2)
     if info then
@@ -110,11 +112,21 @@ local function protected(dbg, f, ...)
     end
     return e
   end, ...)
+  local out = package.loaded["fathom.output"]
+  if out then out.cleanup() end
   if ok then
     return math.tointeger(res) or 0
   end
+  if errors.is_interrupt(res) then
+    io.stderr:write(PROG, ": ", tostring(res.msg), "\n")
+    return 128 + (math.tointeger(res.signal) or 2)
+  end
   if errors.is_input(res) then
-    io.stderr:write(PROG, ": ", tostring(res), "\n")
+    io.stderr:write(PROG, ": ", errors.one_line(tostring(res)), "\n")
+    return 2
+  end
+  if errors.is_memory(res) then
+    io.stderr:write(PROG, ": not enough memory for this input\n")
     return 2
   end
   if script then

@@ -31,6 +31,56 @@ function M.is_input(err)
   return (getmetatable(err) == InputError or M.is_core(err)) and M.kinds[err.kind] == true
 end
 
+-- is_interrupt(err) -> boolean: is `err` the host's SIGINT/SIGTERM error
+-- ({kind = "interrupt", signal = N})?
+function M.is_interrupt(err)
+  return type(err) == "table" and getmetatable(err) == nil and err.kind == "interrupt"
+end
+
+-- pass(err): re-raise `err` if it is an interrupt (for pcall sites that turn
+-- failures into input errors).
+function M.pass(err)
+  if M.is_interrupt(err) then error(err, 0) end
+  return err
+end
+
+-- is_memory(err) -> boolean: Lua's out-of-memory error (the input is too large).
+function M.is_memory(err)
+  return err == "not enough memory"
+end
+
+-- one_line(msg) -> msg with control characters (newlines included) escaped, so a
+-- message echoing a user string stays on one line.
+function M.one_line(msg)
+  return (tostring(msg):gsub("[%c]", function(c)
+    if c == "\n" then return "\\n" end
+    if c == "\t" then return "\\t" end
+    return string.format("\\x%02x", c:byte())
+  end))
+end
+
+-- check_finite(t, what): raise an input error naming the first NaN or infinite
+-- number in the result table `t` (keys walked in sorted order): an input whose
+-- magnitudes make a result meaningless is refused rather than reported.
+function M.check_finite(t, what, seen)
+  seen = seen or {}
+  if seen[t] then return end
+  seen[t] = true
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(keys) do
+    local v = t[k]
+    local path = type(k) == "number" and string.format("%s[%d]", what, k) or (what .. "." .. tostring(k))
+    if type(v) == "number" and (v ~= v or v == math.huge or v == -math.huge) then
+      M.raise("%s: the inputs give a %s result (check the magnitudes of the inputs)", path,
+        v ~= v and "NaN" or "infinite")
+    elseif type(v) == "table" then
+      M.check_finite(v, path, seen)
+    end
+  end
+end
+
 -- new(msg [, kind]) -> error object of the input kind (or `kind`), not raised.
 function M.new(msg, kind)
   return setmetatable({ kind = kind or "input", msg = msg }, InputError)

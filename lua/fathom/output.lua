@@ -1,8 +1,85 @@
 -- fathom.output: render a value in a format and write it to stdout or to a
 -- file, whole or not at all (a temporary file renamed into place).
+--
+-- Temporary files are named `.<name>.fathom-<pid>-<n>.tmp` in the target's
+-- directory (so the rename never crosses file systems and two runs never share
+-- one) and registered until committed or discarded; `cleanup()` removes every
+-- one still registered. The CLI calls it on every exit path, including SIGINT
+-- and SIGTERM (the host turns them into an error that unwinds to the CLI).
 local errors = require("fathom.errors")
 
 local M = {}
+
+local live = {} -- temporary path -> true, until committed or discarded
+local counter = 0
+
+local function pid()
+  local paths = package.loaded["fathom.paths"]
+  return paths and paths.pid or math.random(1, 1e9)
+end
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- temp_path(target) -> a fresh, registered temporary path beside `target`.
+function M.temp_path(target)
+  local dir, base = tostring(target):match("^(.*/)([^/]*)$")
+  if not dir then dir, base = "", tostring(target) end
+  if base == "" then base = "out" end
+  local path
+  repeat
+    counter = counter + 1
+    path = string.format("%s.%s.fathom-%d-%d.tmp", dir, base, pid(), counter)
+  until not exists(path)
+  live[path] = true
+  return path
+end
+
+-- temp_file() -> a registered temporary path in the system's temporary directory
+-- (for files that are not outputs: a search definition handed to workers).
+function M.temp_file()
+  local path = os.tmpname()
+  live[path] = true
+  return path
+end
+
+-- discard(tmp): remove a temporary file and forget it.
+function M.discard(tmp)
+  if tmp then
+    os.remove(tmp)
+    live[tmp] = nil
+  end
+end
+
+-- commit(tmp, path): rename a temporary file into place; raises an input error
+-- (removing it) when that fails.
+function M.commit(tmp, path)
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then
+    M.discard(tmp)
+    errors.raise("cannot write '%s': %s", path, tostring(rerr))
+  end
+  live[tmp] = nil
+end
+
+-- cleanup(): remove every temporary file not yet committed (idempotent).
+function M.cleanup()
+  for path in pairs(live) do
+    os.remove(path)
+    live[path] = nil
+  end
+end
+
+-- pending() -> list of the registered temporary paths (for tests).
+function M.pending()
+  local out = {}
+  for path in pairs(live) do out[#out + 1] = path end
+  table.sort(out)
+  return out
+end
 
 -- render(value, format) -> text; format is "yaml", "json" or a module under fathom.format.
 function M.render(value, format)
@@ -13,23 +90,45 @@ function M.render(value, format)
   return mod.encode(value)
 end
 
+-- open(path) -> writer with :write(text) and :close() (commits) / :abort(): a file
+-- written piece by piece into a temporary file, renamed into place only by close().
+function M.open(path)
+  local tmp = M.temp_path(path)
+  local f, err = io.open(tmp, "wb")
+  if not f then
+    live[tmp] = nil
+    errors.raise("cannot write '%s': %s", path, tostring(err))
+  end
+  local w = {}
+  function w.write(_, text)
+    local ok, werr = f:write(text)
+    if not ok then
+      f:close()
+      M.discard(tmp)
+      errors.raise("cannot write '%s': %s", path, tostring(werr))
+    end
+  end
+  function w.close()
+    local cok, cerr = f:close()
+    if not cok then
+      M.discard(tmp)
+      errors.raise("cannot write '%s': %s", path, tostring(cerr))
+    end
+    M.commit(tmp, path)
+  end
+  function w.abort()
+    pcall(f.close, f)
+    M.discard(tmp)
+  end
+  return w
+end
+
 -- write_file(path, text): write atomically; raises an input error when the
 -- directory is not writable. Nothing is left behind on failure.
 function M.write_file(path, text)
-  local tmp = string.format("%s.tmp.%d", path, math.random(1, 1e9))
-  local f, err = io.open(tmp, "wb")
-  if not f then errors.raise("cannot write '%s': %s", path, err) end
-  local ok, werr = f:write(text)
-  local cok, cerr = f:close()
-  if not ok or not cok then
-    os.remove(tmp)
-    errors.raise("cannot write '%s': %s", path, tostring(werr or cerr))
-  end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then
-    os.remove(tmp)
-    errors.raise("cannot write '%s': %s", path, tostring(rerr))
-  end
+  local w = M.open(path)
+  w:write(text)
+  w:close()
 end
 
 -- write(value, format, path): render first (so a rendering failure writes nothing),

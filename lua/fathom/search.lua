@@ -96,8 +96,9 @@ function M.space(model, system, workload, fix)
     end
     local list = type(v) == "table" and v or { v }
     for _, x in ipairs(list) do
-      if numeric[k] and (math.type(x) ~= "integer" or x < 1) then
-        errors.raise("search: --fix %s=%s: expected a positive integer", k, tostring(x))
+      local hi = k == "mb" and 65536 or k == "vs" and 256 or 1024 -- README "Limits": products stay in an int
+      if numeric[k] and (math.type(x) ~= "integer" or x < 1 or x > hi) then
+        errors.raise("search: --fix %s=%s: expected a positive integer up to %d", k, tostring(x), hi)
       end
       if choices[k] then
         local ok = false

@@ -33,11 +33,27 @@ local function deep_copy(t, seen)
 end
 M.deep_copy = deep_copy
 
+-- Bounds (README, "Limits"): checked before any value is generated.
+M.MAX_AXIS_POINTS = 100000 -- values of one key (a list, a range)
+M.MAX_POINTS = 10000000 -- points of a whole sweep (the product of the keys)
+M.MAX_POWER = 2 ^ 53 -- powers_of_two: [lo, hi] with hi at most this
+M.MAX_DIVISORS_OF = 1e12 -- divisors_of: N at most this (trial division to sqrt N)
+
+local function finite(x)
+  return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge
+end
+
 -- values(t, key, path) -> list of values for one sweep key.
 function M.values(t, key, path)
   local v = t[key]
   if type(v) ~= "table" then return { v } end
-  if v[1] ~= nil then return v end
+  if v[1] ~= nil then
+    if #v > M.MAX_AXIS_POINTS then
+      errors.at(t, key, path, "has %d values (limit %d)", #v, M.MAX_AXIS_POINTS)
+    end
+    return v
+  end
+  if next(v) == nil then errors.at(t, key, path, "expected at least one value, got an empty list") end
   if v.start ~= nil or v.stop ~= nil then
     check.fields(v, path, { start = { type = "number", required = true },
       stop = { type = "number", required = true }, step = { type = "number", default = 1 } })
@@ -46,9 +62,12 @@ function M.values(t, key, path)
       errors.at(v, "step", path .. ".step", "step %s never reaches stop %s from start %s",
         tostring(step), tostring(v.stop), tostring(v.start))
     end
+    local span = (v.stop - v.start) / step
+    if not finite(span) or span + 1 > M.MAX_AXIS_POINTS then
+      errors.at(v, "step", path .. ".step", "range has %.3g points (limit %d)", span + 1, M.MAX_AXIS_POINTS)
+    end
     local out = {}
-    local n = math.floor((v.stop - v.start) / step + 1e-9)
-    if n > 100000 then errors.at(t, key, path, "range has %d points (limit 100000)", n + 1) end
+    local n = math.floor(span + 1e-9)
     for i = 0, n do
       local x = v.start + i * step
       out[#out + 1] = math.tointeger(x) or x
@@ -57,25 +76,39 @@ function M.values(t, key, path)
   end
   if v.powers_of_two ~= nil then
     local r = v.powers_of_two
-    if type(r) ~= "table" or type(r[1]) ~= "number" or type(r[2]) ~= "number" or r[1] < 1 or r[2] < r[1] then
-      errors.at(v, "powers_of_two", path .. ".powers_of_two", "expected [low, high] with 1 <= low <= high")
+    if type(r) ~= "table" or #r ~= 2 or not finite(r[1]) or not finite(r[2]) or r[1] < 1 or r[2] < r[1]
+      or r[2] > M.MAX_POWER then
+      errors.at(v, "powers_of_two", path .. ".powers_of_two",
+        "expected [low, high] with 1 <= low <= high <= 2^53, got %s", check.describe(r))
     end
     local out, x = {}, 1
     while x <= r[2] do
       if x >= r[1] then out[#out + 1] = x end
       x = x * 2
     end
+    if #out == 0 then
+      errors.at(v, "powers_of_two", path .. ".powers_of_two", "no power of two lies in [%s, %s]",
+        tostring(r[1]), tostring(r[2]))
+    end
     return out
   end
   if v.divisors_of ~= nil then
     local n = v.divisors_of
-    if math.type(n) ~= "integer" or n < 1 then
-      errors.at(v, "divisors_of", path .. ".divisors_of", "expected a positive integer, got %s",
+    if math.type(n) ~= "integer" or n < 1 or n > M.MAX_DIVISORS_OF then
+      errors.at(v, "divisors_of", path .. ".divisors_of", "expected an integer in [1, 10^12], got %s",
         check.describe(n))
     end
-    local out = {}
-    for i = 1, n do if n % i == 0 then out[#out + 1] = i end end
-    return out
+    local low, high = {}, {}
+    local i = 1
+    while i * i <= n do
+      if n % i == 0 then
+        low[#low + 1] = i
+        if i * i ~= n then high[#high + 1] = n // i end
+      end
+      i = i + 1
+    end
+    for j = #high, 1, -1 do low[#low + 1] = high[j] end
+    return low
   end
   errors.at(t, key, path, "expected a list, {start, stop, step}, {powers_of_two: [lo, hi]} or {divisors_of: N}")
 end
@@ -119,9 +152,10 @@ local function sorted_keys(t)
   return keys
 end
 
--- points(sweep_doc, docs) -> list of {label = {key = value}, docs = {spec = modified copy}}.
--- `docs` maps spec names to loaded documents; each point gets deep copies.
-function M.points(sweep_doc, docs)
+-- axes(sweep_doc, docs) -> list of axes {keys, values, zipped}, every key checked to
+-- resolve and every generator bounded; the count of points (their product), refused
+-- over MAX_POINTS; and the set of specs the sweep touches.
+function M.axes(sweep_doc, docs)
   local sweep = sweep_doc and sweep_doc.sweep or nil
   local zip = sweep_doc and sweep_doc.zip or nil
   if sweep_doc then
@@ -130,7 +164,7 @@ function M.points(sweep_doc, docs)
   end
   local axes = {}
   for _, key in ipairs(sorted_keys(sweep or {})) do
-    axes[#axes + 1] = { keys = { key }, values = { M.values(sweep, key, "sweep." .. key) } }
+    axes[#axes + 1] = { keys = { key }, values = { M.values(sweep, key, "sweep." .. key) }, source = sweep }
   end
   if zip then
     local keys = sorted_keys(zip)
@@ -142,11 +176,19 @@ function M.points(sweep_doc, docs)
       end
       n = #vals[i]
     end
-    if #keys > 0 then axes[#axes + 1] = { keys = keys, values = vals, zipped = true } end
+    if #keys > 0 then axes[#axes + 1] = { keys = keys, values = vals, zipped = true, source = zip } end
   end
   -- Check every key resolves before building points.
   for _, ax in ipairs(axes) do
-    for _, key in ipairs(ax.keys) do target(docs, key, ax.zipped and zip or sweep) end
+    for _, key in ipairs(ax.keys) do target(docs, key, ax.source) end
+  end
+  local count = 1
+  for _, ax in ipairs(axes) do
+    count = count * #ax.values[1]
+    if count > M.MAX_POINTS then
+      errors.at(ax.source, ax.keys[1], (ax.zipped and "zip." or "sweep.") .. ax.keys[1],
+        "the sweep has more than %d points", M.MAX_POINTS)
+    end
   end
   local touched = {}
   for _, ax in ipairs(axes) do
@@ -155,29 +197,63 @@ function M.points(sweep_doc, docs)
       touched[aliases[head] or head] = true
     end
   end
-  local points = {}
-  local function rec(i, label)
-    if i > #axes then
-      local copies = {}
-      for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
-      local lab = {}
-      for k, v in pairs(label) do lab[k] = v end
-      for k, v in pairs(label) do
-        local t, field = target(copies, k, {})
-        t[field] = v
-      end
-      points[#points + 1] = { label = lab, docs = copies }
-      return
+  return axes, count, touched
+end
+
+-- swept_positions(axes, docs) -> set of "file:line:col" of the base values the sweep
+-- replaces (an error there depends on the sweep).
+function M.swept_positions(axes, docs)
+  local out = {}
+  for _, ax in ipairs(axes) do
+    for _, key in ipairs(ax.keys) do
+      local t, field = target(docs, key, ax.source)
+      local w = errors.where(t, field)
+      if w then out[w] = true end
     end
-    local ax = axes[i]
-    local n = #ax.values[1]
-    for j = 1, n do
-      for a, key in ipairs(ax.keys) do label[key] = ax.values[a][j] end
-      rec(i + 1, label)
-    end
-    for _, key in ipairs(ax.keys) do label[key] = nil end
   end
-  rec(1, {})
+  return out
+end
+
+-- iterate(sweep_doc, docs) -> iterator, count: the points one at a time, in the
+-- order of M.points, each built only when asked for (memory does not grow with the
+-- number of points). The iterator returns i, {label = {key = value}, docs = {...}}.
+function M.iterate(sweep_doc, docs)
+  local axes, count, touched = M.axes(sweep_doc, docs)
+  local idx = {}
+  for a = 1, #axes do idx[a] = 1 end
+  local i = 0
+  return function()
+    if i >= count then return nil end
+    i = i + 1
+    if i > 1 then -- odometer: the last axis turns fastest
+      local a = #axes
+      while a >= 1 do
+        idx[a] = idx[a] + 1
+        if idx[a] <= #axes[a].values[1] then break end
+        idx[a] = 1
+        a = a - 1
+      end
+    end
+    local label = {}
+    for a, ax in ipairs(axes) do
+      for k, key in ipairs(ax.keys) do label[key] = ax.values[k][idx[a]] end
+    end
+    local copies = {}
+    for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
+    for _, key in ipairs(sorted_keys(label)) do
+      local t, field = target(copies, key, {})
+      t[field] = label[key]
+    end
+    return i, { label = label, docs = copies }
+  end, count
+end
+
+-- points(sweep_doc, docs) -> list of {label = {key = value}, docs = {spec = modified copy}}.
+-- `docs` maps spec names to loaded documents; each point gets deep copies.
+function M.points(sweep_doc, docs)
+  local points = {}
+  local it = M.iterate(sweep_doc, docs)
+  for i, pt in it do points[i] = pt end
   return points
 end
 

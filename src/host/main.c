@@ -2,13 +2,21 @@
  * and runs `pmain` under lua_pcall; pmain opens the libraries, preloads
  * fathom.core, sets the search path so the bundled lua/ is found (build tree
  * or installed prefix) ahead of the system path, builds `arg`, and hands over
- * to require("fathom.cli").main(arg), which returns the exit status. */
+ * to require("fathom.cli").main(arg), which returns the exit status.
+ *
+ * SIGINT and SIGTERM are handled as lua.c handles SIGINT: the handler only
+ * sets a hook, and the hook raises {kind = "interrupt", signal = N} in the
+ * running Lua code, which unwinds to cli.lua; the CLI removes its temporary
+ * files and exits 128 + N. A second signal kills (the default action). */
+#define _POSIX_C_SOURCE 200809L
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "lfathom.h"
 #include "paths.h"
@@ -30,6 +38,42 @@ static int msghandler(lua_State *L) {
   }
   luaL_traceback(L, L, msg, 1);
   return 1;
+}
+
+static lua_State *globalL = NULL;
+static volatile sig_atomic_t caught_signal = 0;
+
+/* Hook set by the handler: raise the interrupt error in the running code. */
+static void lstop(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  lua_createtable(L, 0, 3);
+  lua_pushliteral(L, "interrupt");
+  lua_setfield(L, -2, "kind");
+  lua_pushinteger(L, caught_signal);
+  lua_setfield(L, -2, "signal");
+  lua_pushstring(L, caught_signal == SIGINT ? "interrupted" : "terminated");
+  lua_setfield(L, -2, "msg");
+  lua_error(L);
+}
+
+static void on_signal(int sig) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, NULL); /* a second one kills */
+  caught_signal = sig;
+  int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
+  lua_sethook(globalL, lstop, flag, 1);
+}
+
+static void install_handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
 }
 
 /* Set package.path: FATHOM_LUA_PATH (";;" = what follows), then the
@@ -84,6 +128,11 @@ static void set_search_path(lua_State *L, const char *argv0) {
   lua_setfield(L, -2, "data_dir");
   lua_pushstring(L, FATHOM_VERSION);
   lua_setfield(L, -2, "version");
+  lua_pushinteger(L, (lua_Integer)getpid());
+  lua_setfield(L, -2, "pid"); /* unique temporary names */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  lua_pushinteger(L, cores > 0 ? (lua_Integer)cores : 1);
+  lua_setfield(L, -2, "cores"); /* the cap on worker processes */
   if (exe[0] != '\0') {
     lua_pushfstring(L, "%s/fathom", exe);
     lua_setfield(L, -2, "exe"); /* for worker processes */
@@ -147,6 +196,8 @@ int main(int argc, char **argv) {
     l_message("cannot create state: not enough memory");
     return EXIT_FAILURE;
   }
+  globalL = L;
+  install_handlers();
   lua_pushcfunction(L, pmain);
   lua_pushinteger(L, argc);
   lua_pushlightuserdata(L, argv);

@@ -1,6 +1,7 @@
 /* lcheck.c: table readers shared by the binding files. */
 #include "lcheck.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,27 +21,64 @@ static int field(lua_State *L, int t, const char *key) {
   return lua_getfield(L, t, key);
 }
 
+/* A number for a message: integral values without ".0", others as %.14g. */
+static const char *numstr(lua_State *L, double v) {
+  if (v == floor(v) && fabs(v) < 9007199254740992.0)
+    return lua_pushfstring(L, "%I", (LUAI_UACINT)(lua_Integer)v);
+  return lua_pushfstring(L, "%f", (lua_Number)v);
+}
+
+/* lua_pushfstring knows %f (LUAI_NUMFFORMAT, "%.14g"), not %g: every number in a
+ * message goes through %f as a lua_Number. */
 double lcheck_number(lua_State *L, int t, const char *what, const char *key, double def) {
+  char path[128];
   t = lua_absindex(L, t);
   int ty = field(L, t, key);
   double v = def;
   if (ty == LUA_TNUMBER) {
     v = lua_tonumber(L, -1);
+    if (!isfinite(v))
+      lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a finite number, got %s", numstr(L, v));
+    if (fabs(v) > LCHECK_MAX_MAGNITUDE || (v != 0 && fabs(v) < LCHECK_MIN_MAGNITUDE))
+      lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected 0 or a magnitude in [%g, %g], got %s",
+                 (lua_Number)LCHECK_MIN_MAGNITUDE, (lua_Number)LCHECK_MAX_MAGNITUDE, numstr(L, v));
   } else if (ty != LUA_TNIL) {
-    char path[128];
     lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected a number, got %s", luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return v;
 }
 
-int lcheck_int(lua_State *L, int t, const char *what, const char *key, int def) {
-  double v = lcheck_number(L, t, what, key, (double)def);
-  if (!(v == floor(v)) || v > 2147483647.0 || v < -2147483648.0) {
-    char path[128];
-    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected an integer, got %g", v);
+double lcheck_number_or_inf(lua_State *L, int t, const char *what, const char *key, double def) {
+  t = lua_absindex(L, t);
+  int ty = field(L, t, key);
+  int inf = ty == LUA_TNUMBER && lua_tonumber(L, -1) == HUGE_VAL;
+  lua_pop(L, 1);
+  return inf ? HUGE_VAL : lcheck_number(L, t, what, key, def);
+}
+
+int lcheck_int_range(lua_State *L, int t, const char *what, const char *key, int def, int lo,
+                     int hi) {
+  char path[128];
+  t = lua_absindex(L, t);
+  int ty = field(L, t, key);
+  double v = def;
+  if (ty == LUA_TNUMBER) {
+    v = lua_tonumber(L, -1);
+    if (!(v == floor(v)))
+      lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected an integer, got %s", numstr(L, v));
+  } else if (ty != LUA_TNIL) {
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected an integer, got %s", luaL_typename(L, -1));
   }
+  lua_pop(L, 1);
+  if (ty == LUA_TNUMBER && (v < lo || v > hi))
+    lbind_fail(L, FTH_EINVAL, PATH(what, key), "expected an integer in [%d, %d], got %s", lo, hi,
+               numstr(L, v));
   return (int)v;
+}
+
+int lcheck_int(lua_State *L, int t, const char *what, const char *key, int def) {
+  return lcheck_int_range(L, t, what, key, def, INT_MIN, INT_MAX);
 }
 
 int lcheck_bool(lua_State *L, int t, const char *what, const char *key, int def) {
@@ -91,7 +129,7 @@ static void read_memory(lua_State *L, int t, const char *what, fth_memory_def *m
   m->bw_per_stack_bytes_per_s =
       lcheck_number(L, t, what, "bandwidth_per_stack_nominal", m->bw_per_stack_bytes_per_s);
   m->size_per_stack_bytes = lcheck_number(L, t, what, "size_per_stack", m->size_per_stack_bytes);
-  m->num_stacks = lcheck_int(L, t, what, "num_stack", m->num_stacks);
+  m->num_stacks = lcheck_int_range(L, t, what, "num_stack", m->num_stacks, 1, 1 << 20);
   m->efficiency = lcheck_number(L, t, what, "efficiency", m->efficiency);
 }
 
@@ -102,18 +140,19 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
   if (subtable(L, idx, "hardware", "device_compute")) {
     int c = lua_gettop(L);
     fth_compute_def *cd = &out->compute;
-    cd->flops_per_s[FTH_PREC_FP8] = lcheck_number(L, c, "device_compute", "fp8_nominal", 0);
-    cd->flops_per_s[FTH_PREC_BF16] = lcheck_number(L, c, "device_compute", "bf16_nominal", 0);
-    cd->flops_per_s[FTH_PREC_FP32] = lcheck_number(L, c, "device_compute", "fp32_nominal", 0);
-    cd->flops_per_s[FTH_PREC_FP4] = lcheck_number(L, c, "device_compute", "fp4_nominal", 0);
-    cd->prec_efficiency[FTH_PREC_FP8] = lcheck_number(L, c, "device_compute", "fp8_efficiency", 0);
-    cd->prec_efficiency[FTH_PREC_FP4] = lcheck_number(L, c, "device_compute", "fp4_efficiency", 0);
-    cd->efficiency = lcheck_number(L, c, "device_compute", "efficiency", cd->efficiency);
-    cd->vector_flops_per_s = lcheck_number(L, c, "device_compute", "vector_nominal", 0);
-    cd->attention_efficiency = lcheck_number(L, c, "device_compute", "attention_efficiency", 0);
-    cd->compute_units = lcheck_int(L, c, "device_compute", "compute_units", 0);
-    cd->gemm_tile_m = lcheck_number(L, c, "device_compute", "gemm_tile_m", 0);
-    cd->gemm_tile_n = lcheck_number(L, c, "device_compute", "gemm_tile_n", 0);
+    const char *dc = "hardware.device_compute";
+    cd->flops_per_s[FTH_PREC_FP8] = lcheck_number(L, c, dc, "fp8_nominal", 0);
+    cd->flops_per_s[FTH_PREC_BF16] = lcheck_number(L, c, dc, "bf16_nominal", 0);
+    cd->flops_per_s[FTH_PREC_FP32] = lcheck_number(L, c, dc, "fp32_nominal", 0);
+    cd->flops_per_s[FTH_PREC_FP4] = lcheck_number(L, c, dc, "fp4_nominal", 0);
+    cd->prec_efficiency[FTH_PREC_FP8] = lcheck_number(L, c, dc, "fp8_efficiency", 0);
+    cd->prec_efficiency[FTH_PREC_FP4] = lcheck_number(L, c, dc, "fp4_efficiency", 0);
+    cd->efficiency = lcheck_number(L, c, dc, "efficiency", cd->efficiency);
+    cd->vector_flops_per_s = lcheck_number(L, c, dc, "vector_nominal", 0);
+    cd->attention_efficiency = lcheck_number(L, c, dc, "attention_efficiency", 0);
+    cd->compute_units = lcheck_int_range(L, c, dc, "compute_units", 0, 0, 1 << 20);
+    cd->gemm_tile_m = lcheck_number(L, c, dc, "gemm_tile_m", 0);
+    cd->gemm_tile_n = lcheck_number(L, c, dc, "gemm_tile_n", 0);
     lua_pop(L, 1);
   }
   if (subtable(L, idx, "hardware", "device_memory_tiers")) {
@@ -121,9 +160,11 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     for (int i = 0; i < FTH_TIER_COUNT; i++) {
       const char *name = fth_tier_name((fth_tier)i);
       if (subtable(L, tiers, "device_memory_tiers", name)) {
-        read_memory(L, lua_gettop(L), name, &out->tier[i]);
+        int t = lua_gettop(L);
+        const char *wt = lua_pushfstring(L, "hardware.device_memory_tiers.%s", name);
+        read_memory(L, t, wt, &out->tier[i]);
         out->has_tier[i] = 1;
-        lua_pop(L, 1);
+        lua_pop(L, 2);
       }
     }
     lua_pop(L, 1);
@@ -134,7 +175,7 @@ void lcheck_link(lua_State *L, int idx, const char *what, fth_link_def *out) {
   idx = lua_absindex(L, idx);
   *out = fth_link_def_default();
   out->bw_bytes_per_s = lcheck_number(L, idx, what, "bandwidth_nominal", out->bw_bytes_per_s);
-  out->num_links = lcheck_int(L, idx, what, "num_links", out->num_links);
+  out->num_links = lcheck_int_range(L, idx, what, "num_links", out->num_links, 1, 1 << 20);
   out->efficiency = lcheck_number(L, idx, what, "efficiency", out->efficiency);
   out->latency_s = lcheck_number(L, idx, what, "latency_sec", out->latency_s);
   out->in_network_reduction = lcheck_bool(L, idx, what, "in_network_reduction", 0);
@@ -154,18 +195,27 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
                  "expected at most %d physical dimensions, got %d; drop dimensions of size 1",
                  FTH_MAX_PHYS_DIMS, n);
     out->num_phys = n;
+    double xpus = 1;
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, dims, i + 1);
       int d = lua_gettop(L);
       fth_phys_dim_def *pd = &out->phys[i];
-      pd->type = (fth_topo_type)lnames_check(L, d, "topology.dimensions", "topology_type",
-                                             LNAMES_TOPOLOGY_TYPE, FTH_TOPO_SWITCHED);
-      pd->size = lcheck_int(L, d, "topology.dimensions", "size", 0);
-      if (subtable(L, d, "topology.dimensions", "interconnect")) {
-        lcheck_link(L, -1, "interconnect", &pd->link);
-        lua_pop(L, 1);
+      const char *wd = lua_pushfstring(L, "topology.dimensions[%d]", i + 1);
+      pd->type = (fth_topo_type)lnames_check(L, d, wd, "topology_type", LNAMES_TOPOLOGY_TYPE,
+                                             FTH_TOPO_SWITCHED);
+      pd->size = lcheck_int_range(L, d, wd, "size", 0, 0, LCHECK_MAX_XPUS);
+      xpus *= pd->size > 0 ? pd->size : 1;
+      if (xpus > LCHECK_MAX_XPUS) {
+        char path[128];
+        lbind_fail(L, FTH_EINVAL, PATH(wd, "size"), "the topology has more than %d XPUs",
+                   LCHECK_MAX_XPUS);
       }
-      lua_pop(L, 1);
+      if (subtable(L, d, wd, "interconnect")) {
+        int li = lua_gettop(L);
+        lcheck_link(L, li, lua_pushfstring(L, "%s.interconnect", wd), &pd->link);
+        lua_pop(L, 2);
+      }
+      lua_pop(L, 2);
     }
     lua_pop(L, 1);
   }
@@ -177,17 +227,28 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
                  "expected at most %d logical dimensions, got %d; drop logical dimensions of size 1",
                  FTH_MAX_LOGICAL_DIMS, n);
     out->num_logical = n;
+    double per_tag[FTH_TAG_COUNT];
+    for (int k = 0; k < FTH_TAG_COUNT; k++) per_tag[k] = 1;
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, dims, i + 1);
       int d = lua_gettop(L);
       fth_logical_dim_def *ld = &out->logical[i];
-      lua_getfield(L, d, "logical_tag");
-      ld->tag = (fth_logical_tag)lnames_check_value(L, -1, "logical.dimensions.logical_tag",
-                                                    LNAMES_LOGICAL_TAG);
-      lua_pop(L, 1);
-      ld->phys_dim = lcheck_int(L, d, "logical.dimensions", "phys_dim", 1) - 1;
-      ld->size = lcheck_int(L, d, "logical.dimensions", "size", 0);
-      lua_pop(L, 1);
+      const char *wd = lua_pushfstring(L, "topology.logical.dimensions[%d]", i + 1);
+      ld->tag = (fth_logical_tag)lnames_check(L, d, wd, "logical_tag", LNAMES_LOGICAL_TAG,
+                                              FTH_TAG_COUNT);
+      if (ld->tag == FTH_TAG_COUNT) {
+        char path[128];
+        lbind_fail(L, FTH_EINVAL, PATH(wd, "logical_tag"), "expected a logical tag");
+      }
+      ld->phys_dim = lcheck_int_range(L, d, wd, "phys_dim", 1, 1, FTH_MAX_PHYS_DIMS) - 1;
+      ld->size = lcheck_int_range(L, d, wd, "size", 0, 0, LCHECK_MAX_XPUS);
+      per_tag[ld->tag] *= ld->size > 0 ? ld->size : 1;
+      if (per_tag[ld->tag] > LCHECK_MAX_XPUS) {
+        char path[128];
+        lbind_fail(L, FTH_EINVAL, PATH(wd, "size"), "%s over more than %d XPUs",
+                   fth_logical_tag_name(ld->tag), LCHECK_MAX_XPUS);
+      }
+      lua_pop(L, 2);
     }
     lua_pop(L, 1);
   }
@@ -198,30 +259,39 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
   luaL_checktype(L, idx, LUA_TTABLE);
   const char *w = "model";
   *out = fth_model_def_default();
-  out->d_model = lcheck_int(L, idx, w, "d_model", out->d_model);
-  out->n_layers = lcheck_int(L, idx, w, "n_layers", out->n_layers);
-  out->num_heads = lcheck_int(L, idx, w, "num_heads", out->num_heads);
-  out->num_kv_heads = lcheck_int(L, idx, w, "num_kv_heads", out->num_kv_heads);
-  out->head_dim = lcheck_int(L, idx, w, "head_dim", out->head_dim);
+  out->d_model = lcheck_int_range(L, idx, w, "d_model", out->d_model, 1, LCHECK_MAX_WIDTH);
+  out->n_layers = lcheck_int_range(L, idx, w, "n_layers", out->n_layers, 1, LCHECK_MAX_LAYERS);
+  out->num_heads = lcheck_int_range(L, idx, w, "num_heads", out->num_heads, 1, LCHECK_MAX_HEADS);
+  out->num_kv_heads =
+      lcheck_int_range(L, idx, w, "num_kv_heads", out->num_kv_heads, 0, LCHECK_MAX_HEADS);
+  out->head_dim = lcheck_int_range(L, idx, w, "head_dim", out->head_dim, 0, LCHECK_MAX_HEADS);
   out->ffn_hidden = lcheck_number(L, idx, w, "ffn_hidden_size", out->ffn_hidden);
   out->mlp_ratio = lcheck_number(L, idx, w, "mlp_ratio", out->mlp_ratio);
   out->gated_mlp = lcheck_bool(L, idx, w, "gated_mlp", out->gated_mlp);
-  out->vocab_size = lcheck_int(L, idx, w, "vocab_size", out->vocab_size);
-  out->max_seq_len = lcheck_int(L, idx, w, "max_sequence_length", out->max_seq_len);
+  out->vocab_size = lcheck_int_range(L, idx, w, "vocab_size", out->vocab_size, 1, LCHECK_MAX_TOKENS);
+  out->max_seq_len =
+      lcheck_int_range(L, idx, w, "max_sequence_length", out->max_seq_len, 1, LCHECK_MAX_TOKENS);
   out->learned_pos_emb = lcheck_bool(L, idx, w, "learned_pos_emb", out->learned_pos_emb);
   out->tied_embeddings = lcheck_bool(L, idx, w, "tied_embeddings", out->tied_embeddings);
-  out->num_experts = lcheck_int(L, idx, w, "num_regular_experts", out->num_experts);
-  out->top_k = lcheck_int(L, idx, w, "num_selected_experts", out->top_k);
-  out->num_shared_experts = lcheck_int(L, idx, w, "num_shared_experts", out->num_shared_experts);
+  out->num_experts =
+      lcheck_int_range(L, idx, w, "num_regular_experts", out->num_experts, 0, LCHECK_MAX_HEADS);
+  out->top_k = lcheck_int_range(L, idx, w, "num_selected_experts", out->top_k, 0, LCHECK_MAX_HEADS);
+  out->num_shared_experts =
+      lcheck_int_range(L, idx, w, "num_shared_experts", out->num_shared_experts, 0, LCHECK_MAX_HEADS);
   out->expert_ffn_hidden =
       lcheck_number(L, idx, w, "expert_ffn_hidden_size", out->expert_ffn_hidden);
-  out->first_dense_layers = lcheck_int(L, idx, w, "first_dense_layers", out->first_dense_layers);
-  out->moe_layer_interval = lcheck_int(L, idx, w, "moe_layer_interval", out->moe_layer_interval);
-  out->q_lora_rank = lcheck_int(L, idx, w, "q_lora_rank", out->q_lora_rank);
-  out->kv_lora_rank = lcheck_int(L, idx, w, "kv_lora_rank", out->kv_lora_rank);
-  out->qk_nope_head_dim = lcheck_int(L, idx, w, "qk_nope_head_dim", out->qk_nope_head_dim);
-  out->qk_rope_head_dim = lcheck_int(L, idx, w, "qk_rope_head_dim", out->qk_rope_head_dim);
-  out->v_head_dim = lcheck_int(L, idx, w, "v_head_dim", out->v_head_dim);
+  out->first_dense_layers =
+      lcheck_int_range(L, idx, w, "first_dense_layers", out->first_dense_layers, 0, LCHECK_MAX_LAYERS);
+  out->moe_layer_interval =
+      lcheck_int_range(L, idx, w, "moe_layer_interval", out->moe_layer_interval, 0, LCHECK_MAX_LAYERS);
+  out->q_lora_rank = lcheck_int_range(L, idx, w, "q_lora_rank", out->q_lora_rank, 0, LCHECK_MAX_WIDTH);
+  out->kv_lora_rank =
+      lcheck_int_range(L, idx, w, "kv_lora_rank", out->kv_lora_rank, 0, LCHECK_MAX_WIDTH);
+  out->qk_nope_head_dim =
+      lcheck_int_range(L, idx, w, "qk_nope_head_dim", out->qk_nope_head_dim, 0, LCHECK_MAX_HEADS);
+  out->qk_rope_head_dim =
+      lcheck_int_range(L, idx, w, "qk_rope_head_dim", out->qk_rope_head_dim, 0, LCHECK_MAX_HEADS);
+  out->v_head_dim = lcheck_int_range(L, idx, w, "v_head_dim", out->v_head_dim, 0, LCHECK_MAX_HEADS);
 }
 
 void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out) {
@@ -273,7 +343,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->grad_bytes = lcheck_number(L, idx, w, "gradient_float_size", out->grad_bytes);
   out->dp = (fth_dp_variant)lnames_check(L, idx, w, "dp_variant", LNAMES_DP_VARIANT, out->dp);
   out->pp = (fth_pp_schedule)lnames_check(L, idx, w, "pp_variant", LNAMES_PP_SCHEDULE, out->pp);
-  out->virtual_stages = lcheck_int(L, idx, w, "virtual_stages", out->virtual_stages);
+  out->virtual_stages = lcheck_int_range(L, idx, "workload.pp_spec", "virtual_stages",
+                                         out->virtual_stages, 1, LCHECK_MAX_VIRTUAL_STAGES);
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);

@@ -12,10 +12,30 @@
 #include "fth_topology.h"
 #include "fth_train.h"
 
-/// t[key] as a number; `def` when absent; raises "<what>.<key>: expected number, got T".
+/* Limits on what enters the core (README, "Limits"). Every number read from Lua is
+ * finite, 0 or of a magnitude in [LCHECK_MIN_MAGNITUDE, LCHECK_MAX_MAGNITUDE], so a
+ * product or quotient of a dozen of them stays finite and nonzero. Integer counts
+ * have per-field caps chosen so that every product the core forms in an int
+ * (PP x virtual stages, TP x CP x PP, the XPUs of a topology) stays below 2^31. */
+#define LCHECK_MAX_MAGNITUDE 1e24
+#define LCHECK_MIN_MAGNITUDE 1e-24
+#define LCHECK_MAX_XPUS (1 << 22)          ///< XPUs in a topology, and any parallel degree
+#define LCHECK_MAX_VIRTUAL_STAGES 256      ///< x LCHECK_MAX_XPUS stays below 2^31
+#define LCHECK_MAX_LAYERS 65536
+#define LCHECK_MAX_WIDTH (1 << 20)         ///< d_model, hidden sizes, LoRA ranks
+#define LCHECK_MAX_HEADS 65536             ///< heads, head dims, experts, top-k
+#define LCHECK_MAX_TOKENS (1 << 30)        ///< vocabulary, sequence length
+
+/// t[key] as a finite number, 0 or of magnitude in [LCHECK_MIN_MAGNITUDE,
+/// LCHECK_MAX_MAGNITUDE]; `def` when absent; raises "<what>.<key>: expected ..., got V".
 double lcheck_number(lua_State *L, int t, const char *what, const char *key, double def);
+/// lcheck_number that also takes +inf (for "never", e.g. a failure-free MTBF).
+double lcheck_number_or_inf(lua_State *L, int t, const char *what, const char *key, double def);
 /// t[key] as an int (integral number); `def` when absent.
 int lcheck_int(lua_State *L, int t, const char *what, const char *key, int def);
+/// t[key] as an int in [lo, hi] (never truncated); `def` (unchecked) when absent.
+int lcheck_int_range(lua_State *L, int t, const char *what, const char *key, int def, int lo,
+                     int hi);
 /// t[key] as a boolean (or 0/1 number); `def` when absent.
 int lcheck_bool(lua_State *L, int t, const char *what, const char *key, int def);
 /// t[key] as a string; `def` when absent.

@@ -71,7 +71,7 @@ static int core_model_info(lua_State *L) {
 static int core_goodput(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   fth_goodput_def d = fth_goodput_def_default();
-  d.gpu_mtbf_s = lcheck_number(L, 1, "reliability", "gpu_mtbf_s", d.gpu_mtbf_s);
+  d.gpu_mtbf_s = lcheck_number_or_inf(L, 1, "reliability", "gpu_mtbf_s", d.gpu_mtbf_s);
   d.checkpoint_bytes = lcheck_number(L, 1, "reliability", "checkpoint_bytes", 0);
   d.checkpoint_bw = lcheck_number(L, 1, "reliability", "checkpoint_bw", 0);
   d.restart_s = lcheck_number(L, 1, "reliability", "restart_s", 0);

@@ -5,6 +5,7 @@
  *   matrix:get(src, dst) -> bytes (1-based); matrix:size() -> n
  * The trace is written by the binding to `trace_path` (the caller writes to a
  * temporary path and renames it, so a failed run leaves nothing behind). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +15,9 @@
 #include "lnames.h"
 
 #define BYTE_MATRIX "fathom.ByteMatrix"
+/* Routed tokens: the routing loop is O(tokens x top_k); fathom.route bounds the
+ * product (README, "Limits"), this bounds the count itself. */
+#define LROUTE_MAX_TOKENS (1LL << 32)
 
 typedef struct byte_matrix {
   int n;
@@ -31,10 +35,15 @@ static byte_matrix *new_matrix(lua_State *L, int n) {
 static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   const char *w = "route";
   *d = fth_route_def_default();
-  d->tokens = (long long)lcheck_number(L, idx, w, "tokens", (double)d->tokens);
-  d->experts = lcheck_int(L, idx, w, "experts", d->experts);
-  d->top_k = lcheck_int(L, idx, w, "top_k", d->top_k);
-  d->gpus = lcheck_int(L, idx, w, "gpus", d->gpus);
+  double tokens = lcheck_number(L, idx, w, "tokens", (double)d->tokens);
+  if (!(tokens >= 1 && tokens <= LROUTE_MAX_TOKENS && tokens == floor(tokens)))
+    lbind_fail(L, FTH_EINVAL, "route.tokens", "expected an integer in [1, %lld], got %.14g",
+               (long long)LROUTE_MAX_TOKENS, tokens);
+  d->tokens = (long long)tokens;
+  /* Ranges first: the histogram below is copied into FTH_ROUTE_MAX_EXPERTS slots. */
+  d->experts = lcheck_int_range(L, idx, w, "experts", d->experts, 1, FTH_ROUTE_MAX_EXPERTS);
+  d->top_k = lcheck_int_range(L, idx, w, "top_k", d->top_k, 1, d->experts);
+  d->gpus = lcheck_int_range(L, idx, w, "gpus", d->gpus, 1, FTH_ROUTE_MAX_GPUS);
   d->dist = (fth_route_dist)lnames_check(L, idx, w, "distribution", LNAMES_ROUTE_DISTRIBUTION,
                                          d->dist);
   d->hot_ratio = lcheck_number(L, idx, w, "hot_ratio", d->hot_ratio);
@@ -43,7 +52,10 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   d->placement = (fth_placement)lnames_check(L, idx, w, "placement", LNAMES_ROUTE_PLACEMENT,
                                              d->placement);
   d->hot_replicas = lcheck_int(L, idx, w, "hot_replicas", d->hot_replicas);
-  d->seed = (uint64_t)lcheck_number(L, idx, w, "seed", 1);
+  double seed = lcheck_number(L, idx, w, "seed", 1);
+  if (!(seed >= 0 && seed <= 9007199254740992.0 && seed == floor(seed)))
+    lbind_fail(L, FTH_EINVAL, "route.seed", "expected an integer in [0, 2^53], got %.14g", seed);
+  d->seed = (uint64_t)seed;
   d->hidden = lcheck_number(L, idx, w, "hidden", d->hidden);
   d->act_bytes = lcheck_number(L, idx, w, "act_bytes", d->act_bytes);
   d->weight_bytes = lcheck_number(L, idx, w, "weight_bytes", d->weight_bytes);
@@ -54,7 +66,7 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
     if (n != d->experts)
       lbind_fail(L, FTH_EINVAL, "route.histogram", "expected %d weights (one per expert), got %d",
                  d->experts, n);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && i < FTH_ROUTE_MAX_EXPERTS; i++) {
       lua_rawgeti(L, -1, i + 1);
       hist[i] = lua_tonumber(L, -1);
       lua_pop(L, 1);

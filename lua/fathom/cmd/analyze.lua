@@ -78,11 +78,18 @@ function M.main(argv)
   end
   local opts, extra = args.parse(argv, spec, "analyze")
   if #extra > 0 then errors.raise("analyze: unexpected argument '%s' (see 'fathom analyze --help')", extra[1]) end
-  local records = analysis.run({
+  local a = {
     hardware_lib = opts.hardware_lib, physical = opts.physical_topology,
     logical = opts.logical_topology, workload = opts.workload_spec, model = opts.model_spec,
     sweep = opts.sweep_config, pass_mode = opts.pass_mode,
-  })
+  }
+  local records, streamed
+  if opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
+    local n, first = analysis.stream(a, opts.output_file, opts.format, not opts.raw_output and report.humanize or nil)
+    records, streamed = { first }, n
+  else
+    records = analysis.run(a)
+  end
   if opts.trace_file then
     local raw = analysis.raw_of[records[1]]
     if not raw or not passes.get(opts.pass_mode).trace then
@@ -92,7 +99,10 @@ function M.main(argv)
     output.write_file(opts.trace_file, require("fathom.format.trace").encode(raw.result, d.pp,
       raw.scenario.workload.pp_variant))
   end
-  if opts.output_file then
+  if streamed then
+    io.stderr:write(string.format("fathom: wrote %d record%s to %s\n", streamed, streamed == 1 and "" or "s",
+      opts.output_file))
+  elseif opts.output_file then
     local out = records
     if not opts.raw_output and opts.format ~= "svg" then
       out = {}

@@ -1,0 +1,194 @@
+-- Bad input never crashes, hangs or leaves a file: every case below exits 2 with one
+-- line "fathom: <where>: <what>" (a file position or a key path), no traceback, and
+-- nothing left in the output directory. Fixtures: tests/fixtures/bad/ (issue 13).
+local h = require("helpers")
+
+local T = "tests/fixtures/tiny/"
+local B = "tests/fixtures/bad/"
+
+local slots = { hardware = "--hardware-lib", physical = "--physical-topology", logical = "--logical-topology",
+  workload = "--workload-spec", model = "--model-spec" }
+local defaults = { hardware = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+  workload = T .. "train.yaml", model = T .. "model.yaml" }
+
+-- analyze argv with one input replaced: slot -> file.
+local function analyze_args(slot, file, extra)
+  local a = { "analyze" }
+  for _, s in ipairs({ "hardware", "physical", "logical", "workload", "model" }) do
+    a[#a + 1] = slots[s]
+    a[#a + 1] = s == slot and file or defaults[s]
+  end
+  for _, x in ipairs(extra or {}) do a[#a + 1] = x end
+  return a
+end
+
+local function tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  assert(os.execute("mkdir -p " .. h.shell_quote(p)))
+  return p
+end
+
+local function dir_entries(d)
+  local p = io.popen("ls -A " .. h.shell_quote(d))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+-- The promise: exit 2, one line, a position or key path, the expected text, no file.
+local function refused(argv, pattern, dir)
+  local r = h.run(table.unpack(argv))
+  local what = table.concat(argv, " ")
+  assert.are.equal(2, r.code, what .. "\nstderr: " .. r.stderr .. "\nstdout: " .. r.stdout:sub(1, 200))
+  assert.are.equal(1, h.count_lines(r.stderr), what .. ": " .. r.stderr)
+  assert.matches("^fathom: ", r.stderr, 1, false, what)
+  assert.is_nil(r.stderr:find("traceback", 1, true), what)
+  assert.is_nil(r.stderr:find("internal error", 1, true), what)
+  if pattern then assert.matches(pattern, r.stderr, 1, false, what) end
+  if dir then assert.are.equal("", dir_entries(dir), what .. ": left behind") end
+  return r
+end
+
+-- Input files refused in analyze, with a position: slot, fixture, expected text.
+local analyze_cases = {
+  { "model", "model_n_layers_huge.yaml", ":3:11: n_layers: expected an integer in %[1, 65536%], got 2147483647" },
+  { "model", "model_d_model_1e308.yaml", ":2:10: d_model: expected an integer" },
+  { "model", "model_mlp_ratio_1e308.yaml", "mlp_ratio: expected 0 or a magnitude in" },
+  { "model", "model_mlp_ratio_denormal.yaml", "mlp_ratio: expected 0 or a magnitude in" },
+  { "model", "model_vocab_huge.yaml", "vocab_size: expected an integer in" },
+  { "model", "model_heads_huge.yaml", "num_heads: expected an integer in" },
+  { "workload", "train_tokens_1e308.yaml", "total_train_tokens: expected 0 or a magnitude in" },
+  { "workload", "train_eff_denormal.yaml", "comp_mem_efficiency: expected 0 or a magnitude in" },
+  { "workload", "train_virtual_stages_huge.yaml", "pp_spec.virtual_stages: expected an integer in %[1, 256%]" },
+  { "workload", "train_virtual_stages_max.yaml", "pp_spec.virtual_stages: expected an integer in %[1, 256%]" },
+  { "hardware", "hw_size_denormal.yaml", "size_per_stack: expected 0 or a magnitude in" },
+  { "hardware", "hw_flops_1e308.yaml", "bf16_nominal: expected 0 or a magnitude in" },
+  { "hardware", "hw_latency_tiny.yaml", "latency_sec: expected 0 or a magnitude in" },
+  { "hardware", "hw_bw_huge.yaml", "bandwidth_nominal: expected 0 or a magnitude in" },
+  { "logical", "logical_size_huge.yaml", "size: expected an integer in" },
+  { "physical", "physical_size_huge.yaml", "size: expected an integer in" },
+  -- wrong for every point of any sweep: refused before the sweep too
+  { "model", "model_d_model_string.yaml", ":2:10: d_model: expected an integer, got 'abc'" },
+  { "model", "model_misspelt_key.yaml", ":3:1: n_layrs: unknown key %(did you mean 'n_layers'%?%)" },
+  { "model", "model_missing_key.yaml", "vocab_size: missing required key" },
+  { "model", "model_zero_layers.yaml", ":3:11: n_layers: expected a value >= 1, got 0" },
+  { "model", "model_nan.yaml", "mlp_ratio: expected a number, got nan" },
+  { "model", "model_inf.yaml", "mlp_ratio: expected a finite number" },
+  { "model", "model_negative_heads.yaml", "num_heads: expected a value >= 1" },
+  { "model", "model_fractional_heads.yaml", "num_heads: expected an integer, got 16%.5" },
+  { "model", "model_d_model_list.yaml", "d_model: expected an integer, got a list" },
+  { "model", "model_d_model_map.yaml", "d_model: expected an integer, got a mapping" },
+  { "model", "model_d_model_null.yaml", "d_model" },
+  { "model", "model_d_model_bool.yaml", "d_model: expected an integer, got true" },
+  { "physical", "physical_dangling_node.yaml", "node_definition_ref: unknown node 'TOYY'" },
+  { "physical", "physical_dangling_link.yaml", "interconnect_name: unknown interconnect" },
+  { "physical", "physical_bad_type.yaml", "topology_type: expected one of" },
+  { "physical", "physical_zero_size.yaml", "size: expected a value >= 1" },
+  { "logical", "logical_not_tiling.yaml", "size" },
+  { "logical", "logical_bad_tag.yaml", "logical_tag: expected one of .*did you mean 'TP_Attn'" },
+  { "logical", "logical_dangling_dim.yaml", "maps_to_physical_dimension_name" },
+  { "workload", "train_batch_not_multiple.yaml", "global_batch_size" },
+  { "workload", "train_seq_string.yaml", "seq_length: expected an integer, got 'abc'" },
+  { "workload", "train_float_zero.yaml", "float_size_bytes" },
+  { "workload", "train_bad_dp.yaml", "dp_spec.variant: expected one of" },
+  { "workload", "train_eff_over_one.yaml", "comp_comm_efficiency: expected a value <= 1" },
+  { "workload", "train_misspelt.yaml", "seq_lenght: unknown key %(did you mean 'seq_length'%?%)" },
+  { "hardware", "hw_dangling_compute.yaml", "device_compute: unknown compute component 'toyy'" },
+  { "hardware", "hw_dangling_memory.yaml", "xpu_memory: unknown memory component 'toy_hmb'" },
+  { "hardware", "hw_zero_stacks.yaml", "num_stack: expected a value >= 1" },
+  { "hardware", "hw_eff_over_one.yaml", "efficiency: expected a value <= 1" },
+  { "hardware", "hw_negative_flops.yaml", "bf16_nominal: expected a value >= 0" },
+}
+
+-- Sweep configs refused before any point is built.
+local sweep_cases = {
+  { "sweep_step_tiny.yaml", ":2:61: sweep%.workload_spec%.micro_batch_size%.step: range has 1e%+300 points" },
+  { "sweep_powers_nan.yaml", "powers_of_two: expected %[low, high%]" },
+  { "sweep_powers_huge.yaml", "powers_of_two: expected %[low, high%]" },
+  { "sweep_divisors_huge.yaml", "divisors_of: expected an integer in %[1, 10%^12%]" },
+  { "sweep_empty_list.yaml", "micro_batch_size" },
+  { "sweep_powers_none.yaml", "no power of two lies in" },
+}
+
+local search_base = { "search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "64" }
+local search_cases = {
+  { { "--top", "2147483648" }, "%-%-top must be a positive integer %(at most 1000%)" },
+  { { "--top", "5000" }, "%-%-top must be a positive integer" },
+  { { "--fix", "mb=4294967298" }, "%-%-fix mb=4294967298: expected a positive integer up to 65536" },
+  { { "--fix", "cp=1073741824" }, "%-%-fix cp=1073741824: expected a positive integer up to 1024" },
+  { { "--fix", "vs=536870912" }, "%-%-fix vs=536870912: expected a positive integer up to 256" },
+  { { "--workers", "1000" }, "%-%-workers must be a positive integer" },
+  { { "--gpus", "1e400" }, "%-%-gpus' expects a finite number" },
+  { { "--gpus", "nan" }, "%-%-gpus' expects a number" },
+  { { "--seq", "1e300" }, "%-%-seq must be a positive integer" },
+  { { "--global-batch", "2.5" }, "%-%-global%-batch must be a positive integer" },
+}
+
+local route_cases = {
+  { { "--config", B .. "route_histogram_5000.yaml" }, ":2:12: router%.experts: expected a value <= 4096" },
+  { { "--config", B .. "route_histogram_string.yaml" }, "router%.histogram%[3%]: expected a weight >= 0" },
+  { { "--config", B .. "route_hot_degenerate.yaml" }, "router%.top_k: top_k 200 needs 200 experts with a positive" },
+  { { "--tokens", "3000000000" }, "router%.tokens: expected an integer below 2%^31" },
+  { { "--tokens", "1048576", "--experts", "4096", "--top-k", "4000" }, "router%.top_k: expected a value <= 256" },
+  { { "--experts", "4096", "--top-k", "200", "--distribution", "zipf", "--zipf-s", "3" },
+    "router%.tokens: routing 65536 tokens to top%-200 of 4096 experts %(zipf%) is about" },
+  { { "--gpus", "64", "--experts", "64", "--tokens", "4194304", "--packet-size", "64" },
+    "route: the packet simulation needs about" },
+  { { "--seed", "1e300" }, "router%.seed: expected an integer" },
+  { { "--experts", "8192" }, "router%.experts: expected a value <= 4096" },
+}
+
+describe("robustness (issue 13)", function()
+  describe("analyze refuses extreme and out-of-range inputs", function()
+    for _, c in ipairs(analyze_cases) do
+      it(c[2], function()
+        local dir = tmpdir()
+        refused(analyze_args(c[1], B .. c[2], { "--output-file", dir .. "/out.yaml" }), c[3], dir)
+        os.remove(dir)
+      end)
+    end
+  end)
+
+  describe("analyze with a sweep refuses the same inputs before any point (no file)", function()
+    for _, c in ipairs(analyze_cases) do
+      it(c[2], function()
+        local dir = tmpdir()
+        refused(analyze_args(c[1], B .. c[2], { "--sweep-config", "tests/fixtures/sweep_mb.yaml",
+          "--output-file", dir .. "/out.yaml" }), c[3], dir)
+        os.remove(dir)
+      end)
+    end
+  end)
+
+  describe("analyze refuses unbounded or empty sweeps before running them", function()
+    for _, c in ipairs(sweep_cases) do
+      it(c[1], function()
+        local dir = tmpdir()
+        refused(analyze_args(nil, nil, { "--sweep-config", B .. c[1], "--output-file", dir .. "/out.yaml" }),
+          c[2], dir)
+        os.remove(dir)
+      end)
+    end
+  end)
+
+  describe("search refuses out-of-range flags", function()
+    for _, c in ipairs(search_cases) do
+      it(table.concat(c[1], " "), function()
+        local argv = { table.unpack(search_base) }
+        for _, x in ipairs(c[1]) do argv[#argv + 1] = x end
+        refused(argv, c[2])
+      end)
+    end
+  end)
+
+  describe("route refuses what would crash or run for minutes", function()
+    for _, c in ipairs(route_cases) do
+      it(table.concat(c[1], " "), function()
+        local argv = { "route" }
+        for _, x in ipairs(c[1]) do argv[#argv + 1] = x end
+        refused(argv, c[2])
+      end)
+    end
+  end)
+end)
