@@ -3,7 +3,8 @@
 local validate = require("fathom.validate")
 
 describe("fathom.validate #paper", function()
-  local res = validate.run("validation/published_cases.yaml", "configs/hardware/hardware_library.yaml")
+  local res = validate.run({ "validation/published_cases.yaml", "validation/modern_cases.yaml" },
+    "configs/hardware/hardware_library.yaml")
 
   it("predicts every Megatron Table 1 case within 15% of the measured TFLOP/s per GPU", function()
     local n = 0
@@ -32,6 +33,13 @@ describe("fathom.validate #paper", function()
       assert.is_string(s.reason)
       assert.is_string(s.id)
     end
+    -- nothing dropped silently: every case is compared or skipped with a reason
+    local n = 0
+    for _, f in ipairs({ "validation/published_cases.yaml", "validation/modern_cases.yaml" }) do
+      n = n + #require("fathom.config").load_mapping(f, "cases").cases
+    end
+    assert.are.equal(n, #res.cases + #res.skipped)
+    assert.is_number(res.no_fit)
   end)
 
   it("quantile() interpolates", function()
