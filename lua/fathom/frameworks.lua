@@ -11,7 +11,10 @@
 --                          kernels; "2023" FlashAttention 2 / Triton, cuBLAS BF16; "2024"
 --                          Transformer Engine 1.x, cuDNN fused attention (FA2-class on
 --                          Hopper), FP8 delayed scaling; "2025" TE 2.x, cuDNN/FA3-class
---                          attention, FP8 current/MX scaling, Blackwell kernels
+--                          attention, FP8 current/MX scaling, Blackwell kernels;
+--                          "torch2024"/"torch2025" PyTorch-native stacks (eager or
+--                          torch.compile'd ATen/cuBLAS GEMMs, SDPA attention, torchao
+--                          Float8) without Transformer Engine's fused kernels
 --   dp_variant             how data parallelism shards state when the case does not say:
 --                          DDP, ZERO1 (Megatron's distributed optimizer), ZERO3 (FSDP)
 --   comp_comm_efficiency   fraction of TP/DP/PP/EP communication hidden under compute
@@ -57,9 +60,9 @@ M.rows = {
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3" },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
   -- by default (train_configs/*.toml), SDPA flash attention, Float8 tensorwise.
-  { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "2025",
+  { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
     dp_variant = "ZERO3", recompute = "selective" },
-  { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "2024", dp_variant = "ZERO3",
+  { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
     recompute = "selective" },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },

@@ -472,12 +472,37 @@ function M.fit(state, jobs, settings, only)
   for _, job in ipairs(jobs) do
     local g = job.generation .. "/" .. job.kernels
     if not job.inference and (only == nil or only[g]) then
-      groups[g] = groups[g] or { generation = job.generation, kernels = job.kernels, jobs = {}, fp8 = false }
+      groups[g] = groups[g] or { generation = job.generation, kernels = job.kernels, jobs = {}, fp8 = false,
+        flash = false }
       table.insert(groups[g].jobs, job)
       if job.docs.precision.bytes == 1 then groups[g].fp8 = true end
+      if job.docs.workload.flash_attention then groups[g].flash = true end
     end
   end
-  for _, grp in pairs(groups) do
+  -- newer kernels of one lineage (Transformer Engine/cuDNN stacks "2021".."2025"; PyTorch-native
+  -- "torch2024".."torch2025") are not slower: fit in kernel order, each bounded below by the
+  -- previous calibrated key of its lineage on the same GPU generation
+  local order = {}
+  for _, grp in pairs(groups) do order[#order + 1] = grp end
+  local rank = {}
+  for i, k in ipairs(calibration.kernel_generations) do rank[k] = i end
+  table.sort(order, function(x, y)
+    if x.generation ~= y.generation then return x.generation < y.generation end
+    return (rank[x.kernels] or 0) < (rank[y.kernels] or 0)
+  end)
+  local function lineage(k) return k:match("^%a+") or "" end
+  local function floor_of(grp, key)
+    local rows = settings[grp.generation] or {}
+    local best, bi = nil, 0
+    for k, v in pairs(rows) do
+      local i = rank[k] or 0
+      if k ~= grp.kernels and lineage(k) == lineage(grp.kernels) and i < (rank[grp.kernels] or 0) and i > bi then
+        best, bi = v[key], i
+      end
+    end
+    return best
+  end
+  for _, grp in ipairs(order) do
     local rows = settings[grp.generation]
     if not rows then
       rows = {}
@@ -488,16 +513,19 @@ function M.fit(state, jobs, settings, only)
     local cur = { efficiency = start.efficiency, attention_efficiency = start.attention_efficiency,
       fp8_efficiency = grp.fp8 and (start.fp8_efficiency or start.efficiency) or nil }
     rows[grp.kernels] = cur
-    local keys = { "efficiency", "attention_efficiency" }
-    if grp.fp8 then keys[3] = "fp8_efficiency" end
+    -- attention_efficiency only where fused attention runs; fp8_efficiency only with FP8 cases
+    local keys = { "efficiency" }
+    if grp.flash then keys[#keys + 1] = "attention_efficiency" end
+    if grp.fp8 then keys[#keys + 1] = "fp8_efficiency" end
     local best
     for _ = 1, 2 do
       for _, key in ipairs(keys) do
         local range = M.fit_ranges[key]
+        local lo = math.max(range[1], floor_of(grp, key) or range[1])
         local v, l = golden(function(x)
           cur[key] = x
           return loss((M.evaluate(state, grp.jobs, settings)))
-        end, range[1], range[2], 12)
+        end, lo, math.max(lo + 1e-3, range[2]), 12)
         cur[key] = math.floor(v * 1000 + 0.5) / 1000
         best = l
       end
@@ -523,7 +551,9 @@ function M.loso(state, jobs, settings)
     end
     -- drop the keys this source alone calibrates, then refit on the rest
     local keys = {}
-    for _, job in ipairs(rest) do keys[job.generation .. "/" .. job.kernels] = true end
+    for _, job in ipairs(rest) do
+      if not job.inference then keys[job.generation .. "/" .. job.kernels] = true end
+    end
     local base = calibration.copy(settings)
     for g, rows in pairs(base) do
       for k in pairs(rows) do if not keys[g .. "/" .. k] then rows[k] = nil end end

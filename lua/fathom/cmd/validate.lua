@@ -12,7 +12,7 @@ local spec = {
   { name = "cases", arg = "FILE", multi = true,
     help = "cases file, repeatable [default: validation/published_cases.yaml and modern_cases.yaml]" },
   { name = "hardware-lib", arg = "FILE", help = "hardware library with the per-GPU calibration" },
-  { name = "loso", flag = true, help = "add leave-one-source-out errors (refits per source; slower)" },
+  { name = "no-loso", flag = true, help = "leave out the leave-one-source-out errors (refits per source)" },
   { name = "fit", flag = true, help = "refit the per-generation calibration and print it" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
   { name = "output-file", arg = "FILE", help = "write here instead of stdout" },
@@ -110,7 +110,7 @@ function M.main(argv)
   if #extra > 0 then require("fathom.errors").raise("validate: unexpected argument '%s'", extra[1]) end
   local files = (opts.cases and #opts.cases > 0) and opts.cases or default_cases()
   local res = validate.run(files, opts.hardware_lib and analysis.resolve(opts.hardware_lib),
-    { loso = opts.loso, fit = opts.fit })
+    { loso = not opts.no_loso, fit = opts.fit })
   if opts.format == "table" then
     local t = text(res)
     if opts.output_file then output.write_file(opts.output_file, t) else io.stdout:write(t) end
