@@ -120,14 +120,28 @@ function M.lookup(name)
   return out
 end
 
--- defaults(name) -> the workload-spec fields a framework implies (for a user's spec).
-function M.workload_defaults(name)
+-- workload_defaults(name, pass) -> the workload-spec fields a framework implies.
+function M.workload_defaults(name, pass)
   local f = M.lookup(name)
-  return {
+  local w = {
     flash_attention = f.flash_attention, comp_comm_efficiency = f.comp_comm_efficiency,
     comp_mem_efficiency = f.comp_mem_efficiency, comm_mem_efficiency = f.comm_mem_efficiency,
-    recompute = f.recompute, dp_spec = { variant = f.dp_variant }, kernel_launch_sec = f.kernel_launch_sec,
+    kernel_launch_sec = f.kernel_launch_sec,
   }
+  if pass == nil or pass == "training" then
+    w.recompute = f.recompute
+    w.dp_spec = { variant = f.dp_variant }
+  end
+  return w
+end
+
+-- apply(doc, pass) -> doc with every key the framework implies and the spec leaves unset
+-- filled in (in place: the keys the user wrote keep their file positions).
+function M.apply(doc, pass)
+  for k, v in pairs(M.workload_defaults(doc.framework, pass)) do
+    if doc[k] == nil then doc[k] = v end
+  end
+  return doc
 end
 
 return M

@@ -155,6 +155,7 @@ local workload_common = {
   kernel_model = { type = "string", choices = { "roofline", "tiled" }, default = "tiled",
     hint = "tiled: GEMM tiles and attention blocks in waves over the compute units" },
   collective = { type = "table" },
+  framework = { type = "string", hint = "a framework name (fathom.frameworks) whose conventions fill unset keys" },
   description = { type = "string" },
   notes = { type = "any" },
 }
@@ -428,6 +429,7 @@ end
 -- train(src) -> normalised training workload.
 function M.train(src)
   local doc = doc_of(src, "training workload spec")
+  if type(doc.framework) == "string" then require("fathom.frameworks").apply(doc, "training") end
   local w = check.fields(doc, "", M.train_schema)
   local tp = check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
   local dp = check.fields(doc.dp_spec or {}, "dp_spec", M.dp_spec_schema)
@@ -509,6 +511,7 @@ M.infer_footprint = { "weights", "kv_cache", "transient_forward_peak" }
 -- infer(src, pass) -> normalised prefill ("prefill") or decode ("decode") workload.
 function M.infer(src, pass)
   local doc = doc_of(src, pass .. " workload spec")
+  if type(doc.framework) == "string" then require("fathom.frameworks").apply(doc, pass) end
   local w = check.fields(doc, "", M.infer_schema)
   check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
   check.fields(doc.dp_spec or {}, "dp_spec", { variant = { type = "string", choices = { "DDP" }, default = "DDP" } })

@@ -148,3 +148,20 @@ describe("fathom.frameworks", function()
     assert.are.equal("default", frameworks.lookup("something else").name)
   end)
 end)
+
+describe("a workload spec naming a framework", function()
+  it("gets the framework's conventions for every key it leaves unset", function()
+    local spec = require("fathom.spec")
+    local w = spec.train({ framework = "Megatron-Core (NeMo 25.04)", global_batch_size = 8, micro_batch_size = 1,
+      seq_length = 2048, flash_attention = false })
+    assert.are.equal("ZERO1", w.dp_variant)          -- the distributed optimizer
+    assert.are.equal(0.9, w.comp_comm_efficiency)
+    assert.is_false(w.flash_attention)               -- what the user wrote wins
+    w = spec.train({ framework = "torchtitan 2025", global_batch_size = 8, micro_batch_size = 1, seq_length = 2048 })
+    assert.are.equal("ZERO3", w.dp_variant)
+    assert.are.equal("selective", w.recompute)
+    local i = spec.infer({ framework = "vLLM", global_batch_size = 8, micro_batch_size = 8, seq_length = 512 },
+      "prefill")
+    assert.is_true(i.flash_attention)
+  end)
+end)
