@@ -13,8 +13,8 @@ local M = {}
 -- picks a capacity variant when the case states gpu_memory_gb. `generation` names
 -- the calibration group (fathom.calibration): one setting per GPU generation.
 M.gpus = {
-  { pattern = "gb300", node = "GB300", generation = "blackwell", scale_up_domain = 72 },
-  { pattern = "b300", node = "B300", generation = "blackwell" },
+  { pattern = "gb300", node = "GB300", generation = "blackwell_ultra", scale_up_domain = 72 },
+  { pattern = "b300", node = "B300", generation = "blackwell_ultra" },
   { pattern = "gb200", node = "GB200", generation = "blackwell", scale_up_domain = 72 },
   { pattern = "b200", node = "B200", generation = "blackwell" },
   { pattern = "h800", node = "H800_SXM", generation = "hopper" },
@@ -223,8 +223,8 @@ end
 
 -- precision(s) -> {bytes = compute width, recipe = name, fp4 = bool}
 -- BF16/FP16 -> 2 bytes; FP8 in any recipe (delayed, current/tensorwise, rowwise, MXFP8,
--- blockwise) and NVFP4/MXFP4 -> 1 byte (FP4 runs at the FP8 tensor rate: the compute
--- schema has no FP4 rate yet; listed as a missing mechanism).
+-- blockwise) and NVFP4/MXFP4 -> 1 byte of activations (fathom.validate runs FP4 GEMMs at
+-- the part's fp4_nominal).
 function M.precision(s)
   local p = lower(s)
   if p:find("nvfp4") or p:find("mxfp4") or p:find("fp4") then
@@ -466,7 +466,7 @@ function M.training_docs(case)
   if not phys then return nil, "no placement of TP/CP/DP/PP fits the scale-up domains" end
   if p.tp > phys[1].size then return nil, "TP spans more than one scale-up domain" end
   local prec = M.precision(tr.precision)
-  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs run at the FP8 tensor rate" end
+  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs at fp4_nominal with the FP8 achieved fraction (uncalibrated)" end
   local recompute = M.recompute(tr.recompute, fw.recompute)
   local workload = {
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,

@@ -53,6 +53,9 @@ M.rows = {
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = "fp8_current" },
+  { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
+    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = "fp8_current" },
   { name = "Megatron-Core", pattern = "megatron",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = "fp8_delayed" },
@@ -78,17 +81,26 @@ M.rows = {
   { name = "SGLang", pattern = "sglang", kernels = "2025" },
 }
 
--- version(s) -> a comparable number: "NeMo 24.09" -> 24.09, "(2024-12-26)" -> 2024,
--- "v0.6.1" -> nil (not a date), "Megatron-LM (2021)" -> 2021.
+-- version(s) -> yy.mm, year: "NeMo 24.09" -> 24.09, 2024; "(2024-12-26)" -> nil, 2024;
+-- "MLPerf Training v5.0" -> nil, 2025; "core_r0.13" -> nil, 2025; "TensorRT-LLM v0.6.1" -> nil, 2023.
 function M.version(s)
   s = tostring(s or "")
+  -- MLPerf Training rounds: v3.x 2023, v4.x 2024, v5.x 2025 (the software of that round)
+  local round = s:lower():match("mlperf[^%d]-v?(%d)%.%d")
+  if round then return nil, 2020 + tonumber(round) end
+  -- Megatron-Core releases: core_r0.10 (Dec 2024) and later are 2025's stack
+  local core = s:lower():match("core_r0%.(%d+)") or s:lower():match("megatron%-core v?0%.(%d+)")
+  if core then
+    local y = tonumber(core) >= 10 and 2025 or 2024
+    return nil, y
+  end
   local year = s:match("%f[%d](20%d%d)%f[^%d]")
   local yymm = s:match("%f[%d](2%d)%.(%d%d)")
   if yymm then
     local yy, mm = s:match("%f[%d](2%d)%.(%d%d)")
     return tonumber(yy) + tonumber(mm) / 100, 2000 + tonumber(yy)
   end
-  if year then return tonumber(year), tonumber(year) end
+  if year then return nil, tonumber(year) end
   local tv = s:lower():match("tensorrt%-llm v?0%.(%d+)")
   if tv then return nil, 2023 end
   return nil, nil
@@ -103,7 +115,9 @@ function M.lookup(name)
     if s:find(r.pattern) and not (r.exclude and s:find(r.exclude)) then
       local ok = true
       if r.min_version then
-        local have = r.min_version > 1000 and year or v
+        local have
+        if r.min_version > 1000 then have = year or (v and 2000 + math.floor(v))
+        else have = v or (year and year - 2000) end
         ok = have ~= nil and have >= r.min_version
       end
       if r.max_version then ok = ok and (year == nil or year <= r.max_version) end

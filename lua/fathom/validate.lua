@@ -131,7 +131,11 @@ M.priority = { "step_time_s", "train_step_time_s", "median_train_step_timing", "
 -- and setting. Under FP8 recipes GEMMs reach `fp8_efficiency` of the FP8 peak (the recipe's
 -- quantize/amax/cast kernels are inside that fraction), while attention stays in BF16: the
 -- core times attention at the run's precision, so its efficiency is scaled by bf16/fp8.
-local function calibrated_lib(state, node, setting, bytes)
+-- NVFP4/MXFP4 recipes: GEMMs at the FP4 rate (fp4_nominal). No FP4 case calibrates the
+-- fraction yet, so it extrapolates: halving the width again loses the same share to
+-- quantize/cast kernels as BF16 -> FP8 did (fp4 fraction = fp8 x fp8/bf16 fractions). The
+-- core runs them at the FP8 precision, so the efficiency carries fp4/fp8 (capped at 1).
+local function calibrated_lib(state, node, setting, bytes, fp4)
   local doc = state.lib_doc
   local comp_name = doc.nodes[node] and doc.nodes[node].device_compute
   local base = doc.components.compute[comp_name]
@@ -140,8 +144,13 @@ local function calibrated_lib(state, node, setting, bytes)
   if bytes == 1 and fp8 > 0 then
     eff = setting.fp8_efficiency or eff
     att = att * (tonumber(base.bf16_nominal) or fp8) / fp8
+    local fp4_rate = tonumber(base.fp4_nominal) or 0
+    if fp4 and fp4_rate > fp8 then
+      local frac = eff * math.min(1, eff / setting.efficiency)
+      eff = math.min(1, frac * fp4_rate / fp8)
+    end
   end
-  local key = string.format("%s|%.4f|%.4f", node, eff, att)
+  local key = string.format("%s|%.5f|%.5f", node, eff, att)
   local lib = state.libs[key]
   if lib then return lib end
   local compute = {}
@@ -181,7 +190,7 @@ local function evaluate_training(state, job, settings)
   if not state.lib_doc.nodes[docs.gpu.node] then
     return nil, "hardware library has no node '" .. docs.gpu.node .. "'"
   end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes)
+  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4)
   local ok, r = pcall(function()
     return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()

@@ -165,3 +165,34 @@ describe("a workload spec naming a framework", function()
     assert.is_true(i.flash_attention)
   end)
 end)
+
+describe("fathom.calibration", function()
+  local calibration = require("fathom.calibration")
+  it("gives every GPU generation of the table a setting, derived where uncalibrated", function()
+
+    for _, g in ipairs(cases.gpus) do
+      for _, k in ipairs(calibration.kernel_generations) do
+        local s, from = calibration.lookup(g.generation, k)
+        assert.is_truthy(s, g.generation .. "/" .. k)
+        assert.is_string(from)
+        assert.is_true(s.efficiency > 0 and s.efficiency <= 1)
+      end
+    end
+    local s, from = calibration.lookup("cdna3", "2025")
+    local h = calibration.lookup("hopper", "2025")
+    assert.are.equal(h.efficiency * 0.75, s.efficiency)
+    assert.is_truthy(from:find("derived"))
+    -- a kernel generation with no row takes the nearest one of its GPU generation
+    assert.are.equal(select(2, calibration.lookup("blackwell", "2024")), "blackwell/2025")
+  end)
+end)
+
+describe("framework versions", function()
+  it("reads NeMo containers, MLPerf rounds and Megatron-Core releases", function()
+    assert.are.equal("2025", frameworks.lookup("NVIDIA NeMo (MLPerf Training v5.0)").kernels)
+    assert.are.equal("2024", frameworks.lookup("NVIDIA NeMo (MLPerf Training v4.1)").kernels)
+    assert.are.equal("2025", frameworks.lookup("Megatron-LM core_r0.13").kernels)
+    assert.are.equal("2024", frameworks.lookup("Megatron-Core 0.8").kernels)
+    assert.are.equal("2021", frameworks.lookup("Megatron-LM (2021)").kernels)
+  end)
+end)

@@ -84,3 +84,17 @@ cases:
     assert.is_number(v.sources.narayanan2021.p90_abs_error)
   end)
 end)
+
+describe("fathom.validate on parts without calibration data", function()
+  it("models GB300 NVL72 and MI355X cases (FP8, NVFP4, MXFP8, EP and CP) from their generation", function()
+    local res = validate.run("tests/fixtures/validation/new_hardware_cases.yaml",
+      "configs/hardware/hardware_library.yaml")
+    assert.are.equal(0, #res.skipped, res.skipped[1] and res.skipped[1].reason)
+    local by = {}
+    for _, c in ipairs(res.cases) do by[c.id] = c end
+    assert.is_true(by.gb300_llama70b_nvfp4.predicted < by.gb300_llama70b_fp8.predicted)
+    assert.is_truthy(by.gb300_llama70b_fp8.calibration:find("derived"))
+    assert.are.equal("tokens_per_sec_per_gpu", by.mi355x_qwen3_moe.metric)
+    assert.are.equal(2, #by.mi355x_qwen3_moe.comparisons)   -- the MFU is compared too, in %
+  end)
+end)
