@@ -64,9 +64,23 @@ local function train_seconds(ctx, m)
   local tr = ctx.case.training or {}
   local n, u = tostring(m.metric):match("_(%d+%.?%d*)([KMBT])_tokens")
   local tokens = n and tonumber(n) * scale[u]
-    or tonumber(tr.train_tokens or tr.total_tokens or tr.tokens_to_train)
-  local steps = tonumber(tr.train_steps or tr.steps or tr.train_iters)
-  local samples = tonumber(tr.train_samples or tr.samples_to_train or tr.samples)
+    or tonumber(tr.train_tokens or tr.total_tokens or tr.tokens_to_train or tr.tokens)
+  local steps = tonumber(tr.train_steps or tr.steps or tr.train_iters or tr.iterations)
+  local samples = tonumber(tr.train_samples or tr.samples_to_train or tr.samples or tr.samples_to_converge)
+  if not (tokens or steps or samples) then
+    -- "... after 1,234,567 samples" / "2.5B tokens" / "4,000 steps" in the measurement's note
+    local note = tostring(m.note or "")
+    local num, mult, what = note:match("([%d,%.]+)%s*([KMBT]?)%s*(%a+)")
+    while num do
+      local v = tonumber((num:gsub(",", "")))
+      local k = (scale[mult] or 1)
+      if v and what:find("^token") then tokens = v * k break end
+      if v and what:find("^sample") then samples = v * k break end
+      if v and (what:find("^step") or what:find("^iter")) then steps = v * k break end
+      note = note:gsub("^.-" .. num:gsub("%p", "%%%0"), "", 1)
+      num, mult, what = note:match("([%d,%.]+)%s*([KMBT]?)%s*(%a+)")
+    end
+  end
   if tokens then return tokens / tokens_per_step(ctx) * step(ctx) end
   if samples then return samples / ctx.p.global_batch * step(ctx) end
   if steps then return steps * step(ctx) end
@@ -107,15 +121,35 @@ M.metrics = {
   peak_memory_gb = { class = "memory", fn = function(c) return c.r.memory.peak_bytes / 1e9 end },
 }
 
--- metric(name) -> the row for a metric name, including "est_training_days_300B_tokens"-style
--- names of the time-to-train family.
-function M.metric(name)
+-- metric(name [, unit]) -> the row for a metric, by name (including the time-to-train family,
+-- "est_training_days_300B_tokens"), else by its unit and the words of its name.
+function M.metric(name, unit)
   name = tostring(name)
   if M.metrics[name] then return M.metrics[name] end
-  local unit = name:match("training_(%a+)_") or name:match("time_to_train_(%a+)")
-  if unit == "days" or unit == "day" then return M.metrics.time_to_train_days end
-  if unit == "hours" then return M.metrics.time_to_train_hours end
-  if unit == "min" or unit == "minutes" then return M.metrics.time_to_train_min end
+  local n, u = name:lower(), tostring(unit or ""):lower()
+  local train = n:find("train") or n:find("ttt")
+  local tunit = n:match("training_(%a+)_") or n:match("time_to_train_(%a+)") or (train and u:match("^%s*(%a+)"))
+  if tunit then
+    if tunit:find("^day") then return M.metrics.time_to_train_days end
+    if tunit:find("^h") then return M.metrics.time_to_train_hours end
+    if tunit:find("^min") then return M.metrics.time_to_train_min end
+  end
+  if u:find("gib") and n:find("mem") then return M.metrics.peak_memory_gib end
+  if u:find("gb") and n:find("mem") then return M.metrics.peak_memory_gb end
+  local per_gpu = u:find("gpu") or n:find("per_gpu") or n:find("per_device")
+  if u:find("tok") and u:find("/s") then
+    return per_gpu and M.metrics.tokens_per_sec_per_gpu or M.metrics.tokens_per_sec
+  end
+  if (u:find("sample") or u:find("seq")) and u:find("/s") then
+    return per_gpu and M.metrics.samples_per_sec_per_gpu or M.metrics.samples_per_sec
+  end
+  if u:find("tflop") then return M.metrics.model_tflops_per_gpu end
+  if n:find("mfu") then return M.metrics.mfu end
+  if n:find("hfu") then return M.metrics.hfu end
+  if n:find("step") or n:find("iter") then
+    if u:find("^%s*ms") then return M.metrics.step_time_ms end
+    if u:find("^%s*s") or u == "" then return M.metrics.step_time_s end
+  end
 end
 
 -- The metric compared first when a case reports several (the most direct measurement).
@@ -202,7 +236,7 @@ local function evaluate_training(state, job, settings)
   local rec = { id = case.id, source = case.source, workload = "training", fits = r.memory.fits,
     calibration = from, framework = docs.fw.name, notes = docs.notes, comparisons = {} }
   for _, m in ipairs(case.measured or {}) do
-    local row = M.metric(m.metric)
+    local row = M.metric(m.metric, m.unit)
     local value = tonumber(m.value)
     if row and value and value ~= 0 then
       local pred = row.fn(ctx, m)
@@ -229,8 +263,15 @@ local function evaluate_training(state, job, settings)
     end
   end
   if not rec.metric then
-    local names = {}
-    for _, m in ipairs(case.measured or {}) do names[#names + 1] = tostring(m.metric) end
+    local names, ttt = {}, false
+    for _, m in ipairs(case.measured or {}) do
+      names[#names + 1] = tostring(m.metric)
+      if M.metric(m.metric, m.unit) then ttt = true end
+    end
+    if ttt then
+      return nil, "time to train needs training.train_tokens, train_samples or train_steps (" ..
+        table.concat(names, ", ") .. ")"
+    end
     return nil, "no measured time metric fathom predicts (" .. table.concat(names, ", ") .. ")"
   end
   for _, c in ipairs(rec.comparisons) do
@@ -253,9 +294,13 @@ function M.inference_docs(case)
     return nil, "expert-parallel serving (EP " .. tostring(par.ep) .. ") is not mapped to a static batch"
   end
   if par.attention_dp then return nil, "attention data parallelism in serving is not mapped" end
-  if type(inf.batch) ~= "number" then
-    return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")"
-  end
+  -- the requests in flight: a stated batch, else the concurrency, else the engine's cap on
+  -- running sequences (vLLM max_num_seqs, TensorRT-LLM max_batch_size) over the prompts
+  local batch = cases.count(inf.batch) or cases.count(inf.concurrency) or cases.count(inf.max_concurrency)
+  local cap = cases.count(inf.max_num_seqs or inf.max_batch_size)
+  local prompts = cases.count(inf.num_prompts or inf.num_requests)
+  if not batch and (cap or prompts) then batch = math.min(cap or 256, prompts or cap) end
+  if not batch then return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")" end
   if tp * pp ~= gpus then return nil, string.format("tp x pp = %d x %d is not %d GPUs", tp, pp, gpus) end
   if gpus > (cases.count(sys.gpus_per_node) or 8) then return nil, "multi-node inference cases are not mapped yet" end
   local prec = cases.precision(inf.precision)
@@ -274,7 +319,7 @@ function M.inference_docs(case)
     logical[3] = { logical_tag = "PP", maps_to_physical_dimension_name = "scale_up", size = pp }
   end
   local function workload(extra)
-    local w = { global_batch_size = inf.batch, micro_batch_size = inf.batch, float_size_bytes = width,
+    local w = { global_batch_size = batch, micro_batch_size = batch, float_size_bytes = width,
       weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
       comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
       comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
@@ -285,28 +330,79 @@ function M.inference_docs(case)
   return {
     physical = { name = case.id, node_definition_ref = g.node, dimensions = dims },
     logical = { name = case.id, dimensions = logical },
-    model = model, gpu = g, fw = fw, precision = prec,
+    model = model, gpu = g, fw = fw, precision = prec, batch = batch, isl = isl, osl = osl,
     prefill = workload({ seq_length = isl }),
     decode = osl > 1 and workload({ prefill_seq_len = isl, num_generated_tokens = osl - 1 }) or nil,
   }
 end
 
--- serving metrics of a static batch: prefill then decode
+-- Serving metrics of a static batch (prefill, then decode): ctx {batch, isl, osl, gpus, gpn,
+-- pre (prefill s), dec (decode s), t = pre + dec}. Per-GPU or per-node when the unit says so.
+local function per(m, c, v)
+  local u = tostring(m.unit or ""):lower() .. " " .. tostring(m.metric):lower()
+  if u:find("per%s*%d*%-?gpu%s*node") or u:find("per_node") or u:find("per node") or u:find("/node") then
+    return v / c.gpus * c.gpn
+  end
+  if u:find("per%s*gpu") or u:find("per_gpu") or u:find("/gpu") or u:find("not stated") then return v / c.gpus end
+  return v
+end
+local function tpot(c) return c.osl > 1 and c.dec / (c.osl - 1) or c.pre end
 local serving = {
-  output_throughput = function(c) return c.batch * c.osl / c.t / c.gpus end,
+  output_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  output_token_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  output_tokens_per_s = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  generation_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
   output_throughput_per_gpu = function(c) return c.batch * c.osl / c.t / c.gpus end,
-  total_output_throughput = function(c) return c.batch * c.osl / c.t end,
+  total_output_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  total_token_throughput = function(c, m) return per(m, c, c.batch * (c.isl + c.osl) / c.t) end,
+  request_throughput = function(c, m) return per(m, c, c.batch / c.t) end,
+  requests_per_s = function(c, m) return per(m, c, c.batch / c.t) end,
   per_user_output_throughput = function(c) return c.osl / c.t end,
-  first_token_latency = function(c) return c.ttft * 1e3 end,
+  first_token_latency = function(c) return c.pre * 1e3 end,
+  ttft_ms = function(c) return c.pre * 1e3 end,
+  mean_ttft_ms = function(c) return c.pre * 1e3 end,
+  median_ttft_ms = function(c) return c.pre * 1e3 end,
+  tpot_ms = function(c) return tpot(c) * 1e3 end,
+  mean_tpot_ms = function(c) return tpot(c) * 1e3 end,
+  median_tpot_ms = function(c) return tpot(c) * 1e3 end,
+  itl_ms = function(c) return tpot(c) * 1e3 end,
+  median_itl_ms = function(c) return tpot(c) * 1e3 end,
   avg_request_latency_ms = function(c) return c.t * 1e3 end,
-  request_throughput = function(c) return c.batch / c.t end,
+  e2e_latency_ms = function(c) return c.t * 1e3 end,
+  median_e2el_ms = function(c) return c.t * 1e3 end,
+  prefill_input_throughput_per_gpu = function(c) return c.batch * c.isl / c.pre / c.gpus end,
+  prefill_input_throughput_per_node = function(c) return c.batch * c.isl / c.pre / c.gpus * c.gpn end,
+  decode_output_throughput_per_gpu = function(c) return c.batch / tpot(c) / c.gpus end,
+  decode_output_throughput_per_node = function(c) return c.batch / tpot(c) / c.gpus * c.gpn end,
 }
+M.serving_metrics = serving
+
+-- serving_metric(m) -> the function for a serving metric, by name or else by its unit
+-- ("requests/s", "output tokens/s", "tokens/s", "ms" with ttft/tpot/itl in the name).
+function M.serving_metric(m)
+  local name = tostring(m.metric)
+  if serving[name] then return serving[name] end
+  local u, n = tostring(m.unit or ""):lower(), name:lower()
+  if u:find("req") and u:find("/s") then return serving.request_throughput end
+  if u:find("output") and u:find("tok") then return serving.output_throughput end
+  if u:find("tok") and u:find("/s") then
+    return (n:find("output") or n:find("generat") or n:find("decode")) and serving.output_throughput
+      or serving.total_token_throughput
+  end
+  if u:find("ms") or u:find("^s$") then
+    local f = (n:find("ttft") or n:find("first")) and serving.ttft_ms
+      or (n:find("tpot") or n:find("itl") or n:find("inter")) and serving.tpot_ms
+      or (n:find("latency") or n:find("e2e")) and serving.e2e_latency_ms
+    if f and u:find("^s$") then return function(c) return f(c) / 1e3 end end
+    return f
+  end
+end
 
 local function prepare_inference(case)
   local docs, why = M.inference_docs(case)
   if not docs then return nil, why end
   local ok
-  for _, m in ipairs(case.measured or {}) do if serving[m.metric] then ok = true end end
+  for _, m in ipairs(case.measured or {}) do if M.serving_metric(m) then ok = true end end
   if not ok then return nil, "no measured serving metric fathom predicts" end
   return { case = case, docs = docs, generation = docs.gpu.generation, kernels = docs.fw.kernels, inference = true }
 end
@@ -326,16 +422,16 @@ local function evaluate_inference(state, job, settings)
     return { pre = pre, dec = dec }
   end)
   if not ok then return nil, "model rejected the configuration: " .. tostring(res) end
-  local inf = case.inference
-  local ctx = { batch = inf.batch, osl = cases.count(inf.osl) or 1, gpus = cases.count(case.system.num_gpus),
-    ttft = res.pre.ttft_s, t = res.pre.time_s + (res.dec and res.dec.time_s or 0) }
+  local ctx = { batch = docs.batch, isl = docs.isl, osl = docs.osl, gpus = cases.count(case.system.num_gpus),
+    gpn = cases.count(case.system.gpus_per_node) or 8, pre = res.pre.ttft_s,
+    dec = res.dec and res.dec.time_s or 0, t = res.pre.time_s + (res.dec and res.dec.time_s or 0) }
   local rec = { id = case.id, source = case.source, workload = "inference", calibration = from,
     framework = docs.fw.name, fits = res.pre.memory.fits and (not res.dec or res.dec.memory.fits), comparisons = {} }
   for _, m in ipairs(case.measured or {}) do
-    local fn = serving[m.metric]
+    local fn = M.serving_metric(m)
     local value = tonumber(m.value)
     if fn and value and value ~= 0 then
-      local pred = fn(ctx)
+      local pred = fn(ctx, m)
       rec.comparisons[#rec.comparisons + 1] = { metric = m.metric, unit = m.unit, class = "serving",
         predicted = pred, measured = value, relative_error = (pred - value) / value }
     end

@@ -98,3 +98,23 @@ describe("fathom.validate on parts without calibration data", function()
     assert.are.equal(2, #by.mi355x_qwen3_moe.comparisons)   -- the MFU is compared too, in %
   end)
 end)
+
+describe("fathom.validate metrics", function()
+  it("reads a metric by name, else by its unit and the words of its name", function()
+    local m = validate.metrics
+    assert.are.equal(m.time_to_train_min, validate.metric("time_to_train_min", "minutes"))
+    assert.are.equal(m.time_to_train_days, validate.metric("est_training_days_300B_tokens", "days"))
+    assert.are.equal(m.time_to_train_min, validate.metric("train_time", "min"))
+    assert.are.equal(m.tokens_per_sec_per_gpu, validate.metric("throughput", "tokens/s/GPU"))
+    assert.are.equal(m.samples_per_sec, validate.metric("throughput", "samples/s"))
+    assert.are.equal(m.step_time_ms, validate.metric("step_time", "ms"))
+    assert.are.equal(m.step_time_s, validate.metric("median_step_time", "s"))
+    assert.are.equal(m.mfu, validate.metric("mfu_pct", "%"))
+    assert.are.equal(m.peak_memory_gib, validate.metric("max_memory_allocated", "GiB"))
+    assert.is_nil(validate.metric("loss", ""))
+    local s = validate.serving_metrics
+    assert.are.equal(s.request_throughput, validate.serving_metric({ metric = "throughput", unit = "requests/s" }))
+    assert.are.equal(s.ttft_ms, validate.serving_metric({ metric = "median_ttft", unit = "ms" }))
+    assert.are.equal(s.output_throughput, validate.serving_metric({ metric = "throughput", unit = "output tokens/s" }))
+  end)
+end)
