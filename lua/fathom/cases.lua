@@ -18,10 +18,12 @@ M.gpus = {
   { pattern = "gb200", node = "GB200", generation = "blackwell", scale_up_domain = 72 },
   { pattern = "b200", node = "B200", generation = "blackwell" },
   { pattern = "h800", node = "H800_SXM", generation = "hopper" },
+  -- GH200: H100 compute with 96-144 GB HBM3/HBM3e beside a Grace CPU; H200 is the nearest node
+  { pattern = "gh200", node = "H200_SXM", generation = "hopper" },
   { pattern = "h200", node = "H200_SXM", generation = "hopper" },
   { pattern = "h20%f[^%d]", node = "H20", generation = "hopper" },
   { pattern = "h100.*pcie", node = "H100_PCIE", generation = "hopper" },
-  { pattern = "h100.*nvl", node = "H100_NVL", generation = "hopper" },
+  { pattern = "h100nvl", node = "H100_NVL", generation = "hopper" },
   { pattern = "h100", node = "H100_SXM_96GB", generation = "hopper", memory_gb = 96 },
   { pattern = "h100", node = "H100_SXM", generation = "hopper" },
   { pattern = "a100.*40g", node = "A100_40GB_SXM", generation = "ampere" },
@@ -345,6 +347,7 @@ end
 function M.parallelism(case, fw)
   local par, sys = case.parallelism or {}, case.system or {}
   local gpus = M.count(sys.num_gpus)
+  if not gpus and M.count(sys.num_nodes) then gpus = M.count(sys.num_nodes) * (M.count(sys.gpus_per_node) or 8) end
   if not gpus then return nil, "system.num_gpus is not given" end
   local p = {}
   p.tp = M.count(par.tp) or 1
@@ -378,6 +381,12 @@ function M.parallelism(case, fw)
   end
   p.sp = M.flag(par.sp) or (p.tp > 1 and fw.sequence_parallel == true and par.sp == nil)
   p.vpp = M.count(par.vpp) or 1
+  local lpvs = M.count(par.layers_per_virtual_stage)
+  local layers = M.count((case.model or {}).layers)
+  if not M.count(par.vpp) and lpvs and layers and p.pp > 1 and layers % (p.pp * lpvs) == 0 then
+    p.vpp = layers // (p.pp * lpvs)
+  end
+  if p.pp == 1 then p.vpp = 1 end
   -- sharded data parallelism: fsdp (a degree, true or a strategy name), zero_stage, or
   -- the framework's distributed optimizer
   local fsdp = par.fsdp

@@ -35,6 +35,9 @@ describe("fathom.cases", function()
       assert.are.equal(node, g.node, name)
     end
     assert.are.equal("A100_40GB_SXM", cases.gpu("NVIDIA A100", 40).node)
+    assert.are.equal("H100_SXM", cases.gpu("NVIDIA H100 SXM5 80GB (NVLink)").node)
+    assert.are.equal("H200_SXM", cases.gpu("NVIDIA GH200 Grace Hopper").node)
+    assert.is_nil(cases.gpu("NVIDIA V100"))
     assert.are.equal("H100_SXM_96GB", cases.gpu("NVIDIA H100 (SXM)", 96).node)
     -- every node the table names exists in the library
     for _, g in ipairs(cases.gpus) do assert.is_truthy(lib.nodes[g.node], g.node) end
@@ -54,6 +57,13 @@ describe("fathom.cases", function()
     assert.are.equal("ZERO1", p.dp_variant)   -- Megatron's distributed optimizer, not FSDP
     case.parallelism.fsdp = 2
     assert.are.equal("ZERO3", cases.parallelism(case, frameworks.lookup("NeMo 25.04")).dp_variant)
+    -- num_gpus from nodes x GPUs per node; virtual stages from layers per virtual stage
+    local c2 = { id = "y", system = { num_nodes = 8, gpus_per_node = 8 }, model = { layers = 96 },
+      parallelism = { tp = 8, pp = 8, micro_batch = 1, global_batch = 64, seq_len = 2048,
+        layers_per_virtual_stage = 4 } }
+    local p2 = assert(cases.parallelism(c2, frameworks.lookup("Megatron-LM (2021)")))
+    assert.are.equal(64, p2.gpus)
+    assert.are.equal(3, p2.vpp)
     case.parallelism.fsdp = "FULL_SHARD (ZeRO-3 equivalent)"
     assert.are.equal("ZERO3", cases.parallelism(case, frameworks.lookup("")).dp_variant)
   end)
