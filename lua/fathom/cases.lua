@@ -443,8 +443,11 @@ function M.training_docs(case)
   local model, notes = M.model_doc(mdl, p.seq_len)
   if not model then return nil, notes end
   notes = notes or {}
-  if (tr.task and lower(tr.task):find("lora")) or lower(case.id):find("lora") then
-    return nil, "LoRA fine-tuning (frozen base weights, adapter-only optimizer) is not modelled"
+  local task = lower(tr.task) .. " " .. lower(tr.method) .. " " .. lower(tr.peft) .. " " .. lower(tr.finetuning)
+    .. " " .. lower(tr.objective)
+  if task:find("lora") or task:find("adapter") or task:find("peft") or M.flag(tr.lora) then
+    return nil, "LoRA/PEFT fine-tuning (frozen base weights: no weight-gradient GEMMs, no base optimizer) " ..
+      "is not modelled by the core"
   end
   if p.ep and (model.num_regular_experts or 0) <= 1 then
     p.ep, p.etp, p.dp_moe = nil, nil, nil

@@ -282,7 +282,32 @@ end
 
 -- Inference cases --------------------------------------------------------------------------
 
--- Build the specs of a static-batch inference case (one node, TP x PP).
+-- requests(inf, gpus) -> the requests in flight: a stated batch, else the concurrency, else
+-- per-GPU or per-rank figures ("batch 1408 per rank", batch_per_gpu, "16384 tokens per GPU")
+-- times the GPUs, else the engine's cap on running sequences (vLLM max_num_seqs, TensorRT-LLM
+-- max_batch_size) over the prompts.
+local function requests(inf, gpus, isl)
+  local b = cases.count(type(inf.batch) == "number" and inf.batch or nil)
+    or cases.count(inf.concurrency) or cases.count(inf.max_concurrency)
+  if b then return b end
+  if cases.count(inf.batch_per_gpu) then return cases.count(inf.batch_per_gpu) * gpus end
+  local s = tostring(inf.batch or ""):lower()
+  local n = tonumber((s:match("([%d,]+)%s*tokens? per") or ""):gsub(",", "") or "")
+  if n and isl and (s:find("per gpu") or s:find("per rank") or s:find("per device")) then
+    return math.max(1, n // isl) * gpus
+  end
+  n = tonumber((s:match("([%d,]+)%s*per") or ""):gsub(",", "") or "")
+  if n and (s:find("per gpu") or s:find("per rank") or s:find("per device")) then return n * gpus end
+  n = tonumber((s:match("^%s*([%d,]+)%s*$") or ""):gsub(",", "") or "")
+  if n then return n end
+  local cap = cases.count(inf.max_num_seqs or inf.max_batch_size)
+  local prompts = cases.count(inf.num_prompts or inf.num_requests)
+  if cap or prompts then return math.min(cap or 256, prompts or cap) end
+end
+
+-- Build the specs of an inference case as one static batch: TP x PP engines, attention data
+-- parallelism and expert parallelism laid out like training (fathom.cases.layout); prefill
+-- then decode, or one phase for a disaggregated (PD) server.
 function M.inference_docs(case)
   local sys, par, mdl, inf = case.system or {}, case.parallelism or {}, case.model or {}, case.inference or {}
   local g = cases.gpu(sys.gpu, sys.gpu_memory_gb)
@@ -290,36 +315,61 @@ function M.inference_docs(case)
   local gpus, tp, pp = cases.count(sys.num_gpus), cases.count(par.tp) or 1, cases.count(par.pp) or 1
   if not gpus then return nil, "system.num_gpus is not given" end
   if inf.speculative then return nil, "speculative decoding (" .. tostring(inf.speculative) .. ") is not modelled" end
-  if cases.count(par.ep) and cases.count(par.ep) > 1 then
-    return nil, "expert-parallel serving (EP " .. tostring(par.ep) .. ") is not mapped to a static batch"
-  end
-  if par.attention_dp then return nil, "attention data parallelism in serving is not mapped" end
-  -- the requests in flight: a stated batch, else the concurrency, else the engine's cap on
-  -- running sequences (vLLM max_num_seqs, TensorRT-LLM max_batch_size) over the prompts
-  local batch = cases.count(inf.batch) or cases.count(inf.concurrency) or cases.count(inf.max_concurrency)
-  local cap = cases.count(inf.max_num_seqs or inf.max_batch_size)
-  local prompts = cases.count(inf.num_prompts or inf.num_requests)
-  if not batch and (cap or prompts) then batch = math.min(cap or 256, prompts or cap) end
-  if not batch then return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")" end
-  if tp * pp ~= gpus then return nil, string.format("tp x pp = %d x %d is not %d GPUs", tp, pp, gpus) end
-  if gpus > (cases.count(sys.gpus_per_node) or 8) then return nil, "multi-node inference cases are not mapped yet" end
-  local prec = cases.precision(inf.precision)
-  local width = prec.bytes
-  local isl, osl = cases.count(inf.isl), cases.count(inf.osl) or 1
+  local isl = cases.count(inf.isl)
   if not isl then return nil, "inference.isl is not given" end
+  local phase = tostring(inf.phase or ""):lower()
+  local prefill_only = phase:find("prefill") ~= nil
+  local decode_only = phase:find("decode") ~= nil
+  local osl = cases.count(inf.osl) or 1
+  local batch = requests(inf, gpus, isl)
+  if not batch then return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")" end
+  local prec = cases.precision(inf.precision)
   local model, why = cases.model_doc(mdl, math.max(4096, isl + osl))
   if not model then return nil, why end
   local fw = frameworks.lookup(inf.framework)
-  local dims = { { name = "scale_up", interconnect_name = "scale_up", topology_type = "switched", size = gpus } }
-  local logical = {
-    { logical_tag = "TP_Attn", maps_to_physical_dimension_name = "scale_up", size = tp },
-    { logical_tag = "TP_MoE", maps_to_physical_dimension_name = "scale_up", size = tp },
-  }
-  if pp > 1 then
-    logical[3] = { logical_tag = "PP", maps_to_physical_dimension_name = "scale_up", size = pp }
+  -- EPLB's redundant experts: replicas of hot experts add expert slots (memory, placement);
+  -- each token still goes to top_k of them
+  local redundant = cases.count(par.redundant_experts)
+  if redundant and (model.num_regular_experts or 0) > 1 then
+    model.num_regular_experts = model.num_regular_experts + redundant
   end
+  -- attention: TP engines, or data-parallel attention ranks (attention_dp: true or a count)
+  local adp = par.attention_dp
+  local dp_attn = (adp == true and (cases.count(par.dp) or gpus // pp)) or cases.count(adp)
+  local tp_attn
+  if dp_attn then
+    if gpus % (pp * dp_attn) ~= 0 then return nil, "attention_dp does not divide the GPUs" end
+    tp_attn = gpus // (pp * dp_attn)
+  else
+    if gpus % (tp * pp) ~= 0 then
+      return nil, string.format("tp x pp = %d x %d does not divide %d GPUs", tp, pp, gpus)
+    end
+    tp_attn, dp_attn = tp, gpus // (tp * pp)
+  end
+  local ep = cases.count(par.ep)
+  local moe = (model.num_regular_experts or 0) > 1
+  local lay = { tp = tp_attn, cp = 1, dp = dp_attn, pp = pp }
+  if moe then
+    ep = ep or 1
+    if gpus % (pp * ep) ~= 0 then return nil, "ep x pp does not divide the GPUs" end
+    lay.ep = ep
+    lay.etp = cases.count(par.expert_tp) or math.max(1, (tp_attn * dp_attn) // ep)
+    if gpus % (pp * ep * lay.etp) ~= 0 then return nil, "expert tp x ep x pp does not divide the GPUs" end
+    lay.dp_moe = gpus // (pp * ep * lay.etp)
+  end
+  if batch < dp_attn then return nil, string.format("%d requests over %d attention ranks", batch, dp_attn) end
+  local mb = batch // dp_attn
+  local domain = cases.scale_up_domain(sys, g)
+  local phys, logical
+  local d = math.min(domain, gpus)
+  while d >= 1 and not phys do
+    if gpus % d == 0 then phys, logical = cases.layout(lay, gpus, d) end
+    d = d - 1
+  end
+  if not phys then return nil, "no placement of the serving layout fits the scale-up domains" end
+  local width = prec.bytes
   local function workload(extra)
-    local w = { global_batch_size = batch, micro_batch_size = batch, float_size_bytes = width,
+    local w = { global_batch_size = mb * dp_attn, micro_batch_size = mb, float_size_bytes = width,
       weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
       comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
       comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
@@ -327,12 +377,15 @@ function M.inference_docs(case)
     for k, v in pairs(extra) do w[k] = v end
     return w
   end
+  local ctx_len = cases.count(inf.kv_cache_length) or isl
+  local ngen = decode_only and 1 or (osl - 1)
   return {
-    physical = { name = case.id, node_definition_ref = g.node, dimensions = dims },
+    physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },
-    model = model, gpu = g, fw = fw, precision = prec, batch = batch, isl = isl, osl = osl,
-    prefill = workload({ seq_length = isl }),
-    decode = osl > 1 and workload({ prefill_seq_len = isl, num_generated_tokens = osl - 1 }) or nil,
+    model = model, gpu = g, fw = fw, precision = prec, batch = mb * dp_attn, isl = isl, osl = osl, ngen = ngen,
+    prefill = not decode_only and workload({ seq_length = isl }) or nil,
+    decode = not prefill_only and ngen >= 1 and workload({ prefill_seq_len = ctx_len, num_generated_tokens = ngen })
+      or nil,
   }
 end
 
@@ -346,7 +399,7 @@ local function per(m, c, v)
   if u:find("per%s*gpu") or u:find("per_gpu") or u:find("/gpu") or u:find("not stated") then return v / c.gpus end
   return v
 end
-local function tpot(c) return c.osl > 1 and c.dec / (c.osl - 1) or c.pre end
+local function tpot(c) return c.ngen > 0 and c.dec > 0 and c.dec / c.ngen or c.pre end
 local serving = {
   output_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
   output_token_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
@@ -358,6 +411,7 @@ local serving = {
   request_throughput = function(c, m) return per(m, c, c.batch / c.t) end,
   requests_per_s = function(c, m) return per(m, c, c.batch / c.t) end,
   per_user_output_throughput = function(c) return c.osl / c.t end,
+  per_user_output_throughput_with_ctx = function(c) return c.osl / c.t end,
   first_token_latency = function(c) return c.pre * 1e3 end,
   ttft_ms = function(c) return c.pre * 1e3 end,
   mean_ttft_ms = function(c) return c.pre * 1e3 end,
@@ -383,6 +437,7 @@ function M.serving_metric(m)
   local name = tostring(m.metric)
   if serving[name] then return serving[name] end
   local u, n = tostring(m.unit or ""):lower(), name:lower()
+  if u:find("/user") or n:find("per_user") then return serving.per_user_output_throughput end
   if u:find("req") and u:find("/s") then return serving.request_throughput end
   if u:find("output") and u:find("tok") then return serving.output_throughput end
   if u:find("tok") and u:find("/s") then
@@ -417,16 +472,18 @@ local function evaluate_inference(state, job, settings)
       return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
         model = docs.model, workload = w, pass_mode = mode }):evaluate()
     end
-    local pre = run("inference_prefill", docs.prefill)
+    local pre = docs.prefill and run("inference_prefill", docs.prefill)
     local dec = docs.decode and run("inference_decode", docs.decode)
     return { pre = pre, dec = dec }
   end)
   if not ok then return nil, "model rejected the configuration: " .. tostring(res) end
-  local ctx = { batch = docs.batch, isl = docs.isl, osl = docs.osl, gpus = cases.count(case.system.num_gpus),
-    gpn = cases.count(case.system.gpus_per_node) or 8, pre = res.pre.ttft_s,
-    dec = res.dec and res.dec.time_s or 0, t = res.pre.time_s + (res.dec and res.dec.time_s or 0) }
+  local ctx = { batch = docs.batch, isl = docs.isl, osl = docs.osl, ngen = docs.ngen,
+    gpus = cases.count(case.system.num_gpus), gpn = cases.count(case.system.gpus_per_node) or 8,
+    pre = res.pre and res.pre.ttft_s or 0, dec = res.dec and res.dec.time_s or 0 }
+  ctx.t = (res.pre and res.pre.time_s or 0) + ctx.dec
+  local fits = (not res.pre or res.pre.memory.fits) and (not res.dec or res.dec.memory.fits)
   local rec = { id = case.id, source = case.source, workload = "inference", calibration = from,
-    framework = docs.fw.name, fits = res.pre.memory.fits and (not res.dec or res.dec.memory.fits), comparisons = {} }
+    framework = docs.fw.name, fits = fits, comparisons = {} }
   for _, m in ipairs(case.measured or {}) do
     local fn = M.serving_metric(m)
     local value = tonumber(m.value)
@@ -463,7 +520,7 @@ function M.prepare(list)
   local jobs, skipped = {}, {}
   for _, case in ipairs(list) do
     local job, why
-    if case.incomplete == true then
+    if cases.flag(case.incomplete) then
       why = "marked incomplete in the cases file"
     elseif case.workload == "training" then
       job, why = prepare_training(case)

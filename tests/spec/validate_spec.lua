@@ -118,3 +118,28 @@ describe("fathom.validate metrics", function()
     assert.are.equal(s.output_throughput, validate.serving_metric({ metric = "throughput", unit = "output tokens/s" }))
   end)
 end)
+
+describe("fathom.validate serving cases", function()
+  it("maps attention DP, EP with redundant experts and per-rank batches onto one static batch", function()
+    local case = { id = "srv", workload = "inference",
+      model = { name = "DeepSeek-V3", arch = "MLA + DeepSeekMoE", layers = 61, hidden = 7168, heads = 128,
+        head_dim = 128, ffn = 18432, vocab = 129280, experts = 256, shared_experts = 1, top_k = 8,
+        expert_ffn = 2048, dense_layers = 3, mla = { q_lora_rank = 1536, kv_lora_rank = 512,
+          qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128 } },
+      system = { gpu = "NVIDIA H100 (SXM 80GB)", num_gpus = 72, gpus_per_node = 8 },
+      parallelism = { tp = 1, dp = 72, ep = 72, attention_dp = 72, redundant_experts = 32 },
+      inference = { phase = "decode", isl = 2000, batch = "batch 256 per rank", framework = "SGLang" } }
+    local docs = assert(validate.inference_docs(case))
+    assert.are.equal(256 * 72, docs.batch)
+    assert.are.equal(288, docs.model.num_regular_experts)
+    assert.is_nil(docs.prefill)
+    local tags = {}
+    for _, l in ipairs(docs.logical.dimensions) do tags[l.logical_tag] = (tags[l.logical_tag] or 1) * l.size end
+    assert.are.equal(72, tags.DP_Attn)
+    assert.are.equal(72, tags.EP_SU * tags.EP_SO)
+    case.inference.speculative = "MTP"
+    local none, why = validate.inference_docs(case)
+    assert.is_nil(none)
+    assert.is_truthy(why:find("speculative"))
+  end)
+end)
