@@ -31,6 +31,7 @@ local unit = { type = "number", min = 0, max = 1, hint = "a fraction in [0, 1]" 
 -- Schemas -----------------------------------------------------------------------------------
 
 M.compute_schema = {
+  fp4_nominal = { type = "number", min = 0, hint = "dense FLOP/s (NVFP4/MXFP4; read by fathom validate)" },
   fp8_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   bf16_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   fp32_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
@@ -177,6 +178,7 @@ local workload_common = {
   kernel_model = { type = "string", choices = names.kernel_model, default = TRAIN.kernel_model,
     hint = "tiled: GEMM tiles and attention blocks in waves over the compute units" },
   collective = { type = "table" },
+  framework = { type = "string", hint = "a framework name (fathom.frameworks) whose conventions fill unset keys" },
   description = { type = "string" },
   notes = { type = "any" },
 }
@@ -482,6 +484,7 @@ end
 -- train(src) -> normalised training workload.
 function M.train(src)
   local doc = doc_of(src, "training workload spec")
+  if type(doc.framework) == "string" then require("fathom.frameworks").apply(doc, "training") end
   local w = check.fields(doc, "", M.train_schema)
   local tp = check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
   modelled(doc, "optimizer", "optimizer", "optimizer")
@@ -565,6 +568,7 @@ M.infer_footprint = { MEM.weights, MEM.kv_cache, MEM.transient_forward_peak }
 -- infer(src, pass) -> normalised prefill ("prefill") or decode ("decode") workload.
 function M.infer(src, pass)
   local doc = doc_of(src, pass .. " workload spec")
+  if type(doc.framework) == "string" then require("fathom.frameworks").apply(doc, pass) end
   local w = check.fields(doc, "", M.infer_schema)
   check.fields(doc.tp_spec or {}, "tp_spec", M.tp_spec_schema)
   modelled(doc.tp_spec or {}, "variant", "tp_spec.variant", "tp_variant")

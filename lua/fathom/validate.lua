@@ -1,167 +1,19 @@
--- fathom.validate: run the published measurements in
--- shared/validation/published_cases.yaml (or a file of that format) through
--- the model and compare. One calibration per GPU type lives in the hardware
--- library (compute/memory/link efficiencies); nothing here is tuned per case.
-local analysis = require("fathom.analysis")
+-- fathom.validate: run published measurements (validation/*.yaml: the case schema read
+-- by fathom.cases) through the model and compare every metric in its own unit.
+-- Calibration is one setting per GPU generation and kernel-library generation
+-- (fathom.calibration); framework defaults come from fathom.frameworks; nothing here
+-- is tuned per case.
+local calibration = require("fathom.calibration")
+local cases = require("fathom.cases")
 local config = require("fathom.config")
 local errors = require("fathom.errors")
+local frameworks = require("fathom.frameworks")
 local scenario = require("fathom.scenario")
 local spec = require("fathom.spec")
 
 local M = {}
 
--- GPU names in the cases -> node definitions of configs/hardware/hardware_library.yaml.
-M.gpu_nodes = {
-  { pattern = "A100", node = "A100_80GB_SXM" },
-  { pattern = "H100", node = "H100_SXM" },
-  { pattern = "H200", node = "H200_SXM" },
-  { pattern = "H800", node = "H800_SXM" },
-}
-
--- Settings shared by every case (not tuned per case): how well frameworks of
--- the era overlap communication with compute.
-M.defaults = {
-  comp_comm_efficiency = 0.8,
-  comp_mem_efficiency = 1.0,
-  comm_mem_efficiency = 0.5,
-  kernel_launch_sec = 5e-6,   -- per-kernel launch and gap, the same for every case
-  kernel_model = "tiled",     -- GEMM tiles and attention blocks in waves over the SMs
-}
-
-local function node_for(gpu)
-  for _, g in ipairs(M.gpu_nodes) do
-    if gpu:find(g.pattern, 1, true) then return g.node end
-  end
-end
-
-local function recompute_of(s)
-  s = (s or ""):lower()
-  if s:find("full") then return "full" end
-  if s:find("selective") then return "selective" end
-  return "none"
-end
-
--- Build the five in-memory specs for a training case, or nil and a reason to skip.
-function M.training_docs(case, lib_doc)
-  local sys, par, mdl, tr = case.system, case.parallelism, case.model, case.training or {}
-  local node = node_for(sys.gpu or "")
-  if not node then return nil, "no hardware definition for GPU '" .. tostring(sys.gpu) .. "'" end
-  local gpus, gpn = sys.num_gpus, sys.gpus_per_node or 8
-  local tp, pp, dp = par.tp or 1, par.pp or 1, par.dp or 1
-  if tp * pp * dp ~= gpus then
-    return nil, string.format("tp x pp x dp = %d x %d x %d does not equal %d GPUs", tp, pp, dp, gpus)
-  end
-  if (par.cp or 1) > 1 or (par.ep or 1) > 1 then return nil, "context/expert parallel cases are not mapped yet" end
-  local per_node = math.min(gpn, gpus)
-  local nodes = gpus // per_node
-  if tp > per_node or per_node % tp ~= 0 then return nil, "TP does not fit inside one node" end
-  if nodes % pp ~= 0 then return nil, "pipeline stages do not divide the node count" end
-  local dims = { { name = "scale_up", interconnect_name = "scale_up", topology_type = "switched", size = per_node } }
-  local logical = {
-    { logical_tag = "TP_Attn", maps_to_physical_dimension_name = "scale_up", size = tp },
-    { logical_tag = "DP_Attn", maps_to_physical_dimension_name = "scale_up", size = per_node // tp },
-  }
-  if nodes > 1 then
-    dims[2] = { name = "scale_out", interconnect_name = "scale_out", topology_type = "two_tier", size = nodes }
-    logical[#logical + 1] = { logical_tag = "PP", maps_to_physical_dimension_name = "scale_out", size = pp }
-    logical[#logical + 1] = { logical_tag = "DP_Attn", maps_to_physical_dimension_name = "scale_out",
-      size = nodes // pp }
-  elseif pp > 1 then
-    return nil, "pipeline inside one node is not mapped"
-  end
-  local framework = (tr.framework or ""):lower()
-  local fsdp = (par.fsdp ~= nil) or case.id:find("ZeRO%-3") ~= nil
-  local vpp = par.vpp or 1
-  local model = {
-    name = mdl.name, d_model = mdl.hidden, n_layers = mdl.layers, num_heads = mdl.heads,
-    num_kv_heads = mdl.kv_heads, head_dim = mdl.head_dim, ffn_hidden_size = mdl.ffn,
-    vocab_size = mdl.vocab, max_sequence_length = par.seq_len, learned_pos_emb = true, tied_embeddings = true,
-    gated_mlp = false,
-  }
-  local fp8 = (tr.precision or ""):upper():find("FP8") ~= nil
-  local workload = {
-    global_batch_size = par.global_batch, micro_batch_size = par.micro_batch, seq_length = par.seq_len,
-    float_size_bytes = fp8 and 1 or 2, full_precision_param_float_size = 4,
-    recompute = recompute_of(tr.recompute),
-    -- Megatron-LM of 2021 had no fused attention; MPT used FlashAttention/Triton.
-    flash_attention = not framework:find("megatron"),
-    sequence_parallel = par.sp == true,
-    dp_spec = { variant = fsdp and "ZERO3" or "DDP" },
-    pp_spec = { variant = vpp > 1 and "INTERLEAVED" or "1F1B", virtual_stages = vpp > 1 and vpp or nil },
-    comp_comm_efficiency = M.defaults.comp_comm_efficiency,
-    comp_mem_efficiency = M.defaults.comp_mem_efficiency,
-    comm_mem_efficiency = M.defaults.comm_mem_efficiency,
-    kernel_launch_sec = M.defaults.kernel_launch_sec, kernel_model = M.defaults.kernel_model,
-  }
-  return {
-    hardware_lib = lib_doc,
-    physical = { name = case.id, node_definition_ref = node, dimensions = dims },
-    logical = { name = case.id, dimensions = logical },
-    model = model,
-    workload = workload,
-  }
-end
-
--- Build the specs of an inference case (TensorRT-LLM style: one node, TP x PP).
-function M.inference_docs(case, lib_doc)
-  local sys, par, mdl, inf = case.system, case.parallelism, case.model, case.inference or {}
-  local node = node_for(sys.gpu or "")
-  if not node then return nil, "no hardware definition for GPU '" .. tostring(sys.gpu) .. "'" end
-  local gpus, tp, pp = sys.num_gpus, par.tp or 1, par.pp or 1
-  if tp * pp ~= gpus then return nil, string.format("tp x pp = %d x %d is not %d GPUs", tp, pp, gpus) end
-  if gpus > (sys.gpus_per_node or 8) then return nil, "multi-node inference cases are not mapped yet" end
-  local fp8 = (inf.precision or ""):upper():find("FP8") ~= nil
-  local width = fp8 and 1 or 2
-  local arch = (mdl.arch or ""):lower()
-  local gated = arch:find("llama") ~= nil or (mdl.name or ""):lower():find("llama") ~= nil
-  local model = {
-    name = mdl.name, d_model = mdl.hidden, n_layers = mdl.layers, num_heads = mdl.heads,
-    num_kv_heads = mdl.kv_heads, head_dim = mdl.head_dim, ffn_hidden_size = mdl.ffn, vocab_size = mdl.vocab,
-    max_sequence_length = math.max(4096, (inf.isl or 0) + (inf.osl or 0)), gated_mlp = gated,
-  }
-  local dims = { { name = "scale_up", interconnect_name = "scale_up", topology_type = "switched", size = gpus } }
-  local logical = {
-    { logical_tag = "TP_Attn", maps_to_physical_dimension_name = "scale_up", size = tp },
-    { logical_tag = "TP_MoE", maps_to_physical_dimension_name = "scale_up", size = tp },
-  }
-  if pp > 1 then
-    logical[3] = { logical_tag = "PP", maps_to_physical_dimension_name = "scale_up", size = pp }
-  end
-  local function workload(extra)
-    local w = { global_batch_size = inf.batch, micro_batch_size = inf.batch, float_size_bytes = width,
-      weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
-      comp_comm_efficiency = M.defaults.comp_comm_efficiency, comp_mem_efficiency = 1.0,
-      comm_mem_efficiency = M.defaults.comm_mem_efficiency, kernel_launch_sec = M.defaults.kernel_launch_sec,
-      kernel_model = M.defaults.kernel_model }
-    for k, v in pairs(extra) do w[k] = v end
-    return w
-  end
-  return {
-    hardware_lib = lib_doc,
-    physical = { name = case.id, node_definition_ref = node, dimensions = dims },
-    logical = { name = case.id, dimensions = logical },
-    model = model,
-    prefill = workload({ seq_length = inf.isl }),
-    decode = (inf.osl or 1) > 1 and workload({ prefill_seq_len = inf.isl, num_generated_tokens = inf.osl - 1 }) or nil,
-  }
-end
-
--- Narayanan et al. 2021 Eq. 3: FLOPs per iteration with full recomputation,
--- F = 96 B s l h^2 (1 + s / 6h + V / 16 l h).
-local function megatron_flops(case)
-  local m, p = case.model, case.parallelism
-  -- floats: the product overflows 64-bit integers for the 1T model
-  local B, s, l, h, V = p.global_batch + 0.0, p.seq_len + 0.0, m.layers + 0.0, m.hidden + 0.0, m.vocab + 0.0
-  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
-end
-
--- The metric each source reports and how to predict it from a result.
-M.metrics = {
-  achieved_tflops_per_gpu = function(case, r, gpus)
-    return megatron_flops(case) / (r.step_time_s * gpus) / 1e12
-  end,
-  tokens_per_sec_per_gpu = function(_, r, gpus) return r.tokens_per_s / gpus end,
-}
+M.default_files = { "validation/published_cases.yaml", "validation/modern_cases.yaml" }
 
 local function quantile(sorted, q)
   if #sorted == 0 then return nil end
@@ -172,102 +24,733 @@ local function quantile(sorted, q)
 end
 M.quantile = quantile
 
--- run(cases_path [, hardware_lib_path]) -> {cases = {...}, sources = {...}, skipped = {...}}
-function M.run(cases_path, lib_path)
-  local doc = config.load_mapping(cases_path, "validation cases file")
-  if type(doc.cases) ~= "table" then errors.at(doc, "cases", "cases", "expected a list of cases") end
-  lib_path = lib_path or analysis.resolve("hardware/hardware_library.yaml")
-  local lib_doc = config.load_mapping(lib_path, "hardware library")
-  local lib = spec.hardware_library(lib_doc)
-  local out = { cases = {}, sources = {}, skipped = {} }
-  for _, case in ipairs(doc.cases) do
-    local function skip(reason)
-      out.skipped[#out.skipped + 1] = { id = case.id, source = case.source, reason = reason }
+-- Metrics ----------------------------------------------------------------------------------
+-- ctx: {case, r (core result), gpus, p (parallelism), peak (dense FLOP/s per GPU at the
+-- precision run), recompute}. Each returns the prediction in the metric's own unit, or nil
+-- when the case lacks what the metric needs.
+
+local function tokens_per_step(ctx) return ctx.p.global_batch * ctx.p.seq_len end
+local function step(ctx) return ctx.r.step_time_s end
+local function model_flops_per_gpu_s(ctx)
+  return ctx.r.model_flops_per_step * ctx.layer_scale / (ctx.r.step_time_s * ctx.gpus)
+end
+
+-- Narayanan et al. 2021 Eq. 3: F = 72 B s l h^2 (1 + s / 6h + V / 16 l h) per iteration
+-- without recomputation, 96 (x 4/3) with full recomputation (the convention of
+-- Megatron-LM's "achieved TFLOP/s").
+local function megatron_flops(ctx)
+  local m, p = ctx.case.model, ctx.p
+  local B, s, l, h, V = p.global_batch + 0.0, p.seq_len + 0.0, m.layers + 0.0, m.hidden + 0.0, m.vocab + 0.0
+  local k = ctx.recompute == "full" and 96 or 72
+  return k * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+end
+
+-- the peak a percentage is of: "% of 312 TFLOP/s" in the unit, else the GPU's dense peak
+local function peak_of(ctx, m)
+  local n = tostring(m.unit or ""):match("of%s*([%d%.]+)%s*[tT][fF][lL][oO][pP]")
+  return n and tonumber(n) * 1e12 or ctx.peak
+end
+
+local function percent(m, frac)
+  -- "%" units, or values above 1 written as percentages
+  if tostring(m.unit or ""):find("%%") or m.value > 1.5 then return 100 * frac end
+  return frac
+end
+
+-- time to train: tokens (or samples, steps) to train from the case; the metric's name may
+-- carry them ("est_training_days_300B_tokens")
+local scale = { K = 1e3, M = 1e6, B = 1e9, T = 1e12 }
+local function train_seconds(ctx, m)
+  local tr = ctx.case.training or {}
+  local n, u = tostring(m.metric):match("_(%d+%.?%d*)([KMBT])_tokens")
+  local tokens = n and tonumber(n) * scale[u]
+    or tonumber(tr.train_tokens or tr.total_tokens or tr.tokens_to_train or tr.tokens)
+  local steps = tonumber(tr.train_steps or tr.steps or tr.train_iters or tr.iterations)
+  local samples = tonumber(tr.train_samples or tr.samples_to_train or tr.samples or tr.samples_to_converge)
+  if not (tokens or steps or samples) then
+    -- "... after 1,234,567 samples" / "2.5B tokens" / "4,000 steps" in the measurement's note
+    local note = tostring(m.note or "")
+    local num, mult, what = note:match("([%d,%.]+)%s*([KMBT]?)%s*(%a+)")
+    while num do
+      local v = tonumber((num:gsub(",", "")))
+      local k = (scale[mult] or 1)
+      if v and what:find("^token") then tokens = v * k break end
+      if v and what:find("^sample") then samples = v * k break end
+      if v and (what:find("^step") or what:find("^iter")) then steps = v * k break end
+      note = note:gsub("^.-" .. num:gsub("%p", "%%%0"), "", 1)
+      num, mult, what = note:match("([%d,%.]+)%s*([KMBT]?)%s*(%a+)")
     end
-    if case.incomplete then
-      skip("marked incomplete in the cases file")
-    elseif case.workload == "inference" then
-      local docs, why = M.inference_docs(case, lib_doc)
-      local m = case.measured and case.measured[1]
-      if not docs then
-        skip(why)
-      elseif not m or (m.metric ~= "output_throughput" and m.metric ~= "first_token_latency") then
-        skip("no measured metric fathom predicts")
-      else
-        local ok, res = pcall(function()
-          local function run(mode, w)
-            return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
-              model = docs.model, workload = w, pass_mode = mode }):evaluate()
-          end
-          local pre = run("inference_prefill", docs.prefill)
-          local dec = docs.decode and run("inference_decode", docs.decode)
-          return { pre = pre, dec = dec }
-        end)
-        if not ok then
-          skip("model rejected the configuration: " .. tostring(res))
-        else
-          local inf, gpus = case.inference, case.system.num_gpus
-          local pred, fits
-          if m.metric == "first_token_latency" then
-            pred = res.pre.ttft_s * 1e3 -- ms
-            fits = res.pre.memory.fits
-          else
-            local t = res.pre.time_s + (res.dec and res.dec.time_s or 0)
-            pred = inf.batch * inf.osl / t / gpus
-            fits = res.pre.memory.fits and (not res.dec or res.dec.memory.fits)
-          end
-          out.cases[#out.cases + 1] = { id = case.id, source = case.source, metric = m.metric,
-            predicted = pred, measured = m.value, relative_error = (pred - m.value) / m.value, fits = fits }
-        end
-      end
-    elseif case.workload ~= "training" then
-      skip("workload '" .. tostring(case.workload) .. "' is not modelled")
-    else
-      local measured
-      for _, m in ipairs(case.measured or {}) do
-        if M.metrics[m.metric] then measured = m break end
-      end
-      if not measured then
-        skip("no measured metric fathom predicts")
-      else
-        local docs, why = M.training_docs(case, lib_doc)
-        if not docs then
-          skip(why)
-        else
-          local ok, res = pcall(function()
-            local sc = scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
-              model = docs.model, workload = docs.workload })
-            local r = sc:evaluate()
-            return { r = r, gpus = case.system.num_gpus }
-          end)
-          if not ok then
-            skip("model rejected the configuration: " .. tostring(res))
-          elseif not res.r.memory.fits then
-            -- Still compared: the measurement proves it ran, so a no-fit is a model error to show.
-            local pred = M.metrics[measured.metric](case, res.r, res.gpus)
-            out.cases[#out.cases + 1] = { id = case.id, source = case.source, metric = measured.metric,
-              predicted = pred, measured = measured.value,
-              relative_error = (pred - measured.value) / measured.value, fits = false }
-          else
-            local pred = M.metrics[measured.metric](case, res.r, res.gpus)
-            out.cases[#out.cases + 1] = { id = case.id, source = case.source, metric = measured.metric,
-              predicted = pred, measured = measured.value,
-              relative_error = (pred - measured.value) / measured.value, fits = true }
-          end
-        end
+  end
+  if tokens then return tokens / tokens_per_step(ctx) * step(ctx) end
+  if samples then return samples / ctx.p.global_batch * step(ctx) end
+  if steps then return steps * step(ctx) end
+end
+
+M.metrics = {
+  step_time_s = { class = "time", fn = step },
+  train_step_time_s = { class = "time", fn = step },
+  median_train_step_timing = { class = "time", fn = step },
+  train_step_timing = { class = "time", fn = step },
+  iteration_time_s = { class = "time", fn = step },
+  step_time_ms = { class = "time", fn = function(c) return 1e3 * step(c) end },
+  tokens_per_sec = { class = "time", fn = function(c) return tokens_per_step(c) / step(c) end },
+  tokens_per_sec_total = { class = "time", fn = function(c) return tokens_per_step(c) / step(c) end },
+  throughput_tokens_per_s = { class = "time", fn = function(c) return tokens_per_step(c) / step(c) end },
+  tokens_per_sec_per_gpu = { class = "time", fn = function(c) return tokens_per_step(c) / step(c) / c.gpus end },
+  throughput_tokens_per_s_per_gpu = { class = "time",
+    fn = function(c) return tokens_per_step(c) / step(c) / c.gpus end },
+  samples_per_sec = { class = "time", fn = function(c) return c.p.global_batch / step(c) end },
+  throughput_samples_per_s = { class = "time", fn = function(c) return c.p.global_batch / step(c) end },
+  samples_per_sec_per_gpu = { class = "time", fn = function(c) return c.p.global_batch / step(c) / c.gpus end },
+  model_tflops_per_gpu = { class = "time", fn = function(c) return model_flops_per_gpu_s(c) / 1e12 end },
+  tflops_per_gpu = { class = "time", fn = function(c) return model_flops_per_gpu_s(c) / 1e12 end },
+  achieved_tflops_per_gpu = { class = "time",
+    fn = function(c) return megatron_flops(c) / (step(c) * c.gpus) / 1e12 end },
+  aggregate_pflops = { class = "time", fn = function(c) return megatron_flops(c) / step(c) / 1e15 end },
+  percent_of_theoretical_peak = { class = "time",
+    fn = function(c, m) return percent(m, megatron_flops(c) / (step(c) * c.gpus) / peak_of(c, m)) end },
+  mfu = { class = "time", fn = function(c, m) return percent(m, model_flops_per_gpu_s(c) / peak_of(c, m)) end },
+  hfu = { class = "time", fn = function(c, m)
+    return percent(m, c.r.hardware_flops_per_step * c.layer_scale / (step(c) * c.gpus) / peak_of(c, m)) end },
+  time_to_train_min = { class = "time", fn = function(c, m) local s = train_seconds(c, m) return s and s / 60 end },
+  time_to_train_hours = { class = "time",
+    fn = function(c, m) local s = train_seconds(c, m) return s and s / 3600 end },
+  time_to_train_days = { class = "time",
+    fn = function(c, m) local s = train_seconds(c, m) return s and s / 86400 end },
+  peak_memory_gib = { class = "memory", fn = function(c) return c.r.memory.peak_bytes / 2 ^ 30 end },
+  peak_memory_gb = { class = "memory", fn = function(c) return c.r.memory.peak_bytes / 1e9 end },
+}
+
+-- metric(name [, unit]) -> the row for a metric, by name (including the time-to-train family,
+-- "est_training_days_300B_tokens"), else by its unit and the words of its name.
+function M.metric(name, unit)
+  name = tostring(name)
+  if M.metrics[name] then return M.metrics[name] end
+  local n, u = name:lower(), tostring(unit or ""):lower()
+  local train = n:find("train") or n:find("ttt")
+  local tunit = n:match("training_(%a+)_") or n:match("time_to_train_(%a+)") or (train and u:match("^%s*(%a+)"))
+  if tunit then
+    if tunit:find("^day") then return M.metrics.time_to_train_days end
+    if tunit:find("^h") then return M.metrics.time_to_train_hours end
+    if tunit:find("^min") then return M.metrics.time_to_train_min end
+  end
+  if u:find("gib") and n:find("mem") then return M.metrics.peak_memory_gib end
+  if u:find("gb") and n:find("mem") then return M.metrics.peak_memory_gb end
+  local per_gpu = u:find("gpu") or n:find("per_gpu") or n:find("per_device")
+  if u:find("tok") and u:find("/s") then
+    return per_gpu and M.metrics.tokens_per_sec_per_gpu or M.metrics.tokens_per_sec
+  end
+  if (u:find("sample") or u:find("seq")) and u:find("/s") then
+    return per_gpu and M.metrics.samples_per_sec_per_gpu or M.metrics.samples_per_sec
+  end
+  if u:find("tflop") then return M.metrics.model_tflops_per_gpu end
+  if n:find("mfu") then return M.metrics.mfu end
+  if n:find("hfu") then return M.metrics.hfu end
+  if n:find("step") or n:find("iter") then
+    if u:find("^%s*ms") then return M.metrics.step_time_ms end
+    if u:find("^%s*s") or u == "" then return M.metrics.step_time_s end
+  end
+end
+
+-- The metric compared first when a case reports several (the most direct measurement).
+M.priority = { "step_time_s", "train_step_time_s", "median_train_step_timing", "train_step_timing",
+  "iteration_time_s", "step_time_ms", "tokens_per_sec_per_gpu", "throughput_tokens_per_s_per_gpu",
+  "tokens_per_sec", "tokens_per_sec_total", "throughput_tokens_per_s", "samples_per_sec",
+  "throughput_samples_per_s", "samples_per_sec_per_gpu", "achieved_tflops_per_gpu", "model_tflops_per_gpu",
+  "tflops_per_gpu", "mfu", "time_to_train_min", "time_to_train_hours", "time_to_train_days" }
+
+-- Hardware per calibration ------------------------------------------------------------------
+
+-- A library whose node `node` carries `setting` on its compute component; cached per node
+-- and setting. Under FP8 recipes GEMMs reach `fp8_efficiency` of the FP8 peak (the recipe's
+-- quantize/amax/cast kernels are inside that fraction), while attention stays in BF16: the
+-- core times attention at the run's precision, so its efficiency is scaled by bf16/fp8.
+-- NVFP4/MXFP4 recipes: GEMMs at the FP4 rate (fp4_nominal). No FP4 case calibrates the
+-- fraction yet, so it extrapolates: halving the width again loses the same share to
+-- quantize/cast kernels as BF16 -> FP8 did (fp4 fraction = fp8 x fp8/bf16 fractions). The
+-- core runs them at the FP8 precision, so the efficiency carries fp4/fp8 (capped at 1).
+local function calibrated_lib(state, node, setting, bytes, fp4)
+  local doc = state.lib_doc
+  local comp_name = doc.nodes[node] and doc.nodes[node].device_compute
+  local base = doc.components.compute[comp_name]
+  local eff, att = setting.efficiency, setting.attention_efficiency
+  local fp8 = tonumber(base.fp8_nominal) or 0
+  if bytes == 1 and fp8 > 0 then
+    eff = setting.fp8_efficiency or eff
+    att = att * (tonumber(base.bf16_nominal) or fp8) / fp8
+    local fp4_rate = tonumber(base.fp4_nominal) or 0
+    if fp4 and fp4_rate > fp8 then
+      local frac = eff * math.min(1, eff / setting.efficiency)
+      eff = math.min(1, frac * fp4_rate / fp8)
+    end
+  end
+  local key = string.format("%s|%.5f|%.5f", node, eff, att)
+  local lib = state.libs[key]
+  if lib then return lib end
+  local compute = {}
+  for k, v in pairs(doc.components.compute) do compute[k] = v end
+  local c = {}
+  for k, v in pairs(base) do c[k] = v end
+  c.efficiency, c.attention_efficiency = eff, math.min(1, att)
+  compute[comp_name] = c
+  local comps = {}
+  for k, v in pairs(doc.components) do comps[k] = v end
+  comps.compute = compute
+  lib = spec.hardware_library({ components = comps, nodes = doc.nodes })
+  state.libs[key] = lib
+  return lib
+end
+
+local function node_peak(lib, node, bytes)
+  local c = lib.compute[lib.nodes[node].device_compute]
+  if bytes == 1 and (c.fp8_nominal or 0) > 0 then return c.fp8_nominal end
+  if bytes == 4 then return c.fp32_nominal end
+  return c.bf16_nominal
+end
+
+-- Training cases ---------------------------------------------------------------------------
+
+-- prepare(case) -> job {case, docs, key = {generation, kernels}} or nil, reason
+local function prepare_training(case)
+  local docs, why = cases.training_docs(case)
+  if not docs then return nil, why end
+  return { case = case, docs = docs, generation = docs.gpu.generation, kernels = docs.fw.kernels }
+end
+
+local function evaluate_training(state, job, settings)
+  local docs, case = job.docs, job.case
+  local setting, from = calibration.lookup(job.generation, job.kernels, settings)
+  if not setting then return nil, "no calibration for GPU generation '" .. tostring(job.generation) .. "'" end
+  if not state.lib_doc.nodes[docs.gpu.node] then
+    return nil, "hardware library has no node '" .. docs.gpu.node .. "'"
+  end
+  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4)
+  local ok, r = pcall(function()
+    return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+      model = docs.model, workload = docs.workload }):evaluate()
+  end)
+  if not ok then return nil, "model rejected the configuration: " .. tostring(r) end
+  local ctx = { case = case, r = r, gpus = docs.parallel.gpus, p = docs.parallel,
+    peak = node_peak(lib, docs.gpu.node, docs.precision.bytes), recompute = docs.workload.recompute,
+    layer_scale = docs.layer_scale or 1 }
+  local rec = { id = case.id, source = case.source, workload = "training", fits = r.memory.fits,
+    calibration = from, framework = docs.fw.name, notes = docs.notes, comparisons = {} }
+  for _, m in ipairs(case.measured or {}) do
+    local row = M.metric(m.metric, m.unit)
+    local value = tonumber(m.value)
+    if row and value and value ~= 0 then
+      local pred = row.fn(ctx, m)
+      if pred then
+        rec.comparisons[#rec.comparisons + 1] = { metric = m.metric, unit = m.unit, class = row.class,
+          predicted = pred, measured = value, relative_error = (pred - value) / value }
       end
     end
   end
-  local by = {}
-  for _, c in ipairs(out.cases) do
+  for _, name in ipairs(M.priority) do
+    for _, c in ipairs(rec.comparisons) do
+      if not rec.metric and c.metric == name then
+        rec.metric, rec.predicted, rec.measured, rec.relative_error = c.metric, c.predicted, c.measured,
+          c.relative_error
+      end
+    end
+  end
+  if not rec.metric then
+    for _, c in ipairs(rec.comparisons) do
+      if not rec.metric and c.class == "time" then
+        rec.metric, rec.predicted, rec.measured, rec.relative_error = c.metric, c.predicted, c.measured,
+          c.relative_error
+      end
+    end
+  end
+  if not rec.metric then
+    local names, ttt = {}, false
+    for _, m in ipairs(case.measured or {}) do
+      names[#names + 1] = tostring(m.metric)
+      if M.metric(m.metric, m.unit) then ttt = true end
+    end
+    if ttt then
+      return nil, "time to train needs training.train_tokens, train_samples or train_steps (" ..
+        table.concat(names, ", ") .. ")"
+    end
+    return nil, "no measured time metric fathom predicts (" .. table.concat(names, ", ") .. ")"
+  end
+  for _, c in ipairs(rec.comparisons) do
+    if c.class == "memory" then rec.memory = c end
+  end
+  return rec
+end
+
+-- Inference cases --------------------------------------------------------------------------
+
+-- requests(inf, gpus) -> the requests in flight: a stated batch, else the concurrency, else
+-- per-GPU or per-rank figures ("batch 1408 per rank", batch_per_gpu, "16384 tokens per GPU")
+-- times the GPUs, else the engine's cap on running sequences (vLLM max_num_seqs, TensorRT-LLM
+-- max_batch_size) over the prompts.
+local function requests(inf, gpus, isl)
+  local b = cases.count(type(inf.batch) == "number" and inf.batch or nil)
+    or cases.count(inf.concurrency) or cases.count(inf.max_concurrency)
+  if b then return b end
+  if cases.count(inf.batch_per_gpu) then return cases.count(inf.batch_per_gpu) * gpus end
+  local s = tostring(inf.batch or ""):lower()
+  local n = tonumber((s:match("([%d,]+)%s*tokens? per") or ""):gsub(",", "") or "")
+  if n and isl and (s:find("per gpu") or s:find("per rank") or s:find("per device")) then
+    return math.max(1, n // isl) * gpus
+  end
+  n = tonumber((s:match("([%d,]+)%s*per") or ""):gsub(",", "") or "")
+  if n and (s:find("per gpu") or s:find("per rank") or s:find("per device")) then return n * gpus end
+  n = tonumber((s:match("^%s*([%d,]+)%s*$") or ""):gsub(",", "") or "")
+  if n then return n end
+  local cap = cases.count(inf.max_num_seqs or inf.max_batch_size)
+  local prompts = cases.count(inf.num_prompts or inf.num_requests)
+  if cap or prompts then return math.min(cap or 256, prompts or cap) end
+end
+
+-- Build the specs of an inference case as one static batch: TP x PP engines, attention data
+-- parallelism and expert parallelism laid out like training (fathom.cases.layout); prefill
+-- then decode, or one phase for a disaggregated (PD) server.
+function M.inference_docs(case)
+  local sys, par, mdl, inf = case.system or {}, case.parallelism or {}, case.model or {}, case.inference or {}
+  local g = cases.gpu(sys.gpu, sys.gpu_memory_gb)
+  if not g then return nil, "no hardware library node matches GPU '" .. tostring(sys.gpu) .. "'" end
+  local gpus, tp, pp = cases.count(sys.num_gpus), cases.count(par.tp) or 1, cases.count(par.pp) or 1
+  if not gpus then return nil, "system.num_gpus is not given" end
+  if inf.speculative then return nil, "speculative decoding (" .. tostring(inf.speculative) .. ") is not modelled" end
+  local isl = cases.count(inf.isl)
+  if not isl then return nil, "inference.isl is not given" end
+  local phase = tostring(inf.phase or ""):lower()
+  local prefill_only = phase:find("prefill") ~= nil
+  local decode_only = phase:find("decode") ~= nil
+  local osl = cases.count(inf.osl) or 1
+  local batch = requests(inf, gpus, isl)
+  if not batch then return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")" end
+  local prec = cases.precision(inf.precision)
+  local model, why = cases.model_doc(mdl, math.max(4096, isl + osl))
+  if not model then return nil, why end
+  local fw = frameworks.lookup(inf.framework)
+  -- EPLB's redundant experts: replicas of hot experts add expert slots (memory, placement);
+  -- each token still goes to top_k of them
+  local redundant = cases.count(par.redundant_experts)
+  if redundant and (model.num_regular_experts or 0) > 1 then
+    model.num_regular_experts = model.num_regular_experts + redundant
+  end
+  -- attention: TP engines, or data-parallel attention ranks (attention_dp: true or a count)
+  local adp = par.attention_dp
+  local dp_attn = (adp == true and (cases.count(par.dp) or gpus // pp)) or cases.count(adp)
+  local tp_attn
+  if dp_attn then
+    if gpus % (pp * dp_attn) ~= 0 then return nil, "attention_dp does not divide the GPUs" end
+    tp_attn = gpus // (pp * dp_attn)
+  else
+    if gpus % (tp * pp) ~= 0 then
+      return nil, string.format("tp x pp = %d x %d does not divide %d GPUs", tp, pp, gpus)
+    end
+    tp_attn, dp_attn = tp, gpus // (tp * pp)
+  end
+  local ep = cases.count(par.ep)
+  local moe = (model.num_regular_experts or 0) > 1
+  local lay = { tp = tp_attn, cp = 1, dp = dp_attn, pp = pp }
+  if moe then
+    ep = ep or 1
+    if gpus % (pp * ep) ~= 0 then return nil, "ep x pp does not divide the GPUs" end
+    lay.ep = ep
+    lay.etp = cases.count(par.expert_tp) or math.max(1, (tp_attn * dp_attn) // ep)
+    if gpus % (pp * ep * lay.etp) ~= 0 then return nil, "expert tp x ep x pp does not divide the GPUs" end
+    lay.dp_moe = gpus // (pp * ep * lay.etp)
+  end
+  if batch < dp_attn then return nil, string.format("%d requests over %d attention ranks", batch, dp_attn) end
+  local mb = batch // dp_attn
+  local domain = cases.scale_up_domain(sys, g)
+  local phys, logical
+  local d = math.min(domain, gpus)
+  while d >= 1 and not phys do
+    if gpus % d == 0 then phys, logical = cases.layout(lay, gpus, d) end
+    d = d - 1
+  end
+  if not phys then return nil, "no placement of the serving layout fits the scale-up domains" end
+  local width = prec.bytes
+  local function workload(extra)
+    local w = { global_batch_size = mb * dp_attn, micro_batch_size = mb, float_size_bytes = width,
+      weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
+      comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
+      comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
+      kernel_model = "tiled" }
+    for k, v in pairs(extra) do w[k] = v end
+    return w
+  end
+  local ctx_len = cases.count(inf.kv_cache_length) or isl
+  local ngen = decode_only and 1 or (osl - 1)
+  return {
+    physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
+    logical = { name = case.id, dimensions = logical },
+    model = model, gpu = g, fw = fw, precision = prec, batch = mb * dp_attn, isl = isl, osl = osl, ngen = ngen,
+    prefill = not decode_only and workload({ seq_length = isl }) or nil,
+    decode = not prefill_only and ngen >= 1 and workload({ prefill_seq_len = ctx_len, num_generated_tokens = ngen })
+      or nil,
+  }
+end
+
+-- Serving metrics of a static batch (prefill, then decode): ctx {batch, isl, osl, gpus, gpn,
+-- pre (prefill s), dec (decode s), t = pre + dec}. Per-GPU or per-node when the unit says so.
+local function per(m, c, v)
+  local u = tostring(m.unit or ""):lower() .. " " .. tostring(m.metric):lower()
+  if u:find("per%s*%d*%-?gpu%s*node") or u:find("per_node") or u:find("per node") or u:find("/node") then
+    return v / c.gpus * c.gpn
+  end
+  if u:find("per%s*gpu") or u:find("per_gpu") or u:find("/gpu") or u:find("not stated") then return v / c.gpus end
+  return v
+end
+local function tpot(c) return c.ngen > 0 and c.dec > 0 and c.dec / c.ngen or c.pre end
+local serving = {
+  output_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  output_token_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  output_tokens_per_s = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  generation_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  output_throughput_per_gpu = function(c) return c.batch * c.osl / c.t / c.gpus end,
+  total_output_throughput = function(c, m) return per(m, c, c.batch * c.osl / c.t) end,
+  total_token_throughput = function(c, m) return per(m, c, c.batch * (c.isl + c.osl) / c.t) end,
+  request_throughput = function(c, m) return per(m, c, c.batch / c.t) end,
+  requests_per_s = function(c, m) return per(m, c, c.batch / c.t) end,
+  per_user_output_throughput = function(c) return c.osl / c.t end,
+  per_user_output_throughput_with_ctx = function(c) return c.osl / c.t end,
+  first_token_latency = function(c) return c.pre * 1e3 end,
+  ttft_ms = function(c) return c.pre * 1e3 end,
+  mean_ttft_ms = function(c) return c.pre * 1e3 end,
+  median_ttft_ms = function(c) return c.pre * 1e3 end,
+  tpot_ms = function(c) return tpot(c) * 1e3 end,
+  mean_tpot_ms = function(c) return tpot(c) * 1e3 end,
+  median_tpot_ms = function(c) return tpot(c) * 1e3 end,
+  itl_ms = function(c) return tpot(c) * 1e3 end,
+  median_itl_ms = function(c) return tpot(c) * 1e3 end,
+  avg_request_latency_ms = function(c) return c.t * 1e3 end,
+  e2e_latency_ms = function(c) return c.t * 1e3 end,
+  median_e2el_ms = function(c) return c.t * 1e3 end,
+  prefill_input_throughput_per_gpu = function(c) return c.batch * c.isl / c.pre / c.gpus end,
+  prefill_input_throughput_per_node = function(c) return c.batch * c.isl / c.pre / c.gpus * c.gpn end,
+  decode_output_throughput_per_gpu = function(c) return c.batch / tpot(c) / c.gpus end,
+  decode_output_throughput_per_node = function(c) return c.batch / tpot(c) / c.gpus * c.gpn end,
+}
+M.serving_metrics = serving
+
+-- serving_metric(m) -> the function for a serving metric, by name or else by its unit
+-- ("requests/s", "output tokens/s", "tokens/s", "ms" with ttft/tpot/itl in the name).
+function M.serving_metric(m)
+  local name = tostring(m.metric)
+  if serving[name] then return serving[name] end
+  local u, n = tostring(m.unit or ""):lower(), name:lower()
+  if u:find("/user") or n:find("per_user") then return serving.per_user_output_throughput end
+  if u:find("req") and u:find("/s") then return serving.request_throughput end
+  if u:find("output") and u:find("tok") then return serving.output_throughput end
+  if u:find("tok") and u:find("/s") then
+    return (n:find("output") or n:find("generat") or n:find("decode")) and serving.output_throughput
+      or serving.total_token_throughput
+  end
+  if u:find("ms") or u:find("^s$") then
+    local f = (n:find("ttft") or n:find("first")) and serving.ttft_ms
+      or (n:find("tpot") or n:find("itl") or n:find("inter")) and serving.tpot_ms
+      or (n:find("latency") or n:find("e2e")) and serving.e2e_latency_ms
+    if f and u:find("^s$") then return function(c) return f(c) / 1e3 end end
+    return f
+  end
+end
+
+local function prepare_inference(case)
+  local docs, why = M.inference_docs(case)
+  if not docs then return nil, why end
+  local ok
+  for _, m in ipairs(case.measured or {}) do if M.serving_metric(m) then ok = true end end
+  if not ok then return nil, "no measured serving metric fathom predicts" end
+  return { case = case, docs = docs, generation = docs.gpu.generation, kernels = docs.fw.kernels, inference = true }
+end
+
+local function evaluate_inference(state, job, settings)
+  local docs, case = job.docs, job.case
+  local setting, from = calibration.lookup(job.generation, job.kernels, settings)
+  if not setting then return nil, "no calibration for GPU generation '" .. tostring(job.generation) .. "'" end
+  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision and docs.precision.bytes)
+  local ok, res = pcall(function()
+    local function run(mode, w)
+      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+        model = docs.model, workload = w, pass_mode = mode }):evaluate()
+    end
+    local pre = docs.prefill and run("inference_prefill", docs.prefill)
+    local dec = docs.decode and run("inference_decode", docs.decode)
+    return { pre = pre, dec = dec }
+  end)
+  if not ok then return nil, "model rejected the configuration: " .. tostring(res) end
+  local ctx = { batch = docs.batch, isl = docs.isl, osl = docs.osl, ngen = docs.ngen,
+    gpus = cases.count(case.system.num_gpus), gpn = cases.count(case.system.gpus_per_node) or 8,
+    pre = res.pre and res.pre.ttft_s or 0, dec = res.dec and res.dec.time_s or 0 }
+  ctx.t = (res.pre and res.pre.time_s or 0) + ctx.dec
+  local fits = (not res.pre or res.pre.memory.fits) and (not res.dec or res.dec.memory.fits)
+  local rec = { id = case.id, source = case.source, workload = "inference", calibration = from,
+    framework = docs.fw.name, fits = fits, comparisons = {} }
+  for _, m in ipairs(case.measured or {}) do
+    local fn = M.serving_metric(m)
+    local value = tonumber(m.value)
+    if fn and value and value ~= 0 then
+      local pred = fn(ctx, m)
+      rec.comparisons[#rec.comparisons + 1] = { metric = m.metric, unit = m.unit, class = "serving",
+        predicted = pred, measured = value, relative_error = (pred - value) / value }
+    end
+  end
+  local c = rec.comparisons[1]
+  rec.metric, rec.predicted, rec.measured, rec.relative_error = c.metric, c.predicted, c.measured, c.relative_error
+  return rec
+end
+
+-- Running ----------------------------------------------------------------------------------
+
+-- load(paths) -> list of cases (each tagged with its file)
+function M.load(paths)
+  if type(paths) == "string" then paths = { paths } end
+  local out = {}
+  for _, path in ipairs(paths) do
+    local doc = config.load_mapping(path, "validation cases file")
+    if type(doc.cases) ~= "table" then errors.at(doc, "cases", "cases", "expected a list of cases") end
+    for _, c in ipairs(doc.cases) do
+      c.file = path
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
+-- prepare(list) -> jobs, skipped (each skipped {id, source, reason})
+function M.prepare(list)
+  local jobs, skipped = {}, {}
+  for _, case in ipairs(list) do
+    local job, why
+    if cases.flag(case.incomplete) then
+      why = "marked incomplete in the cases file"
+    elseif case.workload == "training" then
+      job, why = prepare_training(case)
+    elseif case.workload == "inference" then
+      job, why = prepare_inference(case)
+    else
+      why = "workload '" .. tostring(case.workload) .. "' is not modelled"
+    end
+    if job then jobs[#jobs + 1] = job
+    else skipped[#skipped + 1] = { id = tostring(case.id), source = case.source, reason = why } end
+  end
+  return jobs, skipped
+end
+
+-- evaluate(state, jobs, settings) -> records, skipped
+function M.evaluate(state, jobs, settings)
+  local recs, skipped = {}, {}
+  for _, job in ipairs(jobs) do
+    local rec, why
+    if job.inference then rec, why = evaluate_inference(state, job, settings)
+    else rec, why = evaluate_training(state, job, settings) end
+    if rec then recs[#recs + 1] = rec
+    else skipped[#skipped + 1] = { id = tostring(job.case.id), source = job.case.source, reason = why } end
+  end
+  return recs, skipped
+end
+
+-- summarise(records) -> per source {count, median_abs_error, p90_abs_error, no_fit}
+function M.summarise(recs)
+  local by, nofit = {}, {}
+  for _, c in ipairs(recs) do
     by[c.source] = by[c.source] or {}
     table.insert(by[c.source], math.abs(c.relative_error))
+    if c.fits == false then nofit[c.source] = (nofit[c.source] or 0) + 1 end
   end
+  local out = {}
   for src, errs in pairs(by) do
     table.sort(errs)
-    out.sources[src] = { count = #errs, median_abs_error = quantile(errs, 0.5),
-      p90_abs_error = quantile(errs, 0.9) }
+    out[src] = { count = #errs, median_abs_error = quantile(errs, 0.5), p90_abs_error = quantile(errs, 0.9),
+      no_fit = nofit[src] or 0 }
   end
+  return out
+end
+
+local function memory_summary(recs)
+  local by = {}
+  for _, c in ipairs(recs) do
+    if c.memory then
+      by[c.source] = by[c.source] or {}
+      table.insert(by[c.source], math.abs(c.memory.relative_error))
+    end
+  end
+  local out = {}
+  for src, errs in pairs(by) do
+    table.sort(errs)
+    out[src] = { count = #errs, median_abs_error = quantile(errs, 0.5), p90_abs_error = quantile(errs, 0.9) }
+  end
+  return out
+end
+
+function M.state(lib_path)
+  lib_path = lib_path or require("fathom.analysis").resolve("hardware/hardware_library.yaml")
+  return { lib_doc = config.load_mapping(lib_path, "hardware library"), libs = {} }
+end
+
+-- Fitting ----------------------------------------------------------------------------------
+
+-- loss(records) -> mean of |error| capped at 50% (robust to a few cases the model
+-- cannot express) over the training time metrics
+local function loss(recs)
+  local s, n = 0, 0
+  for _, c in ipairs(recs) do
+    if c.workload == "training" then
+      s = s + math.min(0.5, math.abs(c.relative_error))
+      n = n + 1
+    end
+  end
+  return n > 0 and s / n or 0
+end
+
+-- golden-section search for the minimum of f over [lo, hi]
+local function golden(f, lo, hi, iters)
+  local r = (math.sqrt(5) - 1) / 2
+  local a, b = lo, hi
+  local c, d = b - r * (b - a), a + r * (b - a)
+  local fc, fd = f(c), f(d)
+  for _ = 1, iters do
+    if fc < fd then
+      b, d, fd = d, c, fc
+      c = b - r * (b - a)
+      fc = f(c)
+    else
+      a, c, fc = c, d, fd
+      d = a + r * (b - a)
+      fd = f(d)
+    end
+  end
+  if fc < fd then return c, fc end
+  return d, fd
+end
+
+M.fit_ranges = { efficiency = { 0.25, 0.95 }, fp8_efficiency = { 0.2, 0.95 },
+  attention_efficiency = { 0.08, 0.95 } }
+
+-- fit(state, jobs, settings) -> settings refitted: for every generation/kernels key that has
+-- training jobs, coordinate descent (golden section per setting) on those jobs' loss.
+-- fp8_efficiency is fitted only where the key has FP8 cases (else it follows efficiency).
+function M.fit(state, jobs, settings, only)
+  settings = calibration.copy(settings)
+  local groups = {}
+  for _, job in ipairs(jobs) do
+    local g = job.generation .. "/" .. job.kernels
+    if not job.inference and (only == nil or only[g]) then
+      groups[g] = groups[g] or { generation = job.generation, kernels = job.kernels, jobs = {}, fp8 = false,
+        flash = false }
+      table.insert(groups[g].jobs, job)
+      if job.docs.precision.bytes == 1 then groups[g].fp8 = true end
+      if job.docs.workload.flash_attention then groups[g].flash = true end
+    end
+  end
+  -- newer kernels of one lineage (Transformer Engine/cuDNN stacks "2021".."2025"; PyTorch-native
+  -- "torch2024".."torch2025") are not slower: fit in kernel order, each bounded below by the
+  -- previous calibrated key of its lineage on the same GPU generation
+  local order = {}
+  for _, grp in pairs(groups) do order[#order + 1] = grp end
+  local rank = {}
+  for i, k in ipairs(calibration.kernel_generations) do rank[k] = i end
+  table.sort(order, function(x, y)
+    if x.generation ~= y.generation then return x.generation < y.generation end
+    return (rank[x.kernels] or 0) < (rank[y.kernels] or 0)
+  end)
+  local function lineage(k) return k:match("^%a+") or "" end
+  local function floor_of(grp, key)
+    local rows = settings[grp.generation] or {}
+    local best, bi = nil, 0
+    for k, v in pairs(rows) do
+      local i = rank[k] or 0
+      if k ~= grp.kernels and lineage(k) == lineage(grp.kernels) and i < (rank[grp.kernels] or 0) and i > bi then
+        best, bi = v[key], i
+      end
+    end
+    return best
+  end
+  for _, grp in ipairs(order) do
+    local rows = settings[grp.generation]
+    if not rows then
+      rows = {}
+      settings[grp.generation] = rows
+    end
+    local start = calibration.lookup(grp.generation, grp.kernels, settings) or { efficiency = 0.5,
+      attention_efficiency = 0.3 }
+    local cur = { efficiency = start.efficiency, attention_efficiency = start.attention_efficiency,
+      fp8_efficiency = grp.fp8 and (start.fp8_efficiency or start.efficiency) or nil }
+    rows[grp.kernels] = cur
+    -- attention_efficiency only where fused attention runs; fp8_efficiency only with FP8 cases
+    local keys = { "efficiency" }
+    if grp.flash then keys[#keys + 1] = "attention_efficiency" end
+    if grp.fp8 then keys[#keys + 1] = "fp8_efficiency" end
+    local best
+    for _ = 1, 2 do
+      for _, key in ipairs(keys) do
+        local range = M.fit_ranges[key]
+        local lo = math.max(range[1], floor_of(grp, key) or range[1])
+        local v, l = golden(function(x)
+          cur[key] = x
+          return loss((M.evaluate(state, grp.jobs, settings)))
+        end, lo, math.max(lo + 1e-3, range[2]), 12)
+        cur[key] = math.floor(v * 1000 + 0.5) / 1000
+        best = l
+      end
+    end
+    grp.loss = best
+  end
+  return settings, groups
+end
+
+-- loso(state, jobs, settings) -> per source {count, median_abs_error, p90_abs_error}: each
+-- source predicted with the settings refitted on every other source (keys only that source
+-- calibrates fall back as for an uncalibrated GPU).
+function M.loso(state, jobs, settings)
+  local sources = {}
+  for _, job in ipairs(jobs) do
+    if not job.inference then sources[job.case.source] = true end
+  end
+  local out = {}
+  for src in pairs(sources) do
+    local rest, own = {}, {}
+    for _, job in ipairs(jobs) do
+      if job.case.source == src then own[#own + 1] = job else rest[#rest + 1] = job end
+    end
+    -- drop the keys this source alone calibrates, then refit on the rest
+    local keys = {}
+    for _, job in ipairs(rest) do
+      if not job.inference then keys[job.generation .. "/" .. job.kernels] = true end
+    end
+    local base = calibration.copy(settings)
+    for g, rows in pairs(base) do
+      for k in pairs(rows) do if not keys[g .. "/" .. k] then rows[k] = nil end end
+      if next(rows) == nil then base[g] = nil end
+    end
+    local only = {}
+    for _, job in ipairs(own) do only[job.generation .. "/" .. job.kernels] = true end
+    local refit = M.fit(state, rest, base, only)
+    local recs = M.evaluate(state, own, refit)
+    out[src] = M.summarise(recs)[src]
+  end
+  return out
+end
+
+-- run(paths [, lib_path [, opts]]) -> {cases, sources, skipped, no_fit, memory [, loso, fitted]}
+-- opts.loso: add leave-one-source-out errors; opts.fit: refit the settings first.
+function M.run(paths, lib_path, opts)
+  opts = opts or {}
+  local state = M.state(lib_path)
+  local jobs, skipped = M.prepare(M.load(paths or M.default_files))
+  local settings = calibration.settings
+  local out = {}
+  if opts.fit then
+    settings = M.fit(state, jobs, settings)
+    out.fitted = settings
+  end
+  local recs, skipped2 = M.evaluate(state, jobs, settings)
+  for _, s in ipairs(skipped2) do skipped[#skipped + 1] = s end
+  out.cases, out.skipped = recs, skipped
+  out.sources = M.summarise(recs)
+  out.memory = memory_summary(recs)
+  local nofit = 0
+  for _, c in ipairs(recs) do if c.fits == false then nofit = nofit + 1 end end
+  out.no_fit = nofit
+  if opts.loso then out.loso = M.loso(state, jobs, settings) end
   return out
 end
 

@@ -3,7 +3,8 @@
 local validate = require("fathom.validate")
 
 describe("fathom.validate #paper", function()
-  local res = validate.run("validation/published_cases.yaml", "configs/hardware/hardware_library.yaml")
+  local res = validate.run({ "validation/published_cases.yaml", "validation/modern_cases.yaml" },
+    "configs/hardware/hardware_library.yaml")
 
   it("predicts every Megatron Table 1 case within 15% of the measured TFLOP/s per GPU", function()
     local n = 0
@@ -32,6 +33,13 @@ describe("fathom.validate #paper", function()
       assert.is_string(s.reason)
       assert.is_string(s.id)
     end
+    -- nothing dropped silently: every case is compared or skipped with a reason
+    local n = 0
+    for _, f in ipairs({ "validation/published_cases.yaml", "validation/modern_cases.yaml" }) do
+      n = n + #require("fathom.config").load_mapping(f, "cases").cases
+    end
+    assert.are.equal(n, #res.cases + #res.skipped)
+    assert.is_number(res.no_fit)
   end)
 
   it("quantile() interpolates", function()
@@ -74,5 +82,64 @@ cases:
     end
     assert.is_number(v.sources.narayanan2021.median_abs_error)
     assert.is_number(v.sources.narayanan2021.p90_abs_error)
+  end)
+end)
+
+describe("fathom.validate on parts without calibration data", function()
+  it("models GB300 NVL72 and MI355X cases (FP8, NVFP4, MXFP8, EP and CP) from their generation", function()
+    local res = validate.run("tests/fixtures/validation/new_hardware_cases.yaml",
+      "configs/hardware/hardware_library.yaml")
+    assert.are.equal(0, #res.skipped, res.skipped[1] and res.skipped[1].reason)
+    local by = {}
+    for _, c in ipairs(res.cases) do by[c.id] = c end
+    assert.is_true(by.gb300_llama70b_nvfp4.predicted < by.gb300_llama70b_fp8.predicted)
+    assert.is_truthy(by.gb300_llama70b_fp8.calibration:find("derived"))
+    assert.are.equal("tokens_per_sec_per_gpu", by.mi355x_qwen3_moe.metric)
+    assert.are.equal(2, #by.mi355x_qwen3_moe.comparisons)   -- the MFU is compared too, in %
+  end)
+end)
+
+describe("fathom.validate metrics", function()
+  it("reads a metric by name, else by its unit and the words of its name", function()
+    local m = validate.metrics
+    assert.are.equal(m.time_to_train_min, validate.metric("time_to_train_min", "minutes"))
+    assert.are.equal(m.time_to_train_days, validate.metric("est_training_days_300B_tokens", "days"))
+    assert.are.equal(m.time_to_train_min, validate.metric("train_time", "min"))
+    assert.are.equal(m.tokens_per_sec_per_gpu, validate.metric("throughput", "tokens/s/GPU"))
+    assert.are.equal(m.samples_per_sec, validate.metric("throughput", "samples/s"))
+    assert.are.equal(m.step_time_ms, validate.metric("step_time", "ms"))
+    assert.are.equal(m.step_time_s, validate.metric("median_step_time", "s"))
+    assert.are.equal(m.mfu, validate.metric("mfu_pct", "%"))
+    assert.are.equal(m.peak_memory_gib, validate.metric("max_memory_allocated", "GiB"))
+    assert.is_nil(validate.metric("loss", ""))
+    local s = validate.serving_metrics
+    assert.are.equal(s.request_throughput, validate.serving_metric({ metric = "throughput", unit = "requests/s" }))
+    assert.are.equal(s.ttft_ms, validate.serving_metric({ metric = "median_ttft", unit = "ms" }))
+    assert.are.equal(s.output_throughput, validate.serving_metric({ metric = "throughput", unit = "output tokens/s" }))
+  end)
+end)
+
+describe("fathom.validate serving cases", function()
+  it("maps attention DP, EP with redundant experts and per-rank batches onto one static batch", function()
+    local case = { id = "srv", workload = "inference",
+      model = { name = "DeepSeek-V3", arch = "MLA + DeepSeekMoE", layers = 61, hidden = 7168, heads = 128,
+        head_dim = 128, ffn = 18432, vocab = 129280, experts = 256, shared_experts = 1, top_k = 8,
+        expert_ffn = 2048, dense_layers = 3, mla = { q_lora_rank = 1536, kv_lora_rank = 512,
+          qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128 } },
+      system = { gpu = "NVIDIA H100 (SXM 80GB)", num_gpus = 72, gpus_per_node = 8 },
+      parallelism = { tp = 1, dp = 72, ep = 72, attention_dp = 72, redundant_experts = 32 },
+      inference = { phase = "decode", isl = 2000, batch = "batch 256 per rank", framework = "SGLang" } }
+    local docs = assert(validate.inference_docs(case))
+    assert.are.equal(256 * 72, docs.batch)
+    assert.are.equal(288, docs.model.num_regular_experts)
+    assert.is_nil(docs.prefill)
+    local tags = {}
+    for _, l in ipairs(docs.logical.dimensions) do tags[l.logical_tag] = (tags[l.logical_tag] or 1) * l.size end
+    assert.are.equal(72, tags.DP_Attn)
+    assert.are.equal(72, tags.EP_SU * tags.EP_SO)
+    case.inference.speculative = "MTP"
+    local none, why = validate.inference_docs(case)
+    assert.is_nil(none)
+    assert.is_truthy(why:find("speculative"))
   end)
 end)

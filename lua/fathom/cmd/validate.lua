@@ -9,8 +9,11 @@ local validate = require("fathom.validate")
 local M = {}
 
 local spec = {
-  { name = "cases", arg = "FILE", help = "cases file [default: validation/published_cases.yaml]" },
+  { name = "cases", arg = "FILE", multi = true,
+    help = "cases file, repeatable [default: validation/published_cases.yaml and modern_cases.yaml]" },
   { name = "hardware-lib", arg = "FILE", help = "hardware library with the per-GPU calibration" },
+  { name = "no-loso", flag = true, help = "leave out the leave-one-source-out errors (refits per source)" },
+  { name = "fit", flag = true, help = "refit the per-generation calibration and print it" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
   { name = "output-file", arg = "FILE", help = "write here instead of stdout" },
   { name = "help", flag = true, help = "this help" },
@@ -24,35 +27,70 @@ M.usage = "usage: fathom validate [--cases FILE] [--format table|yaml|json] [--o
   "tuned per case.\n\n" .. args.usage(spec) .. "\n"
 
 local function default_cases()
-  for _, p in ipairs({ "validation/published_cases.yaml", "../shared/validation/published_cases.yaml",
-    "shared/validation/published_cases.yaml" }) do
+  local out = {}
+  for _, p in ipairs(validate.default_files) do
     local r = analysis.resolve(p)
     local f = io.open(r, "r")
+    if not f then r = analysis.resolve("../shared/" .. p) f = io.open(r, "r") end
     if f then
       f:close()
-      return r
+      out[#out + 1] = r
     end
   end
-  return "validation/published_cases.yaml"
+  return out
+end
+
+local function pct(x) return x and string.format("%.1f%%", 100 * x) or "-" end
+
+local function source_table(sources, loso)
+  local srows, names = {}, {}
+  for s in pairs(sources) do names[#names + 1] = s end
+  table.sort(names)
+  for _, s in ipairs(names) do
+    local v = sources[s]
+    local row = { s, v.count, pct(v.median_abs_error), pct(v.p90_abs_error), v.no_fit or "" }
+    if loso then
+      local l = loso[s]
+      row[#row + 1] = l and pct(l.median_abs_error) or "-"
+      row[#row + 1] = l and pct(l.p90_abs_error) or "-"
+    end
+    srows[#srows + 1] = row
+  end
+  local head = { "source", "cases", "median |err|", "p90 |err|", "no-fit" }
+  if loso then
+    head[#head + 1] = "LOSO median"
+    head[#head + 1] = "LOSO p90"
+  end
+  return tablefmt.render(head, srows)
 end
 
 local function text(res)
   local rows = {}
   for i, c in ipairs(res.cases) do
     rows[i] = { c.id, c.metric, string.format("%.4g", c.predicted), string.format("%.4g", c.measured),
-      string.format("%+.1f%%", 100 * c.relative_error), c.fits and "" or "no-fit" }
+      string.format("%+.1f%%", 100 * c.relative_error), c.fits and "" or "no-fit", c.calibration or "" }
   end
-  local out = { tablefmt.render({ "case", "metric", "predicted", "measured", "error", "" }, rows), "" }
-  local srows = {}
-  local names = {}
-  for s in pairs(res.sources) do names[#names + 1] = s end
-  table.sort(names)
-  for _, s in ipairs(names) do
-    local v = res.sources[s]
-    srows[#srows + 1] = { s, v.count, string.format("%.1f%%", 100 * v.median_abs_error),
-      string.format("%.1f%%", 100 * v.p90_abs_error) }
+  local out = { tablefmt.render({ "case", "metric", "predicted", "measured", "error", "", "calibration" }, rows),
+    "", source_table(res.sources, res.loso) }
+  if next(res.memory) then
+    out[#out + 1] = "\npeak memory (measured vs predicted footprint)"
+    out[#out + 1] = source_table(res.memory)
   end
-  out[#out + 1] = tablefmt.render({ "source", "cases", "median |err|", "p90 |err|" }, srows)
+  out[#out + 1] = string.format("\nmeasured runs the model calls \"does not fit\": %d of %d", res.no_fit,
+    #res.cases)
+  if res.fitted then
+    local lines = { "\nfitted calibration (generation/kernels):" }
+    local keys = {}
+    for g, r in pairs(res.fitted) do
+      for k, v in pairs(r) do
+        keys[#keys + 1] = string.format("  %-16s efficiency %.3f  fp8_efficiency %s  attention_efficiency %.3f",
+          g .. "/" .. k, v.efficiency, v.fp8_efficiency and string.format("%.3f", v.fp8_efficiency) or "-",
+          v.attention_efficiency)
+      end
+    end
+    table.sort(keys)
+    out[#out + 1] = table.concat(lines, "\n") .. "\n" .. table.concat(keys, "\n")
+  end
   local why = {}
   for _, s in ipairs(res.skipped) do why[s.reason] = (why[s.reason] or 0) + 1 end
   local reasons = {}
@@ -70,13 +108,19 @@ function M.main(argv)
     return 0
   end
   if #extra > 0 then require("fathom.errors").raise("validate: unexpected argument '%s'", extra[1]) end
-  local res = validate.run(opts.cases or default_cases(), opts.hardware_lib and analysis.resolve(opts.hardware_lib))
+  local files = (opts.cases and #opts.cases > 0) and opts.cases or default_cases()
+  local res = validate.run(files, opts.hardware_lib and analysis.resolve(opts.hardware_lib),
+    { loso = not opts.no_loso, fit = opts.fit })
   if opts.format == "table" then
     local t = text(res)
     if opts.output_file then output.write_file(opts.output_file, t) else io.stdout:write(t) end
   else
     util.array(res.cases)
     util.array(res.skipped)
+    for _, c in ipairs(res.cases) do
+      util.array(c.comparisons)
+      if c.notes then util.array(c.notes) end
+    end
     output.write(res, opts.format, opts.output_file)
   end
   return 0

@@ -1,0 +1,520 @@
+-- fathom.cases: read one published measurement (the schema of
+-- validation/published_cases.yaml and modern_cases.yaml) into the five
+-- in-memory specs fathom evaluates, or say precisely why it cannot be.
+-- Every field of the schema has a meaning here; what the model schema cannot
+-- express is listed on the case as an approximation, never dropped silently.
+local frameworks = require("fathom.frameworks")
+
+local M = {}
+
+-- GPU names as vendors and papers write them -> hardware library nodes.
+-- Matched in order against the lower-cased name with spaces, '-' and '_' removed,
+-- so "NVIDIA B200-SXM-180GB" and "nvidia b200 sxm 180gb" read alike. `memory_gb`
+-- picks a capacity variant when the case states gpu_memory_gb. `generation` names
+-- the calibration group (fathom.calibration): one setting per GPU generation.
+M.gpus = {
+  { pattern = "gb300", node = "GB300", generation = "blackwell_ultra", scale_up_domain = 72 },
+  { pattern = "b300", node = "B300", generation = "blackwell_ultra" },
+  { pattern = "gb200", node = "GB200", generation = "blackwell", scale_up_domain = 72 },
+  { pattern = "b200", node = "B200", generation = "blackwell" },
+  { pattern = "h800", node = "H800_SXM", generation = "hopper" },
+  -- GH200: H100 compute with 96-144 GB HBM3/HBM3e beside a Grace CPU; H200 is the nearest node
+  { pattern = "gh200", node = "H200_SXM", generation = "hopper" },
+  { pattern = "h200", node = "H200_SXM", generation = "hopper" },
+  { pattern = "h20%f[^%d]", node = "H20", generation = "hopper" },
+  { pattern = "h100.*pcie", node = "H100_PCIE", generation = "hopper" },
+  { pattern = "h100nvl", node = "H100_NVL", generation = "hopper" },
+  { pattern = "h100", node = "H100_SXM_96GB", generation = "hopper", memory_gb = 96 },
+  { pattern = "h100", node = "H100_SXM", generation = "hopper" },
+  { pattern = "a100.*40g", node = "A100_40GB_SXM", generation = "ampere" },
+  { pattern = "a100", node = "A100_40GB_SXM", generation = "ampere", memory_gb = 40 },
+  { pattern = "a100", node = "A100_80GB_SXM", generation = "ampere" },
+  { pattern = "mi250", node = "MI250X", generation = "cdna2" },
+  { pattern = "mi300x", node = "MI300X", generation = "cdna3" },
+  { pattern = "mi325", node = "MI325X", generation = "cdna3" },
+  { pattern = "mi350", node = "MI350X", generation = "cdna4" },
+  { pattern = "mi355", node = "MI355X", generation = "cdna4" },
+  { pattern = "gaudi3", node = "GAUDI3", generation = "gaudi3" },
+  { pattern = "tpuv5p", node = "TPU_V5P", generation = "tpu_v5" },
+  { pattern = "v5p", node = "TPU_V5P", generation = "tpu_v5" },
+  { pattern = "trillium", node = "TPU_V6E", generation = "tpu_v6" },
+  { pattern = "v6e", node = "TPU_V6E", generation = "tpu_v6" },
+}
+
+local function squash(s) return (tostring(s or ""):lower():gsub("[%s%-_]", "")) end
+
+-- gpu(name, memory_gb) -> the M.gpus row for a GPU name, or nil.
+function M.gpu(name, memory_gb)
+  local s = squash(name)
+  local mem = tonumber(memory_gb)
+  for _, g in ipairs(M.gpus) do
+    if s:find(g.pattern) and (g.memory_gb == nil or (mem and math.abs(mem - g.memory_gb) <= 4)) then
+      return g
+    end
+  end
+end
+
+-- Values as case files write them ---------------------------------------------------------
+
+-- count(v) -> a positive integer degree, or nil for null/false/0/"none"/"-".
+-- (0 is truthy in Lua: `fsdp: 0` must read as "off", not as a degree.)
+function M.count(v)
+  if v == nil or v == false then return nil end
+  if v == true then return true end
+  local n = tonumber(v)
+  if n == nil and type(v) == "string" then n = tonumber(v:match("^%s*(%d+)")) end
+  if n == nil or n < 1 then return nil end
+  return math.tointeger(n) or math.floor(n)
+end
+
+-- flag(v) -> true/false for booleans written as true/1/"yes"/"on"/"true" or false/0/null.
+function M.flag(v)
+  if v == nil or v == false or v == 0 then return false end
+  if v == true then return true end
+  if type(v) == "number" then return v ~= 0 end
+  local s = tostring(v):lower()
+  return not (s == "" or s:find("^%s*false") or s:find("^%s*no") or s:find("^%s*off") or s:find("^%s*none")
+    or s:find("^%s*0%s*$") or s:find("^%s*null"))
+end
+
+local function lower(s) return tostring(s or ""):lower() end
+
+-- Architecture -----------------------------------------------------------------------------
+
+-- Families whose public configs fix what an `arch` string may leave unsaid.
+local families = {
+  { pattern = "gpt%-j", gated = false, tied = false, learned = false },
+  { pattern = "gpt%-oss", gated = true, tied = false, learned = false },
+  { pattern = "gpt", gated = false, tied = true, learned = true },
+  { pattern = "mpt", gated = false, tied = true, learned = false },
+  { pattern = "falcon", gated = false, tied = true, learned = false },
+  { pattern = "nemotron", gated = false, tied = false, learned = false },
+  { pattern = "grok", gated = true, tied = false, learned = false },
+  { pattern = "gemma", gated = true, tied = true, learned = false },
+  { pattern = "llama", gated = true, tied = false, learned = false },
+  { pattern = "mistral", gated = true, tied = false, learned = false },
+  { pattern = "mixtral", gated = true, tied = false, learned = false },
+  { pattern = "qwen", gated = true, tied = false, learned = false },
+  { pattern = "deepseek", gated = true, tied = false, learned = false },
+  { pattern = "kimi", gated = true, tied = false, learned = false },
+  { pattern = "bloom", gated = false, tied = true, learned = false },
+  { pattern = "opt", gated = false, tied = true, learned = true },
+}
+
+-- arch(model) -> {gated, tied, learned, moe_interval, notes = {...}, unsupported = reason|nil}
+-- from model.arch (and the model's name for what the arch string leaves unsaid).
+function M.arch(mdl)
+  local a = lower(mdl.arch)
+  local name = lower(mdl.name)
+  local fam
+  for _, f in ipairs(families) do
+    if a:find(f.pattern) or name:find(f.pattern) then fam = f break end
+  end
+  local out = { notes = {} }
+  -- gated MLP (SwiGLU, GeGLU, ReGLU) versus a plain two-matrix MLP (GeLU, ReLU, squared ReLU)
+  if a:find("swiglu") or a:find("geglu") or a:find("reglu") or a:find("gated") or a:find("silu") then
+    out.gated = true
+  elseif a:find("gelu") or a:find("relu") then
+    out.gated = false
+  else
+    out.gated = fam and fam.gated or false
+  end
+  if mdl.gated_mlp ~= nil then out.gated = M.flag(mdl.gated_mlp) end
+  -- positions: learned absolute embeddings add a seq x d_model table; RoPE/ALiBi/NoPE do not
+  if a:find("learned pos") or a:find("learned%-pos") or a:find("absolute pos") then
+    out.learned = true
+  elseif a:find("rope") or a:find("rotary") or a:find("alibi") or a:find("nope") then
+    out.learned = false
+  else
+    out.learned = fam and fam.learned or false
+  end
+  -- tied input/output embeddings
+  if mdl.tied_embeddings ~= nil or mdl.tie_word_embeddings ~= nil then
+    out.tied = M.flag(mdl.tied_embeddings == nil and mdl.tie_word_embeddings or mdl.tied_embeddings)
+  elseif a:find("untied") then
+    out.tied = false
+  elseif a:find("tied") then
+    out.tied = true
+  else
+    out.tied = fam and fam.tied or false
+  end
+  -- what the model schema cannot say: kept as notes (their cost is measured in the README)
+  if a:find("squared") then out.notes[#out.notes + 1] = "squared-ReLU MLP run as a plain MLP" end
+  if a:find("parallel attn") or a:find("parallel attention") then
+    out.notes[#out.notes + 1] = "parallel attention/MLP run sequentially"
+  end
+  if a:find("sliding") or a:find("chunked") or a:find("irope") then
+    out.notes[#out.notes + 1] = "sliding-window/chunked attention run as full causal attention"
+  end
+  if a:find("layernorm") then out.notes[#out.notes + 1] = "LayerNorm costed as the core's norm" end
+  -- MoE layer placement: "MoE in every other layer", "alternating dense/MoE", "interleaved"
+  out.moe_interval = M.count(mdl.moe_layer_interval or mdl.moe_layer_freq or mdl.interleave_moe_layer_step)
+  if not out.moe_interval and (a:find("every other") or a:find("alternat.-moe") or a:find("interleaved moe")) then
+    out.moe_interval = 2
+  end
+  -- hybrids the core has no layer type for
+  if mdl.mamba or a:find("mamba") or a:find("ssm") then
+    out.unsupported = "Mamba/SSM layers (hybrid model) are not modelled by the core"
+  end
+  return out
+end
+
+-- model_doc(mdl, seq) -> a model spec table (lua/fathom/spec.lua schema), notes, or nil, reason.
+function M.model_doc(mdl, seq)
+  local arch = M.arch(mdl)
+  if arch.unsupported then return nil, arch.unsupported end
+  for _, k in ipairs({ "layers", "hidden", "heads", "vocab" }) do
+    if not M.count(mdl[k]) then return nil, "model." .. k .. " is not given" end
+  end
+  local heads = M.count(mdl.heads)
+  local doc = {
+    name = mdl.name, d_model = M.count(mdl.hidden), n_layers = M.count(mdl.layers), num_heads = heads,
+    num_kv_heads = M.count(mdl.kv_heads) or heads, head_dim = M.count(mdl.head_dim),
+    vocab_size = M.count(mdl.vocab), max_sequence_length = math.max(seq or 2048, 1),
+    gated_mlp = arch.gated, tied_embeddings = arch.tied, learned_pos_emb = arch.learned,
+  }
+  local experts = M.count(mdl.experts or mdl.num_experts)
+  if experts and experts > 1 then
+    doc.num_regular_experts = experts
+    doc.num_selected_experts = M.count(mdl.top_k or mdl.experts_per_token) or 1
+    doc.num_shared_experts = M.count(mdl.shared_experts) or 0
+    local effn = M.count(mdl.expert_ffn or mdl.moe_ffn)
+    if not effn then return nil, "MoE model without model.expert_ffn" end
+    doc.expert_ffn_hidden_size = effn
+    local sffn = M.count(mdl.shared_expert_ffn)
+    if sffn and sffn ~= effn and doc.num_shared_experts > 0 then
+      -- the core sizes shared experts like routed ones: keep their FLOPs by scaling the count
+      if sffn % effn == 0 then
+        doc.num_shared_experts = doc.num_shared_experts * (sffn // effn)
+      else
+        arch.notes[#arch.notes + 1] = "shared expert ffn differs from the routed experts'"
+      end
+    end
+    local dense = M.count(mdl.dense_layers) or 0
+    if arch.moe_interval and arch.moe_interval > 1 then
+      -- interleaved: every interval-th layer is MoE; dense_layers counts all dense layers
+      doc.moe_layer_interval = arch.moe_interval
+      local moe_layers = doc.n_layers // arch.moe_interval
+      doc.first_dense_layers = math.max(0, dense - (doc.n_layers - moe_layers))
+    else
+      doc.first_dense_layers = dense
+    end
+    -- the dense layers' MLP width
+    doc.ffn_hidden_size = M.count(mdl.ffn) or effn
+  else
+    local ffn = M.count(mdl.ffn)
+    if not ffn then return nil, "model.ffn is not given" end
+    doc.ffn_hidden_size = ffn
+  end
+  local mla = mdl.mla
+  if type(mla) == "table" then
+    doc.q_lora_rank = M.count(mla.q_lora_rank) or 0
+    doc.kv_lora_rank = M.count(mla.kv_lora_rank) or 0
+    doc.qk_nope_head_dim = M.count(mla.qk_nope_head_dim) or 0
+    doc.qk_rope_head_dim = M.count(mla.qk_rope_head_dim) or 0
+    doc.v_head_dim = M.count(mla.v_head_dim) or 0
+    doc.num_kv_heads = heads
+  end
+  if doc.num_heads % doc.num_kv_heads ~= 0 then
+    return nil, string.format("heads %d is not a multiple of kv_heads %d", doc.num_heads, doc.num_kv_heads)
+  end
+  return doc, arch.notes
+end
+
+-- Precision --------------------------------------------------------------------------------
+
+-- precision(s) -> {bytes = compute width, recipe = name, fp4 = bool}
+-- BF16/FP16 -> 2 bytes; FP8 in any recipe (delayed, current/tensorwise, rowwise, MXFP8,
+-- blockwise) and NVFP4/MXFP4 -> 1 byte of activations (fathom.validate runs FP4 GEMMs at
+-- the part's fp4_nominal).
+function M.precision(s)
+  local p = lower(s)
+  if p:find("nvfp4") or p:find("mxfp4") or p:find("fp4") then
+    return { bytes = 1, recipe = "nvfp4", fp4 = true }
+  end
+  if p:find("mxfp8") or p:find("fp8%-mx") or p:find("mx%s*fp8") then return { bytes = 1, recipe = "mxfp8" } end
+  if p:find("fp8") or p:find("float8") or p:find("e4m3") then
+    local recipe = "fp8"
+    if p:find("delayed") then recipe = "fp8_delayed"
+    elseif p:find("current") or p:find("tensorwise") or p:find("fp8%-cs") or p:find("dynamic") then
+      recipe = "fp8_current"
+    elseif p:find("rowwise") then recipe = "fp8_rowwise"
+    elseif p:find("block") then recipe = "fp8_blockwise"
+    end
+    return { bytes = 1, recipe = recipe }
+  end
+  if p:find("fp32") and not (p:find("bf16") or p:find("fp16") or p:find("mixed")) then
+    return { bytes = 4, recipe = "fp32" }
+  end
+  return { bytes = 2, recipe = p:find("fp16") and not p:find("bf16") and "fp16" or "bf16" }
+end
+
+-- recompute(s, default) -> "none" | "selective" | "full"
+function M.recompute(s, default)
+  local r = lower(s)
+  if r:find("not stated") or r:find("default") or r:find("not set") or r == "" then return default or "none" end
+  if r:find("selective") or r:find("per%-op") or r:find("remat_policy") or r:find("custom") then
+    return "selective"
+  end
+  if r:find("full") then return "full" end
+  if r:find("^%s*none") or r:find("^%s*off") or r:find("^%s*no[%s%(]") or r:find("null") or r:find("false") then
+    return "none"
+  end
+  if r:find("checkpoint") or r:find("on") then return "full" end
+  return default or "none"
+end
+
+-- Parallelism ------------------------------------------------------------------------------
+
+local function gcd(a, b)
+  while b ~= 0 do a, b = b, a % b end
+  return a
+end
+
+-- split(dims, capacity) -> inner, outer parts of each {tag, n} (innermost first) when the
+-- innermost dimensions fill a scale-up domain of `capacity`, and the capacity left.
+local function split(dims, capacity)
+  local out, rem = {}, capacity
+  for i, d in ipairs(dims) do
+    local inner = gcd(d[2], rem)
+    rem = rem // inner
+    out[i] = { tag = d[1], inner = inner, outer = d[2] // inner }
+  end
+  return out, rem
+end
+
+-- layout(p, domain) -> physical dims, logical dims, or nil, reason. p: tp, cp, dp, pp and
+-- for MoE etp, ep, dp_moe. Megatron's rank order (tp-cp-ep-dp-pp): the innermost
+-- dimensions fill the scale-up domain, pipeline stages are outermost.
+function M.layout(p, gpus, domain)
+  local su = math.min(domain, gpus)
+  local attn = { { "TP_Attn", p.tp }, { "CP", p.cp }, { "DP_Attn", p.dp } }
+  local a, arem = split(attn, su)
+  local pp_in = gcd(p.pp, arem)
+  if arem // pp_in ~= 1 then
+    return nil, string.format("TP x CP x DP x PP does not fill a scale-up domain of %d GPUs", su)
+  end
+  local m
+  if p.ep then
+    local moe = { { "TP_MoE", p.etp }, { "EP", p.ep }, { "DP_MoE", p.dp_moe } }
+    local mrem
+    m, mrem = split(moe, su)
+    if mrem ~= arem then
+      return nil, "the expert view (ETP x EP x DP) and the attention view place PP differently"
+    end
+  end
+  local phys = { { name = "scale_up", interconnect_name = "scale_up", topology_type = "switched", size = su } }
+  if gpus > su then
+    phys[2] = { name = "scale_out", interconnect_name = "scale_out", topology_type = "two_tier",
+      size = gpus // su }
+  end
+  local logical = {}
+  local function add(tag, dim, n)
+    if n > 1 then
+      logical[#logical + 1] = { logical_tag = tag, maps_to_physical_dimension_name = dim, size = n }
+    end
+  end
+  local views = { a, m or {} }
+  for _, parts in ipairs(views) do
+    for _, d in ipairs(parts) do add(d.tag == "EP" and "EP_SU" or d.tag, "scale_up", d.inner) end
+  end
+  add("PP", "scale_up", pp_in)
+  if phys[2] then
+    for _, parts in ipairs(views) do
+      for _, d in ipairs(parts) do add(d.tag == "EP" and "EP_SO" or d.tag, "scale_out", d.outer) end
+    end
+    add("PP", "scale_out", p.pp // pp_in)
+  end
+  if #logical == 0 then
+    logical[1] = { logical_tag = "DP_Attn", maps_to_physical_dimension_name = "scale_up", size = 1 }
+  end
+  return phys, logical
+end
+
+-- scale_up_domain(sys, gpu_row) -> GPUs that share one NVLink/Infinity Fabric domain.
+-- GB200/GB300 NVL72: the domain is the 72-GPU rack, not the 4 GPUs of a tray.
+function M.scale_up_domain(sys, g)
+  local n = M.count(sys.scale_up_domain or sys.nvlink_domain or sys.scale_up_domain_size)
+  if n then return n end
+  local s = lower(sys.intra_node_interconnect) .. " " .. lower(sys.cluster)
+  n = tonumber(s:match("nvl%s*(%d+)")) or tonumber(s:match("domain of (%d+)"))
+  if n then return n end
+  if g and g.scale_up_domain then return g.scale_up_domain end
+  return M.count(sys.gpus_per_node) or 8
+end
+
+-- parallelism(case) -> normalised degrees, or nil, reason
+function M.parallelism(case, fw)
+  local par, sys = case.parallelism or {}, case.system or {}
+  local gpus = M.count(sys.num_gpus)
+  if not gpus and M.count(sys.num_nodes) then gpus = M.count(sys.num_nodes) * (M.count(sys.gpus_per_node) or 8) end
+  if not gpus then return nil, "system.num_gpus is not given" end
+  local p = {}
+  p.tp = M.count(par.tp) or 1
+  p.pp = M.count(par.pp) or 1
+  p.cp = M.count(par.cp) or 1
+  p.ep = M.count(par.ep)
+  if p.ep == 1 then p.ep = nil end
+  local dp = M.count(par.dp)
+  local rest = p.tp * p.pp * p.cp
+  if gpus % rest ~= 0 then
+    return nil, string.format("tp x pp x cp = %d x %d x %d does not divide %d GPUs", p.tp, p.pp, p.cp, gpus)
+  end
+  if dp and dp * rest ~= gpus then
+    -- some sources count DP including CP (torchtitan's dp_shard x cp): accept that reading too
+    if dp * p.tp * p.pp == gpus and p.cp > 1 and dp % p.cp == 0 then
+      dp = dp // p.cp
+    else
+      return nil, string.format("tp x pp x cp x dp = %d x %d x %d x %d is not %d GPUs", p.tp, p.pp, p.cp,
+        dp, gpus)
+    end
+  end
+  p.dp = dp or gpus // rest
+  if p.ep then
+    p.etp = M.count(par.expert_tp) or (fw.expert_tp_is_tp and p.tp or 1)
+    local moe = p.etp * p.ep * p.pp
+    if gpus % moe ~= 0 then
+      return nil, string.format("expert tp x ep x pp = %d x %d x %d does not divide %d GPUs", p.etp, p.ep,
+        p.pp, gpus)
+    end
+    p.dp_moe = gpus // moe
+  end
+  p.sp = M.flag(par.sp) or (p.tp > 1 and fw.sequence_parallel == true and par.sp == nil)
+  p.vpp = M.count(par.vpp) or 1
+  local lpvs = M.count(par.layers_per_virtual_stage)
+  local layers = M.count((case.model or {}).layers)
+  if not M.count(par.vpp) and lpvs and layers and p.pp > 1 and layers % (p.pp * lpvs) == 0 then
+    p.vpp = layers // (p.pp * lpvs)
+  end
+  if p.pp == 1 then p.vpp = 1 end
+  -- sharded data parallelism: fsdp (a degree, true or a strategy name), zero_stage, or
+  -- the framework's distributed optimizer
+  local fsdp = par.fsdp
+  local zero = M.count(par.zero_stage)
+  p.dp_variant = fw.dp_variant or "DDP"
+  if type(fsdp) == "string" and not tonumber(fsdp) then
+    local f = fsdp:upper()
+    if f:find("SHARD_GRAD_OP") then p.dp_variant = "ZERO2"
+    elseif f:find("NO_SHARD") then p.dp_variant = "DDP"
+    else p.dp_variant = "ZERO3" end
+  elseif fsdp == true or (M.count(fsdp) or 0) > 1 then
+    p.dp_variant = "ZERO3"
+  elseif zero then
+    p.dp_variant = ({ "ZERO1", "ZERO2", "ZERO3" })[zero] or p.dp_variant
+  end
+  local framework = lower((case.training or {}).framework)
+  if zero == nil and fsdp == nil and framework:find("zero%-3") then p.dp_variant = "ZERO3" end
+  -- batch: global = micro x dp x grad_accum
+  local mb, gb, ga = M.count(par.micro_batch), M.count(par.global_batch), M.count(par.grad_accum)
+  if not mb and gb and ga then mb = gb // (p.dp * ga) end
+  if not mb and par.local_batch and not ga then mb = M.count(par.local_batch) end
+  if not gb and mb and ga then gb = mb * p.dp * ga end
+  if not gb and mb then gb = mb * p.dp end
+  if not mb and gb then
+    if p.pp == 1 then mb = math.max(1, gb // p.dp)
+    else return nil, "parallelism.micro_batch is not given (pipeline micro-batch count unknown)" end
+  end
+  if not mb or not gb then return nil, "parallelism.micro_batch and global_batch are not given" end
+  if gb % (mb * p.dp) ~= 0 then
+    return nil, string.format("global_batch %d is not a multiple of micro_batch %d x dp %d", gb, mb, p.dp)
+  end
+  p.micro_batch, p.global_batch = mb, gb
+  p.seq_len = M.count(par.seq_len)
+  if not p.seq_len then return nil, "parallelism.seq_len is not given" end
+  p.gpus = gpus
+  local sched = lower(par.pp_schedule)
+  if sched:find("interleav") and p.vpp == 1 then p.vpp_unknown = true end
+  if sched:find("gpipe") then p.pp_variant = "GPIPE" end
+  return p
+end
+
+-- Training ---------------------------------------------------------------------------------
+
+-- training_docs(case, lib_doc) -> docs {physical, logical, model, workload, node, gpu, fw,
+-- precision, notes}, or nil, reason.
+function M.training_docs(case)
+  local sys, mdl, tr = case.system or {}, case.model or {}, case.training or {}
+  local g = M.gpu(sys.gpu, sys.gpu_memory_gb)
+  if not g then return nil, "no hardware library node matches GPU '" .. tostring(sys.gpu) .. "'" end
+  local fw = frameworks.lookup(tr.framework)
+  local p, why = M.parallelism(case, fw)
+  if not p then return nil, why end
+  if p.vpp_unknown then return nil, "interleaved pipeline schedule without the number of virtual stages" end
+  local model, notes = M.model_doc(mdl, p.seq_len)
+  if not model then return nil, notes end
+  notes = notes or {}
+  local task = lower(tr.task) .. " " .. lower(tr.method) .. " " .. lower(tr.peft) .. " " .. lower(tr.finetuning)
+    .. " " .. lower(tr.objective)
+  if task:find("lora") or task:find("adapter") or task:find("peft") or M.flag(tr.lora) then
+    return nil, "LoRA/PEFT fine-tuning (frozen base weights: no weight-gradient GEMMs, no base optimizer) " ..
+      "is not modelled by the core"
+  end
+  if p.ep and (model.num_regular_experts or 0) <= 1 then
+    p.ep, p.etp, p.dp_moe = nil, nil, nil
+    notes[#notes + 1] = "ep given for a dense model: ignored"
+  end
+  if model.num_regular_experts and model.num_regular_experts > 1 and not p.ep then
+    -- experts replicated: EP 1 in the expert view
+    p.ep, p.etp, p.dp_moe = 1, p.tp, p.gpus // (p.tp * p.pp)
+  end
+  if p.ep and model.num_regular_experts % p.ep ~= 0 then
+    return nil, string.format("%d experts do not divide over EP %d", model.num_regular_experts, p.ep)
+  end
+  if model.n_layers < p.pp then return nil, "fewer layers than pipeline stages" end
+  local domain = M.scale_up_domain(sys, g)
+  local gpn = M.count(sys.gpus_per_node) or 8
+  -- the largest scale-up domain (<= the fabric's, a multiple of the node, dividing the job)
+  -- in which the rank order places whole groups
+  local phys, logical
+  local d = math.min(domain, p.gpus)
+  while d >= 1 do
+    if p.gpus % d == 0 and (d % gpn == 0 or d == p.gpus or gpn % d == 0) then
+      phys, logical = M.layout({ tp = p.tp, cp = p.cp, dp = p.dp, pp = p.pp, etp = p.ep and p.etp,
+        ep = p.ep, dp_moe = p.dp_moe }, p.gpus, d)
+      if phys then break end
+    end
+    d = d - 1
+  end
+  if not phys then return nil, "no placement of TP/CP/DP/PP fits the scale-up domains" end
+  if p.tp > phys[1].size then return nil, "TP spans more than one scale-up domain" end
+  local prec = M.precision(tr.precision)
+  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs at fp4_nominal with the FP8 achieved fraction (uncalibrated)" end
+  local recompute = M.recompute(tr.recompute, fw.recompute)
+  local workload = {
+    global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,
+    float_size_bytes = prec.bytes, full_precision_param_float_size = 4,
+    recompute = recompute,
+    flash_attention = fw.flash_attention,
+    sequence_parallel = p.sp and p.tp > 1,
+    dp_spec = { variant = p.dp_variant },
+    pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),
+      virtual_stages = p.vpp > 1 and p.vpp or nil },
+    comp_comm_efficiency = fw.comp_comm_efficiency,
+    comp_mem_efficiency = fw.comp_mem_efficiency,
+    comm_mem_efficiency = fw.comm_mem_efficiency,
+    kernel_launch_sec = fw.kernel_launch_sec, kernel_model = "tiled",
+  }
+  -- Uneven pipeline splits (126 layers over 8 x 8 chunks): the core needs whole chunks, so
+  -- the step is costed on the layer count rounded up to PP x VPP (the busiest stage sets
+  -- the pace); model-FLOP metrics are scaled back by layer_scale.
+  local layer_scale = 1
+  local chunks = p.pp * p.vpp
+  if chunks > 1 and model.n_layers % chunks ~= 0 then
+    local rounded = (model.n_layers // chunks + 1) * chunks
+    layer_scale = model.n_layers / rounded
+    notes[#notes + 1] = string.format("uneven pipeline split: %d layers costed as %d (busiest stage)",
+      model.n_layers, rounded)
+    if model.first_dense_layers and model.first_dense_layers > 0 then
+      model.first_dense_layers = model.first_dense_layers + (rounded - model.n_layers)
+    end
+    model.n_layers = rounded
+  end
+  return {
+    physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
+    logical = { name = case.id, dimensions = logical },
+    model = model, workload = workload, gpu = g, fw = fw, precision = prec, parallel = p, notes = notes,
+    layer_scale = layer_scale,
+  }
+end
+
+return M

@@ -1,0 +1,161 @@
+-- fathom.frameworks: what a training or serving framework does by default, as data.
+-- A case file's `training.framework` (or a workload spec's `framework`) names one;
+-- its row supplies every setting the source leaves unsaid. Rows are matched in order
+-- against the lower-cased name; `min_version` rows need a version >= it (YY.MM for
+-- NeMo containers, a year for the rest).
+--
+-- Fields:
+--   flash_attention        fused (FlashAttention-class) attention kernels, yes/no
+--   kernels                kernel-library generation, the calibration key with the GPU
+--                          generation (fathom.calibration): "2021" Megatron-LM's own
+--                          kernels; "2023" FlashAttention 2 / Triton, cuBLAS BF16; "2024"
+--                          Transformer Engine 1.x, cuDNN fused attention (FA2-class on
+--                          Hopper), FP8 delayed scaling; "2025" TE 2.x, cuDNN/FA3-class
+--                          attention, FP8 current/MX scaling, Blackwell kernels;
+--                          "torch2024"/"torch2025" PyTorch-native stacks (eager or
+--                          torch.compile'd ATen/cuBLAS GEMMs, SDPA attention, torchao
+--                          Float8) without Transformer Engine's fused kernels
+--   dp_variant             how data parallelism shards state when the case does not say:
+--                          DDP, ZERO1 (Megatron's distributed optimizer), ZERO3 (FSDP)
+--   comp_comm_efficiency   fraction of TP/DP/PP/EP communication hidden under compute
+--   comp_mem_efficiency, comm_mem_efficiency   the other overlaps (fathom's workload spec)
+--   recompute              activation recomputation when the source does not state it
+--   sequence_parallel      sequence parallelism on with TP > 1 unless stated
+--   expert_tp_is_tp        expert tensor parallelism defaults to TP (Megatron-Core)
+--   fp8_recipe             the FP8 scaling recipe the framework uses by default
+--   pp_schedule            default pipeline schedule
+--   kernel_launch_sec      per-kernel launch and gap
+local M = {}
+
+local base = {
+  flash_attention = true, kernels = "2025", dp_variant = "DDP", comp_comm_efficiency = 0.8,
+  comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
+  expert_tp_is_tp = false, fp8_recipe = "fp8_current", pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
+}
+
+M.rows = {
+  -- Narayanan et al. 2021 (SC21): no fused attention, torch/local DDP, full recomputation
+  -- in every Table 1 run, non-interleaved or interleaved 1F1B. Overlap of the DP
+  -- all-reduce with backward was in place (Sec. 4.1 "scatter/gather" + grad bucketing).
+  { name = "Megatron-LM (2021)", pattern = "megatron%-lm", max_version = 2022,
+    flash_attention = false, kernels = "2021", recompute = "full", dp_variant = "DDP" },
+  -- Megatron-Core, NeMo, Megatron-Bridge (2023-): Transformer Engine with cuDNN fused
+  -- attention, the distributed optimizer (ZeRO-1) with overlapped grad reduce-scatter and
+  -- param all-gather, TP communication overlap (userbuffers) in the performance recipes,
+  -- sequence parallelism with TP, expert TP = TP unless set (MCore >= 0.10), FP8 delayed
+  -- scaling by default (current scaling and MXFP8 selectable from NeMo 25.04 / TE 2.x).
+  { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
+    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = "fp8_delayed" },
+  { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
+    kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = "fp8_delayed" },
+  { name = "Megatron-Bridge", pattern = "megatron%-bridge",
+    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = "fp8_current" },
+  { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
+    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = "fp8_current" },
+  { name = "Megatron-Core", pattern = "megatron",
+    kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = "fp8_delayed" },
+  -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
+  { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3" },
+  -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
+  -- by default (train_configs/*.toml), SDPA flash attention, Float8 tensorwise.
+  { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
+    dp_variant = "ZERO3", recompute = "selective" },
+  { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
+    recompute = "selective" },
+  -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
+  { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
+  -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
+  { name = "DeepSpeed", pattern = "deepspeed", kernels = "2021", flash_attention = false, dp_variant = "ZERO1" },
+  -- MosaicML Composer + LLM Foundry (2023): FSDP FULL_SHARD, FlashAttention 2 / Triton.
+  { name = "LLM Foundry", pattern = "foundry", kernels = "2023", dp_variant = "ZERO3" },
+  { name = "Composer", pattern = "composer", kernels = "2023", dp_variant = "ZERO3" },
+  -- Serving engines: fused attention (FlashAttention/FlashInfer/TRT kernels), CUDA graphs.
+  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "2023" },
+  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "2025" },
+  { name = "vLLM", pattern = "vllm", kernels = "2025" },
+  { name = "SGLang", pattern = "sglang", kernels = "2025" },
+}
+
+-- version(s) -> yy.mm, year: "NeMo 24.09" -> 24.09, 2024; "(2024-12-26)" -> nil, 2024;
+-- "MLPerf Training v5.0" -> nil, 2025; "core_r0.13" -> nil, 2025; "TensorRT-LLM v0.6.1" -> nil, 2023.
+function M.version(s)
+  s = tostring(s or "")
+  -- MLPerf Training rounds: v3.x 2023, v4.x 2024, v5.x 2025 (the software of that round)
+  local round = s:lower():match("mlperf[^%d]-v?(%d)%.%d")
+  if round then return nil, 2020 + tonumber(round) end
+  -- Megatron-Core releases: core_r0.10 (Dec 2024) and later are 2025's stack
+  local core = s:lower():match("core_r0%.(%d+)") or s:lower():match("megatron%-core v?0%.(%d+)")
+  if core then
+    local y = tonumber(core) >= 10 and 2025 or 2024
+    return nil, y
+  end
+  local year = s:match("%f[%d](20%d%d)%f[^%d]")
+  local yymm = s:match("%f[%d](2%d)%.(%d%d)")
+  if yymm then
+    local yy, mm = s:match("%f[%d](2%d)%.(%d%d)")
+    return tonumber(yy) + tonumber(mm) / 100, 2000 + tonumber(yy)
+  end
+  if year then return nil, tonumber(year) end
+  local tv = s:lower():match("tensorrt%-llm v?0%.(%d+)")
+  if tv then return nil, 2023 end
+  return nil, nil
+end
+
+-- lookup(name) -> a row with every field set (base values where the row is silent).
+function M.lookup(name)
+  local s = tostring(name or ""):lower()
+  local v, year = M.version(name)
+  local row
+  for _, r in ipairs(M.rows) do
+    if s:find(r.pattern) and not (r.exclude and s:find(r.exclude)) then
+      local ok = true
+      if r.min_version then
+        local have
+        if r.min_version > 1000 then have = year or (v and 2000 + math.floor(v))
+        else have = v or (year and year - 2000) end
+        ok = have ~= nil and have >= r.min_version
+      end
+      if r.max_version then ok = ok and (year == nil or year <= r.max_version) end
+      -- a versioned Megatron-LM 2021 row needs an explicit year
+      if r.max_version and r.pattern == "megatron%-lm" and year == nil and not s:find("ptd%-p") then ok = false end
+      if ok then row = r break end
+    end
+  end
+  local out = {}
+  for k, val in pairs(base) do out[k] = val end
+  for k, val in pairs(row or {}) do out[k] = val end
+  out.name = row and row.name or "default"
+  out.pattern, out.min_version, out.max_version, out.exclude = nil, nil, nil, nil
+  return out
+end
+
+-- workload_defaults(name, pass) -> the workload-spec fields a framework implies.
+function M.workload_defaults(name, pass)
+  local f = M.lookup(name)
+  local w = {
+    flash_attention = f.flash_attention, comp_comm_efficiency = f.comp_comm_efficiency,
+    comp_mem_efficiency = f.comp_mem_efficiency, comm_mem_efficiency = f.comm_mem_efficiency,
+    kernel_launch_sec = f.kernel_launch_sec,
+  }
+  if pass == nil or pass == "training" then
+    w.recompute = f.recompute
+    w.dp_spec = { variant = f.dp_variant }
+  end
+  return w
+end
+
+-- apply(doc, pass) -> doc with every key the framework implies and the spec leaves unset
+-- filled in (in place: the keys the user wrote keep their file positions).
+function M.apply(doc, pass)
+  for k, v in pairs(M.workload_defaults(doc.framework, pass)) do
+    if doc[k] == nil then doc[k] = v end
+  end
+  return doc
+end
+
+return M

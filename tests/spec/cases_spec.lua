@@ -1,0 +1,208 @@
+-- The case reader (fathom.cases) and the framework table (fathom.frameworks): every field of
+-- the validation schema read as its source means it.
+local cases = require("fathom.cases")
+local frameworks = require("fathom.frameworks")
+local config = require("fathom.config")
+
+describe("fathom.cases", function()
+  it("matches GPU names as vendors write them to library nodes", function()
+    local lib = config.load_mapping("configs/hardware/hardware_library.yaml", "hardware library")
+    local want = {
+      ["NVIDIA GB200 (Blackwell)"] = "GB200",
+      ["AMD Instinct MI300X (192GB HBM3, 750W)"] = "MI300X",
+      ["NVIDIA B200-SXM-180GB"] = "B200",
+      ["NVIDIA GB300 (Blackwell Ultra)"] = "GB300",
+      ["NVIDIA B300"] = "B300",
+      ["NVIDIA H100 SXM5 80GB"] = "H100_SXM",
+      ["NVIDIA H100 PCIe"] = "H100_PCIE",
+      ["NVIDIA H100 NVL"] = "H100_NVL",
+      ["NVIDIA H800"] = "H800_SXM",
+      ["NVIDIA H200 (SXM, 141 GB)"] = "H200_SXM",
+      ["NVIDIA H20"] = "H20",
+      ["NVIDIA A100-SXM4-40GB"] = "A100_40GB_SXM",
+      ["NVIDIA A100 80GB"] = "A100_80GB_SXM",
+      ["AMD Instinct MI250X"] = "MI250X",
+      ["AMD MI325X"] = "MI325X",
+      ["AMD Instinct MI350X"] = "MI350X",
+      ["AMD Instinct MI355X"] = "MI355X",
+      ["Intel Gaudi 3"] = "GAUDI3",
+      ["Google TPU v5p"] = "TPU_V5P",
+      ["TPU v6e (Trillium)"] = "TPU_V6E",
+    }
+    for name, node in pairs(want) do
+      local g = cases.gpu(name)
+      assert.is_truthy(g, name)
+      assert.are.equal(node, g.node, name)
+    end
+    assert.are.equal("A100_40GB_SXM", cases.gpu("NVIDIA A100", 40).node)
+    assert.are.equal("H100_SXM", cases.gpu("NVIDIA H100 SXM5 80GB (NVLink)").node)
+    assert.are.equal("H200_SXM", cases.gpu("NVIDIA GH200 Grace Hopper").node)
+    assert.is_nil(cases.gpu("NVIDIA V100"))
+    assert.are.equal("H100_SXM_96GB", cases.gpu("NVIDIA H100 (SXM)", 96).node)
+    -- every node the table names exists in the library
+    for _, g in ipairs(cases.gpus) do assert.is_truthy(lib.nodes[g.node], g.node) end
+  end)
+
+  it("reads 0, 1, true and strings in parallelism fields (fsdp: 0 is off)", function()
+    assert.is_nil(cases.count(0))
+    assert.is_nil(cases.count(false))
+    assert.are.equal(8, cases.count("8"))
+    assert.are.equal(4, cases.count(4))
+    assert.is_false(cases.flag(0))
+    assert.is_false(cases.flag("false"))
+    assert.is_true(cases.flag(true))
+    local case = { id = "x", system = { num_gpus = 64 }, training = { framework = "NeMo 25.04" },
+      parallelism = { tp = 4, pp = 8, dp = 2, fsdp = 0, micro_batch = 1, global_batch = 64, seq_len = 8192 } }
+    local p = assert(cases.parallelism(case, frameworks.lookup("NeMo 25.04")))
+    assert.are.equal("ZERO1", p.dp_variant)   -- Megatron's distributed optimizer, not FSDP
+    case.parallelism.fsdp = 2
+    assert.are.equal("ZERO3", cases.parallelism(case, frameworks.lookup("NeMo 25.04")).dp_variant)
+    -- num_gpus from nodes x GPUs per node; virtual stages from layers per virtual stage
+    local c2 = { id = "y", system = { num_nodes = 8, gpus_per_node = 8 }, model = { layers = 96 },
+      parallelism = { tp = 8, pp = 8, micro_batch = 1, global_batch = 64, seq_len = 2048,
+        layers_per_virtual_stage = 4 } }
+    local p2 = assert(cases.parallelism(c2, frameworks.lookup("Megatron-LM (2021)")))
+    assert.are.equal(64, p2.gpus)
+    assert.are.equal(3, p2.vpp)
+    case.parallelism.fsdp = "FULL_SHARD (ZeRO-3 equivalent)"
+    assert.are.equal("ZERO3", cases.parallelism(case, frameworks.lookup("")).dp_variant)
+  end)
+
+  it("maps model.arch onto the model schema", function()
+    local a = cases.arch({ arch = "Llama-style (RoPE, SwiGLU, RMSNorm, GQA)" })
+    assert.is_true(a.gated)
+    assert.is_false(a.tied)
+    assert.is_false(a.learned)
+    a = cases.arch({ arch = "GPT (learned pos-emb, GeLU MLP, MHA)" })
+    assert.is_false(a.gated)
+    assert.is_true(a.tied)
+    assert.is_true(a.learned)
+    a = cases.arch({ arch = "Nemotron-4 (RoPE, squared-ReLU MLP, LayerNorm, GQA)" })
+    assert.is_false(a.gated)
+    assert.is_truthy(a.notes[1])
+    a = cases.arch({ arch = "Llama 4 (SwiGLU, GQA; MoE in every other layer, 1 shared expert)" })
+    assert.are.equal(2, a.moe_interval)
+    assert.is_truthy(cases.arch({ arch = "hybrid: 54 Mamba2 layers", mamba = {} }).unsupported)
+  end)
+
+  it("reads MoE and MLA fields", function()
+    local m = assert(cases.model_doc({ name = "DeepSeek-V3", arch = "MLA + DeepSeekMoE", layers = 61,
+      hidden = 7168, heads = 128, head_dim = 128, ffn = 18432, vocab = 129280, experts = 256,
+      shared_experts = 1, top_k = 8, expert_ffn = 2048, dense_layers = 3,
+      mla = { q_lora_rank = 1536, kv_lora_rank = 512, qk_nope_head_dim = 128, qk_rope_head_dim = 64,
+        v_head_dim = 128 } }, 4096))
+    assert.are.equal(256, m.num_regular_experts)
+    assert.are.equal(8, m.num_selected_experts)
+    assert.are.equal(3, m.first_dense_layers)
+    assert.are.equal(512, m.kv_lora_rank)
+    assert.is_true(m.gated_mlp)
+    -- Llama 4: 24 dense layers interleaved with 24 MoE layers
+    m = assert(cases.model_doc({ arch = "Llama 4 (MoE in every other layer)", layers = 48, hidden = 5120,
+      heads = 40, kv_heads = 8, ffn = 16384, vocab = 202048, experts = 128, top_k = 1, shared_experts = 1,
+      expert_ffn = 8192, dense_layers = 24 }, 8192))
+    assert.are.equal(2, m.moe_layer_interval)
+    assert.are.equal(0, m.first_dense_layers)
+  end)
+
+  it("maps training.precision to a compute width and recipe", function()
+    assert.are.equal(2, cases.precision("BF16").bytes)
+    assert.are.equal("fp16", cases.precision("fp16 mixed precision").recipe)
+    assert.are.equal("fp8_delayed", cases.precision("FP8 delayed scaling").recipe)
+    assert.are.equal("fp8_current", cases.precision("FP8-CS").recipe)
+    assert.are.equal("fp8_current", cases.precision("Float8 tensorwise (torchao) + BF16").recipe)
+    assert.are.equal("fp8_rowwise", cases.precision("Float8 rowwise (torchao) + BF16").recipe)
+    assert.are.equal("mxfp8", cases.precision("MXFP8").recipe)
+    assert.is_true(cases.precision("NVFP4").fp4)
+    assert.are.equal(1, cases.precision("NVFP4").bytes)
+  end)
+
+  it("takes a 72-GPU NVLink domain for GB200 NVL72, not the 4-GPU tray", function()
+    local g = cases.gpu("NVIDIA GB200")
+    assert.are.equal(72, cases.scale_up_domain({ gpus_per_node = 4,
+      intra_node_interconnect = "GB200 NVL72: NVLink 5 domain of 72 GPUs" }, g))
+    assert.are.equal(72, cases.scale_up_domain({ gpus_per_node = 4 }, g))
+    assert.are.equal(8, cases.scale_up_domain({ gpus_per_node = 8 }, cases.gpu("H100")))
+    local docs = assert(cases.training_docs({ id = "gb", system = { gpu = "NVIDIA GB200", num_gpus = 128,
+      gpus_per_node = 4 }, model = { arch = "Llama", layers = 32, hidden = 4096, heads = 32, kv_heads = 8,
+      ffn = 14336, vocab = 128256 }, training = { framework = "NeMo 25.04", precision = "BF16" },
+      parallelism = { tp = 4, pp = 1, cp = 2, dp = 16, micro_batch = 1, global_batch = 128, seq_len = 8192 } }))
+    assert.are.equal(64, docs.physical.dimensions[1].size)   -- 128 GPUs: two 64-GPU NVLink domains
+    assert.are.equal(2, docs.physical.dimensions[2].size)
+  end)
+
+  it("lays out EP and CP as logical dimensions", function()
+    local phys, logical = cases.layout({ tp = 2, cp = 1, dp = 16, pp = 4, etp = 1, ep = 32, dp_moe = 1 }, 128, 8)
+    assert.are.equal(2, #phys)
+    local tags = {}
+    for _, l in ipairs(logical) do tags[l.logical_tag .. "@" .. l.maps_to_physical_dimension_name] = l.size end
+    assert.are.equal(2, tags["TP_Attn@scale_up"])
+    assert.are.equal(8, tags["EP_SU@scale_up"])
+    assert.are.equal(4, tags["EP_SO@scale_out"])
+    assert.are.equal(4, tags["PP@scale_out"])
+  end)
+end)
+
+describe("fathom.frameworks", function()
+  it("gives each framework its conventions", function()
+    local f = frameworks.lookup("Megatron-LM (2021)")
+    assert.is_false(f.flash_attention)
+    assert.are.equal("DDP", f.dp_variant)
+    f = frameworks.lookup("NeMo 25.04.01 container")
+    assert.is_true(f.flash_attention)
+    assert.are.equal("ZERO1", f.dp_variant)
+    assert.are.equal("2025", f.kernels)
+    assert.are.equal("2024", frameworks.lookup("NeMo 24.09 container").kernels)
+    assert.are.equal("ZERO3", frameworks.lookup("torchtitan 9dec370 (2024-12-26)").dp_variant)
+    assert.are.equal("ZERO3", frameworks.lookup("NeMo AutoModel (main branch, Oct 2025)").dp_variant)
+    assert.are.equal("2023", frameworks.lookup("Composer + LLM Foundry (PyTorch FSDP)").kernels)
+    assert.are.equal("default", frameworks.lookup("something else").name)
+  end)
+end)
+
+describe("a workload spec naming a framework", function()
+  it("gets the framework's conventions for every key it leaves unset", function()
+    local spec = require("fathom.spec")
+    local w = spec.train({ framework = "Megatron-Core (NeMo 25.04)", global_batch_size = 8, micro_batch_size = 1,
+      seq_length = 2048, flash_attention = false })
+    assert.are.equal("ZERO1", w.dp_variant)          -- the distributed optimizer
+    assert.are.equal(0.9, w.comp_comm_efficiency)
+    assert.is_false(w.flash_attention)               -- what the user wrote wins
+    w = spec.train({ framework = "torchtitan 2025", global_batch_size = 8, micro_batch_size = 1, seq_length = 2048 })
+    assert.are.equal("ZERO3", w.dp_variant)
+    assert.are.equal("selective", w.recompute)
+    local i = spec.infer({ framework = "vLLM", global_batch_size = 8, micro_batch_size = 8, seq_length = 512 },
+      "prefill")
+    assert.is_true(i.flash_attention)
+  end)
+end)
+
+describe("fathom.calibration", function()
+  local calibration = require("fathom.calibration")
+  it("gives every GPU generation of the table a setting, derived where uncalibrated", function()
+
+    for _, g in ipairs(cases.gpus) do
+      for _, k in ipairs(calibration.kernel_generations) do
+        local s, from = calibration.lookup(g.generation, k)
+        assert.is_truthy(s, g.generation .. "/" .. k)
+        assert.is_string(from)
+        assert.is_true(s.efficiency > 0 and s.efficiency <= 1)
+      end
+    end
+    local s, from = calibration.lookup("cdna3", "2025")
+    local h = calibration.lookup("hopper", "2025")
+    assert.are.equal(h.efficiency * 0.75, s.efficiency)
+    assert.is_truthy(from:find("derived"))
+    -- a kernel generation with no row takes the nearest one of its GPU generation
+    assert.are.equal(select(2, calibration.lookup("blackwell", "2024")), "blackwell/2025")
+  end)
+end)
+
+describe("framework versions", function()
+  it("reads NeMo containers, MLPerf rounds and Megatron-Core releases", function()
+    assert.are.equal("2025", frameworks.lookup("NVIDIA NeMo (MLPerf Training v5.0)").kernels)
+    assert.are.equal("2024", frameworks.lookup("NVIDIA NeMo (MLPerf Training v4.1)").kernels)
+    assert.are.equal("2025", frameworks.lookup("Megatron-LM core_r0.13").kernels)
+    assert.are.equal("2024", frameworks.lookup("Megatron-Core 0.8").kernels)
+    assert.are.equal("2021", frameworks.lookup("Megatron-LM (2021)").kernels)
+  end)
+end)
