@@ -31,7 +31,6 @@ local unit = { type = "number", min = 0, max = 1, hint = "a fraction in [0, 1]" 
 -- Schemas -----------------------------------------------------------------------------------
 
 M.compute_schema = {
-  fp4_nominal = { type = "number", min = 0, hint = "dense FLOP/s (NVFP4/MXFP4; read by fathom validate)" },
   fp8_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   bf16_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   fp32_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
