@@ -10,19 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const dp_names[FTH_DP_COUNT] = {"DDP", "ZERO1", "ZERO2", "ZERO3"};
-
-const char *fth_dp_variant_name(fth_dp_variant v) {
-  return (v >= 0 && v < FTH_DP_COUNT) ? dp_names[v] : NULL;
-}
-
-fth_dp_variant fth_dp_variant_parse(const char *name) {
-  for (int i = 0; i < FTH_DP_COUNT; i++)
-    if (strcmp(name, dp_names[i]) == 0) return (fth_dp_variant)i;
-  if (strcmp(name, "FSDP") == 0) return FTH_DP_ZERO3;
-  return FTH_DP_COUNT;
-}
-
 fth_train_def fth_train_def_default(void) {
   fth_train_def d;
   memset(&d, 0, sizeof d);
@@ -194,23 +181,18 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double dp = l->dp, dp_moe = l->dp_moe > 0 ? l->dp_moe : 1;
   /* Mixed-precision Adam (Rajbhandari et al. 2020 Sec. 3.1): weights at the
    * compute width, gradients at grad width, fp32 master copy (when weights
-   * are narrower) and two fp32 moments; ZeRO stage k shards the first k of
-   * optimizer, gradients, weights over DP. A schedule may keep more than one
-   * copy of the weights. */
+   * are narrower) and two fp32 moments, sharded as the ZeRO stage says
+   * (fth_zero). A schedule may keep more than one copy of the weights. */
   double wb = w->act_bytes, gb = w->grad_bytes, mb = w->master_bytes;
   double opt_per = 2.0 * mb + (wb < mb ? mb : 0.0);
-  double shard_w = w->dp >= FTH_DP_ZERO3, shard_g = w->dp >= FTH_DP_ZERO2,
-         shard_o = w->dp >= FTH_DP_ZERO1;
+  fth_zero_shards d = fth_zero_shards_of(w->dp, dp), e = fth_zero_shards_of(w->dp, dp_moe);
   double copies = fth_schedule_get(w->pp)->weight_copies;
   /* A recipe caches its quantised weights (row- and column-wise) for the step. */
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
   if (rr->gemm != FTH_PREC_COUNT) wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
-  out->bytes[FTH_MEM_WEIGHTS] =
-      copies * (dense * wb / (shard_w ? dp : 1) + expert * wb / (shard_w ? dp_moe : 1));
-  out->bytes[FTH_MEM_GRADIENTS] =
-      copies * (dense * gb / (shard_g ? dp : 1) + expert * gb / (shard_g ? dp_moe : 1));
-  out->bytes[FTH_MEM_OPTIMIZER] =
-      dense * opt_per / (shard_o ? dp : 1) + expert * opt_per / (shard_o ? dp_moe : 1);
+  out->bytes[FTH_MEM_WEIGHTS] = copies * (dense * wb / d.weights + expert * wb / e.weights);
+  out->bytes[FTH_MEM_GRADIENTS] = copies * (dense * gb / d.gradients + expert * gb / e.gradients);
+  out->bytes[FTH_MEM_OPTIMIZER] = dense * opt_per / d.optimizer + expert * opt_per / e.optimizer;
 
   /* Saved activations: per-token bytes per block, times tokens of a
    * micro-batch, blocks on the stage and micro-batches in flight on the first
@@ -376,33 +358,7 @@ static void pipeline(const fth_train_plan *p, double t_f, double t_b, double t_w
   r->bubble_s = fth_pp_bubble_s(w->pp, l->pp, w->virtual_stages, t_f, t_b, t_w);
 }
 
-/* Gradient reduction of one view (dense over DP_Attn or experts over DP_MoE)
- * for `params` parameters: DDP all-reduces once per step; ZeRO-1/2
- * reduce-scatter gradients and all-gather updated weights (same volume,
- * Rajbhandari et al. 2020 Sec. 7); ZeRO-3 gathers weights for every
- * micro-batch's forward and backward and reduce-scatters its gradients. */
-static double dp_time(const fth_train_plan *p, fth_comm_kind k, double params, fth_coll_op *op,
-                      fth_coll_algo *algo, double *calls) {
-  const fth_train_def *w = &p->work;
-  double g = params * w->grad_bytes, wt = params * w->act_bytes;
-  if (w->dp == FTH_DP_DDP) {
-    *op = FTH_COLL_ALL_REDUCE;
-    *calls = 1;
-    return coll_time(p, FTH_COLL_ALL_REDUCE, g, k, algo);
-  }
-  if (w->dp != FTH_DP_ZERO3) {
-    *op = FTH_COLL_REDUCE_SCATTER;
-    *calls = 1;
-    return coll_time(p, FTH_COLL_REDUCE_SCATTER, g, k, algo) +
-           coll_time(p, FTH_COLL_ALL_GATHER, wt, k, NULL);
-  }
-  *op = FTH_COLL_ALL_GATHER;
-  *calls = p->microbatches;
-  return p->microbatches * (2.0 * coll_time(p, FTH_COLL_ALL_GATHER, wt, k, algo) +
-                            coll_time(p, FTH_COLL_REDUCE_SCATTER, g, k, NULL));
-}
-
-/* Data parallelism and the optimizer. The gradient reduction hides under the
+/* Data parallelism (fth_zero) and the optimizer. The gradient reduction hides under the
  * last micro-batch's backward (bucketed, as in Megatron and PyTorch DDP),
  * ZeRO-3 traffic under the whole step: compute-bound kernel time hides
  * comp_comm_eff of it, memory-bound time comm_mem_eff of it (both contend for
@@ -416,12 +372,12 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   double t[2], raw = 0;
   for (int i = 0; i < 2; i++) {
-    fth_coll_op op;
-    fth_coll_algo a;
-    double calls;
-    t[i] = dp_time(p, kinds[i], views[i], &op, &a, &calls);
-    if (l->group[kinds[i]].n > 0) /* a group of one moves nothing: nothing to report */
-      set_item(&r->comm[kinds[i]], &l->group[kinds[i]], op, a, views[i] * w->grad_bytes, calls);
+    const fth_group *g = &l->group[kinds[i]];
+    fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], w->grad_bytes, w->act_bytes,
+                                               p->microbatches, &w->coll);
+    t[i] = z.time_s;
+    if (g->n > 0) /* a group of one moves nothing: nothing to report */
+      set_item(&r->comm[kinds[i]], g, z.op, z.algo, z.bytes_per_call, z.calls);
     raw += t[i];
   }
   double window;
@@ -440,8 +396,8 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   /* Adam step, memory-bound: read master, two moments and the gradient,
    * write master, moments and the compute-width weights, per parameter this
    * GPU updates (ZeRO >= 1 updates 1/DP of them). */
-  int sharded = w->dp >= FTH_DP_ZERO1;
-  double upd = dense / (sharded ? l->dp : 1) + expert / (sharded && l->dp_moe > 0 ? l->dp_moe : 1);
+  double upd = dense / fth_zero_shards_of(w->dp, l->dp).optimizer +
+               expert / fth_zero_shards_of(w->dp, l->dp_moe > 0 ? l->dp_moe : 1).optimizer;
   double per = 6.0 * w->master_bytes + w->grad_bytes + w->act_bytes;
   fth_tier ot = w->traffic_tier[FTH_MEM_OPTIMIZER];
   double bw = p->node.has_tier[ot] ? fth_memory_bw_bytes_per_s(&p->node.tier[ot]) : 0;

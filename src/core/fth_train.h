@@ -30,17 +30,8 @@
 #include "fth_recipe.h"
 #include "fth_schedule.h"
 #include "fth_topology.h"
+#include "fth_zero.h"
 
-typedef enum fth_dp_variant {
-  FTH_DP_DDP = 0,   ///< replicated weights, gradients and optimizer; gradient all-reduce
-  FTH_DP_ZERO1 = 1, ///< optimizer states sharded (Rajbhandari et al. 2020)
-  FTH_DP_ZERO2 = 2, ///< + gradients sharded (reduce-scatter)
-  FTH_DP_ZERO3 = 3, ///< + weights sharded, gathered per use (FSDP FULL_SHARD)
-  FTH_DP_COUNT
-} fth_dp_variant;
-
-const char *fth_dp_variant_name(fth_dp_variant v);     ///< "DDP", "ZERO1", "ZERO2", "ZERO3"
-fth_dp_variant fth_dp_variant_parse(const char *name); ///< also "FSDP"; FTH_DP_COUNT if unknown
 
 /// The training workload (ScaleScope train spec plus fathom's extensions).
 typedef struct fth_train_def {
