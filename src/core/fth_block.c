@@ -30,6 +30,15 @@
 /* Softmax cross-entropy over the vocabulary shard in fp32: ~5 FLOPs and
  * 4 + w bytes per logit. */
 #define LOSS_FLOPS 5.0
+/* MoE routing around the experts (Megatron-Core's token dispatcher, DeepEP):
+ * the router's softmax (or sigmoid) and top-k over the fp32 scores, ~10 FLOPs
+ * and a 4-byte read and write per score; the permutation that gathers each
+ * routed copy of a token into expert order before dispatch, and the
+ * un-permutation that scatters the returned copies back and sums them with
+ * their router weights: each reads and writes every copy once. Backward moves
+ * the same again. */
+#define ROUTER_FLOPS 10.0
+#define ROUTER_BYTES 8.0
 
 static void add(const fth_block_env *e, fth_phase *ph, fth_flop_part part, fth_kernel_cost k,
                 double weight_bytes) {
@@ -149,6 +158,20 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
     fth_kernel_cost kab = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS_BW, 2.0 * ab);
     add(e, bwd, FTH_FLOP_ATTENTION, kab, 0.0);
     add(e, bwd, FTH_FLOP_MLP, kab, 0.0);
+  }
+  if (moe) {
+    double scores = tokens / l->tp * m->num_experts; /* each TP rank routes its share */
+    fth_kernel_cost kr = fth_kernel_elementwise(&e->k.env, scores, ROUTER_FLOPS, ROUTER_BYTES);
+    double perm = routed_copies(e, tokens) * m->d_model;
+    fth_kernel_cost kp = fth_kernel_elementwise(&e->k.env, perm, 1.0, 2.0 * ab);
+    add(e, fwd, FTH_FLOP_MLP, kr, 0.0);
+    add(e, fwd, FTH_FLOP_MLP, kp, 0.0); /* permute */
+    add(e, fwd, FTH_FLOP_MLP, kp, 0.0); /* un-permute and combine */
+    if (bwd) {
+      add(e, bwd, FTH_FLOP_MLP, kr, 0.0);
+      add(e, bwd, FTH_FLOP_MLP, kp, 0.0);
+      add(e, bwd, FTH_FLOP_MLP, kp, 0.0);
+    }
   }
   double ff = moe ? tokens * (m->top_k * e->expert_imbalance + m->num_shared_experts) *
                         l->expert_ffn / l->tp

@@ -32,6 +32,10 @@ typedef struct fth_compute_def {
   /// GEMMs reach a smaller fraction of their peak (H100, measured: BF16 0.72,
   /// FP8 0.67 of nominal at large M; validation/measurements/).
   double prec_efficiency[FTH_PREC_COUNT];
+  /// Fixed cost per expert of a grouped (multi-expert) GEMM kernel, seconds:
+  /// scheduling the tiles of many small problems (H100, torch._grouped_mm,
+  /// measured: ~0.8 us per expert; validation/measurements/COMPARISON.md Sec. 2).
+  double expert_gemm_s;
   double vector_flops_per_s;          ///< non-tensor-core rate for element-wise ops; 0 = bf16/8
   double attention_efficiency;     ///< fraction of nominal fused attention reaches; 0 = efficiency
   int compute_units;               ///< SMs (NVIDIA) / CUs (AMD); 0 = unknown (roofline only)

@@ -40,6 +40,7 @@ fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec,
   e.tile_m = node->compute.gemm_tile_m > 0 ? node->compute.gemm_tile_m : 128.0;
   e.tile_n = node->compute.gemm_tile_n > 0 ? node->compute.gemm_tile_n : 128.0;
   e.attn_block_q = 128.0;
+  e.expert_gemm_s = node->compute.expert_gemm_s;
   return e;
 }
 

@@ -27,6 +27,7 @@ typedef struct fth_kernel_env {
   int compute_units;     ///< SMs / CUs (tiled model; 0 = roofline)
   double tile_m, tile_n; ///< GEMM output tile (tiled model)
   double attn_block_q;   ///< flash-attention query block (tiled model)
+  double expert_gemm_s;  ///< fixed cost per expert of a grouped GEMM
 } fth_kernel_env;
 
 /// Build an env from a node at a precision (tier for operand traffic).

@@ -139,7 +139,12 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
       cast(c, fwd, part, wbytes * c->weight_cast_share);      /* W, once per step */
     }
     fth_phase_add_kernel(c, fwd, part, k, wbytes * wgt);
+    /* A grouped GEMM over `batch` local experts pays a fixed cost per expert;
+     * it hides nothing and is hidden by nothing. */
+    double per_expert = l->part == FTH_PART_EXPERT ? batch * genv->expert_gemm_s : 0.0;
+    fwd->kernel_s += per_expert;
     if (bwd == NULL) continue;
+    bwd->kernel_s += 2.0 * per_expert; /* dgrad and wgrad */
     if (q) cast(c, bwd, part, mtok * out * batch); /* dY */
     fth_kernel_cost kd = fth_kernel_gemm(genv, mtok, in, out, batch, gb);
     fth_phase_add_kernel(c, bwd, part, kd, wbytes * gb);

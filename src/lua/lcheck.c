@@ -153,6 +153,7 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->compute_units = lcheck_int_range(L, c, dc, "compute_units", 0, 0, 1 << 20);
     cd->gemm_tile_m = lcheck_number(L, c, dc, "gemm_tile_m", 0);
     cd->gemm_tile_n = lcheck_number(L, c, dc, "gemm_tile_n", 0);
+    cd->expert_gemm_s = lcheck_number(L, c, dc, "expert_gemm_overhead_sec", 0);
     lua_pop(L, 1);
   }
   if (subtable(L, idx, "hardware", "device_memory_tiers")) {

@@ -168,12 +168,17 @@ static int moe_step(void) {
    *  attention and MLP parts): 1024 x 1024 x 5 x 5 = 26,214,400; SwiGLU
    *  activation 8 FLOP per inner element: routed 512 pairs x 512 + shared
    *  1024 x 512 / 4 = 393,216 elements -> 3,145,728.
-   *  Total 2,462,056,448. */
-  FTH_ENSURE_NEAR(2462056448.0, r.fwd_flops[FTH_FLOP_MLP], 1e-12);
+   *  Routing (fth_block.c): softmax and top-k over each TP rank's share of
+   *  the scores, 1024 / 4 x 8 experts = 2048 x 10 FLOP = 20,480; permuting
+   *  the rank's 1024 x 2 / 4 = 512 routed copies of h and un-permuting them,
+   *  1 FLOP per element each: 2 x 512 x 1024 = 1,048,576.
+   *  Total 2,463,125,504. */
+  FTH_ENSURE_NEAR(2463125504.0, r.fwd_flops[FTH_FLOP_MLP], 1e-12);
   /* Backward: data + weight gradient = 2 x the GEMMs (2 x 2,432,696,320),
    * element-wise 8 FLOP per norm/residual element (41,943,040) and 13 per
-   * activation element (5,111,808): 4,912,447,488. */
-  FTH_ENSURE_NEAR(4912447488.0, r.bwd_flops[FTH_FLOP_MLP], 1e-12);
+   * activation element (5,111,808), routing as forward (1,069,056):
+   * 4,913,516,544. */
+  FTH_ENSURE_NEAR(4913516544.0, r.bwd_flops[FTH_FLOP_MLP], 1e-12);
 
   /* ZeRO-1 over DP_MoE 2: reduce-scatter of the 6,291,456 gradient bytes,
    * (1/2) M / 5 GB/s = 629.1456 us, and all-gather of the updated bf16 expert
@@ -188,6 +193,17 @@ static int moe_step(void) {
   FTH_ENSURE_NEAR(943.7184e-6, z.comm[FTH_COMM_DP_MOE].raw_s, 1e-9);
   FTH_ENSURE_NEAR(r.comm[FTH_COMM_EP].raw_s, z.comm[FTH_COMM_EP].raw_s, 1e-12);
   FTH_ENSURE_NEAR(r.fwd_s, z.fwd_s, 1e-12);
+
+  /* A grouped expert GEMM's fixed cost per expert (1 us here): 2 local
+   * experts x 2 expert GEMMs (up, down) = 4 us more per micro-batch forward,
+   * twice that backward (data and weight gradients), nothing hidden. */
+  n.compute.expert_gemm_s = 1e-6;
+  w.dp = FTH_DP_DDP;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_result g;
+  fth_train_evaluate(&plan, &g);
+  FTH_ENSURE_NEAR(r.fwd_s + 4e-6, g.fwd_s, 1e-9);
+  FTH_ENSURE_NEAR(r.bwd_s + 8e-6, g.bwd_s, 1e-9);
   return 0;
 }
 
