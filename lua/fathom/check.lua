@@ -32,6 +32,8 @@ end
 local function check_value(t, key, path, v, rule)
   local ty = rule.type or "any"
   local hint = rule.hint and (" (" .. rule.hint .. ")") or ""
+  -- a key read for compatibility whose meaning fathom does not model: refused, never ignored
+  if rule.refuse then M.fail(t, key, path, "not modelled: %s", rule.refuse) end
   if ty == "integer" then
     local iv = type(v) == "number" and math.tointeger(v) or nil
     if iv == nil then

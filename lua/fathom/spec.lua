@@ -34,6 +34,11 @@ M.compute_schema = {
   fp8_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   bf16_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
   fp32_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s" },
+  fp4_nominal = { type = "number", min = 0, default = 0, hint = "dense FLOP/s (NVFP4/MXFP4); 0 = fp8's" },
+  fp8_efficiency = { type = "number", above = 0, max = 1,
+    hint = "fraction of fp8_nominal large GEMMs reach; default: efficiency" },
+  fp4_efficiency = { type = "number", above = 0, max = 1,
+    hint = "fraction of fp4_nominal large GEMMs reach; default: efficiency" },
   vector_nominal = { type = "number", min = 0, default = 0, hint = "non-tensor FLOP/s" },
   efficiency = fraction,
   attention_efficiency = { type = "number", above = 0, max = 1,
@@ -209,6 +214,8 @@ M.train_schema = with_common({
   optimizer = { type = "string", default = "adam", hint = "adam or adamw (the same cost)" },
   recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
+  precision_recipe = { type = "string", choices = names.precision_recipe, default = TRAIN.precision_recipe,
+    hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
 })
 
 M.tp_spec_schema = { variant = { type = "string", default = "SHARD_WEIGHTS_1D" } }
@@ -248,7 +255,8 @@ M.pp_spec_schema = {
 }
 M.moe_spec_schema = {
   num_colocated_experts = { type = "integer", min = 1 },
-  shared_expert_copies = { type = "integer", min = 0 },
+  shared_expert_copies = { refuse = "fathom keeps each shared expert on every GPU of the TP group, "
+    .. "as Megatron-Core does; remove the key or set it to null" },
   expert_imbalance = { type = "number", min = 1, default = TRAIN.expert_imbalance, hint = "busiest / mean load, >= 1" },
   routing = { type = "table", hint = "draw the imbalance from a routing distribution (see fathom route)" },
 }
@@ -511,12 +519,12 @@ function M.train(src)
     routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,
     ep_all_to_all_sec = 0,
-    shared_expert_copies = moe.shared_expert_copies,
     recompute = w.recompute,
     sequence_parallel = w.sequence_parallel,
     flash_attention = w.flash_attention,
     kernel_launch_sec = w.kernel_launch_sec,
     kernel_model = w.kernel_model,
+    precision_recipe = w.precision_recipe,
     collective = coll,
     memory_device_map_traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components),
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),

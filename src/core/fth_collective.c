@@ -461,7 +461,7 @@ fth_coll_result fth_collective(fth_coll_op op, fth_coll_algo algo, double bytes,
   }
   if (n == 0) return r; /* a group of one GPU: nothing moves */
   if (n < 0 || op < 0 || op >= FTH_COLL_OP_COUNT || algo < 0 || algo >= FTH_ALGO_COUNT) {
-    r.time_s = r.bandwidth_s = HUGE_VAL;
+    r.time_s = r.transfer_s = HUGE_VAL;
     return r;
   }
 
@@ -482,12 +482,12 @@ fth_coll_result fth_collective(fth_coll_op op, fth_coll_algo algo, double bytes,
     c = algo_cost(op, algo, bytes, lv, n, p.per_peer_overhead_s);
   }
   if (!(total(c) < HUGE_VAL)) {
-    r.time_s = r.bandwidth_s = HUGE_VAL;
+    r.time_s = r.transfer_s = HUGE_VAL;
     return r;
   }
-  r.bandwidth_s = c.bw_s;
+  r.transfer_s = c.bw_s;
   r.latency_s = c.lat_s + p.launch_s; /* one launch per collective */
   r.wire_bytes = c.wire;
-  r.time_s = r.bandwidth_s + r.latency_s;
+  r.time_s = r.transfer_s + r.latency_s;
   return r;
 }

@@ -53,7 +53,7 @@ fth_coll_params fth_coll_params_default(void); ///< both 0
 
 typedef struct fth_coll_result {
   double time_s;      ///< total time of the collective
-  double bandwidth_s; ///< the bytes/bandwidth part
+  double transfer_s;  ///< the bytes / bandwidth part, in seconds
   double latency_s;   ///< the per-step latency + overhead part
   double wire_bytes;  ///< bytes one rank sends over the busiest level
   fth_coll_algo algo; ///< algorithm used (resolved when AUTO)

@@ -10,7 +10,8 @@ typedef enum fth_status {
   FTH_OK = 0,
   FTH_EINVAL = 1, ///< an input value is out of range or inconsistent
   FTH_ERANGE = 2, ///< a derived value overflowed or is not finite
-  FTH_ENOTSUP = 3 ///< a valid request the model does not cover
+  FTH_ENOTSUP = 3, ///< a valid request the model does not cover
+  FTH_ETILE = 4    ///< sizes that do not divide each other (layers, batch, sequence, GPUs)
 } fth_status;
 
 #define FTH_ERROR_PATH_MAX 128

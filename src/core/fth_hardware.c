@@ -6,6 +6,20 @@
 #include <string.h>
 
 /* Element width -> precision: 1 byte fp8, 2 bytes bf16/fp16, anything else fp32. */
+static const char *const prec_names[FTH_PREC_COUNT] = {"fp8", "bf16", "fp32", "fp4"};
+static const double prec_bytes[FTH_PREC_COUNT] = {1.0, 2.0, 4.0, 0.5};
+/* The next wider precision, what a missing tensor-core rate falls back to. */
+static const fth_precision wider[FTH_PREC_COUNT] = {FTH_PREC_BF16, FTH_PREC_FP32, FTH_PREC_COUNT,
+                                                    FTH_PREC_FP8};
+
+const char *fth_precision_name(fth_precision p) {
+  return (p >= 0 && p < FTH_PREC_COUNT) ? prec_names[p] : NULL;
+}
+
+double fth_precision_bytes(fth_precision p) {
+  return (p >= 0 && p < FTH_PREC_COUNT) ? prec_bytes[p] : 4.0;
+}
+
 fth_precision fth_precision_from_bytes(double bytes) {
   if (bytes == 1.0) return FTH_PREC_FP8;
   if (bytes == 2.0) return FTH_PREC_BF16;
@@ -32,11 +46,18 @@ static int nonneg_ok(double x) {
 }
 
 fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
-  static const char *const names[FTH_PREC_COUNT] = {"fp8_nominal", "bf16_nominal", "fp32_nominal"};
-  for (int i = 0; i < FTH_PREC_COUNT; i++)
+  static const char *const names[FTH_PREC_COUNT] = {"fp8_nominal", "bf16_nominal", "fp32_nominal",
+                                                     "fp4_nominal"};
+  static const char *const effs[FTH_PREC_COUNT] = {"fp8_efficiency", "bf16_efficiency",
+                                                    "fp32_efficiency", "fp4_efficiency"};
+  for (int i = 0; i < FTH_PREC_COUNT; i++) {
     if (!nonneg_ok(d->flops_per_s[i]))
       return fth_fail(err, FTH_EINVAL, names[i], "expected a FLOP/s rate >= 0, got %g",
                       d->flops_per_s[i]);
+    if (!(d->prec_efficiency[i] == 0 || fraction_ok(d->prec_efficiency[i])))
+      return fth_fail(err, FTH_EINVAL, effs[i], "expected a fraction in (0, 1], got %g",
+                      d->prec_efficiency[i]);
+  }
   if (!(d->flops_per_s[FTH_PREC_BF16] > 0 || d->flops_per_s[FTH_PREC_FP32] > 0))
     return fth_fail(err, FTH_EINVAL, "bf16_nominal",
                     "expected bf16_nominal or fp32_nominal > 0 (the peak FLOP/s)");
@@ -61,24 +82,32 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   return FTH_OK;
 }
 
-/* Nominal peak at `prec`: a precision without tensor-core support (zero
- * nominal) runs at the next wider one's rate, fp8 -> bf16 -> fp32. */
-static double nominal_flops_per_s(const fth_compute_def *d, fth_precision prec) {
-  int p = (prec >= 0 && prec < FTH_PREC_COUNT) ? (int)prec : (int)FTH_PREC_FP32;
-  for (; p < FTH_PREC_COUNT; p++)
-    if (d->flops_per_s[p] > 0) return d->flops_per_s[p];
-  return 0.0;
+/* The precision a kernel at `prec` really runs at: without tensor-core
+ * support (zero nominal) the next wider one, fp4 -> fp8 -> bf16 -> fp32. */
+static fth_precision runs_at(const fth_compute_def *d, fth_precision prec) {
+  fth_precision p = (prec >= 0 && prec < FTH_PREC_COUNT) ? prec : FTH_PREC_FP32;
+  while (p != FTH_PREC_COUNT && !(d->flops_per_s[p] > 0)) p = wider[p];
+  return p;
+}
+
+double fth_compute_nominal_flops_per_s(const fth_compute_def *d, fth_precision prec) {
+  fth_precision p = runs_at(d, prec);
+  return p == FTH_PREC_COUNT ? 0.0 : d->flops_per_s[p];
 }
 
 double fth_compute_flops_per_s(const fth_compute_def *d, fth_precision prec) {
-  /* Achievable GEMM rate = nominal x efficiency (the ScaleScope compute component). */
-  return nominal_flops_per_s(d, prec) * d->efficiency;
+  /* Achievable GEMM rate = nominal x efficiency (the ScaleScope compute
+   * component), the precision's own efficiency where the library declares one. */
+  fth_precision p = runs_at(d, prec);
+  if (p == FTH_PREC_COUNT) return 0.0;
+  double eff = d->prec_efficiency[p] > 0 ? d->prec_efficiency[p] : d->efficiency;
+  return d->flops_per_s[p] * eff;
 }
 
 double fth_compute_attention_flops_per_s(const fth_compute_def *d, fth_precision prec) {
   /* Fused attention = nominal x attention_efficiency; unset (0) uses the GEMM efficiency. */
   double eff = d->attention_efficiency > 0 ? d->attention_efficiency : d->efficiency;
-  return nominal_flops_per_s(d, prec) * eff;
+  return fth_compute_nominal_flops_per_s(d, prec) * eff;
 }
 
 fth_memory_def fth_memory_def_default(void) {

@@ -14,16 +14,24 @@ typedef enum fth_precision {
   FTH_PREC_FP8 = 0,
   FTH_PREC_BF16 = 1, ///< also fp16
   FTH_PREC_FP32 = 2,
+  FTH_PREC_FP4 = 3, ///< NVFP4 / MXFP4 tensor cores (Blackwell, MI355X)
   FTH_PREC_COUNT
 } fth_precision;
 
 /// Map a byte width (1, 2, 4) to a precision; other widths map to FP32.
 fth_precision fth_precision_from_bytes(double bytes);
+const char *fth_precision_name(fth_precision p); ///< "fp8", "bf16", "fp32", "fp4"
+/// Bytes of one element at `p` (fp4: 0.5).
+double fth_precision_bytes(fth_precision p);
 
 /// One accelerator's arithmetic (ScaleScope `compute` component).
 typedef struct fth_compute_def {
-  double flops_per_s[FTH_PREC_COUNT]; ///< nominal dense peak, FLOP/s (fp8, bf16, fp32)
+  double flops_per_s[FTH_PREC_COUNT]; ///< nominal dense peak, FLOP/s (fp8, bf16, fp32, fp4)
   double efficiency;                  ///< achievable fraction of nominal for large GEMMs, (0, 1]
+  /// Per precision, where it differs from `efficiency` (0 = efficiency): narrow
+  /// GEMMs reach a smaller fraction of their peak (H100, measured: BF16 0.72,
+  /// FP8 0.67 of nominal at large M; validation/measurements/).
+  double prec_efficiency[FTH_PREC_COUNT];
   double vector_flops_per_s;          ///< non-tensor-core rate for element-wise ops; 0 = bf16/8
   double attention_efficiency;     ///< fraction of nominal fused attention reaches; 0 = efficiency
   int compute_units;               ///< SMs (NVIDIA) / CUs (AMD); 0 = unknown (roofline only)
@@ -39,9 +47,12 @@ fth_status fth_compute_check(const fth_compute_def *def, fth_error *err);
 /// matmuls; Dao 2023 reports 50-73% on A100 for FlashAttention-2).
 double fth_compute_attention_flops_per_s(const fth_compute_def *def, fth_precision prec);
 
-/// Effective matrix FLOP/s at `prec` = nominal x efficiency. A precision with a
-/// zero nominal falls back to the next wider one (fp8 -> bf16 -> fp32).
+/// Effective matrix FLOP/s at `prec` = nominal x efficiency (the precision's own
+/// where set). A precision with a zero nominal falls back to the next wider one
+/// (fp4 -> fp8 -> bf16 -> fp32), at that one's efficiency.
 double fth_compute_flops_per_s(const fth_compute_def *def, fth_precision prec);
+/// Nominal dense peak a kernel at `prec` runs against (after the fallback).
+double fth_compute_nominal_flops_per_s(const fth_compute_def *def, fth_precision prec);
 
 /// A memory tier built from stacks (ScaleScope `memory` component).
 typedef struct fth_memory_def {

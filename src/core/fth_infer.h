@@ -7,6 +7,9 @@
 #ifndef FTH_INFER_H
 #define FTH_INFER_H
 
+#include "fth_block.h"
+#include "fth_footprint.h"
+#include "fth_layout.h"
 #include "fth_train.h"
 
 typedef enum fth_pass { FTH_PASS_PREFILL = 0, FTH_PASS_DECODE = 1 } fth_pass;
@@ -33,8 +36,12 @@ typedef struct fth_infer_def {
 fth_infer_def fth_infer_def_default(void);
 
 typedef struct fth_infer_plan {
-  fth_train_plan base; ///< layout, groups, shapes (its workload holds batch and sequence)
+  fth_node_def node;
+  fth_topology_def topo;
+  fth_model_def model;
   fth_infer_def inf;
+  fth_layout layout;   ///< degrees, groups, stage split, shapes, parameters per stage
+  double microbatches; ///< per DP rank
   fth_pass pass;
 } fth_infer_plan;
 
@@ -52,7 +59,8 @@ typedef struct fth_infer_result {
   double tokens_per_s; ///< whole system: prompt tokens (prefill) or generated tokens (decode)
   double tokens_per_s_per_gpu;
   fth_phase pass;                   ///< one micro-batch through the slowest stage
-  double weights_read_s, kv_read_s; ///< decode: memory time of weights and of the KV cache
+  double weights_read_s; ///< memory time of reading the weights, per stage pass
+  double kv_read_s;      ///< memory time of reading and appending the KV cache, per stage pass
   double comm_exposed_s[FTH_COMM_KIND_COUNT]; ///< per micro-batch stage pass
   double pp_s;                                ///< exposed pipeline hand-offs, whole time
   double kv_cache_bytes_per_gpu;
@@ -63,5 +71,15 @@ typedef struct fth_infer_result {
 
 /// Evaluate a compiled plan. Pure, allocation-free.
 void fth_infer_evaluate(const fth_infer_plan *plan, fth_infer_result *out);
+
+/// One engine iteration of the slowest stage for a micro-batch of `requests`
+/// requests, each with `new_tokens` new tokens (a prefill chunk, or 1 when
+/// decoding) against `context` tokens already cached: kernels, KV reads from
+/// the cache's tier, weight reads and TP/EP/CP collectives, with the layer
+/// collectives' exposed share in `exposed` (may be NULL). Returns the stage
+/// time in seconds. Uses the compiled plan as is (no recompilation): what a
+/// serving simulator calls for every iteration.
+double fth_infer_iteration(const fth_infer_plan *plan, double requests, double new_tokens,
+                           double context, fth_phase *out, double *exposed);
 
 #endif

@@ -27,12 +27,12 @@ static double head_dim(const fth_model_def *d) {
   return d->head_dim > 0 ? (double)d->head_dim : (double)d->d_model / d->num_heads;
 }
 
-static double ffn(const fth_model_def *d) {
+double fth_model_ffn_hidden(const fth_model_def *d) {
   return d->ffn_hidden > 0 ? d->ffn_hidden : d->mlp_ratio * d->d_model;
 }
 
-static double expert_ffn(const fth_model_def *d) {
-  return d->expert_ffn_hidden > 0 ? d->expert_ffn_hidden : ffn(d);
+double fth_model_expert_ffn_hidden(const fth_model_def *d) {
+  return d->expert_ffn_hidden > 0 ? d->expert_ffn_hidden : fth_model_ffn_hidden(d);
 }
 
 static int is_moe_model(const fth_model_def *d) {
@@ -114,9 +114,13 @@ int fth_model_layer_is_moe(const fth_model_def *d, int layer) {
 }
 
 int fth_model_num_moe_layers(const fth_model_def *d) {
-  int n = 0;
-  for (int i = 0; i < d->n_layers; i++) n += fth_model_layer_is_moe(d, i);
-  return n;
+  /* Closed form of counting fth_model_layer_is_moe over the layers: every
+   * k-th of the n - first_dense layers after the dense ones, the first
+   * included (constant time: layer counts can be large). */
+  if (!is_moe_model(d) || d->first_dense_layers >= d->n_layers) return 0;
+  int k = d->moe_layer_interval > 1 ? d->moe_layer_interval : 1;
+  int rest = d->n_layers - (d->first_dense_layers > 0 ? d->first_dense_layers : 0);
+  return (rest + k - 1) / k;
 }
 
 static void push(fth_layer_shape *s, double in, double out, fth_shard shard, fth_part part) {
@@ -172,11 +176,11 @@ fth_layer_shape fth_model_layer_shape(const fth_model_def *d, int moe) {
   }
   double gate = d->gated_mlp ? 2.0 : 1.0; /* SwiGLU: gate and up fused in one GEMM */
   if (!s.is_moe) {
-    double f = ffn(d);
+    double f = fth_model_ffn_hidden(d);
     push(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_MLP);
     push(&s, f, h, FTH_SHARD_ROW, FTH_PART_MLP);
   } else {
-    double f = expert_ffn(d);
+    double f = fth_model_expert_ffn_hidden(d);
     push(&s, h, (double)d->num_experts, FTH_SHARD_NONE, FTH_PART_ROUTER);
     push(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_EXPERT);
     push(&s, f, h, FTH_SHARD_ROW, FTH_PART_EXPERT);
@@ -342,9 +346,9 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
   /* MLP or MoE block. */
   a.replicated += w * h + mask * h;
   if (!s.is_moe) {
-    a.sharded += keep * w * ffn(d);
+    a.sharded += keep * w * fth_model_ffn_hidden(d);
   } else {
-    double fe = expert_ffn(d);
+    double fe = fth_model_expert_ffn_hidden(d);
     a.replicated += FP32_BYTES * d->num_experts;
     a.sharded += keep * w * fe * d->num_shared_experts;
     a.expert_per_routed_token = w * h + keep * w * fe;

@@ -15,6 +15,10 @@ void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part p
   if (weight_bytes > 0 && c->weight_bw > 0 && c->env.mem_bw_bytes_per_s > 0)
     mem_s += weight_bytes / c->weight_bw - weight_bytes / c->env.mem_bw_bytes_per_s;
   double t = fth_overlap(k.compute_s, mem_s, c->comp_mem_eff) + c->launch_s;
+  if (weight_bytes > 0) {
+    double wbw = c->weight_bw > 0 ? c->weight_bw : c->env.mem_bw_bytes_per_s;
+    ph->weight_memory_s += wbw > 0 ? weight_bytes / wbw : 0.0;
+  }
   ph->flops[part] += k.flops;
   ph->bytes[part] += k.bytes;
   ph->compute_s[part] += k.compute_s;
@@ -24,6 +28,18 @@ void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part p
     ph->compute_bound_s += t;
   else
     ph->memory_bound_s += t;
+}
+
+void fth_phase_add_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op, fth_coll_algo algo,
+                        double bytes, double time_s, double calls) {
+  if (calls <= 0) return;
+  if (ph->comm_calls[kind] == 0) {
+    ph->comm_op[kind] = op;
+    ph->comm_algo[kind] = algo;
+  }
+  ph->comm_s[kind] += calls * time_s;
+  ph->comm_calls[kind] += calls;
+  ph->comm_bytes[kind] += calls * bytes;
 }
 
 void fth_phase_scale(fth_phase *ph, double s) {
@@ -36,7 +52,14 @@ void fth_phase_scale(fth_phase *ph, double s) {
   ph->kernel_s *= s;
   ph->compute_bound_s *= s;
   ph->memory_bound_s *= s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) ph->comm_s[i] *= s;
+  ph->wgrad_s *= s;
+  ph->weight_memory_s *= s;
+  ph->kv_memory_s *= s;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    ph->comm_s[i] *= s;
+    ph->comm_calls[i] *= s;
+    ph->comm_bytes[i] *= s;
+  }
 }
 
 void fth_phase_add(fth_phase *a, const fth_phase *b) {
@@ -49,7 +72,18 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
   a->kernel_s += b->kernel_s;
   a->compute_bound_s += b->compute_bound_s;
   a->memory_bound_s += b->memory_bound_s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) a->comm_s[i] += b->comm_s[i];
+  a->wgrad_s += b->wgrad_s;
+  a->weight_memory_s += b->weight_memory_s;
+  a->kv_memory_s += b->kv_memory_s;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    if (a->comm_calls[i] == 0 && b->comm_calls[i] > 0) {
+      a->comm_op[i] = b->comm_op[i];
+      a->comm_algo[i] = b->comm_algo[i];
+    }
+    a->comm_s[i] += b->comm_s[i];
+    a->comm_calls[i] += b->comm_calls[i];
+    a->comm_bytes[i] += b->comm_bytes[i];
+  }
 }
 
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed) {
@@ -62,9 +96,17 @@ double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed
   return t;
 }
 
+/* Quantise `elems` elements before a GEMM (a recipe's cast: fth_recipe.h). */
+static void cast(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part, double elems) {
+  if (elems <= 0) return;
+  fth_phase_add_kernel(c, ph, part, fth_kernel_elementwise(&c->env, elems, 2.0, c->cast_bytes),
+                       0.0);
+}
+
 void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens, double tp,
                        double tp_moe, double routed_pairs, double local_experts, double ab,
                        double wb, fth_phase *fwd, fth_phase *bwd) {
+  const int recipe = c->gemm_bytes > 0;
   for (int i = 0; i < sh->num_linears; i++) {
     const fth_linear *l = &sh->lin[i];
     double in = l->in, out = l->out, mtok = tokens, batch = 1;
@@ -76,16 +118,27 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
       batch = local_experts > 0 ? local_experts : 1;
       mtok = routed_pairs / batch;
     }
-    /* Weights stored at `wb` bytes: their traffic is in * out * batch * wb. */
-    fth_kernel_cost k = fth_kernel_gemm(&c->env, mtok, out, in, batch, ab);
+    /* The router stays at the activation precision under every recipe. */
+    int q = recipe && l->part != FTH_PART_ROUTER;
+    const fth_kernel_env *genv = q ? &c->gemm_env : &c->env;
+    double gb = q ? c->gemm_bytes : ab, wgt = q ? c->gemm_bytes : wb;
+    /* Weights stored at `wgt` bytes: their traffic is in * out * batch * wgt. */
+    fth_kernel_cost k = fth_kernel_gemm(genv, mtok, out, in, batch, gb);
     double wbytes = in * out * batch;
-    k.bytes += wbytes * (wb - ab);
+    k.bytes += wbytes * (wgt - gb);
     k.memory_s = c->env.mem_bw_bytes_per_s > 0 ? k.bytes / c->env.mem_bw_bytes_per_s : k.memory_s;
-    fth_phase_add_kernel(c, fwd, part, k, wbytes * wb);
+    if (q) {
+      cast(c, fwd, part, mtok * in * batch);                   /* X */
+      cast(c, fwd, part, wbytes * c->weight_cast_share);      /* W, once per step */
+    }
+    fth_phase_add_kernel(c, fwd, part, k, wbytes * wgt);
     if (bwd == NULL) continue;
-    fth_kernel_cost kd = fth_kernel_gemm(&c->env, mtok, in, out, batch, ab);
-    fth_phase_add_kernel(c, bwd, part, kd, wbytes * ab);
-    fth_kernel_cost kw = fth_kernel_gemm(&c->env, in, out, mtok, batch, ab);
+    if (q) cast(c, bwd, part, mtok * out * batch); /* dY */
+    fth_kernel_cost kd = fth_kernel_gemm(genv, mtok, in, out, batch, gb);
+    fth_phase_add_kernel(c, bwd, part, kd, wbytes * gb);
+    fth_kernel_cost kw = fth_kernel_gemm(genv, in, out, mtok, batch, gb);
+    double before = bwd->kernel_s;
     fth_phase_add_kernel(c, bwd, part, kw, 0.0);
+    bwd->wgrad_s += bwd->kernel_s - before;
   }
 }

@@ -5,7 +5,9 @@
 #ifndef FTH_PHASE_H
 #define FTH_PHASE_H
 
+#include "fth_collective.h"
 #include "fth_kernel.h"
+#include "fth_layout.h"
 #include "fth_model.h"
 
 /// Parts of the computation reported separately.
@@ -17,17 +19,6 @@ typedef enum fth_flop_part {
   FTH_FLOP_PART_COUNT
 } fth_flop_part;
 
-/// Kinds of communication, each reported on its own.
-typedef enum fth_comm_kind {
-  FTH_COMM_TP = 0, ///< attention + dense-MLP tensor parallel collectives
-  FTH_COMM_TP_MOE, ///< expert tensor parallel collectives
-  FTH_COMM_EP,     ///< MoE dispatch + combine all-to-all
-  FTH_COMM_CP,     ///< context parallel K/V exchange
-  FTH_COMM_PP,     ///< pipeline send/recv
-  FTH_COMM_DP,     ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
-  FTH_COMM_DP_MOE, ///< expert-parameter gradient reduction
-  FTH_COMM_KIND_COUNT
-} fth_comm_kind;
 
 typedef struct fth_phase {
   double flops[FTH_FLOP_PART_COUNT];
@@ -37,7 +28,14 @@ typedef struct fth_phase {
   double kernel_s;                    ///< kernels with compute/memory overlap applied
   double compute_bound_s;             ///< time of kernels limited by compute
   double memory_bound_s;              ///< time of kernels limited by memory
+  double wgrad_s;         ///< of kernel_s, weight-gradient GEMMs (what ZB schedules move)
+  double weight_memory_s; ///< of the memory time, reading weights from their tier
+  double kv_memory_s;     ///< of the memory time, reading and writing the KV cache
   double comm_s[FTH_COMM_KIND_COUNT]; ///< layer collectives, raw
+  double comm_calls[FTH_COMM_KIND_COUNT]; ///< how many collectives of each kind
+  double comm_bytes[FTH_COMM_KIND_COUNT]; ///< their bytes, summed over the calls
+  fth_coll_op comm_op[FTH_COMM_KIND_COUNT];     ///< the kind's main collective
+  fth_coll_algo comm_algo[FTH_COMM_KIND_COUNT]; ///< the algorithm the cost model chose for it
 } fth_phase;
 
 /// What kernels run on and how their compute and memory overlap.
@@ -46,6 +44,11 @@ typedef struct fth_phase_ctx {
   double weight_bw;    ///< bandwidth of the weights' tier (0 = the activations')
   double comp_mem_eff; ///< overlap of a kernel's compute and memory time
   double launch_s;     ///< fixed cost per kernel
+  /* A precision recipe (fth_recipe.h) for the linear layers; gemm_bytes 0 = none. */
+  fth_kernel_env gemm_env;  ///< rates of the linears' GEMMs at the recipe's precision
+  double gemm_bytes;        ///< their operand width
+  double cast_bytes;        ///< bytes moved per element quantised before a GEMM
+  double weight_cast_share; ///< share of the once-per-step weight casts charged per pass
 } fth_phase_ctx;
 
 /// overlap(a, b, e) = a + b - e min(a, b): e = 1 perfect overlap (max), e = 0 none (sum).
@@ -55,6 +58,10 @@ double fth_overlap(double a, double b, double e);
 /// weights' tier.
 void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
                           fth_kernel_cost k, double weight_bytes);
+/// Add one collective of `kind` taking `time_s` for `bytes`; the first call of
+/// a kind names its op and algorithm in the report.
+void fth_phase_add_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op, fth_coll_algo algo,
+                        double bytes, double time_s, double calls);
 void fth_phase_scale(fth_phase *ph, double s);
 void fth_phase_add(fth_phase *a, const fth_phase *b);
 
@@ -63,6 +70,7 @@ void fth_phase_add(fth_phase *a, const fth_phase *b);
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed);
 
 /// The linears of one block for `tokens` tokens on one GPU (Megatron sharding,
+/// under the ctx's precision recipe: GEMMs at its rate, inputs cast first;
 /// Shoeybi et al. 2019: column-parallel splits outputs, row-parallel inputs, by
 /// `tp`; experts by `tp_moe`); routed experts see `routed_pairs` (token, expert)
 /// pairs spread over `local_experts`. `bwd` (may be NULL) receives the data- and

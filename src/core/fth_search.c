@@ -64,7 +64,7 @@ static void keep(fth_search_hit *top, int cap, int *n, const fth_search_hit *h) 
 
 static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train_result *r,
                      fth_search_objective obj) {
-  h->dp = p->dp;
+  h->dp = p->layout.dp;
   h->step_time_s = r->step_time_s;
   h->mfu = r->mfu;
   h->tokens_per_s = r->tokens_per_s;
@@ -83,17 +83,18 @@ static int in(int mask, int bit) {
 }
 
 /* Is (vs, schedule, recompute, dp variant, sp) a strategy of the space for this
- * TP and PP? schedule: 0 GPipe, 1 1F1B, 2 interleaved (needs vs > 1). */
+ * TP and PP? A schedule row that interleaves needs vs > 1, the others vs = 1;
+ * without a pipeline only 1F1B (plain forward-backward) is tried. */
 static int in_space(const fth_search_space *s, int tp, int pp, int vs, int sc, int rc, int dv,
                     int sp) {
   if (!in(s->recompute_mask, rc) || !in(s->dp_mask, dv) || !in(s->sp_mask, sp)) return 0;
-  if (sp && tp == 1) return 0;            /* sequence parallelism needs TP */
-  if (pp == 1) return sc == 1 && vs == 1; /* no pipeline: one schedule */
-  if (sc == 2) return vs > 1;
-  return vs == 1 && in(s->schedule_mask, sc);
+  if (sp && tp == 1) return 0; /* sequence parallelism needs TP */
+  if (pp == 1) return sc == FTH_PP_1F1B && vs == 1;
+  if (!in(s->schedule_mask, sc)) return 0;
+  return fth_schedule_get((fth_pp_schedule)sc)->interleaved ? vs > 1 : vs == 1;
 }
 
-#define N_SCHED 3
+#define N_SCHED FTH_PP_COUNT
 #define N_RC    3
 #define N_SP    2
 
@@ -106,6 +107,120 @@ static long long count_variants(const fth_search_space *s, int tp, int pp) {
         for (int dv = 0; dv < FTH_DP_COUNT; dv++)
           for (int sp = 0; sp < N_SP; sp++) n += in_space(s, tp, pp, s->vs[vi], sc, rc, dv, sp);
   return n * s->n_mb;
+}
+
+/* Does (tp, cp, pp, pp_in, tp_moe, ep) tile the pods? Products are taken in
+ * long long so that huge values cannot overflow. EP takes as much of the pod
+ * as divides it (ep_su), the rest across pods (ep_so). */
+static int placement_tiles(const fth_search_def *d, int moe, int tp, int cp, int pp, int pp_in,
+                           int tp_moe, int ep, int *ep_su, int *ep_so) {
+  *ep_su = 1;
+  *ep_so = 1;
+  long long pod = d->pod_size, pods = d->num_pods;
+  if (tp <= 0 || cp <= 0 || pp_in <= 0 || pp % pp_in != 0) return 0;
+  long long in_pod = (long long)tp * cp * pp_in;
+  if (in_pod > pod || pod % in_pod != 0 || pods % (pp / pp_in) != 0) return 0;
+  if (!moe) return 1;
+  long long expert_in_pod = (long long)pp_in * tp_moe;
+  if (tp_moe <= 0 || ep <= 0 || expert_in_pod > pod || pod % expert_in_pod != 0) return 0;
+  long long room = pod / expert_in_pod;
+  for (int x = ep; x >= 1; x--) {
+    if (ep % x == 0 && room % x == 0) {
+      *ep_su = x;
+      break;
+    }
+  }
+  *ep_so = ep / *ep_su;
+  long long across = (long long)(pp / pp_in) * *ep_so;
+  return across <= pods && pods % across == 0;
+}
+
+/* Count a whole placement's variants as refused (by worker 0 only, so that
+ * sharded runs add up). */
+static void refuse_all(const fth_search_def *d, fth_search_stats *st, long long variants,
+                       int tiling) {
+  if (d->worker != 0) return;
+  st->considered += variants;
+  if (tiling)
+    st->not_tiling += variants;
+  else
+    st->invalid += variants;
+}
+
+/* A strategy that does not fit: keep the one closest to fitting. */
+static void note_shortfall(fth_search_stats *st, const fth_memory_footprint *fp,
+                           fth_search_hit *h) {
+  st->no_fit++;
+  st->no_fit_by_tier[fp->overflow_tier]++;
+  double over = fp->tier_bytes[fp->overflow_tier] - fp->tier_capacity[fp->overflow_tier];
+  if (over < st->shortfall_bytes ||
+      (over == st->shortfall_bytes && h->index < st->smallest_shortfall.index)) {
+    st->shortfall_bytes = over;
+    h->peak_bytes = fp->tier_bytes[FTH_TIER_XPU];
+    h->capacity_bytes = fp->tier_capacity[FTH_TIER_XPU];
+    h->overflow_tier = fp->overflow_tier;
+    st->smallest_shortfall = *h;
+  }
+}
+
+/* Every (vs, mb, schedule, recompute, DP variant, SP) of one placement whose
+ * slot this worker owns: reworked on the compiled layout, memory first,
+ * timed when it fits. `proto` carries the placement's fields. */
+static void run_variants(const fth_search_def *d, fth_train_plan *plan, const fth_search_hit *proto,
+                         long long slot, fth_search_hit *top, int top_cap, int *n_top,
+                         fth_search_stats *st) {
+  const fth_search_space *s = &d->space;
+  int workers = d->workers > 0 ? d->workers : 1;
+  fth_train_result r;
+  for (int vi = 0; vi < s->n_vs; vi++)
+    for (int mi = 0; mi < s->n_mb; mi++)
+      for (int sc = 0; sc < N_SCHED; sc++)
+        for (int rc = 0; rc < N_RC; rc++)
+          for (int dv = 0; dv < FTH_DP_COUNT; dv++)
+            for (int sp = 0; sp < N_SP; sp++) {
+              long long my = slot++;
+              int vs = s->vs[vi];
+              if (!in_space(s, proto->tp, proto->pp, vs, sc, rc, dv, sp)) continue;
+              if (my % workers != d->worker) continue;
+              st->considered++;
+              fth_train_def w = d->work;
+              w.pp = (fth_pp_schedule)sc;
+              w.virtual_stages = vs;
+              w.micro_batch = s->mb[mi];
+              w.recompute = (fth_recompute)rc;
+              w.dp = (fth_dp_variant)dv;
+              w.sequence_parallel = sp;
+              fth_error e3;
+              fth_status rs = fth_train_rework(plan, &w, &e3);
+              if (rs != FTH_OK) {
+                if (rs == FTH_ETILE)
+                  st->not_tiling++;
+                else
+                  st->invalid++;
+                continue;
+              }
+              fth_search_hit h = *proto;
+              h.dp = plan->layout.dp;
+              h.vs = vs;
+              h.mb = s->mb[mi];
+              h.schedule = sc;
+              h.recompute = rc;
+              h.dp_variant = dv;
+              h.sp = sp;
+              h.index = my;
+              h.overflow_tier = FTH_TIER_COUNT;
+              /* Memory before time: the footprint costs a fraction of an evaluation. */
+              fth_memory_footprint fp;
+              fth_train_footprint(plan, &fp);
+              if (!fp.fits) {
+                note_shortfall(st, &fp, &h);
+                continue;
+              }
+              fth_train_evaluate(plan, &r);
+              st->evaluated++;
+              fill_hit(&h, plan, &r, d->objective);
+              keep(top, top_cap, n_top, &h);
+            }
 }
 
 fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_cap, int *n_top,
@@ -125,7 +240,6 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
   const long long slots = (long long)s->n_vs * s->n_mb * N_SCHED * N_RC * FTH_DP_COUNT * N_SP;
   long long index = 0;
   fth_train_plan plan;
-  fth_train_result r;
   int n_tpm = moe ? s->n_tp_moe : 1, n_ep = moe ? s->n_ep : 1;
   for (int a = 0; a < s->n_tp; a++)
     for (int b = 0; b < s->n_cp; b++)
@@ -133,34 +247,23 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
         for (int e = 0; e < s->n_pp_in; e++)
           for (int f = 0; f < n_tpm; f++)
             for (int g = 0; g < n_ep; g++, index += slots) {
-              int tp = s->tp[a], cp = s->cp[b], pp = s->pp[c], pp_in = s->pp_in[e];
-              int tp_moe = moe ? s->tp_moe[f] : 1, ep = moe ? s->ep[g] : 1;
-              long long variants = count_variants(s, tp, pp);
-              /* Placement-level rejections are counted once, by worker 0. */
-              int tiles = tp > 0 && cp > 0 && pp_in > 0 && pp % pp_in == 0 &&
-                          d->pod_size % (tp * cp * pp_in) == 0 && d->num_pods % (pp / pp_in) == 0;
-              int ep_su = 1, ep_so = 1;
-              if (tiles && moe) {
-                tiles = tp_moe > 0 && ep > 0 && d->pod_size % (pp_in * tp_moe) == 0;
-                int room = tiles ? d->pod_size / (pp_in * tp_moe) : 1;
-                for (int x = ep; x >= 1 && tiles;
-                     x--) { /* as much of EP inside the pod as divides it */
-                  if (ep % x == 0 && room % x == 0) {
-                    ep_su = x;
-                    break;
-                  }
-                }
-                ep_so = ep / ep_su;
-                if (tiles && d->num_pods % ((pp / pp_in) * ep_so) != 0) tiles = 0;
-              }
-              if (!tiles) {
-                if (d->worker == 0) {
-                  st->considered += variants;
-                  st->not_tiling += variants;
-                }
+              fth_search_hit proto;
+              memset(&proto, 0, sizeof proto);
+              proto.tp = s->tp[a];
+              proto.cp = s->cp[b];
+              proto.pp = s->pp[c];
+              proto.pp_in = s->pp_in[e];
+              proto.tp_moe = moe ? s->tp_moe[f] : 1;
+              proto.ep = moe ? s->ep[g] : 1;
+              long long variants = count_variants(s, proto.tp, proto.pp);
+              int ep_so;
+              if (!placement_tiles(d, moe, proto.tp, proto.cp, proto.pp, proto.pp_in,
+                                   proto.tp_moe, proto.ep, &proto.ep_su, &ep_so)) {
+                refuse_all(d, st, variants, 1);
                 continue;
               }
-              fth_topology_def t = place(d, tp, cp, pp, pp_in, tp_moe, ep_su, ep_so, moe);
+              fth_topology_def t = place(d, proto.tp, proto.cp, proto.pp, proto.pp_in,
+                                         proto.tp_moe, proto.ep_su, ep_so, moe);
               fth_train_def w = d->work;
               w.pp = FTH_PP_1F1B;
               w.virtual_stages = 1;
@@ -168,85 +271,13 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
               fth_error e2;
               memset(&plan, 0, sizeof plan);
               /* A refusal of the workload alone (batch divisibility at micro-batch 1)
-               * leaves a usable plan: each variant is reworked and judged below. */
+               * leaves a usable layout: each variant is reworked and judged. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
-                  (strncmp(e2.path, "workload", 8) != 0 || plan.num_gpus == 0)) {
-                if (d->worker == 0) {
-                  st->considered += variants;
-                  st->invalid += variants;
-                }
+                  plan.layout.num_gpus == 0) {
+                refuse_all(d, st, variants, 0);
                 continue;
               }
-              long long slot = index;
-              for (int vi = 0; vi < s->n_vs; vi++)
-                for (int mi = 0; mi < s->n_mb; mi++)
-                  for (int sc = 0; sc < N_SCHED; sc++)
-                    for (int rc = 0; rc < N_RC; rc++)
-                      for (int dv = 0; dv < FTH_DP_COUNT; dv++)
-                        for (int sp = 0; sp < N_SP; sp++) {
-                          long long my = slot++;
-                          int vs = s->vs[vi];
-                          if (!in_space(s, tp, pp, vs, sc, rc, dv, sp)) continue;
-                          if (my % workers != d->worker) continue;
-                          st->considered++;
-                          w = d->work;
-                          w.pp =
-                              sc == 0 ? FTH_PP_GPIPE : (sc == 1 ? FTH_PP_1F1B : FTH_PP_INTERLEAVED);
-                          w.virtual_stages = vs;
-                          w.micro_batch = s->mb[mi];
-                          w.recompute = (fth_recompute)rc;
-                          w.dp = (fth_dp_variant)dv;
-                          w.sequence_parallel = sp;
-                          fth_error e3;
-                          if (fth_train_rework(&plan, &w, &e3) != FTH_OK) {
-                            if (strstr(e3.msg, "not a multiple") != NULL ||
-                                strstr(e3.msg, "exceeds") != NULL)
-                              st->not_tiling++;
-                            else
-                              st->invalid++;
-                            continue;
-                          }
-                          fth_search_hit h;
-                          memset(&h, 0, sizeof h);
-                          h.tp = tp;
-                          h.cp = cp;
-                          h.pp = pp;
-                          h.pp_in = pp_in;
-                          h.dp = plan.dp;
-                          h.tp_moe = tp_moe;
-                          h.ep = ep;
-                          h.ep_su = ep_su;
-                          h.vs = vs;
-                          h.mb = s->mb[mi];
-                          h.schedule = (int)w.pp;
-                          h.recompute = rc;
-                          h.dp_variant = dv;
-                          h.sp = sp;
-                          h.index = my;
-                          h.overflow_tier = FTH_TIER_COUNT;
-                          /* Memory before time: the footprint costs a fraction of an evaluation. */
-                          fth_memory_footprint fp;
-                          fth_train_footprint(&plan, &fp);
-                          if (!fp.fits) {
-                            st->no_fit++;
-                            st->no_fit_by_tier[fp.overflow_tier]++;
-                            double over = fp.tier_bytes[fp.overflow_tier] -
-                                          fp.tier_capacity[fp.overflow_tier];
-                            if (over < st->shortfall_bytes || (over == st->shortfall_bytes &&
-                                                               my < st->smallest_shortfall.index)) {
-                              st->shortfall_bytes = over;
-                              h.peak_bytes = fp.tier_bytes[FTH_TIER_XPU];
-                              h.capacity_bytes = fp.tier_capacity[FTH_TIER_XPU];
-                              h.overflow_tier = fp.overflow_tier;
-                              st->smallest_shortfall = h;
-                            }
-                            continue;
-                          }
-                          fth_train_evaluate(&plan, &r);
-                          st->evaluated++;
-                          fill_hit(&h, &plan, &r, d->objective);
-                          keep(top, top_cap, n_top, &h);
-                        }
+              run_variants(d, &plan, &proto, index, top, top_cap, n_top, st);
             }
   return FTH_OK;
 }

@@ -29,7 +29,7 @@ typedef struct fth_search_space {
   int mb[FTH_SEARCH_MAX_VALUES], n_mb;         ///< micro-batch sizes
   int recompute_mask;                          ///< bit (1 << fth_recompute)
   int dp_mask;                                 ///< bit (1 << fth_dp_variant)
-  int schedule_mask; ///< bit (1 << fth_pp_schedule) for GPIPE / 1F1B (interleaved via vs > 1)
+  int schedule_mask; ///< bit (1 << fth_pp_schedule); interleaved rows also need vs > 1
   int sp_mask;       ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
 } fth_search_space;
 

@@ -18,13 +18,17 @@
 #ifndef FTH_TRAIN_H
 #define FTH_TRAIN_H
 
+#include "fth_block.h"
 #include "fth_collective.h"
 #include "fth_common.h"
+#include "fth_footprint.h"
 #include "fth_hardware.h"
 #include "fth_kernel.h"
+#include "fth_layout.h"
 #include "fth_model.h"
 #include "fth_phase.h"
-#include "fth_pipeline.h"
+#include "fth_recipe.h"
+#include "fth_schedule.h"
 #include "fth_topology.h"
 
 typedef enum fth_dp_variant {
@@ -37,21 +41,6 @@ typedef enum fth_dp_variant {
 
 const char *fth_dp_variant_name(fth_dp_variant v);     ///< "DDP", "ZERO1", "ZERO2", "ZERO3"
 fth_dp_variant fth_dp_variant_parse(const char *name); ///< also "FSDP"; FTH_DP_COUNT if unknown
-
-/// Memory components that can be mapped to tiers.
-typedef enum fth_mem_component {
-  FTH_MEM_WEIGHTS = 0,
-  FTH_MEM_GRADIENTS,     ///< `gradient_buffers`
-  FTH_MEM_OPTIMIZER,     ///< `optimizer_states`
-  FTH_MEM_ACTIVATIONS,   ///< `saved_activations`
-  FTH_MEM_TRANSIENT_FWD, ///< `transient_forward_peak`
-  FTH_MEM_TRANSIENT_BWD, ///< `transient_backward_peak`
-  FTH_MEM_KV_CACHE,      ///< inference only
-  FTH_MEM_COMPONENT_COUNT
-} fth_mem_component;
-
-const char *fth_mem_component_name(fth_mem_component c);     ///< YAML names
-fth_mem_component fth_mem_component_parse(const char *name); ///< also "activations", "gradients"
 
 /// The training workload (ScaleScope train spec plus fathom's extensions).
 typedef struct fth_train_def {
@@ -74,14 +63,12 @@ typedef struct fth_train_def {
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT]; ///< where each component is stored
   fth_coll_params coll;                             ///< per-peer overhead, launch cost
   double kernel_launch_s;                           ///< per kernel fixed overhead (0 = none)
-  fth_kernel_model kernel_model; ///< roofline (default) or tiled (wave quantisation)
+  fth_kernel_model kernel_model; ///< roofline (the core's default) or tiled (wave quantisation)
+  fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
 } fth_train_def;
 
 fth_train_def fth_train_def_default(void);
-
-const char *
-fth_comm_kind_name(fth_comm_kind k); ///< "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe"
 
 /// One kind of communication over a step, on one GPU.
 typedef struct fth_comm_item {
@@ -104,45 +91,29 @@ typedef struct fth_train_plan {
   fth_topology_def topo;
   fth_model_def model;
   fth_train_def work;
-  /* derived at compile time */
-  int tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp;
-  double num_gpus;
-  double microbatches;      ///< per DP rank per step
-  int layers_per_stage;     ///< ceil(n_layers / pp): the slowest stage
-  int moe_layers_per_stage; ///< MoE blocks on the stage with the most
-  int dense_layers_per_stage;
-  double local_experts; ///< routed experts per GPU per MoE layer (E / EP)
-  fth_layer_shape dense_shape, moe_shape;
-  fth_param_count params;
-  fth_precision prec;
-  int nl_tp, nl_tp_moe, nl_ep, nl_cp, nl_pp, nl_dp, nl_dp_moe;
-  fth_group_level lv_tp[FTH_MAX_PHYS_DIMS], lv_tp_moe[FTH_MAX_PHYS_DIMS];
-  fth_group_level lv_ep[FTH_MAX_PHYS_DIMS], lv_cp[FTH_MAX_PHYS_DIMS];
-  fth_group_level lv_pp[FTH_MAX_PHYS_DIMS], lv_dp[FTH_MAX_PHYS_DIMS];
-  fth_group_level lv_dp_moe[FTH_MAX_PHYS_DIMS];
-  int dim_tp, dim_tp_moe, dim_ep, dim_cp, dim_pp, dim_dp, dim_dp_moe; ///< innermost phys dim
+  fth_layout layout;   ///< degrees, groups, stage split, shapes, parameters per stage
+  double microbatches; ///< per DP rank per step
+  fth_precision prec;  ///< of the compute kernels
+  double fwd_flops_per_token;     ///< model forward FLOPs per token at seq_len (MFU's numerator)
+  double lm_head_flops_per_token; ///< of which the LM head
+  double attn_core_flops_per_token; ///< of which the blocks' attention cores (QK^T, PV)
+  double act_bytes_per_token[2];  ///< saved activations per token of a dense / MoE block
+  double act_full_per_token;      ///< a whole block's, live while it is recomputed
 } fth_train_plan;
 
 /// Validate everything and derive the plan. Failure paths are prefixed by the
 /// input they belong to: "hardware.", "topology.", "model.", "workload.".
+/// When only the workload is refused, plan->layout is usable (num_gpus > 0)
+/// and fth_train_rework can try another workload on it.
 fth_status fth_train_compile(fth_train_plan *plan, const fth_node_def *node,
                              const fth_topology_def *topo, const fth_model_def *model,
                              const fth_train_def *work, fth_error *err);
 
 /// Swap the workload of a compiled plan (same hardware, topology and model):
 /// what a search does for every batch / recompute / schedule variant without
-/// recompiling. Same checks as compile for the workload's part.
+/// recompiling. Same checks as compile for the workload's part; sizes that do
+/// not tile (layers, batch, sequence) fail with FTH_ETILE.
 fth_status fth_train_rework(fth_train_plan *plan, const fth_train_def *work, fth_error *err);
-
-typedef struct fth_memory_footprint {
-  double bytes[FTH_MEM_COMPONENT_COUNT]; ///< per GPU
-  double tier_bytes[FTH_TIER_COUNT];     ///< sum of the components mapped to each tier
-  double tier_capacity[FTH_TIER_COUNT];  ///< 0 where the node lacks the tier
-  int tier_fits[FTH_TIER_COUNT];
-  double peak_bytes;      ///< total over components (the chip's peak)
-  int fits;               ///< every tier within capacity
-  fth_tier overflow_tier; ///< first tier over capacity; FTH_TIER_COUNT if none
-} fth_memory_footprint;
 
 typedef struct fth_train_result {
   /* time per step, per GPU, on the critical path */
@@ -172,7 +143,7 @@ typedef struct fth_train_result {
   double tokens_per_step, steps, total_time_s, tokens_per_s;
   double model_flops_per_step;    ///< 6 N_active-style useful FLOPs, whole system (fwd + bwd)
   double hardware_flops_per_step; ///< incl. recomputation
-  double mfu, hfu;                ///< vs. nominal peak at the compute precision
+  double mfu, hfu; ///< vs. nominal peak at the GEMMs' precision (a recipe's, else the activations')
   double achieved_flops_per_gpu;  ///< model FLOP/s per GPU
 } fth_train_result;
 

@@ -105,6 +105,9 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->flops_per_s[FTH_PREC_FP8] = lcheck_number(L, c, "device_compute", "fp8_nominal", 0);
     cd->flops_per_s[FTH_PREC_BF16] = lcheck_number(L, c, "device_compute", "bf16_nominal", 0);
     cd->flops_per_s[FTH_PREC_FP32] = lcheck_number(L, c, "device_compute", "fp32_nominal", 0);
+    cd->flops_per_s[FTH_PREC_FP4] = lcheck_number(L, c, "device_compute", "fp4_nominal", 0);
+    cd->prec_efficiency[FTH_PREC_FP8] = lcheck_number(L, c, "device_compute", "fp8_efficiency", 0);
+    cd->prec_efficiency[FTH_PREC_FP4] = lcheck_number(L, c, "device_compute", "fp4_efficiency", 0);
     cd->efficiency = lcheck_number(L, c, "device_compute", "efficiency", cd->efficiency);
     cd->vector_flops_per_s = lcheck_number(L, c, "device_compute", "vector_nominal", 0);
     cd->attention_efficiency = lcheck_number(L, c, "device_compute", "attention_efficiency", 0);
@@ -281,6 +284,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
+  out->recipe =
+      (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE, out->recipe);
   out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", out->ep_a2a_override_s);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);

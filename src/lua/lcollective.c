@@ -1,5 +1,5 @@
 /* lcollective.c: collectives and model facts, fathom.core.
- *   core.collective(op, algo, bytes, levels [, params]) -> {time_s, bandwidth_s, latency_s,
+ *   core.collective(op, algo, bytes, levels [, params]) -> {time_s, transfer_s, latency_s,
  *                                                          wire_bytes, algorithm}
  *   core.model_info(model) -> {params_total, params_active, params_embedding, params_lm_head,
  *                              moe_layers, kv_cache_elems_per_token, fwd_flops_per_token(seq)}
@@ -28,8 +28,8 @@ static int core_collective(lua_State *L) {
   lua_createtable(L, 0, 5);
   lua_pushnumber(L, r.time_s);
   lua_setfield(L, -2, "time_s");
-  lua_pushnumber(L, r.bandwidth_s);
-  lua_setfield(L, -2, "bandwidth_s");
+  lua_pushnumber(L, r.transfer_s);
+  lua_setfield(L, -2, "transfer_s");
   lua_pushnumber(L, r.latency_s);
   lua_setfield(L, -2, "latency_s");
   lua_pushnumber(L, r.wire_bytes);

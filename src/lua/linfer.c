@@ -63,6 +63,10 @@ static void setnum(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
+static void setint(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
 
 /* (plan) -> result table */
 static int plan_evaluate(lua_State *L) {
@@ -86,8 +90,8 @@ static int plan_evaluate(lua_State *L) {
   setnum(L, "kv_cache_bytes_per_gpu", r.kv_cache_bytes_per_gpu);
   setnum(L, "kv_bytes_per_request_per_gpu", r.kv_bytes_per_request_per_gpu);
   setnum(L, "max_global_batch", r.max_global_batch);
-  setnum(L, "microbatches", p->base.microbatches);
-  setnum(L, "gpus", p->base.num_gpus);
+  setnum(L, "microbatches", p->microbatches);
+  setnum(L, "gpus", p->layout.num_gpus);
   lua_createtable(L, 0, FTH_FLOP_PART_COUNT);
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
     lua_createtable(L, 0, 4);
@@ -115,21 +119,16 @@ static int plan_evaluate(lua_State *L) {
 static int plan_tostring(lua_State *L) {
   const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
   lua_pushfstring(L, "fathom.InferPlan (%s, %d GPUs, TP %d PP %d)",
-                  p->pass == FTH_PASS_PREFILL ? "prefill" : "decode", (int)p->base.num_gpus,
-                  p->base.tp, p->base.pp);
+                  p->pass == FTH_PASS_PREFILL ? "prefill" : "decode", (int)p->layout.num_gpus,
+                  p->layout.tp, p->layout.pp);
   return 1;
-}
-
-static void setint(lua_State *L, const char *k, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
 }
 
 /* (plan) -> degrees table, as TrainPlan:degrees(): counts are integers (local_experts,
  * E / EP, may be a fraction and stays a number) */
 static int plan_degrees(lua_State *L) {
   const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
-  const fth_train_plan *b = &p->base;
+  const fth_layout *b = &p->layout;
   lua_createtable(L, 0, 16);
   setint(L, "tp", b->tp);
   setint(L, "tp_moe", b->tp_moe);
@@ -141,7 +140,7 @@ static int plan_degrees(lua_State *L) {
   setint(L, "pp", b->pp);
   setint(L, "cp", b->cp);
   lbind_setcount(L, "gpus", b->num_gpus);
-  lbind_setcount(L, "microbatches", b->microbatches);
+  lbind_setcount(L, "microbatches", p->microbatches);
   setint(L, "layers_per_stage", b->layers_per_stage);
   setint(L, "moe_layers_per_stage", b->moe_layers_per_stage);
   setnum(L, "local_experts", b->local_experts);

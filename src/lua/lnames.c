@@ -15,8 +15,9 @@
 #include "fth_kernel.h"
 #include "fth_model.h"
 #include "fth_phase.h"
-#include "fth_pipeline.h"
+#include "fth_recipe.h"
 #include "fth_route.h"
+#include "fth_schedule.h"
 #include "fth_topology.h"
 #include "fth_train.h"
 #include "lfathom.h"
@@ -72,6 +73,8 @@ NAME_OF(fth_route_dist_name, fth_route_dist)
 PARSE_OF(fth_route_dist_parse)
 NAME_OF(fth_placement_name, fth_placement)
 PARSE_OF(fth_placement_parse)
+NAME_OF(fth_recipe_name, fth_recipe)
+PARSE_OF(fth_recipe_parse)
 
 /* Spellings the core's parsers accept besides the canonical names; listed here
  * (and only here outside the core) so Lua's choices can offer them. The spec
@@ -117,6 +120,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                                    fth_route_dist_parse_i, NULL},
     [LNAMES_ROUTE_PLACEMENT] = {"route_placement", FTH_PLACE_COUNT, fth_placement_name_i,
                                 fth_placement_parse_i, NULL},
+    [LNAMES_PRECISION_RECIPE] = {"precision_recipe", FTH_RECIPE_COUNT, fth_recipe_name_i,
+                                 fth_recipe_parse_i, NULL},
 };
 
 int lnames_count(lnames_enum e) {

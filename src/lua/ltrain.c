@@ -134,29 +134,29 @@ static int plan_footprint(lua_State *L) {
 static int plan_degrees(lua_State *L) {
   const fth_train_plan *p = check_plan(L, 1);
   lua_createtable(L, 0, 16);
-  setint(L, "tp", p->tp);
-  setint(L, "tp_moe", p->tp_moe);
-  setint(L, "dp", p->dp);
-  setint(L, "dp_moe", p->dp_moe);
-  setint(L, "ep", p->ep);
-  setint(L, "ep_su", p->ep_su);
-  setint(L, "ep_so", p->ep_so);
-  setint(L, "pp", p->pp);
-  setint(L, "cp", p->cp);
-  lbind_setcount(L, "gpus", p->num_gpus);
+  setint(L, "tp", p->layout.tp);
+  setint(L, "tp_moe", p->layout.tp_moe);
+  setint(L, "dp", p->layout.dp);
+  setint(L, "dp_moe", p->layout.dp_moe);
+  setint(L, "ep", p->layout.ep);
+  setint(L, "ep_su", p->layout.ep_su);
+  setint(L, "ep_so", p->layout.ep_so);
+  setint(L, "pp", p->layout.pp);
+  setint(L, "cp", p->layout.cp);
+  lbind_setcount(L, "gpus", p->layout.num_gpus);
   lbind_setcount(L, "microbatches", p->microbatches);
-  setint(L, "layers_per_stage", p->layers_per_stage);
-  setint(L, "moe_layers_per_stage", p->moe_layers_per_stage);
-  setnum(L, "local_experts", p->local_experts);
-  setnum(L, "params_total", p->params.total);
-  setnum(L, "params_active", p->params.active);
+  setint(L, "layers_per_stage", p->layout.layers_per_stage);
+  setint(L, "moe_layers_per_stage", p->layout.moe_layers_per_stage);
+  setnum(L, "local_experts", p->layout.local_experts);
+  setnum(L, "params_total", p->layout.params.total);
+  setnum(L, "params_active", p->layout.params.active);
   return 1;
 }
 
 static int plan_tostring(lua_State *L) {
   const fth_train_plan *p = check_plan(L, 1);
-  lua_pushfstring(L, "fathom.TrainPlan (%d GPUs, TP %d PP %d DP %d EP %d)", (int)p->num_gpus, p->tp,
-                  p->pp, p->dp, p->ep);
+  lua_pushfstring(L, "fathom.TrainPlan (%d GPUs, TP %d PP %d DP %d EP %d)", (int)p->layout.num_gpus, p->layout.tp,
+                  p->layout.pp, p->layout.dp, p->layout.ep);
   return 1;
 }
 

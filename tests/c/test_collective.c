@@ -31,7 +31,7 @@ static int ring_exact(void) {
     fth_coll_result r = fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, M, &l, 1, NULL);
     double expect = 2.0 * (g - 1) / g * M / B + 2.0 * (g - 1) * A;
     FTH_ENSURE_NEAR(expect, r.time_s, 1e-12);
-    FTH_ENSURE_NEAR(2.0 * (g - 1) / g * M / B, r.bandwidth_s, 1e-12);
+    FTH_ENSURE_NEAR(2.0 * (g - 1) / g * M / B, r.transfer_s, 1e-12);
     FTH_ENSURE_NEAR(2.0 * (g - 1) * A, r.latency_s, 1e-12);
     FTH_ENSURE(r.algo == FTH_ALGO_RING);
   }
@@ -81,7 +81,7 @@ static int algorithms_by_hand(void) {
   r = fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, M, &l, 1, &p);
   FTH_ENSURE_NEAR(10.006e-3, r.time_s, 1e-12);
   FTH_ENSURE_NEAR(6e-6, r.latency_s, 1e-12);
-  FTH_ENSURE_NEAR(10e-3, r.bandwidth_s, 1e-12);
+  FTH_ENSURE_NEAR(10e-3, r.transfer_s, 1e-12);
   FTH_ENSURE_NEAR(17.511e-3, t1(FTH_COLL_ALL_REDUCE, FTH_ALGO_TREE, M, &l, &p), 1e-12);
   /* PXN is for all-to-all over two levels or more only. */
   FTH_ENSURE(isinf(t1(FTH_COLL_ALL_TO_ALL, FTH_ALGO_PXN, M, &l, &p)));

@@ -73,8 +73,8 @@ static int toy_hand_derived(void) {
   fth_train_plan plan;
   fth_error err;
   FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
-  FTH_ENSURE_EQ_INT(2, plan.tp);
-  FTH_ENSURE_EQ_INT(2, plan.dp);
+  FTH_ENSURE_EQ_INT(2, plan.layout.tp);
+  FTH_ENSURE_EQ_INT(2, plan.layout.dp);
   FTH_ENSURE_NEAR(2.0, plan.microbatches, 0);
   fth_train_result r;
   fth_train_evaluate(&plan, &r);
@@ -225,10 +225,24 @@ static int refusals(void) {
   fth_train_plan plan;
   fth_error err;
   fth_train_def w = toy_work();
-  w.micro_batch = 3; /* 8 is not a multiple of 3 x DP 2 */
-  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_EINVAL);
+  w.micro_batch = 3; /* 8 is not a multiple of 3 x DP 2: a typed tiling refusal */
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_ETILE);
   FTH_ENSURE(strcmp(err.path, "workload.global_batch_size") == 0);
   FTH_ENSURE(strstr(err.msg, "micro_batch_size x DP = 3 x 2 = 6") != NULL);
+  /* ... which leaves the layout usable for another workload (what the search reworks). */
+  FTH_ENSURE(plan.layout.num_gpus == 4);
+  w.micro_batch = 2;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_OK);
+  /* PP x virtual stages beyond an int does not overflow: refused as not tiling. */
+  w.pp = FTH_PP_INTERLEAVED;
+  w.virtual_stages = 1 << 30;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_ETILE);
+  FTH_ENSURE(strstr(err.msg, "exceeds n_layers") != NULL);
+  /* Virtual stages on a schedule that does not interleave are refused. */
+  w.pp = FTH_PP_ZB_H1;
+  w.virtual_stages = 2;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.pp_spec.virtual_stages") == 0);
   w = toy_work();
   w.comp_comm_eff = 1.5;
   FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_EINVAL);
@@ -274,7 +288,36 @@ static int offload(void) {
   return 0;
 }
 
+/* Interleaving with a layer count that PP x v does not divide (Llama 3.1
+ * 405B: 126 layers over 16 stages): 5 layers over PP 2 with v = 2 gives
+ * chunks of 2 and 1 layers; the busiest stage holds ceil(5 / 2) = 3 layers
+ * and the bubble is (p - 1)(t_f + t_b) / v = (t_f + t_b) / 2. PP x v beyond
+ * the layers (2 x 3 = 6 > 5) leaves an empty chunk: refused as not tiling. */
+static int uneven_interleaving(void) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  topo.logical[1].tag = FTH_TAG_PP; /* TP 2 x PP 2 */
+  fth_model_def model = toy_model();
+  model.n_layers = 5;
+  fth_train_def w = toy_work();
+  w.global_batch = 4;
+  w.micro_batch = 1; /* 4 micro-batches per DP rank: a multiple of PP */
+  w.pp = FTH_PP_INTERLEAVED;
+  w.virtual_stages = 2;
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(3, plan.layout.layers_per_stage);
+  fth_train_result r;
+  fth_train_evaluate(&plan, &r);
+  FTH_ENSURE_NEAR((r.fwd_s + r.bwd_s) / 2.0, r.bubble_s, 1e-12);
+  w.virtual_stages = 3;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_ETILE);
+  return 0;
+}
+
 int train_test(void) {
+  FTH_RUN(uneven_interleaving());
   FTH_RUN(offload());
   FTH_RUN(toy_hand_derived());
   FTH_RUN(properties());

@@ -39,11 +39,12 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--seq S] [--gen N] [--objective OBJ] [--top K]\n" ..
   "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
-  "Enumerates TP (attention and experts), PP (GPipe, 1F1B, interleaved with virtual\n" ..
-  "stages, stages split between pod and cluster), DP with ZeRO-1/2/3, EP split between\n" ..
-  "scale-up and scale-out, CP, SP, micro-batch and recomputation; prunes what does not\n" ..
-  "tile or fit (memory is checked before time) and ranks the rest. Infeasible counts are\n" ..
-  "reported. Models and nodes are found by name in configs/.\n\n" .. args.usage(spec) .. "\n"
+  "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
+  "interleaved with virtual stages, ZB-H1; stages split between pod and cluster), DP with\n" ..
+  "ZeRO-1/2/3, EP split between scale-up and scale-out, CP, SP, micro-batch and\n" ..
+  "recomputation; prunes what does not tile or fit (memory is checked before time) and\n" ..
+  "ranks the rest. Infeasible counts are reported. Models and nodes are found by name in\n" ..
+  "configs/.\n\n" .. args.usage(spec) .. "\n"
 
 local function parse_fix(list)
   local fix = {}

@@ -1,0 +1,278 @@
+/* fth_block.c: one block's kernels and layer collectives (fth_block.h). */
+#include "fth_block.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Element-wise counts per element (FLOPs, bytes in units of the activation
+ * width): a norm reads and writes h, a residual add reads two h and writes
+ * one; the forward pass of both norms and both adds of a block is 2 x 2 + 2 x
+ * 3 = 10 h-sized moves at ~5 FLOPs each, split between the attention and MLP
+ * halves; backward moves about twice as much at ~8 FLOPs (Korthikanti et al.
+ * 2022 Sec. 4.1 counts the same tensors). */
+#define NORM_RES_MOVES    10.0
+#define NORM_RES_FLOPS    5.0
+#define NORM_RES_FLOPS_BW 8.0
+/* The MLP activation: gated reads 2 f and writes f, plain reads and writes f;
+ * ~8 FLOPs forward (SiLU/GELU), ~13 backward. */
+#define ACT_FLOPS    8.0
+#define ACT_FLOPS_BW 13.0
+/* Unfused attention's score matrix: QK^T writes it, scale-mask-softmax reads
+ * and writes it, dropout reads it and writes it and a 1-byte mask, P V reads
+ * it: 6 w + 1 bytes per score (Korthikanti et al. 2022 Sec. 4.1); ~8 FLOPs
+ * forward, ~12 and twice the bytes backward. */
+#define SCORE_FLOPS    8.0
+#define SCORE_FLOPS_BW 12.0
+/* Flash attention's backward recomputes the scores: 2.5x the forward FLOPs
+ * (Dao 2023); unfused backward is 2x (dQ, dK, dV GEMMs). */
+#define FLASH_BWD_FLOPS   2.5
+#define UNFUSED_BWD_FLOPS 2.0
+/* Softmax cross-entropy over the vocabulary shard in fp32: ~5 FLOPs and
+ * 4 + w bytes per logit. */
+#define LOSS_FLOPS 5.0
+
+static void add(const fth_block_env *e, fth_phase *ph, fth_flop_part part, fth_kernel_cost k,
+                double weight_bytes) {
+  fth_phase_add_kernel(&e->k, ph, part, k, weight_bytes);
+}
+
+static void scale_cost(fth_kernel_cost *k, double s) {
+  k->flops *= s;
+  k->bytes *= s;
+  k->compute_s *= s;
+  k->memory_s *= s;
+  k->time_s *= s;
+}
+
+/* One collective of `bytes` over the group of `kind`, timed once and added
+ * `calls_f` times to the forward pass and `calls_b` times to the backward
+ * (when there is one). */
+static void comm(const fth_block_env *e, fth_phase *fwd, fth_phase *bwd, fth_comm_kind kind,
+                 fth_coll_op op, double bytes, double calls_f, double calls_b) {
+  const fth_group *g = &e->lay->group[kind];
+  if (g->n == 0 || bytes <= 0) return;
+  fth_coll_result r = fth_collective(op, FTH_ALGO_AUTO, bytes, g->lv, g->n, e->coll);
+  fth_phase_add_comm(fwd, kind, op, r.algo, bytes, r.time_s, calls_f);
+  if (bwd) fth_phase_add_comm(bwd, kind, op, r.algo, bytes, r.time_s, calls_b);
+}
+
+/* Routed (token, expert) copies one GPU sends in dispatch: its tokens / TP
+ * (the attention TP ranks share the tokens), top-k each, times the busiest
+ * rank's excess. */
+static double routed_copies(const fth_block_env *e, double tokens) {
+  return tokens * e->model->top_k * e->expert_imbalance / e->lay->tp;
+}
+
+/* Attention core: heads / TP query heads. A whole sequence (q = ctx / CP)
+ * runs the causal ctx x ctx problem split evenly over CP (load-balanced ring
+ * attention: q / ctx of it per rank); a chunk of q < ctx new tokens attends
+ * as the last q of ctx positions; decode reads every cached key and value
+ * from the KV tier. */
+static void attention(const fth_block_env *e, const fth_layer_shape *sh, double reqs, double q,
+                      double ctx, fth_phase *fwd, fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
+  if (e->mode == FTH_BLOCK_DECODE) {
+    double kv_tok = fth_layout_kv_elems_per_gpu(l, e->model, sh);
+    fth_kernel_cost k;
+    k.flops = 2.0 * reqs * q * heads * ctx * (sh->d_qk + sh->d_v);
+    k.bytes = reqs * ctx * kv_tok * e->kv_bytes;
+    double rate = e->k.env.attention_flops_per_s > 0 ? e->k.env.attention_flops_per_s
+                                                     : e->k.env.matrix_flops_per_s;
+    k.compute_s = rate > 0 ? k.flops / rate : HUGE_VAL;
+    k.memory_s = e->kv_bw > 0 ? k.bytes / e->kv_bw : HUGE_VAL;
+    k.time_s = fth_max(k.compute_s, k.memory_s);
+    add(e, fwd, FTH_FLOP_ATTENTION, k, 0.0);
+    fwd->kv_memory_s += k.memory_s;
+    return;
+  }
+  /* Unfused attention runs as two batched GEMMs at the matrix rate and
+   * computes the full score matrix (masking it); fused kernels skip the
+   * masked half. */
+  fth_kernel_env env = e->k.env;
+  if (!e->flash_attention) env.attention_flops_per_s = env.matrix_flops_per_s;
+  fth_kernel_cost k;
+  if (q * l->cp == ctx) {
+    k = fth_kernel_attention(&env, reqs, heads, kvh, ctx, ctx, sh->d_qk, sh->d_v,
+                             e->flash_attention, e->act_bytes);
+    scale_cost(&k, q / ctx);
+  } else { /* a chunk: the last q positions of ctx */
+    k = fth_kernel_attention(&env, reqs, heads, kvh, q, ctx, sh->d_qk, sh->d_v, e->flash_attention,
+                             e->act_bytes);
+  }
+  add(e, fwd, FTH_FLOP_ATTENTION, k, 0.0);
+  if (!e->flash_attention) {
+    double scores = reqs * heads * q * ctx; /* full matrix: unfused kernels mask, not skip */
+    double per = 6.0 * e->act_bytes + 1.0;
+    add(e, fwd, FTH_FLOP_ATTENTION, fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, per),
+        0.0);
+    if (bwd)
+      add(e, bwd, FTH_FLOP_ATTENTION,
+          fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS_BW, 2.0 * per), 0.0);
+  }
+  if (bwd) {
+    double f = e->flash_attention ? FLASH_BWD_FLOPS : UNFUSED_BWD_FLOPS;
+    fth_kernel_cost kb = k;
+    kb.flops *= f;
+    kb.compute_s *= f;
+    kb.bytes *= 2.0;
+    kb.memory_s *= 2.0;
+    add(e, bwd, FTH_FLOP_ATTENTION, kb, 0.0);
+  }
+}
+
+/* Appending the new tokens' keys and values to the cache (inference). */
+static void kv_append(const fth_block_env *e, const fth_layer_shape *sh, double tokens,
+                      fth_phase *fwd) {
+  fth_kernel_cost k;
+  memset(&k, 0, sizeof k);
+  k.bytes = tokens * fth_layout_kv_elems_per_gpu(e->lay, e->model, sh) * e->kv_bytes;
+  k.memory_s = e->kv_bw > 0 ? k.bytes / e->kv_bw : HUGE_VAL;
+  k.time_s = k.memory_s;
+  add(e, fwd, FTH_FLOP_ATTENTION, k, 0.0);
+  fwd->kv_memory_s += k.memory_s;
+}
+
+/* Norms, residual adds and the MLP activation. Without sequence parallelism
+ * the h-sized work is repeated on every TP rank. */
+static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phase *fwd,
+                        fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  const fth_model_def *m = e->model;
+  const double ab = e->act_bytes;
+  double htok = e->sequence_parallel ? tokens / l->tp : tokens;
+  double half = htok * m->d_model * NORM_RES_MOVES / 2.0;
+  fth_kernel_cost ka = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS, ab);
+  add(e, fwd, FTH_FLOP_ATTENTION, ka, 0.0);
+  add(e, fwd, FTH_FLOP_MLP, ka, 0.0);
+  if (bwd) {
+    fth_kernel_cost kab = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS_BW, 2.0 * ab);
+    add(e, bwd, FTH_FLOP_ATTENTION, kab, 0.0);
+    add(e, bwd, FTH_FLOP_MLP, kab, 0.0);
+  }
+  double ff = moe ? tokens * (m->top_k * e->expert_imbalance + m->num_shared_experts) *
+                        l->expert_ffn / l->tp
+                  : tokens * l->ffn_hidden / l->tp;
+  double gate = m->gated_mlp ? 3.0 : 2.0;
+  add(e, fwd, FTH_FLOP_MLP, fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS, gate * ab), 0.0);
+  if (bwd)
+    add(e, bwd, FTH_FLOP_MLP,
+        fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS_BW, 2.0 * gate * ab), 0.0);
+}
+
+/* Layer collectives of one block, forward (and backward, the same again
+ * except CP's, which sends K/V and their gradients).
+ * TP (Korthikanti et al. 2022 Sec. 4.2.2): two all-reduces of the [tokens, h]
+ * activation per block, or with sequence parallelism a reduce-scatter and an
+ * all-gather of the same data; an MoE block keeps one (attention) plus one for
+ * shared experts. TP_MoE (Megatron-Core MoE): gather the group's routed copies
+ * before the experts, reduce-scatter after. EP: dispatch + combine all-to-all of the
+ * routed copies, h each; the busiest receiver sets the pace. CP (ring
+ * attention, Liu et al. 2023): the other ranks' K and V pass by every rank. */
+static void collectives(const fth_block_env *e, int moe, double tokens, fth_phase *fwd,
+                        fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  const fth_model_def *m = e->model;
+  const double h = m->d_model;
+  double msg = tokens * h * e->act_bytes;
+  double tp_calls = moe ? 1.0 + (m->num_shared_experts > 0) : 2.0;
+  if (e->sequence_parallel) {
+    comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_REDUCE_SCATTER, msg, tp_calls, tp_calls);
+    comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_ALL_GATHER, msg, tp_calls, tp_calls);
+  } else {
+    comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_ALL_REDUCE, msg, tp_calls, tp_calls);
+  }
+  if (moe) {
+    double copies = routed_copies(e, tokens) * h * e->act_bytes;
+    /* Every TP_MoE rank runs its slice of the same experts over all the
+     * copies its group received: the gather's output (the byte convention
+     * of fth_collective.h) is TP_MoE times one rank's copies. */
+    double gathered = copies * l->tp_moe;
+    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_ALL_GATHER, gathered, 1.0, 1.0);
+    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_REDUCE_SCATTER, gathered, 1.0, 1.0);
+    /* A packet-level simulation of the routed exchange may stand in for the
+     * alpha-beta cost (workload.ep_all_to_all_sec, from fathom.route). */
+    if (e->ep_a2a_override_s > 0 && l->group[FTH_COMM_EP].n > 0) {
+      fth_phase_add_comm(fwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, copies,
+                         e->ep_a2a_override_s, 2.0);
+      if (bwd)
+        fth_phase_add_comm(bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, copies,
+                           e->ep_a2a_override_s, 2.0);
+    } else {
+      comm(e, fwd, bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, copies, 2.0, 2.0);
+    }
+  }
+  if (l->cp > 1 && e->mode != FTH_BLOCK_DECODE) {
+    const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
+    double kv = tokens * fth_layout_kv_elems_per_gpu(l, m, sh) * e->kv_bytes * l->cp;
+    comm(e, fwd, bwd, FTH_COMM_CP, FTH_COLL_ALL_GATHER, kv, 1.0, 2.0);
+  }
+}
+
+void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
+                    fth_phase *fwd, fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
+  const double tokens = requests * q;
+  memset(fwd, 0, sizeof *fwd);
+  if (bwd) memset(bwd, 0, sizeof *bwd);
+  /* Linears; routed experts see tokens k imbalance / TP x TP_MoE (token,
+   * expert) pairs per GPU (the mean load is the same on every GPU). */
+  fth_phase_linears(&e->k, sh, tokens, l->tp, l->tp_moe, routed_copies(e, tokens) * l->tp_moe,
+                    l->local_experts, e->act_bytes, e->weight_bytes, fwd, bwd);
+  attention(e, sh, requests, q, ctx, fwd, bwd);
+  if (e->mode != FTH_BLOCK_TRAIN) kv_append(e, sh, tokens, fwd);
+  elementwise(e, moe, tokens, fwd, bwd);
+  collectives(e, moe, tokens, fwd, bwd);
+}
+
+void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
+                    fth_phase *fwd, fth_phase *bwd) {
+  const double h = e->model->d_model, v = (double)e->model->vocab_size / e->lay->tp;
+  const double ab = e->act_bytes, tokens = requests * q;
+  memset(fwd, 0, sizeof *fwd);
+  if (bwd) memset(bwd, 0, sizeof *bwd);
+  /* Embedding lookup: gather rows and write [tokens, h] (memory only). */
+  fth_kernel_cost ke = fth_kernel_elementwise(&e->k.env, tokens * h, 0.0, 2.0 * ab);
+  if (e->mode != FTH_BLOCK_TRAIN) {
+    /* Inference scores only the next token of each request; weights are
+     * stored at their own width. */
+    fth_kernel_cost k = fth_kernel_gemm(&e->k.env, requests, v, h, 1, ab);
+    k.bytes += h * v * (e->weight_bytes - ab);
+    add(e, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * e->weight_bytes);
+    if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
+    return;
+  }
+  add(e, fwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, v, h, 1, ab), h * v * ab);
+  fth_kernel_cost ks = fth_kernel_elementwise(&e->k.env, tokens * v, LOSS_FLOPS, 4.0 + ab);
+  add(e, fwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
+  if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
+  if (bwd == NULL) return;
+  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, h, v, 1, ab), h * v * ab);
+  double before = bwd->kernel_s;
+  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, h, v, tokens, 1, ab), 0.0);
+  bwd->wgrad_s += bwd->kernel_s - before;
+  add(e, bwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
+  if (embedding) add(e, bwd, FTH_FLOP_EMBEDDING, ke, 0.0);
+}
+
+void fth_block_recompute_attention(const fth_block_env *e, double requests, double seq,
+                                   double layers, fth_phase *rec) {
+  if (e->flash_attention) return; /* its backward recomputes the scores anyway */
+  const fth_layout *l = e->lay;
+  const fth_layer_shape *sh = &l->dense_shape;
+  double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
+  fth_kernel_env env = e->k.env;
+  env.attention_flops_per_s = env.matrix_flops_per_s; /* unfused: batched GEMMs */
+  fth_kernel_cost k =
+      fth_kernel_attention(&env, requests, heads, kvh, seq, seq, sh->d_qk, sh->d_v, 0, e->act_bytes);
+  double s = layers / l->cp;
+  k.flops *= s;
+  k.bytes *= s;
+  k.compute_s *= s;
+  k.memory_s *= s;
+  add(e, rec, FTH_FLOP_ATTENTION, k, 0.0);
+  double scores = layers * requests * heads * seq * seq / l->cp;
+  add(e, rec, FTH_FLOP_ATTENTION,
+      fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, 6.0 * e->act_bytes + 1.0), 0.0);
+}

@@ -1,0 +1,56 @@
+/* fth_block.h: one transformer block on one GPU, for a micro-batch of
+ * requests: its kernels (linears, attention core, element-wise work) and its
+ * layer collectives (TP, TP_MoE, EP, CP), forward and backward for training,
+ * forward for prefill, one new token against a cached context for decode.
+ * The only home of the TP/EP/CP message sizes and of the element-wise counts,
+ * so every step model costs a block the same way. The LM head and embedding
+ * of a micro-batch are here too. */
+#ifndef FTH_BLOCK_H
+#define FTH_BLOCK_H
+
+#include "fth_collective.h"
+#include "fth_layout.h"
+#include "fth_phase.h"
+
+typedef enum fth_block_mode {
+  FTH_BLOCK_TRAIN = 0, ///< forward and backward, no KV cache
+  FTH_BLOCK_PREFILL,   ///< forward, keys and values written to the cache
+  FTH_BLOCK_DECODE,    ///< forward of q new tokens against ctx cached ones, read from the KV tier
+} fth_block_mode;
+
+/// How a block runs: kernels, layout, widths and the collective parameters.
+typedef struct fth_block_env {
+  fth_phase_ctx k;
+  const fth_layout *lay;
+  const fth_model_def *model;
+  const fth_coll_params *coll;
+  fth_block_mode mode;
+  double act_bytes;        ///< activations and compute operands
+  double weight_bytes;     ///< stored weights
+  double kv_bytes;         ///< KV cache (and the CP K/V exchange)
+  double kv_bw;            ///< bandwidth of the KV cache's tier (decode)
+  double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
+  int flash_attention;
+  int sequence_parallel;
+  double ep_a2a_override_s; ///< time of one EP dispatch or combine, if simulated (0 = model)
+} fth_block_env;
+
+/// One block for `requests` sequences, `q` new tokens each on this GPU (s / CP
+/// in training and prefill), attending to `ctx` tokens (the sequence, or the
+/// cached context). `moe` picks the MoE block. `bwd` may be NULL (inference).
+void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
+                    fth_phase *fwd, fth_phase *bwd);
+
+/// The LM head (and loss, in training) of the last stage for the micro-batch,
+/// and the embedding lookup when `embedding` (the stage holds the embedding
+/// too: one stage, PP = 1); inference scores only each request's next token.
+void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
+                    fth_phase *fwd, fth_phase *bwd);
+
+/// Selective recomputation of an unfused attention core (Korthikanti et al.
+/// 2022 Sec. 5): the score GEMMs and the softmax/dropout passes of `layers`
+/// blocks, added to `rec`. Flash attention recomputes nothing extra.
+void fth_block_recompute_attention(const fth_block_env *e, double requests, double seq,
+                                   double layers, fth_phase *rec);
+
+#endif

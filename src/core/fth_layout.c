@@ -1,0 +1,146 @@
+/* fth_layout.c: degrees, groups, stage split and shapes (fth_layout.h). */
+#include "fth_layout.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const comm_names[FTH_COMM_KIND_COUNT] = {"tp", "tp_moe", "ep",    "cp",
+                                                            "pp", "dp",     "dp_moe"};
+
+const char *fth_comm_kind_name(fth_comm_kind k) {
+  return (k >= 0 && k < FTH_COMM_KIND_COUNT) ? comm_names[k] : NULL;
+}
+
+static int levels_size(const fth_group_level *lv, int n) {
+  int g = 1;
+  for (int i = 0; i < n; i++) g *= lv[i].group_size;
+  return g;
+}
+
+static void group(const fth_topology_def *topo, fth_logical_tag tag, fth_group *g) {
+  g->n = fth_topology_group(topo, tag, 1, g->lv, &g->dim);
+  g->size = levels_size(g->lv, g->n);
+}
+
+/* EP spans its scale-up and scale-out parts, scale-up first. */
+static void ep_group(const fth_topology_def *topo, fth_layout *l) {
+  fth_group su, so;
+  group(topo, FTH_TAG_EP_SU, &su);
+  group(topo, FTH_TAG_EP_SO, &so);
+  fth_group *g = &l->group[FTH_COMM_EP];
+  g->n = 0;
+  for (int i = 0; i < su.n && g->n < FTH_MAX_PHYS_DIMS; i++) g->lv[g->n++] = su.lv[i];
+  for (int i = 0; i < so.n && g->n < FTH_MAX_PHYS_DIMS; i++) g->lv[g->n++] = so.lv[i];
+  g->dim = su.n > 0 ? su.dim : so.dim;
+  g->size = levels_size(g->lv, g->n);
+  l->ep_su = su.size;
+  l->ep_so = so.size;
+}
+
+/* Parameters of the busiest stage on one GPU: the dense part sharded by TP
+ * (with the embedding or the LM head), the experts by TP_MoE. */
+static void stage_params(fth_layout *l) {
+  const fth_layer_shape *ds = &l->dense_shape, *ms = &l->moe_shape;
+  double tp = l->tp;
+  double d = l->dense_layers_per_stage * (ds->params_attn + ds->params_mlp + ds->params_norm) / tp;
+  d += l->moe_layers_per_stage *
+       (ms->params_attn + ms->params_norm + ms->params_router + ms->params_shared) / tp;
+  /* The embedding sits on the first stage, the LM head on the last; the
+   * busiest stage holds one of them (both when PP = 1). */
+  double emb = l->params.embedding / tp, head = l->params.lm_head / tp;
+  d += l->pp == 1 ? emb + head : fth_max(emb, head > 0 ? head : emb);
+  l->stage_dense_params = d;
+  l->stage_expert_params = l->moe_layers_per_stage * l->local_experts * ms->params_per_expert /
+                           l->tp_moe;
+}
+
+fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const fth_model_def *m,
+                           fth_error *err) {
+  memset(l, 0, sizeof *l);
+  static const fth_logical_tag tags[FTH_COMM_KIND_COUNT] = {
+      FTH_TAG_TP_ATTN, FTH_TAG_TP_MOE, FTH_TAG_EP_SU,  FTH_TAG_CP,
+      FTH_TAG_PP,      FTH_TAG_DP_ATTN, FTH_TAG_DP_MOE};
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
+    if (k != FTH_COMM_EP) group(topo, tags[k], &l->group[k]);
+  ep_group(topo, l);
+  l->tp = l->group[FTH_COMM_TP].size;
+  l->tp_moe = l->group[FTH_COMM_TP_MOE].size;
+  l->cp = l->group[FTH_COMM_CP].size;
+  l->pp = l->group[FTH_COMM_PP].size;
+  l->dp = l->group[FTH_COMM_DP].size;
+  l->dp_moe = l->group[FTH_COMM_DP_MOE].size;
+  l->ep = l->group[FTH_COMM_EP].size;
+  double num_gpus = fth_topology_num_gpus(topo);
+
+  int moe = m->num_experts > 1;
+  double attn_gpus = (double)l->tp * l->cp * l->dp * l->pp;
+  if (attn_gpus != num_gpus)
+    return fth_fail(err, FTH_ETILE, "topology.logical",
+                    "TP_Attn x CP x DP_Attn x PP = %d x %d x %d x %d = %.0f but the physical "
+                    "topology has %.0f GPUs (make the logical sizes multiply to the GPU count)",
+                    l->tp, l->cp, l->dp, l->pp, attn_gpus, num_gpus);
+  if (moe) {
+    double moe_gpus = (double)l->tp_moe * l->ep * l->dp_moe * l->pp;
+    if (moe_gpus != num_gpus)
+      return fth_fail(err, FTH_ETILE, "topology.logical",
+                      "TP_MoE x EP x DP_MoE x PP = %d x %d x %d x %d = %.0f but the physical "
+                      "topology has %.0f GPUs",
+                      l->tp_moe, l->ep, l->dp_moe, l->pp, moe_gpus, num_gpus);
+    if (m->num_experts % l->ep != 0)
+      return fth_fail(err, FTH_EINVAL, "topology.logical",
+                      "EP = %d does not divide num_regular_experts = %d", l->ep, m->num_experts);
+    /* ScaleScope's expert_high_bandwidth_group_size_xpus names the EP group
+     * that gets scale-up bandwidth: fathom takes that group from EP_SU, so
+     * the two must agree. */
+    if (topo->expert_hb_group_xpus > 0 && topo->expert_hb_group_xpus != l->ep_su)
+      return fth_fail(err, FTH_EINVAL, "topology.expert_high_bandwidth_group_size_xpus",
+                      "the EP group with scale-up bandwidth is %d GPUs but the logical "
+                      "topology's EP_SU is %d (make EP_SU its size, or drop the key)",
+                      topo->expert_hb_group_xpus, l->ep_su);
+  } else if (l->ep > 1) {
+    return fth_fail(err, FTH_EINVAL, "topology.logical",
+                    "EP = %d but the model is dense (num_regular_experts <= 1)", l->ep);
+  }
+  if (m->num_heads % l->tp != 0)
+    return fth_fail(err, FTH_EINVAL, "topology.logical",
+                    "TP_Attn = %d does not divide num_heads = %d (pick a divisor of the heads)",
+                    l->tp, m->num_heads);
+  if (m->n_layers < l->pp)
+    return fth_fail(err, FTH_ETILE, "topology.logical", "PP = %d exceeds n_layers = %d", l->pp,
+                    m->n_layers);
+  l->num_gpus = num_gpus;
+  l->layers_per_stage = (int)fth_ceil_div((double)m->n_layers, (double)l->pp);
+  int n_moe = fth_model_num_moe_layers(m);
+  l->moe_layers_per_stage = (int)fth_ceil_div((double)n_moe, (double)l->pp);
+  if (l->moe_layers_per_stage > l->layers_per_stage) l->moe_layers_per_stage = l->layers_per_stage;
+  l->dense_layers_per_stage = l->layers_per_stage - l->moe_layers_per_stage;
+  l->local_experts = moe ? (double)m->num_experts / l->ep : 0.0;
+  l->ffn_hidden = fth_model_ffn_hidden(m);
+  l->expert_ffn = fth_model_expert_ffn_hidden(m);
+  l->dense_shape = fth_model_layer_shape(m, 0);
+  l->moe_shape = moe ? fth_model_layer_shape(m, 1) : l->dense_shape;
+  l->params = fth_model_params(m);
+  stage_params(l);
+  return FTH_OK;
+}
+
+fth_status fth_layout_batch(const fth_layout *l, double global_batch, double micro_batch,
+                            double seq_len, double *microbatches, fth_error *err) {
+  if (seq_len > 0 && fmod(seq_len, (double)l->cp) != 0)
+    return fth_fail(err, FTH_ETILE, "workload.seq_length",
+                    "seq_length %.0f is not a multiple of CP = %d", seq_len, l->cp);
+  double per_step = micro_batch * l->dp;
+  if (fmod(global_batch, per_step) != 0)
+    return fth_fail(err, FTH_ETILE, "workload.global_batch_size",
+                    "global_batch_size %.0f is not a multiple of micro_batch_size x DP = %.0f x "
+                    "%d = %.0f",
+                    global_batch, micro_batch, l->dp, per_step);
+  *microbatches = global_batch / per_step;
+  return FTH_OK;
+}
+
+double fth_layout_kv_elems_per_gpu(const fth_layout *l, const fth_model_def *m,
+                                   const fth_layer_shape *sh) {
+  if (m->kv_lora_rank > 0) return sh->kv_cache_per_token;
+  return sh->kv_cache_per_token * fth_max(1.0, sh->kv_heads / l->tp) / sh->kv_heads;
+}

@@ -1,0 +1,70 @@
+/* fth_layout.h: where a model sits on a cluster. From the node, the topology
+ * and the model: the parallel degrees, the communication group of every kind
+ * (its levels on the physical dimensions), the pipeline's stage split, the
+ * layer shapes and the parameters one GPU of the busiest stage holds. Every
+ * "0 = use X" default of the model (FFN widths) is resolved here, once, and
+ * every step model (training, prefill, decode, serving) reads it from here. */
+#ifndef FTH_LAYOUT_H
+#define FTH_LAYOUT_H
+
+#include "fth_common.h"
+#include "fth_hardware.h"
+#include "fth_model.h"
+#include "fth_topology.h"
+
+/// Kinds of communication, each with its own group and reported on its own.
+typedef enum fth_comm_kind {
+  FTH_COMM_TP = 0, ///< attention + dense-MLP tensor parallel collectives
+  FTH_COMM_TP_MOE, ///< expert tensor parallel collectives
+  FTH_COMM_EP,     ///< MoE dispatch + combine all-to-all
+  FTH_COMM_CP,     ///< context parallel K/V exchange
+  FTH_COMM_PP,     ///< pipeline send/recv
+  FTH_COMM_DP,     ///< dense-parameter gradient reduction (and ZeRO parameter gathers)
+  FTH_COMM_DP_MOE, ///< expert-parameter gradient reduction
+  FTH_COMM_KIND_COUNT
+} fth_comm_kind;
+
+const char *fth_comm_kind_name(fth_comm_kind k); ///< "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe"
+
+/// One communication group: its levels on the physical dimensions.
+typedef struct fth_group {
+  fth_group_level lv[FTH_MAX_PHYS_DIMS];
+  int n;    ///< levels (0 = no communication)
+  int dim;  ///< innermost physical dimension (-1 if none)
+  int size; ///< GPUs in the group (product of the levels)
+} fth_group;
+
+typedef struct fth_layout {
+  double num_gpus;
+  int tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp;
+  fth_group group[FTH_COMM_KIND_COUNT];
+  int layers_per_stage;     ///< ceil(n_layers / pp): the slowest stage
+  int moe_layers_per_stage; ///< MoE blocks on the stage with the most
+  int dense_layers_per_stage;
+  double local_experts; ///< routed experts per GPU per MoE layer (E / EP)
+  double ffn_hidden;    ///< dense MLP width (ffn_hidden_size, else mlp_ratio x d_model)
+  double expert_ffn;    ///< one expert's width (expert_ffn_hidden_size, else ffn_hidden)
+  fth_layer_shape dense_shape, moe_shape;
+  fth_param_count params;
+  double stage_dense_params;  ///< dense parameters one GPU of the busiest stage holds (TP-sharded)
+  double stage_expert_params; ///< expert parameters it holds (E / EP experts sharded by TP_MoE)
+} fth_layout;
+
+/// Derive the layout, checking that the logical sizes tile the GPUs and
+/// divide the heads and experts. Paths are prefixed "topology.logical".
+fth_status fth_layout_make(fth_layout *lay, const fth_topology_def *topo,
+                           const fth_model_def *model, fth_error *err);
+
+/// Micro-batches per DP rank for `global_batch` sequences in micro-batches of
+/// `micro_batch` (FTH_ETILE unless they tile), with `seq_len` checked
+/// against CP and, when `seq_len` is 0, not at all.
+fth_status fth_layout_batch(const fth_layout *lay, double global_batch, double micro_batch,
+                            double seq_len, double *microbatches, fth_error *err);
+
+/// KV elements per token per block one GPU holds: GQA splits the K/V heads
+/// over TP (replicated when there are fewer heads than ranks); MLA's latent
+/// is replicated on every TP rank.
+double fth_layout_kv_elems_per_gpu(const fth_layout *lay, const fth_model_def *m,
+                                   const fth_layer_shape *sh);
+
+#endif

@@ -1,0 +1,44 @@
+/* fth_recipe.c: the recipe table (fth_recipe.h). */
+#include "fth_recipe.h"
+
+#include <string.h>
+
+static const fth_recipe_row rows[FTH_RECIPE_COUNT] = {
+    [FTH_RECIPE_NONE] = {"none", FTH_PREC_COUNT, 0.0, 0.0, 0.0, "-"},
+    /* Micikevicius et al. 2022 ("FP8 Formats for Deep Learning"); Transformer
+     * Engine's DelayedScaling: the scale comes from an amax history, the cast
+     * is one fused cast-transpose. */
+    [FTH_RECIPE_FP8_DELAYED] = {"fp8_delayed", FTH_PREC_FP8, 0.0, 0.0, 2.0,
+                                "Micikevicius et al. 2022; TE DelayedScaling"},
+    /* TE Float8CurrentScaling (torchao tensorwise): amax of the tensor itself. */
+    [FTH_RECIPE_FP8_CURRENT] = {"fp8_current", FTH_PREC_FP8, 1.0, 0.0, 2.0,
+                                "TE Float8CurrentScaling"},
+    /* OCP Microscaling Formats v1.0 (2023): 8-bit power-of-two scale per 32. */
+    [FTH_RECIPE_MXFP8] = {"mxfp8", FTH_PREC_FP8, 0.0, 1.0 / 32.0, 2.0, "OCP MX v1.0"},
+    /* NVIDIA 2025 ("Pretraining LLMs with NVFP4", arXiv 2509.25149): FP8 scale
+     * per 16 elements, FP32 per tensor from a global amax. */
+    [FTH_RECIPE_NVFP4] = {"nvfp4", FTH_PREC_FP4, 1.0, 1.0 / 16.0, 2.0,
+                          "NVIDIA 2025, arXiv 2509.25149"},
+};
+
+const fth_recipe_row *fth_recipe_get(fth_recipe r) {
+  return (r >= 0 && r < FTH_RECIPE_COUNT) ? &rows[r] : NULL;
+}
+
+const char *fth_recipe_name(fth_recipe r) {
+  const fth_recipe_row *row = fth_recipe_get(r);
+  return row ? row->name : NULL;
+}
+
+fth_recipe fth_recipe_parse(const char *name) {
+  for (int i = 0; i < FTH_RECIPE_COUNT; i++)
+    if (strcmp(name, rows[i].name) == 0) return (fth_recipe)i;
+  return FTH_RECIPE_COUNT;
+}
+
+double fth_recipe_cast_bytes(fth_recipe r, double in_bytes) {
+  const fth_recipe_row *row = fth_recipe_get(r);
+  if (row == NULL || row->gemm == FTH_PREC_COUNT) return 0.0;
+  return in_bytes * (1.0 + row->amax_passes) +
+         row->copies * (fth_precision_bytes(row->gemm) + row->scale_bytes);
+}

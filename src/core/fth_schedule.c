@@ -1,0 +1,65 @@
+/* fth_schedule.c: the schedule table (fth_schedule.h). */
+#include "fth_schedule.h"
+
+#include <string.h>
+
+static const fth_schedule rows[FTH_PP_COUNT] = {
+    /* Huang et al. 2019; Narayanan et al. 2021 Eq. 1: bubble (p - 1)(t_f + t_b),
+     * every micro-batch's activations held until its backward. */
+    [FTH_PP_GPIPE] = {"GPIPE", 0, 1, 1.0, 1.0, 0.0, 2.0, 1.0, "Huang et al. 2019"},
+    /* Narayanan et al. 2021 Sec. 2.2.1: the same bubble, at most p in flight. */
+    [FTH_PP_1F1B] = {"1F1B", 0, 0, 1.0, 1.0, 0.0, 2.0, 1.0, "Narayanan et al. 2021 Sec. 2.2.1"},
+    /* Narayanan et al. 2021 Sec. 2.2.2: v chunks per GPU divide the bubble by
+     * v and multiply the sends by v. */
+    [FTH_PP_INTERLEAVED] = {"INTERLEAVED", 1, 0, 1.0, 1.0, 0.0, 2.0, 1.0,
+                            "Narayanan et al. 2021 Sec. 2.2.2"},
+    /* Qi et al. 2023 ("Zero Bubble Pipeline Parallelism", Sec. 3.1, Fig. 3):
+     * with backward split into B (input gradients) and W (weight gradients),
+     * ZB-H1 schedules the W passes into the cool-down, leaving a bubble of
+     * (p - 1)(T_F + T_B - T_W). Here t_b = T_B + T_W, so the bubble is
+     * (p - 1)(t_f + t_b - 2 t_w). Its peak activation memory equals 1F1B's
+     * (at most p micro-batches in flight), and it sends what 1F1B sends. */
+    [FTH_PP_ZB_H1] = {"ZB_H1", 0, 0, 1.0, 1.0, -2.0, 2.0, 1.0, "Qi et al. 2023 Sec. 3.1"},
+};
+
+const fth_schedule *fth_schedule_get(fth_pp_schedule s) {
+  return (s >= 0 && s < FTH_PP_COUNT) ? &rows[s] : NULL;
+}
+
+const char *fth_pp_schedule_name(fth_pp_schedule s) {
+  const fth_schedule *r = fth_schedule_get(s);
+  return r ? r->name : NULL;
+}
+
+fth_pp_schedule fth_pp_schedule_parse(const char *name) {
+  for (int i = 0; i < FTH_PP_COUNT; i++)
+    if (strcmp(name, rows[i].name) == 0) return (fth_pp_schedule)i;
+  return FTH_PP_COUNT;
+}
+
+double fth_pp_chunks(fth_pp_schedule s, int virt) {
+  const fth_schedule *r = fth_schedule_get(s);
+  return (r && r->interleaved && virt > 1) ? (double)virt : 1.0;
+}
+
+double fth_pp_bubble_s(fth_pp_schedule s, int stages, int virt, double fwd_s, double bwd_s,
+                       double wgrad_s) {
+  const fth_schedule *r = fth_schedule_get(s);
+  if (stages <= 1 || r == NULL) return 0.0;
+  double per = r->bubble_f * fwd_s + r->bubble_b * bwd_s + r->bubble_w * wgrad_s;
+  if (per < 0) per = 0; /* weight gradients can fill the bubble, not more */
+  return (double)(stages - 1) * per / fth_pp_chunks(s, virt);
+}
+
+double fth_pp_inflight(fth_pp_schedule s, int stages, double micro, int virt) {
+  const fth_schedule *r = fth_schedule_get(s);
+  if (r == NULL) return 0.0;
+  if (r->holds_all) return micro;
+  double p = (double)stages;
+  double inflight = fth_min(micro, p);
+  double v = fth_pp_chunks(s, virt);
+  /* Korthikanti et al. 2022 Sec. 4.2.3: interleaving keeps (1 + (p-1)/(p v))
+   * times more activations on the first stage. */
+  if (v > 1) inflight *= 1.0 + (p - 1.0) / (p * v);
+  return inflight;
+}

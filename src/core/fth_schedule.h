@@ -1,0 +1,58 @@
+/* fth_schedule.h: pipeline-parallel schedules as a table, one row each.
+ *
+ * A step on the slowest stage is m micro-batches of forward + backward plus
+ * the bubble. Every schedule fathom knows is described by the same few
+ * numbers (a new schedule is a new row in fth_schedule.c and its test):
+ *   bubble   = (p - 1) (cf t_f + cb t_b + cw t_w) / v^interleaved
+ *              t_f, t_b: one micro-batch's forward and whole backward on the
+ *              stage; t_w: the weight-gradient part of t_b
+ *   in-flight micro-batches whose activations the first stage holds
+ *   sends of the stage boundary's activation per micro-batch (x v chunks)
+ *   weight copies each GPU keeps (DualPipe-style schedules keep two). */
+#ifndef FTH_SCHEDULE_H
+#define FTH_SCHEDULE_H
+
+#include "fth_common.h"
+
+typedef enum fth_pp_schedule {
+  FTH_PP_GPIPE = 0,       ///< all forwards, then all backwards (Huang et al. 2019)
+  FTH_PP_1F1B = 1,        ///< one-forward-one-backward, PipeDream-flush (Narayanan et al. 2021)
+  FTH_PP_INTERLEAVED = 2, ///< 1F1B with v virtual stages per GPU (Narayanan et al. 2021, Sec. 2.2)
+  FTH_PP_ZB_H1 = 3,       ///< zero-bubble H1 (Qi et al. 2023): backward split, W passes fill the bubble
+  FTH_PP_COUNT
+} fth_pp_schedule;
+
+/// One row of the schedule table.
+typedef struct fth_schedule {
+  const char *name;        ///< spelling in inputs and outputs
+  int interleaved;         ///< runs v > 1 model chunks per GPU (needs virtual_stages > 1)
+  int holds_all;           ///< the first stage holds every micro-batch (GPipe); else min(m, p)
+  double bubble_f;         ///< coefficient of t_f in the bubble, per stage boundary
+  double bubble_b;         ///< coefficient of t_b (the whole backward)
+  double bubble_w;         ///< coefficient of t_w (its weight-gradient part)
+  double sends_per_micro;  ///< activation hand-offs per micro-batch per chunk (fwd + bwd)
+  double weight_copies;    ///< model replicas each GPU stores
+  const char *source;      ///< where the formulas come from
+} fth_schedule;
+
+/// The row of `s`; NULL when out of range.
+const fth_schedule *fth_schedule_get(fth_pp_schedule s);
+
+const char *fth_pp_schedule_name(fth_pp_schedule s);     ///< "GPIPE", "1F1B", "INTERLEAVED", "ZB_H1"
+fth_pp_schedule fth_pp_schedule_parse(const char *name); ///< FTH_PP_COUNT when unknown
+
+/// Bubble in seconds for `stages` stages, a stage taking fwd_s + bwd_s per
+/// micro-batch (wgrad_s of bwd_s computing weight gradients), `virt`
+/// virtual stages (used by interleaved rows only).
+double fth_pp_bubble_s(fth_pp_schedule s, int stages, int virt, double fwd_s, double bwd_s,
+                       double wgrad_s);
+
+/// Micro-batches whose activations the busiest (first) stage holds at peak:
+/// GPipe m; 1F1B and ZB-H1 min(m, p); interleaved min(m, p) x (1 + (p - 1) / (v p))
+/// (Korthikanti et al. 2022, Sec. 4.2.3).
+double fth_pp_inflight(fth_pp_schedule s, int stages, double micro, int virt);
+
+/// Chunks per GPU the schedule runs: v for interleaved rows, else 1.
+double fth_pp_chunks(fth_pp_schedule s, int virt);
+
+#endif

@@ -1,0 +1,137 @@
+/* TP and EP communication of MoE inference, prefill and decode, derived by hand.
+ *
+ * The system and model of test_moe_step.c: 16 GPUs, 4 per switched pod at
+ * 100 GB/s, 4 pods at 10 GB/s, latency 0; TP_Attn 4 in the pod, DP_Attn 4
+ * across pods; TP_MoE 2 and EP_SU 2 in the pod (50 GB/s each), EP_SO 2 and
+ * DP_MoE 2 across (5 GB/s each). h 1024, 1 MoE layer, 16 heads, SwiGLU, 8
+ * experts of 512, top-2, one shared expert, V 32000. bf16, comp_comm 0: every
+ * collective is exposed. */
+#include "fth_infer.h"
+#include "test_macros.h"
+
+static fth_node_def node(void) {
+  fth_node_def n = fth_node_def_default();
+  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
+  n.compute.efficiency = 1.0;
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
+  n.tier[FTH_TIER_XPU].num_stacks = 1;
+  n.tier[FTH_TIER_XPU].efficiency = 1.0;
+  n.has_tier[FTH_TIER_XPU] = 1;
+  return n;
+}
+
+static fth_topology_def topo(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 2;
+  t.phys[0].type = FTH_TOPO_SWITCHED;
+  t.phys[0].size = 4;
+  t.phys[0].link.bw_bytes_per_s = 100e9;
+  t.phys[0].link.latency_s = 0.0;
+  t.phys[1].type = FTH_TOPO_SWITCHED;
+  t.phys[1].size = 4;
+  t.phys[1].link.bw_bytes_per_s = 10e9;
+  t.phys[1].link.latency_s = 0.0;
+  t.num_logical = 6;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 4};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 4};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 2};
+  t.logical[3] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 2};
+  t.logical[4] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 2};
+  t.logical[5] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 2};
+  return t;
+}
+
+static fth_model_def model(void) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 1;
+  m.num_heads = 16;
+  m.gated_mlp = 1;
+  m.ffn_hidden = 512;
+  m.vocab_size = 32000;
+  m.max_seq_len = 4096;
+  m.num_experts = 8;
+  m.top_k = 2;
+  m.num_shared_experts = 1;
+  m.expert_ffn_hidden = 512;
+  return m;
+}
+
+static int evaluate(const fth_infer_def *d, fth_pass pass, fth_infer_result *r) {
+  fth_node_def n = node();
+  fth_topology_def t = topo();
+  fth_model_def m = model();
+  fth_infer_plan p;
+  fth_error err;
+  if (fth_infer_compile(&p, &n, &t, &m, d, pass, &err) != FTH_OK) {
+    fprintf(stderr, "compile: %s: %s\n", err.path, err.msg);
+    return 1;
+  }
+  fth_infer_evaluate(&p, r);
+  return 0;
+}
+
+/* Prefill: 4 requests (one per DP rank) of 1024 prompt tokens. */
+static int prefill(void) {
+  fth_infer_def d = fth_infer_def_default();
+  d.global_batch = 4;
+  d.micro_batch = 1;
+  d.prompt_len = 1024;
+  d.comp_comm_eff = 0.0;
+  fth_infer_result r;
+  FTH_RUN(evaluate(&d, FTH_PASS_PREFILL, &r));
+  /* TP: the [1024, h] bf16 activation (2,097,152 B) all-reduced over 4 GPUs
+   * at 100 GB/s, 2 (3/4) M / B = 31.45728 us, after attention and after the
+   * shared expert: 62.91456 us per pass through the one block. */
+  FTH_ENSURE_NEAR(62.91456e-6, r.pass.comm_s[FTH_COMM_TP], 1e-9);
+  FTH_ENSURE_NEAR(62.91456e-6, r.comm_exposed_s[FTH_COMM_TP], 1e-9);
+  /* EP: each TP rank dispatches a quarter of the 1024 tokens x top-2 = 512
+   * pairs x h x 2 B = 1,048,576 B; half of it goes to the other pod over the
+   * 5 GB/s scale-out share, 524,288 B = 104.8576 us (the one-shot exchange
+   * reaches this bound, see test_moe_step.c); dispatch + combine 209.7152 us. */
+  FTH_ENSURE_NEAR(209.7152e-6, r.pass.comm_s[FTH_COMM_EP], 1e-9);
+  FTH_ENSURE_NEAR(209.7152e-6, r.comm_exposed_s[FTH_COMM_EP], 1e-9);
+  /* TP_MoE: the group's 2 x 512 received pairs x 2 KiB = 2,097,152 B gathered
+   * (all-gather output) and reduce-scattered, (1/2) M / 50 GB/s = 20.97152 us
+   * each: 41.94304 us. */
+  FTH_ENSURE_NEAR(41.94304e-6, r.pass.comm_s[FTH_COMM_TP_MOE], 1e-9);
+  /* No CP, no PP: nothing else moves in the block. */
+  FTH_ENSURE(r.pass.comm_s[FTH_COMM_CP] == 0.0);
+  FTH_ENSURE(r.pp_s == 0.0);
+  return 0;
+}
+
+/* Decode: 64 requests, micro-batches of 16 per DP rank (64 / (16 x 4) = 1
+ * micro-batch), 1023 tokens cached, one generated token each. */
+static int decode(void) {
+  fth_infer_def d = fth_infer_def_default();
+  d.global_batch = 64;
+  d.micro_batch = 16;
+  d.context_len = 1023;
+  d.gen_tokens = 1;
+  d.comp_comm_eff = 0.0;
+  fth_infer_result r;
+  FTH_RUN(evaluate(&d, FTH_PASS_DECODE, &r));
+  /* TP: 16 new tokens x h x 2 B = 32,768 B, 2 (3/4) M / 100 GB/s = 0.49152 us,
+   * twice per block: 0.98304 us. */
+  FTH_ENSURE_NEAR(0.98304e-6, r.pass.comm_s[FTH_COMM_TP], 1e-9);
+  FTH_ENSURE_NEAR(0.98304e-6, r.comm_exposed_s[FTH_COMM_TP], 1e-9);
+  /* EP: 16 x top-2 / TP 4 = 8 pairs x 2,048 B = 16,384 B per rank; 8,192 B
+   * cross the 5 GB/s scale-out share: 1.6384 us, twice: 3.2768 us. */
+  FTH_ENSURE_NEAR(3.2768e-6, r.pass.comm_s[FTH_COMM_EP], 1e-9);
+  FTH_ENSURE_NEAR(3.2768e-6, r.comm_exposed_s[FTH_COMM_EP], 1e-9);
+  /* TP_MoE: 2 x 8 pairs x 2 KiB = 32,768 B, (1/2) M / 50 GB/s = 0.32768 us
+   * for the gather and the same for the reduce-scatter. */
+  FTH_ENSURE_NEAR(0.65536e-6, r.pass.comm_s[FTH_COMM_TP_MOE], 1e-9);
+  /* One decode step with one micro-batch and no pipeline: the token time is
+   * one stage pass. */
+  FTH_ENSURE_NEAR(r.stage_s, r.tpot_s, 1e-12);
+  return 0;
+}
+
+int infer_comm_test(void) {
+  FTH_RUN(prefill());
+  FTH_RUN(decode());
+  return 0;
+}

@@ -1,0 +1,197 @@
+/* A MoE training step with expert parallelism across scale-up and scale-out
+ * and TP_MoE = 2, every expected number derived by hand.
+ *
+ * Node: 1 PFLOP/s bf16 at efficiency 1; HBM 10 TB/s (1 TB); vector rate
+ * bf16 / 8 = 125 TFLOP/s. Fabric, latency 0 everywhere:
+ *   dim 0 "pod": switched, 4 GPUs, 100 GB/s per GPU
+ *   dim 1 "out": switched, 4 pods, 10 GB/s per GPU          (16 GPUs)
+ * Attention view: TP_Attn 4 on dim 0, DP_Attn 4 on dim 1.
+ * Expert view:    TP_MoE 2 and EP_SU 2 on dim 0; EP_SO 2 and DP_MoE 2 on dim 1,
+ *                 so EP = 4 (2 in the pod x 2 pods).
+ * Bandwidth sharing (fth_topology.h): two expert-view dimensions of size > 1 on
+ * each physical dimension, so each gets half: TP_MoE and EP_SU 50 GB/s, EP_SO and
+ * DP_MoE 5 GB/s. TP_Attn alone on dim 0 (100 GB/s), DP_Attn alone on dim 1 (10 GB/s).
+ * Model: h 1024, 1 layer (MoE), 16 heads of 64, SwiGLU, 8 routed experts of
+ * inner size 512, top-2, one shared expert of inner size 512, V 32000.
+ * Work: seq 1024, micro-batch 1, global batch 8 -> 8 / (1 x DP 4) = 2
+ * micro-batches; bf16 activations, fp32 master and gradients, DDP, no
+ * recompute, flash attention, comp_comm 0 (nothing hidden), comp_mem 1. */
+#include "fth_train.h"
+#include "test_macros.h"
+
+static fth_node_def node(void) {
+  fth_node_def n = fth_node_def_default();
+  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
+  n.compute.efficiency = 1.0;
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
+  n.tier[FTH_TIER_XPU].num_stacks = 1;
+  n.tier[FTH_TIER_XPU].efficiency = 1.0;
+  n.has_tier[FTH_TIER_XPU] = 1;
+  return n;
+}
+
+static fth_topology_def topo(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 2;
+  t.phys[0].type = FTH_TOPO_SWITCHED;
+  t.phys[0].size = 4;
+  t.phys[0].link.bw_bytes_per_s = 100e9;
+  t.phys[0].link.latency_s = 0.0;
+  t.phys[1].type = FTH_TOPO_SWITCHED;
+  t.phys[1].size = 4;
+  t.phys[1].link.bw_bytes_per_s = 10e9;
+  t.phys[1].link.latency_s = 0.0;
+  t.num_logical = 6;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 4};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 4};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 2};
+  t.logical[3] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 2};
+  t.logical[4] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 2};
+  t.logical[5] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 2};
+  return t;
+}
+
+static fth_model_def model(void) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 1;
+  m.num_heads = 16;
+  m.gated_mlp = 1;
+  m.ffn_hidden = 512;
+  m.vocab_size = 32000;
+  m.max_seq_len = 1024;
+  m.num_experts = 8;
+  m.top_k = 2;
+  m.num_shared_experts = 1;
+  m.expert_ffn_hidden = 512; /* written out: no fallback involved */
+  return m;
+}
+
+static fth_train_def work(void) {
+  fth_train_def w = fth_train_def_default();
+  w.global_batch = 8;
+  w.micro_batch = 1;
+  w.seq_len = 1024;
+  w.comp_comm_eff = 0.0;
+  w.comp_mem_eff = 1.0;
+  w.comm_mem_eff = 0.0;
+  return w;
+}
+
+static int moe_step(void) {
+  fth_node_def n = node();
+  fth_topology_def t = topo();
+  fth_model_def m = model();
+  fth_train_def w = work();
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_result r;
+  fth_train_evaluate(&plan, &r);
+  FTH_ENSURE_NEAR(2.0, r.microbatches, 0);
+
+  /* Tokens on a GPU: b s / CP = 1024, the same on the 4 ranks of a TP_Attn
+   * group; each rank dispatches a quarter of them: 1024 x top-2 / 4 = 512
+   * (token, expert) pairs of h x 2 B = 2 KiB: 1,048,576 B per all-to-all
+   * (fth_collective.h: ALL_TO_ALL bytes = all one rank sends, own share incl.).
+   *
+   * EP group of 4: 2 GPUs in the pod (50 GB/s), 2 pods (5 GB/s). Of the 4
+   * equal blocks of 262,144 B, 2 go to the other pod: 524,288 B must cross
+   * the 5 GB/s scale-out dimension, 104.8576 us, a lower bound for any
+   * algorithm. The one-shot exchange (its scale-up part, 262,144 B at 50 GB/s
+   * = 5.24 us, runs at the same time) and PXN (524,288 B at 50 GB/s, then
+   * 524,288 B at 5 GB/s, pipelined) both reach it; the flat ring (3/4 of the
+   * bytes at the slowest 5 GB/s: 157.29 us) and the two-stage hierarchical
+   * exchange (10.49 + 104.86 us) do not. So 104.8576 us per all-to-all.
+   * Calls: dispatch + combine, forward and backward, 1 MoE layer, 2
+   * micro-batches = 8; nothing hidden (comp_comm 0). */
+  const fth_comm_item *ep = &r.comm[FTH_COMM_EP];
+  FTH_ENSURE(ep->op == FTH_COLL_ALL_TO_ALL);
+  FTH_ENSURE_EQ_INT(4, ep->group_size);
+  FTH_ENSURE_EQ_INT(2, ep->num_levels);
+  FTH_ENSURE_NEAR(1048576.0, ep->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(8.0, ep->calls_per_step, 0);
+  FTH_ENSURE_NEAR(8.0 * 1048576.0, ep->bytes_per_step, 1e-12);
+  FTH_ENSURE_NEAR(8.0 * 104.8576e-6, ep->raw_s, 1e-9);
+  FTH_ENSURE_NEAR(ep->raw_s, ep->exposed_s, 1e-12);
+
+  /* TP_Attn: the [1024, h] bf16 activation, 2,097,152 B, all-reduced over 4
+   * GPUs at 100 GB/s: ring 2 (3/4) M / B = 31.45728 us. Per MoE block one
+   * after attention and one after the shared expert (whose all-reduce also
+   * sums the combined routed outputs), forward and backward, 2 micro-batches:
+   * 8 calls. */
+  const fth_comm_item *tp = &r.comm[FTH_COMM_TP];
+  FTH_ENSURE(tp->op == FTH_COLL_ALL_REDUCE);
+  FTH_ENSURE_EQ_INT(4, tp->group_size);
+  FTH_ENSURE_NEAR(2097152.0, tp->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(8.0, tp->calls_per_step, 0);
+  FTH_ENSURE_NEAR(8.0 * 31.45728e-6, tp->raw_s, 1e-9);
+
+  /* TP_MoE: all-gather of the received pairs before the experts and
+   * reduce-scatter after (Megatron-Core), forward and backward, 2
+   * micro-batches: 8 calls over the 2-GPU TP_MoE group. A GPU receives 512
+   * pairs and its TP_MoE partner another 512 for the same experts, so the
+   * gathered output (ALL_GATHER bytes) is 1024 x 2 KiB = 2,097,152 B,
+   * (1/2) M / 50 GB/s = 20.97152 us for the all-gather and the same for the
+   * reduce-scatter. */
+  const fth_comm_item *tpm = &r.comm[FTH_COMM_TP_MOE];
+  FTH_ENSURE(tpm->op == FTH_COLL_ALL_GATHER);
+  FTH_ENSURE_EQ_INT(2, tpm->group_size);
+  FTH_ENSURE_NEAR(8.0, tpm->calls_per_step, 0);
+  FTH_ENSURE_NEAR(2097152.0, tpm->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(8.0 * 20.97152e-6, tpm->raw_s, 1e-9);
+
+  /* Local experts: 8 / EP 4 = 2 per GPU, each (h x 2f + f x h) = 1,572,864
+   * weights split over TP_MoE 2: 1,572,864 expert weights per GPU, gradients
+   * 4 B each = 6,291,456 B all-reduced over DP_MoE 2 at 5 GB/s once per step:
+   * ring 2 (1/2) M / B = 1.2582912 ms, all exposed. */
+  const fth_comm_item *dpm = &r.comm[FTH_COMM_DP_MOE];
+  FTH_ENSURE(dpm->op == FTH_COLL_ALL_REDUCE);
+  FTH_ENSURE_EQ_INT(2, dpm->group_size);
+  FTH_ENSURE_NEAR(6291456.0, dpm->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(1.0, dpm->calls_per_step, 0);
+  FTH_ENSURE_NEAR(1.2582912e-3, dpm->raw_s, 1e-9);
+  FTH_ENSURE_NEAR(dpm->raw_s, dpm->exposed_s, 1e-12);
+
+  /* MLP-part FLOPs of one micro-batch, forward.
+   *  Routed experts: 4 DP_Attn replicas x 1024 tokens x top-2 = 8192 pairs
+   *  per micro-batch, over 8 experts x DP_MoE 2 copies = 512 pairs per expert
+   *  copy. A GPU holds half (TP_MoE 2) of 2 expert copies (EP 4), so it runs
+   *  1024 pairs through half-width experts: 1024 x 2 (h 2f + f h) / 2 =
+   *  1024 x 1,572,864 = 1,610,612,736 FLOP.
+   *  Router (replicated on every TP rank, all 1024 tokens): 2 x 1024 x h x 8 =
+   *  16,777,216.
+   *  Shared expert, TP 4: 2 x 1024 x 3 h f / 4 = 805,306,368.
+   *  Element-wise (the step model's convention, fth_train.c: two norms and two
+   *  residual adds, 5 FLOP per element over T h 10 / 2 elements in each of the
+   *  attention and MLP parts): 1024 x 1024 x 5 x 5 = 26,214,400; SwiGLU
+   *  activation 8 FLOP per inner element: routed 512 pairs x 512 + shared
+   *  1024 x 512 / 4 = 393,216 elements -> 3,145,728.
+   *  Total 2,462,056,448. */
+  FTH_ENSURE_NEAR(2462056448.0, r.fwd_flops[FTH_FLOP_MLP], 1e-12);
+  /* Backward: data + weight gradient = 2 x the GEMMs (2 x 2,432,696,320),
+   * element-wise 8 FLOP per norm/residual element (41,943,040) and 13 per
+   * activation element (5,111,808): 4,912,447,488. */
+  FTH_ENSURE_NEAR(4912447488.0, r.bwd_flops[FTH_FLOP_MLP], 1e-12);
+
+  /* ZeRO-1 over DP_MoE 2: reduce-scatter of the 6,291,456 gradient bytes,
+   * (1/2) M / 5 GB/s = 629.1456 us, and all-gather of the updated bf16 expert
+   * weights (3,145,728 B), 314.5728 us: 943.7184 us. The layer collectives do
+   * not change. */
+  w.dp = FTH_DP_ZERO1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_result z;
+  fth_train_evaluate(&plan, &z);
+  FTH_ENSURE(z.comm[FTH_COMM_DP_MOE].op == FTH_COLL_REDUCE_SCATTER);
+  FTH_ENSURE_NEAR(6291456.0, z.comm[FTH_COMM_DP_MOE].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(943.7184e-6, z.comm[FTH_COMM_DP_MOE].raw_s, 1e-9);
+  FTH_ENSURE_NEAR(r.comm[FTH_COMM_EP].raw_s, z.comm[FTH_COMM_EP].raw_s, 1e-12);
+  FTH_ENSURE_NEAR(r.fwd_s, z.fwd_s, 1e-12);
+  return 0;
+}
+
+int moe_step_test(void) {
+  FTH_RUN(moe_step());
+  return 0;
+}

@@ -1,0 +1,47 @@
+#include "fth_schedule.h"
+#include "test_macros.h"
+
+#include <string.h>
+
+int schedule_test(void) {
+  /* Narayanan et al. 2021 Eq. 1: bubble = (p - 1)(t_f + t_b).
+   * p = 8, t_f = 1 ms, t_b = 2 ms (of which t_w = 0.8 ms weight gradients):
+   * 7 x 3 ms = 21 ms for GPipe and 1F1B, which ignore the split. */
+  FTH_ENSURE_NEAR(21e-3, fth_pp_bubble_s(FTH_PP_GPIPE, 8, 1, 1e-3, 2e-3, 0.8e-3), 1e-12);
+  FTH_ENSURE_NEAR(21e-3, fth_pp_bubble_s(FTH_PP_1F1B, 8, 1, 1e-3, 2e-3, 0.8e-3), 1e-12);
+  /* Interleaved with v = 3 divides it by v: 7 ms; with v = 1 it is 1F1B. */
+  FTH_ENSURE_NEAR(7e-3, fth_pp_bubble_s(FTH_PP_INTERLEAVED, 8, 3, 1e-3, 2e-3, 0.8e-3), 1e-12);
+  FTH_ENSURE_NEAR(21e-3, fth_pp_bubble_s(FTH_PP_INTERLEAVED, 8, 1, 1e-3, 2e-3, 0.8e-3), 1e-12);
+  /* ZB-H1 (Qi et al. 2023 Sec. 3.1): (p - 1)(T_F + T_B - T_W) with T_B the
+   * input-gradient part = 2 - 0.8 = 1.2 ms, T_W = 0.8 ms:
+   * 7 x (1 + 1.2 - 0.8) = 7 x 1.4 = 9.8 ms. Virtual stages do not apply. */
+  FTH_ENSURE_NEAR(9.8e-3, fth_pp_bubble_s(FTH_PP_ZB_H1, 8, 1, 1e-3, 2e-3, 0.8e-3), 1e-12);
+  FTH_ENSURE_NEAR(9.8e-3, fth_pp_bubble_s(FTH_PP_ZB_H1, 8, 4, 1e-3, 2e-3, 0.8e-3), 1e-12);
+  /* A backward that is all weight gradients cannot make the bubble negative:
+   * T_F + T_B - T_W = 1 + 0 - 2 < 0 -> 0. */
+  FTH_ENSURE(fth_pp_bubble_s(FTH_PP_ZB_H1, 8, 1, 1e-3, 2e-3, 2e-3) == 0.0);
+  /* One stage has no bubble. */
+  FTH_ENSURE(fth_pp_bubble_s(FTH_PP_1F1B, 1, 1, 1e-3, 2e-3, 0.0) == 0.0);
+  /* In flight: GPipe holds all m = 16; 1F1B min(m, p) = 8 for p = 8, m for m < p. */
+  FTH_ENSURE_NEAR(16.0, fth_pp_inflight(FTH_PP_GPIPE, 8, 16, 1), 0);
+  FTH_ENSURE_NEAR(8.0, fth_pp_inflight(FTH_PP_1F1B, 8, 16, 1), 0);
+  FTH_ENSURE_NEAR(4.0, fth_pp_inflight(FTH_PP_1F1B, 8, 4, 1), 0);
+  /* ZB-H1 keeps 1F1B's peak: min(m, p) (Qi et al. 2023 Sec. 3.1). */
+  FTH_ENSURE_NEAR(8.0, fth_pp_inflight(FTH_PP_ZB_H1, 8, 16, 1), 0);
+  /* Interleaved p = 8, v = 2: 8 x (1 + 7 / 16) = 11.5 (Korthikanti et al. 2022 Sec. 4.2.3). */
+  FTH_ENSURE_NEAR(11.5, fth_pp_inflight(FTH_PP_INTERLEAVED, 8, 16, 2), 1e-12);
+  /* Chunks (sends and bubble divisor): v only for interleaved rows. */
+  FTH_ENSURE(fth_pp_chunks(FTH_PP_INTERLEAVED, 4) == 4.0);
+  FTH_ENSURE(fth_pp_chunks(FTH_PP_ZB_H1, 4) == 1.0);
+  /* Every row has a name that parses back to it, and sends fwd + bwd. */
+  for (int i = 0; i < FTH_PP_COUNT; i++) {
+    const fth_schedule *r = fth_schedule_get((fth_pp_schedule)i);
+    FTH_ENSURE(r != NULL && r->name != NULL && r->source != NULL);
+    FTH_ENSURE(fth_pp_schedule_parse(r->name) == (fth_pp_schedule)i);
+    FTH_ENSURE(r->sends_per_micro == 2.0 && r->weight_copies >= 1.0);
+  }
+  FTH_ENSURE(fth_schedule_get(FTH_PP_COUNT) == NULL);
+  FTH_ENSURE(strcmp(fth_pp_schedule_name(FTH_PP_INTERLEAVED), "INTERLEAVED") == 0);
+  FTH_ENSURE(fth_pp_schedule_parse("ZB") == FTH_PP_COUNT);
+  return 0;
+}

@@ -1,0 +1,327 @@
+/* fth_search_run against brute force: the same strategy space enumerated
+ * here, each strategy placed on the fabric as fth_search.h documents it,
+ * compiled and evaluated with the training step model directly, non-fitting
+ * ones dropped, the rest sorted by step time. The search's best N must be the
+ * brute force's best N (equal step times in order; ties, e.g. ZeRO-1 against
+ * ZeRO-2, may come in either order), and its counters must match.
+ *
+ * System: pods of 4 GPUs (switched, 100 GB/s, 1 us), 2 pods (switched,
+ * 10 GB/s, 5 us); node 1 PFLOP/s bf16, HBM 2 TB/s. A dense and a MoE model,
+ * small enough for the whole space to run in well under a second. */
+#include "fth_search.h"
+#include "test_macros.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOP_N     12
+#define MAX_BRUTE 8192
+
+typedef struct brute_hit {
+  fth_search_hit s; /* strategy fields only */
+  double step_time_s;
+} brute_hit;
+
+typedef struct brute_stats {
+  long long considered, fits, no_fit, refused;
+} brute_stats;
+
+static fth_search_def problem(int moe, double capacity_bytes) {
+  fth_search_def d;
+  memset(&d, 0, sizeof d);
+  d.node = fth_node_def_default();
+  d.node.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
+  d.node.compute.efficiency = 1.0;
+  d.node.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 2e12;
+  d.node.tier[FTH_TIER_XPU].size_per_stack_bytes = capacity_bytes;
+  d.node.tier[FTH_TIER_XPU].num_stacks = 1;
+  d.node.tier[FTH_TIER_XPU].efficiency = 1.0;
+  d.node.has_tier[FTH_TIER_XPU] = 1;
+  d.scale_up = fth_link_def_default();
+  d.scale_up.bw_bytes_per_s = 100e9;
+  d.scale_up.latency_s = 1e-6;
+  d.scale_out = fth_link_def_default();
+  d.scale_out.bw_bytes_per_s = 10e9;
+  d.scale_out.latency_s = 5e-6;
+  d.scale_up_type = FTH_TOPO_SWITCHED;
+  d.scale_out_type = FTH_TOPO_SWITCHED;
+  d.pod_size = 4;
+  d.num_pods = 2;
+  d.model = fth_model_def_default();
+  d.model.d_model = 512;
+  d.model.n_layers = 4;
+  d.model.num_heads = 8;
+  d.model.ffn_hidden = 2048;
+  d.model.vocab_size = 8000;
+  d.model.max_seq_len = 512;
+  if (moe) {
+    d.model.gated_mlp = 1;
+    d.model.num_experts = 8;
+    d.model.top_k = 2;
+    d.model.expert_ffn_hidden = 1024;
+  }
+  d.work = fth_train_def_default();
+  d.work.global_batch = 16;
+  d.work.seq_len = 512;
+  d.work.comp_comm_eff = 0.5;
+  fth_search_space *s = &d.space;
+  int tp[] = {1, 2, 4}, cp[] = {1, 2}, pp[] = {1, 2, 4}, pp_in[] = {1, 2}, vs[] = {1, 2},
+      mb[] = {1, 2}, tp_moe[] = {1, 2}, ep[] = {1, 2, 4, 8};
+  memcpy(s->tp, tp, sizeof tp);
+  s->n_tp = 3;
+  memcpy(s->cp, cp, sizeof cp);
+  s->n_cp = 2;
+  memcpy(s->pp, pp, sizeof pp);
+  s->n_pp = 3;
+  memcpy(s->pp_in, pp_in, sizeof pp_in);
+  s->n_pp_in = 2;
+  memcpy(s->vs, vs, sizeof vs);
+  s->n_vs = 2;
+  memcpy(s->mb, mb, sizeof mb);
+  s->n_mb = 2;
+  memcpy(s->tp_moe, tp_moe, sizeof tp_moe);
+  s->n_tp_moe = 2;
+  memcpy(s->ep, ep, sizeof ep);
+  s->n_ep = 4;
+  s->recompute_mask = 7;
+  s->dp_mask = 15;
+  s->schedule_mask = (1 << FTH_PP_COUNT) - 1; /* every row of the schedule table */
+  s->sp_mask = 3;
+  d.objective = FTH_OBJ_STEP_TIME;
+  d.workers = 1;
+  return d;
+}
+
+/* Placement as fth_search.h states it: TP, CP and pp_in stages in the pod,
+ * the other pp / pp_in stages across pods, DP filling the rest of each; in
+ * the expert view TP_MoE and the largest part of EP that divides what is left
+ * of the pod inside it, the rest of EP across pods. Only sizes > 1 are written. */
+static int place(const fth_search_def *d, int tp, int cp, int pp, int pp_in, int tp_moe, int ep,
+                 fth_topology_def *t, int *ep_su_out) {
+  int moe = d->model.num_experts > 1;
+  int pod = d->pod_size, pods = d->num_pods;
+  if (pp % pp_in != 0 || pod % (tp * cp * pp_in) != 0 || pods % (pp / pp_in) != 0) return 0;
+  int pp_out = pp / pp_in, dp_in = pod / (tp * cp * pp_in), dp_out = pods / pp_out;
+  int ep_su = 1, ep_so = 1;
+  if (moe) {
+    if (pod % (pp_in * tp_moe) != 0) return 0;
+    int room = pod / (pp_in * tp_moe);
+    for (int x = ep; x >= 1; x--)
+      if (ep % x == 0 && room % x == 0) {
+        ep_su = x;
+        break;
+      }
+    ep_so = ep / ep_su;
+    if (pods % (pp_out * ep_so) != 0) return 0;
+  }
+  *ep_su_out = ep_su;
+  *t = fth_topology_def_default();
+  t->num_phys = 2;
+  t->phys[0].type = d->scale_up_type;
+  t->phys[0].size = pod;
+  t->phys[0].link = d->scale_up;
+  t->phys[1].type = d->scale_out_type;
+  t->phys[1].size = pods;
+  t->phys[1].link = d->scale_out;
+  int n = 0;
+  fth_logical_dim_def want[] = {
+      {FTH_TAG_TP_ATTN, 0, tp},
+      {FTH_TAG_CP, 0, cp},
+      {FTH_TAG_PP, 0, pp_in},
+      {FTH_TAG_DP_ATTN, 0, dp_in},
+      {FTH_TAG_TP_MOE, 0, moe ? tp_moe : 1},
+      {FTH_TAG_EP_SU, 0, ep_su},
+      {FTH_TAG_DP_MOE, 0, moe ? pod / (pp_in * tp_moe * ep_su) : 1},
+      {FTH_TAG_PP, 1, pp_out},
+      {FTH_TAG_DP_ATTN, 1, dp_out},
+      {FTH_TAG_EP_SO, 1, ep_so},
+      {FTH_TAG_DP_MOE, 1, moe ? pods / (pp_out * ep_so) : 1},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (want[i].size > 1) t->logical[n++] = want[i];
+  t->num_logical = n;
+  return 1;
+}
+
+/* Every strategy of the space, evaluated directly. */
+static int brute_force(const fth_search_def *d, brute_hit *out, int *n_out, brute_stats *st) {
+  const fth_search_space *s = &d->space;
+  int moe = d->model.num_experts > 1;
+  memset(st, 0, sizeof *st);
+  *n_out = 0;
+  for (int a = 0; a < s->n_tp; a++)
+    for (int b = 0; b < s->n_cp; b++)
+      for (int c = 0; c < s->n_pp; c++)
+        for (int e = 0; e < s->n_pp_in; e++)
+          for (int f = 0; f < (moe ? s->n_tp_moe : 1); f++)
+            for (int g = 0; g < (moe ? s->n_ep : 1); g++)
+              for (int vi = 0; vi < s->n_vs; vi++)
+                for (int mi = 0; mi < s->n_mb; mi++)
+                  for (int sc = 0; sc < FTH_PP_COUNT; sc++)
+                    for (int rc = 0; rc <= FTH_RECOMPUTE_FULL; rc++)
+                      for (int dv = 0; dv < FTH_DP_COUNT; dv++)
+                        for (int sp = 0; sp < 2; sp++) {
+                          int tp = s->tp[a], cp = s->cp[b], pp = s->pp[c], pp_in = s->pp_in[e];
+                          int tp_moe = moe ? s->tp_moe[f] : 1, ep = moe ? s->ep[g] : 1;
+                          int vs = s->vs[vi];
+                          /* The space (fth_search.h): masks; SP only with TP > 1; no
+                           * pipeline, one schedule; a schedule row in the mask, with
+                           * vs > 1 iff the row interleaves. */
+                          if (!((s->recompute_mask >> rc) & 1) || !((s->dp_mask >> dv) & 1) ||
+                              !((s->sp_mask >> sp) & 1) || (sp && tp == 1))
+                            continue;
+                          int interleaved = fth_schedule_get((fth_pp_schedule)sc)->interleaved;
+                          if (pp == 1) {
+                            if (sc != FTH_PP_1F1B || vs != 1) continue;
+                          } else if (!((s->schedule_mask >> sc) & 1) ||
+                                     (interleaved ? vs == 1 : vs != 1)) {
+                            continue;
+                          }
+                          st->considered++;
+                          fth_topology_def t;
+                          int ep_su = 1;
+                          if (!place(d, tp, cp, pp, pp_in, tp_moe, ep, &t, &ep_su)) {
+                            st->refused++;
+                            continue;
+                          }
+                          fth_train_def w = d->work;
+                          w.pp = (fth_pp_schedule)sc;
+                          w.virtual_stages = vs;
+                          w.micro_batch = s->mb[mi];
+                          w.recompute = (fth_recompute)rc;
+                          w.dp = (fth_dp_variant)dv;
+                          w.sequence_parallel = sp;
+                          fth_train_plan plan;
+                          fth_error err;
+                          if (fth_train_compile(&plan, &d->node, &t, &d->model, &w, &err) !=
+                              FTH_OK) {
+                            st->refused++;
+                            continue;
+                          }
+                          fth_train_result r;
+                          fth_train_evaluate(&plan, &r);
+                          if (!r.mem.fits) {
+                            st->no_fit++;
+                            continue;
+                          }
+                          st->fits++;
+                          if (*n_out == MAX_BRUTE) return 1;
+                          brute_hit *h = &out[(*n_out)++];
+                          memset(h, 0, sizeof *h);
+                          h->s.tp = tp;
+                          h->s.cp = cp;
+                          h->s.pp = pp;
+                          h->s.pp_in = pp_in;
+                          h->s.tp_moe = tp_moe;
+                          h->s.ep = ep;
+                          h->s.ep_su = ep_su;
+                          h->s.vs = vs;
+                          h->s.mb = s->mb[mi];
+                          h->s.schedule = sc;
+                          h->s.recompute = rc;
+                          h->s.dp_variant = dv;
+                          h->s.sp = sp;
+                          h->step_time_s = r.step_time_s;
+                        }
+  return 0;
+}
+
+static int same_strategy(const fth_search_hit *a, const fth_search_hit *b) {
+  return a->tp == b->tp && a->cp == b->cp && a->pp == b->pp && a->pp_in == b->pp_in &&
+         a->tp_moe == b->tp_moe && a->ep == b->ep && a->ep_su == b->ep_su && a->vs == b->vs &&
+         a->mb == b->mb && a->schedule == b->schedule && a->recompute == b->recompute &&
+         a->dp_variant == b->dp_variant && a->sp == b->sp;
+}
+
+static int by_time(const void *x, const void *y) {
+  double a = ((const brute_hit *)x)->step_time_s, b = ((const brute_hit *)y)->step_time_s;
+  return (a > b) - (a < b);
+}
+
+static brute_hit all[MAX_BRUTE];
+
+static int against_brute_force(int moe, double capacity_bytes) {
+  fth_search_def d = problem(moe, capacity_bytes);
+  int n_all = 0;
+  brute_stats bs;
+  FTH_ENSURE(brute_force(&d, all, &n_all, &bs) == 0);
+  qsort(all, (size_t)n_all, sizeof all[0], by_time);
+  /* The case is meaningful: more fitting strategies than kept, some refused
+   * for memory, some for tiling or the step model. */
+  FTH_ENSURE(n_all > TOP_N);
+  FTH_ENSURE(bs.no_fit > 0);
+  FTH_ENSURE(bs.refused > 0);
+
+  fth_search_hit top[TOP_N];
+  int n_top = 0;
+  fth_search_stats st;
+  fth_error err;
+  FTH_ENSURE(fth_search_run(&d, top, TOP_N, &n_top, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(TOP_N, n_top);
+  FTH_ENSURE_EQ_INT(bs.considered, st.considered);
+  FTH_ENSURE_EQ_INT(bs.fits, st.evaluated);
+  FTH_ENSURE_EQ_INT(bs.no_fit, st.no_fit);
+  FTH_ENSURE_EQ_INT(bs.refused, st.not_tiling + st.invalid);
+
+  for (int i = 0; i < n_top; i++) {
+    /* The i-th best step time is the brute force's i-th. */
+    FTH_ENSURE_NEAR(all[i].step_time_s, top[i].step_time_s, 1e-12);
+    FTH_ENSURE_NEAR(top[i].step_time_s, top[i].objective, 0);
+    FTH_ENSURE(top[i].fits);
+    /* The hit is a strategy the brute force found, with that step time. */
+    int found = 0;
+    for (int j = 0; j < n_all && !found; j++)
+      if (same_strategy(&top[i], &all[j].s)) {
+        FTH_ENSURE_NEAR(all[j].step_time_s, top[i].step_time_s, 1e-12);
+        found = 1;
+      }
+    FTH_ENSURE(found);
+    /* No strategy appears twice. */
+    for (int j = 0; j < i; j++) FTH_ENSURE(!same_strategy(&top[i], &top[j]));
+  }
+  /* Every strategy strictly faster than the N-th hit is among the hits. */
+  for (int j = 0; j < n_all && all[j].step_time_s < top[n_top - 1].step_time_s; j++) {
+    int found = 0;
+    for (int i = 0; i < n_top; i++) found |= same_strategy(&top[i], &all[j].s);
+    FTH_ENSURE(found);
+  }
+  /* Two workers splitting the enumeration find the same best N between them
+   * and count the same strategies. */
+  fth_search_hit split[2 * TOP_N];
+  int n_split = 0;
+  long long considered = 0, evaluated = 0;
+  for (int wk = 0; wk < 2; wk++) {
+    fth_search_def dw = d;
+    dw.workers = 2;
+    dw.worker = wk;
+    int n_w = 0;
+    FTH_ENSURE(fth_search_run(&dw, split + n_split, TOP_N, &n_w, &st, &err) == FTH_OK);
+    n_split += n_w;
+    considered += st.considered;
+    evaluated += st.evaluated;
+  }
+  FTH_ENSURE_EQ_INT(bs.considered, considered);
+  FTH_ENSURE_EQ_INT(bs.fits, evaluated);
+  for (int i = 0; i < n_top; i++) {
+    int best = i; /* selection sort of the merged hits by step time */
+    for (int j = i + 1; j < n_split; j++)
+      if (split[j].step_time_s < split[best].step_time_s) best = j;
+    fth_search_hit tmp = split[i];
+    split[i] = split[best];
+    split[best] = tmp;
+    FTH_ENSURE_NEAR(top[i].step_time_s, split[i].step_time_s, 1e-12);
+  }
+  /* Evaluating the best hit alone gives the same step time. */
+  fth_search_hit one;
+  fth_train_result r;
+  FTH_ENSURE(fth_search_eval_one(&d, &top[0], &one, &r, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(top[0].step_time_s, r.step_time_s, 1e-12);
+  return 0;
+}
+
+int search_test(void) {
+  FTH_RUN(against_brute_force(0, 0.25e9));
+  FTH_RUN(against_brute_force(1, 0.4e9));
+  return 0;
+}

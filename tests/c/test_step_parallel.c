@@ -1,0 +1,291 @@
+/* Sequence parallelism, context parallelism, ZeRO-1/2 and the interleaved
+ * pipeline schedule in a training step, every expected number derived by hand.
+ *
+ * Node: 1 PFLOP/s bf16 at efficiency 1; HBM 10 TB/s (1 TB); vector rate
+ * bf16 / 8 = 125 TFLOP/s. Fabric: one switched dimension of 4 GPUs at
+ * 100 GB/s per GPU, latency 0. Model: GPT-like, h 1024, 16 heads of 64, plain
+ * (GeLU) MLP f 4096, V 32000, untied, no learned positions. Work: micro-batch
+ * 1, bf16 activations, fp32 master and gradients, flash attention, comp_comm 0
+ * (nothing hidden), comp_mem 1, comm_mem 0. Each case states the rest. */
+#include "fth_train.h"
+#include "test_macros.h"
+
+static fth_node_def node(void) {
+  fth_node_def n = fth_node_def_default();
+  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
+  n.compute.efficiency = 1.0;
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
+  n.tier[FTH_TIER_XPU].num_stacks = 1;
+  n.tier[FTH_TIER_XPU].efficiency = 1.0;
+  n.has_tier[FTH_TIER_XPU] = 1;
+  return n;
+}
+
+/* One switched pod of 4 GPUs; `a` and `b` are the logical dimensions on it. */
+static fth_topology_def pod(fth_logical_tag a, int na, fth_logical_tag b, int nb) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 1;
+  t.phys[0].type = FTH_TOPO_SWITCHED;
+  t.phys[0].size = 4;
+  t.phys[0].link.bw_bytes_per_s = 100e9;
+  t.phys[0].link.latency_s = 0.0;
+  t.num_logical = 0;
+  t.logical[t.num_logical++] = (fth_logical_dim_def){a, 0, na};
+  if (nb > 0) t.logical[t.num_logical++] = (fth_logical_dim_def){b, 0, nb};
+  return t;
+}
+
+static fth_model_def gpt(int layers) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = layers;
+  m.num_heads = 16;
+  m.ffn_hidden = 4096;
+  m.vocab_size = 32000;
+  m.max_seq_len = 2048;
+  return m;
+}
+
+static fth_train_def work(double global_batch, double seq) {
+  fth_train_def w = fth_train_def_default();
+  w.global_batch = global_batch;
+  w.micro_batch = 1;
+  w.seq_len = seq;
+  w.comp_comm_eff = 0.0;
+  w.comp_mem_eff = 1.0;
+  w.comm_mem_eff = 0.0;
+  return w;
+}
+
+static int run(const fth_topology_def *t, const fth_model_def *m, const fth_train_def *w,
+               fth_train_result *r) {
+  fth_node_def n = node();
+  fth_train_plan plan;
+  fth_error err;
+  if (fth_train_compile(&plan, &n, t, m, w, &err) != FTH_OK) {
+    fprintf(stderr, "compile: %s: %s\n", err.path, err.msg);
+    return 1;
+  }
+  fth_train_evaluate(&plan, r);
+  return 0;
+}
+
+/* SP (Korthikanti et al. 2022 Sec. 4.2.2): TP 4, 2 layers, seq 1024, global
+ * batch 2 (2 micro-batches), with and without sequence parallelism. */
+static int sequence_parallel(void) {
+  fth_topology_def t = pod(FTH_TAG_TP_ATTN, 4, FTH_TAG_TP_ATTN, 0);
+  fth_model_def m = gpt(2);
+  fth_train_def w = work(2, 1024);
+  fth_train_result off, on;
+  FTH_RUN(run(&t, &m, &w, &off));
+  w.sequence_parallel = 1;
+  FTH_RUN(run(&t, &m, &w, &on));
+
+  /* Without SP: an all-reduce of the [1024, h] bf16 activation (2,097,152 B)
+   * after attention and after the MLP, forward and backward: 2 x 2 x 2 layers
+   * x 2 micro-batches = 16 calls of ring 2 (3/4) M / 100 GB/s = 31.45728 us. */
+  const fth_comm_item *a = &off.comm[FTH_COMM_TP];
+  FTH_ENSURE(a->op == FTH_COLL_ALL_REDUCE);
+  FTH_ENSURE_NEAR(2097152.0, a->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(16.0, a->calls_per_step, 0);
+  FTH_ENSURE_NEAR(16.0 * 31.45728e-6, a->raw_s, 1e-9);
+  /* With SP each all-reduce becomes a reduce-scatter (input 2,097,152 B) and
+   * an all-gather (output 2,097,152 B): 32 calls of (3/4) M / B = 15.72864 us,
+   * the same 503.31648 us in all (a ring all-reduce is exactly RS + AG). */
+  const fth_comm_item *b = &on.comm[FTH_COMM_TP];
+  FTH_ENSURE(b->op == FTH_COLL_REDUCE_SCATTER);
+  FTH_ENSURE_NEAR(2097152.0, b->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(32.0, b->calls_per_step, 0);
+  FTH_ENSURE_NEAR(32.0 * 2097152.0, b->bytes_per_step, 1e-12);
+  FTH_ENSURE_NEAR(32.0 * 15.72864e-6, b->raw_s, 1e-9);
+  FTH_ENSURE_NEAR(503.31648e-6, b->raw_s, 1e-9);
+
+  /* Attention-part forward FLOPs per micro-batch (T = 1024 tokens):
+   *   QKV 2 T h 3h / 4 = 1,610,612,736; output 2 T (h / 4) h = 536,870,912;
+   *   causal core 2 T (T + 1)/2 (64 + 64) (16 / 4 heads) = 537,395,200;
+   *   norms and residuals (element-wise convention of the step model: T h
+   *   10 / 2 elements at 5 FLOP) 26,214,400 on every TP rank without SP, a
+   *   quarter (6,553,600) with SP, where each rank holds T / 4 tokens there.
+   *   Two layers: 5,422,186,496 without SP, 5,382,864,896 with. */
+  FTH_ENSURE_NEAR(5422186496.0, off.fwd_flops[FTH_FLOP_ATTENTION], 1e-12);
+  FTH_ENSURE_NEAR(5382864896.0, on.fwd_flops[FTH_FLOP_ATTENTION], 1e-12);
+
+  /* Saved activations, Korthikanti et al. 2022 per token per layer with
+   * flash attention: 10 h = 10,240 B replicated over TP (norm inputs, GEMM
+   * inputs, dropout masks), 24 h / 4 = 6,144 B sharded, the fp32 log-sum-exp
+   * 4 x 16 / 4 = 16 B; SP also splits the replicated 10 h over TP (2,560 B).
+   * 16,400 resp. 8,720 B x 1024 tokens x 2 layers x 1 micro-batch in flight
+   * (no pipeline) = 33,587,200 resp. 17,858,560 B. */
+  FTH_ENSURE_NEAR(33587200.0, off.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE_NEAR(17858560.0, on.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+
+  /* SP with a pipeline: TP 2 x PP 2 in the pod (each gets 50 GB/s), 2 layers
+   * (one per stage). The hand-off is scattered over TP: [1024, h] x 2 B / 2 =
+   * 1,048,576 B, one hop at 50 GB/s = 20.97152 us, forward and backward for
+   * each of the 2 micro-batches: 4 sends. TP: RS and AG of 2,097,152 B over 2
+   * GPUs, (1/2) M / 50 GB/s = 20.97152 us each, 2 pairs per block forward and
+   * backward, 1 block, 2 micro-batches: 16 calls. */
+  t = pod(FTH_TAG_TP_ATTN, 2, FTH_TAG_PP, 2);
+  fth_train_result pp;
+  FTH_RUN(run(&t, &m, &w, &pp));
+  FTH_ENSURE_NEAR(1048576.0, pp.comm[FTH_COMM_PP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(4.0, pp.comm[FTH_COMM_PP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(4.0 * 20.97152e-6, pp.comm[FTH_COMM_PP].exposed_s, 1e-9);
+  FTH_ENSURE_NEAR(2097152.0, pp.comm[FTH_COMM_TP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(16.0, pp.comm[FTH_COMM_TP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(16.0 * 20.97152e-6, pp.comm[FTH_COMM_TP].raw_s, 1e-9);
+  return 0;
+}
+
+/* CP (ring attention, Liu et al. 2023): TP 2 x CP 2 in the pod (each gets
+ * half of its 100 GB/s: 50 GB/s), 2 layers, seq 2048, one micro-batch. */
+static int context_parallel(void) {
+  fth_topology_def t = pod(FTH_TAG_TP_ATTN, 2, FTH_TAG_CP, 2);
+  fth_model_def m = gpt(2);
+  fth_train_def w = work(1, 2048);
+  fth_train_result r;
+  FTH_RUN(run(&t, &m, &w, &r));
+  /* Each GPU gathers K and V of the whole sequence for its 8 heads: 2048
+   * tokens x 2 x 8 x 64 x 2 B = 4,194,304 B (ALL_GATHER bytes = output), at
+   * (1/2) M / 50 GB/s = 41.94304 us; once per layer forward, twice backward
+   * (K/V again, with their gradients): 3 x 2 layers x 1 micro-batch = 6. */
+  const fth_comm_item *cp = &r.comm[FTH_COMM_CP];
+  FTH_ENSURE(cp->op == FTH_COLL_ALL_GATHER);
+  FTH_ENSURE_EQ_INT(2, cp->group_size);
+  FTH_ENSURE_NEAR(4194304.0, cp->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(6.0, cp->calls_per_step, 0);
+  FTH_ENSURE_NEAR(6.0 * 41.94304e-6, cp->raw_s, 1e-9);
+  FTH_ENSURE_NEAR(cp->raw_s, cp->exposed_s, 1e-12);
+  /* Tokens per GPU: 2048 / CP 2 = 1024, so the TP all-reduce carries
+   * [1024, h] x 2 B = 2,097,152 B. */
+  FTH_ENSURE_NEAR(2097152.0, r.comm[FTH_COMM_TP].bytes_per_call, 1e-12);
+  /* MLP forward per layer on 1024 tokens, TP 2: 2 T 2 h f / 2 = 8,589,934,592;
+   * norms/residuals 1024 h x 25 = 26,214,400; GeLU 1024 x 2048 x 8 =
+   * 16,777,216: 8,632,926,208, x 2 layers = 17,265,852,416.
+   * Attention per layer: QKV 2 T h 3h / 2 = 3,221,225,472, output 1,073,741,824,
+   * the causal core of the whole sequence over the 8 local heads shared by the
+   * 2 CP ranks, 2 x 2048 x 2049 / 2 x 128 x 8 / 2 = 2,148,532,224, element-
+   * wise 26,214,400: 6,469,713,920, x 2 layers = 12,939,427,840. */
+  FTH_ENSURE_NEAR(17265852416.0, r.fwd_flops[FTH_FLOP_MLP], 1e-12);
+  FTH_ENSURE_NEAR(12939427840.0, r.fwd_flops[FTH_FLOP_ATTENTION], 1e-12);
+
+  /* GQA, 4 K/V heads: each TP rank holds 2 of them, so the gather carries
+   * 2048 x 2 x 2 x 64 x 2 B = 1,048,576 B: (1/2) M / 50 GB/s = 10.48576 us. */
+  m.num_kv_heads = 4;
+  FTH_RUN(run(&t, &m, &w, &r));
+  FTH_ENSURE_NEAR(1048576.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(6.0 * 10.48576e-6, r.comm[FTH_COMM_CP].raw_s, 1e-9);
+
+  /* MQA, 1 K/V head: fewer than the TP ranks, so both ranks hold it whole:
+   * 2048 x 2 x 64 x 2 B = 524,288 B, (1/2) M / 50 GB/s = 5.24288 us. */
+  m.num_kv_heads = 1;
+  FTH_RUN(run(&t, &m, &w, &r));
+  FTH_ENSURE_NEAR(524288.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(6.0 * 5.24288e-6, r.comm[FTH_COMM_CP].raw_s, 1e-9);
+  return 0;
+}
+
+/* ZeRO-1 and ZeRO-2 (Rajbhandari et al. 2020) against DDP: DP 4 in the pod,
+ * 2 layers, seq 1024, global batch 4 (one micro-batch per rank). */
+static int zero_traffic(void) {
+  fth_topology_def t = pod(FTH_TAG_DP_ATTN, 4, FTH_TAG_DP_ATTN, 0);
+  fth_model_def m = gpt(2);
+  fth_train_def w = work(4, 1024);
+  fth_train_result ddp, z1, z2;
+  FTH_RUN(run(&t, &m, &w, &ddp));
+  w.dp = FTH_DP_ZERO1;
+  FTH_RUN(run(&t, &m, &w, &z1));
+  w.dp = FTH_DP_ZERO2;
+  FTH_RUN(run(&t, &m, &w, &z2));
+
+  /* Parameters per GPU (TP 1, PP 1): 2 layers x (4 h^2 + 2 h f + 2 h) =
+   * 2 x 12,584,960 plus embedding and LM head 2 V h = 65,536,000:
+   * P = 90,705,920. fp32 gradients: 4 P = 362,823,680 B. */
+  FTH_ENSURE_NEAR(90705920.0, ddp.params_per_gpu, 1e-12);
+  FTH_ENSURE_NEAR(362823680.0, ddp.comm[FTH_COMM_DP].bytes_per_call, 1e-12);
+  /* DDP: ring all-reduce 2 (3/4) 4P / 100 GB/s = 5.4423552 ms. */
+  FTH_ENSURE(ddp.comm[FTH_COMM_DP].op == FTH_COLL_ALL_REDUCE);
+  FTH_ENSURE_NEAR(5.4423552e-3, ddp.comm[FTH_COMM_DP].raw_s, 1e-9);
+  /* ZeRO-1 and -2: reduce-scatter of the 4P gradient bytes, (3/4) 4P / B =
+   * 2.7211776 ms, then all-gather of the updated bf16 weights, (3/4) 2P / B =
+   * 1.3605888 ms: 4.0817664 ms, all exposed (comp_comm 0). */
+  for (int i = 0; i < 2; i++) {
+    const fth_train_result *z = i == 0 ? &z1 : &z2;
+    FTH_ENSURE(z->comm[FTH_COMM_DP].op == FTH_COLL_REDUCE_SCATTER);
+    FTH_ENSURE_NEAR(362823680.0, z->comm[FTH_COMM_DP].bytes_per_call, 1e-12);
+    FTH_ENSURE_NEAR(4.0817664e-3, z->comm[FTH_COMM_DP].raw_s, 1e-9);
+    FTH_ENSURE_NEAR(4.0817664e-3, z->comm[FTH_COMM_DP].exposed_s, 1e-9);
+    /* Adam over the 1/4 of the parameters this rank owns: read master, two
+     * moments, gradient; write master, moments, bf16 weights: 6 x 4 + 4 + 2 =
+     * 30 B per parameter, P / 4 x 30 B / 10 TB/s = 68.02944 us (DDP: all P,
+     * 272.11776 us). */
+    FTH_ENSURE_NEAR(68.02944e-6, z->optimizer_s, 1e-9);
+    /* The forward and backward are those of DDP: the step differs by the DP
+     * traffic and the optimizer only, (4.0817664 - 5.4423552) ms +
+     * (68.02944 - 272.11776) us = -1.56467712 ms. */
+    FTH_ENSURE_NEAR(ddp.step_time_s - 1.56467712e-3, z->step_time_s, 1e-9);
+  }
+  FTH_ENSURE_NEAR(272.11776e-6, ddp.optimizer_s, 1e-9);
+  /* Memory: bf16 weights 2P = 181,411,840 B everywhere; fp32 gradients 4P =
+   * 362,823,680 B, sharded by ZeRO-2 (P = 90,705,920 B); fp32 master + two
+   * moments 12P = 1,088,471,040 B, sharded by ZeRO-1 and -2 (3P = 272,117,760 B). */
+  FTH_ENSURE_NEAR(181411840.0, z1.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(181411840.0, z2.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(362823680.0, ddp.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(362823680.0, z1.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(90705920.0, z2.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(1088471040.0, ddp.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE_NEAR(272117760.0, z1.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE_NEAR(272117760.0, z2.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  return 0;
+}
+
+/* Interleaved 1F1B (Narayanan et al. 2021 Sec. 2.2): PP 4 in the pod, 8
+ * layers, v = 2 chunks of 1 layer per GPU, seq 1024, 8 micro-batches. */
+static int interleaved(void) {
+  fth_topology_def t = pod(FTH_TAG_PP, 4, FTH_TAG_PP, 0);
+  fth_model_def m = gpt(8);
+  fth_train_def w = work(8, 1024);
+  fth_train_result one, il;
+  FTH_RUN(run(&t, &m, &w, &one));
+  w.pp = FTH_PP_INTERLEAVED;
+  w.virtual_stages = 2;
+  FTH_RUN(run(&t, &m, &w, &il));
+
+  /* Hand-offs: the [1024, h] bf16 activation, 2,097,152 B, one hop at
+   * 100 GB/s = 20.97152 us; forward and backward per micro-batch and chunk:
+   * 1F1B 2 x 8 = 16 sends, interleaved 2 x 8 x 2 = 32; nothing hidden. */
+  const fth_comm_item *a = &one.comm[FTH_COMM_PP], *b = &il.comm[FTH_COMM_PP];
+  FTH_ENSURE(b->op == FTH_COLL_SEND_RECV);
+  FTH_ENSURE_NEAR(2097152.0, a->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(2097152.0, b->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(16.0, a->calls_per_step, 0);
+  FTH_ENSURE_NEAR(32.0, b->calls_per_step, 0);
+  FTH_ENSURE_NEAR(16.0 * 20.97152e-6, a->exposed_s, 1e-9);
+  FTH_ENSURE_NEAR(32.0 * 20.97152e-6, b->exposed_s, 1e-9);
+
+  /* The stage's work per micro-batch is the same under both schedules; the
+   * bubble is (p - 1)(t_f + t_b) = 3 (t_f + t_b) for 1F1B and
+   * (p - 1)(t_f + t_b) / v = 1.5 (t_f + t_b) interleaved (Narayanan et al.
+   * 2021 Eq. 1 and Sec. 2.2.2). */
+  FTH_ENSURE_NEAR(one.fwd_s, il.fwd_s, 1e-12);
+  /* The slowest stage is the last: its 2 blocks and the LM head with the
+   * loss, not the first stage's embedding lookup too: 150.158180352 us. */
+  FTH_ENSURE_NEAR(150.158180352e-6, one.fwd_s, 1e-9);
+  FTH_ENSURE_NEAR(one.bwd_s, il.bwd_s, 1e-12);
+  double tftb = il.fwd_s + il.bwd_s;
+  FTH_ENSURE_NEAR(3.0 * tftb, one.bubble_s, 1e-12);
+  FTH_ENSURE_NEAR(1.5 * tftb, il.bubble_s, 1e-12);
+  /* So the step changes by the bubble saved and the 16 extra sends. */
+  FTH_ENSURE_NEAR(one.step_time_s - 1.5 * tftb + 16.0 * 20.97152e-6, il.step_time_s, 1e-9);
+  return 0;
+}
+
+int step_parallel_test(void) {
+  FTH_RUN(sequence_parallel());
+  FTH_RUN(context_parallel());
+  FTH_RUN(zero_traffic());
+  FTH_RUN(interleaved());
+  return 0;
+}
