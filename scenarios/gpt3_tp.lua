@@ -19,11 +19,13 @@ for _, tp in ipairs({ 1, 2, 4, 8 }) do
     if d.logical_tag == "DP_Attn" and d.phys_dim == 1 then d.size = 8 // tp end
   end
   local ok, r = pcall(sc.evaluate, sc)
+  if not ok and not fathom.errors.is_input(r) then error(r, 0) end -- a bug, not a refusal
   if ok then
     rows[#rows + 1] = { tp, units.time(r.step_time_s), units.percent(r.mfu), units.time(r.comm.tp.exposed_s),
       units.time(r.bubble_s), units.bytes(r.memory.peak_bytes), r.memory.fits and "yes" or "no" }
   else
-    rows[#rows + 1] = { tp, "-", "-", "-", "-", "-", "invalid: " .. tostring(r):gsub("^.-: ([%w_]+: )", "%1") }
+    local why = r.path and (r.path .. ": " .. r.reason) or tostring(r)
+    rows[#rows + 1] = { tp, "-", "-", "-", "-", "-", "invalid: " .. why }
   end
 end
 io.stdout:write(tablefmt.render({ "TP", "step", "MFU", "exposed TP", "bubble", "memory/GPU", "fits" }, rows))

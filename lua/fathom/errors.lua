@@ -15,8 +15,9 @@ local origin = setmetatable({}, { __mode = "k" })
 
 -- Kinds of refusal, all "bad input" to the CLI (exit 2): input (a value out of range
 -- or inconsistent), range (a derived value overflowed), unsupported (valid, but not
--- modelled). The C core raises the same kinds as values (see is_core).
-M.kinds = { input = true, range = true, unsupported = true }
+-- modelled), tiling (sizes that do not divide each other). The C core raises the same
+-- kinds as values (see is_core).
+M.kinds = { input = true, range = true, unsupported = true, tiling = true }
 
 -- is_core(err) -> boolean: is `err` an error value raised by fathom.core
 -- ({kind, path, msg} with metatable fathom.Error)?

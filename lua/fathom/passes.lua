@@ -8,7 +8,8 @@
 --           search = "training"|"inference" (which strategy search), and per-mode facts:
 --           pass ("prefill"/"decode"), latency ("ttft_s"/"tpot_s"), context_key (the
 --           workload key --seq sets), search_workload (the search's default spec),
---           trace (analyze --trace-file), packet_simulation (routing.packet_simulation) }
+--           trace (analyze --trace-file), packet_simulation (routing.packet_simulation),
+--           times(time, r) (an inference record's own time fields) }
 local core = require("fathom.core")
 local errors = require("fathom.errors")
 local report = require("fathom.report")
@@ -49,14 +50,15 @@ local training = {
   packet_simulation = true,
 }
 
--- inference(pass, latency, label, context_key) -> the row of prefill or decode.
-local function inference(pass, latency, label, context_key)
+-- inference(pass, latency, label, context_key, times) -> the row of prefill or decode.
+local function inference(pass, latency, label, context_key, times)
   return {
     name = "inference_" .. pass,
     pass = pass,
     load = function(src) return spec.infer(src, pass) end,
     compile = function(node, topo, model, w) return core.infer_compile(node, topo, model, w, pass) end,
     record = report.inference_record,
+    times = times,
     summary = {
       headers = { label, "total", "tokens/s", "tok/s/XPU", "mem/XPU", "max batch", "fits" },
       row = function(r)
@@ -77,8 +79,8 @@ end
 
 M.rows = {
   training,
-  inference("prefill", "ttft_s", "TTFT", "seq_length"),
-  inference("decode", "tpot_s", "TPOT", "prefill_seq_len"),
+  inference("prefill", "ttft_s", "TTFT", "seq_length", report.prefill_times),
+  inference("decode", "tpot_s", "TPOT", "prefill_seq_len", report.decode_times),
 }
 
 M.names = {}

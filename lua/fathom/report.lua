@@ -49,6 +49,20 @@ end
 
 local function int(x) return math.tointeger(x) or x end
 
+-- prefill_times(time, r): a prefill record's own times (the pass mode's `times`).
+function M.prefill_times(time, r)
+  time.time_to_first_token_seconds = r.ttft_s
+end
+
+-- decode_times(time, r): a decode record's own times (the pass mode's `times`).
+function M.decode_times(time, r)
+  time.time_per_output_token_seconds = r.tpot_s
+  time.time_per_output_token_first_seconds = r.tpot_first_s
+  time.time_per_output_token_last_seconds = r.tpot_last_s
+  time.weights_read_seconds = r.weights_read_s
+  time.kv_cache_read_seconds = r.kv_read_s
+end
+
 -- inference_record(sc, r) -> the record of a prefill or decode point.
 function M.inference_record(sc, r)
   local d = sc:compile():degrees()
@@ -76,15 +90,7 @@ function M.inference_record(sc, r)
     tokens_per_second = r.tokens_per_s, tokens_per_second_per_xpu = r.tokens_per_s_per_gpu,
     stage_pass_seconds = r.stage_s, exposed_pp_seconds = r.pp_s,
   }
-  if r.pass == "prefill" then
-    time.time_to_first_token_seconds = r.ttft_s
-  else
-    time.time_per_output_token_seconds = r.tpot_s
-    time.time_per_output_token_first_seconds = r.tpot_first_s
-    time.time_per_output_token_last_seconds = r.tpot_last_s
-    time.weights_read_seconds = r.weights_read_s
-    time.kv_cache_read_seconds = r.kv_read_s
-  end
+  sc.pass.times(time, r)
   rec.time = ordered(time, { "total_time", "total_time_seconds", "time_to_first_token_seconds",
     "time_per_output_token_seconds", "tokens_per_second", "tokens_per_second_per_xpu" })
   local sp = r.stage_pass

@@ -78,20 +78,20 @@ function Scenario:locate(path)
 end
 
 -- raise_core(e): a refusal raised by the core ({kind, path, msg}, see errors.is_core)
--- becomes an error of the same kind at the file position of its path; anything else
--- is a bug and is raised again as it is.
+-- becomes an error of the same kind at the file position of its path, keeping its
+-- parts (where, path, reason) for callers that show them; anything else is a bug and
+-- is raised again as it is.
 function Scenario:raise_core(e)
   if not errors.is_core(e) then error(e, 0) end
   local path, reason = e.path, e.msg
-  if path == "" then error(errors.new(reason, e.kind), 0) end
-  local where = self:locate(path)
+  local where = path ~= "" and self:locate(path) or nil
   -- Show the user's key path without our "workload."-style prefix when the file names it.
-  local shown = path:gsub("^model%.", ""):gsub("^workload%.", ""):gsub("^topology%.", "")
-    :gsub("^hardware%.", "")
-  if where then
-    error(errors.new(string.format("%s: %s: %s", where, shown, reason), e.kind), 0)
-  end
-  error(errors.new(string.format("%s: %s", path, reason), e.kind), 0)
+  local shown = where and path:gsub("^model%.", ""):gsub("^workload%.", ""):gsub("^topology%.", "")
+    :gsub("^hardware%.", "") or path
+  local parts = { where, shown ~= "" and shown or nil, reason }
+  local out = errors.new(table.concat(parts, ": "), e.kind)
+  out.where, out.path, out.reason = where, shown, reason
+  error(out, 0)
 end
 
 -- new{hardware_lib=, physical=, logical=, workload=, model=, pass_mode=} -> scenario.

@@ -217,7 +217,7 @@ M.train_schema = with_common({
   optimizer = { type = "string", default = "adam", hint = "adam or adamw (the same cost)" },
   recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
-  precision_recipe = { type = "string", choices = names.recipe, default = TRAIN.precision_recipe,
+  precision_recipe = { type = "string", choices = names.precision_recipe, default = TRAIN.precision_recipe,
     hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
 })
 

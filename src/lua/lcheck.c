@@ -356,7 +356,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
-  out->recipe = (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_RECIPE, out->recipe);
+  out->recipe =
+      (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE, out->recipe);
   out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", out->ep_a2a_override_s);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);

@@ -66,7 +66,7 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "dp_variant", LNAMES_DP_VARIANT, (int)t.dp);
   setname(L, "pp_variant", LNAMES_PP_SCHEDULE, (int)t.pp);
   setname(L, "recompute", LNAMES_RECOMPUTE, (int)t.recompute);
-  setname(L, "precision_recipe", LNAMES_RECIPE, (int)t.recipe);
+  setname(L, "precision_recipe", LNAMES_PRECISION_RECIPE, (int)t.recipe);
   setint(L, "virtual_stages", t.virtual_stages);
   setbool(L, "sequence_parallel", t.sequence_parallel);
   setint(L, "full_precision_param_float_size", t.master_bytes);

@@ -13,9 +13,9 @@
 static const char *error_kind(fth_status s) {
   switch (s) {
   case FTH_EINVAL: return "input";        /* an input is out of range or inconsistent */
-  case FTH_ETILE: return "input";         /* sizes that do not divide each other */
   case FTH_ERANGE: return "range";        /* a derived value overflowed */
   case FTH_ENOTSUP: return "unsupported"; /* valid, but not modelled */
+  case FTH_ETILE: return "tiling";        /* sizes that do not divide each other */
   case FTH_OK: break;
   }
   return "internal";

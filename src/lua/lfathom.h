@@ -18,7 +18,7 @@ int luaopen_fathom_core(lua_State *L);
 #define LBIND_ERROR "fathom.Error"
 
 /// Raise a core failure as a value, never as text to parse back:
-/// {kind = "input"|"range"|"unsupported", path = "<prefix>.<path>", msg = "..."}
+/// {kind = "input"|"range"|"unsupported"|"tiling", path = "<prefix>.<path>", msg = "..."}
 /// (kind from err->status; prefix may be NULL) with metatable fathom.Error, whose
 /// __tostring gives "<path>: <msg>". Lua maps the path to a file position
 /// (scenario.lua) and the CLI chooses the exit status from the kind. Never returns.

@@ -63,6 +63,11 @@ static void setnum(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
+static void setint(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
 
 /* (plan) -> result table */
 static int plan_evaluate(lua_State *L) {
@@ -118,11 +123,6 @@ static int plan_tostring(lua_State *L) {
                   p->pass == FTH_PASS_PREFILL ? "prefill" : "decode", (int)p->layout.num_gpus,
                   p->layout.tp, p->layout.pp);
   return 1;
-}
-
-static void setint(lua_State *L, const char *k, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
 }
 
 /* (plan) -> degrees table, as TrainPlan:degrees(): counts are integers (local_experts,

@@ -15,8 +15,8 @@
 #include "fth_model.h"
 #include "fth_phase.h"
 #include "fth_recipe.h"
-#include "fth_schedule.h"
 #include "fth_route.h"
+#include "fth_schedule.h"
 #include "fth_topology.h"
 #include "fth_train.h"
 #include "lfathom.h"
@@ -35,8 +35,6 @@ PARSE_OF(fth_recompute_parse)
 NAME_OF(fth_kernel_model_name, fth_kernel_model)
 PARSE_OF(fth_kernel_model_parse)
 NAME_OF(fth_flop_part_name, fth_flop_part)
-NAME_OF(fth_recipe_name, fth_recipe)
-PARSE_OF(fth_recipe_parse)
 NAME_OF(fth_dp_variant_name, fth_dp_variant)
 PARSE_OF(fth_dp_variant_parse)
 NAME_OF(fth_pp_schedule_name, fth_pp_schedule)
@@ -58,6 +56,8 @@ NAME_OF(fth_route_dist_name, fth_route_dist)
 PARSE_OF(fth_route_dist_parse)
 NAME_OF(fth_placement_name, fth_placement)
 PARSE_OF(fth_placement_parse)
+NAME_OF(fth_recipe_name, fth_recipe)
+PARSE_OF(fth_recipe_parse)
 
 /* Spellings the core's parsers accept besides the canonical names; listed here
  * (and only here outside the core) so Lua's choices can offer them. The spec
@@ -86,7 +86,6 @@ static const enum_desc enums[LNAMES_COUNT] = {
                           fth_recompute_parse_i, NULL},
     [LNAMES_KERNEL_MODEL] = {"kernel_model", FTH_KERNEL_MODEL_COUNT, fth_kernel_model_name_i,
                              fth_kernel_model_parse_i, NULL},
-    [LNAMES_RECIPE] = {"recipe", FTH_RECIPE_COUNT, fth_recipe_name_i, fth_recipe_parse_i, NULL},
     [LNAMES_COLL_OP] = {"collective_op", FTH_COLL_OP_COUNT, fth_coll_op_name_i,
                         fth_coll_op_parse_i, NULL},
     [LNAMES_COLL_ALGO] = {"collective_algorithm", FTH_ALGO_COUNT, fth_coll_algo_name_i,
@@ -105,6 +104,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                                    fth_route_dist_parse_i, NULL},
     [LNAMES_ROUTE_PLACEMENT] = {"route_placement", FTH_PLACE_COUNT, fth_placement_name_i,
                                 fth_placement_parse_i, NULL},
+    [LNAMES_PRECISION_RECIPE] = {"precision_recipe", FTH_RECIPE_COUNT, fth_recipe_name_i,
+                                 fth_recipe_parse_i, NULL},
 };
 
 int lnames_count(lnames_enum e) {

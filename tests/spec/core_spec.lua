@@ -40,7 +40,7 @@ describe("fathom.core", function()
         "^workload%.global_batch_size: global_batch_size 8 is not a multiple")
       local ok, e = pcall(core.train_compile, node, topo, model, w)
       assert.is_false(ok)
-      assert.are.equal("input", e.kind)
+      assert.are.equal("tiling", e.kind) -- FTH_ETILE: sizes that do not divide
       assert.are.equal("workload.global_batch_size", e.path)
       assert.matches("^global_batch_size 8 is not a multiple", e.msg)
       assert.are.equal("fathom.Error", getmetatable(e).__name)
@@ -67,9 +67,10 @@ describe("fathom.core", function()
       local node, topo = spec.node_table(sc.lib, sc.physical.node_name), spec.topology_table(sc.physical, sc.logical)
       local table_s = core.train_compile(node, topo, sc.model, raw):evaluate().step_time_s
       assert.are.equal(yaml_s, table_s)
-      h.near(30.711, table_s, 1e-4, "step (tiled; the roofline gives 29.09 s)")
+      -- tiled 30.7 s; before defaults lived in one place a table got the roofline's 29.1 s
+      h.near(30.71, table_s, 2e-3, "step (tiled)")
       raw.kernel_model = "roofline"
-      h.near(29.087, core.train_compile(node, topo, sc.model, raw):evaluate().step_time_s, 1e-4, "roofline")
+      h.near(29.09, core.train_compile(node, topo, sc.model, raw):evaluate().step_time_s, 2e-3, "roofline")
     end)
 
     it("core.defaults are the schema's defaults", function()

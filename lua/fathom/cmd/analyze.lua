@@ -18,7 +18,7 @@ local spec = {
   { name = "model-spec", arg = "FILE", required = true, help = "model spec YAML" },
   { name = "sweep-config", arg = "FILE", help = "sweep config YAML (omit for one point)" },
   { name = "pass-mode", arg = "MODE", choices = passes.names,
-    default = "training", help = "what to model" },
+    default = passes.names[1], help = "what to model" },
   { name = "output-file", arg = "FILE", help = "write every record here (whole or not at all)" },
   { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
   { name = "format", arg = "FMT", choices = { "yaml", "json", "csv", "svg" }, default = "yaml",

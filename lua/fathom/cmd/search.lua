@@ -19,7 +19,7 @@ local spec = {
   { name = "hardware-lib", arg = "FILE", help = "hardware library [default: configs/hardware/hardware_library.yaml]" },
   { name = "workload", arg = "FILE", help = "training spec to start from [default: train_specs/search_default.yaml]" },
   { name = "pass-mode", arg = "MODE", choices = passes.names,
-    default = "training", help = "what to model" },
+    default = passes.names[1], help = "what to model" },
   { name = "gen", arg = "N", integer = { 1, 1073741824 }, help = "decode: tokens to generate" },
   { name = "latency-bound", arg = "S", number = true,
     help = "inference: keep strategies whose TPOT (decode) or TTFT (prefill) is within S seconds" },
