@@ -29,6 +29,7 @@ fth_infer_def fth_infer_def_default(void) {
     d.footprint_tier[i] = FTH_TIER_XPU;
   }
   d.coll = fth_coll_params_default();
+  d.kernel_model = FTH_KERNEL_TILED; /* falls back to the roofline without compute_units */
   return d;
 }
 

@@ -30,7 +30,7 @@ typedef struct fth_infer_def {
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT];
   fth_coll_params coll;
   double kernel_launch_s;
-  fth_kernel_model kernel_model; ///< roofline (default) or tiled
+  fth_kernel_model kernel_model; ///< tiled (default) or roofline
 } fth_infer_def;
 
 fth_infer_def fth_infer_def_default(void);

@@ -34,6 +34,7 @@ fth_train_def fth_train_def_default(void) {
     d.footprint_tier[i] = FTH_TIER_XPU;
   }
   d.coll = fth_coll_params_default();
+  d.kernel_model = FTH_KERNEL_TILED; /* falls back to the roofline without compute_units */
   return d;
 }
 

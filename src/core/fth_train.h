@@ -54,7 +54,7 @@ typedef struct fth_train_def {
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT]; ///< where each component is stored
   fth_coll_params coll;                             ///< per-peer overhead, launch cost
   double kernel_launch_s;                           ///< per kernel fixed overhead (0 = none)
-  fth_kernel_model kernel_model; ///< roofline (the core's default) or tiled (wave quantisation)
+  fth_kernel_model kernel_model; ///< tiled (default: wave quantisation) or roofline
   fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
 } fth_train_def;

@@ -9,20 +9,13 @@
 #include "lfathom.h"
 #include "lnames.h"
 
-/* Interim: the YAML default of kernel_model is "tiled" (README, validate), while
- * fth_train_def_default / fth_infer_def_default still return FTH_KERNEL_ROOFLINE.
- * Until the core's defaults say FTH_KERNEL_TILED, the binding applies it here, and
- * only here; then these two lines go. */
+/* The defaults are the core's: fth_train_def_default / fth_infer_def_default. */
 fth_train_def ldefaults_train(void) {
-  fth_train_def d = fth_train_def_default();
-  d.kernel_model = FTH_KERNEL_TILED;
-  return d;
+  return fth_train_def_default();
 }
 
 fth_infer_def ldefaults_infer(void) {
-  fth_infer_def d = fth_infer_def_default();
-  d.kernel_model = FTH_KERNEL_TILED;
-  return d;
+  return fth_infer_def_default();
 }
 
 static void setnum(lua_State *L, const char *k, double v) {

@@ -198,6 +198,7 @@ static int tiled(void) {
   m.max_seq_len = 320;
   fth_train_def w = work(1, 320);
   fth_train_result roof, tile;
+  w.kernel_model = FTH_KERNEL_ROOFLINE;
   FTH_RUN(run(&n, &t, &m, &w, &roof));
   w.kernel_model = FTH_KERNEL_TILED;
   FTH_RUN(run(&n, &t, &m, &w, &tile));
