@@ -15,6 +15,11 @@ static const fth_recipe_row rows[FTH_RECIPE_COUNT] = {
                                 "TE Float8CurrentScaling"},
     /* OCP Microscaling Formats v1.0 (2023): 8-bit power-of-two scale per 32. */
     [FTH_RECIPE_MXFP8] = {"mxfp8", FTH_PREC_FP8, 0.0, 1.0 / 32.0, 2.0, "OCP MX v1.0"},
+    /* DeepSeek-AI 2024 (DeepSeek-V3 report Sec. 3.3.2): fine-grained
+     * quantisation, an FP32 scale per 1x128 activation tile (128x128 weight
+     * block) found while casting (TE Float8BlockScaling). */
+    [FTH_RECIPE_FP8_BLOCKWISE] = {"fp8_blockwise", FTH_PREC_FP8, 0.0, 4.0 / 128.0, 2.0,
+                                  "DeepSeek-AI 2024 Sec. 3.3.2; TE Float8BlockScaling"},
     /* NVIDIA 2025 ("Pretraining LLMs with NVFP4", arXiv 2509.25149): FP8 scale
      * per 16 elements, FP32 per tensor from a global amax. */
     [FTH_RECIPE_NVFP4] = {"nvfp4", FTH_PREC_FP4, 1.0, 1.0 / 16.0, 2.0,

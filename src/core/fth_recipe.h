@@ -22,6 +22,7 @@ typedef enum fth_recipe {
   FTH_RECIPE_FP8_DELAYED, ///< E4M3/E5M2, per-tensor scale from the amax history (TE default)
   FTH_RECIPE_FP8_CURRENT, ///< per-tensor scale from the tensor itself: an amax pass first
   FTH_RECIPE_MXFP8,       ///< OCP MX E4M3, an E8M0 scale per 32 elements (Blackwell)
+  FTH_RECIPE_FP8_BLOCKWISE, ///< E4M3, an FP32 scale per 1x128 tile / 128x128 block (DeepSeek-V3)
   FTH_RECIPE_NVFP4,       ///< E2M1, an E4M3 scale per 16 elements and an FP32 one per tensor
   FTH_RECIPE_COUNT
 } fth_recipe;

@@ -3,12 +3,15 @@
  * A step on the slowest stage is m micro-batches of forward + backward plus
  * the bubble. Every schedule fathom knows is described by the same few
  * numbers (a new schedule is a new row in fth_schedule.c and its test):
- *   bubble   = (p - 1) (cf t_f + cb t_b + cw t_w) / v^interleaved
+ *   bubble   = (a p + b) (cf t_f + cb t_b + cw t_w) / v^interleaved
  *              t_f, t_b: one micro-batch's forward and whole backward on the
- *              stage; t_w: the weight-gradient part of t_b
+ *              stage; t_w: the weight-gradient part of t_b; a p + b stage
+ *              boundaries (p - 1, or p / 2 - 1 for a bidirectional pipeline)
  *   in-flight micro-batches whose activations the first stage holds
  *   sends of the stage boundary's activation per micro-batch (x v chunks)
- *   weight copies each GPU keeps (DualPipe-style schedules keep two). */
+ *   weight copies each GPU keeps (DualPipe keeps two)
+ *   what it overlaps: the share of the layer and pipeline collectives it
+ *   hides under the other direction's computation at least. */
 #ifndef FTH_SCHEDULE_H
 #define FTH_SCHEDULE_H
 
@@ -19,6 +22,7 @@ typedef enum fth_pp_schedule {
   FTH_PP_1F1B = 1,        ///< one-forward-one-backward, PipeDream-flush (Narayanan et al. 2021)
   FTH_PP_INTERLEAVED = 2, ///< 1F1B with v virtual stages per GPU (Narayanan et al. 2021, Sec. 2.2)
   FTH_PP_ZB_H1 = 3,       ///< zero-bubble H1 (Qi et al. 2023): backward split, W passes fill the bubble
+  FTH_PP_DUALPIPE = 4,    ///< DeepSeek-V3's bidirectional pipeline (DeepSeek-AI 2024, Sec. 3.2.1)
   FTH_PP_COUNT
 } fth_pp_schedule;
 
@@ -27,11 +31,15 @@ typedef struct fth_schedule {
   const char *name;        ///< spelling in inputs and outputs
   int interleaved;         ///< runs v > 1 model chunks per GPU (needs virtual_stages > 1)
   int holds_all;           ///< the first stage holds every micro-batch (GPipe); else min(m, p)
+  double inflight_extra;   ///< micro-batches held beyond min(m, p)
+  int even_stages;         ///< needs an even number of stages
+  double stage_a, stage_b; ///< stage boundaries in the bubble: a p + b
   double bubble_f;         ///< coefficient of t_f in the bubble, per stage boundary
   double bubble_b;         ///< coefficient of t_b (the whole backward)
   double bubble_w;         ///< coefficient of t_w (its weight-gradient part)
   double sends_per_micro;  ///< activation hand-offs per micro-batch per chunk (fwd + bwd)
   double weight_copies;    ///< model replicas each GPU stores
+  double comm_hidden;      ///< share of layer and PP collectives hidden at least (0: the workload's)
   const char *source;      ///< where the formulas come from
 } fth_schedule;
 
@@ -49,7 +57,7 @@ double fth_pp_bubble_s(fth_pp_schedule s, int stages, int virt, double fwd_s, do
 
 /// Micro-batches whose activations the busiest (first) stage holds at peak:
 /// GPipe m; 1F1B and ZB-H1 min(m, p); interleaved min(m, p) x (1 + (p - 1) / (v p))
-/// (Korthikanti et al. 2022, Sec. 4.2.3).
+/// (Korthikanti et al. 2022, Sec. 4.2.3); DualPipe min(m, p) + 1.
 double fth_pp_inflight(fth_pp_schedule s, int stages, double micro, int virt);
 
 /// Chunks per GPU the schedule runs: v for interleaved rows, else 1.

@@ -133,6 +133,10 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
     return fth_fail(err, FTH_ETILE, "topology.logical",
                     "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp,
                     w->virtual_stages, m->n_layers);
+  if (fth_schedule_get(w->pp)->even_stages && l->pp > 1 && l->pp % 2 != 0)
+    return fth_fail(err, FTH_ETILE, "workload.pp_spec.variant",
+                    "%s needs an even number of pipeline stages, got PP = %d",
+                    fth_pp_schedule_name(w->pp), l->pp);
   if (fth_layout_batch(l, w->global_batch, w->micro_batch, w->seq_len, &p->microbatches, err) !=
       FTH_OK)
     return err->status;
@@ -193,7 +197,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   if (rr->gemm != FTH_PREC_COUNT) wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
   out->bytes[FTH_MEM_WEIGHTS] = copies * (dense * wb / d.weights + expert * wb / e.weights);
   out->bytes[FTH_MEM_GRADIENTS] = copies * (dense * gb / d.gradients + expert * gb / e.gradients);
-  out->bytes[FTH_MEM_OPTIMIZER] = dense * opt_per / d.optimizer + expert * opt_per / e.optimizer;
+  out->bytes[FTH_MEM_OPTIMIZER] =
+      copies * (dense * opt_per / d.optimizer + expert * opt_per / e.optimizer);
 
   /* Saved activations: per-token bytes per block, times tokens of a
    * micro-batch, blocks on the stage and micro-batches in flight on the first
@@ -351,7 +356,8 @@ static void pipeline(const fth_train_plan *p, double t_f, double t_b, double t_w
     double calls = row->sends_per_micro * p->microbatches * fth_pp_chunks(w->pp, w->virtual_stages);
     set_item(&r->comm[FTH_COMM_PP], &l->group[FTH_COMM_PP], FTH_COLL_SEND_RECV, a, bytes, calls);
     double raw = calls * t1;
-    double hidden = w->comp_comm_eff * fth_min(raw, r->busy_s);
+    double eff = fth_max(w->comp_comm_eff, row->comm_hidden);
+    double hidden = eff * fth_min(raw, r->busy_s);
     r->comm[FTH_COMM_PP].raw_s = raw;
     r->comm[FTH_COMM_PP].hidden_s = hidden;
     r->comm[FTH_COMM_PP].exposed_s = raw - hidden;
@@ -458,10 +464,13 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   fth_phase fwd, bwd, rec;
   stage_pass(p, &e, &fwd, &bwd, &rec);
 
+  /* A schedule that pairs the two directions' chunks hides the layer
+   * collectives under the other chunk's computation (DualPipe). */
+  double eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
   double ex[3][FTH_COMM_KIND_COUNT];
-  double t_f = fth_phase_time(&fwd, w->comp_comm_eff, ex[0]);
-  double t_rec = fth_phase_time(&rec, w->comp_comm_eff, ex[2]);
-  double t_b = fth_phase_time(&bwd, w->comp_comm_eff, ex[1]) + t_rec;
+  double t_f = fth_phase_time(&fwd, eff, ex[0]);
+  double t_rec = fth_phase_time(&rec, eff, ex[2]);
+  double t_b = fth_phase_time(&bwd, eff, ex[1]) + t_rec;
   r->fwd_s = t_f;
   r->bwd_s = t_b;
   r->recompute_s = mbs * t_rec;

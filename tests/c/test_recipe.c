@@ -6,6 +6,7 @@
  *   fp8_delayed  2 + 2 x 1                 = 4
  *   fp8_current  2 x 2 + 2 x 1             = 6
  *   mxfp8        2 + 2 x (1 + 1/32)        = 4.0625
+ *   fp8_blockwise 2 + 2 x (1 + 4/128)      = 4.0625
  *   nvfp4        2 x 2 + 2 x (0.5 + 1/16)  = 5.125 */
 #include "fth_recipe.h"
 #include "fth_train.h"
@@ -31,6 +32,7 @@ static int table(void) {
   FTH_ENSURE_NEAR(4.0, fth_recipe_cast_bytes(FTH_RECIPE_FP8_DELAYED, 2.0), 1e-15);
   FTH_ENSURE_NEAR(6.0, fth_recipe_cast_bytes(FTH_RECIPE_FP8_CURRENT, 2.0), 1e-15);
   FTH_ENSURE_NEAR(4.0625, fth_recipe_cast_bytes(FTH_RECIPE_MXFP8, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(4.0625, fth_recipe_cast_bytes(FTH_RECIPE_FP8_BLOCKWISE, 2.0), 1e-15);
   FTH_ENSURE_NEAR(5.125, fth_recipe_cast_bytes(FTH_RECIPE_NVFP4, 2.0), 1e-15);
   FTH_ENSURE(fth_recipe_get(FTH_RECIPE_NVFP4)->gemm == FTH_PREC_FP4);
   for (int i = 0; i < FTH_RECIPE_COUNT; i++)

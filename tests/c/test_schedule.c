@@ -20,12 +20,21 @@ int schedule_test(void) {
   /* A backward that is all weight gradients cannot make the bubble negative:
    * T_F + T_B - T_W = 1 + 0 - 2 < 0 -> 0. */
   FTH_ENSURE(fth_pp_bubble_s(FTH_PP_ZB_H1, 8, 1, 1e-3, 2e-3, 2e-3) == 0.0);
+  /* DualPipe (DeepSeek-AI 2024 Table 2): (p/2 - 1)(F&B + B - 3W) with F&B =
+   * t_f + t_b: (8/2 - 1)(1 + 2 + 2 - 3 x 0.8) = 3 x 2.6 = 7.8 ms; two stages
+   * have no boundary to fill: (2/2 - 1) = 0. */
+  FTH_ENSURE_NEAR(7.8e-3, fth_pp_bubble_s(FTH_PP_DUALPIPE, 8, 1, 1e-3, 2e-3, 0.8e-3), 1e-12);
+  FTH_ENSURE(fth_pp_bubble_s(FTH_PP_DUALPIPE, 2, 1, 1e-3, 2e-3, 0.8e-3) == 0.0);
   /* One stage has no bubble. */
   FTH_ENSURE(fth_pp_bubble_s(FTH_PP_1F1B, 1, 1, 1e-3, 2e-3, 0.0) == 0.0);
   /* In flight: GPipe holds all m = 16; 1F1B min(m, p) = 8 for p = 8, m for m < p. */
   FTH_ENSURE_NEAR(16.0, fth_pp_inflight(FTH_PP_GPIPE, 8, 16, 1), 0);
   FTH_ENSURE_NEAR(8.0, fth_pp_inflight(FTH_PP_1F1B, 8, 16, 1), 0);
   FTH_ENSURE_NEAR(4.0, fth_pp_inflight(FTH_PP_1F1B, 8, 4, 1), 0);
+  /* DualPipe holds p + 1 (DeepSeek-AI 2024 Table 2): 9 for p = 8, m = 16. */
+  FTH_ENSURE_NEAR(9.0, fth_pp_inflight(FTH_PP_DUALPIPE, 8, 16, 1), 0);
+  FTH_ENSURE(fth_schedule_get(FTH_PP_DUALPIPE)->weight_copies == 2.0);
+  FTH_ENSURE(fth_schedule_get(FTH_PP_DUALPIPE)->even_stages);
   /* ZB-H1 keeps 1F1B's peak: min(m, p) (Qi et al. 2023 Sec. 3.1). */
   FTH_ENSURE_NEAR(8.0, fth_pp_inflight(FTH_PP_ZB_H1, 8, 16, 1), 0);
   /* Interleaved p = 8, v = 2: 8 x (1 + 7 / 16) = 11.5 (Korthikanti et al. 2022 Sec. 4.2.3). */

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define TOP_N     12
-#define MAX_BRUTE 8192
+#define MAX_BRUTE 16384
 
 typedef struct brute_hit {
   fth_search_hit s; /* strategy fields only */

@@ -316,7 +316,35 @@ static int uneven_interleaving(void) {
   return 0;
 }
 
+/* DualPipe pairs stages from both ends: PP 3 does not tile (refused as such),
+ * PP 2 does; without a pipeline the schedule does not matter. */
+static int dualpipe_stages(void) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  topo.phys[1].size = 3;
+  topo.logical[1].tag = FTH_TAG_PP; /* TP 2 x PP 3 */
+  topo.logical[1].size = 3;
+  fth_model_def model = toy_model();
+  model.n_layers = 6;
+  fth_train_def w = toy_work();
+  w.global_batch = 6;
+  w.micro_batch = 1;
+  w.pp = FTH_PP_DUALPIPE;
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_ETILE);
+  FTH_ENSURE(strcmp(err.path, "workload.pp_spec.variant") == 0);
+  topo.phys[1].size = 2; /* TP 2 x PP 2 */
+  topo.logical[1].size = 2;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  topo.logical[1].tag = FTH_TAG_DP_ATTN; /* TP 2 x DP 2, no pipeline */
+  w.global_batch = 8;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  return 0;
+}
+
 int train_test(void) {
+  FTH_RUN(dualpipe_stages());
   FTH_RUN(uneven_interleaving());
   FTH_RUN(offload());
   FTH_RUN(toy_hand_derived());
