@@ -228,6 +228,16 @@ end
 -- blockwise) and NVFP4/MXFP4 -> 1 byte of activations (fathom.validate runs FP4 GEMMs at
 -- the part's fp4_nominal).
 function M.precision(s)
+  local out = M.precision_width(s)
+  -- FP8 attention (FP8 FMHA with an FP8 KV cache) where the source says so; recipes
+  -- otherwise keep attention in BF16
+  local p = lower(s)
+  out.fp8_attention = out.bytes == 1 and (p:find("fp8 kv") or p:find("fp8 attention") or p:find("fp8 fmha")
+    or p:find("kv cache/attention") or p:find("fp8 kv cache")) ~= nil
+  return out
+end
+
+function M.precision_width(s)
   local p = lower(s)
   if p:find("nvfp4") or p:find("mxfp4") or p:find("fp4") then
     return { bytes = 1, recipe = "nvfp4", fp4 = true }

@@ -14,7 +14,8 @@
 --                          attention, FP8 current/MX scaling, Blackwell kernels;
 --                          "torch2024"/"torch2025" PyTorch-native stacks (eager or
 --                          torch.compile'd ATen/cuBLAS GEMMs, SDPA attention, torchao
---                          Float8) without Transformer Engine's fused kernels
+--                          Float8) without Transformer Engine's fused kernels; "trt2023"/
+--                          "trt2025" TensorRT-LLM's own GEMM/FMHA kernels (serving)
 --   dp_variant             how data parallelism shards state when the case does not say:
 --                          DDP, ZERO1 (Megatron's distributed optimizer), ZERO3 (FSDP)
 --   comp_comm_efficiency   fraction of TP/DP/PP/EP communication hidden under compute
@@ -75,8 +76,8 @@ M.rows = {
   { name = "LLM Foundry", pattern = "foundry", kernels = "2023", dp_variant = "ZERO3" },
   { name = "Composer", pattern = "composer", kernels = "2023", dp_variant = "ZERO3" },
   -- Serving engines: fused attention (FlashAttention/FlashInfer/TRT kernels), CUDA graphs.
-  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "2023" },
-  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "2025" },
+  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "trt2023" },
+  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025" },
   { name = "vLLM", pattern = "vllm", kernels = "2025" },
   { name = "SGLang", pattern = "sglang", kernels = "2025" },
 }
