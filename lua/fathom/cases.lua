@@ -422,6 +422,7 @@ function M.parallelism(case, fw)
   if not gb and mb then gb = mb * p.dp end
   if not mb and gb then
     if p.pp == 1 then mb = math.max(1, gb // p.dp)
+    elseif fw.pp_micro_batch then mb = fw.pp_micro_batch   -- the framework's pipeline default
     else return nil, "parallelism.micro_batch is not given (pipeline micro-batch count unknown)" end
   end
   if not mb or not gb then return nil, "parallelism.micro_batch and global_batch are not given" end

@@ -25,6 +25,7 @@
 --   expert_tp_is_tp        expert tensor parallelism defaults to TP (Megatron-Core)
 --   fp8_recipe             the FP8 scaling recipe the framework uses by default
 --   pp_schedule            default pipeline schedule
+--   pp_micro_batch         pipeline micro-batch size when the source gives only the batch
 --   kernel_launch_sec      per-kernel launch and gap
 local M = {}
 
@@ -65,9 +66,9 @@ M.rows = {
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
   -- by default (train_configs/*.toml), SDPA flash attention, Float8 tensorwise.
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
-    dp_variant = "ZERO3", recompute = "selective" },
+    dp_variant = "ZERO3", recompute = "selective", pp_micro_batch = 1 },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "selective" },
+    recompute = "selective", pp_micro_batch = 1 },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.

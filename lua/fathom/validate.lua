@@ -67,6 +67,15 @@ local function train_seconds(ctx, m)
     or tonumber(tr.train_tokens or tr.total_tokens or tr.tokens_to_train or tr.tokens)
   local steps = tonumber(tr.train_steps or tr.steps or tr.train_iters or tr.iterations)
   local samples = tonumber(tr.train_samples or tr.samples_to_train or tr.samples or tr.samples_to_converge)
+  -- other spellings: any number under training whose key names tokens, samples or steps
+  for k, v in pairs(tr) do
+    local key, x = tostring(k):lower(), tonumber(v)
+    if x and not key:find("time") and not key:find("per") then
+      if not tokens and key:find("token") then tokens = x
+      elseif not samples and (key:find("sample") or key:find("sequence")) then samples = x
+      elseif not steps and (key:find("step") or key:find("iter")) then steps = x end
+    end
+  end
   if not (tokens or steps or samples) then
     -- "... after 1,234,567 samples" / "2.5B tokens" / "4,000 steps" in the measurement's note
     local note = tostring(m.note or "")
