@@ -411,6 +411,10 @@ function M.parallelism(case, fw)
     p.dp_variant = "ZERO3"
   elseif zero then
     p.dp_variant = ({ "ZERO1", "ZERO2", "ZERO3" })[zero] or p.dp_variant
+  elseif tonumber(par.zero_stage) == 0 then
+    p.dp_variant = "DDP"
+  elseif (fsdp == false or tonumber(fsdp) == 0) and p.dp_variant == "ZERO3" then
+    p.dp_variant = "DDP"   -- FSDP stated off in a framework that shards by default
   end
   local framework = lower((case.training or {}).framework)
   if zero == nil and fsdp == nil and framework:find("zero%-3") then p.dp_variant = "ZERO3" end
