@@ -146,7 +146,6 @@ function M.arch(mdl)
   if a:find("sliding") or a:find("chunked") or a:find("irope") then
     out.notes[#out.notes + 1] = "sliding-window/chunked attention run as full causal attention"
   end
-  if a:find("layernorm") then out.notes[#out.notes + 1] = "LayerNorm costed as the core's norm" end
   -- MoE layer placement: "MoE in every other layer", "alternating dense/MoE", "interleaved"
   out.moe_interval = M.count(mdl.moe_layer_interval or mdl.moe_layer_freq or mdl.interleave_moe_layer_step)
   if not out.moe_interval and (a:find("every other") or a:find("alternat.-moe") or a:find("interleaved moe")) then
@@ -493,7 +492,12 @@ function M.training_docs(case)
   if not phys then return nil, "no placement of TP/CP/DP/PP fits the scale-up domains" end
   if p.tp > phys[1].size then return nil, "TP spans more than one scale-up domain" end
   local prec = M.precision(tr.precision)
-  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs at fp4_nominal with the FP8 achieved fraction (uncalibrated)" end
+  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs at fp4_nominal with an extrapolated fraction (uncalibrated)" end
+  local fsdp = M.count((case.parallelism or {}).fsdp)
+  if fsdp and fsdp > 1 and fsdp < p.dp then
+    notes[#notes + 1] = string.format("hybrid sharding (FSDP %d within DP %d) costed as ZeRO-3 over all of DP",
+      fsdp, p.dp)
+  end
   local recompute = M.recompute(tr.recompute, fw.recompute)
   local workload = {
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,

@@ -334,8 +334,8 @@ function M.inference_docs(case)
   local batch = requests(inf, gpus, isl)
   if not batch then return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")" end
   local prec = cases.precision(inf.precision)
-  local model, why = cases.model_doc(mdl, math.max(4096, isl + osl))
-  if not model then return nil, why end
+  local model, notes = cases.model_doc(mdl, math.max(4096, isl + osl))
+  if not model then return nil, notes end
   local fw = frameworks.lookup(inf.framework)
   -- EPLB's redundant experts: replicas of hot experts add expert slots (memory, placement);
   -- each token still goes to top_k of them
@@ -393,6 +393,7 @@ function M.inference_docs(case)
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },
     model = model, gpu = g, fw = fw, precision = prec, batch = mb * dp_attn, isl = isl, osl = osl, ngen = ngen,
+    notes = notes,
     prefill = not decode_only and workload({ seq_length = isl }) or nil,
     decode = not prefill_only and ngen >= 1 and workload({ prefill_seq_len = ctx_len, num_generated_tokens = ngen })
       or nil,
@@ -494,7 +495,7 @@ local function evaluate_inference(state, job, settings)
   ctx.t = (res.pre and res.pre.time_s or 0) + ctx.dec
   local fits = (not res.pre or res.pre.memory.fits) and (not res.dec or res.dec.memory.fits)
   local rec = { id = case.id, source = case.source, workload = "inference", calibration = from,
-    framework = docs.fw.name, fits = fits, comparisons = {} }
+    framework = docs.fw.name, fits = fits, notes = docs.notes, comparisons = {} }
   for _, m in ipairs(case.measured or {}) do
     local fn = M.serving_metric(m)
     local value = tonumber(m.value)
