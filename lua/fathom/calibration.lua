@@ -10,31 +10,38 @@ local M = {}
 
 -- Kernel-library generations in order (fathom.frameworks): the fallback walks to the
 -- nearest calibrated one of the same GPU generation.
-M.kernel_generations = { "2021", "2023", "torch2024", "2024", "torch2025", "2025" }
+M.kernel_generations = { "2021", "2023", "trt2023", "torch2024", "2024", "torch2025", "trt2025", "2025" }
+
+-- lineage("torch2024") -> "torch"; Transformer Engine/cuDNN-era keys ("2024") -> ""
+function M.lineage(k) return tostring(k):match("^%a+") or "" end
 
 -- Fitted by `fathom validate --fit` over validation/published_cases.yaml and
 -- modern_cases.yaml (the sources each row rests on in the comment; README: Validation).
 M.settings = {
   ampere = {
     -- Megatron-LM 2021 (narayanan2021): no fused attention, so attention_efficiency unused
-    ["2021"] = { efficiency = 0.661, attention_efficiency = 0.30 },
+    ["2021"] = { efficiency = 0.661, attention_efficiency = 0.300 },
     -- LLM Foundry 2023 (llmfoundry_mpt A100): FlashAttention 2 / Triton
     ["2023"] = { efficiency = 0.694, attention_efficiency = 0.304 },
+    -- TensorRT-LLM v0.5/0.6 (trtllm_v061 A100, FP16 engines)
+    trt2023 = { efficiency = 0.702, attention_efficiency = 0.351 },
   },
   hopper = {
-    -- LLM Foundry 2023 (llmfoundry_mpt H100), TensorRT-LLM v0.6 rides along
+    -- LLM Foundry 2023 (llmfoundry_mpt H100)
     ["2023"] = { efficiency = 0.520, fp8_efficiency = 0.350, attention_efficiency = 0.179 },
+    -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100, FP8 engines: efficiency follows hopper/2023)
+    trt2023 = { efficiency = 0.520, fp8_efficiency = 0.419, attention_efficiency = 0.749 },
     -- NeMo 24.x / MaxText 2024 (dgxc_benchmarking v25.01, nemo_long_sequence H100)
-    ["2024"] = { efficiency = 0.604, fp8_efficiency = 0.441, attention_efficiency = 0.613 },
-    -- NeMo 25.x, NeMo AutoModel (dgxc_benchmarking v25.05 H100, nemo_automodel_perf)
-    ["2025"] = { efficiency = 0.647, fp8_efficiency = 0.442, attention_efficiency = 0.613 },
+    ["2024"] = { efficiency = 0.595, fp8_efficiency = 0.441, attention_efficiency = 0.614 },
+    -- NeMo 25.x, NeMo AutoModel (dgxc_benchmarking v25.05 H100, nemo_automodel_perf, SGLang)
+    ["2025"] = { efficiency = 0.647, fp8_efficiency = 0.442, attention_efficiency = 0.614 },
     -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks)
-    torch2024 = { efficiency = 0.378, fp8_efficiency = 0.325, attention_efficiency = 0.187 },
-    torch2025 = { efficiency = 0.379, fp8_efficiency = 0.326, attention_efficiency = 0.346 },
+    torch2024 = { efficiency = 0.372, fp8_efficiency = 0.324, attention_efficiency = 0.188 },
+    torch2025 = { efficiency = 0.373, fp8_efficiency = 0.326, attention_efficiency = 0.345 },
   },
   blackwell = {
     -- NeMo 25.04 on GB200 NVL72 and DGX B200 (dgxc_benchmarking v25.05, nemo_long_sequence B200)
-    ["2025"] = { efficiency = 0.489, fp8_efficiency = 0.366, attention_efficiency = 0.849 },
+    ["2025"] = { efficiency = 0.489, fp8_efficiency = 0.373, attention_efficiency = 0.749 },
   },
 }
 
@@ -79,12 +86,14 @@ function M.lookup(generation, kernels, settings)
     if rows then
       local key = kernels
       if not rows[key] then
+        -- nearest of the same lineage, else of the Transformer Engine/cuDNN lineage, else any
         local want = index_of(M.kernel_generations, kernels) or #M.kernel_generations
         local bestd
         key = nil
         for k in pairs(rows) do
           local i = index_of(M.kernel_generations, k) or 0
           local d = math.abs(i - want) - (i > want and 0.5 or 0)
+          if M.lineage(k) ~= M.lineage(kernels) then d = d + (M.lineage(k) == "" and 100 or 200) end
           if bestd == nil or d < bestd then key, bestd = k, d end
         end
       end

@@ -146,7 +146,6 @@ function M.arch(mdl)
   if a:find("sliding") or a:find("chunked") or a:find("irope") then
     out.notes[#out.notes + 1] = "sliding-window/chunked attention run as full causal attention"
   end
-  if a:find("layernorm") then out.notes[#out.notes + 1] = "LayerNorm costed as the core's norm" end
   -- MoE layer placement: "MoE in every other layer", "alternating dense/MoE", "interleaved"
   out.moe_interval = M.count(mdl.moe_layer_interval or mdl.moe_layer_freq or mdl.interleave_moe_layer_step)
   if not out.moe_interval and (a:find("every other") or a:find("alternat.-moe") or a:find("interleaved moe")) then
@@ -228,6 +227,16 @@ end
 -- blockwise) and NVFP4/MXFP4 -> 1 byte of activations (fathom.validate runs FP4 GEMMs at
 -- the part's fp4_nominal).
 function M.precision(s)
+  local out = M.precision_width(s)
+  -- FP8 attention (FP8 FMHA with an FP8 KV cache) where the source says so; recipes
+  -- otherwise keep attention in BF16
+  local p = lower(s)
+  out.fp8_attention = out.bytes == 1 and (p:find("fp8 kv") or p:find("fp8 attention") or p:find("fp8 fmha")
+    or p:find("kv cache/attention") or p:find("fp8 kv cache")) ~= nil
+  return out
+end
+
+function M.precision_width(s)
   local p = lower(s)
   if p:find("nvfp4") or p:find("mxfp4") or p:find("fp4") then
     return { bytes = 1, recipe = "nvfp4", fp4 = true }
@@ -401,6 +410,10 @@ function M.parallelism(case, fw)
     p.dp_variant = "ZERO3"
   elseif zero then
     p.dp_variant = ({ "ZERO1", "ZERO2", "ZERO3" })[zero] or p.dp_variant
+  elseif tonumber(par.zero_stage) == 0 then
+    p.dp_variant = "DDP"
+  elseif (fsdp == false or tonumber(fsdp) == 0) and p.dp_variant == "ZERO3" then
+    p.dp_variant = "DDP"   -- FSDP stated off in a framework that shards by default
   end
   local framework = lower((case.training or {}).framework)
   if zero == nil and fsdp == nil and framework:find("zero%-3") then p.dp_variant = "ZERO3" end
@@ -412,6 +425,7 @@ function M.parallelism(case, fw)
   if not gb and mb then gb = mb * p.dp end
   if not mb and gb then
     if p.pp == 1 then mb = math.max(1, gb // p.dp)
+    elseif fw.pp_micro_batch then mb = fw.pp_micro_batch   -- the framework's pipeline default
     else return nil, "parallelism.micro_batch is not given (pipeline micro-batch count unknown)" end
   end
   if not mb or not gb then return nil, "parallelism.micro_batch and global_batch are not given" end
@@ -478,7 +492,12 @@ function M.training_docs(case)
   if not phys then return nil, "no placement of TP/CP/DP/PP fits the scale-up domains" end
   if p.tp > phys[1].size then return nil, "TP spans more than one scale-up domain" end
   local prec = M.precision(tr.precision)
-  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs at fp4_nominal with the FP8 achieved fraction (uncalibrated)" end
+  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs at fp4_nominal with an extrapolated fraction (uncalibrated)" end
+  local fsdp = M.count((case.parallelism or {}).fsdp)
+  if fsdp and fsdp > 1 and fsdp < p.dp then
+    notes[#notes + 1] = string.format("hybrid sharding (FSDP %d within DP %d) costed as ZeRO-3 over all of DP",
+      fsdp, p.dp)
+  end
   local recompute = M.recompute(tr.recompute, fw.recompute)
   local workload = {
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,

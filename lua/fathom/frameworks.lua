@@ -14,7 +14,8 @@
 --                          attention, FP8 current/MX scaling, Blackwell kernels;
 --                          "torch2024"/"torch2025" PyTorch-native stacks (eager or
 --                          torch.compile'd ATen/cuBLAS GEMMs, SDPA attention, torchao
---                          Float8) without Transformer Engine's fused kernels
+--                          Float8) without Transformer Engine's fused kernels; "trt2023"/
+--                          "trt2025" TensorRT-LLM's own GEMM/FMHA kernels (serving)
 --   dp_variant             how data parallelism shards state when the case does not say:
 --                          DDP, ZERO1 (Megatron's distributed optimizer), ZERO3 (FSDP)
 --   comp_comm_efficiency   fraction of TP/DP/PP/EP communication hidden under compute
@@ -24,6 +25,7 @@
 --   expert_tp_is_tp        expert tensor parallelism defaults to TP (Megatron-Core)
 --   fp8_recipe             the FP8 scaling recipe the framework uses by default
 --   pp_schedule            default pipeline schedule
+--   pp_micro_batch         pipeline micro-batch size when the source gives only the batch
 --   kernel_launch_sec      per-kernel launch and gap
 local M = {}
 
@@ -64,9 +66,9 @@ M.rows = {
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
   -- by default (train_configs/*.toml), SDPA flash attention, Float8 tensorwise.
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
-    dp_variant = "ZERO3", recompute = "selective" },
+    dp_variant = "ZERO3", recompute = "selective", pp_micro_batch = 1 },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "selective" },
+    recompute = "selective", pp_micro_batch = 1 },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
@@ -75,8 +77,8 @@ M.rows = {
   { name = "LLM Foundry", pattern = "foundry", kernels = "2023", dp_variant = "ZERO3" },
   { name = "Composer", pattern = "composer", kernels = "2023", dp_variant = "ZERO3" },
   -- Serving engines: fused attention (FlashAttention/FlashInfer/TRT kernels), CUDA graphs.
-  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "2023" },
-  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "2025" },
+  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "trt2023" },
+  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025" },
   { name = "vLLM", pattern = "vllm", kernels = "2025" },
   { name = "SGLang", pattern = "sglang", kernels = "2025" },
 }

@@ -67,6 +67,15 @@ local function train_seconds(ctx, m)
     or tonumber(tr.train_tokens or tr.total_tokens or tr.tokens_to_train or tr.tokens)
   local steps = tonumber(tr.train_steps or tr.steps or tr.train_iters or tr.iterations)
   local samples = tonumber(tr.train_samples or tr.samples_to_train or tr.samples or tr.samples_to_converge)
+  -- other spellings: any number under training whose key names tokens, samples or steps
+  for k, v in pairs(tr) do
+    local key, x = tostring(k):lower(), tonumber(v)
+    if x and not key:find("time") and not key:find("per") then
+      if not tokens and key:find("token") then tokens = x
+      elseif not samples and (key:find("sample") or key:find("sequence")) then samples = x
+      elseif not steps and (key:find("step") or key:find("iter")) then steps = x end
+    end
+  end
   if not (tokens or steps or samples) then
     -- "... after 1,234,567 samples" / "2.5B tokens" / "4,000 steps" in the measurement's note
     local note = tostring(m.note or "")
@@ -169,7 +178,7 @@ M.priority = { "step_time_s", "train_step_time_s", "median_train_step_timing", "
 -- fraction yet, so it extrapolates: halving the width again loses the same share to
 -- quantize/cast kernels as BF16 -> FP8 did (fp4 fraction = fp8 x fp8/bf16 fractions). The
 -- core runs them at the FP8 precision, so the efficiency carries fp4/fp8 (capped at 1).
-local function calibrated_lib(state, node, setting, bytes, fp4)
+local function calibrated_lib(state, node, setting, bytes, fp4, fp8_attention)
   local doc = state.lib_doc
   local comp_name = doc.nodes[node] and doc.nodes[node].device_compute
   local base = doc.components.compute[comp_name]
@@ -177,7 +186,7 @@ local function calibrated_lib(state, node, setting, bytes, fp4)
   local fp8 = tonumber(base.fp8_nominal) or 0
   if bytes == 1 and fp8 > 0 then
     eff = setting.fp8_efficiency or eff
-    att = att * (tonumber(base.bf16_nominal) or fp8) / fp8
+    if not fp8_attention then att = att * (tonumber(base.bf16_nominal) or fp8) / fp8 end
     local fp4_rate = tonumber(base.fp4_nominal) or 0
     if fp4 and fp4_rate > fp8 then
       local frac = eff * math.min(1, eff / setting.efficiency)
@@ -224,7 +233,8 @@ local function evaluate_training(state, job, settings)
   if not state.lib_doc.nodes[docs.gpu.node] then
     return nil, "hardware library has no node '" .. docs.gpu.node .. "'"
   end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4)
+  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4,
+    docs.precision.fp8_attention)
   local ok, r = pcall(function()
     return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()
@@ -324,8 +334,8 @@ function M.inference_docs(case)
   local batch = requests(inf, gpus, isl)
   if not batch then return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")" end
   local prec = cases.precision(inf.precision)
-  local model, why = cases.model_doc(mdl, math.max(4096, isl + osl))
-  if not model then return nil, why end
+  local model, notes = cases.model_doc(mdl, math.max(4096, isl + osl))
+  if not model then return nil, notes end
   local fw = frameworks.lookup(inf.framework)
   -- EPLB's redundant experts: replicas of hot experts add expert slots (memory, placement);
   -- each token still goes to top_k of them
@@ -383,6 +393,7 @@ function M.inference_docs(case)
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },
     model = model, gpu = g, fw = fw, precision = prec, batch = mb * dp_attn, isl = isl, osl = osl, ngen = ngen,
+    notes = notes,
     prefill = not decode_only and workload({ seq_length = isl }) or nil,
     decode = not prefill_only and ngen >= 1 and workload({ prefill_seq_len = ctx_len, num_generated_tokens = ngen })
       or nil,
@@ -466,7 +477,8 @@ local function evaluate_inference(state, job, settings)
   local docs, case = job.docs, job.case
   local setting, from = calibration.lookup(job.generation, job.kernels, settings)
   if not setting then return nil, "no calibration for GPU generation '" .. tostring(job.generation) .. "'" end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision and docs.precision.bytes)
+  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4,
+    docs.precision.fp8_attention)
   local ok, res = pcall(function()
     local function run(mode, w)
       return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
@@ -483,7 +495,7 @@ local function evaluate_inference(state, job, settings)
   ctx.t = (res.pre and res.pre.time_s or 0) + ctx.dec
   local fits = (not res.pre or res.pre.memory.fits) and (not res.dec or res.dec.memory.fits)
   local rec = { id = case.id, source = case.source, workload = "inference", calibration = from,
-    framework = docs.fw.name, fits = fits, comparisons = {} }
+    framework = docs.fw.name, fits = fits, notes = docs.notes, comparisons = {} }
   for _, m in ipairs(case.measured or {}) do
     local fn = M.serving_metric(m)
     local value = tonumber(m.value)
@@ -593,10 +605,8 @@ end
 local function loss(recs)
   local s, n = 0, 0
   for _, c in ipairs(recs) do
-    if c.workload == "training" then
-      s = s + math.min(0.5, math.abs(c.relative_error))
-      n = n + 1
-    end
+    s = s + math.min(0.5, math.abs(c.relative_error))
+    n = n + 1
   end
   return n > 0 and s / n or 0
 end
@@ -622,8 +632,14 @@ local function golden(f, lo, hi, iters)
   return d, fd
 end
 
+-- a kernel library gets its own row only with this many cases; fewer fall back to its
+-- nearest calibrated neighbour (fathom.calibration.lookup)
+M.min_fit_cases = 10
+
+-- attention_efficiency tops out at 0.75: the best published fused-attention kernels reach
+-- ~75% of the BF16 peak (FlashAttention-3 forward on H100, Shah et al. 2024) and less in FP8
 M.fit_ranges = { efficiency = { 0.25, 0.95 }, fp8_efficiency = { 0.2, 0.95 },
-  attention_efficiency = { 0.08, 0.95 } }
+  attention_efficiency = { 0.08, 0.75 } }
 
 -- fit(state, jobs, settings) -> settings refitted: for every generation/kernels key that has
 -- training jobs, coordinate descent (golden section per setting) on those jobs' loss.
@@ -633,26 +649,28 @@ function M.fit(state, jobs, settings, only)
   local groups = {}
   for _, job in ipairs(jobs) do
     local g = job.generation .. "/" .. job.kernels
-    if not job.inference and (only == nil or only[g]) then
+    if only == nil or only[g] then
       groups[g] = groups[g] or { generation = job.generation, kernels = job.kernels, jobs = {}, fp8 = false,
-        flash = false }
+        flash = false, wide = false }
       table.insert(groups[g].jobs, job)
-      if job.docs.precision.bytes == 1 then groups[g].fp8 = true end
-      if job.docs.workload.flash_attention then groups[g].flash = true end
+      if job.docs.precision.bytes == 1 then groups[g].fp8 = true else groups[g].wide = true end
+      if job.inference or job.docs.workload.flash_attention then groups[g].flash = true end
     end
   end
   -- newer kernels of one lineage (Transformer Engine/cuDNN stacks "2021".."2025"; PyTorch-native
   -- "torch2024".."torch2025") are not slower: fit in kernel order, each bounded below by the
   -- previous calibrated key of its lineage on the same GPU generation
   local order = {}
-  for _, grp in pairs(groups) do order[#order + 1] = grp end
+  for _, grp in pairs(groups) do
+    if #grp.jobs >= M.min_fit_cases then order[#order + 1] = grp end
+  end
   local rank = {}
   for i, k in ipairs(calibration.kernel_generations) do rank[k] = i end
   table.sort(order, function(x, y)
     if x.generation ~= y.generation then return x.generation < y.generation end
     return (rank[x.kernels] or 0) < (rank[y.kernels] or 0)
   end)
-  local function lineage(k) return k:match("^%a+") or "" end
+  local lineage = calibration.lineage
   local function floor_of(grp, key)
     local rows = settings[grp.generation] or {}
     local best, bi = nil, 0
@@ -675,8 +693,10 @@ function M.fit(state, jobs, settings, only)
     local cur = { efficiency = start.efficiency, attention_efficiency = start.attention_efficiency,
       fp8_efficiency = grp.fp8 and (start.fp8_efficiency or start.efficiency) or nil }
     rows[grp.kernels] = cur
-    -- attention_efficiency only where fused attention runs; fp8_efficiency only with FP8 cases
-    local keys = { "efficiency" }
+    -- efficiency only with BF16/FP16 cases, attention_efficiency only where fused attention
+    -- runs, fp8_efficiency only with FP8 cases
+    local keys = {}
+    if grp.wide then keys[#keys + 1] = "efficiency" end
     if grp.flash then keys[#keys + 1] = "attention_efficiency" end
     if grp.fp8 then keys[#keys + 1] = "fp8_efficiency" end
     local best
@@ -702,9 +722,7 @@ end
 -- calibrates fall back as for an uncalibrated GPU).
 function M.loso(state, jobs, settings)
   local sources = {}
-  for _, job in ipairs(jobs) do
-    if not job.inference then sources[job.case.source] = true end
-  end
+  for _, job in ipairs(jobs) do sources[job.case.source] = true end
   local out = {}
   for src in pairs(sources) do
     local rest, own = {}, {}
@@ -713,8 +731,11 @@ function M.loso(state, jobs, settings)
     end
     -- drop the keys this source alone calibrates, then refit on the rest
     local keys = {}
+    local count = {}
     for _, job in ipairs(rest) do
-      if not job.inference then keys[job.generation .. "/" .. job.kernels] = true end
+      local k = job.generation .. "/" .. job.kernels
+      count[k] = (count[k] or 0) + 1
+      if count[k] >= M.min_fit_cases then keys[k] = true end
     end
     local base = calibration.copy(settings)
     for g, rows in pairs(base) do

@@ -64,6 +64,14 @@ describe("fathom.cases", function()
     local p2 = assert(cases.parallelism(c2, frameworks.lookup("Megatron-LM (2021)")))
     assert.are.equal(64, p2.gpus)
     assert.are.equal(3, p2.vpp)
+    case.parallelism.fsdp = 0
+    assert.are.equal("DDP", cases.parallelism(case, frameworks.lookup("torchtitan 2025")).dp_variant)
+    case.parallelism.fsdp = nil
+    case.parallelism.zero_stage = 0
+    assert.are.equal("DDP", cases.parallelism(case, frameworks.lookup("NeMo 25.04")).dp_variant)
+    case.parallelism.zero_stage = 2
+    assert.are.equal("ZERO2", cases.parallelism(case, frameworks.lookup("NeMo 25.04")).dp_variant)
+    case.parallelism.zero_stage = nil
     case.parallelism.fsdp = "FULL_SHARD (ZeRO-3 equivalent)"
     assert.are.equal("ZERO3", cases.parallelism(case, frameworks.lookup("")).dp_variant)
   end)

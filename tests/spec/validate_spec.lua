@@ -143,3 +143,50 @@ describe("fathom.validate serving cases", function()
     assert.is_truthy(why:find("speculative"))
   end)
 end)
+
+describe("fathom.validate time to train", function()
+  it("takes tokens, samples or steps from the case under any spelling, or from the note", function()
+    local f = os.tmpname()
+    local h = assert(io.open(f, "w"))
+    h:write([[
+cases:
+  - id: ttt_samples
+    source: synthetic
+    workload: training
+    model: {arch: "Llama-style (RoPE, SwiGLU)", layers: 32, hidden: 4096, heads: 32, kv_heads: 8, ffn: 14336,
+            vocab: 128256}
+    system: {gpu: NVIDIA H100 SXM, num_gpus: 8, gpus_per_node: 8}
+    parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, seq_len: 8192}
+    training: {precision: BF16, framework: NeMo 25.04, samples_to_target: 640}
+    measured: [{metric: time_to_train_min, value: 1.0, unit: minutes}]
+  - id: ttt_note
+    source: synthetic
+    workload: training
+    model: {arch: "Llama-style (RoPE, SwiGLU)", layers: 32, hidden: 4096, heads: 32, kv_heads: 8, ffn: 14336,
+            vocab: 128256}
+    system: {gpu: NVIDIA H100 SXM, num_gpus: 8, gpus_per_node: 8}
+    parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, seq_len: 8192}
+    training: {precision: BF16, framework: NeMo 25.04}
+    measured: [{metric: time_to_train_min, value: 1.0, unit: minutes, note: "converged after 1,280 samples"}]
+  - id: ttt_none
+    source: synthetic
+    workload: training
+    model: {arch: "Llama-style (RoPE, SwiGLU)", layers: 32, hidden: 4096, heads: 32, kv_heads: 8, ffn: 14336,
+            vocab: 128256}
+    system: {gpu: NVIDIA H100 SXM, num_gpus: 8, gpus_per_node: 8}
+    parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, seq_len: 8192}
+    training: {precision: BF16, framework: NeMo 25.04}
+    measured: [{metric: time_to_train_min, value: 1.0, unit: minutes}]
+]])
+    h:close()
+    local res = validate.run(f, "configs/hardware/hardware_library.yaml")
+    os.remove(f)
+    local by = {}
+    for _, c in ipairs(res.cases) do by[c.id] = c end
+    assert.is_truthy(by.ttt_samples)
+    assert.is_truthy(by.ttt_note)
+    assert.is_true(math.abs(by.ttt_note.predicted / by.ttt_samples.predicted - 2) < 1e-6)
+    assert.are.equal(1, #res.skipped)
+    assert.is_truthy(res.skipped[1].reason:find("time to train needs"))
+  end)
+end)

@@ -11,7 +11,8 @@ local M = {}
 local spec = {
   { name = "cases", arg = "FILE", multi = true,
     help = "cases file, repeatable [default: validation/published_cases.yaml and modern_cases.yaml]" },
-  { name = "hardware-lib", arg = "FILE", help = "hardware library with the per-GPU calibration" },
+  { name = "hardware-lib", arg = "FILE",
+    help = "hardware library (datasheet figures; calibration: lua/fathom/calibration.lua)" },
   { name = "no-loso", flag = true, help = "leave out the leave-one-source-out errors (refits per source)" },
   { name = "fit", flag = true, help = "refit the per-generation calibration and print it" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
@@ -19,12 +20,15 @@ local spec = {
   { name = "help", flag = true, help = "this help" },
 }
 
-M.usage = "usage: fathom validate [--cases FILE] [--format table|yaml|json] [--output-file F]\n\n" ..
-  "Runs every complete case of the published-measurements file that fathom can\n" ..
-  "model, prints predicted vs measured per case, the median and 90th-percentile\n" ..
-  "absolute relative error per source, and which cases were skipped and why.\n" ..
-  "Calibration is one setting per GPU type in the hardware library; nothing is\n" ..
-  "tuned per case.\n\n" .. args.usage(spec) .. "\n"
+M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--format table|yaml|json]\n" ..
+  "                       [--output-file F]\n\n" ..
+  "Runs every complete case of the measurement files (validation/published_cases.yaml and\n" ..
+  "validation/modern_cases.yaml unless --cases is given) that fathom can model and prints\n" ..
+  "predicted vs measured per case, per source the count, median and 90th-percentile\n" ..
+  "absolute relative error, the runs the model calls \"does not fit\", the leave-one-source-\n" ..
+  "out errors, and every skipped case with its reason. Calibration is one setting per GPU\n" ..
+  "generation and kernel library (lua/fathom/calibration.lua); nothing is tuned per case.\n\n" ..
+  args.usage(spec) .. "\n"
 
 local function default_cases()
   local out = {}
