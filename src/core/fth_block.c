@@ -65,6 +65,54 @@ static void comm(const fth_block_env *e, fth_phase *fwd, fth_phase *bwd, fth_com
   if (bwd) fth_phase_add_comm(bwd, kind, op, r.algo, bytes, r.time_s, calls_b);
 }
 
+/* Node-limited routing (DeepSeek-AI 2024, Sec. 2.1.2 and 3.2.2; DeepEP's
+ * normal kernels): a token goes to experts on at most M = topk_group groups;
+ * with the experts of a group on one node (the scale-up domain), its copies
+ * cross the scale-out network once per node it reaches and are forwarded
+ * over the scale-up fabric to the GPUs there. Of the k routed copies, the
+ * scale-out part carries one per node reached: min(M', k, nodes of the EP
+ * group), where M' = M (ep_so / n_group) when a group spans several nodes
+ * (ep_so > n_group), else M; the scale-up part still delivers all k. Returns
+ * that share (< 1), or 0 when the limit saves nothing or the EP group does
+ * not span both levels (the all-to-all is then costed whole, as without it). */
+static double node_limited_share(const fth_block_env *e) {
+  const fth_model_def *m = e->model;
+  const fth_layout *l = e->lay;
+  if (m->topk_group <= 0 || m->n_group <= 0 || l->ep_su <= 1 || l->ep_so <= 1) return 0.0;
+  double reach = m->topk_group * fth_max(1.0, (double)l->ep_so / m->n_group);
+  reach = fth_min(reach, fth_min((double)m->top_k, (double)l->ep_so));
+  return reach < m->top_k ? reach / m->top_k : 0.0; /* every copy crosses: unrestricted */
+}
+
+/* One EP all-to-all of `bytes` (all one rank sends, own share included),
+ * `calls` times in each pass. Node-limited routing splits it into its two
+ * levels: an all-to-all over the scale-up levels of the whole `bytes` and one
+ * over the scale-out levels of `share` of them, each costed on its own levels
+ * (fth_collective); DeepEP forwards chunks as they arrive, so the two
+ * pipeline: the slower transfer sets the time and both latencies add (as
+ * fth_collective.c's PXN). */
+static void ep_all_to_all(const fth_block_env *e, fth_phase *fwd, fth_phase *bwd, double bytes,
+                          double calls) {
+  const fth_group *g = &e->lay->group[FTH_COMM_EP];
+  double share = node_limited_share(e);
+  if (share <= 0 || g->n < 2) {
+    comm(e, fwd, bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, bytes, calls, calls);
+    return;
+  }
+  if (bytes <= 0) return;
+  /* The scale-up levels come first and multiply to EP_SU (fth_layout.c). */
+  int nsu = 0, su = 1;
+  while (nsu < g->n && su < e->lay->ep_su) su *= g->lv[nsu++].group_size;
+  fth_coll_result up = fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes, g->lv, nsu, e->coll);
+  fth_coll_result out = fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes * share,
+                                       g->lv + nsu, g->n - nsu, e->coll);
+  /* One kernel: one launch between them. */
+  double launch = e->coll ? e->coll->launch_s : 0.0;
+  double t = fth_max(up.transfer_s, out.transfer_s) + up.latency_s + out.latency_s - launch;
+  fth_phase_add_comm(fwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, out.algo, bytes, t, calls);
+  if (bwd) fth_phase_add_comm(bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, out.algo, bytes, t, calls);
+}
+
 /* Routed (token, expert) copies one GPU sends in dispatch: its tokens / TP
  * (the attention TP ranks share the tokens), top-k each, times the busiest
  * rank's excess. */
@@ -222,7 +270,7 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
         fth_phase_add_comm(bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, copies,
                            e->ep_a2a_override_s, 2.0);
     } else {
-      comm(e, fwd, bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, copies, 2.0, 2.0);
+      ep_all_to_all(e, fwd, bwd, copies, 2.0);
     }
   }
   if (l->cp > 1 && e->mode != FTH_BLOCK_DECODE) {

@@ -96,6 +96,16 @@ fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "first_dense_layers", "expected 0 to n_layers (%d), got %d",
                     d->n_layers, d->first_dense_layers);
   if ((st = need_nonneg_int(err, "moe_layer_interval", d->moe_layer_interval)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "n_group", d->n_group)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "topk_group", d->topk_group)) != FTH_OK) return st;
+  if (d->n_group > 0 && (d->num_experts < 1 || d->num_experts % d->n_group != 0))
+    return fth_fail(err, FTH_EINVAL, "n_group",
+                    "expected a divisor of num_regular_experts (%d), got %d", d->num_experts,
+                    d->n_group);
+  if (d->topk_group > 0 && (d->n_group == 0 || d->topk_group > d->n_group))
+    return fth_fail(err, FTH_EINVAL, "topk_group",
+                    "expected 1 to n_group (%d) groups per token, got %d (give n_group too)",
+                    d->n_group, d->topk_group);
   if ((st = need_nonneg_int(err, "q_lora_rank", d->q_lora_rank)) != FTH_OK) return st;
   if ((st = need_nonneg_int(err, "kv_lora_rank", d->kv_lora_rank)) != FTH_OK) return st;
   if (is_mla(d)) {

@@ -28,6 +28,11 @@ typedef struct fth_model_def {
   double expert_ffn_hidden; ///< inner size of one expert; 0 = ffn_hidden
   int first_dense_layers;   ///< leading layers that stay dense (DeepSeek-V3: 3)
   int moe_layer_interval;   ///< every k-th layer after the dense ones is MoE; 0 or 1 = all
+  /* Node-limited (group-limited) routing (DeepSeek-V3 report Sec. 2.1.2; HF config keys):
+   * the experts form n_group equal groups and a token picks its experts from at
+   * most topk_group of them. 0 = unrestricted. */
+  int n_group;    ///< expert groups (0 = none)
+  int topk_group; ///< groups one token may route to (0 = unrestricted)
   /* MLA (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention */
   int q_lora_rank; ///< 0 = queries not compressed
   int kv_lora_rank;
