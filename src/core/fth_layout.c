@@ -63,11 +63,26 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
     if (k != FTH_COMM_EP) group(topo, tags[k], &l->group[k]);
   ep_group(topo, l);
+  /* The dense gradients are reduced over DP x CP: CP ranks hold the same
+   * weights and each computes gradients for its share of the sequence
+   * (Megatron-Core's data-parallel-with-CP group, over which its distributed
+   * optimizer also shards). Group DP_Attn with CP relabelled as DP_Attn. */
+  {
+    int has_cp = 0;
+    for (int i = 0; i < topo->num_logical; i++)
+      has_cp |= topo->logical[i].tag == FTH_TAG_CP && topo->logical[i].size > 1;
+    if (has_cp) {
+      fth_topology_def merged = *topo;
+      for (int i = 0; i < merged.num_logical; i++)
+        if (merged.logical[i].tag == FTH_TAG_CP) merged.logical[i].tag = FTH_TAG_DP_ATTN;
+      group(&merged, FTH_TAG_DP_ATTN, &l->group[FTH_COMM_DP]);
+    }
+  }
   l->tp = l->group[FTH_COMM_TP].size;
   l->tp_moe = l->group[FTH_COMM_TP_MOE].size;
   l->cp = l->group[FTH_COMM_CP].size;
   l->pp = l->group[FTH_COMM_PP].size;
-  l->dp = l->group[FTH_COMM_DP].size;
+  l->dp = l->group[FTH_COMM_DP].size / l->cp;
   l->dp_moe = l->group[FTH_COMM_DP_MOE].size;
   l->ep = l->group[FTH_COMM_EP].size;
   double num_gpus = fth_topology_num_gpus(topo);

@@ -37,7 +37,7 @@ typedef struct fth_group {
 typedef struct fth_layout {
   double num_gpus;
   int tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp;
-  fth_group group[FTH_COMM_KIND_COUNT];
+  fth_group group[FTH_COMM_KIND_COUNT]; ///< DP's spans DP_Attn x CP (the gradients' group)
   int layers_per_stage;     ///< ceil(n_layers / pp): the slowest stage
   int moe_layers_per_stage; ///< MoE blocks on the stage with the most
   int dense_layers_per_stage;

@@ -183,7 +183,7 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   const fth_layout *l = &p->layout;
   memset(out, 0, sizeof *out);
   double dense = l->stage_dense_params, expert = l->stage_expert_params;
-  double dp = l->dp, dp_moe = l->dp_moe > 0 ? l->dp_moe : 1;
+  double dp = l->group[FTH_COMM_DP].size, dp_moe = l->dp_moe > 0 ? l->dp_moe : 1; /* DP x CP */
   /* Mixed-precision Adam (Rajbhandari et al. 2020 Sec. 3.1): weights at the
    * compute width, gradients at grad width, fp32 master copy (when weights
    * are narrower) and two fp32 moments, sharded as the ZeRO stage says
@@ -365,11 +365,17 @@ static void pipeline(const fth_train_plan *p, double t_f, double t_b, double t_w
   r->bubble_s = fth_pp_bubble_s(w->pp, l->pp, w->virtual_stages, t_f, t_b, t_w);
 }
 
-/* Data parallelism (fth_zero) and the optimizer. The gradient reduction hides under the
- * last micro-batch's backward (bucketed, as in Megatron and PyTorch DDP),
- * ZeRO-3 traffic under the whole step: compute-bound kernel time hides
- * comp_comm_eff of it, memory-bound time comm_mem_eff of it (both contend for
- * HBM). */
+/* Data parallelism (fth_zero) and the optimizer. The gradient reduction hides
+ * under the last micro-batch's backward (bucketed, as in Megatron and PyTorch
+ * DDP); ZeRO-1/2's all-gather of the updated weights under the next step's
+ * first forward (Megatron's distributed optimizer with overlapped parameter
+ * gathers); ZeRO-3's traffic under the whole step. A window hides
+ * comp_comm_eff of its compute-bound kernel time and comm_mem_eff of its
+ * memory-bound time (both contend for HBM). */
+static double window_s(const fth_train_def *w, const fth_phase *ph) {
+  return w->comp_comm_eff * ph->compute_bound_s + w->comm_mem_eff * ph->memory_bound_s;
+}
+
 static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const fth_phase *bwd,
                           fth_train_result *r) {
   const fth_train_def *w = &p->work;
@@ -377,7 +383,7 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   const double dense = l->stage_dense_params, expert = l->stage_expert_params;
   const double views[2] = {dense, expert};
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
-  double t[2], raw = 0;
+  double t[2], raw = 0, gather = 0;
   for (int i = 0; i < 2; i++) {
     const fth_group *g = &l->group[kinds[i]];
     fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], w->grad_bytes, w->act_bytes,
@@ -386,14 +392,14 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
     if (g->n > 0) /* a group of one moves nothing: nothing to report */
       set_item(&r->comm[kinds[i]], g, z.op, z.algo, z.bytes_per_call, z.calls);
     raw += t[i];
+    gather += z.gather_s;
   }
-  double window;
+  double exposed;
   if (w->dp == FTH_DP_ZERO3)
-    window = p->microbatches * (w->comp_comm_eff * (fwd->compute_bound_s + bwd->compute_bound_s) +
-                                w->comm_mem_eff * (fwd->memory_bound_s + bwd->memory_bound_s));
+    exposed = raw - fth_min(raw, p->microbatches * (window_s(w, fwd) + window_s(w, bwd)));
   else
-    window = w->comp_comm_eff * bwd->compute_bound_s + w->comm_mem_eff * bwd->memory_bound_s;
-  double exposed = raw - fth_min(raw, window);
+    exposed = (raw - gather) - fth_min(raw - gather, window_s(w, bwd)) +
+              gather - fth_min(gather, window_s(w, fwd));
   for (int i = 0; i < 2; i++) {
     fth_comm_item *it = &r->comm[kinds[i]];
     it->raw_s = t[i];
@@ -403,7 +409,7 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   /* Adam step, memory-bound: read master, two moments and the gradient,
    * write master, moments and the compute-width weights, per parameter this
    * GPU updates (ZeRO >= 1 updates 1/DP of them). */
-  double upd = dense / fth_zero_shards_of(w->dp, l->dp).optimizer +
+  double upd = dense / fth_zero_shards_of(w->dp, l->group[FTH_COMM_DP].size).optimizer +
                expert / fth_zero_shards_of(w->dp, l->dp_moe > 0 ? l->dp_moe : 1).optimizer;
   double per = 6.0 * w->master_bytes + w->grad_bytes + w->act_bytes;
   fth_tier ot = w->traffic_tier[FTH_MEM_OPTIMIZER];
