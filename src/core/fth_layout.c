@@ -129,6 +129,11 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
   l->moe_layers_per_stage = (int)fth_ceil_div((double)n_moe, (double)l->pp);
   if (l->moe_layers_per_stage > l->layers_per_stage) l->moe_layers_per_stage = l->layers_per_stage;
   l->dense_layers_per_stage = l->layers_per_stage - l->moe_layers_per_stage;
+  /* Layers PP does not divide: the stages short of a layer are the last (it
+   * carries the LM head and loss) and then the first (the embedding), as
+   * Llama 3 balanced its pipeline (Llama Team 2024 Sec. 3.3.2). */
+  l->last_stage_layers = l->layers_per_stage;
+  if (l->pp > 1 && l->pp * l->layers_per_stage > m->n_layers) l->last_stage_layers--;
   l->local_experts = moe ? (double)m->num_experts / l->ep : 0.0;
   l->ffn_hidden = fth_model_ffn_hidden(m);
   l->expert_ffn = fth_model_expert_ffn_hidden(m);

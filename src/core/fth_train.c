@@ -41,8 +41,8 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   double chunks = (double)l->pp * w->virtual_stages;
   if (m->n_layers < chunks)
     return fth_fail(err, FTH_ETILE, "topology.logical",
-                    "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp,
-                    w->virtual_stages, m->n_layers);
+                    "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp, w->virtual_stages,
+                    m->n_layers);
   if (fth_schedule_get(w->pp)->even_stages && l->pp > 1 && l->pp % 2 != 0)
     return fth_fail(err, FTH_ETILE, "workload.pp_spec.variant",
                     "%s needs an even number of pipeline stages, got PP = %d",
@@ -70,10 +70,11 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   double routed = moe ? m->top_k * w->expert_imbalance * l->tp_moe / l->tp : 0.0;
   for (int k = 0; k < 2; k++)
     p->act_bytes_per_token[k] =
-        (k == 0 || moe) ? fth_model_activation_bytes_per_token(
-                              m, k, w->recompute, l->tp, l->tp_moe, w->sequence_parallel, seq,
-                              w->act_bytes, w->flash_attention, k ? routed : 0.0)
-                        : p->act_bytes_per_token[0];
+        (k == 0 || moe)
+            ? fth_model_activation_bytes_per_token(m, k, w->recompute, l->tp, l->tp_moe,
+                                                   w->sequence_parallel, seq, w->act_bytes,
+                                                   w->flash_attention, k ? routed : 0.0)
+            : p->act_bytes_per_token[0];
   p->act_full_per_token = fth_model_activation_bytes_per_token(
       m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel, seq, w->act_bytes,
       w->flash_attention, routed);
@@ -104,7 +105,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double copies = fth_schedule_get(w->pp)->weight_copies;
   /* A recipe caches its quantised weights (row- and column-wise) for the step. */
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
-  if (rr->gemm != FTH_PREC_COUNT) wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
+  if (rr->gemm != FTH_PREC_COUNT)
+    wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
   out->bytes[FTH_MEM_WEIGHTS] = copies * (dense * wb / d.weights + expert * wb / e.weights);
   out->bytes[FTH_MEM_GRADIENTS] = copies * (dense * gb / d.gradients + expert * gb / e.gradients);
   out->bytes[FTH_MEM_OPTIMIZER] =
@@ -169,35 +171,72 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->ep_a2a_override_s = w->ep_a2a_override_s;
 }
 
-/* One micro-batch through the slowest stage: its blocks, the LM head, and
- * what recomputation re-runs inside backward: the whole block (full) or the
- * unfused attention core (selective). */
+/* One micro-batch through `blocks` = {dense, MoE} blocks of a stage, with
+ * the LM head when `head` (and the embedding when the stage is the only one). */
+static void one_stage(const fth_train_plan *p, const fth_block_env *e, const fth_phase blk_f[2],
+                      const fth_phase blk_b[2], const int blocks[2], int head, fth_phase *fwd,
+                      fth_phase *bwd) {
+  const fth_train_def *w = &p->work;
+  memset(fwd, 0, sizeof *fwd);
+  memset(bwd, 0, sizeof *bwd);
+  for (int moe = 0; moe < 2; moe++) {
+    if (blocks[moe] == 0) continue;
+    fth_phase f = blk_f[moe], b = blk_b[moe];
+    fth_phase_scale(&f, blocks[moe]);
+    fth_phase_scale(&b, blocks[moe]);
+    fth_phase_add(fwd, &f);
+    fth_phase_add(bwd, &b);
+  }
+  if (!head) return;
+  fth_phase hf, hb;
+  fth_block_head(e, w->micro_batch, w->seq_len / p->layout.cp, p->layout.pp == 1, &hf, &hb);
+  fth_phase_add(fwd, &hf);
+  fth_phase_add(bwd, &hb);
+}
+
+/* One micro-batch through the slowest stage: a middle stage's blocks, or the
+ * last stage's (a layer fewer when PP does not divide the layers) with the LM
+ * head, whichever takes longer; and what recomputation re-runs inside its
+ * backward: the whole blocks (full) or the unfused attention core (selective). */
 static void stage_pass(const fth_train_plan *p, const fth_block_env *e, fth_phase *fwd,
                        fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const double q = w->seq_len / l->cp;
-  fth_phase f, b, hf, hb;
-  memset(fwd, 0, sizeof *fwd);
-  memset(bwd, 0, sizeof *bwd);
-  memset(rec, 0, sizeof *rec);
-  const int counts[2] = {l->dense_layers_per_stage, l->moe_layers_per_stage};
-  for (int moe = 0; moe < 2; moe++) {
-    if (counts[moe] == 0 && moe == 1) continue;
-    fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &f, &b);
-    fth_phase_scale(&f, counts[moe]);
-    fth_phase_scale(&b, counts[moe]);
-    fth_phase_add(fwd, &f);
-    fth_phase_add(bwd, &b);
+  fth_phase blk_f[2], blk_b[2];
+  memset(blk_f, 0, sizeof blk_f);
+  memset(blk_b, 0, sizeof blk_b);
+  int mid[2] = {l->dense_layers_per_stage, l->moe_layers_per_stage};
+  for (int moe = 0; moe < 2; moe++)
+    if (mid[moe] > 0 || moe == 0)
+      fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
+  int last[2] = {mid[0], mid[1]};
+  if (l->last_stage_layers < l->layers_per_stage) last[mid[0] > 0 ? 0 : 1]--;
+  one_stage(p, e, blk_f, blk_b, last, 1, fwd, bwd);
+  int layers = last[0] + last[1];
+  if (l->last_stage_layers < l->layers_per_stage) {
+    fth_phase mf, mb;
+    one_stage(p, e, blk_f, blk_b, mid, 0, &mf, &mb);
+    double ex[FTH_COMM_KIND_COUNT];
+    double t_last =
+        fth_phase_time(fwd, w->comp_comm_eff, ex) + fth_phase_time(bwd, w->comp_comm_eff, ex);
+    double t_mid =
+        fth_phase_time(&mf, w->comp_comm_eff, ex) + fth_phase_time(&mb, w->comp_comm_eff, ex);
+    if (t_mid > t_last) {
+      *fwd = mf;
+      *bwd = mb;
+      layers = mid[0] + mid[1];
+      last[0] = mid[0];
+      last[1] = mid[1];
+    }
   }
-  if (w->recompute == FTH_RECOMPUTE_FULL) *rec = *fwd;
-  else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
-    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, l->layers_per_stage, rec);
-  /* The slowest stage is the last (it holds the LM head); the embedding
-   * lookup sits on the first, the same stage only when PP = 1. */
-  fth_block_head(e, w->micro_batch, q, l->pp == 1, &hf, &hb);
-  fth_phase_add(fwd, &hf);
-  fth_phase_add(bwd, &hb);
+  memset(rec, 0, sizeof *rec);
+  if (w->recompute == FTH_RECOMPUTE_FULL) {
+    fth_phase rb;
+    one_stage(p, e, blk_f, blk_b, last, 0, rec, &rb);
+  } else if (w->recompute == FTH_RECOMPUTE_SELECTIVE) {
+    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, layers, rec);
+  }
 }
 
 static void set_item(fth_comm_item *it, const fth_group *g, fth_coll_op op, fth_coll_algo algo,
@@ -308,8 +347,8 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   if (w->dp == FTH_DP_ZERO3)
     exposed = raw - fth_min(raw, p->microbatches * (window_s(w, fwd) + window_s(w, bwd)));
   else
-    exposed = (raw - gather) - fth_min(raw - gather, window_s(w, bwd)) +
-              gather - fth_min(gather, window_s(w, fwd));
+    exposed = (raw - gather) - fth_min(raw - gather, window_s(w, bwd)) + gather -
+              fth_min(gather, window_s(w, fwd));
   for (int i = 0; i < 2; i++) {
     fth_comm_item *it = &r->comm[kinds[i]];
     it->raw_s = t[i];
@@ -360,7 +399,8 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
    * attention, the attention core of every block (selective), per token as
    * the model counts it. */
   double rec_tok = 0;
-  if (w->recompute == FTH_RECOMPUTE_FULL) rec_tok = fwd_tok - p->lm_head_flops_per_token;
+  if (w->recompute == FTH_RECOMPUTE_FULL)
+    rec_tok = fwd_tok - p->lm_head_flops_per_token;
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention)
     rec_tok = p->attn_core_flops_per_token;
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;
