@@ -220,6 +220,9 @@ M.train_schema = with_common({
   optimizer = { type = "string", default = "adam", hint = "adam or adamw (the same cost)" },
   recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
+  moe_dispatch_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
+    hint = "width of the MoE dispatch's routed copies (1: FP8 with 1x128 scales); default float_size_bytes; "
+      .. "the combine stays at float_size_bytes" },
   precision_recipe = { type = "string", choices = names.precision_recipe, default = TRAIN.precision_recipe,
     hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
 })
@@ -526,6 +529,7 @@ function M.train(src)
     routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,
     ep_all_to_all_sec = 0,
+    moe_dispatch_float_size_bytes = w.moe_dispatch_float_size_bytes,
     recompute = w.recompute,
     sequence_parallel = w.sequence_parallel,
     flash_attention = w.flash_attention,

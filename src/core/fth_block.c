@@ -37,6 +37,8 @@
  * un-permutation that scatters the returned copies back and sums them with
  * their router weights: each reads and writes every copy once. Backward moves
  * the same again. */
+/* FP8 dispatch sends one fp32 scale per 128 elements of each token (DeepEP). */
+#define DISPATCH_SCALE_BYTES (4.0 / 128.0)
 #define ROUTER_FLOPS 10.0
 #define ROUTER_BYTES 8.0
 
@@ -254,23 +256,37 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_ALL_REDUCE, msg, tp_calls, tp_calls);
   }
   if (moe) {
-    double copies = routed_copies(e, tokens) * h * e->act_bytes;
+    /* Dispatch and combine at their own widths (DeepSeek-V3 Sec. 3.3.2,
+     * DeepEP: FP8 dispatch, BF16 combine). The dispatch direction carries the
+     * expert inputs forward and the gradients of the expert outputs backward
+     * (DeepSeek quantises both), the combine direction the outputs forward and
+     * the input gradients backward: one of each per pass. A dispatch narrower
+     * than the activations is quantised with one fp32 scale per 128 elements
+     * (DeepEP's per-token 1x128 scales): 1 + 4/128 bytes per element. */
+    double routed = routed_copies(e, tokens) * h;
+    double db = e->dispatch_bytes > 0 ? e->dispatch_bytes : e->act_bytes;
+    if (db < e->act_bytes) db += DISPATCH_SCALE_BYTES;
+    double dispatch = routed * db, combine = routed * e->act_bytes;
     /* Every TP_MoE rank runs its slice of the same experts over all the
      * copies its group received: the gather's output (the byte convention
-     * of fth_collective.h) is TP_MoE times one rank's copies. */
-    double gathered = copies * l->tp_moe;
-    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_ALL_GATHER, gathered, 1.0, 1.0);
-    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_REDUCE_SCATTER, gathered, 1.0, 1.0);
+     * of fth_collective.h) is TP_MoE times one rank's copies. The gather
+     * moves dispatched copies, the reduce-scatter combined ones. */
+    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_ALL_GATHER, dispatch * l->tp_moe, 1.0, 1.0);
+    comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_REDUCE_SCATTER, combine * l->tp_moe, 1.0, 1.0);
     /* A packet-level simulation of the routed exchange may stand in for the
      * alpha-beta cost (workload.ep_all_to_all_sec, from fathom.route). */
     if (e->ep_a2a_override_s > 0 && l->group[FTH_COMM_EP].n > 0) {
-      fth_phase_add_comm(fwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, copies,
-                         e->ep_a2a_override_s, 2.0);
-      if (bwd)
-        fth_phase_add_comm(bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, copies,
-                           e->ep_a2a_override_s, 2.0);
+      const double bytes[2] = {dispatch, combine};
+      for (int i = 0; i < 2; i++) {
+        fth_phase_add_comm(fwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes[i],
+                           e->ep_a2a_override_s, 1.0);
+        if (bwd)
+          fth_phase_add_comm(bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes[i],
+                             e->ep_a2a_override_s, 1.0);
+      }
     } else {
-      ep_all_to_all(e, fwd, bwd, copies, 2.0);
+      ep_all_to_all(e, fwd, bwd, dispatch, 1.0);
+      ep_all_to_all(e, fwd, bwd, combine, 1.0);
     }
   }
   if (l->cp > 1 && e->mode != FTH_BLOCK_DECODE) {

@@ -169,6 +169,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->flash_attention = w->flash_attention;
   e->sequence_parallel = w->sequence_parallel;
   e->ep_a2a_override_s = w->ep_a2a_override_s;
+  e->dispatch_bytes = w->moe_dispatch_bytes;
 }
 
 /* One micro-batch through `blocks` = {dense, MoE} blocks of a stage, with

@@ -86,6 +86,10 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
                     "%s casts wider activations for its GEMMs, but float_size_bytes is %g "
                     "(set float_size_bytes 2: activations in BF16)",
                     fth_recipe_name(w->recipe), w->act_bytes);
+  if (!(w->moe_dispatch_bytes == 0 || w->moe_dispatch_bytes == 1 || w->moe_dispatch_bytes == 2 ||
+        w->moe_dispatch_bytes == 4))
+    return fth_fail(err, FTH_EINVAL, "moe_dispatch_float_size_bytes", "expected 1, 2 or 4, got %g",
+                    w->moe_dispatch_bytes);
   if (!(w->ep_a2a_override_s >= 0))
     return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
                     w->ep_a2a_override_s);

@@ -37,6 +37,7 @@ typedef struct fth_train_def {
   fth_kernel_model kernel_model; ///< tiled (default: wave quantisation) or roofline
   fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
+  double moe_dispatch_bytes;     ///< width of the routed copies in dispatch (0 = act_bytes)
 } fth_train_def;
 
 fth_train_def fth_train_def_default(void);

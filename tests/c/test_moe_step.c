@@ -238,6 +238,34 @@ static int moe_step(void) {
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
   m = model();
 
+  /* FP8 dispatch, BF16 combine (DeepSeek-V3 Sec. 3.3.2; DeepEP): the 512
+   * routed copies of h = 1024 go out at 1 B plus one 4 B scale per 128
+   * elements: 512 x 1024 x (1 + 4/128) = 540,672 B; the combine returns
+   * 1,048,576 B. Without the node limit half of each crosses the 5 GB/s pod
+   * link: 270,336 B -> 54.0672 us and 104.8576 us. One of each per pass,
+   * forward and backward, 2 micro-batches: 4 x 158.9248 us = 635.6992 us over
+   * 8 calls of (540,672 + 1,048,576) / 2 = 794,624 B on average.
+   * TP_MoE gathers the dispatched copies (540,672 x 2 = 1,081,344 B: (1/2)
+   * x 1,081,344 / 50 GB/s = 10.81344 us) and reduce-scatters the combined ones
+   * (20.97152 us as before): 4 x 31.78496 us = 127.13984 us. */
+  w.moe_dispatch_bytes = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_result d8;
+  fth_train_evaluate(&plan, &d8);
+  FTH_ENSURE_NEAR(8.0, d8.comm[FTH_COMM_EP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(794624.0, d8.comm[FTH_COMM_EP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(635.6992e-6, d8.comm[FTH_COMM_EP].raw_s, 1e-9);
+  FTH_ENSURE_NEAR(127.13984e-6, d8.comm[FTH_COMM_TP_MOE].raw_s, 1e-9);
+  /* Dispatch at the activations' width is the default: nothing changes. */
+  w.moe_dispatch_bytes = 2;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &d8);
+  FTH_ENSURE_NEAR(r.comm[FTH_COMM_EP].raw_s, d8.comm[FTH_COMM_EP].raw_s, 1e-15);
+  FTH_ENSURE_NEAR(z.step_time_s, d8.step_time_s, 1e-15); /* w.dp is ZeRO-1 here */
+  w.moe_dispatch_bytes = 3;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  w.moe_dispatch_bytes = 0;
+
   n.compute.expert_gemm_s = 1e-6;
   w.dp = FTH_DP_DDP;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);

@@ -45,3 +45,28 @@ describe("node-limited routing (topk_group of n_group, HF config names)", functi
     assert.matches("topk_group", tostring(err))
   end)
 end)
+
+describe("moe_dispatch_float_size_bytes (FP8 dispatch, BF16 combine)", function()
+  local function work(keys)
+    local w = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")
+    w.float_size_bytes = 2
+    for k, v in pairs(keys) do w[k] = v end
+    return w
+  end
+  it("sends the dispatch at 1 B + 4 B per 128 elements, the combine at 2 B", function()
+    local bf16 = fathom.scenario(case(nil, work({}))):evaluate()
+    local fp8 = fathom.scenario(case(nil, work({ moe_dispatch_float_size_bytes = 1 }))):evaluate()
+    -- bytes per element over both directions: (1 + 1/32 + 2) / (2 + 2) = 0.7578125
+    assert.is_true(math.abs(fp8.comm.ep.bytes_per_step / bf16.comm.ep.bytes_per_step - 0.7578125) < 1e-12)
+    local same = fathom.scenario(case(nil, work({ moe_dispatch_float_size_bytes = 2 }))):evaluate()
+    assert.are.equal(bf16.step_time_s, same.step_time_s)
+  end)
+
+  it("is 1, 2 or 4", function()
+    local ok, err = pcall(function()
+      return fathom.scenario(case(nil, work({ moe_dispatch_float_size_bytes = 3 }))):evaluate()
+    end)
+    assert.is_false(ok)
+    assert.matches("moe_dispatch_float_size_bytes", tostring(err))
+  end)
+end)
