@@ -1,5 +1,6 @@
 -- DeepSeek-V3 pre-training as the report ran it (DeepSeek-AI 2024, arXiv 2412.19437):
--- node-limited routing read from the model YAML, on the shipped 2,048-H800 layout.
+-- node-limited routing read from the model YAML, FP8 dispatch, and the run's GPU-hours, on the
+-- shipped 2,048-H800 layout.
 local config = require("fathom.config")
 local fathom = require("fathom")
 
@@ -34,7 +35,7 @@ describe("node-limited routing (topk_group of n_group, HF config names)", functi
 
   it("refuses a limit without groups, or more groups than there are", function()
     local ok, err = pcall(function()
-      return fathom.scenario(case(model_with({ topk_group = 4 }))):evaluate()
+      return fathom.scenario(case(model_with({ n_group = 0, topk_group = 4 }))):evaluate()
     end)
     assert.is_false(ok)
     assert.matches("topk_group", tostring(err))
@@ -50,6 +51,7 @@ describe("moe_dispatch_float_size_bytes (FP8 dispatch, BF16 combine)", function(
   local function work(keys)
     local w = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")
     w.float_size_bytes = 2
+    w.moe_dispatch_float_size_bytes = nil
     for k, v in pairs(keys) do w[k] = v end
     return w
   end
@@ -68,5 +70,54 @@ describe("moe_dispatch_float_size_bytes (FP8 dispatch, BF16 combine)", function(
     end)
     assert.is_false(ok)
     assert.matches("moe_dispatch_float_size_bytes", tostring(err))
+  end)
+end)
+
+-- The report's pre-training: 2.664M H800 GPU-hours on 2,048 GPUs (Sec. 1, Table 1), 14.8T
+-- tokens in steps of 15,360 x 4,096 = 62,914,560 tokens: 235,240 steps, so ~54.2 days and an
+-- implied step of 2.664e6 h x 3600 / 2048 / 235,240 = 19.9 s.
+--
+-- fathom with the report's layout and every mechanism it models (PP 16 DualPipe, EP 64 =
+-- 8 GPUs x 8 nodes, node-limited to 4 nodes, ZeRO-1, fp8_blockwise GEMMs, FP8 dispatch, BF16
+-- combine) predicts a 23.7 s step, ~64.4 days, 3.17M GPU-hours: 19% over, outside 15%, so this
+-- spec asserts what fathom achieves, not the report. Where the step goes (s): compute 14.35 on
+-- the busiest stage, memory-bound time 2.02, bubble 1.49, exposed EP all-to-all 5.66 (of 21.95
+-- raw), DP 0.14. The gap is the all-to-all: its raw time exceeds the computation it hides
+-- under, because the scale-out part gets 1/3 of InfiniBand. fathom splits a physical
+-- dimension evenly between the logical dimensions of a view mapped to it (fth_topology.h),
+-- here EP_SO, PP and DP_MoE, as if all three ran at once all step long; in fact the DP_MoE
+-- reduce-scatter runs once per step (0.14 s) and PP sends 13 GiB a step against the
+-- all-to-all's 700 GiB. Letting the once-per-step reductions not take bandwidth from the
+-- layer and pipeline collectives gives ~53.9 days (EP exposed 2.0 s), but moves the Hot
+-- Interconnects study out of its published ratios (Config4 2.56x -> 2.11x against 2.7x;
+-- 0.57 / 0.39 -> 0.65 / 0.47 against 0.60 / 0.37), whose numbers were built on the even split;
+-- so the rule stays. Not modelled and pulling the other way: DeepEP's 20 of 132 SMs taken from
+-- computation, the MTP module; activations cached in FP8 (memory only: the layout is counted
+-- at 174 GiB per GPU with BF16 activations and does not fit 80 GB here).
+describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 days)", function()
+  local r = fathom.scenario(case()):evaluate()
+  local gpu_hours = r.total_time_s / 3600 * 2048
+
+  it("steps as the report counts them", function()
+    assert.are.equal(235240, r.steps)
+  end)
+
+  it("predicts 3.17M GPU-hours (+19% on the report's 2.664M; gap documented above)", function()
+    assert.is_true(math.abs(gpu_hours / 3.166e6 - 1) < 0.03, string.format("%.4g GPU-hours", gpu_hours))
+    assert.is_true(gpu_hours / 2.664e6 - 1 < 0.25)
+  end)
+
+  it("hides most of the all-to-all under DualPipe, the rest exposed by its scale-out share", function()
+    assert.is_true(r.comm.ep.hidden_s > 0.7 * r.comm.ep.raw_s)
+    assert.is_true(r.comm.ep.exposed_s > 0.15 * r.step_time_s)
+  end)
+
+  it("owes its prediction to node-limited routing and FP8 dispatch", function()
+    local free = fathom.scenario(case(model_with({ topk_group = 0 }))):evaluate()
+    assert.is_true(free.total_time_s > 1.5 * r.total_time_s)
+    local w = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")
+    w.moe_dispatch_float_size_bytes = nil
+    local bf16 = fathom.scenario(case(nil, w)):evaluate()
+    assert.is_true(bf16.comm.ep.raw_s > 1.2 * r.comm.ep.raw_s)
   end)
 end)
