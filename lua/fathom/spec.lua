@@ -128,6 +128,8 @@ M.physical_schema = {
   node_definition_ref = { type = "string", required = true },
   dimensions = { type = "list", required = true },
   expert_high_bandwidth_group_size_xpus = { type = "integer", min = 0 },
+  dp_bandwidth_apart = { type = "boolean", default = false,
+    hint = "DP reductions (once per step) take their share without reducing the layer and PP collectives'" },
   description = { type = "string" },
   notes = { type = "any" },
 }
@@ -407,6 +409,7 @@ function M.physical(src, lib)
   local node = check.ref(doc, "node_definition_ref", "node_definition_ref", lib.nodes, "node")
   local out = { name = p.name, node_name = doc.node_definition_ref, dimensions = {}, by_name = {},
     expert_high_bandwidth_group_size_xpus = p.expert_high_bandwidth_group_size_xpus,
+    dp_bandwidth_apart = p.dp_bandwidth_apart,
     source_table = doc }
   if #doc.dimensions == 0 then errors.at(doc, "dimensions", "dimensions", "expected at least one dimension") end
   for i, d in ipairs(doc.dimensions) do
@@ -472,7 +475,8 @@ end
 -- topology_table(phys, logical) -> the normalised topology the C core reads.
 function M.topology_table(phys, logical)
   local t = { dimensions = {}, logical = {},
-    expert_high_bandwidth_group_size_xpus = phys.expert_high_bandwidth_group_size_xpus }
+    expert_high_bandwidth_group_size_xpus = phys.expert_high_bandwidth_group_size_xpus,
+    dp_bandwidth_apart = phys.dp_bandwidth_apart }
   for i, d in ipairs(phys.dimensions) do
     t.dimensions[i] = { topology_type = d.topology_type, size = d.size, interconnect = d.interconnect }
   end

@@ -165,7 +165,8 @@ int fth_topology_degree(const fth_topology_def *t, fth_logical_tag tag) {
 
 /* Sharing rule (fth_topology.h): on each physical dimension, the view's
  * logical dimensions with size > 1 split the links evenly, since they may
- * communicate at once. A dimension on which a view maps nothing of its own is
+ * communicate at once (with dp_bandwidth_apart, the DP tags count only for
+ * their own share). A dimension on which a view maps nothing of its own is
  * that view's implicit DP, filling what PP leaves of it. */
 int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int shared,
                        fth_group_level *levels, int *inner_dim) {
@@ -184,7 +185,8 @@ int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int share
         pp *= l->size;
       else
         specific = 1;
-      if (l->size > 1) users++;
+      int dp_tag = l->tag == FTH_TAG_DP_ATTN || l->tag == FTH_TAG_DP_MOE;
+      if (l->size > 1 && !(t->dp_bandwidth_apart && dp_tag && !is_dp)) users++;
       if (l->tag == tag) size *= l->size;
     }
     if (is_dp && !specific) {

@@ -64,6 +64,7 @@ typedef struct fth_topology_def {
   int num_logical;
   fth_logical_dim_def logical[FTH_MAX_LOGICAL_DIMS];
   int expert_hb_group_xpus; ///< optional EP high-bandwidth group size; 0 = unset
+  int dp_bandwidth_apart;   ///< 1: DP reductions do not reduce the other tags' shares (below)
 } fth_topology_def;
 
 fth_topology_def fth_topology_def_default(void);
@@ -98,7 +99,11 @@ typedef struct fth_group_level {
 /// Bandwidth sharing: when k logical dimensions of the same view with size > 1
 /// share one physical dimension, each gets 1/k of its bandwidth when `shared`
 /// is set (they may run at once), all of it otherwise. PP shares with the
-/// attention view. `levels` holds FTH_MAX_PHYS_DIMS entries; `inner_dim`
+/// attention view. With `dp_bandwidth_apart` the data-parallel tags (DP_Attn,
+/// DP_MoE), whose gradient reductions run once per step in a window at its end,
+/// still take their 1/k but are not counted in the other tags' k: the layer and
+/// pipeline collectives, which run all step long, split the dimension among
+/// themselves. `levels` holds FTH_MAX_PHYS_DIMS entries; `inner_dim`
 /// (may be NULL) receives the innermost physical dimension used, -1 if none.
 /// Returns the number of levels written (0 when the tag is absent or every
 /// size is 1).

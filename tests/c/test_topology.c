@@ -219,6 +219,23 @@ static int groups_split(void) {
   /* TP_Attn shares NVLink with DP_Attn 2 in its view: 225e9. */
   FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv, NULL));
   FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
+  /* dp_bandwidth_apart: the DP tags no longer count in the others' k. EP_SO
+   * shares IB with PP only (DP_MoE 2 left out): 320e9 / 2 = 160e9; PP has the
+   * attention view's IB to itself (DP_Attn 8 left out): 320e9; TP_Attn has
+   * NVLink to itself: 450e9. The DP tags keep their shares: DP_Attn 225e9 on
+   * NVLink and 160e9 on IB as before, DP_MoE 320e9 / 3 (EP_SO, DP_MoE, PP). */
+  t.dp_bandwidth_apart = 1;
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_EP_SO, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_PP, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_TP_ATTN, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 450e9, 1e-6, 1));
+  FTH_ENSURE_EQ_INT(2, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
+  FTH_RUN(level_is(&lv[1], 8, 32, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_MOE, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 2, 32, FTH_TOPO_TWO_TIER, 320e9 / 3.0, 5e-6, 0));
   return 0;
 }
 
