@@ -151,26 +151,37 @@ double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_
   int decode = new_tokens == 1.0 && context > 0;
   block_env(p, decode ? FTH_BLOCK_DECODE : FTH_BLOCK_PREFILL, &e);
   double q = decode ? 1.0 : new_tokens / l->cp, ctx = decode ? context : context + new_tokens;
-  fth_phase blk, head;
-  memset(out, 0, sizeof *out);
-  const int counts[2] = {l->dense_layers_per_stage, l->moe_layers_per_stage};
-  for (int moe = 0; moe < 2; moe++) {
-    if (counts[moe] == 0) continue;
-    fth_block_pass(&e, moe, requests, q, ctx, &blk, NULL);
-    fth_phase_scale(&blk, counts[moe]);
-    fth_phase_add(out, &blk);
+  fth_phase blk[2];
+  memset(blk, 0, sizeof blk);
+  int mid[2], last[2];
+  fth_block_stage_blocks(l, mid, last);
+  for (int moe = 0; moe < 2; moe++)
+    if (mid[moe] > 0 || last[moe] > 0) fth_block_pass(&e, moe, requests, q, ctx, &blk[moe], NULL);
+  double ex[FTH_COMM_KIND_COUNT], *x = exposed ? exposed : ex;
+  fth_block_stage(&e, blk, NULL, last, 1, requests, q, out, NULL);
+  double t = fth_phase_time(out, p->inf.comp_comm_eff, x);
+  if (l->pp > 1) { /* the slower of the last stage (with the head) and the heaviest other */
+    fth_phase m;
+    double xm[FTH_COMM_KIND_COUNT];
+    fth_block_stage(&e, blk, NULL, mid, 0, requests, q, &m, NULL);
+    double tm = fth_phase_time(&m, p->inf.comp_comm_eff, xm);
+    if (tm > t) {
+      *out = m;
+      t = tm;
+      for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) x[k] = xm[k];
+    }
   }
-  fth_block_head(&e, requests, q, l->pp == 1, &head, NULL);
-  fth_phase_add(out, &head);
-  double ex[FTH_COMM_KIND_COUNT];
-  return fth_phase_time(out, p->inf.comp_comm_eff, exposed ? exposed : ex);
+  return t;
 }
 
 /* KV elements per token of the stage's blocks on one GPU. */
 static double kv_elems_per_token(const fth_infer_plan *p) {
   const fth_layout *l = &p->layout;
-  return fth_layout_kv_elems_per_gpu(l, &p->model, &l->dense_shape) * l->dense_layers_per_stage +
-         fth_layout_kv_elems_per_gpu(l, &p->model, &l->moe_shape) * l->moe_layers_per_stage;
+  int mid[2], last[2];
+  fth_block_stage_blocks(l, mid, last);
+  double d = fth_layout_kv_elems_per_gpu(l, &p->model, &l->dense_shape);
+  double e = fth_layout_kv_elems_per_gpu(l, &p->model, &l->moe_shape);
+  return fth_max(d * mid[0] + e * mid[1], d * last[0] + e * last[1]);
 }
 
 /* Weights, the KV cache of the requests each DP rank holds and the forward

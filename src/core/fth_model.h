@@ -94,6 +94,8 @@ double fth_model_ffn_hidden(const fth_model_def *def);
 double fth_model_expert_ffn_hidden(const fth_model_def *def);
 
 int fth_model_num_moe_layers(const fth_model_def *def);
+/// MoE blocks among layers [first, last) (closed form, constant time).
+int fth_model_num_moe_in(const fth_model_def *def, int first, int last);
 /// Is block `layer` (0-based) an MoE block?
 int fth_model_layer_is_moe(const fth_model_def *def, int layer);
 /// Shape of a dense (moe = 0) or MoE (moe = 1) block.

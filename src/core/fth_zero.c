@@ -44,15 +44,18 @@ fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, dou
   if (v == FTH_DP_DDP) {
     t.op = FTH_COLL_ALL_REDUCE;
     t.calls = 1;
+    t.bytes_per_step = gb;
     t.time_s = coll_time(g, FTH_COLL_ALL_REDUCE, gb, coll, &t.algo);
   } else if (v != FTH_DP_ZERO3) {
     t.op = FTH_COLL_REDUCE_SCATTER;
     t.calls = 1;
+    t.bytes_per_step = gb + wb;
     t.gather_s = coll_time(g, FTH_COLL_ALL_GATHER, wb, coll, NULL);
     t.time_s = coll_time(g, FTH_COLL_REDUCE_SCATTER, gb, coll, &t.algo) + t.gather_s;
   } else {
     t.op = FTH_COLL_ALL_GATHER;
     t.calls = microbatches;
+    t.bytes_per_step = microbatches * (2.0 * wb + gb);
     t.time_s = microbatches * (2.0 * coll_time(g, FTH_COLL_ALL_GATHER, wb, coll, &t.algo) +
                                coll_time(g, FTH_COLL_REDUCE_SCATTER, gb, coll, NULL));
   }

@@ -39,6 +39,7 @@ typedef struct fth_zero_traffic {
   fth_coll_algo algo;    ///< its algorithm
   double bytes_per_call; ///< gradient bytes of one call of the main collective
   double calls;          ///< calls of the main collective per step
+  double bytes_per_step; ///< bytes of every collective it times, per step
 } fth_zero_traffic;
 fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, double params,
                                        double grad_bytes, double weight_bytes, double microbatches,
