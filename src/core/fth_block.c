@@ -304,11 +304,7 @@ void fth_block_recompute_attention(const fth_block_env *e, double requests, doub
   env.attention_flops_per_s = env.matrix_flops_per_s; /* unfused: batched GEMMs */
   fth_kernel_cost k =
       fth_kernel_attention(&env, requests, heads, kvh, seq, seq, sh->d_qk, sh->d_v, 0, e->act_bytes);
-  double s = layers / l->cp;
-  k.flops *= s;
-  k.bytes *= s;
-  k.compute_s *= s;
-  k.memory_s *= s;
+  scale_cost(&k, layers / l->cp);
   add(e, rec, FTH_FLOP_ATTENTION, k, 0.0);
   double scores = layers * requests * heads * seq * seq / l->cp;
   add(e, rec, FTH_FLOP_ATTENTION,
@@ -343,4 +339,16 @@ void fth_block_stage_blocks(const fth_layout *l, int mid[2], int last[2]) {
   mid[1] = l->moe_layers_per_stage;
   last[0] = l->last_stage_layers - l->last_stage_moe;
   last[1] = l->last_stage_moe;
+}
+
+double fth_block_pp_message_bytes(const fth_block_env *e, double tokens) {
+  return tokens * e->model->d_model * e->act_bytes / (e->sequence_parallel ? e->lay->tp : 1);
+}
+
+double fth_block_transient_bytes(const fth_layout *l, const fth_model_def *m, double act_bytes,
+                                 double tokens, double logit_rows) {
+  double ffn = m->num_experts > 1 ? l->expert_ffn * m->top_k : l->ffn_hidden;
+  double mlp_inner = tokens * ffn / l->tp * act_bytes * (m->gated_mlp ? 3.0 : 2.0);
+  double logits = logit_rows * (double)m->vocab_size / l->tp * 4.0;
+  return fth_max(logits, mlp_inner);
 }

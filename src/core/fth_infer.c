@@ -196,11 +196,8 @@ static void footprint(const fth_infer_plan *p, double kv_per_request, fth_infer_
   m->bytes[FTH_MEM_WEIGHTS] = (l->stage_dense_params + l->stage_expert_params) * d->weight_bytes;
   m->bytes[FTH_MEM_KV_CACHE] = d->global_batch / l->dp * kv_per_request;
   double q = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
-  double ffn = md->num_experts > 1 ? l->expert_ffn * md->top_k : l->ffn_hidden;
-  double tokens = d->micro_batch * q;
   m->bytes[FTH_MEM_TRANSIENT_FWD] =
-      fth_max(tokens * ffn / l->tp * d->act_bytes * (md->gated_mlp ? 3.0 : 2.0),
-              d->micro_batch * (double)md->vocab_size / l->tp * 4.0);
+      fth_block_transient_bytes(l, md, d->act_bytes, d->micro_batch * q, d->micro_batch);
   fth_footprint_place(m, &p->node, d->footprint_tier);
   double per_rank =
       fth_footprint_room_units(m, d->footprint_tier, FTH_MEM_KV_CACHE, kv_per_request);
@@ -218,10 +215,11 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   /* Pipeline hand-off of the micro-batch's [tokens, h] activations. */
   double q_hop = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
   const fth_group *g = &l->group[FTH_COMM_PP];
+  fth_block_env e;
+  block_env(p, FTH_BLOCK_PREFILL, &e);
+  double hop_bytes = fth_block_pp_message_bytes(&e, d->micro_batch * q_hop);
   double hop_raw =
-      g->n > 0 ? fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO,
-                                d->micro_batch * q_hop * p->model.d_model * d->act_bytes, g->lv,
-                                g->n, &d->coll)
+      g->n > 0 ? fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, hop_bytes, g->lv, g->n, &d->coll)
                      .time_s
                : 0.0;
   double kv_tok_layers = kv_elems_per_token(p);

@@ -274,7 +274,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                * leaves a usable layout: each variant is reworked and judged. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
                   plan.layout.num_gpus == 0) {
-                refuse_all(d, st, variants, 0);
+                refuse_all(d, st, variants, e2.status == FTH_ETILE);
                 continue;
               }
               run_variants(d, &plan, &proto, index, top, top_cap, n_top, st);

@@ -129,10 +129,7 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
    * vocabulary shard on the last stage, or the MLP's inner activation);
    * backward, one block's full activations when it is recomputed plus the
    * same largest gradient. */
-  double ffn = m->num_experts > 1 ? l->expert_ffn * m->top_k : l->ffn_hidden;
-  double logits = tokens * (double)m->vocab_size / l->tp * 4.0;
-  double mlp_inner = tokens * ffn / l->tp * w->act_bytes * (m->gated_mlp ? 3.0 : 2.0);
-  out->bytes[FTH_MEM_TRANSIENT_FWD] = fth_max(logits, mlp_inner);
+  out->bytes[FTH_MEM_TRANSIENT_FWD] = fth_block_transient_bytes(l, m, w->act_bytes, tokens, tokens);
   double block_full = w->recompute != FTH_RECOMPUTE_NONE ? tokens * p->act_full_per_token : 0.0;
   out->bytes[FTH_MEM_TRANSIENT_BWD] = block_full + out->bytes[FTH_MEM_TRANSIENT_FWD];
   fth_footprint_place(out, &p->node, w->footprint_tier);
@@ -266,14 +263,13 @@ static double coll_time(const fth_train_plan *p, fth_coll_op op, double bytes, f
  * sequence parallelism) at every stage boundary, forward and backward, once
  * per model chunk; hidden under the stage's work as comp_comm_efficiency
  * allows. The bubble is the schedule row's. */
-static void pipeline(const fth_train_plan *p, double t_f, double t_b, double t_w,
-                     fth_train_result *r) {
+static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f, double t_b,
+                     double t_w, fth_train_result *r) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   if (l->pp > 1) {
     const fth_schedule *row = fth_schedule_get(w->pp);
-    double bytes = w->micro_batch * w->seq_len / l->cp * p->model.d_model * w->act_bytes /
-                   (w->sequence_parallel ? l->tp : 1);
+    double bytes = fth_block_pp_message_bytes(e, w->micro_batch * w->seq_len / l->cp);
     fth_coll_algo a;
     double t1 = coll_time(p, FTH_COLL_SEND_RECV, bytes, FTH_COMM_PP, &a);
     double calls = row->sends_per_micro * p->microbatches * fth_pp_chunks(w->pp, w->virtual_stages);
@@ -423,7 +419,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   layer_comm(p, &fwd, &bwd, &rec, (const double(*)[FTH_COMM_KIND_COUNT])ex, r);
 
   r->busy_s = mbs * (t_f + t_b);
-  pipeline(p, t_f, t_b, bwd.wgrad_s, r);
+  pipeline(p, &e, t_f, t_b, bwd.wgrad_s, r);
   data_parallel(p, &fwd, &bwd, r);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) r->exposed_comm_s += r->comm[k].exposed_s;
   fth_train_footprint(p, &r->mem);
