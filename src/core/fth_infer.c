@@ -59,26 +59,14 @@ static fth_status check_def(const fth_infer_def *d, fth_pass pass, fth_error *er
       return fth_fail(err, FTH_EINVAL, "num_generated_tokens",
                       "expected a positive integer, got %g", d->gen_tokens);
   }
-  if (!width_ok(d->act_bytes))
-    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g",
-                    d->act_bytes);
   if (d->weight_bytes != 0 && !width_ok(d->weight_bytes))
     return fth_fail(err, FTH_EINVAL, "weight_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->weight_bytes);
   if (d->kv_bytes != 0 && !width_ok(d->kv_bytes))
     return fth_fail(err, FTH_EINVAL, "kv_cache_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->kv_bytes);
-  if (!(isfinite(d->expert_imbalance) && d->expert_imbalance >= 1.0))
-    return fth_fail(err, FTH_EINVAL, "moe_spec_v2.expert_imbalance", "expected >= 1, got %g",
-                    d->expert_imbalance);
   const double effs[3] = {d->comp_comm_eff, d->comp_mem_eff, d->comm_mem_eff};
-  const char *names[3] = {"comp_comm_efficiency", "comp_mem_efficiency", "comm_mem_efficiency"};
-  for (int i = 0; i < 3; i++)
-    if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
-      return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
-  if (!(d->coll.per_peer_overhead_s >= 0 && d->coll.launch_s >= 0 && d->kernel_launch_s >= 0))
-    return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
-  return FTH_OK;
+  return fth_exec_check(d->act_bytes, d->expert_imbalance, effs, &d->coll, d->kernel_launch_s, err);
 }
 
 fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
@@ -224,8 +212,8 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
                : 0.0;
   double kv_tok_layers = kv_elems_per_token(p);
   if (p->pass == FTH_PASS_PREFILL) {
-    double t = fth_infer_iteration(p, d->micro_batch, d->prompt_len, 0.0, &r->pass,
-                                   r->comm_exposed_s);
+    double t =
+        fth_infer_iteration(p, d->micro_batch, d->prompt_len, 0.0, &r->pass, r->comm_exposed_s);
     double hop = hop_raw - d->comp_comm_eff * fth_min(hop_raw, t);
     r->stage_s = t;
     r->ttft_s = pp * t + (pp - 1) * hop;
@@ -241,8 +229,8 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
     fth_phase tmp;
     double t0 = fth_infer_iteration(p, d->micro_batch, 1.0, c0, &tmp, NULL);
     double t1 = fth_infer_iteration(p, d->micro_batch, 1.0, c1, &tmp, NULL);
-    double t = fth_infer_iteration(p, d->micro_batch, 1.0, 0.5 * (c0 + c1), &r->pass,
-                                   r->comm_exposed_s);
+    double t =
+        fth_infer_iteration(p, d->micro_batch, 1.0, 0.5 * (c0 + c1), &r->pass, r->comm_exposed_s);
     double hop = hop_raw - d->comp_comm_eff * fth_min(hop_raw, t);
     /* The stage passes of the cycle, and the pipeline's hand-offs between them. */
     r->stage_s = t;
