@@ -19,6 +19,7 @@ typedef enum fth_dp_variant {
 
 const char *fth_dp_variant_name(fth_dp_variant v);     ///< "DDP", "ZERO1", "ZERO2", "ZERO3"
 fth_dp_variant fth_dp_variant_parse(const char *name); ///< also "FSDP"; FTH_DP_COUNT if unknown
+const fth_name_alias *fth_dp_variant_aliases(void);    ///< the other spellings it accepts
 
 /// The DP group size each state is divided by under `v` (1 where it is kept whole).
 typedef struct fth_zero_shards {
