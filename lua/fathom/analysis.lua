@@ -84,6 +84,7 @@ function M.each(a, fn)
   local base_lib
   local valid, first_err = 0, nil
   for i, pt in it do
+    errors.check_interrupt() -- a signal caught under a point's pcall still stops the sweep
     local lib
     if pt.docs.hardware_lib == docs.hardware_lib then
       base_lib = base_lib or spec.hardware_library(pt.docs.hardware_lib)

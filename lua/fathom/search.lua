@@ -121,7 +121,7 @@ local function run_chunk(def, workers)
     d.worker, d.workers = 0, 1
     return core.search(d)
   end
-  local file = os.tmpname()
+  local file = require("fathom.output").temp_file("search.json") -- removed on every exit (fathom.output.cleanup)
   local f = assert(io.open(file, "w"))
   f:write(json.encode(def))
   f:close()
@@ -136,12 +136,12 @@ local function run_chunk(def, workers)
     local ok = pipes[i]:close()
     local v = json.decode(text)
     if not ok or not v then
-      os.remove(file)
+      require("fathom.output").discard(file)
       error("search worker " .. i .. " failed")
     end
     parts[#parts + 1] = v
   end
-  os.remove(file)
+  require("fathom.output").discard(file)
   return M.merge(parts, def.top or 100)
 end
 

@@ -67,6 +67,12 @@ static void on_signal(int sig) {
   lua_sethook(globalL, lstop, flag, 1);
 }
 
+/* () -> the signal caught (0: none); lets Lua notice an interrupt that a pcall swallowed. */
+static int l_interrupted(lua_State *L) {
+  lua_pushinteger(L, caught_signal);
+  return 1;
+}
+
 static void install_handlers(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -133,6 +139,8 @@ static void set_search_path(lua_State *L, const char *argv0) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   lua_pushinteger(L, cores > 0 ? (lua_Integer)cores : 1);
   lua_setfield(L, -2, "cores"); /* the cap on worker processes */
+  lua_pushcfunction(L, l_interrupted);
+  lua_setfield(L, -2, "interrupted");
   if (exe[0] != '\0') {
     lua_pushfstring(L, "%s/fathom", exe);
     lua_setfield(L, -2, "exe"); /* for worker processes */

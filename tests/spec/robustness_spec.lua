@@ -99,6 +99,10 @@ local analyze_cases = {
   { "hardware", "hw_zero_stacks.yaml", "num_stack: expected a value >= 1" },
   { "hardware", "hw_eff_over_one.yaml", "efficiency: expected a value <= 1" },
   { "hardware", "hw_negative_flops.yaml", "bf16_nominal: expected a value >= 0" },
+  -- several errors: the first in the file, every time (keys walked in document order)
+  { "model", "model_several_errors.yaml", ":2:1: zzz_bad: unknown key" },
+  -- a 1 MB unknown key: no quadratic "did you mean" (81 s before), the key shown by its start
+  { "model", "model_huge_key.yaml", ":2:3: k+%.%.%. %(1000000 bytes%): unknown key" },
 }
 
 -- Sweep configs refused before any point is built.
@@ -190,5 +194,72 @@ describe("robustness (issue 13)", function()
         refused(argv, c[2])
       end)
     end
+  end)
+
+  it("reports the same first error on every run", function()
+    local first
+    for _ = 1, 5 do
+      local r = refused(analyze_args("model", B .. "model_several_errors.yaml"))
+      first = first or r.stderr
+      assert.are.equal(first, r.stderr)
+    end
+  end)
+
+  it("writes YAML it can read back (C1 controls, separators, BOM, bytes that are not UTF-8)", function()
+    local yaml = require("fathom.format.yaml")
+    local config = require("fathom.config")
+    for _, str in ipairs({ "a\194\133b", "x\194\159y", "l\226\128\168s", "\239\187\191b", "t\tx\0y" }) do
+      local v = config.load_string(yaml.encode({ k = str }), "roundtrip")
+      assert.are.equal(str, v.k)
+    end
+    assert.is_table(config.load_string(yaml.encode({ k = "bad\255\254" }), "roundtrip"))
+  end)
+
+  describe("leaves no temporary file behind", function()
+    it("route --trace: a unique temporary beside the trace, an existing F.tmp untouched", function()
+      local dir = tmpdir()
+      local keep = assert(io.open(dir .. "/t.csv.tmp", "w"))
+      keep:write("mine")
+      keep:close()
+      local r = h.run("route", "--tokens", "1024", "--trace", dir .. "/t.csv")
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.equal("t.csv\nt.csv.tmp\n", dir_entries(dir))
+      local f = assert(io.open(dir .. "/t.csv.tmp"))
+      assert.are.equal("mine", f:read("a"))
+      f:close()
+      os.execute("rm -rf " .. h.shell_quote(dir))
+    end)
+
+    it("search with workers: the definition file is removed", function()
+      local dir = tmpdir()
+      for _, extra in ipairs({ "", "--fix tp=3" }) do -- a run that succeeds and one that fails
+        local ok = os.execute("TMPDIR=" .. h.shell_quote(dir) .. " " .. h.shell_quote(h.bin()) ..
+          " search --model megatron_gpt_1.7b --hardware A100_80GB_SXM --gpus 16 --workers 2 --format json " ..
+          extra .. " >/dev/null 2>&1")
+        assert.are.equal(extra == "", ok == true)
+        assert.are.equal("", dir_entries(dir))
+      end
+      os.remove(dir)
+    end)
+
+    it("SIGTERM during a sweep: exit 143, the output directory empty", function()
+      local dir = tmpdir()
+      local sweep = dir .. "-sweep.yaml"
+      local f = assert(io.open(sweep, "w"))
+      f:write("sweep:\n  workload_spec.total_train_tokens: {start: 1000000, stop: 1999000, step: 1000}\n" ..
+        "  workload_spec.kernel_launch_sec: {start: 0, stop: 99e-9, step: 1e-9}\n")
+      f:close()
+      local argv = analyze_args(nil, nil, { "--sweep-config", sweep, "--output-file", dir .. "/out.yaml" })
+      local parts = { h.shell_quote(h.bin()) }
+      for _, a in ipairs(argv) do parts[#parts + 1] = h.shell_quote(a) end
+      local cmd = table.concat(parts, " ") .. " 2>/dev/null & pid=$!; sleep 1; kill -TERM $pid; wait $pid; echo $?"
+      local p = io.popen("sh -c " .. h.shell_quote(cmd))
+      local code = tonumber(p:read("a"):match("(%d+)%s*$"))
+      p:close()
+      assert.are.equal(143, code)
+      assert.are.equal("", dir_entries(dir))
+      os.remove(sweep)
+      os.remove(dir)
+    end)
   end)
 end)
