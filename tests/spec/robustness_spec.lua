@@ -143,7 +143,84 @@ local route_cases = {
   { { "--experts", "8192" }, "router%.experts: expected a value <= 4096" },
 }
 
+-- Files no command can read (YAML and JSON syntax, limits, duplicate keys), each
+-- given to every command that reads a file: expected text (a position is required).
+local unreadable = {
+  { "syntax_tab_indent.yaml", ":2:1: found character that cannot start any token" },
+  { "syntax_unclosed_quote.yaml", ":3:1: found unexpected end of stream" },
+  { "syntax_bad_indent.yaml", ":3:2: did not find expected key" },
+  { "syntax_unknown_alias.yaml", ":1:4: unknown alias '%*nothing'" },
+  { "syntax_bad_escape.yaml", ":1:5: found unknown escape character" },
+  { "syntax_nul_byte.yaml", ":1:5: control characters are not allowed" },
+  { "syntax_control_char.yaml", ":1:5: control characters are not allowed" },
+  { "syntax_merge_scalar.yaml", ":3:3: merge key '<<' needs a mapping" },
+  { "syntax_unclosed_flow.yaml", ":2:1: did not find expected ',' or ']'" },
+  { "syntax_colon_in_flow.yaml", ":1:9: did not find expected ',' or '}'" },
+  { "syntax_stray_bracket.yaml", ":2:1: did not find expected key" },
+  { "syntax_c1_raw.yaml", ":1:9: control characters are not allowed" },
+  { "syntax_deep_flow.yaml", ":1:67: document nests deeper than 64 levels" },
+  { "syntax_dup_nested.yaml", ":4:3: duplicate key 'b' %(first defined at 2:3; keep one%)" },
+  { "syntax_anchor_redefined_bomb.yaml", ":7:5: document expands to more than 2000000 nodes" },
+  { "../bad_alias_bomb.yaml", "document expands to more than" },
+  { "../bad_duplicate_key.yaml", ":4:3: duplicate key 'd_model'" },
+  { "../bad_multi_doc.yaml", ":2:1: file holds more than one YAML document" },
+  { "../bad_not_utf8.yaml", ":2:14: invalid trailing UTF%-8 octet" },
+  { "../bad_syntax.yaml", ":4:1: did not find expected ',' or ']'" },
+  { "../bad_too_deep.yaml", "document nests deeper than 64 levels" },
+  { "json_trailing_comma.json", ":1:9: expected object key string" },
+  { "json_single_quotes.json", ":1:2: expected object key string" },
+  { "json_comment.json", ":1:9: expected comma or object end" },
+  { "json_duplicate.json", ":2:2: duplicate key 'd_model' %(first defined at 1:2; keep one%)" },
+  { "json_nan_literal.json", ":1:7: expected value but found invalid token" },
+  { "json_unclosed.json", ":2:1: expected comma or array end" },
+  { "json_deep.json", ":1:65: found too many nested data structures" },
+  { "json_empty.json", ":1:1: expected value" },
+  { "json_bad_utf8.json", ":1:8: invalid leading UTF%-8 octet" },
+  { "json_control_in_string.json", ":1:7: a: expected a JSON string without raw control characters" },
+  { "json_garbage_after.json", ":1:10: expected the end" },
+  { "json_dup_nested.json", ":2:2: duplicate key 'b'" },
+}
+
+-- The commands that read a file, as argv builders.
+local readers = {
+  show = function(f) return { "show", f } end,
+  validate = function(f) return { "validate", "--cases", f } end,
+  route = function(f) return { "route", "--config", f } end,
+  ["search --model"] = function(f)
+    return { "search", "--model", f, "--hardware", "A100_80GB_SXM", "--gpus", "8" }
+  end,
+  ["search --workload"] = function(f)
+    return { "search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "8", "--workload", f }
+  end,
+  ["analyze --model-spec"] = function(f) return analyze_args("model", f) end,
+  ["analyze --hardware-lib"] = function(f) return analyze_args("hardware", f) end,
+  ["analyze --sweep-config"] = function(f) return analyze_args(nil, nil, { "--sweep-config", f }) end,
+  ["analyze --workload-spec + sweep"] = function(f)
+    return analyze_args("workload", f, { "--sweep-config", "tests/fixtures/sweep_mb.yaml" })
+  end,
+}
+
 describe("robustness (issue 13)", function()
+  describe("every command refuses unreadable files with a position", function()
+    local names = {}
+    for name in pairs(readers) do names[#names + 1] = name end
+    table.sort(names)
+    for _, c in ipairs(unreadable) do
+      it(c[1] .. " #slow", function()
+        for _, name in ipairs(names) do
+          local dir = tmpdir()
+          local argv = readers[name](B .. c[1])
+          if argv[1] == "analyze" then
+            argv[#argv + 1] = "--output-file"
+            argv[#argv + 1] = dir .. "/out.yaml"
+          end
+          refused(argv, c[2], dir)
+          os.remove(dir)
+        end
+      end)
+    end
+  end)
+
   describe("analyze refuses extreme and out-of-range inputs", function()
     for _, c in ipairs(analyze_cases) do
       it(c[2], function()
