@@ -273,6 +273,27 @@ describe("robustness (issue 13)", function()
     end
   end)
 
+  it("reads anchors longer than 255 bytes on collections", function()
+    local v = require("fathom.config").load_file("tests/fixtures/good_long_anchor.yaml")
+    assert.are.same({ x = 1 }, v.use)
+    assert.are.equal(5, v.t)
+  end)
+
+  it("reads JSON with positions, and null as YAML does", function()
+    local config = require("fathom.config")
+    local errors = require("fathom.errors")
+    local path = os.tmpname() .. ".json"
+    local f = assert(io.open(path, "w"))
+    f:write('{"a": 1,\n "b": null,\n "c": [1, null, "x\\/y"]}\n')
+    f:close()
+    local v = config.load_file(path)
+    os.remove(path)
+    assert.are.equal(1, v.a)
+    assert.is_nil(v.b)
+    assert.are.equal("x/y", v.c[3])
+    assert.are.equal(path .. ":1:7", errors.where(v, "a"))
+  end)
+
   it("reports the same first error on every run", function()
     local first
     for _ = 1, 5 do
