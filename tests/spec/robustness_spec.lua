@@ -103,6 +103,8 @@ local analyze_cases = {
   { "model", "model_several_errors.yaml", ":2:1: zzz_bad: unknown key" },
   -- a 1 MB unknown key: no quadratic "did you mean" (81 s before), the key shown by its start
   { "model", "model_huge_key.yaml", ":2:3: k+%.%.%. %(1000000 bytes%): unknown key" },
+  -- a key with a line break: the message stays on one line
+  { "model", "model_newline_key.yaml", ":2:1: bad\\nkey: unknown key" },
 }
 
 -- Sweep configs refused before any point is built.
@@ -271,6 +273,13 @@ describe("robustness (issue 13)", function()
         refused(argv, c[2])
       end)
     end
+  end)
+
+  it("refuses a trace that would be gigabytes (--trace-file, huge batch)", function()
+    local dir = tmpdir()
+    refused(analyze_args("workload", B .. "train_trace_huge.yaml", { "--trace-file", dir .. "/t.json" }),
+      "trace: 200000000 micro%-batches make about 1200000000 events, over the limit", dir)
+    os.remove(dir)
   end)
 
   it("reads anchors longer than 255 bytes on collections", function()
