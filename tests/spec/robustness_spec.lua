@@ -275,6 +275,14 @@ describe("robustness (issue 13)", function()
     end
   end)
 
+  it("refuses commands used wrongly with one line", function()
+    for _, argv in ipairs({ { "scenario" }, { "scenario", "run", "nosuch" }, { "run" }, { "run", "/nonexistent.lua" },
+      { "show" }, { "show", "/nonexistent.yaml" }, { "show", "/tmp" }, { "analyze" }, { "search" },
+      { "route", "--bogus" }, { "--bogus" }, { "validate", "--cases", "/tmp" }, { "route", "--config", "/tmp" } }) do
+      refused(argv)
+    end
+  end)
+
   it("refuses a trace that would be gigabytes (--trace-file, huge batch)", function()
     local dir = tmpdir()
     refused(analyze_args("workload", B .. "train_trace_huge.yaml", { "--trace-file", dir .. "/t.json" }),
