@@ -119,7 +119,8 @@ function M.each(a, fn)
     end
   end
   if count > 1 and valid == 0 then
-    errors.raise("no point of the %d-point sweep is valid; the first: %s", count, tostring(first_err))
+    errors.raise("%s (no point of the %d-point sweep is valid; this is the first point's error)",
+      tostring(first_err), count)
   end
 end
 
@@ -145,7 +146,7 @@ function M.stream(a, path, format, transform)
   local json = require("fathom.format.json")
   local w = require("fathom.output").open(path)
   local n, first = 0, nil
-  M.each(a, function(rec, i)
+  local ok, err = pcall(M.each, a, function(rec, i)
     if i == 1 then first = rec end
     local v = transform and transform(rec) or rec
     if format == "json" then
@@ -156,6 +157,10 @@ function M.stream(a, path, format, transform)
     end
     n = i
   end)
+  if not ok then
+    w:abort() -- nothing left behind, whoever called
+    error(err, 0)
+  end
   if format == "json" then w:write(n == 0 and "[]\n" or "\n]\n") end
   w:close()
   return n, first

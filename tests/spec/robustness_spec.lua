@@ -115,6 +115,7 @@ local sweep_cases = {
   { "sweep_divisors_huge.yaml", "divisors_of: expected an integer in %[1, 10%^12%]" },
   { "sweep_empty_list.yaml", "micro_batch_size" },
   { "sweep_powers_none.yaml", "no power of two lies in" },
+  { "sweep_no_valid_point.yaml", "global_batch_size: .*%(no point of the 2%-point sweep is valid" },
 }
 
 local search_base = { "search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "64" }
