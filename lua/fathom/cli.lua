@@ -82,6 +82,7 @@ local function protected(dbg, f, ...)
     if not errors.is_input(e) and not errors.is_interrupt(e) then tb = debug.traceback(tostring(e), 2) end
     return e
   end, ...)
+  errors.acknowledge_interrupt() -- from here on, cleanup runs without being interrupted
   local out = package.loaded["fathom.output"]
   if out then out.cleanup() end
   local sig = errors.interrupted()

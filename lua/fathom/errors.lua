@@ -31,6 +31,13 @@ function M.interrupted()
   return sig and sig > 0 and sig or nil
 end
 
+-- acknowledge_interrupt(): the caller handles a caught signal; the host stops
+-- raising it again (it repeats one that a pcall swallowed).
+function M.acknowledge_interrupt()
+  local paths = package.loaded["fathom.paths"]
+  if paths and paths.acknowledge_interrupt then paths.acknowledge_interrupt() end
+end
+
 -- check_interrupt(): raise the interrupt error if the host caught a signal (loops
 -- whose body runs under pcall call it, so a swallowed interrupt still stops them).
 function M.check_interrupt()
