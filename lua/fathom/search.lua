@@ -39,6 +39,12 @@ local function cap(list, n)
   return out
 end
 
+-- fix_max(key) -> the largest value --fix may give a numeric dimension (README
+-- "Limits": every placement product stays in an int).
+function M.fix_max(k)
+  return (k == "mb" or k == "batch") and 65536 or k == "vs" and 256 or 1024
+end
+
 -- space(model, system, workload, fix) -> the candidate values per dimension.
 -- Pruning rules (what a strategy must satisfy before it is worth timing):
 --   TP divides the heads and the pod (TP never crosses the scale-up fabric);
@@ -84,7 +90,7 @@ function M.space(model, system, workload, fix)
     end
     local list = type(v) == "table" and v or { v }
     for _, x in ipairs(list) do
-      local hi = k == "mb" and 65536 or k == "vs" and 256 or 1024 -- README "Limits": products stay in an int
+      local hi = M.fix_max(k)
       if numeric[k] and (math.type(x) ~= "integer" or x < 1 or x > hi) then
         errors.raise("search: --fix %s=%s: expected a positive integer up to %d", k, tostring(x), hi)
       end

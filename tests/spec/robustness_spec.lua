@@ -126,6 +126,8 @@ local search_cases = {
   { { "--fix", "cp=1073741824" }, "%-%-fix cp=1073741824: expected a positive integer up to 1024" },
   { { "--fix", "vs=536870912" }, "%-%-fix vs=536870912: expected a positive integer up to 256" },
   { { "--workers", "1000" }, "%-%-workers must be a positive integer" },
+  { { "--pass-mode", "inference_decode", "--fix", "tp=1073741824" }, "%-%-fix tp=1073741824: expected a positive" },
+  { { "--pass-mode", "inference_decode", "--fix", "batch=4294967298" }, "%-%-fix batch=4294967298: expected" },
   { { "--gpus", "1e400" }, "%-%-gpus' expects a finite number" },
   { { "--gpus", "nan" }, "%-%-gpus' expects a number" },
   { { "--seq", "1e300" }, "%-%-seq must be a positive integer" },
