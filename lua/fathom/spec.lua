@@ -222,6 +222,8 @@ M.train_schema = with_common({
   optimizer = { type = "string", default = "adam", hint = "adam or adamw (the same cost)" },
   recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
+  moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
+    hint = "share of the compute units the MoE dispatch/combine kernels hold (DeepSeek-V3: 20 / 132)" },
   moe_dispatch_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
     hint = "width of the MoE dispatch's routed copies (1: FP8 with 1x128 scales); default float_size_bytes; "
       .. "the combine stays at float_size_bytes" },
@@ -534,6 +536,7 @@ function M.train(src)
     num_colocated_experts = moe.num_colocated_experts,
     ep_all_to_all_sec = 0,
     moe_dispatch_float_size_bytes = w.moe_dispatch_float_size_bytes,
+    moe_comm_compute_fraction = w.moe_comm_compute_fraction,
     recompute = w.recompute,
     sequence_parallel = w.sequence_parallel,
     flash_attention = w.flash_attention,

@@ -310,8 +310,32 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
   }
 }
 
+/* Compute units held by the communication kernels (DeepEP's dispatch and
+ * combine run on SMs of their own: DeepSeek-V3 Sec. 3.2.2 gives 20 of the
+ * H800's 132): the block's kernels run on the rest. Roofline: every compute
+ * rate times 1 - f; tiled: round(units (1 - f)) units (at least one) at the
+ * same rate per unit. Memory bandwidth is untouched. */
+static void hold_units(fth_kernel_env *k, double f) {
+  double keep = 1.0 - f;
+  if (k->model == FTH_KERNEL_TILED && k->compute_units > 0) {
+    int units = (int)fth_max(1.0, floor(k->compute_units * keep + 0.5));
+    keep = (double)units / k->compute_units;
+    k->compute_units = units;
+  }
+  k->matrix_flops_per_s *= keep;
+  k->attention_flops_per_s *= keep;
+  k->vector_flops_per_s *= keep;
+}
+
 void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
                     fth_phase *fwd, fth_phase *bwd) {
+  fth_block_env held;
+  if (moe && e->comm_compute_share > 0 && e->lay->group[FTH_COMM_EP].n > 0) {
+    held = *e;
+    hold_units(&held.k.env, e->comm_compute_share);
+    hold_units(&held.k.gemm_env, e->comm_compute_share);
+    e = &held;
+  }
   const fth_layout *l = e->lay;
   const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
   const double tokens = requests * q;

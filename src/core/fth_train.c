@@ -171,6 +171,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->sequence_parallel = w->sequence_parallel;
   e->ep_a2a_override_s = w->ep_a2a_override_s;
   e->dispatch_bytes = w->moe_dispatch_bytes;
+  e->comm_compute_share = w->moe_comm_compute_share;
 }
 
 /* One micro-batch through the slowest stage: the heaviest stage but the last,

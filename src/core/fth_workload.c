@@ -95,6 +95,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
                     "%s casts wider activations for its GEMMs, but float_size_bytes is %g "
                     "(set float_size_bytes 2: activations in BF16)",
                     fth_recipe_name(w->recipe), w->act_bytes);
+  if (!(w->moe_comm_compute_share >= 0 && w->moe_comm_compute_share < 1))
+    return fth_fail(err, FTH_EINVAL, "moe_comm_compute_fraction", "expected a value in [0, 1), got %g",
+                    w->moe_comm_compute_share);
   if (!(w->moe_dispatch_bytes == 0 || w->moe_dispatch_bytes == 1 || w->moe_dispatch_bytes == 2 ||
         w->moe_dispatch_bytes == 4))
     return fth_fail(err, FTH_EINVAL, "moe_dispatch_float_size_bytes", "expected 1, 2 or 4, got %g",

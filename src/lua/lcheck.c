@@ -364,6 +364,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", out->ep_a2a_override_s);
   out->moe_dispatch_bytes =
       lcheck_number(L, idx, w, "moe_dispatch_float_size_bytes", out->moe_dispatch_bytes);
+  out->moe_comm_compute_share =
+      lcheck_number(L, idx, w, "moe_comm_compute_fraction", out->moe_comm_compute_share);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
   if (subtable(L, idx, w, "collective")) {

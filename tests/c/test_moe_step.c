@@ -276,6 +276,22 @@ static int moe_step(void) {
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
   w.moe_dispatch_bytes = 0;
 
+  /* Communication kernels holding half the compute units (DeepEP's SMs): the
+   * MoE block's kernels run at half the rate. Forward MLP compute of one
+   * micro-batch (FLOPs above): GEMMs 2,432,696,320 at 1 PFLOP/s = 2.43269632
+   * us, element-wise 30,429,184 (norms 26,214,400, SwiGLU 3,145,728, routing
+   * 20,480 + 1,048,576) at 125 TFLOP/s = 0.243433472 us: 2.676129792 us, twice
+   * that held. Memory time is untouched (the roofline's bandwidth). */
+  FTH_ENSURE_NEAR(2.676129792e-6, z.fwd_compute_s[FTH_FLOP_MLP], 1e-9);
+  w.moe_comm_compute_share = 0.5;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &d8);
+  FTH_ENSURE_NEAR(5.352259584e-6, d8.fwd_compute_s[FTH_FLOP_MLP], 1e-9);
+  FTH_ENSURE_NEAR(z.fwd_memory_s[FTH_FLOP_MLP], d8.fwd_memory_s[FTH_FLOP_MLP], 1e-12);
+  w.moe_comm_compute_share = 1.0;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  w.moe_comm_compute_share = 0;
+
   n.compute.expert_gemm_s = 1e-6;
   w.dp = FTH_DP_DDP;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
