@@ -278,6 +278,14 @@ describe("robustness (issue 13)", function()
     end
   end)
 
+  it("runs a sweep whose points fix what is wrong with the base inputs", function()
+    local a = analyze_args("physical", "tests/fixtures/physical_up3.yaml",
+      { "--sweep-config", "tests/fixtures/sweep_fixes_base.yaml" })
+    local r = h.run(table.unpack(a))
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("up%.size=2", r.stdout)
+  end)
+
   it("refuses commands used wrongly with one line", function()
     for _, argv in ipairs({ { "scenario" }, { "scenario", "run", "nosuch" }, { "run" }, { "run", "/nonexistent.lua" },
       { "show" }, { "show", "/nonexistent.yaml" }, { "show", "/tmp" }, { "analyze" }, { "search" },
