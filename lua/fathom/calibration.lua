@@ -20,28 +20,28 @@ function M.lineage(k) return tostring(k):match("^%a+") or "" end
 M.settings = {
   ampere = {
     -- Megatron-LM 2021 (narayanan2021): no fused attention, so attention_efficiency unused
-    ["2021"] = { efficiency = 0.661, attention_efficiency = 0.300 },
+    ["2021"] = { efficiency = 0.660, attention_efficiency = 0.300 },
     -- LLM Foundry 2023 (llmfoundry_mpt A100): FlashAttention 2 / Triton
     ["2023"] = { efficiency = 0.694, attention_efficiency = 0.304 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 A100, FP16 engines)
-    trt2023 = { efficiency = 0.702, attention_efficiency = 0.351 },
+    trt2023 = { efficiency = 0.700, attention_efficiency = 0.374 },
   },
   hopper = {
     -- LLM Foundry 2023 (llmfoundry_mpt H100)
-    ["2023"] = { efficiency = 0.520, fp8_efficiency = 0.350, attention_efficiency = 0.179 },
+    ["2023"] = { efficiency = 0.515, fp8_efficiency = 0.449, attention_efficiency = 0.181 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100, FP8 engines: efficiency follows hopper/2023)
     trt2023 = { efficiency = 0.520, fp8_efficiency = 0.419, attention_efficiency = 0.749 },
     -- NeMo 24.x / MaxText 2024 (dgxc_benchmarking v25.01, nemo_long_sequence H100)
-    ["2024"] = { efficiency = 0.595, fp8_efficiency = 0.441, attention_efficiency = 0.614 },
+    ["2024"] = { efficiency = 0.586, fp8_efficiency = 0.498, attention_efficiency = 0.644 },
     -- NeMo 25.x, NeMo AutoModel (dgxc_benchmarking v25.05 H100, nemo_automodel_perf, SGLang)
-    ["2025"] = { efficiency = 0.647, fp8_efficiency = 0.442, attention_efficiency = 0.614 },
+    ["2025"] = { efficiency = 0.650, fp8_efficiency = 0.508, attention_efficiency = 0.644 },
     -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks)
-    torch2024 = { efficiency = 0.372, fp8_efficiency = 0.324, attention_efficiency = 0.188 },
-    torch2025 = { efficiency = 0.373, fp8_efficiency = 0.326, attention_efficiency = 0.345 },
+    torch2024 = { efficiency = 0.360, fp8_efficiency = 0.380, attention_efficiency = 0.202 },
+    torch2025 = { efficiency = 0.361, fp8_efficiency = 0.381, attention_efficiency = 0.416 },
   },
   blackwell = {
     -- NeMo 25.04 on GB200 NVL72 and DGX B200 (dgxc_benchmarking v25.05, nemo_long_sequence B200)
-    ["2025"] = { efficiency = 0.489, fp8_efficiency = 0.373, attention_efficiency = 0.749 },
+    ["2025"] = { efficiency = 0.489, fp8_efficiency = 0.444, attention_efficiency = 0.749 },
   },
 }
 

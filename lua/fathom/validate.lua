@@ -170,37 +170,29 @@ M.priority = { "step_time_s", "train_step_time_s", "median_train_step_timing", "
 
 -- Hardware per calibration ------------------------------------------------------------------
 
--- A library whose node `node` carries `setting` on its compute component; cached per node
--- and setting. Under FP8 recipes GEMMs reach `fp8_efficiency` of the FP8 peak (the recipe's
--- quantize/amax/cast kernels are inside that fraction), while attention stays in BF16: the
--- core times attention at the run's precision, so its efficiency is scaled by bf16/fp8.
--- NVFP4/MXFP4 recipes: GEMMs at the FP4 rate (fp4_nominal). No FP4 case calibrates the
--- fraction yet, so it extrapolates: halving the width again loses the same share to
--- quantize/cast kernels as BF16 -> FP8 did (fp4 fraction = fp8 x fp8/bf16 fractions). The
--- core runs them at the FP8 precision, so the efficiency carries fp4/fp8 (capped at 1).
-local function calibrated_lib(state, node, setting, bytes, fp4, fp8_attention)
+-- A library whose node `node` carries `setting` on its compute component (efficiency,
+-- fp8_efficiency, fp4_efficiency, attention_efficiency, expert_gemm_overhead_sec where
+-- set); cached per node and setting. Precision is the core's business: under a training
+-- recipe (workload precision_recipe) the linear GEMMs run at FP8/FP4 with fp8_/fp4_efficiency
+-- and their cast kernels, attention stays at BF16 with attention_efficiency.
+local setting_keys = { "efficiency", "fp8_efficiency", "fp4_efficiency", "attention_efficiency",
+  "expert_gemm_overhead_sec" }
+local function calibrated_lib(state, node, setting)
   local doc = state.lib_doc
   local comp_name = doc.nodes[node] and doc.nodes[node].device_compute
   local base = doc.components.compute[comp_name]
-  local eff, att = setting.efficiency, setting.attention_efficiency
-  local fp8 = tonumber(base.fp8_nominal) or 0
-  if bytes == 1 and fp8 > 0 then
-    eff = setting.fp8_efficiency or eff
-    if not fp8_attention then att = att * (tonumber(base.bf16_nominal) or fp8) / fp8 end
-    local fp4_rate = tonumber(base.fp4_nominal) or 0
-    if fp4 and fp4_rate > fp8 then
-      local frac = eff * math.min(1, eff / setting.efficiency)
-      eff = math.min(1, frac * fp4_rate / fp8)
-    end
+  local c = {}
+  for k, v in pairs(base) do c[k] = v end
+  for _, k in ipairs(setting_keys) do
+    if setting[k] then c[k] = math.min(1, setting[k]) end
   end
-  local key = string.format("%s|%.5f|%.5f", node, eff, att)
+  local parts = { node }
+  for _, k in ipairs(setting_keys) do parts[#parts + 1] = string.format("%.6g", c[k] or 0) end
+  local key = table.concat(parts, "|")
   local lib = state.libs[key]
   if lib then return lib end
   local compute = {}
   for k, v in pairs(doc.components.compute) do compute[k] = v end
-  local c = {}
-  for k, v in pairs(base) do c[k] = v end
-  c.efficiency, c.attention_efficiency = eff, math.min(1, att)
   compute[comp_name] = c
   local comps = {}
   for k, v in pairs(doc.components) do comps[k] = v end
@@ -212,7 +204,7 @@ end
 
 local function node_peak(lib, node, bytes)
   local c = lib.compute[lib.nodes[node].device_compute]
-  if bytes == 1 and (c.fp8_nominal or 0) > 0 then return c.fp8_nominal end
+  if bytes <= 1 and (c.fp8_nominal or 0) > 0 then return c.fp8_nominal end
   if bytes == 4 then return c.fp32_nominal end
   return c.bf16_nominal
 end
@@ -233,15 +225,14 @@ local function evaluate_training(state, job, settings)
   if not state.lib_doc.nodes[docs.gpu.node] then
     return nil, "hardware library has no node '" .. docs.gpu.node .. "'"
   end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4,
-    docs.precision.fp8_attention)
+  local lib = calibrated_lib(state, docs.gpu.node, setting)
   local ok, r = pcall(function()
     return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()
   end)
   if not ok then return nil, "model rejected the configuration: " .. tostring(r) end
   local ctx = { case = case, r = r, gpus = docs.parallel.gpus, p = docs.parallel,
-    peak = node_peak(lib, docs.gpu.node, docs.precision.bytes), recompute = docs.workload.recompute,
+    peak = node_peak(lib, docs.gpu.node, docs.precision.gemm_bytes), recompute = docs.workload.recompute,
     layer_scale = docs.layer_scale or 1 }
   local rec = { id = case.id, source = case.source, workload = "training", fits = r.memory.fits,
     calibration = from, framework = docs.fw.name, notes = docs.notes, comparisons = {} }
@@ -377,7 +368,13 @@ function M.inference_docs(case)
     d = d - 1
   end
   if not phys then return nil, "no placement of the serving layout fits the scale-up domains" end
-  local width = prec.bytes
+  -- serving runs every kernel at one width (fth_infer has weight, KV and activation widths,
+  -- no recipe): FP8 engines at 1 byte, attention included; NVFP4 weights at the FP8 rate
+  local width = math.max(1, math.floor(prec.gemm_bytes))
+  if prec.fp4 then notes[#notes + 1] = "NVFP4 serving costed at FP8 (fth_infer has no FP4 width)" end
+  if prec.fp8 and not prec.fp8_attention then
+    notes[#notes + 1] = "attention at FP8 with the FP8 GEMMs (fth_infer has one activation width)"
+  end
   local function workload(extra)
     local w = { global_batch_size = mb * dp_attn, micro_batch_size = mb, float_size_bytes = width,
       weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
@@ -477,8 +474,7 @@ local function evaluate_inference(state, job, settings)
   local docs, case = job.docs, job.case
   local setting, from = calibration.lookup(job.generation, job.kernels, settings)
   if not setting then return nil, "no calibration for GPU generation '" .. tostring(job.generation) .. "'" end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4,
-    docs.precision.fp8_attention)
+  local lib = calibrated_lib(state, docs.gpu.node, setting)
   local ok, res = pcall(function()
     local function run(mode, w)
       return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
@@ -653,7 +649,7 @@ function M.fit(state, jobs, settings, only)
       groups[g] = groups[g] or { generation = job.generation, kernels = job.kernels, jobs = {}, fp8 = false,
         flash = false, wide = false }
       table.insert(groups[g].jobs, job)
-      if job.docs.precision.bytes == 1 then groups[g].fp8 = true else groups[g].wide = true end
+      if job.docs.precision.fp8 then groups[g].fp8 = true else groups[g].wide = true end
       if job.inference or job.docs.workload.flash_attention then groups[g].flash = true end
     end
   end
