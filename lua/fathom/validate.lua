@@ -170,6 +170,15 @@ M.priority = { "step_time_s", "train_step_time_s", "median_train_step_timing", "
 
 -- Hardware per calibration ------------------------------------------------------------------
 
+-- rejected(err) -> the skip reason for a configuration the model refuses (errors.is_input:
+-- an input, range, unsupported or tiling refusal); any other error is a bug and is raised
+-- again, so it surfaces instead of passing as a skipped case.
+local function rejected(err)
+  errors.pass(err)
+  if not errors.is_input(err) then error(err, 0) end
+  return "model rejected the configuration: " .. errors.one_line(tostring(err))
+end
+
 -- A library whose node `node` carries `setting` on its compute component (efficiency,
 -- fp8_efficiency, fp4_efficiency, attention_efficiency, expert_gemm_overhead_sec where
 -- set); cached per node and setting. Precision is the core's business: under a training
@@ -230,7 +239,7 @@ local function evaluate_training(state, job, settings)
     return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()
   end)
-  if not ok then return nil, "model rejected the configuration: " .. tostring(r) end
+  if not ok then return nil, rejected(r) end
   local ctx = { case = case, r = r, gpus = docs.parallel.gpus, p = docs.parallel,
     peak = node_peak(lib, docs.gpu.node, docs.precision.gemm_bytes), recompute = docs.workload.recompute,
     layer_scale = docs.layer_scale or 1 }
@@ -484,7 +493,7 @@ local function evaluate_inference(state, job, settings)
     local dec = docs.decode and run("inference_decode", docs.decode)
     return { pre = pre, dec = dec }
   end)
-  if not ok then return nil, "model rejected the configuration: " .. tostring(res) end
+  if not ok then return nil, rejected(res) end
   local ctx = { batch = docs.batch, isl = docs.isl, osl = docs.osl, ngen = docs.ngen,
     gpus = cases.count(case.system.num_gpus), gpn = cases.count(case.system.gpus_per_node) or 8,
     pre = res.pre and res.pre.ttft_s or 0, dec = res.dec and res.dec.time_s or 0 }
