@@ -554,6 +554,7 @@ end
 
 -- evaluate(state, jobs, settings) -> records, skipped
 function M.evaluate(state, jobs, settings)
+  settings = settings or state.settings
   local recs, skipped = {}, {}
   for _, job in ipairs(jobs) do
     local rec, why
@@ -600,7 +601,10 @@ end
 
 function M.state(lib_path)
   lib_path = lib_path or require("fathom.analysis").resolve("hardware/hardware_library.yaml")
-  return { lib_doc = config.load_mapping(lib_path, "hardware library"), libs = {} }
+  local doc = config.load_mapping(lib_path, "hardware library")
+  -- the calibration: each GPU generation's reference row from the library, the other
+  -- kernel libraries by fathom.calibration's factors
+  return { lib_doc = doc, libs = {}, settings = calibration.from_library(doc, cases.gpus) }
 end
 
 -- Fitting ----------------------------------------------------------------------------------
@@ -695,8 +699,8 @@ function M.fit(state, jobs, settings, only)
     end
     local start = calibration.lookup(grp.generation, grp.kernels, settings) or { efficiency = 0.5,
       attention_efficiency = 0.3 }
-    local cur = { efficiency = start.efficiency, attention_efficiency = start.attention_efficiency,
-      fp8_efficiency = grp.fp8 and (start.fp8_efficiency or start.efficiency) or nil }
+    local cur = calibration.copy_row(start)
+    if grp.fp8 then cur.fp8_efficiency = start.fp8_efficiency or start.efficiency end
     rows[grp.kernels] = cur
     -- efficiency only with BF16/FP16 cases, attention_efficiency only where fused attention
     -- runs, fp8_efficiency only with FP8 cases
@@ -762,7 +766,7 @@ function M.run(paths, lib_path, opts)
   opts = opts or {}
   local state = M.state(lib_path)
   local jobs, skipped = M.prepare(M.load(paths or M.default_files))
-  local settings = calibration.settings
+  local settings = state.settings
   local out = {}
   if opts.fit then
     settings = M.fit(state, jobs, settings)
