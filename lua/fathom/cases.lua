@@ -529,21 +529,10 @@ function M.training_docs(case)
     comm_mem_efficiency = fw.comm_mem_efficiency,
     kernel_launch_sec = fw.kernel_launch_sec, kernel_model = "tiled",
   }
-  -- Uneven pipeline splits (126 layers over 8 x 8 chunks): the core needs whole chunks, so
-  -- the step is costed on the layer count rounded up to PP x VPP (the busiest stage sets
-  -- the pace); model-FLOP metrics are scaled back by layer_scale.
+  -- Uneven pipeline splits (126 layers over 16 stages, or 8 x 8 chunks) are the core's: it
+  -- costs the busiest stage (layers rounded up per stage and chunk) and counts the model's
+  -- FLOPs for the layers there are.
   local layer_scale = 1
-  local chunks = p.pp * p.vpp
-  if chunks > 1 and model.n_layers % chunks ~= 0 then
-    local rounded = (model.n_layers // chunks + 1) * chunks
-    layer_scale = model.n_layers / rounded
-    notes[#notes + 1] = string.format("uneven pipeline split: %d layers costed as %d (busiest stage)",
-      model.n_layers, rounded)
-    if model.first_dense_layers and model.first_dense_layers > 0 then
-      model.first_dense_layers = model.first_dense_layers + (rounded - model.n_layers)
-    end
-    model.n_layers = rounded
-  end
   return {
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },
