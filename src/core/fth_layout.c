@@ -63,11 +63,26 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
     if (k != FTH_COMM_EP) group(topo, tags[k], &l->group[k]);
   ep_group(topo, l);
+  /* The dense gradients are reduced over DP x CP: CP ranks hold the same
+   * weights and each computes gradients for its share of the sequence
+   * (Megatron-Core's data-parallel-with-CP group, over which its distributed
+   * optimizer also shards). Group DP_Attn with CP relabelled as DP_Attn. */
+  {
+    int has_cp = 0;
+    for (int i = 0; i < topo->num_logical; i++)
+      has_cp |= topo->logical[i].tag == FTH_TAG_CP && topo->logical[i].size > 1;
+    if (has_cp) {
+      fth_topology_def merged = *topo;
+      for (int i = 0; i < merged.num_logical; i++)
+        if (merged.logical[i].tag == FTH_TAG_CP) merged.logical[i].tag = FTH_TAG_DP_ATTN;
+      group(&merged, FTH_TAG_DP_ATTN, &l->group[FTH_COMM_DP]);
+    }
+  }
   l->tp = l->group[FTH_COMM_TP].size;
   l->tp_moe = l->group[FTH_COMM_TP_MOE].size;
   l->cp = l->group[FTH_COMM_CP].size;
   l->pp = l->group[FTH_COMM_PP].size;
-  l->dp = l->group[FTH_COMM_DP].size;
+  l->dp = l->group[FTH_COMM_DP].size / l->cp;
   l->dp_moe = l->group[FTH_COMM_DP_MOE].size;
   l->ep = l->group[FTH_COMM_EP].size;
   double num_gpus = fth_topology_num_gpus(topo);
@@ -114,6 +129,11 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
   l->moe_layers_per_stage = (int)fth_ceil_div((double)n_moe, (double)l->pp);
   if (l->moe_layers_per_stage > l->layers_per_stage) l->moe_layers_per_stage = l->layers_per_stage;
   l->dense_layers_per_stage = l->layers_per_stage - l->moe_layers_per_stage;
+  /* Layers PP does not divide: the stages short of a layer are the last (it
+   * carries the LM head and loss) and then the first (the embedding), as
+   * Llama 3 balanced its pipeline (Llama Team 2024 Sec. 3.3.2). */
+  l->last_stage_layers = l->layers_per_stage;
+  if (l->pp > 1 && l->pp * l->layers_per_stage > m->n_layers) l->last_stage_layers--;
   l->local_experts = moe ? (double)m->num_experts / l->ep : 0.0;
   l->ffn_hidden = fth_model_ffn_hidden(m);
   l->expert_ffn = fth_model_expert_ffn_hidden(m);

@@ -10,96 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-fth_train_def fth_train_def_default(void) {
-  fth_train_def d;
-  memset(&d, 0, sizeof d);
-  d.global_batch = 1;
-  d.micro_batch = 1;
-  d.seq_len = 2048;
-  d.act_bytes = 2;
-  d.master_bytes = 4;
-  d.grad_bytes = 0;
-  d.dp = FTH_DP_DDP;
-  d.pp = FTH_PP_1F1B;
-  d.virtual_stages = 1;
-  d.recompute = FTH_RECOMPUTE_NONE;
-  d.sequence_parallel = 0;
-  d.flash_attention = 1;
-  d.expert_imbalance = 1.0;
-  d.comp_comm_eff = 0.0;
-  d.comp_mem_eff = 1.0;
-  d.comm_mem_eff = 0.0;
-  for (int i = 0; i < FTH_MEM_COMPONENT_COUNT; i++) {
-    d.traffic_tier[i] = FTH_TIER_XPU;
-    d.footprint_tier[i] = FTH_TIER_XPU;
-  }
-  d.coll = fth_coll_params_default();
-  d.kernel_model = FTH_KERNEL_TILED; /* falls back to the roofline without compute_units */
-  return d;
-}
-
-static int is_int(double x) {
-  return isfinite(x) && x == floor(x);
-}
-
-static fth_status check_work(const fth_train_def *w, fth_error *err) {
-  if (!(fth_positive(w->global_batch) && is_int(w->global_batch)))
-    return fth_fail(err, FTH_EINVAL, "global_batch_size", "expected a positive integer, got %g",
-                    w->global_batch);
-  if (!(fth_positive(w->micro_batch) && is_int(w->micro_batch)))
-    return fth_fail(err, FTH_EINVAL, "micro_batch_size", "expected a positive integer, got %g",
-                    w->micro_batch);
-  if (!(fth_positive(w->seq_len) && is_int(w->seq_len)))
-    return fth_fail(err, FTH_EINVAL, "seq_length", "expected a positive integer, got %g",
-                    w->seq_len);
-  if (!(isfinite(w->total_train_tokens) && w->total_train_tokens >= 0))
-    return fth_fail(err, FTH_EINVAL, "total_train_tokens", "expected >= 0, got %g",
-                    w->total_train_tokens);
-  if (!(w->act_bytes == 1 || w->act_bytes == 2 || w->act_bytes == 4))
-    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g",
-                    w->act_bytes);
-  if (!(w->master_bytes == 2 || w->master_bytes == 4))
-    return fth_fail(err, FTH_EINVAL, "full_precision_param_float_size", "expected 2 or 4, got %g",
-                    w->master_bytes);
-  if (!(w->grad_bytes == 0 || w->grad_bytes == 2 || w->grad_bytes == 4))
-    return fth_fail(err, FTH_EINVAL, "gradient_float_size", "expected 2 or 4, got %g",
-                    w->grad_bytes);
-  if (w->dp < 0 || w->dp >= FTH_DP_COUNT)
-    return fth_fail(err, FTH_EINVAL, "dp_spec.variant", "unknown variant");
-  if (w->pp < 0 || w->pp >= FTH_PP_COUNT)
-    return fth_fail(err, FTH_EINVAL, "pp_spec.variant", "unknown variant");
-  if (w->virtual_stages < 1)
-    return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages", "expected >= 1, got %d",
-                    w->virtual_stages);
-  if (w->virtual_stages > 1 && !fth_schedule_get(w->pp)->interleaved)
-    return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages",
-                    "virtual stages need an interleaved pp_spec.variant (%s), got %s",
-                    fth_pp_schedule_name(FTH_PP_INTERLEAVED), fth_pp_schedule_name(w->pp));
-  if (w->recompute < FTH_RECOMPUTE_NONE || w->recompute > FTH_RECOMPUTE_FULL)
-    return fth_fail(err, FTH_EINVAL, "recompute", "unknown mode");
-  if (!(isfinite(w->expert_imbalance) && w->expert_imbalance >= 1.0))
-    return fth_fail(err, FTH_EINVAL, "moe_spec_v2.expert_imbalance", "expected >= 1, got %g",
-                    w->expert_imbalance);
-  const double effs[3] = {w->comp_comm_eff, w->comp_mem_eff, w->comm_mem_eff};
-  const char *names[3] = {"comp_comm_efficiency", "comp_mem_efficiency", "comm_mem_efficiency"};
-  for (int i = 0; i < 3; i++)
-    if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
-      return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
-  if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
-    return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");
-  if (w->recipe != FTH_RECIPE_NONE && w->act_bytes < 2)
-    return fth_fail(err, FTH_EINVAL, "precision_recipe",
-                    "%s casts wider activations for its GEMMs, but float_size_bytes is %g "
-                    "(set float_size_bytes 2: activations in BF16)",
-                    fth_recipe_name(w->recipe), w->act_bytes);
-  if (!(w->ep_a2a_override_s >= 0))
-    return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
-                    w->ep_a2a_override_s);
-  if (!(w->coll.per_peer_overhead_s >= 0 && w->coll.launch_s >= 0 && w->kernel_launch_s >= 0))
-    return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
-  return FTH_OK;
-}
-
 fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
                              const fth_topology_def *topo, const fth_model_def *model,
                              const fth_train_def *work, fth_error *err) {
@@ -108,7 +18,7 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
   if (fth_node_check(node, err) != FTH_OK) return fth_error_prefix(err, "hardware");
   if (fth_topology_check(topo, err) != FTH_OK) return fth_error_prefix(err, "topology");
   if (fth_model_check(model, err) != FTH_OK) return fth_error_prefix(err, "model");
-  if (check_work(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
+  if (fth_train_def_check(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
   p->node = *node;
   p->topo = *topo;
   p->model = *model;
@@ -121,7 +31,7 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
 
 fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_error *err) {
   fth_error_clear(err);
-  if (check_work(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
+  if (fth_train_def_check(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
   p->work = *work;
   if (p->work.grad_bytes == 0) p->work.grad_bytes = p->work.master_bytes;
   const fth_model_def *m = &p->model;
@@ -131,8 +41,8 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   double chunks = (double)l->pp * w->virtual_stages;
   if (m->n_layers < chunks)
     return fth_fail(err, FTH_ETILE, "topology.logical",
-                    "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp,
-                    w->virtual_stages, m->n_layers);
+                    "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp, w->virtual_stages,
+                    m->n_layers);
   if (fth_schedule_get(w->pp)->even_stages && l->pp > 1 && l->pp % 2 != 0)
     return fth_fail(err, FTH_ETILE, "workload.pp_spec.variant",
                     "%s needs an even number of pipeline stages, got PP = %d",
@@ -160,10 +70,11 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   double routed = moe ? m->top_k * w->expert_imbalance * l->tp_moe / l->tp : 0.0;
   for (int k = 0; k < 2; k++)
     p->act_bytes_per_token[k] =
-        (k == 0 || moe) ? fth_model_activation_bytes_per_token(
-                              m, k, w->recompute, l->tp, l->tp_moe, w->sequence_parallel, seq,
-                              w->act_bytes, w->flash_attention, k ? routed : 0.0)
-                        : p->act_bytes_per_token[0];
+        (k == 0 || moe)
+            ? fth_model_activation_bytes_per_token(m, k, w->recompute, l->tp, l->tp_moe,
+                                                   w->sequence_parallel, seq, w->act_bytes,
+                                                   w->flash_attention, k ? routed : 0.0)
+            : p->act_bytes_per_token[0];
   p->act_full_per_token = fth_model_activation_bytes_per_token(
       m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel, seq, w->act_bytes,
       w->flash_attention, routed);
@@ -183,7 +94,7 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   const fth_layout *l = &p->layout;
   memset(out, 0, sizeof *out);
   double dense = l->stage_dense_params, expert = l->stage_expert_params;
-  double dp = l->dp, dp_moe = l->dp_moe > 0 ? l->dp_moe : 1;
+  double dp = l->group[FTH_COMM_DP].size, dp_moe = l->dp_moe > 0 ? l->dp_moe : 1; /* DP x CP */
   /* Mixed-precision Adam (Rajbhandari et al. 2020 Sec. 3.1): weights at the
    * compute width, gradients at grad width, fp32 master copy (when weights
    * are narrower) and two fp32 moments, sharded as the ZeRO stage says
@@ -194,7 +105,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double copies = fth_schedule_get(w->pp)->weight_copies;
   /* A recipe caches its quantised weights (row- and column-wise) for the step. */
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
-  if (rr->gemm != FTH_PREC_COUNT) wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
+  if (rr->gemm != FTH_PREC_COUNT)
+    wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
   out->bytes[FTH_MEM_WEIGHTS] = copies * (dense * wb / d.weights + expert * wb / e.weights);
   out->bytes[FTH_MEM_GRADIENTS] = copies * (dense * gb / d.gradients + expert * gb / e.gradients);
   out->bytes[FTH_MEM_OPTIMIZER] =
@@ -259,35 +171,72 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->ep_a2a_override_s = w->ep_a2a_override_s;
 }
 
-/* One micro-batch through the slowest stage: its blocks, the LM head, and
- * what recomputation re-runs inside backward: the whole block (full) or the
- * unfused attention core (selective). */
+/* One micro-batch through `blocks` = {dense, MoE} blocks of a stage, with
+ * the LM head when `head` (and the embedding when the stage is the only one). */
+static void one_stage(const fth_train_plan *p, const fth_block_env *e, const fth_phase blk_f[2],
+                      const fth_phase blk_b[2], const int blocks[2], int head, fth_phase *fwd,
+                      fth_phase *bwd) {
+  const fth_train_def *w = &p->work;
+  memset(fwd, 0, sizeof *fwd);
+  memset(bwd, 0, sizeof *bwd);
+  for (int moe = 0; moe < 2; moe++) {
+    if (blocks[moe] == 0) continue;
+    fth_phase f = blk_f[moe], b = blk_b[moe];
+    fth_phase_scale(&f, blocks[moe]);
+    fth_phase_scale(&b, blocks[moe]);
+    fth_phase_add(fwd, &f);
+    fth_phase_add(bwd, &b);
+  }
+  if (!head) return;
+  fth_phase hf, hb;
+  fth_block_head(e, w->micro_batch, w->seq_len / p->layout.cp, p->layout.pp == 1, &hf, &hb);
+  fth_phase_add(fwd, &hf);
+  fth_phase_add(bwd, &hb);
+}
+
+/* One micro-batch through the slowest stage: a middle stage's blocks, or the
+ * last stage's (a layer fewer when PP does not divide the layers) with the LM
+ * head, whichever takes longer; and what recomputation re-runs inside its
+ * backward: the whole blocks (full) or the unfused attention core (selective). */
 static void stage_pass(const fth_train_plan *p, const fth_block_env *e, fth_phase *fwd,
                        fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const double q = w->seq_len / l->cp;
-  fth_phase f, b, hf, hb;
-  memset(fwd, 0, sizeof *fwd);
-  memset(bwd, 0, sizeof *bwd);
-  memset(rec, 0, sizeof *rec);
-  const int counts[2] = {l->dense_layers_per_stage, l->moe_layers_per_stage};
-  for (int moe = 0; moe < 2; moe++) {
-    if (counts[moe] == 0 && moe == 1) continue;
-    fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &f, &b);
-    fth_phase_scale(&f, counts[moe]);
-    fth_phase_scale(&b, counts[moe]);
-    fth_phase_add(fwd, &f);
-    fth_phase_add(bwd, &b);
+  fth_phase blk_f[2], blk_b[2];
+  memset(blk_f, 0, sizeof blk_f);
+  memset(blk_b, 0, sizeof blk_b);
+  int mid[2] = {l->dense_layers_per_stage, l->moe_layers_per_stage};
+  for (int moe = 0; moe < 2; moe++)
+    if (mid[moe] > 0 || moe == 0)
+      fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
+  int last[2] = {mid[0], mid[1]};
+  if (l->last_stage_layers < l->layers_per_stage) last[mid[0] > 0 ? 0 : 1]--;
+  one_stage(p, e, blk_f, blk_b, last, 1, fwd, bwd);
+  int layers = last[0] + last[1];
+  if (l->last_stage_layers < l->layers_per_stage) {
+    fth_phase mf, mb;
+    one_stage(p, e, blk_f, blk_b, mid, 0, &mf, &mb);
+    double ex[FTH_COMM_KIND_COUNT];
+    double t_last =
+        fth_phase_time(fwd, w->comp_comm_eff, ex) + fth_phase_time(bwd, w->comp_comm_eff, ex);
+    double t_mid =
+        fth_phase_time(&mf, w->comp_comm_eff, ex) + fth_phase_time(&mb, w->comp_comm_eff, ex);
+    if (t_mid > t_last) {
+      *fwd = mf;
+      *bwd = mb;
+      layers = mid[0] + mid[1];
+      last[0] = mid[0];
+      last[1] = mid[1];
+    }
   }
-  if (w->recompute == FTH_RECOMPUTE_FULL) *rec = *fwd;
-  else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
-    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, l->layers_per_stage, rec);
-  /* The slowest stage is the last (it holds the LM head); the embedding
-   * lookup sits on the first, the same stage only when PP = 1. */
-  fth_block_head(e, w->micro_batch, q, l->pp == 1, &hf, &hb);
-  fth_phase_add(fwd, &hf);
-  fth_phase_add(bwd, &hb);
+  memset(rec, 0, sizeof *rec);
+  if (w->recompute == FTH_RECOMPUTE_FULL) {
+    fth_phase rb;
+    one_stage(p, e, blk_f, blk_b, last, 0, rec, &rb);
+  } else if (w->recompute == FTH_RECOMPUTE_SELECTIVE) {
+    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, layers, rec);
+  }
 }
 
 static void set_item(fth_comm_item *it, const fth_group *g, fth_coll_op op, fth_coll_algo algo,
@@ -365,11 +314,17 @@ static void pipeline(const fth_train_plan *p, double t_f, double t_b, double t_w
   r->bubble_s = fth_pp_bubble_s(w->pp, l->pp, w->virtual_stages, t_f, t_b, t_w);
 }
 
-/* Data parallelism (fth_zero) and the optimizer. The gradient reduction hides under the
- * last micro-batch's backward (bucketed, as in Megatron and PyTorch DDP),
- * ZeRO-3 traffic under the whole step: compute-bound kernel time hides
- * comp_comm_eff of it, memory-bound time comm_mem_eff of it (both contend for
- * HBM). */
+/* Data parallelism (fth_zero) and the optimizer. The gradient reduction hides
+ * under the last micro-batch's backward (bucketed, as in Megatron and PyTorch
+ * DDP); ZeRO-1/2's all-gather of the updated weights under the next step's
+ * first forward (Megatron's distributed optimizer with overlapped parameter
+ * gathers); ZeRO-3's traffic under the whole step. A window hides
+ * comp_comm_eff of its compute-bound kernel time and comm_mem_eff of its
+ * memory-bound time (both contend for HBM). */
+static double window_s(const fth_train_def *w, const fth_phase *ph) {
+  return w->comp_comm_eff * ph->compute_bound_s + w->comm_mem_eff * ph->memory_bound_s;
+}
+
 static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const fth_phase *bwd,
                           fth_train_result *r) {
   const fth_train_def *w = &p->work;
@@ -377,7 +332,7 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   const double dense = l->stage_dense_params, expert = l->stage_expert_params;
   const double views[2] = {dense, expert};
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
-  double t[2], raw = 0;
+  double t[2], raw = 0, gather = 0;
   for (int i = 0; i < 2; i++) {
     const fth_group *g = &l->group[kinds[i]];
     fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], w->grad_bytes, w->act_bytes,
@@ -386,14 +341,14 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
     if (g->n > 0) /* a group of one moves nothing: nothing to report */
       set_item(&r->comm[kinds[i]], g, z.op, z.algo, z.bytes_per_call, z.calls);
     raw += t[i];
+    gather += z.gather_s;
   }
-  double window;
+  double exposed;
   if (w->dp == FTH_DP_ZERO3)
-    window = p->microbatches * (w->comp_comm_eff * (fwd->compute_bound_s + bwd->compute_bound_s) +
-                                w->comm_mem_eff * (fwd->memory_bound_s + bwd->memory_bound_s));
+    exposed = raw - fth_min(raw, p->microbatches * (window_s(w, fwd) + window_s(w, bwd)));
   else
-    window = w->comp_comm_eff * bwd->compute_bound_s + w->comm_mem_eff * bwd->memory_bound_s;
-  double exposed = raw - fth_min(raw, window);
+    exposed = (raw - gather) - fth_min(raw - gather, window_s(w, bwd)) + gather -
+              fth_min(gather, window_s(w, fwd));
   for (int i = 0; i < 2; i++) {
     fth_comm_item *it = &r->comm[kinds[i]];
     it->raw_s = t[i];
@@ -403,7 +358,7 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   /* Adam step, memory-bound: read master, two moments and the gradient,
    * write master, moments and the compute-width weights, per parameter this
    * GPU updates (ZeRO >= 1 updates 1/DP of them). */
-  double upd = dense / fth_zero_shards_of(w->dp, l->dp).optimizer +
+  double upd = dense / fth_zero_shards_of(w->dp, l->group[FTH_COMM_DP].size).optimizer +
                expert / fth_zero_shards_of(w->dp, l->dp_moe > 0 ? l->dp_moe : 1).optimizer;
   double per = 6.0 * w->master_bytes + w->grad_bytes + w->act_bytes;
   fth_tier ot = w->traffic_tier[FTH_MEM_OPTIMIZER];
@@ -444,7 +399,8 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
    * attention, the attention core of every block (selective), per token as
    * the model counts it. */
   double rec_tok = 0;
-  if (w->recompute == FTH_RECOMPUTE_FULL) rec_tok = fwd_tok - p->lm_head_flops_per_token;
+  if (w->recompute == FTH_RECOMPUTE_FULL)
+    rec_tok = fwd_tok - p->lm_head_flops_per_token;
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention)
     rec_tok = p->attn_core_flops_per_token;
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;

@@ -40,6 +40,7 @@ fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, dou
   fth_zero_traffic t;
   double gb = params * grad_bytes, wb = params * weight_bytes;
   t.bytes_per_call = gb;
+  t.gather_s = 0.0;
   if (v == FTH_DP_DDP) {
     t.op = FTH_COLL_ALL_REDUCE;
     t.calls = 1;
@@ -47,8 +48,8 @@ fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, dou
   } else if (v != FTH_DP_ZERO3) {
     t.op = FTH_COLL_REDUCE_SCATTER;
     t.calls = 1;
-    t.time_s = coll_time(g, FTH_COLL_REDUCE_SCATTER, gb, coll, &t.algo) +
-               coll_time(g, FTH_COLL_ALL_GATHER, wb, coll, NULL);
+    t.gather_s = coll_time(g, FTH_COLL_ALL_GATHER, wb, coll, NULL);
+    t.time_s = coll_time(g, FTH_COLL_REDUCE_SCATTER, gb, coll, &t.algo) + t.gather_s;
   } else {
     t.op = FTH_COLL_ALL_GATHER;
     t.calls = microbatches;

@@ -33,6 +33,8 @@ fth_zero_shards fth_zero_shards_of(fth_dp_variant v, double dp);
 /// micro-batch's forward and backward and reduce-scatters its gradients.
 typedef struct fth_zero_traffic {
   double time_s;         ///< per step
+  double gather_s;       ///< of which ZeRO-1/2's all-gather of the updated weights, which
+                         ///< can run under the next step's first forward
   fth_coll_op op;        ///< the main collective, for the report
   fth_coll_algo algo;    ///< its algorithm
   double bytes_per_call; ///< gradient bytes of one call of the main collective

@@ -68,6 +68,16 @@ static int decode_memory_bound(void) {
   FTH_ENSURE_NEAR(r.tpot_s, r.time_s, 1e-12);
   /* KV cache per request: 1024 tokens x 2048 elements x 4 layers x 2 B. */
   FTH_ENSURE_NEAR(16777216.0, r.kv_bytes_per_request_per_gpu, 1e-12);
+  /* Of that time, the KV cache's share: 4 x (4,194,304 read + 4,096 written)
+   * = 16,793,600 B; the weights' (no activations, no attention output):
+   * 4 x (6,291,456 + 2,097,152 + 2 x 8,388,608) + the head's 65,536,000 =
+   * 166,199,296 B. */
+  FTH_ENSURE_NEAR(16793600.0 / 1e12, r.kv_read_s, 1e-12);
+  FTH_ENSURE_NEAR(166199296.0 / 1e12, r.weights_read_s, 1e-12);
+  /* One engine iteration (what a serving simulator calls) of the same batch
+   * at the same context is the decode step. */
+  fth_phase it;
+  FTH_ENSURE_NEAR(r.tpot_s, fth_infer_iteration(&p, 1, 1, 1024, &it, NULL), 1e-12);
 
   /* Properties: a longer context costs more per token; a bigger batch raises
    * throughput; the KV cache in host memory (50 GB/s) slows decode. */
@@ -122,6 +132,22 @@ static int prefill_compute_bound(void) {
   FTH_ENSURE_NEAR(8.93944594432e-3 + 2.2011707392e-4, r.ttft_s, 1e-6);
   FTH_ENSURE_NEAR(r.ttft_s, r.time_s, 1e-12);
   FTH_ENSURE_NEAR(8.0 * 1024.0 / r.time_s, r.tokens_per_s, 1e-12);
+  /* The same prefill as one engine iteration, and as four chunks of 256 new
+   * tokens against 0, 256, 512, 768 cached (chunked prefill): chunk i's
+   * queries see on average 256 (i + 1) - 127.5 keys, summing to 256 x 2050 =
+   * 524,800 = 1024 x 512.5, the whole prompt's; the linears and element-wise
+   * work scale with tokens. So the chunks' attention and MLP FLOPs add up to
+   * the prompt's exactly (only the LM head, once per iteration, repeats). */
+  fth_phase whole, chunk;
+  FTH_ENSURE_NEAR(r.stage_s, fth_infer_iteration(&p, 8, 1024, 0, &whole, NULL), 1e-12);
+  double attn = 0, mlp = 0;
+  for (int i = 0; i < 4; i++) {
+    fth_infer_iteration(&p, 8, 256, 256.0 * i, &chunk, NULL);
+    attn += chunk.flops[FTH_FLOP_ATTENTION];
+    mlp += chunk.flops[FTH_FLOP_MLP];
+  }
+  FTH_ENSURE_NEAR(whole.flops[FTH_FLOP_ATTENTION], attn, 1e-12);
+  FTH_ENSURE_NEAR(whole.flops[FTH_FLOP_MLP], mlp, 1e-12);
   return 0;
 }
 

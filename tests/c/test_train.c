@@ -343,7 +343,38 @@ static int dualpipe_stages(void) {
   return 0;
 }
 
+/* Layers PP does not divide: 5 over PP 2 puts 3 on the first stage and 2 on
+ * the last, which also carries the LM head (Llama 3's balancing). Here the
+ * head (2 h V = 65.5 MFLOP per token) outweighs a block (~27 MFLOP), so the
+ * last stage (2 blocks + head) is the slowest: exactly the stage of a 4-layer
+ * model over PP 2. */
+static int last_stage_lighter(void) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  topo.logical[1].tag = FTH_TAG_PP; /* TP 2 x PP 2 */
+  fth_model_def model = toy_model();
+  fth_train_def w = toy_work();
+  w.global_batch = 4;
+  w.micro_batch = 1;
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_result five, four;
+  model.n_layers = 5;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(3, plan.layout.layers_per_stage);
+  FTH_ENSURE_EQ_INT(2, plan.layout.last_stage_layers);
+  fth_train_evaluate(&plan, &five);
+  model.n_layers = 4;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(2, plan.layout.last_stage_layers);
+  fth_train_evaluate(&plan, &four);
+  FTH_ENSURE_NEAR(four.fwd_s, five.fwd_s, 1e-12);
+  FTH_ENSURE_NEAR(four.bwd_s, five.bwd_s, 1e-12);
+  return 0;
+}
+
 int train_test(void) {
+  FTH_RUN(last_stage_lighter());
   FTH_RUN(dualpipe_stages());
   FTH_RUN(uneven_interleaving());
   FTH_RUN(offload());

@@ -53,11 +53,14 @@ int zero_test(void) {
     FTH_ENSURE_NEAR(coll(FTH_COLL_REDUCE_SCATTER, 4e6) + coll(FTH_COLL_ALL_GATHER, 2e6), t.time_s,
                     1e-12);
     FTH_ENSURE(t.time_s <= 45e-6 * (1 + 1e-12));
+    /* The gather of the updated weights is the part that can run under the
+     * next step's first forward. */
+    FTH_ENSURE_NEAR(coll(FTH_COLL_ALL_GATHER, 2e6), t.gather_s, 1e-12);
   }
   /* ZeRO-3 over 8 micro-batches: each gathers the weights for forward and for
    * backward and reduce-scatters its gradients: 8 (2 x 15 + 30) = 480 us on a ring. */
   t = fth_zero_step_traffic(FTH_DP_ZERO3, &g, 1e6, 4, 2, 8, &p);
-  FTH_ENSURE(t.op == FTH_COLL_ALL_GATHER && t.calls == 8);
+  FTH_ENSURE(t.op == FTH_COLL_ALL_GATHER && t.calls == 8 && t.gather_s == 0.0);
   FTH_ENSURE_NEAR(8 * (2 * coll(FTH_COLL_ALL_GATHER, 2e6) + coll(FTH_COLL_REDUCE_SCATTER, 4e6)),
                   t.time_s, 1e-12);
   FTH_ENSURE(t.time_s <= 480e-6 * (1 + 1e-12));

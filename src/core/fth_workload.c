@@ -1,0 +1,96 @@
+/* fth_workload.c: the training workload's defaults and checks (fth_workload.h). */
+#include "fth_workload.h"
+
+#include <math.h>
+#include <string.h>
+
+fth_train_def fth_train_def_default(void) {
+  fth_train_def d;
+  memset(&d, 0, sizeof d);
+  d.global_batch = 1;
+  d.micro_batch = 1;
+  d.seq_len = 2048;
+  d.act_bytes = 2;
+  d.master_bytes = 4;
+  d.grad_bytes = 0;
+  d.dp = FTH_DP_DDP;
+  d.pp = FTH_PP_1F1B;
+  d.virtual_stages = 1;
+  d.recompute = FTH_RECOMPUTE_NONE;
+  d.sequence_parallel = 0;
+  d.flash_attention = 1;
+  d.expert_imbalance = 1.0;
+  d.comp_comm_eff = 0.0;
+  d.comp_mem_eff = 1.0;
+  d.comm_mem_eff = 0.0;
+  for (int i = 0; i < FTH_MEM_COMPONENT_COUNT; i++) {
+    d.traffic_tier[i] = FTH_TIER_XPU;
+    d.footprint_tier[i] = FTH_TIER_XPU;
+  }
+  d.coll = fth_coll_params_default();
+  d.kernel_model = FTH_KERNEL_TILED; /* falls back to the roofline without compute_units */
+  return d;
+}
+
+static int is_int(double x) {
+  return isfinite(x) && x == floor(x);
+}
+
+fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
+  if (!(fth_positive(w->global_batch) && is_int(w->global_batch)))
+    return fth_fail(err, FTH_EINVAL, "global_batch_size", "expected a positive integer, got %g",
+                    w->global_batch);
+  if (!(fth_positive(w->micro_batch) && is_int(w->micro_batch)))
+    return fth_fail(err, FTH_EINVAL, "micro_batch_size", "expected a positive integer, got %g",
+                    w->micro_batch);
+  if (!(fth_positive(w->seq_len) && is_int(w->seq_len)))
+    return fth_fail(err, FTH_EINVAL, "seq_length", "expected a positive integer, got %g",
+                    w->seq_len);
+  if (!(isfinite(w->total_train_tokens) && w->total_train_tokens >= 0))
+    return fth_fail(err, FTH_EINVAL, "total_train_tokens", "expected >= 0, got %g",
+                    w->total_train_tokens);
+  if (!(w->act_bytes == 1 || w->act_bytes == 2 || w->act_bytes == 4))
+    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g",
+                    w->act_bytes);
+  if (!(w->master_bytes == 2 || w->master_bytes == 4))
+    return fth_fail(err, FTH_EINVAL, "full_precision_param_float_size", "expected 2 or 4, got %g",
+                    w->master_bytes);
+  if (!(w->grad_bytes == 0 || w->grad_bytes == 2 || w->grad_bytes == 4))
+    return fth_fail(err, FTH_EINVAL, "gradient_float_size", "expected 2 or 4, got %g",
+                    w->grad_bytes);
+  if (w->dp < 0 || w->dp >= FTH_DP_COUNT)
+    return fth_fail(err, FTH_EINVAL, "dp_spec.variant", "unknown variant");
+  if (w->pp < 0 || w->pp >= FTH_PP_COUNT)
+    return fth_fail(err, FTH_EINVAL, "pp_spec.variant", "unknown variant");
+  if (w->virtual_stages < 1)
+    return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages", "expected >= 1, got %d",
+                    w->virtual_stages);
+  if (w->virtual_stages > 1 && !fth_schedule_get(w->pp)->interleaved)
+    return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages",
+                    "virtual stages need an interleaved pp_spec.variant (%s), got %s",
+                    fth_pp_schedule_name(FTH_PP_INTERLEAVED), fth_pp_schedule_name(w->pp));
+  if (w->recompute < FTH_RECOMPUTE_NONE || w->recompute > FTH_RECOMPUTE_FULL)
+    return fth_fail(err, FTH_EINVAL, "recompute", "unknown mode");
+  if (!(isfinite(w->expert_imbalance) && w->expert_imbalance >= 1.0))
+    return fth_fail(err, FTH_EINVAL, "moe_spec_v2.expert_imbalance", "expected >= 1, got %g",
+                    w->expert_imbalance);
+  const double effs[3] = {w->comp_comm_eff, w->comp_mem_eff, w->comm_mem_eff};
+  const char *names[3] = {"comp_comm_efficiency", "comp_mem_efficiency", "comm_mem_efficiency"};
+  for (int i = 0; i < 3; i++)
+    if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
+      return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
+  if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
+    return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");
+  if (w->recipe != FTH_RECIPE_NONE && w->act_bytes < 2)
+    return fth_fail(err, FTH_EINVAL, "precision_recipe",
+                    "%s casts wider activations for its GEMMs, but float_size_bytes is %g "
+                    "(set float_size_bytes 2: activations in BF16)",
+                    fth_recipe_name(w->recipe), w->act_bytes);
+  if (!(w->ep_a2a_override_s >= 0))
+    return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
+                    w->ep_a2a_override_s);
+  if (!(w->coll.per_peer_overhead_s >= 0 && w->coll.launch_s >= 0 && w->kernel_launch_s >= 0))
+    return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
+  return FTH_OK;
+}
+

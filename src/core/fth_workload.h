@@ -1,0 +1,47 @@
+/* fth_workload.h: the training workload (ScaleScope's train spec plus
+ * fathom's extensions): its fields, their defaults and their checks. The one
+ * owner of every training default (the binding and the Lua schema read them
+ * from fth_train_def_default). */
+#ifndef FTH_WORKLOAD_H
+#define FTH_WORKLOAD_H
+
+#include "fth_collective.h"
+#include "fth_footprint.h"
+#include "fth_kernel.h"
+#include "fth_model.h"
+#include "fth_recipe.h"
+#include "fth_schedule.h"
+#include "fth_zero.h"
+
+/// The training workload (ScaleScope train spec plus fathom's extensions).
+typedef struct fth_train_def {
+  double global_batch;       ///< sequences per step, whole system
+  double micro_batch;        ///< sequences per micro-batch per DP rank
+  double seq_len;            ///< tokens per sequence
+  double total_train_tokens; ///< for run totals; 0 = one step
+  double act_bytes;          ///< `float_size_bytes`: compute/activation width (1, 2, 4)
+  double master_bytes; ///< `full_precision_param_float_size` (4): master weights, Adam moments
+  double grad_bytes;   ///< gradient accumulation width; 0 = master_bytes
+  fth_dp_variant dp;
+  fth_pp_schedule pp;
+  int virtual_stages; ///< interleaved schedule: model chunks per GPU (>= 1)
+  fth_recompute recompute;
+  int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
+  int flash_attention;     ///< 1: fused attention (no s^2 activations)
+  double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
+  double comp_comm_eff, comp_mem_eff, comm_mem_eff; ///< in [0, 1]
+  fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT];   ///< where each component is read from
+  fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT]; ///< where each component is stored
+  fth_coll_params coll;                             ///< per-peer overhead, launch cost
+  double kernel_launch_s;                           ///< per kernel fixed overhead (0 = none)
+  fth_kernel_model kernel_model; ///< tiled (default: wave quantisation) or roofline
+  fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
+  double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
+} fth_train_def;
+
+fth_train_def fth_train_def_default(void);
+
+/// Check every field; paths are the workload's keys ("micro_batch_size").
+fth_status fth_train_def_check(const fth_train_def *w, fth_error *err);
+
+#endif
