@@ -45,14 +45,14 @@ M.factors = {
   },
   hopper = {
     -- LLM Foundry 2023 (llmfoundry_mpt H100): FlashAttention 2 / Triton, TE 1.x FP8
-    ["2023"] = { efficiency = 0.799, fp8_efficiency = 0.886, attention_efficiency = 0.280 },
+    ["2023"] = { efficiency = 0.877, fp8_efficiency = 0.898, attention_efficiency = 0.290 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100; efficiency follows 2023's)
-    trt2023 = { efficiency = 0.799, fp8_efficiency = 0.825, attention_efficiency = 1.170 },
+    trt2023 = { efficiency = 0.877, fp8_efficiency = 0.836, attention_efficiency = 1.212 },
     -- NeMo 24.x / MaxText 2024 (dgxc_benchmarking v25.01, nemo_long_sequence H100)
-    ["2024"] = { efficiency = 0.908, fp8_efficiency = 0.982, attention_efficiency = 1.000 },
+    ["2024"] = { efficiency = 1.000, fp8_efficiency = 0.998, attention_efficiency = 1.000 },
     -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks; PyTorch-native GEMMs and SDPA)
-    torch2024 = { efficiency = 0.571, fp8_efficiency = 0.783, attention_efficiency = 0.294 },
-    torch2025 = { efficiency = 0.573, fp8_efficiency = 0.787, attention_efficiency = 0.509 },
+    torch2024 = { efficiency = 0.627, fp8_efficiency = 0.794, attention_efficiency = 0.304 },
+    torch2025 = { efficiency = 0.629, fp8_efficiency = 0.798, attention_efficiency = 0.528 },
   },
 }
 

@@ -67,6 +67,28 @@ end)
 
 describe("fathom validate (command line)", function()
   local h = require("helpers")
+  it("prints the README's validation table, line for line", function()
+    local f = assert(io.open("README.md", "rb"))
+    local text = f:read("a")
+    f:close()
+    local block = assert(text:match("```\n%$ fathom validate\n(.-)```"), "README has no `$ fathom validate` block")
+    local r = h.run("validate")
+    assert.are.equal(0, r.code, r.stderr)
+    local out = {}
+    for l in (r.stdout .. "\n"):gmatch("([^\n]*)\n") do out[#out + 1] = l end
+    local at = 1
+    for want in block:gmatch("([^\n]*)\n") do
+      if want ~= "" then
+        local found
+        for i = at, #out do
+          if out[i] == want then found = i break end
+        end
+        assert.is_truthy(found, "README line not printed (in order) by `fathom validate`: " .. want)
+        at = found + 1
+      end
+    end
+  end)
+
   it("--format json gives cases, sources and skipped with reasons", function()
     local cases = os.tmpname()
     local f = assert(io.open(cases, "w"))
