@@ -3,11 +3,13 @@
 #   make test   install what is missing, build, run every test (ctest, sanitizer build, luacheck)
 BUILD     ?= build
 SAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 10
 JOBS      ?= 2
 PACKAGES  := cmake gcc make pkg-config lua5.4 liblua5.4-dev libyaml-dev lua-cjson lua-busted lua-check
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test ctest sanitize lint bench install clean
+.PHONY: all deps build run test ctest sanitize lint fuzz-smoke bench install clean
 
 all: build
 
@@ -41,7 +43,17 @@ sanitize: deps
 lint: deps
 	luacheck lua scenarios tests
 
-test: ctest sanitize lint
+# libFuzzer harnesses (tests/fuzz), a short run of each; skipped without clang.
+# Longer: make fuzz-smoke FUZZ_SECONDS=1800
+fuzz-smoke: deps
+	@if command -v clang >/dev/null 2>&1; then \
+	  cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DFATHOM_FUZZ=ON -DFATHOM_BUILD_TESTS=OFF \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
+	  cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_yaml fuzz_cli && \
+	  tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS); \
+	else echo "fuzz-smoke: clang not found, skipped (apt-get install clang)"; fi
+
+test: ctest sanitize lint fuzz-smoke
 	@echo "all tests passed"
 
 bench: build
@@ -53,4 +65,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)

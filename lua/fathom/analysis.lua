@@ -84,6 +84,7 @@ function M.each(a, fn)
   local base_lib
   local valid, first_err = 0, nil
   for i, pt in it do
+    errors.check_interrupt() -- a signal caught under a point's pcall still stops the sweep
     local lib
     if pt.docs.hardware_lib == docs.hardware_lib then
       base_lib = base_lib or spec.hardware_library(pt.docs.hardware_lib)
@@ -118,7 +119,8 @@ function M.each(a, fn)
     end
   end
   if count > 1 and valid == 0 then
-    errors.raise("no point of the %d-point sweep is valid; the first: %s", count, tostring(first_err))
+    errors.raise("%s (no point of the %d-point sweep is valid; this is the first point's error)",
+      tostring(first_err), count)
   end
 end
 
@@ -144,7 +146,7 @@ function M.stream(a, path, format, transform)
   local json = require("fathom.format.json")
   local w = require("fathom.output").open(path)
   local n, first = 0, nil
-  M.each(a, function(rec, i)
+  local ok, err = pcall(M.each, a, function(rec, i)
     if i == 1 then first = rec end
     local v = transform and transform(rec) or rec
     if format == "json" then
@@ -155,6 +157,10 @@ function M.stream(a, path, format, transform)
     end
     n = i
   end)
+  if not ok then
+    w:abort() -- nothing left behind, whoever called
+    error(err, 0)
+  end
   if format == "json" then w:write(n == 0 and "[]\n" or "\n]\n") end
   w:close()
   return n, first

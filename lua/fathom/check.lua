@@ -96,25 +96,24 @@ function M.fields(t, path, schema, out)
   local names = {}
   for k in pairs(schema) do names[#names + 1] = k end
   table.sort(names)
-  for k in pairs(t) do
+  -- Keys in document order: the first problem in the file is the one reported.
+  for _, k in ipairs(errors.ordered_keys(t)) do
     if type(k) ~= "string" or schema[k] == nil then
+      local hint = errors.suggest(tostring(k), names)
       errors.at_key(t, k, join(path, tostring(k)), "unknown key%s",
-        errors.suggest(tostring(k), names) ~= "" and errors.suggest(tostring(k), names)
-          or " (known keys: " .. table.concat(names, ", ") .. ")")
+        hint ~= "" and hint or " (known keys: " .. table.concat(names, ", ") .. ")")
     end
+    out[k] = check_value(t, k, join(path, k), t[k], schema[k])
   end
   for _, k in ipairs(names) do
     local rule = schema[k]
-    local v = t[k]
-    if v == nil then
+    if t[k] == nil then -- present keys were checked above, in document order
       if rule.required then
         local w = errors.where(t)
         errors.raise("%s%s: missing required key%s", w and (w .. ": ") or "", join(path, k),
           rule.hint and (" (" .. rule.hint .. ")") or "")
       end
       out[k] = rule.default
-    else
-      out[k] = check_value(t, k, join(path, k), v, rule)
     end
   end
   return out

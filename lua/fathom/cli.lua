@@ -112,8 +112,12 @@ local function protected(dbg, f, ...)
     end
     return e
   end, ...)
+  errors.acknowledge_interrupt() -- from here on, cleanup runs without being interrupted
   local out = package.loaded["fathom.output"]
   if out then out.cleanup() end
+  local sig = errors.interrupted()
+  if sig and not errors.is_interrupt(res) then res, ok = { kind = "interrupt", signal = sig,
+    msg = sig == 2 and "interrupted" or "terminated" }, false end
   if ok then
     return math.tointeger(res) or 0
   end

@@ -38,6 +38,27 @@ function M.is_interrupt(err)
   return type(err) == "table" and getmetatable(err) == nil and err.kind == "interrupt"
 end
 
+-- interrupted() -> the SIGINT/SIGTERM number the host caught, or nil.
+function M.interrupted()
+  local paths = package.loaded["fathom.paths"]
+  local sig = paths and paths.interrupted and paths.interrupted()
+  return sig and sig > 0 and sig or nil
+end
+
+-- acknowledge_interrupt(): the caller handles a caught signal; the host stops
+-- raising it again (it repeats one that a pcall swallowed).
+function M.acknowledge_interrupt()
+  local paths = package.loaded["fathom.paths"]
+  if paths and paths.acknowledge_interrupt then paths.acknowledge_interrupt() end
+end
+
+-- check_interrupt(): raise the interrupt error if the host caught a signal (loops
+-- whose body runs under pcall call it, so a swallowed interrupt still stops them).
+function M.check_interrupt()
+  local sig = M.interrupted()
+  if sig then error({ kind = "interrupt", signal = sig, msg = sig == 2 and "interrupted" or "terminated" }, 0) end
+end
+
 -- pass(err): re-raise `err` if it is an interrupt (for pcall sites that turn
 -- failures into input errors).
 function M.pass(err)
@@ -120,6 +141,30 @@ function M.where_key(t, key)
   return o.file .. ":" .. (o.marks.key[key] or o.marks.self)
 end
 
+-- ordered_keys(t) -> the keys of t in document order (by the position of each key in
+-- its file), keys without a position after them in a stable order: so the first
+-- error reported is the first in the file, every time.
+function M.ordered_keys(t)
+  local o = type(t) == "table" and origin[t]
+  local marks = o and o.marks.key or {}
+  local keys, pos = {}, {}
+  for k in pairs(t) do
+    keys[#keys + 1] = k
+    local p = marks[k]
+    local line, col
+    if type(p) == "string" then line, col = p:match("^(%d+):(%d+)") end
+    pos[k] = line and (tonumber(line) * 1e6 + tonumber(col)) or math.huge
+  end
+  table.sort(keys, function(a, b)
+    if pos[a] ~= pos[b] then return pos[a] < pos[b] end
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta < tb end
+    if ta == "number" or ta == "string" then return a < b end
+    return tostring(a) < tostring(b)
+  end)
+  return keys
+end
+
 -- source_file(t) -> path of the file t came from, or nil.
 function M.source_file(t)
   local o = type(t) == "table" and origin[t]
@@ -131,10 +176,16 @@ function M.copy_origin(from, to)
   if origin[from] then origin[to] = origin[from] end
 end
 
+-- Longest key path echoed in a message (a 1 MB key is shown by its start).
+M.MAX_PATH_SHOWN = 200
+
 local function raise_at(where, path, fmt, ...)
   local msg = select("#", ...) > 0 and string.format(fmt, ...) or fmt
   local parts = {}
   if where then parts[#parts + 1] = where end
+  if path and #path > M.MAX_PATH_SHOWN then
+    path = path:sub(1, M.MAX_PATH_SHOWN) .. string.format("... (%d bytes)", #path)
+  end
   if path and path ~= "" then parts[#parts + 1] = path end
   parts[#parts + 1] = msg
   error(M.new(table.concat(parts, ": ")), 0)
@@ -167,11 +218,15 @@ local function distance(a, b)
   return prev[lb]
 end
 
+-- Longest name "did you mean" compares (the distance is quadratic in the lengths).
+M.MAX_SUGGEST_LENGTH = 64
+
 -- suggest(name, candidates) -> " (did you mean 'x'?)" or "".
 function M.suggest(name, candidates)
+  if #name > M.MAX_SUGGEST_LENGTH then return "" end
   local best, best_d
   for _, c in ipairs(candidates) do
-    local d = distance(name:lower(), c:lower())
+    local d = #c <= M.MAX_SUGGEST_LENGTH and distance(name:lower(), c:lower()) or math.huge
     if not best_d or d < best_d or (d == best_d and c < best) then best, best_d = c, d end
   end
   if best and best_d <= math.max(2, #name // 3) then

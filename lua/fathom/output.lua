@@ -38,12 +38,10 @@ function M.temp_path(target)
   return path
 end
 
--- temp_file() -> a registered temporary path in the system's temporary directory
--- (for files that are not outputs: a search definition handed to workers).
-function M.temp_file()
-  local path = os.tmpname()
-  live[path] = true
-  return path
+-- temp_file(name) -> a registered temporary path in $TMPDIR (else /tmp) for files
+-- that are not outputs (a search definition handed to workers).
+function M.temp_file(name)
+  return M.temp_path((os.getenv("TMPDIR") or "/tmp") .. "/" .. (name or "fathom"))
 end
 
 -- discard(tmp): remove a temporary file and forget it.

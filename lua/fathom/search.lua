@@ -51,6 +51,12 @@ local function cap(list, n)
   return out
 end
 
+-- fix_max(key) -> the largest value --fix may give a numeric dimension (README
+-- "Limits": every placement product stays in an int).
+function M.fix_max(k)
+  return (k == "mb" or k == "batch") and 65536 or k == "vs" and 256 or 1024
+end
+
 -- space(model, system, workload, fix) -> the candidate values per dimension.
 -- Pruning rules (what a strategy must satisfy before it is worth timing):
 --   TP divides the heads and the pod (TP never crosses the scale-up fabric);
@@ -96,7 +102,7 @@ function M.space(model, system, workload, fix)
     end
     local list = type(v) == "table" and v or { v }
     for _, x in ipairs(list) do
-      local hi = k == "mb" and 65536 or k == "vs" and 256 or 1024 -- README "Limits": products stay in an int
+      local hi = M.fix_max(k)
       if numeric[k] and (math.type(x) ~= "integer" or x < 1 or x > hi) then
         errors.raise("search: --fix %s=%s: expected a positive integer up to %d", k, tostring(x), hi)
       end
@@ -133,7 +139,7 @@ local function run_chunk(def, workers)
     d.worker, d.workers = 0, 1
     return core.search(d)
   end
-  local file = os.tmpname()
+  local file = require("fathom.output").temp_file("search.json") -- removed on every exit (fathom.output.cleanup)
   local f = assert(io.open(file, "w"))
   f:write(json.encode(def))
   f:close()
@@ -148,12 +154,12 @@ local function run_chunk(def, workers)
     local ok = pipes[i]:close()
     local v = json.decode(text)
     if not ok or not v then
-      os.remove(file)
+      require("fathom.output").discard(file)
       error("search worker " .. i .. " failed")
     end
     parts[#parts + 1] = v
   end
-  os.remove(file)
+  require("fathom.output").discard(file)
   return M.merge(parts, def.top or 100)
 end
 

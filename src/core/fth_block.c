@@ -83,8 +83,14 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
   double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
   if (e->mode == FTH_BLOCK_DECODE) {
     double kv_tok = fth_layout_kv_elems_per_gpu(l, e->model, sh);
+    /* MLA decodes in latent space (the up-projections absorbed into the
+     * query and output, DeepSeek-V2 Sec. 2.1.2; FlashMLA): scores against
+     * the kv_lora + rope latent, values of width kv_lora. */
+    const fth_model_def *m = e->model;
+    double dqk = m->kv_lora_rank > 0 ? m->kv_lora_rank + m->qk_rope_head_dim : sh->d_qk;
+    double dv = m->kv_lora_rank > 0 ? m->kv_lora_rank : sh->d_v;
     fth_kernel_cost k;
-    k.flops = 2.0 * reqs * q * heads * ctx * (sh->d_qk + sh->d_v);
+    k.flops = 2.0 * reqs * q * heads * ctx * (dqk + dv);
     k.bytes = reqs * ctx * kv_tok * e->kv_bytes;
     double rate = e->k.env.attention_flops_per_s > 0 ? e->k.env.attention_flops_per_s
                                                      : e->k.env.matrix_flops_per_s;
@@ -198,7 +204,11 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
   const fth_model_def *m = e->model;
   const double h = m->d_model;
   double msg = tokens * h * e->act_bytes;
-  double tp_calls = moe ? 1.0 + (m->num_shared_experts > 0) : 2.0;
+  /* An MoE block: the attention's, plus one that sums the shared expert's
+   * partial outputs with the routed ones; without SP each TP rank dispatched
+   * 1/TP of the tokens, so that sum is needed even without a shared expert. */
+  int combine = m->num_shared_experts > 0 || (!e->sequence_parallel && l->tp > 1);
+  double tp_calls = moe ? 1.0 + combine : 2.0;
   if (e->sequence_parallel) {
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_REDUCE_SCATTER, msg, tp_calls, tp_calls);
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_ALL_GATHER, msg, tp_calls, tp_calls);
@@ -227,7 +237,11 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
   }
   if (l->cp > 1 && e->mode != FTH_BLOCK_DECODE) {
     const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
-    double kv = tokens * fth_layout_kv_elems_per_gpu(l, m, sh) * e->kv_bytes * l->cp;
+    /* Ring attention exchanges materialised keys and values; for MLA that is
+     * every local head's K (d_qk) and V (d_v), not the cached latent. */
+    double elems = m->kv_lora_rank > 0 ? sh->heads / l->tp * (sh->d_qk + sh->d_v)
+                                       : fth_layout_kv_elems_per_gpu(l, m, sh);
+    double kv = tokens * elems * e->kv_bytes * l->cp;
     comm(e, fwd, bwd, FTH_COMM_CP, FTH_COLL_ALL_GATHER, kv, 1.0, 2.0);
   }
 }
@@ -262,6 +276,7 @@ void fth_block_head(const fth_block_env *e, double requests, double q, int embed
      * stored at their own width. */
     fth_kernel_cost k = fth_kernel_gemm(&e->k.env, requests, v, h, 1, ab);
     k.bytes += h * v * (e->weight_bytes - ab);
+    if (e->k.env.mem_bw_bytes_per_s > 0) k.memory_s = k.bytes / e->k.env.mem_bw_bytes_per_s;
     add(e, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * e->weight_bytes);
     if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
     return;
@@ -289,13 +304,51 @@ void fth_block_recompute_attention(const fth_block_env *e, double requests, doub
   env.attention_flops_per_s = env.matrix_flops_per_s; /* unfused: batched GEMMs */
   fth_kernel_cost k =
       fth_kernel_attention(&env, requests, heads, kvh, seq, seq, sh->d_qk, sh->d_v, 0, e->act_bytes);
-  double s = layers / l->cp;
-  k.flops *= s;
-  k.bytes *= s;
-  k.compute_s *= s;
-  k.memory_s *= s;
+  scale_cost(&k, layers / l->cp);
   add(e, rec, FTH_FLOP_ATTENTION, k, 0.0);
   double scores = layers * requests * heads * seq * seq / l->cp;
   add(e, rec, FTH_FLOP_ATTENTION,
       fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, 6.0 * e->act_bytes + 1.0), 0.0);
+}
+
+void fth_block_stage(const fth_block_env *e, const fth_phase blk_f[2], const fth_phase *blk_b,
+                     const int blocks[2], int head, double requests, double q, fth_phase *fwd,
+                     fth_phase *bwd) {
+  memset(fwd, 0, sizeof *fwd);
+  if (bwd) memset(bwd, 0, sizeof *bwd);
+  for (int moe = 0; moe < 2; moe++) {
+    if (blocks[moe] == 0) continue;
+    fth_phase f = blk_f[moe];
+    fth_phase_scale(&f, blocks[moe]);
+    fth_phase_add(fwd, &f);
+    if (bwd && blk_b) {
+      fth_phase b = blk_b[moe];
+      fth_phase_scale(&b, blocks[moe]);
+      fth_phase_add(bwd, &b);
+    }
+  }
+  if (!head) return;
+  fth_phase hf, hb;
+  fth_block_head(e, requests, q, e->lay->pp == 1, &hf, bwd ? &hb : NULL);
+  fth_phase_add(fwd, &hf);
+  if (bwd) fth_phase_add(bwd, &hb);
+}
+
+void fth_block_stage_blocks(const fth_layout *l, int mid[2], int last[2]) {
+  mid[0] = l->dense_layers_per_stage;
+  mid[1] = l->moe_layers_per_stage;
+  last[0] = l->last_stage_layers - l->last_stage_moe;
+  last[1] = l->last_stage_moe;
+}
+
+double fth_block_pp_message_bytes(const fth_block_env *e, double tokens) {
+  return tokens * e->model->d_model * e->act_bytes / (e->sequence_parallel ? e->lay->tp : 1);
+}
+
+double fth_block_transient_bytes(const fth_layout *l, const fth_model_def *m, double act_bytes,
+                                 double tokens, double logit_rows) {
+  double ffn = m->num_experts > 1 ? l->expert_ffn * m->top_k : l->ffn_hidden;
+  double mlp_inner = tokens * ffn / l->tp * act_bytes * (m->gated_mlp ? 3.0 : 2.0);
+  double logits = logit_rows * (double)m->vocab_size / l->tp * 4.0;
+  return fth_max(logits, mlp_inner);
 }

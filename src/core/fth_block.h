@@ -47,6 +47,29 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
 void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
                     fth_phase *fwd, fth_phase *bwd);
 
+/// One micro-batch through a stage of blocks[0] dense and blocks[1] MoE blocks
+/// (their single-block phases in blk_f / blk_b; blk_b and bwd may be NULL),
+/// with the LM head when `head` (and the embedding when the pipeline has one
+/// stage).
+void fth_block_stage(const fth_block_env *e, const fth_phase blk_f[2], const fth_phase *blk_b,
+                     const int blocks[2], int head, double requests, double q, fth_phase *fwd,
+                     fth_phase *bwd);
+
+/// The stage compositions a step model compares: [0] the heaviest stage but
+/// the last (no head), [1] the last stage (with the LM head).
+void fth_block_stage_blocks(const fth_layout *l, int mid[2], int last[2]);
+
+/// Bytes of one pipeline hand-off: the [tokens, h] activation at a stage
+/// boundary, scattered over TP under sequence parallelism.
+double fth_block_pp_message_bytes(const fth_block_env *e, double tokens);
+
+/// The largest live forward intermediate of a stage: the MLP's inner
+/// activation for `tokens` tokens (gated: 3 f, plain: 2 f; top-k experts'
+/// worth in an MoE model) or the fp32 logits of the vocabulary shard for
+/// `logit_rows` rows (every token in training, the next token in inference).
+double fth_block_transient_bytes(const fth_layout *l, const fth_model_def *m, double act_bytes,
+                                 double tokens, double logit_rows);
+
 /// Selective recomputation of an unfused attention core (Korthikanti et al.
 /// 2022 Sec. 5): the score GEMMs and the softmax/dropout passes of `layers`
 /// blocks, added to `rec`. Flash attention recomputes nothing extra.

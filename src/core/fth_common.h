@@ -67,6 +67,13 @@ static inline double fth_ceil_div(double a, double b) {
   return f < q ? f + 1.0 : f;
 }
 
+/// Another spelling a name parser accepts: `alias` for the value `value`.
+/// Alias tables end with a NULL alias.
+typedef struct fth_name_alias {
+  const char *alias;
+  int value;
+} fth_name_alias;
+
 /// True when x is finite and > 0.
 int fth_positive(double x);
 

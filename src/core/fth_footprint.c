@@ -13,11 +13,19 @@ const char *fth_mem_component_name(fth_mem_component c) {
   return (c >= 0 && c < FTH_MEM_COMPONENT_COUNT) ? mem_names[c] : NULL;
 }
 
+/* ScaleScope's shorter spellings. */
+static const fth_name_alias mem_aliases[] = {
+    {"activations", FTH_MEM_ACTIVATIONS}, {"gradients", FTH_MEM_GRADIENTS}, {NULL, 0}};
+
+const fth_name_alias *fth_mem_component_aliases(void) {
+  return mem_aliases;
+}
+
 fth_mem_component fth_mem_component_parse(const char *name) {
   for (int i = 0; i < FTH_MEM_COMPONENT_COUNT; i++)
     if (strcmp(name, mem_names[i]) == 0) return (fth_mem_component)i;
-  if (strcmp(name, "activations") == 0) return FTH_MEM_ACTIVATIONS;
-  if (strcmp(name, "gradients") == 0) return FTH_MEM_GRADIENTS;
+  for (const fth_name_alias *a = mem_aliases; a->alias != NULL; a++)
+    if (strcmp(name, a->alias) == 0) return (fth_mem_component)a->value;
   return FTH_MEM_COMPONENT_COUNT;
 }
 

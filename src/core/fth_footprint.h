@@ -23,6 +23,7 @@ typedef enum fth_mem_component {
 
 const char *fth_mem_component_name(fth_mem_component c);     ///< YAML names
 fth_mem_component fth_mem_component_parse(const char *name); ///< also "activations", "gradients"
+const fth_name_alias *fth_mem_component_aliases(void);       ///< the other spellings it accepts
 
 typedef struct fth_memory_footprint {
   double bytes[FTH_MEM_COMPONENT_COUNT]; ///< per GPU

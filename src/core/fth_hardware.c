@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Element width -> precision: 1 byte fp8, 2 bytes bf16/fp16, anything else fp32. */
 static const char *const prec_names[FTH_PREC_COUNT] = {"fp8", "bf16", "fp32", "fp4"};
 static const double prec_bytes[FTH_PREC_COUNT] = {1.0, 2.0, 4.0, 0.5};
 /* The next wider precision, what a missing tensor-core rate falls back to. */
@@ -20,6 +19,7 @@ double fth_precision_bytes(fth_precision p) {
   return (p >= 0 && p < FTH_PREC_COUNT) ? prec_bytes[p] : 4.0;
 }
 
+/* Element width -> precision: 1 byte fp8, 2 bytes bf16/fp16, anything else fp32. */
 fth_precision fth_precision_from_bytes(double bytes) {
   if (bytes == 1.0) return FTH_PREC_FP8;
   if (bytes == 2.0) return FTH_PREC_BF16;

@@ -59,26 +59,14 @@ static fth_status check_def(const fth_infer_def *d, fth_pass pass, fth_error *er
       return fth_fail(err, FTH_EINVAL, "num_generated_tokens",
                       "expected a positive integer, got %g", d->gen_tokens);
   }
-  if (!width_ok(d->act_bytes))
-    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g",
-                    d->act_bytes);
   if (d->weight_bytes != 0 && !width_ok(d->weight_bytes))
     return fth_fail(err, FTH_EINVAL, "weight_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->weight_bytes);
   if (d->kv_bytes != 0 && !width_ok(d->kv_bytes))
     return fth_fail(err, FTH_EINVAL, "kv_cache_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->kv_bytes);
-  if (!(isfinite(d->expert_imbalance) && d->expert_imbalance >= 1.0))
-    return fth_fail(err, FTH_EINVAL, "moe_spec_v2.expert_imbalance", "expected >= 1, got %g",
-                    d->expert_imbalance);
   const double effs[3] = {d->comp_comm_eff, d->comp_mem_eff, d->comm_mem_eff};
-  const char *names[3] = {"comp_comm_efficiency", "comp_mem_efficiency", "comm_mem_efficiency"};
-  for (int i = 0; i < 3; i++)
-    if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
-      return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
-  if (!(d->coll.per_peer_overhead_s >= 0 && d->coll.launch_s >= 0 && d->kernel_launch_s >= 0))
-    return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
-  return FTH_OK;
+  return fth_exec_check(d->act_bytes, d->expert_imbalance, effs, &d->coll, d->kernel_launch_s, err);
 }
 
 fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
@@ -151,26 +139,37 @@ double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_
   int decode = new_tokens == 1.0 && context > 0;
   block_env(p, decode ? FTH_BLOCK_DECODE : FTH_BLOCK_PREFILL, &e);
   double q = decode ? 1.0 : new_tokens / l->cp, ctx = decode ? context : context + new_tokens;
-  fth_phase blk, head;
-  memset(out, 0, sizeof *out);
-  const int counts[2] = {l->dense_layers_per_stage, l->moe_layers_per_stage};
-  for (int moe = 0; moe < 2; moe++) {
-    if (counts[moe] == 0) continue;
-    fth_block_pass(&e, moe, requests, q, ctx, &blk, NULL);
-    fth_phase_scale(&blk, counts[moe]);
-    fth_phase_add(out, &blk);
+  fth_phase blk[2];
+  memset(blk, 0, sizeof blk);
+  int mid[2], last[2];
+  fth_block_stage_blocks(l, mid, last);
+  for (int moe = 0; moe < 2; moe++)
+    if (mid[moe] > 0 || last[moe] > 0) fth_block_pass(&e, moe, requests, q, ctx, &blk[moe], NULL);
+  double ex[FTH_COMM_KIND_COUNT], *x = exposed ? exposed : ex;
+  fth_block_stage(&e, blk, NULL, last, 1, requests, q, out, NULL);
+  double t = fth_phase_time(out, p->inf.comp_comm_eff, x);
+  if (l->pp > 1) { /* the slower of the last stage (with the head) and the heaviest other */
+    fth_phase m;
+    double xm[FTH_COMM_KIND_COUNT];
+    fth_block_stage(&e, blk, NULL, mid, 0, requests, q, &m, NULL);
+    double tm = fth_phase_time(&m, p->inf.comp_comm_eff, xm);
+    if (tm > t) {
+      *out = m;
+      t = tm;
+      for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) x[k] = xm[k];
+    }
   }
-  fth_block_head(&e, requests, q, l->pp == 1, &head, NULL);
-  fth_phase_add(out, &head);
-  double ex[FTH_COMM_KIND_COUNT];
-  return fth_phase_time(out, p->inf.comp_comm_eff, exposed ? exposed : ex);
+  return t;
 }
 
 /* KV elements per token of the stage's blocks on one GPU. */
 static double kv_elems_per_token(const fth_infer_plan *p) {
   const fth_layout *l = &p->layout;
-  return fth_layout_kv_elems_per_gpu(l, &p->model, &l->dense_shape) * l->dense_layers_per_stage +
-         fth_layout_kv_elems_per_gpu(l, &p->model, &l->moe_shape) * l->moe_layers_per_stage;
+  int mid[2], last[2];
+  fth_block_stage_blocks(l, mid, last);
+  double d = fth_layout_kv_elems_per_gpu(l, &p->model, &l->dense_shape);
+  double e = fth_layout_kv_elems_per_gpu(l, &p->model, &l->moe_shape);
+  return fth_max(d * mid[0] + e * mid[1], d * last[0] + e * last[1]);
 }
 
 /* Weights, the KV cache of the requests each DP rank holds and the forward
@@ -185,11 +184,8 @@ static void footprint(const fth_infer_plan *p, double kv_per_request, fth_infer_
   m->bytes[FTH_MEM_WEIGHTS] = (l->stage_dense_params + l->stage_expert_params) * d->weight_bytes;
   m->bytes[FTH_MEM_KV_CACHE] = d->global_batch / l->dp * kv_per_request;
   double q = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
-  double ffn = md->num_experts > 1 ? l->expert_ffn * md->top_k : l->ffn_hidden;
-  double tokens = d->micro_batch * q;
   m->bytes[FTH_MEM_TRANSIENT_FWD] =
-      fth_max(tokens * ffn / l->tp * d->act_bytes * (md->gated_mlp ? 3.0 : 2.0),
-              d->micro_batch * (double)md->vocab_size / l->tp * 4.0);
+      fth_block_transient_bytes(l, md, d->act_bytes, d->micro_batch * q, d->micro_batch);
   fth_footprint_place(m, &p->node, d->footprint_tier);
   double per_rank =
       fth_footprint_room_units(m, d->footprint_tier, FTH_MEM_KV_CACHE, kv_per_request);
@@ -207,16 +203,17 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   /* Pipeline hand-off of the micro-batch's [tokens, h] activations. */
   double q_hop = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
   const fth_group *g = &l->group[FTH_COMM_PP];
+  fth_block_env e;
+  block_env(p, FTH_BLOCK_PREFILL, &e);
+  double hop_bytes = fth_block_pp_message_bytes(&e, d->micro_batch * q_hop);
   double hop_raw =
-      g->n > 0 ? fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO,
-                                d->micro_batch * q_hop * p->model.d_model * d->act_bytes, g->lv,
-                                g->n, &d->coll)
+      g->n > 0 ? fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, hop_bytes, g->lv, g->n, &d->coll)
                      .time_s
                : 0.0;
   double kv_tok_layers = kv_elems_per_token(p);
   if (p->pass == FTH_PASS_PREFILL) {
-    double t = fth_infer_iteration(p, d->micro_batch, d->prompt_len, 0.0, &r->pass,
-                                   r->comm_exposed_s);
+    double t =
+        fth_infer_iteration(p, d->micro_batch, d->prompt_len, 0.0, &r->pass, r->comm_exposed_s);
     double hop = hop_raw - d->comp_comm_eff * fth_min(hop_raw, t);
     r->stage_s = t;
     r->ttft_s = pp * t + (pp - 1) * hop;
@@ -232,8 +229,8 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
     fth_phase tmp;
     double t0 = fth_infer_iteration(p, d->micro_batch, 1.0, c0, &tmp, NULL);
     double t1 = fth_infer_iteration(p, d->micro_batch, 1.0, c1, &tmp, NULL);
-    double t = fth_infer_iteration(p, d->micro_batch, 1.0, 0.5 * (c0 + c1), &r->pass,
-                                   r->comm_exposed_s);
+    double t =
+        fth_infer_iteration(p, d->micro_batch, 1.0, 0.5 * (c0 + c1), &r->pass, r->comm_exposed_s);
     double hop = hop_raw - d->comp_comm_eff * fth_min(hop_raw, t);
     /* The stage passes of the cycle, and the pipeline's hand-offs between them. */
     r->stage_s = t;

@@ -37,21 +37,69 @@ static void ep_group(const fth_topology_def *topo, fth_layout *l) {
   l->ep_so = so.size;
 }
 
+/* The stages' layers. PP not dividing them, the stages short of a layer
+ * are the last (it carries the LM head and loss), then the first (the
+ * embedding), then the others from the back, as Llama 3 balanced its
+ * pipeline (Llama Team 2024 Sec. 3.3.2). MoE blocks are counted where they
+ * really are (leading dense layers, every k-th layer MoE). The heaviest stage
+ * but the last (the most MoE blocks, then the most layers) and the last stage
+ * are kept: a step model takes the slower of the two. */
+static void stages(fth_layout *l, const fth_model_def *m) {
+  int pp = l->pp, lps = (int)fth_ceil_div((double)m->n_layers, (double)pp);
+  int slack = pp * lps - m->n_layers; /* < pp */
+  l->layers_per_stage = lps;
+  int first = 0;
+  l->moe_layers_per_stage = -1;
+  for (int s = 0; s < pp; s++) {
+    /* stage s is short when it is among the `slack` stages taken in the order
+     * last, first, pp - 2, pp - 3, ... */
+    int rank = s == pp - 1 ? 0 : (s == 0 ? 1 : pp - s);
+    int n = lps - (pp > 1 && rank < slack ? 1 : 0);
+    int moe = fth_model_num_moe_in(m, first, first + n);
+    if (s == pp - 1) {
+      l->last_stage_layers = n;
+      l->last_stage_moe = moe;
+    } else if (moe > l->moe_layers_per_stage ||
+               (moe == l->moe_layers_per_stage && n > l->moe_layers_per_stage + l->dense_layers_per_stage)) {
+      l->moe_layers_per_stage = moe;
+      l->dense_layers_per_stage = n - moe;
+    }
+    first += n;
+  }
+  if (pp == 1) {
+    l->moe_layers_per_stage = l->last_stage_moe;
+    l->dense_layers_per_stage = l->last_stage_layers - l->last_stage_moe;
+  }
+}
+
 /* Parameters of the busiest stage on one GPU: the dense part sharded by TP
  * (with the embedding or the LM head), the experts by TP_MoE. */
 static void stage_params(fth_layout *l) {
   const fth_layer_shape *ds = &l->dense_shape, *ms = &l->moe_shape;
-  double tp = l->tp;
-  double d = l->dense_layers_per_stage * (ds->params_attn + ds->params_mlp + ds->params_norm) / tp;
-  d += l->moe_layers_per_stage *
-       (ms->params_attn + ms->params_norm + ms->params_router + ms->params_shared) / tp;
-  /* The embedding sits on the first stage, the LM head on the last; the
-   * busiest stage holds one of them (both when PP = 1). */
+  const double tp = l->tp;
+  const double dense_block = (ds->params_attn + ds->params_mlp + ds->params_norm) / tp;
+  const double moe_block = (ms->params_attn + ms->params_norm + ms->params_router +
+                            ms->params_shared) / tp;
+  const double experts = l->local_experts * ms->params_per_expert / l->tp_moe;
+  /* The embedding sits on the first stage, the LM head on the last (both
+   * when PP = 1). The busiest stage is the heaviest other stage with the
+   * embedding (the first, at most) or the last with the head, whichever
+   * holds more. */
   double emb = l->params.embedding / tp, head = l->params.lm_head / tp;
-  d += l->pp == 1 ? emb + head : fth_max(emb, head > 0 ? head : emb);
-  l->stage_dense_params = d;
-  l->stage_expert_params = l->moe_layers_per_stage * l->local_experts * ms->params_per_expert /
-                           l->tp_moe;
+  int last_dense = l->last_stage_layers - l->last_stage_moe;
+  double d_last = last_dense * dense_block + l->last_stage_moe * moe_block + head;
+  double e_last = l->last_stage_moe * experts;
+  if (l->pp == 1) {
+    l->stage_dense_params = d_last + emb;
+    l->stage_expert_params = e_last;
+    return;
+  }
+  double d_mid = l->dense_layers_per_stage * dense_block + l->moe_layers_per_stage * moe_block +
+                 emb;
+  double e_mid = l->moe_layers_per_stage * experts;
+  int mid = d_mid + e_mid > d_last + e_last;
+  l->stage_dense_params = mid ? d_mid : d_last;
+  l->stage_expert_params = mid ? e_mid : e_last;
 }
 
 fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const fth_model_def *m,
@@ -124,16 +172,7 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
     return fth_fail(err, FTH_ETILE, "topology.logical", "PP = %d exceeds n_layers = %d", l->pp,
                     m->n_layers);
   l->num_gpus = num_gpus;
-  l->layers_per_stage = (int)fth_ceil_div((double)m->n_layers, (double)l->pp);
-  int n_moe = fth_model_num_moe_layers(m);
-  l->moe_layers_per_stage = (int)fth_ceil_div((double)n_moe, (double)l->pp);
-  if (l->moe_layers_per_stage > l->layers_per_stage) l->moe_layers_per_stage = l->layers_per_stage;
-  l->dense_layers_per_stage = l->layers_per_stage - l->moe_layers_per_stage;
-  /* Layers PP does not divide: the stages short of a layer are the last (it
-   * carries the LM head and loss) and then the first (the embedding), as
-   * Llama 3 balanced its pipeline (Llama Team 2024 Sec. 3.3.2). */
-  l->last_stage_layers = l->layers_per_stage;
-  if (l->pp > 1 && l->pp * l->layers_per_stage > m->n_layers) l->last_stage_layers--;
+  stages(l, m);
   l->local_experts = moe ? (double)m->num_experts / l->ep : 0.0;
   l->ffn_hidden = fth_model_ffn_hidden(m);
   l->expert_ffn = fth_model_expert_ffn_hidden(m);

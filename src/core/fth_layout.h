@@ -38,10 +38,11 @@ typedef struct fth_layout {
   double num_gpus;
   int tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp;
   fth_group group[FTH_COMM_KIND_COUNT]; ///< DP's spans DP_Attn x CP (the gradients' group)
-  int layers_per_stage;     ///< ceil(n_layers / pp): the slowest stage
-  int moe_layers_per_stage; ///< MoE blocks on the stage with the most
-  int dense_layers_per_stage;
-  int last_stage_layers; ///< the last stage (LM head) takes a layer less when PP does not divide them
+  int layers_per_stage;       ///< ceil(n_layers / pp): the fullest stage
+  int moe_layers_per_stage;   ///< MoE blocks of the heaviest stage but the last
+  int dense_layers_per_stage; ///< its dense blocks
+  int last_stage_layers;      ///< the last stage's (it also carries the LM head)
+  int last_stage_moe;         ///< of which MoE blocks
   double local_experts; ///< routed experts per GPU per MoE layer (E / EP)
   double ffn_hidden;    ///< dense MLP width (ffn_hidden_size, else mlp_ratio x d_model)
   double expert_ffn;    ///< one expert's width (expert_ffn_hidden_size, else ffn_hidden)

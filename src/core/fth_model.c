@@ -123,6 +123,18 @@ int fth_model_num_moe_layers(const fth_model_def *d) {
   return (rest + k - 1) / k;
 }
 
+int fth_model_num_moe_in(const fth_model_def *d, int first, int last) {
+  /* Layers i in [first, last) with i >= fd and (i - fd) % k == 0. */
+  if (!is_moe_model(d)) return 0;
+  int fd = d->first_dense_layers > 0 ? d->first_dense_layers : 0;
+  int k = d->moe_layer_interval > 1 ? d->moe_layer_interval : 1;
+  if (last > d->n_layers) last = d->n_layers;
+  if (first < fd) first = fd;
+  if (last <= first) return 0;
+  int lo = (first - fd + k - 1) / k, hi = (last - 1 - fd) / k; /* ceil, floor */
+  return hi >= lo ? hi - lo + 1 : 0;
+}
+
 static void push(fth_layer_shape *s, double in, double out, fth_shard shard, fth_part part) {
   FTH_ASSERT(s->num_linears < FTH_MAX_LINEARS);
   fth_linear *l = &s->lin[s->num_linears++];

@@ -87,13 +87,15 @@ typedef struct fth_layer_shape {
   double params_norm;   ///< norm weight vectors of the block (2 h, + q_lora + kv_lora for MLA)
 } fth_layer_shape;
 
-/// Number of MoE blocks (0 for a dense model).
 /// Dense MLP width: ffn_hidden_size, else mlp_ratio x d_model (the one fallback).
 double fth_model_ffn_hidden(const fth_model_def *def);
 /// One expert's width: expert_ffn_hidden_size, else the dense MLP width.
 double fth_model_expert_ffn_hidden(const fth_model_def *def);
 
+/// Number of MoE blocks (0 for a dense model).
 int fth_model_num_moe_layers(const fth_model_def *def);
+/// MoE blocks among layers [first, last) (closed form, constant time).
+int fth_model_num_moe_in(const fth_model_def *def, int first, int last);
 /// Is block `layer` (0-based) an MoE block?
 int fth_model_layer_is_moe(const fth_model_def *def, int layer);
 /// Shape of a dense (moe = 0) or MoE (moe = 1) block.

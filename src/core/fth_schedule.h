@@ -32,7 +32,7 @@ typedef struct fth_schedule {
   int interleaved;         ///< runs v > 1 model chunks per GPU (needs virtual_stages > 1)
   int holds_all;           ///< the first stage holds every micro-batch (GPipe); else min(m, p)
   double inflight_extra;   ///< micro-batches held beyond min(m, p)
-  int even_stages;         ///< needs an even number of stages
+  int even_stages;         ///< feeds both ends: needs an even number of stages (>= 2) and of micro-batches
   double stage_a, stage_b; ///< stage boundaries in the bubble: a p + b
   double bubble_f;         ///< coefficient of t_f in the bubble, per stage boundary
   double bubble_b;         ///< coefficient of t_b (the whole backward)
@@ -46,7 +46,7 @@ typedef struct fth_schedule {
 /// The row of `s`; NULL when out of range.
 const fth_schedule *fth_schedule_get(fth_pp_schedule s);
 
-const char *fth_pp_schedule_name(fth_pp_schedule s);     ///< "GPIPE", "1F1B", "INTERLEAVED", "ZB_H1"
+const char *fth_pp_schedule_name(fth_pp_schedule s); ///< the rows' names ("GPIPE" ... "DUALPIPE")
 fth_pp_schedule fth_pp_schedule_parse(const char *name); ///< FTH_PP_COUNT when unknown
 
 /// Bubble in seconds for `stages` stages, a stage taking fwd_s + bwd_s per

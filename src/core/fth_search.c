@@ -274,7 +274,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                * leaves a usable layout: each variant is reworked and judged. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
                   plan.layout.num_gpus == 0) {
-                refuse_all(d, st, variants, 0);
+                refuse_all(d, st, variants, e2.status == FTH_ETILE);
                 continue;
               }
               run_variants(d, &plan, &proto, index, top, top_cap, n_top, st);
@@ -285,8 +285,15 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
 fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s,
                                fth_search_hit *out, fth_train_result *result, fth_error *err) {
   int moe = d->model.num_experts > 1;
-  fth_topology_def t = place(d, s->tp, s->cp, s->pp, s->pp_in, s->tp_moe, s->ep_su,
-                             s->ep / (s->ep_su > 0 ? s->ep_su : 1), moe);
+  int ep_su, ep_so;
+  if (!placement_tiles(d, moe, s->tp, s->cp, s->pp, s->pp_in, s->tp_moe, s->ep, &ep_su, &ep_so) ||
+      (moe && s->ep_su != ep_su))
+    return fth_fail(err, FTH_ETILE, "strategy",
+                    "TP %d, CP %d, PP %d (%d in the pod), TP_MoE %d, EP %d (%d in the pod) do not "
+                    "tile %d pods of %d GPUs",
+                    s->tp, s->cp, s->pp, s->pp_in, s->tp_moe, s->ep, s->ep_su, d->num_pods,
+                    d->pod_size);
+  fth_topology_def t = place(d, s->tp, s->cp, s->pp, s->pp_in, s->tp_moe, ep_su, ep_so, moe);
   fth_train_def w = d->work;
   w.pp = (fth_pp_schedule)s->schedule;
   w.virtual_stages = s->vs;

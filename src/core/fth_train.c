@@ -43,13 +43,17 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
     return fth_fail(err, FTH_ETILE, "topology.logical",
                     "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp, w->virtual_stages,
                     m->n_layers);
-  if (fth_schedule_get(w->pp)->even_stages && l->pp > 1 && l->pp % 2 != 0)
+  if (fth_schedule_get(w->pp)->even_stages && (l->pp < 2 || l->pp % 2 != 0))
     return fth_fail(err, FTH_ETILE, "workload.pp_spec.variant",
                     "%s needs an even number of pipeline stages, got PP = %d",
                     fth_pp_schedule_name(w->pp), l->pp);
   if (fth_layout_batch(l, w->global_batch, w->micro_batch, w->seq_len, &p->microbatches, err) !=
       FTH_OK)
     return err->status;
+  if (fth_schedule_get(w->pp)->even_stages && fmod(p->microbatches, 2.0) != 0)
+    return fth_fail(err, FTH_ETILE, "workload.global_batch_size",
+                    "%s feeds micro-batches from both ends: it needs an even number, got %.0f",
+                    fth_pp_schedule_name(w->pp), p->microbatches);
   if (fth_pp_chunks(w->pp, w->virtual_stages) > 1 && fmod(p->microbatches, (double)l->pp) != 0)
     return fth_fail(err, FTH_ETILE, "workload.global_batch_size",
                     "the interleaved schedule needs micro-batches (%.0f) to be a multiple of "
@@ -125,10 +129,7 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
    * vocabulary shard on the last stage, or the MLP's inner activation);
    * backward, one block's full activations when it is recomputed plus the
    * same largest gradient. */
-  double ffn = m->num_experts > 1 ? l->expert_ffn * m->top_k : l->ffn_hidden;
-  double logits = tokens * (double)m->vocab_size / l->tp * 4.0;
-  double mlp_inner = tokens * ffn / l->tp * w->act_bytes * (m->gated_mlp ? 3.0 : 2.0);
-  out->bytes[FTH_MEM_TRANSIENT_FWD] = fth_max(logits, mlp_inner);
+  out->bytes[FTH_MEM_TRANSIENT_FWD] = fth_block_transient_bytes(l, m, w->act_bytes, tokens, tokens);
   double block_full = w->recompute != FTH_RECOMPUTE_NONE ? tokens * p->act_full_per_token : 0.0;
   out->bytes[FTH_MEM_TRANSIENT_BWD] = block_full + out->bytes[FTH_MEM_TRANSIENT_FWD];
   fth_footprint_place(out, &p->node, w->footprint_tier);
@@ -171,72 +172,42 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->ep_a2a_override_s = w->ep_a2a_override_s;
 }
 
-/* One micro-batch through `blocks` = {dense, MoE} blocks of a stage, with
- * the LM head when `head` (and the embedding when the stage is the only one). */
-static void one_stage(const fth_train_plan *p, const fth_block_env *e, const fth_phase blk_f[2],
-                      const fth_phase blk_b[2], const int blocks[2], int head, fth_phase *fwd,
-                      fth_phase *bwd) {
-  const fth_train_def *w = &p->work;
-  memset(fwd, 0, sizeof *fwd);
-  memset(bwd, 0, sizeof *bwd);
-  for (int moe = 0; moe < 2; moe++) {
-    if (blocks[moe] == 0) continue;
-    fth_phase f = blk_f[moe], b = blk_b[moe];
-    fth_phase_scale(&f, blocks[moe]);
-    fth_phase_scale(&b, blocks[moe]);
-    fth_phase_add(fwd, &f);
-    fth_phase_add(bwd, &b);
-  }
-  if (!head) return;
-  fth_phase hf, hb;
-  fth_block_head(e, w->micro_batch, w->seq_len / p->layout.cp, p->layout.pp == 1, &hf, &hb);
-  fth_phase_add(fwd, &hf);
-  fth_phase_add(bwd, &hb);
-}
-
-/* One micro-batch through the slowest stage: a middle stage's blocks, or the
- * last stage's (a layer fewer when PP does not divide the layers) with the LM
- * head, whichever takes longer; and what recomputation re-runs inside its
- * backward: the whole blocks (full) or the unfused attention core (selective). */
-static void stage_pass(const fth_train_plan *p, const fth_block_env *e, fth_phase *fwd,
-                       fth_phase *bwd, fth_phase *rec) {
+/* One micro-batch through the slowest stage: the heaviest stage but the last,
+ * or the last with the LM head, whichever takes longer under the overlap
+ * `eff`; and what recomputation re-runs inside its backward: the whole blocks
+ * (full) or the unfused attention core (selective). */
+static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff,
+                       fth_phase *fwd, fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const double q = w->seq_len / l->cp;
   fth_phase blk_f[2], blk_b[2];
   memset(blk_f, 0, sizeof blk_f);
   memset(blk_b, 0, sizeof blk_b);
-  int mid[2] = {l->dense_layers_per_stage, l->moe_layers_per_stage};
+  int mid[2], last[2];
+  fth_block_stage_blocks(l, mid, last);
   for (int moe = 0; moe < 2; moe++)
-    if (mid[moe] > 0 || moe == 0)
+    if (mid[moe] > 0 || last[moe] > 0)
       fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
-  int last[2] = {mid[0], mid[1]};
-  if (l->last_stage_layers < l->layers_per_stage) last[mid[0] > 0 ? 0 : 1]--;
-  one_stage(p, e, blk_f, blk_b, last, 1, fwd, bwd);
-  int layers = last[0] + last[1];
-  if (l->last_stage_layers < l->layers_per_stage) {
+  fth_block_stage(e, blk_f, blk_b, last, 1, w->micro_batch, q, fwd, bwd);
+  int *chosen = last;
+  if (l->pp > 1) {
     fth_phase mf, mb;
-    one_stage(p, e, blk_f, blk_b, mid, 0, &mf, &mb);
+    fth_block_stage(e, blk_f, blk_b, mid, 0, w->micro_batch, q, &mf, &mb);
     double ex[FTH_COMM_KIND_COUNT];
-    double t_last =
-        fth_phase_time(fwd, w->comp_comm_eff, ex) + fth_phase_time(bwd, w->comp_comm_eff, ex);
-    double t_mid =
-        fth_phase_time(&mf, w->comp_comm_eff, ex) + fth_phase_time(&mb, w->comp_comm_eff, ex);
+    double t_last = fth_phase_time(fwd, eff, ex) + fth_phase_time(bwd, eff, ex);
+    double t_mid = fth_phase_time(&mf, eff, ex) + fth_phase_time(&mb, eff, ex);
     if (t_mid > t_last) {
       *fwd = mf;
       *bwd = mb;
-      layers = mid[0] + mid[1];
-      last[0] = mid[0];
-      last[1] = mid[1];
+      chosen = mid;
     }
   }
   memset(rec, 0, sizeof *rec);
-  if (w->recompute == FTH_RECOMPUTE_FULL) {
-    fth_phase rb;
-    one_stage(p, e, blk_f, blk_b, last, 0, rec, &rb);
-  } else if (w->recompute == FTH_RECOMPUTE_SELECTIVE) {
-    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, layers, rec);
-  }
+  if (w->recompute == FTH_RECOMPUTE_FULL)
+    fth_block_stage(e, blk_f, NULL, chosen, 0, w->micro_batch, q, rec, NULL);
+  else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
+    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, chosen[0] + chosen[1], rec);
 }
 
 static void set_item(fth_comm_item *it, const fth_group *g, fth_coll_op op, fth_coll_algo algo,
@@ -292,14 +263,13 @@ static double coll_time(const fth_train_plan *p, fth_coll_op op, double bytes, f
  * sequence parallelism) at every stage boundary, forward and backward, once
  * per model chunk; hidden under the stage's work as comp_comm_efficiency
  * allows. The bubble is the schedule row's. */
-static void pipeline(const fth_train_plan *p, double t_f, double t_b, double t_w,
-                     fth_train_result *r) {
+static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f, double t_b,
+                     double t_w, fth_train_result *r) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   if (l->pp > 1) {
     const fth_schedule *row = fth_schedule_get(w->pp);
-    double bytes = w->micro_batch * w->seq_len / l->cp * p->model.d_model * w->act_bytes /
-                   (w->sequence_parallel ? l->tp : 1);
+    double bytes = fth_block_pp_message_bytes(e, w->micro_batch * w->seq_len / l->cp);
     fth_coll_algo a;
     double t1 = coll_time(p, FTH_COLL_SEND_RECV, bytes, FTH_COMM_PP, &a);
     double calls = row->sends_per_micro * p->microbatches * fth_pp_chunks(w->pp, w->virtual_stages);
@@ -338,8 +308,10 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
     fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], w->grad_bytes, w->act_bytes,
                                                p->microbatches, &w->coll);
     t[i] = z.time_s;
-    if (g->n > 0) /* a group of one moves nothing: nothing to report */
+    if (g->n > 0) { /* a group of one moves nothing: nothing to report */
       set_item(&r->comm[kinds[i]], g, z.op, z.algo, z.bytes_per_call, z.calls);
+      r->comm[kinds[i]].bytes_per_step = z.bytes_per_step;
+    }
     raw += t[i];
     gather += z.gather_s;
   }
@@ -396,13 +368,14 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
   double per_tok = 3.0 * fwd_tok;
   r->model_flops_per_step = per_tok * r->tokens_per_step;
   /* Recomputation re-runs the blocks' forward (full) or, without flash
-   * attention, the attention core of every block (selective), per token as
-   * the model counts it. */
+   * attention, the attention core of every block (selective: the unfused
+   * kernels compute the whole score matrix, twice the causal half the model
+   * counts, (seq + 1) / 2 keys per query). */
   double rec_tok = 0;
   if (w->recompute == FTH_RECOMPUTE_FULL)
     rec_tok = fwd_tok - p->lm_head_flops_per_token;
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention)
-    rec_tok = p->attn_core_flops_per_token;
+    rec_tok = p->attn_core_flops_per_token * 2.0 * w->seq_len / (w->seq_len + 1.0);
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;
   double peak = fth_compute_nominal_flops_per_s(&p->node.compute, p->prec);
   double denom = r->step_time_s * p->layout.num_gpus * peak;
@@ -417,12 +390,12 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   memset(r, 0, sizeof *r);
   fth_block_env e;
   block_env(p, &e);
-  fth_phase fwd, bwd, rec;
-  stage_pass(p, &e, &fwd, &bwd, &rec);
-
   /* A schedule that pairs the two directions' chunks hides the layer
    * collectives under the other chunk's computation (DualPipe). */
   double eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
+  fth_phase fwd, bwd, rec;
+  stage_pass(p, &e, eff, &fwd, &bwd, &rec);
+
   double ex[3][FTH_COMM_KIND_COUNT];
   double t_f = fth_phase_time(&fwd, eff, ex[0]);
   double t_rec = fth_phase_time(&rec, eff, ex[2]);
@@ -446,7 +419,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   layer_comm(p, &fwd, &bwd, &rec, (const double(*)[FTH_COMM_KIND_COUNT])ex, r);
 
   r->busy_s = mbs * (t_f + t_b);
-  pipeline(p, t_f, t_b, bwd.wgrad_s, r);
+  pipeline(p, &e, t_f, t_b, bwd.wgrad_s, r);
   data_parallel(p, &fwd, &bwd, r);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) r->exposed_comm_s += r->comm[k].exposed_s;
   fth_train_footprint(p, &r->mem);

@@ -44,7 +44,7 @@ typedef struct fth_comm_item {
   int num_levels;        ///< physical dimensions the group spans
   double bytes_per_call; ///< per the byte convention of fth_collective.h
   double calls_per_step;
-  double bytes_per_step; ///< bytes_per_call x calls
+  double bytes_per_step; ///< every collective of the kind (ZeRO: also the weight gathers)
   double raw_s;          ///< time per step if nothing overlapped
   double hidden_s;       ///< of raw_s, hidden under compute / memory
   double exposed_s;      ///< of raw_s, on the critical path

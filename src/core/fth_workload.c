@@ -36,6 +36,22 @@ static int is_int(double x) {
   return isfinite(x) && x == floor(x);
 }
 
+fth_status fth_exec_check(double act_bytes, double expert_imbalance, const double effs[3],
+                          const fth_coll_params *coll, double kernel_launch_s, fth_error *err) {
+  if (!(act_bytes == 1 || act_bytes == 2 || act_bytes == 4))
+    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g", act_bytes);
+  if (!(isfinite(expert_imbalance) && expert_imbalance >= 1.0))
+    return fth_fail(err, FTH_EINVAL, "moe_spec_v2.expert_imbalance", "expected >= 1, got %g",
+                    expert_imbalance);
+  const char *names[3] = {"comp_comm_efficiency", "comp_mem_efficiency", "comm_mem_efficiency"};
+  for (int i = 0; i < 3; i++)
+    if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
+      return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
+  if (!(coll->per_peer_overhead_s >= 0 && coll->launch_s >= 0 && kernel_launch_s >= 0))
+    return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
+  return FTH_OK;
+}
+
 fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (!(fth_positive(w->global_batch) && is_int(w->global_batch)))
     return fth_fail(err, FTH_EINVAL, "global_batch_size", "expected a positive integer, got %g",
@@ -49,9 +65,10 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (!(isfinite(w->total_train_tokens) && w->total_train_tokens >= 0))
     return fth_fail(err, FTH_EINVAL, "total_train_tokens", "expected >= 0, got %g",
                     w->total_train_tokens);
-  if (!(w->act_bytes == 1 || w->act_bytes == 2 || w->act_bytes == 4))
-    return fth_fail(err, FTH_EINVAL, "float_size_bytes", "expected 1, 2 or 4, got %g",
-                    w->act_bytes);
+  const double effs[3] = {w->comp_comm_eff, w->comp_mem_eff, w->comm_mem_eff};
+  if (fth_exec_check(w->act_bytes, w->expert_imbalance, effs, &w->coll, w->kernel_launch_s, err) !=
+      FTH_OK)
+    return err->status;
   if (!(w->master_bytes == 2 || w->master_bytes == 4))
     return fth_fail(err, FTH_EINVAL, "full_precision_param_float_size", "expected 2 or 4, got %g",
                     w->master_bytes);
@@ -71,14 +88,6 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
                     fth_pp_schedule_name(FTH_PP_INTERLEAVED), fth_pp_schedule_name(w->pp));
   if (w->recompute < FTH_RECOMPUTE_NONE || w->recompute > FTH_RECOMPUTE_FULL)
     return fth_fail(err, FTH_EINVAL, "recompute", "unknown mode");
-  if (!(isfinite(w->expert_imbalance) && w->expert_imbalance >= 1.0))
-    return fth_fail(err, FTH_EINVAL, "moe_spec_v2.expert_imbalance", "expected >= 1, got %g",
-                    w->expert_imbalance);
-  const double effs[3] = {w->comp_comm_eff, w->comp_mem_eff, w->comm_mem_eff};
-  const char *names[3] = {"comp_comm_efficiency", "comp_mem_efficiency", "comm_mem_efficiency"};
-  for (int i = 0; i < 3; i++)
-    if (!(effs[i] >= 0.0 && effs[i] <= 1.0))
-      return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
   if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
     return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");
   if (w->recipe != FTH_RECIPE_NONE && w->act_bytes < 2)
@@ -89,8 +98,5 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (!(w->ep_a2a_override_s >= 0))
     return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
                     w->ep_a2a_override_s);
-  if (!(w->coll.per_peer_overhead_s >= 0 && w->coll.launch_s >= 0 && w->kernel_launch_s >= 0))
-    return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
   return FTH_OK;
 }
-

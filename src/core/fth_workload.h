@@ -44,4 +44,10 @@ fth_train_def fth_train_def_default(void);
 /// Check every field; paths are the workload's keys ("micro_batch_size").
 fth_status fth_train_def_check(const fth_train_def *w, fth_error *err);
 
+/// The checks every workload (training, prefill, decode) shares: the
+/// activation width, the expert imbalance, the three overlap efficiencies and
+/// the fixed overheads. The one copy of those rules.
+fth_status fth_exec_check(double act_bytes, double expert_imbalance, const double effs[3],
+                          const fth_coll_params *coll, double kernel_launch_s, fth_error *err);
+
 #endif

@@ -9,10 +9,18 @@ const char *fth_dp_variant_name(fth_dp_variant v) {
   return (v >= 0 && v < FTH_DP_COUNT) ? dp_names[v] : NULL;
 }
 
+/* PyTorch's FSDP (FULL_SHARD) is ZeRO-3. */
+static const fth_name_alias dp_aliases[] = {{"FSDP", FTH_DP_ZERO3}, {NULL, 0}};
+
+const fth_name_alias *fth_dp_variant_aliases(void) {
+  return dp_aliases;
+}
+
 fth_dp_variant fth_dp_variant_parse(const char *name) {
   for (int i = 0; i < FTH_DP_COUNT; i++)
     if (strcmp(name, dp_names[i]) == 0) return (fth_dp_variant)i;
-  if (strcmp(name, "FSDP") == 0) return FTH_DP_ZERO3;
+  for (const fth_name_alias *a = dp_aliases; a->alias != NULL; a++)
+    if (strcmp(name, a->alias) == 0) return (fth_dp_variant)a->value;
   return FTH_DP_COUNT;
 }
 
@@ -44,15 +52,18 @@ fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, dou
   if (v == FTH_DP_DDP) {
     t.op = FTH_COLL_ALL_REDUCE;
     t.calls = 1;
+    t.bytes_per_step = gb;
     t.time_s = coll_time(g, FTH_COLL_ALL_REDUCE, gb, coll, &t.algo);
   } else if (v != FTH_DP_ZERO3) {
     t.op = FTH_COLL_REDUCE_SCATTER;
     t.calls = 1;
+    t.bytes_per_step = gb + wb;
     t.gather_s = coll_time(g, FTH_COLL_ALL_GATHER, wb, coll, NULL);
     t.time_s = coll_time(g, FTH_COLL_REDUCE_SCATTER, gb, coll, &t.algo) + t.gather_s;
   } else {
     t.op = FTH_COLL_ALL_GATHER;
     t.calls = microbatches;
+    t.bytes_per_step = microbatches * (2.0 * wb + gb);
     t.time_s = microbatches * (2.0 * coll_time(g, FTH_COLL_ALL_GATHER, wb, coll, &t.algo) +
                                coll_time(g, FTH_COLL_REDUCE_SCATTER, gb, coll, NULL));
   }

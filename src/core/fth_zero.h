@@ -19,6 +19,7 @@ typedef enum fth_dp_variant {
 
 const char *fth_dp_variant_name(fth_dp_variant v);     ///< "DDP", "ZERO1", "ZERO2", "ZERO3"
 fth_dp_variant fth_dp_variant_parse(const char *name); ///< also "FSDP"; FTH_DP_COUNT if unknown
+const fth_name_alias *fth_dp_variant_aliases(void);    ///< the other spellings it accepts
 
 /// The DP group size each state is divided by under `v` (1 where it is kept whole).
 typedef struct fth_zero_shards {
@@ -39,6 +40,7 @@ typedef struct fth_zero_traffic {
   fth_coll_algo algo;    ///< its algorithm
   double bytes_per_call; ///< gradient bytes of one call of the main collective
   double calls;          ///< calls of the main collective per step
+  double bytes_per_step; ///< bytes of every collective it times, per step
 } fth_zero_traffic;
 fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, double params,
                                        double grad_bytes, double weight_bytes, double microbatches,

@@ -43,10 +43,22 @@ static int msghandler(lua_State *L) {
 static lua_State *globalL = NULL;
 static volatile sig_atomic_t caught_signal = 0;
 
-/* Hook set by the handler: raise the interrupt error in the running code. */
+/* Instructions between two raises of an interrupt nobody acknowledged (a pcall
+ * swallowed it): the program still stops, soon. */
+#define INTERRUPT_REPEAT 1000000
+#define INTERRUPT_MAX_RAISES 50 /* then the default action: about a second */
+static int interrupt_raises = 0;
+
+/* Hook set by the handler: raise the interrupt error in the running code, and
+ * again every INTERRUPT_REPEAT instructions until the CLI acknowledges it. */
 static void lstop(lua_State *L, lua_Debug *ar) {
   (void)ar;
-  lua_sethook(L, NULL, 0, 0);
+  if (++interrupt_raises > INTERRUPT_MAX_RAISES) { /* everything swallows it: die as the signal */
+    lua_sethook(L, NULL, 0, 0);
+    raise(caught_signal); /* the handler is SIG_DFL again */
+    return;
+  }
+  lua_sethook(L, lstop, LUA_MASKCOUNT, INTERRUPT_REPEAT);
   lua_createtable(L, 0, 3);
   lua_pushliteral(L, "interrupt");
   lua_setfield(L, -2, "kind");
@@ -65,6 +77,18 @@ static void on_signal(int sig) {
   caught_signal = sig;
   int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT;
   lua_sethook(globalL, lstop, flag, 1);
+}
+
+/* () -> the signal caught (0: none); lets Lua notice an interrupt that a pcall swallowed. */
+static int l_interrupted(lua_State *L) {
+  lua_pushinteger(L, caught_signal);
+  return 1;
+}
+
+/* () -> nothing: the CLI has the interrupt in hand; stop raising it (cleanup runs). */
+static int l_acknowledge(lua_State *L) {
+  if (caught_signal) lua_sethook(L, NULL, 0, 0);
+  return 0;
 }
 
 static void install_handlers(void) {
@@ -133,6 +157,10 @@ static void set_search_path(lua_State *L, const char *argv0) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   lua_pushinteger(L, cores > 0 ? (lua_Integer)cores : 1);
   lua_setfield(L, -2, "cores"); /* the cap on worker processes */
+  lua_pushcfunction(L, l_interrupted);
+  lua_setfield(L, -2, "interrupted");
+  lua_pushcfunction(L, l_acknowledge);
+  lua_setfield(L, -2, "acknowledge_interrupt");
   if (exe[0] != '\0') {
     lua_pushfstring(L, "%s/fathom", exe);
     lua_setfield(L, -2, "exe"); /* for worker processes */

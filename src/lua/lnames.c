@@ -59,45 +59,37 @@ PARSE_OF(fth_placement_parse)
 NAME_OF(fth_recipe_name, fth_recipe)
 PARSE_OF(fth_recipe_parse)
 
-/* Spellings the core's parsers accept besides the canonical names; listed here
- * (and only here outside the core) so Lua's choices can offer them. The spec
- * names_spec.lua checks the core parses each one to its target. */
-typedef struct alias {
-  const char *alias, *target;
-} alias;
-static const alias dp_aliases[] = {{"FSDP", "ZERO3"}, {NULL, NULL}};
-static const alias mem_aliases[] = {
-    {"activations", "saved_activations"}, {"gradients", "gradient_buffers"}, {NULL, NULL}};
-
+/* One enum: its names, its parser and the core's table of other spellings
+ * its parser accepts (exported so Lua's choices can offer them; names_spec.lua
+ * checks the core parses each one to its target). */
 typedef struct enum_desc {
   const char *key; /* core.names.<key> */
   int count;
   const char *(*name)(int);
-  int (*parse)(const char *); /* NULL: match the names */
-  const alias *aliases;       /* NULL: none */
+  int (*parse)(const char *);             /* NULL: match the names */
+  const fth_name_alias *(*aliases)(void); /* NULL: none; the core's table */
 } enum_desc;
 
 static const enum_desc enums[LNAMES_COUNT] = {
     [LNAMES_DP_VARIANT] = {"dp_variant", FTH_DP_COUNT, fth_dp_variant_name_i,
-                           fth_dp_variant_parse_i, dp_aliases},
+                           fth_dp_variant_parse_i, fth_dp_variant_aliases},
     [LNAMES_PP_SCHEDULE] = {"pp_schedule", FTH_PP_COUNT, fth_pp_schedule_name_i,
                             fth_pp_schedule_parse_i, NULL},
     [LNAMES_RECOMPUTE] = {"recompute", FTH_RECOMPUTE_COUNT, fth_recompute_name_i,
                           fth_recompute_parse_i, NULL},
     [LNAMES_KERNEL_MODEL] = {"kernel_model", FTH_KERNEL_MODEL_COUNT, fth_kernel_model_name_i,
                              fth_kernel_model_parse_i, NULL},
-    [LNAMES_COLL_OP] = {"collective_op", FTH_COLL_OP_COUNT, fth_coll_op_name_i,
-                        fth_coll_op_parse_i, NULL},
+    [LNAMES_COLL_OP] = {"collective_op", FTH_COLL_OP_COUNT, fth_coll_op_name_i, fth_coll_op_parse_i,
+                        NULL},
     [LNAMES_COLL_ALGO] = {"collective_algorithm", FTH_ALGO_COUNT, fth_coll_algo_name_i,
                           fth_coll_algo_parse_i, NULL},
     [LNAMES_TOPOLOGY_TYPE] = {"topology_type", FTH_TOPO_COUNT, fth_topo_type_name_i,
                               fth_topo_type_parse_i, NULL},
     [LNAMES_LOGICAL_TAG] = {"logical_tag", FTH_TAG_COUNT, fth_logical_tag_name_i,
                             fth_logical_tag_parse_i, NULL},
-    [LNAMES_MEMORY_TIER] = {"memory_tier", FTH_TIER_COUNT, fth_tier_name_i, fth_tier_parse_i,
-                            NULL},
-    [LNAMES_MEM_COMPONENT] = {"memory_component", FTH_MEM_COMPONENT_COUNT,
-                              fth_mem_component_name_i, fth_mem_component_parse_i, mem_aliases},
+    [LNAMES_MEMORY_TIER] = {"memory_tier", FTH_TIER_COUNT, fth_tier_name_i, fth_tier_parse_i, NULL},
+    [LNAMES_MEM_COMPONENT] = {"memory_component", FTH_MEM_COMPONENT_COUNT, fth_mem_component_name_i,
+                              fth_mem_component_parse_i, fth_mem_component_aliases},
     [LNAMES_COMM_KIND] = {"comm_kind", FTH_COMM_KIND_COUNT, fth_comm_kind_name_i, NULL, NULL},
     [LNAMES_FLOP_PART] = {"flop_part", FTH_FLOP_PART_COUNT, fth_flop_part_name_i, NULL, NULL},
     [LNAMES_ROUTE_DISTRIBUTION] = {"route_distribution", FTH_DIST_COUNT, fth_route_dist_name_i,
@@ -188,8 +180,9 @@ void lfth_open_names(lua_State *L) {
     }
     lua_setfield(L, -3, d->key); /* core names aliases */
     lua_newtable(L);             /* core names aliases map */
-    for (const alias *a = d->aliases; a != NULL && a->alias != NULL; a++) {
-      lua_pushstring(L, a->target);
+    for (const fth_name_alias *a = d->aliases ? d->aliases() : NULL; a != NULL && a->alias != NULL;
+         a++) {
+      lua_pushstring(L, d->name(a->value));
       lua_setfield(L, -2, a->alias);
     }
     lua_setfield(L, -2, d->key); /* core names aliases */

@@ -371,7 +371,6 @@ static long parse_node(lua_State *L, loader *ld, yaml_event_t *ev) {
   long n = -1;
   int pushed = 0;
   const char *anchor = NULL;
-  char anchor_buf[256];
   yaml_mark_t m = ev->start_mark;
   luaL_checkstack(L, 8, "YAML nesting");
   switch (ev->type) {
@@ -412,19 +411,20 @@ static long parse_node(lua_State *L, loader *ld, yaml_event_t *ev) {
   case YAML_SEQUENCE_START_EVENT: {
     int mapping = ev->type == YAML_MAPPING_START_EVENT;
     yaml_char_t *a = mapping ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
-    if (a != NULL) {
-      snprintf(anchor_buf, sizeof anchor_buf, "%s", (const char *)a);
-      anchor = anchor_buf;
-    }
+    /* The anchor, whatever its length, lives on the stack below the value until
+     * it is recorded (the event's copy is freed with the event). */
+    if (a != NULL) lua_pushstring(L, (const char *)a); /* anchor */
     yaml_event_t copy = *ev; /* parse_* reads marks only; delete after */
     n = mapping ? parse_mapping(L, ld, &copy) : parse_sequence(L, ld, &copy);
     yaml_event_delete(ev);
     if (n < 0) return -1;
-    if (anchor != NULL) {
-      lua_pushvalue(L, -1);
-      lua_setfield(L, ld->anchors, anchor);
+    if (a != NULL) {                           /* anchor value */
+      anchor = lua_tostring(L, -2);
+      lua_pushvalue(L, -1);                    /* anchor value value */
+      lua_setfield(L, ld->anchors, anchor);    /* anchor value */
       lua_pushinteger(L, n);
       lua_setfield(L, ld->anchor_counts, anchor);
+      lua_remove(L, -2);                       /* value */
     }
     return n;
   }

@@ -66,11 +66,13 @@ static int layout_moe(void) {
   FTH_ENSURE_EQ_INT(2, l.group[FTH_COMM_EP].n);
   FTH_ENSURE_EQ_INT(0, l.group[FTH_COMM_EP].dim);
   FTH_ENSURE_EQ_INT(8, l.group[FTH_COMM_EP].size);
-  /* Stage split: ceil(6 / 2) = 3 layers per stage; 4 MoE layers -> ceil(4 / 2) = 2
-   * on the busiest stage, so 1 dense. */
+  /* Stage split: 6 layers over PP 2, 3 each; the 2 dense layers lead, so the
+   * first stage is 2 dense + 1 MoE and the last 3 MoE. */
   FTH_ENSURE_EQ_INT(3, l.layers_per_stage);
-  FTH_ENSURE_EQ_INT(2, l.moe_layers_per_stage);
-  FTH_ENSURE_EQ_INT(1, l.dense_layers_per_stage);
+  FTH_ENSURE_EQ_INT(1, l.moe_layers_per_stage);
+  FTH_ENSURE_EQ_INT(2, l.dense_layers_per_stage);
+  FTH_ENSURE_EQ_INT(3, l.last_stage_layers);
+  FTH_ENSURE_EQ_INT(3, l.last_stage_moe);
   FTH_ENSURE_NEAR(2.0, l.local_experts, 0);
   /* FFN defaults resolved once: dense 4 x 256 = 1024; experts 512 as given. */
   FTH_ENSURE_NEAR(1024.0, l.ffn_hidden, 0);
@@ -81,10 +83,41 @@ static int layout_moe(void) {
   m.expert_ffn_hidden = 0;
   FTH_ENSURE(fth_layout_make(&l, &t, &m, &err) == FTH_OK);
   FTH_ENSURE_NEAR(1024.0, l.expert_ffn, 0);
-  /* Expert parameters of the busiest stage: 2 MoE layers x 2 local experts x
-   * (plain MLP: 2 x 256 x 1024 weights + 1024 + 256 biases) / TP_MoE 1. */
-  double per_expert = l.moe_shape.params_per_expert;
-  FTH_ENSURE_NEAR(2.0 * 2.0 * per_expert, l.stage_expert_params, 1e-12);
+  /* Expert parameters of the busiest stage, the last: 3 MoE layers x 2 local
+   * experts x one expert's (plain MLP, h 256, f 1024 since expert_ffn_hidden
+   * is now unset): 2 x 256 x 1024 = 524,288 weights, over TP_MoE 1. */
+  FTH_ENSURE_NEAR(524288.0, l.moe_shape.params_per_expert, 1e-12);
+  FTH_ENSURE_NEAR(3.0 * 2.0 * 524288.0, l.stage_expert_params, 1e-12);
+  return 0;
+}
+
+/* Where the MoE blocks really are. 8 layers, 2 dense, PP 2: stage 0 is
+ * 2 dense + 2 MoE, stage 1 (last) 4 MoE. 10 layers, 4 dense, PP 4: 3 per
+ * stage with 2 short, the last and the first: 2 | 3 | 3 | 2 layers, i.e.
+ * {0,1 dense} {2,3 dense, 4} {5,6,7} {8,9}: the heaviest but the last is
+ * stage 2 with 3 MoE blocks, the last has 2. */
+static int moe_stages(void) {
+  fth_topology_def t = cluster(); /* PP 2 */
+  fth_model_def m = moe_model();
+  fth_layout l;
+  fth_error err;
+  m.n_layers = 8;
+  FTH_ENSURE(fth_layout_make(&l, &t, &m, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(2, l.dense_layers_per_stage);
+  FTH_ENSURE_EQ_INT(2, l.moe_layers_per_stage);
+  FTH_ENSURE_EQ_INT(4, l.last_stage_layers);
+  FTH_ENSURE_EQ_INT(4, l.last_stage_moe);
+  t.logical[0].size = 2; /* TP 2 x PP 4 in the pod; experts: EP_SU 2 x PP 4 */
+  t.logical[1].size = 4;
+  t.logical[4].size = 2;
+  m.n_layers = 10;
+  m.first_dense_layers = 4;
+  FTH_ENSURE(fth_layout_make(&l, &t, &m, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(4, l.pp);
+  FTH_ENSURE_EQ_INT(0, l.dense_layers_per_stage);
+  FTH_ENSURE_EQ_INT(3, l.moe_layers_per_stage);
+  FTH_ENSURE_EQ_INT(2, l.last_stage_layers);
+  FTH_ENSURE_EQ_INT(2, l.last_stage_moe);
   return 0;
 }
 
@@ -127,6 +160,16 @@ static int moe_layer_count(void) {
         for (int i = 0; i < n; i++) count += fth_model_layer_is_moe(&m, i);
         FTH_ENSURE_EQ_INT(count, fth_model_num_moe_layers(&m));
       }
+  /* The windowed count against counting layer by layer. */
+  m.n_layers = 23;
+  m.first_dense_layers = 3;
+  m.moe_layer_interval = 2;
+  for (int a = 0; a <= 23; a++)
+    for (int b = a; b <= 23; b++) {
+      int count = 0;
+      for (int i = a; i < b; i++) count += fth_model_layer_is_moe(&m, i);
+      FTH_ENSURE_EQ_INT(count, fth_model_num_moe_in(&m, a, b));
+    }
   /* DeepSeek-V3: 61 layers, 3 dense, every later layer MoE -> 58. */
   m.n_layers = 61;
   m.first_dense_layers = 3;
@@ -202,6 +245,6 @@ static int hb_group(void) {
 }
 
 int layout_test(void) {
-  return layout_moe() || layout_refusals() || moe_layer_count() || kv_per_gpu() || footprint() ||
+  return layout_moe() || moe_stages() || layout_refusals() || moe_layer_count() || kv_per_gpu() || footprint() ||
          hb_group();
 }

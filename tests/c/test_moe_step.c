@@ -194,6 +194,16 @@ static int moe_step(void) {
   FTH_ENSURE_NEAR(r.comm[FTH_COMM_EP].raw_s, z.comm[FTH_COMM_EP].raw_s, 1e-12);
   FTH_ENSURE_NEAR(r.fwd_s, z.fwd_s, 1e-12);
 
+  /* Without the shared expert and without SP the routed outputs, each TP
+   * rank's 1/4 of the tokens, still have to be summed over TP: the same 8
+   * all-reduces as with it. */
+  m.num_shared_experts = 0;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_result ns;
+  fth_train_evaluate(&plan, &ns);
+  FTH_ENSURE_NEAR(8.0, ns.comm[FTH_COMM_TP].calls_per_step, 0);
+  m.num_shared_experts = 1;
+
   /* A grouped expert GEMM's fixed cost per expert (1 us here): 2 local
    * experts x 2 expert GEMMs (up, down) = 4 us more per micro-batch forward,
    * twice that backward (data and weight gradients), nothing hidden. */

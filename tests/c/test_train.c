@@ -317,7 +317,7 @@ static int uneven_interleaving(void) {
 }
 
 /* DualPipe pairs stages from both ends: PP 3 does not tile (refused as such),
- * PP 2 does; without a pipeline the schedule does not matter. */
+ * PP 2 does with an even number of micro-batches; PP 1 has nothing to pair. */
 static int dualpipe_stages(void) {
   fth_node_def node = toy_node();
   fth_topology_def topo = toy_topo();
@@ -337,9 +337,14 @@ static int dualpipe_stages(void) {
   topo.phys[1].size = 2; /* TP 2 x PP 2 */
   topo.logical[1].size = 2;
   FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
-  topo.logical[1].tag = FTH_TAG_DP_ATTN; /* TP 2 x DP 2, no pipeline */
+  w.global_batch = 3; /* 3 micro-batches cannot be fed from both ends */
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_ETILE);
+  FTH_ENSURE(strcmp(err.path, "workload.global_batch_size") == 0);
+  /* Without a pipeline there is nothing to pair: refused, not silently
+   * hiding every collective and doubling the weights. */
+  topo.logical[1].tag = FTH_TAG_DP_ATTN; /* TP 2 x DP 2 */
   w.global_batch = 8;
-  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_OK);
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &w, &err) == FTH_ETILE);
   return 0;
 }
 

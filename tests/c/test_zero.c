@@ -43,6 +43,7 @@ int zero_test(void) {
    * 2 (3/4) 4 MB / 100 GB/s = 60 us; the fastest algorithm is no slower. */
   fth_zero_traffic t = fth_zero_step_traffic(FTH_DP_DDP, &g, 1e6, 4, 2, 8, &p);
   FTH_ENSURE(t.op == FTH_COLL_ALL_REDUCE && t.calls == 1 && t.bytes_per_call == 4e6);
+  FTH_ENSURE(t.bytes_per_step == 4e6);
   FTH_ENSURE_NEAR(coll(FTH_COLL_ALL_REDUCE, 4e6), t.time_s, 1e-12);
   FTH_ENSURE(t.time_s <= 60e-6 * (1 + 1e-12));
   /* ZeRO-1 and -2: reduce-scatter the gradients, all-gather the 2 MB of
@@ -50,6 +51,7 @@ int zero_test(void) {
   for (int v = FTH_DP_ZERO1; v <= FTH_DP_ZERO2; v++) {
     t = fth_zero_step_traffic((fth_dp_variant)v, &g, 1e6, 4, 2, 8, &p);
     FTH_ENSURE(t.op == FTH_COLL_REDUCE_SCATTER && t.calls == 1);
+    FTH_ENSURE(t.bytes_per_step == 6e6); /* 4 MB of gradients + 2 MB of weights */
     FTH_ENSURE_NEAR(coll(FTH_COLL_REDUCE_SCATTER, 4e6) + coll(FTH_COLL_ALL_GATHER, 2e6), t.time_s,
                     1e-12);
     FTH_ENSURE(t.time_s <= 45e-6 * (1 + 1e-12));
@@ -61,6 +63,7 @@ int zero_test(void) {
    * backward and reduce-scatters its gradients: 8 (2 x 15 + 30) = 480 us on a ring. */
   t = fth_zero_step_traffic(FTH_DP_ZERO3, &g, 1e6, 4, 2, 8, &p);
   FTH_ENSURE(t.op == FTH_COLL_ALL_GATHER && t.calls == 8 && t.gather_s == 0.0);
+  FTH_ENSURE(t.bytes_per_step == 8 * (2 * 2e6 + 4e6)); /* 64 MB */
   FTH_ENSURE_NEAR(8 * (2 * coll(FTH_COLL_ALL_GATHER, 2e6) + coll(FTH_COLL_REDUCE_SCATTER, 4e6)),
                   t.time_s, 1e-12);
   FTH_ENSURE(t.time_s <= 480e-6 * (1 + 1e-12));

@@ -12,7 +12,6 @@ local interim = {}
 -- of the same word, or an input document written the way a user writes one,
 -- which the schemas then check against these very names).
 local allowed = {
-  ["src/lua/lnames.c"] = { why = "the alias list", all = true },
   ["lua/fathom/validate.lua"] = { why = "writes input documents as a user would; spec.lua checks them",
     all = true },
   ["lua/fathom/cases.lua"] = { why = "writes input documents as a user would; spec.lua checks them",

@@ -99,6 +99,12 @@ local analyze_cases = {
   { "hardware", "hw_zero_stacks.yaml", "num_stack: expected a value >= 1" },
   { "hardware", "hw_eff_over_one.yaml", "efficiency: expected a value <= 1" },
   { "hardware", "hw_negative_flops.yaml", "bf16_nominal: expected a value >= 0" },
+  -- several errors: the first in the file, every time (keys walked in document order)
+  { "model", "model_several_errors.yaml", ":2:1: zzz_bad: unknown key" },
+  -- a 1 MB unknown key: no quadratic "did you mean" (81 s before), the key shown by its start
+  { "model", "model_huge_key.yaml", ":2:3: k+%.%.%. %(1000000 bytes%): unknown key" },
+  -- a key with a line break: the message stays on one line
+  { "model", "model_newline_key.yaml", ":2:1: bad\\nkey: unknown key" },
 }
 
 -- Sweep configs refused before any point is built.
@@ -109,6 +115,7 @@ local sweep_cases = {
   { "sweep_divisors_huge.yaml", "divisors_of: expected an integer in %[1, 10%^12%]" },
   { "sweep_empty_list.yaml", "micro_batch_size" },
   { "sweep_powers_none.yaml", "no power of two lies in" },
+  { "sweep_no_valid_point.yaml", "global_batch_size: .*%(no point of the 2%-point sweep is valid" },
 }
 
 local search_base = { "search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "64" }
@@ -119,6 +126,8 @@ local search_cases = {
   { { "--fix", "cp=1073741824" }, "%-%-fix cp=1073741824: expected a positive integer up to 1024" },
   { { "--fix", "vs=536870912" }, "%-%-fix vs=536870912: expected a positive integer up to 256" },
   { { "--workers", "1000" }, "%-%-workers must be a positive integer" },
+  { { "--pass-mode", "inference_decode", "--fix", "tp=1073741824" }, "%-%-fix tp=1073741824: expected a positive" },
+  { { "--pass-mode", "inference_decode", "--fix", "batch=4294967298" }, "%-%-fix batch=4294967298: expected" },
   { { "--gpus", "1e400" }, "%-%-gpus' expects a finite number" },
   { { "--gpus", "nan" }, "%-%-gpus' expects a number" },
   { { "--seq", "1e300" }, "%-%-seq must be a positive integer" },
@@ -139,7 +148,84 @@ local route_cases = {
   { { "--experts", "8192" }, "router%.experts: expected a value <= 4096" },
 }
 
+-- Files no command can read (YAML and JSON syntax, limits, duplicate keys), each
+-- given to every command that reads a file: expected text (a position is required).
+local unreadable = {
+  { "syntax_tab_indent.yaml", ":2:1: found character that cannot start any token" },
+  { "syntax_unclosed_quote.yaml", ":3:1: found unexpected end of stream" },
+  { "syntax_bad_indent.yaml", ":3:2: did not find expected key" },
+  { "syntax_unknown_alias.yaml", ":1:4: unknown alias '%*nothing'" },
+  { "syntax_bad_escape.yaml", ":1:5: found unknown escape character" },
+  { "syntax_nul_byte.yaml", ":1:5: control characters are not allowed" },
+  { "syntax_control_char.yaml", ":1:5: control characters are not allowed" },
+  { "syntax_merge_scalar.yaml", ":3:3: merge key '<<' needs a mapping" },
+  { "syntax_unclosed_flow.yaml", ":2:1: did not find expected ',' or ']'" },
+  { "syntax_colon_in_flow.yaml", ":1:9: did not find expected ',' or '}'" },
+  { "syntax_stray_bracket.yaml", ":2:1: did not find expected key" },
+  { "syntax_c1_raw.yaml", ":1:9: control characters are not allowed" },
+  { "syntax_deep_flow.yaml", ":1:67: document nests deeper than 64 levels" },
+  { "syntax_dup_nested.yaml", ":4:3: duplicate key 'b' %(first defined at 2:3; keep one%)" },
+  { "syntax_anchor_redefined_bomb.yaml", ":7:5: document expands to more than 2000000 nodes" },
+  { "../bad_alias_bomb.yaml", "document expands to more than" },
+  { "../bad_duplicate_key.yaml", ":4:3: duplicate key 'd_model'" },
+  { "../bad_multi_doc.yaml", ":2:1: file holds more than one YAML document" },
+  { "../bad_not_utf8.yaml", ":2:14: invalid trailing UTF%-8 octet" },
+  { "../bad_syntax.yaml", ":4:1: did not find expected ',' or ']'" },
+  { "../bad_too_deep.yaml", "document nests deeper than 64 levels" },
+  { "json_trailing_comma.json", ":1:9: expected object key string" },
+  { "json_single_quotes.json", ":1:2: expected object key string" },
+  { "json_comment.json", ":1:9: expected comma or object end" },
+  { "json_duplicate.json", ":2:2: duplicate key 'd_model' %(first defined at 1:2; keep one%)" },
+  { "json_nan_literal.json", ":1:7: expected value but found invalid token" },
+  { "json_unclosed.json", ":2:1: expected comma or array end" },
+  { "json_deep.json", ":1:65: found too many nested data structures" },
+  { "json_empty.json", ":1:1: expected value" },
+  { "json_bad_utf8.json", ":1:8: invalid leading UTF%-8 octet" },
+  { "json_control_in_string.json", ":1:7: a: expected a JSON string without raw control characters" },
+  { "json_garbage_after.json", ":1:10: expected the end" },
+  { "json_dup_nested.json", ":2:2: duplicate key 'b'" },
+}
+
+-- The commands that read a file, as argv builders.
+local readers = {
+  show = function(f) return { "show", f } end,
+  validate = function(f) return { "validate", "--cases", f } end,
+  route = function(f) return { "route", "--config", f } end,
+  ["search --model"] = function(f)
+    return { "search", "--model", f, "--hardware", "A100_80GB_SXM", "--gpus", "8" }
+  end,
+  ["search --workload"] = function(f)
+    return { "search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "8", "--workload", f }
+  end,
+  ["analyze --model-spec"] = function(f) return analyze_args("model", f) end,
+  ["analyze --hardware-lib"] = function(f) return analyze_args("hardware", f) end,
+  ["analyze --sweep-config"] = function(f) return analyze_args(nil, nil, { "--sweep-config", f }) end,
+  ["analyze --workload-spec + sweep"] = function(f)
+    return analyze_args("workload", f, { "--sweep-config", "tests/fixtures/sweep_mb.yaml" })
+  end,
+}
+
 describe("robustness (issue 13)", function()
+  describe("every command refuses unreadable files with a position", function()
+    local names = {}
+    for name in pairs(readers) do names[#names + 1] = name end
+    table.sort(names)
+    for _, c in ipairs(unreadable) do
+      it(c[1] .. " #slow", function()
+        for _, name in ipairs(names) do
+          local dir = tmpdir()
+          local argv = readers[name](B .. c[1])
+          if argv[1] == "analyze" then
+            argv[#argv + 1] = "--output-file"
+            argv[#argv + 1] = dir .. "/out.yaml"
+          end
+          refused(argv, c[2], dir)
+          os.remove(dir)
+        end
+      end)
+    end
+  end)
+
   describe("analyze refuses extreme and out-of-range inputs", function()
     for _, c in ipairs(analyze_cases) do
       it(c[2], function()
@@ -190,5 +276,108 @@ describe("robustness (issue 13)", function()
         refused(argv, c[2])
       end)
     end
+  end)
+
+  it("refuses commands used wrongly with one line", function()
+    for _, argv in ipairs({ { "scenario" }, { "scenario", "run", "nosuch" }, { "run" }, { "run", "/nonexistent.lua" },
+      { "show" }, { "show", "/nonexistent.yaml" }, { "show", "/tmp" }, { "analyze" }, { "search" },
+      { "route", "--bogus" }, { "--bogus" }, { "validate", "--cases", "/tmp" }, { "route", "--config", "/tmp" } }) do
+      refused(argv)
+    end
+  end)
+
+  it("refuses a trace that would be gigabytes (--trace-file, huge batch)", function()
+    local dir = tmpdir()
+    refused(analyze_args("workload", B .. "train_trace_huge.yaml", { "--trace-file", dir .. "/t.json" }),
+      "trace: 200000000 micro%-batches make about 1200000000 events, over the limit", dir)
+    os.remove(dir)
+  end)
+
+  it("reads anchors longer than 255 bytes on collections", function()
+    local v = require("fathom.config").load_file("tests/fixtures/good_long_anchor.yaml")
+    assert.are.same({ x = 1 }, v.use)
+    assert.are.equal(5, v.t)
+  end)
+
+  it("reads JSON with positions, and null as YAML does", function()
+    local config = require("fathom.config")
+    local errors = require("fathom.errors")
+    local path = os.tmpname() .. ".json"
+    local f = assert(io.open(path, "w"))
+    f:write('{"a": 1,\n "b": null,\n "c": [1, null, "x\\/y"]}\n')
+    f:close()
+    local v = config.load_file(path)
+    os.remove(path)
+    assert.are.equal(1, v.a)
+    assert.is_nil(v.b)
+    assert.are.equal("x/y", v.c[3])
+    assert.are.equal(path .. ":1:7", errors.where(v, "a"))
+  end)
+
+  it("reports the same first error on every run", function()
+    local first
+    for _ = 1, 5 do
+      local r = refused(analyze_args("model", B .. "model_several_errors.yaml"))
+      first = first or r.stderr
+      assert.are.equal(first, r.stderr)
+    end
+  end)
+
+  it("writes YAML it can read back (C1 controls, separators, BOM, bytes that are not UTF-8)", function()
+    local yaml = require("fathom.format.yaml")
+    local config = require("fathom.config")
+    for _, str in ipairs({ "a\194\133b", "x\194\159y", "l\226\128\168s", "\239\187\191b", "t\tx\0y" }) do
+      local v = config.load_string(yaml.encode({ k = str }), "roundtrip")
+      assert.are.equal(str, v.k)
+    end
+    assert.is_table(config.load_string(yaml.encode({ k = "bad\255\254" }), "roundtrip"))
+  end)
+
+  describe("leaves no temporary file behind", function()
+    it("route --trace: a unique temporary beside the trace, an existing F.tmp untouched", function()
+      local dir = tmpdir()
+      local keep = assert(io.open(dir .. "/t.csv.tmp", "w"))
+      keep:write("mine")
+      keep:close()
+      local r = h.run("route", "--tokens", "1024", "--trace", dir .. "/t.csv")
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.equal("t.csv\nt.csv.tmp\n", dir_entries(dir))
+      local f = assert(io.open(dir .. "/t.csv.tmp"))
+      assert.are.equal("mine", f:read("a"))
+      f:close()
+      os.execute("rm -rf " .. h.shell_quote(dir))
+    end)
+
+    it("search with workers: the definition file is removed", function()
+      local dir = tmpdir()
+      for _, extra in ipairs({ "", "--fix tp=3" }) do -- a run that succeeds and one that fails
+        local ok = os.execute("TMPDIR=" .. h.shell_quote(dir) .. " " .. h.shell_quote(h.bin()) ..
+          " search --model megatron_gpt_1.7b --hardware A100_80GB_SXM --gpus 16 --workers 2 --format json " ..
+          extra .. " >/dev/null 2>&1")
+        assert.are.equal(extra == "", ok == true)
+        assert.are.equal("", dir_entries(dir))
+      end
+      os.remove(dir)
+    end)
+
+    it("SIGTERM during a sweep: exit 143, the output directory empty", function()
+      local dir = tmpdir()
+      local sweep = dir .. "-sweep.yaml"
+      local f = assert(io.open(sweep, "w"))
+      f:write("sweep:\n  workload_spec.total_train_tokens: {start: 1000000, stop: 1999000, step: 1000}\n" ..
+        "  workload_spec.kernel_launch_sec: {start: 0, stop: 99e-9, step: 1e-9}\n")
+      f:close()
+      local argv = analyze_args(nil, nil, { "--sweep-config", sweep, "--output-file", dir .. "/out.yaml" })
+      local parts = { h.shell_quote(h.bin()) }
+      for _, a in ipairs(argv) do parts[#parts + 1] = h.shell_quote(a) end
+      local cmd = table.concat(parts, " ") .. " 2>/dev/null & pid=$!; sleep 1; kill -TERM $pid; wait $pid; echo $?"
+      local p = io.popen("sh -c " .. h.shell_quote(cmd))
+      local code = tonumber(p:read("a"):match("(%d+)%s*$"))
+      p:close()
+      assert.are.equal(143, code)
+      assert.are.equal("", dir_entries(dir))
+      os.remove(sweep)
+      os.remove(dir)
+    end)
   end)
 end)

@@ -65,10 +65,11 @@ end
 
 function M.main(argv)
   local sub = argv[1]
-  if sub == nil or sub == "--help" or sub == "-h" then
+  if sub == "--help" or sub == "-h" then
     io.stdout:write(M.usage)
-    return sub == nil and 2 or 0
+    return 0
   end
+  if sub == nil then errors.raise("scenario: missing subcommand (list or run NAME; see 'fathom scenario --help')") end
   if sub == "list" then
     for _, s in ipairs(M.list()) do io.stdout:write(string.format("%-12s %s\n", s.name, s.description)) end
     return 0

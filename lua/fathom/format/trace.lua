@@ -14,6 +14,9 @@ local PP = names.key("pp_schedule")
 
 local function us(s) return s * 1e6 end
 
+-- Largest trace written (events, about 150 bytes each): refused above, not truncated.
+M.MAX_EVENTS = 1000000
+
 -- events(r, pp, schedule) -> list of trace events for result `r` (raw core result).
 function M.events(r, pp, schedule)
   local ev = {}
@@ -24,6 +27,10 @@ function M.events(r, pp, schedule)
     end
   end
   local m = math.tointeger(r.microbatches) or math.floor(r.microbatches)
+  if 6 * m > M.MAX_EVENTS then
+    require("fathom.errors").raise("trace: %d micro-batches make about %d events, over the limit of %d " ..
+      "(about 150 MB; trace a smaller global batch or a larger micro-batch)", m, 6 * m, M.MAX_EVENTS)
+  end
   local tf, tb = r.fwd_s, r.bwd_s
   local layer_exposed_f, layer_exposed_b = 0, 0
   for _, k in ipairs({ COMM.tp, COMM.tp_moe, COMM.ep, COMM.cp }) do

@@ -21,10 +21,20 @@ end
 
 local escapes = { ['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r" }
 
+-- Double-quoted text a YAML reader takes back unchanged: ASCII controls, C1
+-- controls (U+0080..U+009F), the line and paragraph separators and the BOM are
+-- escaped; bytes that are not UTF-8 are written as \xNN (read back as U+00NN).
 local function quote(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
+  local body = s:gsub('[%c"\\]', function(c)
     return escapes[c] or string.format("\\x%02x", c:byte())
-  end) .. '"'
+  end)
+  if utf8.len(body) == nil then
+    body = body:gsub("[\128-\255]", function(c) return string.format("\\x%02x", c:byte()) end)
+  else
+    body = body:gsub("\194([\128-\159])", function(c) return string.format("\\x%02x", c:byte()) end)
+      :gsub("\226\128\168", "\\L"):gsub("\226\128\169", "\\P"):gsub("\239\187\191", "\\uFEFF")
+  end
+  return '"' .. body .. '"'
 end
 
 -- scalar(v) -> YAML text of a non-table value.
