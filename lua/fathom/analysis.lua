@@ -44,10 +44,20 @@ end
 -- (summary table, csv, svg); yaml and json output files are streamed instead.
 M.MAX_IN_MEMORY = 100000
 
--- open{...} -> docs, iterator, count, pass_mode: the five documents loaded and the
--- sweep's points as an iterator (fathom.sweep.iterate). Before any point is built,
--- the base inputs are checked once: an input error that is not at a value the sweep
--- replaces is raised (exit 2, no output), whatever the sweep.
+-- check(docs, pass_mode): the input checks of one point (the files, not the core).
+local function check(docs, pass_mode)
+  return pcall(function()
+    scenario.new({ hardware_lib = spec.hardware_library(docs.hardware_lib), physical = docs.physical_topology,
+      logical = docs.logical_topology, workload = docs.workload_spec, model = docs.model_spec,
+      pass_mode = pass_mode })
+  end)
+end
+
+-- open{...} -> docs, iterator, count: the five documents loaded and the sweep's
+-- points as an iterator (fathom.sweep.iterate). Before the sweep runs, the base
+-- inputs are checked once: an input error that is not at a value the sweep
+-- replaces, and that the first point repeats word for word, does not depend on
+-- the sweep; it is raised (exit 2, no output).
 function M.open(a)
   local docs = {
     hardware_lib = load(a.hardware_lib, "hardware library"),
@@ -60,15 +70,15 @@ function M.open(a)
   if sweep_doc then
     local axes = sweep.axes(sweep_doc, docs)
     local swept = sweep.swept_positions(axes, docs)
-    local ok, err = pcall(function()
-      scenario.new({ hardware_lib = spec.hardware_library(docs.hardware_lib), physical = docs.physical_topology,
-        logical = docs.logical_topology, workload = docs.workload_spec, model = docs.model_spec,
-        pass_mode = a.pass_mode })
-    end)
+    local ok, err = check(docs, a.pass_mode)
     if not ok then
       if not errors.is_input(err) then error(err, 0) end
       local where = tostring(err):match("^([^:]+:%d+:%d+)")
-      if not (where and swept[where]) then error(err, 0) end
+      if not (where and swept[where]) then
+        local _, first = sweep.iterate(sweep_doc, docs)()
+        local fok, ferr = check(first.docs, a.pass_mode)
+        if not fok and tostring(ferr) == tostring(err) then error(err, 0) end
+      end
     end
   end
   local it, count = sweep.iterate(sweep_doc, docs)

@@ -1,11 +1,20 @@
 -- fathom.calibration: the achievable fraction of peak per GPU generation and kernel-library
 -- generation (fathom.frameworks `kernels`), one setting per pair, never per case.
---   efficiency            fraction of the dense tensor peak (at the precision run) that GEMMs
---                         reach in the tiled kernel model (the compute component's efficiency)
---   attention_efficiency  the same for fused attention kernels (FlashAttention-class)
--- `fathom validate --fit` refits the fitted rows from the published cases; rows marked
--- `derived` have no calibration data and take the value of the generation named in `from`
--- (a defensible datasheet-era neighbour), so B300, GB300, MI350X/MI355X get a prediction.
+--   efficiency                fraction of the dense BF16/FP16 tensor peak GEMMs reach in the
+--                             tiled kernel model (wave quantisation and small-GEMM padding on top)
+--   fp8_efficiency            the same at the FP8 peak, for GEMMs run under a precision recipe
+--                             (the recipe's cast kernels are costed by the core, outside it)
+--   fp4_efficiency            the same at the FP4 peak (NVFP4/MXFP4)
+--   attention_efficiency      fraction of the BF16 peak fused attention reaches
+--   expert_gemm_overhead_sec  fixed cost per expert of a grouped expert GEMM
+--
+-- Where the numbers live: the hardware library (configs/hardware/hardware_library.yaml) holds
+-- each GPU generation's setting for its REFERENCE kernel library (M.reference: today's
+-- Transformer Engine 2.x / cuDNN stack, "2025", where the generation has one), so `search`,
+-- `analyze` and `validate` use the same calibrated values. This file holds only how other
+-- kernel libraries of that generation differ from the reference: M.factors, a ratio per
+-- setting (PyTorch-native torchtitan, 2023's FlashAttention 2/Triton, TensorRT-LLM 2023).
+-- `fathom validate --fit` refits both and prints them in these two forms.
 local M = {}
 
 -- Kernel-library generations in order (fathom.frameworks): the fallback walks to the
@@ -15,41 +24,56 @@ M.kernel_generations = { "2021", "2023", "trt2023", "torch2024", "2024", "torch2
 -- lineage("torch2024") -> "torch"; Transformer Engine/cuDNN-era keys ("2024") -> ""
 function M.lineage(k) return tostring(k):match("^%a+") or "" end
 
--- Fitted by `fathom validate --fit` over validation/published_cases.yaml and
--- modern_cases.yaml (the sources each row rests on in the comment; README: Validation).
-M.settings = {
+-- The settings a row carries (validate writes them on the node's compute component).
+M.keys = { "efficiency", "fp8_efficiency", "fp4_efficiency", "attention_efficiency", "expert_gemm_overhead_sec" }
+
+-- The kernel library whose setting the hardware library holds, per GPU generation: Ampere's
+-- is LLM Foundry's 2023 stack (no 2025 training case runs on A100 here), every other
+-- generation's Transformer Engine 2.x / cuDNN ("2025"). Derived generations take the
+-- reference of the generation they derive from.
+M.reference = { ampere = "2023" }
+
+-- Kernel-library factors: setting = hardware library value x factor (fp4_efficiency follows
+-- fp8_efficiency's). Fitted by `fathom validate --fit` over validation/published_cases.yaml
+-- and modern_cases.yaml; the sources each row rests on in the comment (README: Validation).
+M.factors = {
   ampere = {
     -- Megatron-LM 2021 (narayanan2021): no fused attention, so attention_efficiency unused
-    ["2021"] = { efficiency = 0.661, attention_efficiency = 0.300 },
-    -- LLM Foundry 2023 (llmfoundry_mpt A100): FlashAttention 2 / Triton
-    ["2023"] = { efficiency = 0.694, attention_efficiency = 0.304 },
+    ["2021"] = { efficiency = 0.951, attention_efficiency = 0.987 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 A100, FP16 engines)
-    trt2023 = { efficiency = 0.702, attention_efficiency = 0.351 },
+    trt2023 = { efficiency = 1.009, attention_efficiency = 1.230 },
   },
   hopper = {
-    -- LLM Foundry 2023 (llmfoundry_mpt H100)
-    ["2023"] = { efficiency = 0.520, fp8_efficiency = 0.350, attention_efficiency = 0.179 },
-    -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100, FP8 engines: efficiency follows hopper/2023)
-    trt2023 = { efficiency = 0.520, fp8_efficiency = 0.419, attention_efficiency = 0.749 },
+    -- LLM Foundry 2023 (llmfoundry_mpt H100): FlashAttention 2 / Triton, TE 1.x FP8
+    ["2023"] = { efficiency = 0.877, fp8_efficiency = 0.898, attention_efficiency = 0.290 },
+    -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100; efficiency follows 2023's)
+    trt2023 = { efficiency = 0.877, fp8_efficiency = 0.836, attention_efficiency = 1.212 },
     -- NeMo 24.x / MaxText 2024 (dgxc_benchmarking v25.01, nemo_long_sequence H100)
-    ["2024"] = { efficiency = 0.595, fp8_efficiency = 0.441, attention_efficiency = 0.614 },
-    -- NeMo 25.x, NeMo AutoModel (dgxc_benchmarking v25.05 H100, nemo_automodel_perf, SGLang)
-    ["2025"] = { efficiency = 0.647, fp8_efficiency = 0.442, attention_efficiency = 0.614 },
-    -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks)
-    torch2024 = { efficiency = 0.372, fp8_efficiency = 0.324, attention_efficiency = 0.188 },
-    torch2025 = { efficiency = 0.373, fp8_efficiency = 0.326, attention_efficiency = 0.345 },
-  },
-  blackwell = {
-    -- NeMo 25.04 on GB200 NVL72 and DGX B200 (dgxc_benchmarking v25.05, nemo_long_sequence B200)
-    ["2025"] = { efficiency = 0.489, fp8_efficiency = 0.373, attention_efficiency = 0.749 },
+    ["2024"] = { efficiency = 1.000, fp8_efficiency = 0.998, attention_efficiency = 1.000 },
+    -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks; PyTorch-native GEMMs and SDPA)
+    torch2024 = { efficiency = 0.627, fp8_efficiency = 0.794, attention_efficiency = 0.304 },
+    torch2025 = { efficiency = 0.629, fp8_efficiency = 0.798, attention_efficiency = 0.528 },
   },
 }
 
--- Generations without published cases here. `from` names the calibrated generation whose
--- kernel-generation rows they follow; `scale` multiplies its settings by the ratio of what
--- the part's kernels reach in public GEMM/attention measurements to what Hopper's reach
--- (a datasheet-era neighbour, not a fit): so B300, GB300, MI350X/MI355X, Gaudi 3 and TPUs
--- get a defensible prediction and LOSO shows what an uncalibrated generation costs.
+-- reference_of(generation) -> the reference kernel library of a GPU generation.
+function M.reference_of(gen)
+  local seen = {}
+  while gen and not seen[gen] do
+    seen[gen] = true
+    if M.reference[gen] then return M.reference[gen] end
+    gen = M.derived[gen] and M.derived[gen].from
+  end
+  return "2025"
+end
+
+-- Generations without published cases here. `from` names the calibrated generation they
+-- follow; `scale` is the ratio of what the part's kernels reach in public GEMM/attention
+-- measurements to what that generation's reach (a datasheet-era neighbour, not a fit). The
+-- hardware library's values for these parts were written as from's reference x scale, and
+-- their other kernel libraries take from's factors (M.from_library); lookup also derives
+-- from `from` when a generation has no row at all (leave-one-source-out refits). So B300,
+-- GB300, MI350X/MI355X, Gaudi 3 and TPUs get a defensible prediction.
 M.derived = {
   -- Blackwell Ultra (B300, GB300): the Blackwell kernels (cuBLASLt/TE/cuDNN) on more SMs
   blackwell_ultra = { from = "blackwell", why = "B300/GB300: Blackwell's kernels and fractions" },
@@ -78,7 +102,6 @@ end
 -- Falls back to the nearest calibrated kernel generation (newer preferred on ties), then
 -- to the generation named in M.derived.
 function M.lookup(generation, kernels, settings)
-  settings = settings or M.settings
   local seen, scale, start = {}, 1.0, generation
   while generation and not seen[generation] do
     seen[generation] = true
@@ -100,11 +123,18 @@ function M.lookup(generation, kernels, settings)
       if key then
         local r = rows[key]
         local name = generation .. "/" .. key
-        if generation == start then return r, name end
+        if generation == start then
+          -- a derived generation's own rows: its reference was written into the hardware
+          -- library from the generation it derives from (no case calibrates it)
+          if M.derived[start] then name = string.format("%s (derived from %s)", name, M.derived[start].from) end
+          return r, name
+        end
         if scale == 1.0 then return r, string.format("%s (derived: %s)", start, name) end
-        return { efficiency = r.efficiency * scale, attention_efficiency = r.attention_efficiency * scale,
-          fp8_efficiency = r.fp8_efficiency and r.fp8_efficiency * scale },
-          string.format("%s (derived: %s x %.2f)", start, name, scale)
+        local out = M.copy_row(r)
+        for _, k in ipairs({ "efficiency", "fp8_efficiency", "fp4_efficiency", "attention_efficiency" }) do
+          if out[k] then out[k] = out[k] * scale end
+        end
+        return out, string.format("%s (derived: %s x %.2f)", start, name, scale)
       end
     end
     local d = M.derived[generation]
@@ -114,17 +144,86 @@ function M.lookup(generation, kernels, settings)
   return nil
 end
 
+-- copy_row(row) -> a copy of one setting.
+function M.copy_row(r)
+  local out = {}
+  for _, k in ipairs(M.keys) do out[k] = r[k] end
+  return out
+end
+
 -- copy(settings) -> a deep copy (refits change a copy).
 function M.copy(settings)
   local out = {}
-  for g, rows in pairs(settings or M.settings) do
+  for g, rows in pairs(settings) do
     out[g] = {}
-    for k, v in pairs(rows) do
-      out[g][k] = { efficiency = v.efficiency, attention_efficiency = v.attention_efficiency,
-        fp8_efficiency = v.fp8_efficiency }
-    end
+    for k, v in pairs(rows) do out[g][k] = M.copy_row(v) end
   end
   return out
+end
+
+-- apply(ref, factor) -> the setting of a kernel library: the reference x its factors.
+function M.apply(ref, f)
+  local out = M.copy_row(ref)
+  for _, k in ipairs({ "efficiency", "fp8_efficiency", "attention_efficiency" }) do
+    if out[k] and f[k] then out[k] = math.min(1, out[k] * f[k]) end
+  end
+  if out.fp4_efficiency and f.fp8_efficiency then
+    out.fp4_efficiency = math.min(1, out.fp4_efficiency * f.fp8_efficiency)
+  end
+  return out
+end
+
+-- from_library(lib_doc, gpus) -> settings {generation = {kernels = setting}}: each GPU
+-- generation's reference row read from the hardware library (the compute component of the
+-- first node of that generation in `gpus`, fathom.cases.gpus), the other kernel libraries
+-- as the reference x M.factors (of the generation, else of the one it derives from).
+function M.from_library(doc, gpus)
+  local settings = {}
+  for _, g in ipairs(gpus) do
+    local node = doc.nodes and doc.nodes[g.node]
+    local comp = node and doc.components.compute[node.device_compute]
+    if comp and not settings[g.generation] then
+      local ref = {}
+      for _, k in ipairs(M.keys) do ref[k] = tonumber(comp[k]) end
+      if ref.efficiency then settings[g.generation] = { [M.reference_of(g.generation)] = ref } end
+    end
+  end
+  for gen, rows in pairs(settings) do
+    local ref = rows[M.reference_of(gen)]
+    local from, seen = gen, {}
+    while from and not M.factors[from] and not seen[from] do
+      seen[from] = true
+      from = M.derived[from] and M.derived[from].from
+    end
+    for k, f in pairs(from and M.factors[from] or {}) do
+      if not rows[k] then rows[k] = M.apply(ref, f) end
+    end
+  end
+  return settings
+end
+
+-- to_factors(settings) -> references {generation = setting}, factors {generation = {kernels =
+-- ratios}}: a fitted table split the way it is stored (hardware library, M.factors).
+function M.to_factors(settings)
+  local refs, factors = {}, {}
+  for gen, rows in pairs(settings) do
+    local rk = M.reference_of(gen)
+    local ref = rows[rk]
+    if ref then
+      refs[gen] = ref
+      for k, r in pairs(rows) do
+        if k ~= rk then
+          factors[gen] = factors[gen] or {}
+          local f = {}
+          for _, key in ipairs({ "efficiency", "fp8_efficiency", "attention_efficiency" }) do
+            if r[key] and ref[key] then f[key] = r[key] / ref[key] end
+          end
+          factors[gen][k] = f
+        end
+      end
+    end
+  end
+  return refs, factors
 end
 
 return M

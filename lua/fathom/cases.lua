@@ -4,6 +4,7 @@
 -- Every field of the schema has a meaning here; what the model schema cannot
 -- express is listed on the case as an approximation, never dropped silently.
 local frameworks = require("fathom.frameworks")
+local names = require("fathom.names")
 
 local M = {}
 
@@ -222,40 +223,54 @@ end
 
 -- Precision --------------------------------------------------------------------------------
 
--- precision(s) -> {bytes = compute width, recipe = name, fp4 = bool}
--- BF16/FP16 -> 2 bytes; FP8 in any recipe (delayed, current/tensorwise, rowwise, MXFP8,
--- blockwise) and NVFP4/MXFP4 -> 1 byte of activations (fathom.validate runs FP4 GEMMs at
--- the part's fp4_nominal).
-function M.precision(s)
-  local out = M.precision_width(s)
+-- precision(s [, default_recipe]) -> {bytes, gemm_bytes, recipe, fp8, fp4, fp8_attention, note}
+--   bytes       the activation width the model runs at (training: 2 under every FP8/FP4
+--               recipe, the core's precision_recipe puts the linear GEMMs at FP8/FP4 with
+--               their cast kernels and cached quantised weights; attention, norms, router,
+--               LM head stay at 2 bytes)
+--   gemm_bytes  the linear layers' operand width (1 for FP8 and FP4): serving runs every
+--               kernel at this width (fth_infer has weight/KV/activation widths, no recipe)
+--   recipe      the core's precision_recipe (fathom.names), "none" for BF16/FP16/FP32
+-- Recipes as sources write them: delayed -> fp8_delayed; current, tensorwise, FP8-CS,
+-- dynamic -> fp8_current; MXFP8/FP8-MX -> mxfp8; blockwise, block-scaled, DeepSeek-style,
+-- Float8BlockScaling, DeepGEMM -> fp8_blockwise; NVFP4/MXFP4/FP4 -> nvfp4; rowwise (torchao
+-- Float8 rowwise) -> fp8_current, the closest: both take their scale from the current
+-- tensor with an amax pass, and a row's FP32 scale is ~1/4096 byte per element, not
+-- blockwise's 1/32 (the slower rowwise-scaled GEMMs themselves have no core term; noted).
+-- A plain "FP8" takes the framework's recipe (default_recipe), else fp8_current.
+function M.precision(s, default_recipe)
+  local out = M.precision_width(s, default_recipe)
   -- FP8 attention (FP8 FMHA with an FP8 KV cache) where the source says so; recipes
   -- otherwise keep attention in BF16
   local p = lower(s)
-  out.fp8_attention = out.bytes == 1 and (p:find("fp8 kv") or p:find("fp8 attention") or p:find("fp8 fmha")
+  out.fp8_attention = out.fp8 and (p:find("fp8 kv") or p:find("fp8 attention") or p:find("fp8 fmha")
     or p:find("kv cache/attention") or p:find("fp8 kv cache")) ~= nil
   return out
 end
 
-function M.precision_width(s)
+function M.precision_width(s, default_recipe)
+  local R = names.key("precision_recipe")
   local p = lower(s)
-  if p:find("nvfp4") or p:find("mxfp4") or p:find("fp4") then
-    return { bytes = 1, recipe = "nvfp4", fp4 = true }
+  local function low(recipe, gemm, note)
+    return { bytes = 2, gemm_bytes = gemm, recipe = recipe, fp8 = true, fp4 = gemm < 1, note = note }
   end
-  if p:find("mxfp8") or p:find("fp8%-mx") or p:find("mx%s*fp8") then return { bytes = 1, recipe = "mxfp8" } end
+  if p:find("nvfp4") or p:find("mxfp4") or p:find("fp4") then return low(R.nvfp4, 0.5) end
+  if p:find("mxfp8") or p:find("fp8%-mx") or p:find("mx%s*fp8") then return low(R.mxfp8, 1) end
   if p:find("fp8") or p:find("float8") or p:find("e4m3") then
-    local recipe = "fp8"
-    if p:find("delayed") then recipe = "fp8_delayed"
-    elseif p:find("current") or p:find("tensorwise") or p:find("fp8%-cs") or p:find("dynamic") then
-      recipe = "fp8_current"
-    elseif p:find("rowwise") then recipe = "fp8_rowwise"
-    elseif p:find("block") then recipe = "fp8_blockwise"
+    if p:find("delayed") then return low(R.fp8_delayed, 1) end
+    if p:find("current") or p:find("tensorwise") or p:find("fp8%-cs") or p:find("dynamic") then
+      return low(R.fp8_current, 1)
     end
-    return { bytes = 1, recipe = recipe }
+    if p:find("rowwise") then
+      return low(R.fp8_current, 1, "FP8 rowwise scaling costed as fp8_current (per-tensor dynamic scale)")
+    end
+    if p:find("block") or p:find("deepseek") or p:find("deepgemm") then return low(R.fp8_blockwise, 1) end
+    return low(R[default_recipe or R.fp8_current], 1)
   end
   if p:find("fp32") and not (p:find("bf16") or p:find("fp16") or p:find("mixed")) then
-    return { bytes = 4, recipe = "fp32" }
+    return { bytes = 4, gemm_bytes = 4, recipe = R.none, fp8 = false, fp4 = false }
   end
-  return { bytes = 2, recipe = p:find("fp16") and not p:find("bf16") and "fp16" or "bf16" }
+  return { bytes = 2, gemm_bytes = 2, recipe = R.none, fp8 = false, fp4 = false }
 end
 
 -- recompute(s, default) -> "none" | "selective" | "full"
@@ -491,8 +506,9 @@ function M.training_docs(case)
   end
   if not phys then return nil, "no placement of TP/CP/DP/PP fits the scale-up domains" end
   if p.tp > phys[1].size then return nil, "TP spans more than one scale-up domain" end
-  local prec = M.precision(tr.precision)
-  if prec.fp4 then notes[#notes + 1] = "FP4 GEMMs at fp4_nominal with an extrapolated fraction (uncalibrated)" end
+  local prec = M.precision(tr.precision, fw.fp8_recipe)
+  if prec.note then notes[#notes + 1] = prec.note end
+  if prec.fp8_attention then notes[#notes + 1] = "FP8 attention run in BF16 (no core recipe for FP8 FMHA)" end
   local fsdp = M.count((case.parallelism or {}).fsdp)
   if fsdp and fsdp > 1 and fsdp < p.dp then
     notes[#notes + 1] = string.format("hybrid sharding (FSDP %d within DP %d) costed as ZeRO-3 over all of DP",
@@ -501,7 +517,7 @@ function M.training_docs(case)
   local recompute = M.recompute(tr.recompute, fw.recompute)
   local workload = {
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,
-    float_size_bytes = prec.bytes, full_precision_param_float_size = 4,
+    float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
     recompute = recompute,
     flash_attention = fw.flash_attention,
     sequence_parallel = p.sp and p.tp > 1,
@@ -513,21 +529,10 @@ function M.training_docs(case)
     comm_mem_efficiency = fw.comm_mem_efficiency,
     kernel_launch_sec = fw.kernel_launch_sec, kernel_model = "tiled",
   }
-  -- Uneven pipeline splits (126 layers over 8 x 8 chunks): the core needs whole chunks, so
-  -- the step is costed on the layer count rounded up to PP x VPP (the busiest stage sets
-  -- the pace); model-FLOP metrics are scaled back by layer_scale.
+  -- Uneven pipeline splits (126 layers over 16 stages, or 8 x 8 chunks) are the core's: it
+  -- costs the busiest stage (layers rounded up per stage and chunk) and counts the model's
+  -- FLOPs for the layers there are.
   local layer_scale = 1
-  local chunks = p.pp * p.vpp
-  if chunks > 1 and model.n_layers % chunks ~= 0 then
-    local rounded = (model.n_layers // chunks + 1) * chunks
-    layer_scale = model.n_layers / rounded
-    notes[#notes + 1] = string.format("uneven pipeline split: %d layers costed as %d (busiest stage)",
-      model.n_layers, rounded)
-    if model.first_dense_layers and model.first_dense_layers > 0 then
-      model.first_dense_layers = model.first_dense_layers + (rounded - model.n_layers)
-    end
-    model.n_layers = rounded
-  end
   return {
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },

@@ -23,16 +23,20 @@
 --   recompute              activation recomputation when the source does not state it
 --   sequence_parallel      sequence parallelism on with TP > 1 unless stated
 --   expert_tp_is_tp        expert tensor parallelism defaults to TP (Megatron-Core)
---   fp8_recipe             the FP8 scaling recipe the framework uses by default
+--   fp8_recipe             the FP8 scaling recipe (the core's precision_recipe) a plain
+--                          "FP8" means in this framework
 --   pp_schedule            default pipeline schedule
 --   pp_micro_batch         pipeline micro-batch size when the source gives only the batch
 --   kernel_launch_sec      per-kernel launch and gap
+local names = require("fathom.names")
+
 local M = {}
+local R = names.key("precision_recipe")
 
 local base = {
   flash_attention = true, kernels = "2025", dp_variant = "DDP", comp_comm_efficiency = 0.8,
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
-  expert_tp_is_tp = false, fp8_recipe = "fp8_current", pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
+  expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
 }
 
 M.rows = {
@@ -48,19 +52,19 @@ M.rows = {
   -- scaling by default (current scaling and MXFP8 selectable from NeMo 25.04 / TE 2.x).
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = "fp8_delayed" },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = "fp8_delayed" },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = "fp8_current" },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_current },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = "fp8_current" },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_current },
   { name = "Megatron-Core", pattern = "megatron",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = "fp8_delayed" },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3" },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing

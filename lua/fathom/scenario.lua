@@ -88,7 +88,10 @@ function Scenario:raise_core(e)
   -- Show the user's key path without our "workload."-style prefix when the file names it.
   local shown = where and path:gsub("^model%.", ""):gsub("^workload%.", ""):gsub("^topology%.", "")
     :gsub("^hardware%.", "") or path
-  local parts = { where, shown ~= "" and shown or nil, reason }
+  local parts = {}
+  for _, part in ipairs({ where or false, shown ~= "" and shown or false, reason or false }) do
+    if part then parts[#parts + 1] = part end
+  end
   local out = errors.new(table.concat(parts, ": "), e.kind)
   out.where, out.path, out.reason = where, shown, reason
   error(out, 0)

@@ -170,37 +170,38 @@ M.priority = { "step_time_s", "train_step_time_s", "median_train_step_timing", "
 
 -- Hardware per calibration ------------------------------------------------------------------
 
--- A library whose node `node` carries `setting` on its compute component; cached per node
--- and setting. Under FP8 recipes GEMMs reach `fp8_efficiency` of the FP8 peak (the recipe's
--- quantize/amax/cast kernels are inside that fraction), while attention stays in BF16: the
--- core times attention at the run's precision, so its efficiency is scaled by bf16/fp8.
--- NVFP4/MXFP4 recipes: GEMMs at the FP4 rate (fp4_nominal). No FP4 case calibrates the
--- fraction yet, so it extrapolates: halving the width again loses the same share to
--- quantize/cast kernels as BF16 -> FP8 did (fp4 fraction = fp8 x fp8/bf16 fractions). The
--- core runs them at the FP8 precision, so the efficiency carries fp4/fp8 (capped at 1).
-local function calibrated_lib(state, node, setting, bytes, fp4, fp8_attention)
+-- rejected(err) -> the skip reason for a configuration the model refuses (errors.is_input:
+-- an input, range, unsupported or tiling refusal); any other error is a bug and is raised
+-- again, so it surfaces instead of passing as a skipped case.
+local function rejected(err)
+  errors.pass(err)
+  if not errors.is_input(err) then error(err, 0) end
+  return "model rejected the configuration: " .. errors.one_line(tostring(err))
+end
+
+-- A library whose node `node` carries `setting` on its compute component (efficiency,
+-- fp8_efficiency, fp4_efficiency, attention_efficiency, expert_gemm_overhead_sec where
+-- set); cached per node and setting. Precision is the core's business: under a training
+-- recipe (workload precision_recipe) the linear GEMMs run at FP8/FP4 with fp8_/fp4_efficiency
+-- and their cast kernels, attention stays at BF16 with attention_efficiency.
+local setting_keys = { "efficiency", "fp8_efficiency", "fp4_efficiency", "attention_efficiency",
+  "expert_gemm_overhead_sec" }
+local function calibrated_lib(state, node, setting)
   local doc = state.lib_doc
   local comp_name = doc.nodes[node] and doc.nodes[node].device_compute
   local base = doc.components.compute[comp_name]
-  local eff, att = setting.efficiency, setting.attention_efficiency
-  local fp8 = tonumber(base.fp8_nominal) or 0
-  if bytes == 1 and fp8 > 0 then
-    eff = setting.fp8_efficiency or eff
-    if not fp8_attention then att = att * (tonumber(base.bf16_nominal) or fp8) / fp8 end
-    local fp4_rate = tonumber(base.fp4_nominal) or 0
-    if fp4 and fp4_rate > fp8 then
-      local frac = eff * math.min(1, eff / setting.efficiency)
-      eff = math.min(1, frac * fp4_rate / fp8)
-    end
+  local c = {}
+  for k, v in pairs(base) do c[k] = v end
+  for _, k in ipairs(setting_keys) do
+    if setting[k] then c[k] = math.min(1, setting[k]) end
   end
-  local key = string.format("%s|%.5f|%.5f", node, eff, att)
+  local parts = { node }
+  for _, k in ipairs(setting_keys) do parts[#parts + 1] = string.format("%.6g", c[k] or 0) end
+  local key = table.concat(parts, "|")
   local lib = state.libs[key]
   if lib then return lib end
   local compute = {}
   for k, v in pairs(doc.components.compute) do compute[k] = v end
-  local c = {}
-  for k, v in pairs(base) do c[k] = v end
-  c.efficiency, c.attention_efficiency = eff, math.min(1, att)
   compute[comp_name] = c
   local comps = {}
   for k, v in pairs(doc.components) do comps[k] = v end
@@ -212,7 +213,7 @@ end
 
 local function node_peak(lib, node, bytes)
   local c = lib.compute[lib.nodes[node].device_compute]
-  if bytes == 1 and (c.fp8_nominal or 0) > 0 then return c.fp8_nominal end
+  if bytes <= 1 and (c.fp8_nominal or 0) > 0 then return c.fp8_nominal end
   if bytes == 4 then return c.fp32_nominal end
   return c.bf16_nominal
 end
@@ -233,15 +234,14 @@ local function evaluate_training(state, job, settings)
   if not state.lib_doc.nodes[docs.gpu.node] then
     return nil, "hardware library has no node '" .. docs.gpu.node .. "'"
   end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4,
-    docs.precision.fp8_attention)
+  local lib = calibrated_lib(state, docs.gpu.node, setting)
   local ok, r = pcall(function()
     return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()
   end)
-  if not ok then return nil, "model rejected the configuration: " .. tostring(r) end
+  if not ok then return nil, rejected(r) end
   local ctx = { case = case, r = r, gpus = docs.parallel.gpus, p = docs.parallel,
-    peak = node_peak(lib, docs.gpu.node, docs.precision.bytes), recompute = docs.workload.recompute,
+    peak = node_peak(lib, docs.gpu.node, docs.precision.gemm_bytes), recompute = docs.workload.recompute,
     layer_scale = docs.layer_scale or 1 }
   local rec = { id = case.id, source = case.source, workload = "training", fits = r.memory.fits,
     calibration = from, framework = docs.fw.name, notes = docs.notes, comparisons = {} }
@@ -377,7 +377,13 @@ function M.inference_docs(case)
     d = d - 1
   end
   if not phys then return nil, "no placement of the serving layout fits the scale-up domains" end
-  local width = prec.bytes
+  -- serving runs every kernel at one width (fth_infer has weight, KV and activation widths,
+  -- no recipe): FP8 engines at 1 byte, attention included; NVFP4 weights at the FP8 rate
+  local width = math.max(1, math.floor(prec.gemm_bytes))
+  if prec.fp4 then notes[#notes + 1] = "NVFP4 serving costed at FP8 (fth_infer has no FP4 width)" end
+  if prec.fp8 and not prec.fp8_attention then
+    notes[#notes + 1] = "attention at FP8 with the FP8 GEMMs (fth_infer has one activation width)"
+  end
   local function workload(extra)
     local w = { global_batch_size = mb * dp_attn, micro_batch_size = mb, float_size_bytes = width,
       weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
@@ -477,8 +483,7 @@ local function evaluate_inference(state, job, settings)
   local docs, case = job.docs, job.case
   local setting, from = calibration.lookup(job.generation, job.kernels, settings)
   if not setting then return nil, "no calibration for GPU generation '" .. tostring(job.generation) .. "'" end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.precision.bytes, docs.precision.fp4,
-    docs.precision.fp8_attention)
+  local lib = calibrated_lib(state, docs.gpu.node, setting)
   local ok, res = pcall(function()
     local function run(mode, w)
       return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
@@ -488,7 +493,7 @@ local function evaluate_inference(state, job, settings)
     local dec = docs.decode and run("inference_decode", docs.decode)
     return { pre = pre, dec = dec }
   end)
-  if not ok then return nil, "model rejected the configuration: " .. tostring(res) end
+  if not ok then return nil, rejected(res) end
   local ctx = { batch = docs.batch, isl = docs.isl, osl = docs.osl, ngen = docs.ngen,
     gpus = cases.count(case.system.num_gpus), gpn = cases.count(case.system.gpus_per_node) or 8,
     pre = res.pre and res.pre.ttft_s or 0, dec = res.dec and res.dec.time_s or 0 }
@@ -549,6 +554,7 @@ end
 
 -- evaluate(state, jobs, settings) -> records, skipped
 function M.evaluate(state, jobs, settings)
+  settings = settings or state.settings
   local recs, skipped = {}, {}
   for _, job in ipairs(jobs) do
     local rec, why
@@ -595,7 +601,10 @@ end
 
 function M.state(lib_path)
   lib_path = lib_path or require("fathom.analysis").resolve("hardware/hardware_library.yaml")
-  return { lib_doc = config.load_mapping(lib_path, "hardware library"), libs = {} }
+  local doc = config.load_mapping(lib_path, "hardware library")
+  -- the calibration: each GPU generation's reference row from the library, the other
+  -- kernel libraries by fathom.calibration's factors
+  return { lib_doc = doc, libs = {}, settings = calibration.from_library(doc, cases.gpus) }
 end
 
 -- Fitting ----------------------------------------------------------------------------------
@@ -653,7 +662,7 @@ function M.fit(state, jobs, settings, only)
       groups[g] = groups[g] or { generation = job.generation, kernels = job.kernels, jobs = {}, fp8 = false,
         flash = false, wide = false }
       table.insert(groups[g].jobs, job)
-      if job.docs.precision.bytes == 1 then groups[g].fp8 = true else groups[g].wide = true end
+      if job.docs.precision.fp8 then groups[g].fp8 = true else groups[g].wide = true end
       if job.inference or job.docs.workload.flash_attention then groups[g].flash = true end
     end
   end
@@ -690,8 +699,8 @@ function M.fit(state, jobs, settings, only)
     end
     local start = calibration.lookup(grp.generation, grp.kernels, settings) or { efficiency = 0.5,
       attention_efficiency = 0.3 }
-    local cur = { efficiency = start.efficiency, attention_efficiency = start.attention_efficiency,
-      fp8_efficiency = grp.fp8 and (start.fp8_efficiency or start.efficiency) or nil }
+    local cur = calibration.copy_row(start)
+    if grp.fp8 then cur.fp8_efficiency = start.fp8_efficiency or start.efficiency end
     rows[grp.kernels] = cur
     -- efficiency only with BF16/FP16 cases, attention_efficiency only where fused attention
     -- runs, fp8_efficiency only with FP8 cases
@@ -757,7 +766,7 @@ function M.run(paths, lib_path, opts)
   opts = opts or {}
   local state = M.state(lib_path)
   local jobs, skipped = M.prepare(M.load(paths or M.default_files))
-  local settings = calibration.settings
+  local settings = state.settings
   local out = {}
   if opts.fit then
     settings = M.fit(state, jobs, settings)

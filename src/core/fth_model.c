@@ -395,6 +395,29 @@ double fth_model_activation_bytes_per_token(const fth_model_def *d, int moe, fth
   return bytes;
 }
 
+double fth_model_gemm_input_elems_per_token(const fth_model_def *d, int moe, int tp, int tp_moe,
+                                            int sp, double routed_per_token) {
+  double t = tp > 0 ? tp : 1, tm = tp_moe > 0 ? tp_moe : 1, rep_div = sp ? t : 1.0;
+  fth_layer_shape s = fth_model_layer_shape(d, moe);
+  double h = d->d_model;
+  /* Replicated: the QKV and first MLP GEMMs' inputs (norm outputs), MLA's
+   * latent up-projection inputs. Sharded: the output projection's input and
+   * the second MLP GEMM's (shared experts' for MoE). Per routed copy: the
+   * dispatched input and the expert's second GEMM input. */
+  double rep = 2.0 * h;
+  if (is_mla(d)) rep += (double)d->q_lora_rank + d->kv_lora_rank;
+  double shard = s.heads * s.d_v;
+  double routed = 0.0;
+  if (!s.is_moe) {
+    shard += fth_model_ffn_hidden(d);
+  } else {
+    double fe = fth_model_expert_ffn_hidden(d);
+    shard += fe * d->num_shared_experts;
+    routed = h + fe;
+  }
+  return rep / rep_div + shard / t + routed * routed_per_token / tm;
+}
+
 double fth_model_kv_cache_elems_per_token(const fth_model_def *d) {
   int n_moe = fth_model_num_moe_layers(d);
   double dense = fth_model_layer_shape(d, 0).kv_cache_per_token;

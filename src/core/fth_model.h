@@ -180,4 +180,12 @@ double fth_model_activation_bytes_per_token(const fth_model_def *def, int moe, f
 /// KV cache elements per token for the whole model (all blocks).
 double fth_model_kv_cache_elems_per_token(const fth_model_def *def);
 
+/// Of the saved activations per token of one block, the elements that are
+/// GEMM inputs (the QKV, output-projection, MLP and expert GEMMs'; MLA's
+/// up-projections'), placed as fth_model_activation_bytes_per_token places
+/// them: a precision recipe keeps those at its GEMM width (Transformer
+/// Engine saves the quantised input for the weight gradient).
+double fth_model_gemm_input_elems_per_token(const fth_model_def *def, int moe, int tp, int tp_moe,
+                                            int sp, double routed_per_token);
+
 #endif

@@ -82,6 +82,18 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   p->act_full_per_token = fth_model_activation_bytes_per_token(
       m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel, seq, w->act_bytes,
       w->flash_attention, routed);
+  /* A recipe saves the GEMM inputs quantised, at its GEMM width (not under
+   * full recomputation, which keeps only the block input). */
+  const fth_recipe_row *rr = fth_recipe_get(w->recipe);
+  if (rr->gemm != FTH_PREC_COUNT && w->recompute != FTH_RECOMPUTE_FULL) {
+    double saved = w->act_bytes - fth_precision_bytes(rr->gemm);
+    for (int k = 0; k < 2; k++)
+      if (k == 0 || moe)
+        p->act_bytes_per_token[k] -=
+            saved * fth_model_gemm_input_elems_per_token(m, k, l->tp, l->tp_moe,
+                                                         w->sequence_parallel, k ? routed : 0.0);
+    if (!moe) p->act_bytes_per_token[1] = p->act_bytes_per_token[0];
+  }
   return FTH_OK;
 }
 

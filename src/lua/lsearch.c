@@ -35,9 +35,9 @@ static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
     lua_rawgeti(L, -1, i);
     int isnum;
     lua_Integer v = lua_tointegerx(L, -1, &isnum);
-    if (!isnum || v < 1) {
+    if (!isnum || v < 1 || v > (1 << 22)) { /* the XPU cap: no product of them overflows */
       snprintf(path, sizeof path, "space.%s[%d]", key, i);
-      lbind_fail(L, FTH_EINVAL, path, "expected a positive integer");
+      lbind_fail(L, FTH_EINVAL, path, "expected an integer in [1, %d]", 1 << 22);
     }
     out[(*n)++] = (int)v;
     lua_pop(L, 1);

@@ -95,6 +95,12 @@ static int step(void) {
   /* The cached FP8 weights, row- and column-wise: + 2 B per parameter. */
   FTH_ENSURE_NEAR(bf16.mem.bytes[FTH_MEM_WEIGHTS] + 2.0 * bf16.params_per_gpu,
                   fp8.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  /* The GEMM inputs are saved quantised: per token the QKV and MLP inputs
+   * (2 h = 2048), the output projection's (16 heads x 64 = 1024) and the
+   * second MLP GEMM's (f = 4096), 7168 elements at 1 B instead of 2: 7168 B
+   * x 1024 tokens = 7,340,032 B less (one layer, one micro-batch). */
+  FTH_ENSURE_NEAR(bf16.mem.bytes[FTH_MEM_ACTIVATIONS] - 7340032.0,
+                  fp8.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
   /* A recipe on FP8 activations is refused: there is nothing wider to cast. */
   w.act_bytes = 1;
   FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_EINVAL);

@@ -114,14 +114,19 @@ describe("fathom.cases", function()
 
   it("maps training.precision to a compute width and recipe", function()
     assert.are.equal(2, cases.precision("BF16").bytes)
-    assert.are.equal("fp16", cases.precision("fp16 mixed precision").recipe)
+    assert.are.equal("none", cases.precision("fp16 mixed precision").recipe)
+    assert.are.equal(2, cases.precision("FP8 delayed scaling").bytes)
+    assert.are.equal(1, cases.precision("FP8 delayed scaling").gemm_bytes)
+    assert.are.equal("fp8_blockwise", cases.precision("FP8 block-scaled weights/GEMMs (DeepGEMM)").recipe)
+    assert.are.equal("fp8_delayed", cases.precision("FP8", "fp8_delayed").recipe)
     assert.are.equal("fp8_delayed", cases.precision("FP8 delayed scaling").recipe)
     assert.are.equal("fp8_current", cases.precision("FP8-CS").recipe)
     assert.are.equal("fp8_current", cases.precision("Float8 tensorwise (torchao) + BF16").recipe)
-    assert.are.equal("fp8_rowwise", cases.precision("Float8 rowwise (torchao) + BF16").recipe)
+    assert.are.equal("fp8_current", cases.precision("Float8 rowwise (torchao) + BF16").recipe)
     assert.are.equal("mxfp8", cases.precision("MXFP8").recipe)
     assert.is_true(cases.precision("NVFP4").fp4)
-    assert.are.equal(1, cases.precision("NVFP4").bytes)
+    assert.are.equal("nvfp4", cases.precision("NVFP4").recipe)
+    assert.are.equal(2, cases.precision("NVFP4").bytes)
   end)
 
   it("takes a 72-GPU NVLink domain for GB200 NVL72, not the 4-GPU tray", function()
@@ -186,22 +191,64 @@ end)
 
 describe("fathom.calibration", function()
   local calibration = require("fathom.calibration")
-  it("gives every GPU generation of the table a setting, derived where uncalibrated", function()
+  local doc = config.load_mapping("configs/hardware/hardware_library.yaml", "hardware library")
+  local settings = calibration.from_library(doc, cases.gpus)
+  local function comp(node) return doc.components.compute[doc.nodes[node].device_compute] end
 
+  it("gives every GPU generation of the table a setting, derived where uncalibrated", function()
     for _, g in ipairs(cases.gpus) do
       for _, k in ipairs(calibration.kernel_generations) do
-        local s, from = calibration.lookup(g.generation, k)
+        local s, from = calibration.lookup(g.generation, k, settings)
         assert.is_truthy(s, g.generation .. "/" .. k)
         assert.is_string(from)
         assert.is_true(s.efficiency > 0 and s.efficiency <= 1)
       end
     end
-    local s, from = calibration.lookup("cdna3", "2025")
-    local h = calibration.lookup("hopper", "2025")
-    assert.are.equal(h.efficiency * 0.75, s.efficiency)
-    assert.is_truthy(from:find("derived"))
     -- a kernel generation with no row takes the nearest one of its GPU generation
-    assert.are.equal(select(2, calibration.lookup("blackwell", "2024")), "blackwell/2025")
+    assert.are.equal(select(2, calibration.lookup("blackwell", "2024", settings)), "blackwell/2025")
+    -- without its own rows, a generation derives from its neighbour with the stated scale
+    local s, from = calibration.lookup("cdna3", "2025", { hopper = settings.hopper })
+    assert.are.equal(settings.hopper["2025"].efficiency * 0.75, s.efficiency)
+    assert.is_truthy(from:find("derived"))
+  end)
+
+  it("reads each generation's reference row from the hardware library, the same values search uses", function()
+    assert.are.equal(comp("H100_SXM").efficiency, settings.hopper["2025"].efficiency)
+    assert.are.equal(comp("H100_SXM").fp8_efficiency, settings.hopper["2025"].fp8_efficiency)
+    assert.are.equal(comp("GB200").attention_efficiency, settings.blackwell["2025"].attention_efficiency)
+    assert.are.equal(comp("A100_80GB_SXM").efficiency, settings.ampere["2023"].efficiency)
+    -- other kernel libraries: the reference x the factor
+    local f = calibration.factors.hopper.torch2025
+    assert.is_true(math.abs(settings.hopper.torch2025.efficiency - comp("H100_SXM").efficiency * f.efficiency) < 1e-12)
+    -- a generation derived from another (MI300X from Hopper) takes Hopper's factors on its own reference
+    assert.is_true(math.abs(settings.cdna3.torch2025.efficiency - comp("MI300X").efficiency * f.efficiency) < 1e-12)
+  end)
+
+  it("one setting per GPU generation: every library node of a generation carries the same values", function()
+    local seen = {}
+    for _, g in ipairs(cases.gpus) do
+      local c = comp(g.node)
+      local row = {}
+      for _, k in ipairs(calibration.keys) do
+        -- fp8/fp4 fractions only where the part has the rate
+        if not ((k == "fp8_efficiency" and (tonumber(c.fp8_nominal) or 0) == 0)
+          or (k == "fp4_efficiency" and (tonumber(c.fp4_nominal) or 0) == 0)) then row[k] = c[k] end
+      end
+      assert.is_number(row.efficiency, g.node)
+      assert.is_number(row.attention_efficiency, g.node)
+      if (tonumber(c.fp8_nominal) or 0) > 0 then assert.is_number(row.fp8_efficiency, g.node) end
+      local first = seen[g.generation]
+      if first then
+        for _, k in ipairs({ "efficiency", "attention_efficiency", "expert_gemm_overhead_sec" }) do
+          assert.are.equal(first.row[k], row[k], g.node .. " vs " .. first.node .. ": " .. k)
+        end
+        if row.fp8_efficiency and first.row.fp8_efficiency then
+          assert.are.equal(first.row.fp8_efficiency, row.fp8_efficiency, g.node .. ": fp8_efficiency")
+        end
+      else
+        seen[g.generation] = { node = g.node, row = row }
+      end
+    end
   end)
 end)
 

@@ -79,25 +79,25 @@ end)
 --
 -- fathom with the report's layout and every mechanism it models (PP 16 DualPipe, EP 64 =
 -- 8 GPUs x 8 nodes, node-limited to 4 nodes, ZeRO-1, fp8_blockwise GEMMs, FP8 dispatch, BF16
--- combine, 20 of 132 SMs held by DeepEP) predicts a 25.4 s step, ~69.2 days, 3.40M GPU-hours:
--- 28% over, outside 15%, so this spec asserts what fathom achieves, not the report. Where the
--- step goes (s): compute 16.76 on the busiest stage (14.35 with every SM), memory-bound time
--- 2.01, bubble 1.61, exposed EP all-to-all 4.91 (of 21.95 raw), DP 0.12. The largest gap is
--- the all-to-all: its raw time exceeds the computation it hides under, because the scale-out
--- part gets 1/3 of InfiniBand. fathom splits a physical dimension evenly between the logical
--- dimensions of a view mapped to it (fth_topology.h), here EP_SO, PP and DP_MoE, as if all
--- three ran at once all step long; in fact the DP_MoE reduce-scatter runs once per step
--- (0.14 s) and PP sends 13 GiB a step against the all-to-all's 700 GiB. Letting the
--- once-per-step reductions not take bandwidth from the layer and pipeline collectives (the
--- physical topology's dp_bandwidth_apart: true) gives ~58.7 days (+8%; EP exposed 1.26 s),
--- but as the default it moves the Hot Interconnects study out of its published ratios
--- (Config4 2.56x -> 2.11x against 2.7x; 0.57 / 0.39 -> 0.65 / 0.47 against 0.60 / 0.37),
--- whose numbers were built on the even split; so the even split stays the default, the
--- shipped H800 topology keeps it, and the 58.7 days are a sensitivity. Even then the
--- all-to-all is not all hidden: DualPipe overlaps each pass's collectives with that pass's
--- kernels (fth_train.c), not with the paired chunk of the other direction. Not modelled:
--- the MTP module; activations cached in FP8 (memory only: the layout is counted at 174 GiB
--- per GPU with BF16 activations and does not fit 80 GB here).
+-- combine, 20 of 132 SMs held by DeepEP) predicts a 23.5 s step, ~64.1 days, 3.15M GPU-hours:
+-- 18% over, outside 15%, so this spec asserts what fathom achieves, not the report (within
+-- 5%: the H800 calibration is refitted now and then). Where the step goes (s): compute 11.24
+-- on the busiest stage (9.58 with every SM), memory-bound time 2.03, bubble 1.41, exposed EP
+-- all-to-all 8.68 (of 21.95 raw), DP 0.16. The gap is the all-to-all: its raw time is twice
+-- the computation it hides under, because the scale-out part gets 1/3 of InfiniBand. fathom
+-- splits a physical dimension evenly between the logical dimensions of a view mapped to it
+-- (fth_topology.h), here EP_SO, PP and DP_MoE, as if all three ran at once all step long; in
+-- fact the DP_MoE reduce-scatter runs once per step (~0.15 s) and PP sends 13 GiB a step
+-- against the all-to-all's 700 GiB. Letting the once-per-step reductions not take bandwidth
+-- from the layer and pipeline collectives (the physical topology's dp_bandwidth_apart: true)
+-- gives ~46.9 days (-14%; EP 14.6 s raw, 2.8 s exposed), but as the default it moves the Hot
+-- Interconnects study out of its published ratios (Config4 2.56x -> 2.11x against 2.7x;
+-- 0.57 / 0.39 -> 0.65 / 0.47 against 0.60 / 0.37), whose numbers were built on the even
+-- split; so the even split stays the default, the shipped H800 topology keeps it, and the
+-- 46.9 days are a sensitivity, not the claim. Neither is DualPipe's pairing modelled in full:
+-- each pass's collectives overlap that pass's kernels (fth_train.c), not the paired chunk of
+-- the other direction. Not modelled: the MTP module; activations cached in FP8 beyond the
+-- GEMM inputs (the layout is counted at 144 GiB per GPU and does not fit 80 GB here).
 describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 days)", function()
   local r = fathom.scenario(case()):evaluate()
   local gpu_hours = r.total_time_s / 3600 * 2048
@@ -106,33 +106,33 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
     assert.are.equal(235240, r.steps)
   end)
 
-  it("predicts 3.40M GPU-hours (+28% on the report's 2.664M; gap documented above)", function()
-    assert.is_true(math.abs(gpu_hours / 3.401e6 - 1) < 0.03, string.format("%.4g GPU-hours", gpu_hours))
-    assert.is_true(gpu_hours / 2.664e6 - 1 < 0.35)
+  it("predicts 3.15M GPU-hours (+18% on the report's 2.664M; gap documented above)", function()
+    assert.is_true(math.abs(gpu_hours / 3.149e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
+    assert.is_true(gpu_hours / 2.664e6 - 1 < 0.25)
   end)
 
   it("hides most of the all-to-all under DualPipe, the rest exposed by its scale-out share", function()
-    assert.is_true(r.comm.ep.hidden_s > 0.7 * r.comm.ep.raw_s)
-    assert.is_true(r.comm.ep.exposed_s > 0.15 * r.step_time_s)
+    assert.is_true(r.comm.ep.hidden_s > 0.5 * r.comm.ep.raw_s)
+    assert.is_true(r.comm.ep.exposed_s > 0.3 * r.step_time_s)
   end)
 
-  it("with DP's once-per-step reductions apart from the all-step collectives: ~58.7 days", function()
+  it("with DP's once-per-step reductions apart from the all-step collectives: ~46.9 days", function()
     local phys = config.load_mapping("configs/topology_zoo/physical/hgx_h800_2048.yaml", "physical topology")
     phys.dp_bandwidth_apart = true
     local c = case()
     c.physical = phys
     local a = fathom.scenario(c):evaluate()
     local days = a.total_time_s / 86400
-    assert.is_true(math.abs(days / 58.66 - 1) < 0.03, string.format("%.4g days", days))
+    assert.is_true(math.abs(days / 46.85 - 1) < 0.05, string.format("%.4g days", days))
     assert.is_true(a.comm.ep.exposed_s < 0.5 * r.comm.ep.exposed_s)
   end)
 
-  it("owes its prediction to node-limited routing and FP8 dispatch; DeepEP's SMs cost 7%", function()
+  it("owes its prediction to node-limited routing and FP8 dispatch; DeepEP's SMs slow compute", function()
     local w0 = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")
     w0.moe_comm_compute_fraction = nil
     local all_sms = fathom.scenario(case(nil, w0)):evaluate()
-    -- the MoE blocks' kernels at 112 / 132 of the rate: compute 14.35 s -> 16.76 s
-    assert.is_true(math.abs(r.compute_s / all_sms.compute_s - 16.76 / 14.35) < 0.02)
+    -- the MoE blocks' kernels on 112 of 132 SMs: compute 9.58 s -> 11.24 s
+    assert.is_true(math.abs(r.compute_s / all_sms.compute_s - 11.24 / 9.58) < 0.02)
     local free = fathom.scenario(case(model_with({ topk_group = 0 }))):evaluate()
     assert.is_true(free.total_time_s > 1.5 * r.total_time_s)
     local w = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")

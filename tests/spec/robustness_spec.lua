@@ -278,6 +278,28 @@ describe("robustness (issue 13)", function()
     end
   end)
 
+  it("out of memory is bad input (exit 2, one line) #slow", function()
+    if h.bin():find("asan", 1, true) then return end -- ASan reserves more address space than any limit
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    for _ = 1, 150 do f:write(string.rep("- 1\n", 100000)) end -- 15,000,000 items
+    f:close()
+    local p = io.popen("sh -c " .. h.shell_quote("ulimit -v 200000; " .. h.shell_quote(h.bin()) .. " show " ..
+      h.shell_quote(path) .. " 2>&1 >/dev/null; echo \"rc=$?\""))
+    local out = p:read("a")
+    p:close()
+    os.remove(path)
+    assert.matches("^fathom: not enough memory for this input\nrc=2\n$", out)
+  end)
+
+  it("runs a sweep whose points fix what is wrong with the base inputs", function()
+    local a = analyze_args("physical", "tests/fixtures/physical_up3.yaml",
+      { "--sweep-config", "tests/fixtures/sweep_fixes_base.yaml" })
+    local r = h.run(table.unpack(a))
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("up%.size=2", r.stdout)
+  end)
+
   it("refuses commands used wrongly with one line", function()
     for _, argv in ipairs({ { "scenario" }, { "scenario", "run", "nosuch" }, { "run" }, { "run", "/nonexistent.lua" },
       { "show" }, { "show", "/nonexistent.yaml" }, { "show", "/tmp" }, { "analyze" }, { "search" },

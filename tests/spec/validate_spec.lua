@@ -42,6 +42,22 @@ describe("fathom.validate #paper", function()
     assert.is_number(res.no_fit)
   end)
 
+  it("counts only refusals as skips: a bug in the evaluation surfaces", function()
+    local scenario = require("fathom.scenario")
+    local errors = require("fathom.errors")
+    local jobs = validate.prepare({ (validate.load("validation/published_cases.yaml"))[1] })
+    assert.are.equal(1, #jobs)
+    local state = validate.state("configs/hardware/hardware_library.yaml")
+    local new = scenario.new
+    finally(function() scenario.new = new end)
+    scenario.new = function() errors.raise("EP = 3 does not divide the experts") end
+    local recs, skipped = validate.evaluate(state, jobs)
+    assert.are.equal(0, #recs)
+    assert.matches("model rejected the configuration: EP = 3", skipped[1].reason)
+    scenario.new = function() local t = nil return t.x end
+    assert.error_matches(function() validate.evaluate(state, jobs) end, "attempt to index")
+  end)
+
   it("quantile() interpolates", function()
     assert.are.equal(2, validate.quantile({ 1, 2, 3 }, 0.5))
     assert.are.equal(2.5, validate.quantile({ 1, 2, 3, 4 }, 0.5))
@@ -51,6 +67,28 @@ end)
 
 describe("fathom validate (command line)", function()
   local h = require("helpers")
+  it("prints the README's validation table, line for line", function()
+    local f = assert(io.open("README.md", "rb"))
+    local text = f:read("a")
+    f:close()
+    local block = assert(text:match("```\n%$ fathom validate\n(.-)```"), "README has no `$ fathom validate` block")
+    local r = h.run("validate")
+    assert.are.equal(0, r.code, r.stderr)
+    local out = {}
+    for l in (r.stdout .. "\n"):gmatch("([^\n]*)\n") do out[#out + 1] = l end
+    local at = 1
+    for want in block:gmatch("([^\n]*)\n") do
+      if want ~= "" then
+        local found
+        for i = at, #out do
+          if out[i] == want then found = i break end
+        end
+        assert.is_truthy(found, "README line not printed (in order) by `fathom validate`: " .. want)
+        at = found + 1
+      end
+    end
+  end)
+
   it("--format json gives cases, sources and skipped with reasons", function()
     local cases = os.tmpname()
     local f = assert(io.open(cases, "w"))

@@ -1,5 +1,6 @@
 -- fathom validate: predicted vs measured over a file of published cases.
 local args = require("fathom.args")
+local calibration = require("fathom.calibration")
 local analysis = require("fathom.analysis")
 local output = require("fathom.output")
 local tablefmt = require("fathom.format.table")
@@ -12,7 +13,7 @@ local spec = {
   { name = "cases", arg = "FILE", multi = true,
     help = "cases file, repeatable [default: validation/published_cases.yaml and modern_cases.yaml]" },
   { name = "hardware-lib", arg = "FILE",
-    help = "hardware library (datasheet figures; calibration: lua/fathom/calibration.lua)" },
+    help = "hardware library (datasheet figures and the calibrated efficiencies)" },
   { name = "no-loso", flag = true, help = "leave out the leave-one-source-out errors (refits per source)" },
   { name = "fit", flag = true, help = "refit the per-generation calibration and print it" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
@@ -27,7 +28,8 @@ M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--forma
   "predicted vs measured per case, per source the count, median and 90th-percentile\n" ..
   "absolute relative error, the runs the model calls \"does not fit\", the leave-one-source-\n" ..
   "out errors, and every skipped case with its reason. Calibration is one setting per GPU\n" ..
-  "generation and kernel library (lua/fathom/calibration.lua); nothing is tuned per case.\n\n" ..
+  "generation (the hardware library's efficiencies) and kernel library (lua/fathom/calibration.lua\n" ..
+  "factors); nothing is tuned per case.\n\n" ..
   args.usage(spec) .. "\n"
 
 local function default_cases()
@@ -83,17 +85,35 @@ local function text(res)
   out[#out + 1] = string.format("\nmeasured runs the model calls \"does not fit\": %d of %d", res.no_fit,
     #res.cases)
   if res.fitted then
-    local lines = { "\nfitted calibration (generation/kernels):" }
+    -- the two places the calibration is stored: each generation's reference row (the hardware
+    -- library's compute efficiencies) and the other kernel libraries' factors
+    -- (fathom.calibration.factors)
+    local refs, factors = calibration.to_factors(res.fitted)
+    local lines = { "\nfitted calibration, reference kernel library per GPU generation (configs/hardware/" ..
+      "hardware_library.yaml):" }
+    local function f3(x) return x and string.format("%.3f", x) or "-" end
     local keys = {}
-    for g, r in pairs(res.fitted) do
-      for k, v in pairs(r) do
-        keys[#keys + 1] = string.format("  %-16s efficiency %.3f  fp8_efficiency %s  attention_efficiency %.3f",
-          g .. "/" .. k, v.efficiency, v.fp8_efficiency and string.format("%.3f", v.fp8_efficiency) or "-",
-          v.attention_efficiency)
+    for g, v in pairs(refs) do
+      -- generations without cases are derived (fathom.calibration.derived): not refitted
+      if not calibration.derived[g] then keys[#keys + 1] = string.format(
+        "  %-24s efficiency %s  fp8_efficiency %s  attention_efficiency %s",
+        g .. "/" .. calibration.reference_of(g), f3(v.efficiency), f3(v.fp8_efficiency), f3(v.attention_efficiency))
       end
     end
     table.sort(keys)
-    out[#out + 1] = table.concat(lines, "\n") .. "\n" .. table.concat(keys, "\n")
+    local fk = {}
+    for g, frows in pairs(factors) do
+      for k, v in pairs(calibration.derived[g] and {} or frows) do
+        local a = res.fitted[g][k]
+        fk[#fk + 1] = string.format("  %-24s x %s  x %s  x %s   (%s  %s  %s)", g .. "/" .. k, f3(v.efficiency),
+          f3(v.fp8_efficiency), f3(v.attention_efficiency), f3(a.efficiency), f3(a.fp8_efficiency),
+          f3(a.attention_efficiency))
+      end
+    end
+    table.sort(fk)
+    out[#out + 1] = table.concat(lines, "\n") .. "\n" .. table.concat(keys, "\n") ..
+      "\n\nkernel-library factors (lua/fathom/calibration.lua; efficiency, fp8, attention; the values):\n" ..
+      table.concat(fk, "\n")
   end
   local why = {}
   for _, s in ipairs(res.skipped) do why[s.reason] = (why[s.reason] or 0) + 1 end
