@@ -148,7 +148,8 @@ double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_
   double ex[FTH_COMM_KIND_COUNT], *x = exposed ? exposed : ex;
   fth_block_stage(&e, blk, NULL, last, 1, requests, q, out, NULL);
   double t = fth_phase_time(out, p->inf.comp_comm_eff, x);
-  if (l->pp > 1) { /* the slower of the last stage (with the head) and the heaviest other */
+  if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1])) {
+    /* the slower of the last stage (with the head) and the heaviest other */
     fth_phase m;
     double xm[FTH_COMM_KIND_COUNT];
     fth_block_stage(&e, blk, NULL, mid, 0, requests, q, &m, NULL);

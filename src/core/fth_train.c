@@ -205,7 +205,8 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
       fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
   fth_block_stage(e, blk_f, blk_b, last, 1, w->micro_batch, q, fwd, bwd);
   int *chosen = last;
-  if (l->pp > 1) {
+  /* The same blocks plus the head are slower: compare only when they differ. */
+  if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1])) {
     fth_phase mf, mb;
     fth_block_stage(e, blk_f, blk_b, mid, 0, w->micro_batch, q, &mf, &mb);
     double ex[FTH_COMM_KIND_COUNT];
