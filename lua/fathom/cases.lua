@@ -206,6 +206,9 @@ function M.model_doc(mdl, seq)
     if not ffn then return nil, "model.ffn is not given" end
     doc.ffn_hidden_size = ffn
   end
+  -- node-limited routing (DeepSeek-V3's n_group / topk_group, the HF config's names)
+  doc.n_group = M.count(mdl.n_group) or M.count(mdl.routed_groups) or nil
+  doc.topk_group = M.count(mdl.topk_group) or M.count(mdl.max_groups_per_token) or nil
   local mla = mdl.mla
   if type(mla) == "table" then
     doc.q_lora_rank = M.count(mla.q_lora_rank) or 0

@@ -104,6 +104,13 @@ describe("fathom.cases", function()
     assert.are.equal(3, m.first_dense_layers)
     assert.are.equal(512, m.kv_lora_rank)
     assert.is_true(m.gated_mlp)
+    assert.is_nil(m.topk_group) -- unrestricted routing unless the case says otherwise
+    -- node-limited routing as the HF config names it
+    m = assert(cases.model_doc({ arch = "MLA + DeepSeekMoE", layers = 61, hidden = 7168, heads = 128,
+      head_dim = 128, ffn = 18432, vocab = 129280, experts = 256, top_k = 8, expert_ffn = 2048,
+      n_group = 8, topk_group = 4 }, 4096))
+    assert.are.equal(8, m.n_group)
+    assert.are.equal(4, m.topk_group)
     -- Llama 4: 24 dense layers interleaved with 24 MoE layers
     m = assert(cases.model_doc({ arch = "Llama 4 (MoE in every other layer)", layers = 48, hidden = 5120,
       heads = 40, kv_heads = 8, ffn = 16384, vocab = 202048, experts = 128, top_k = 1, shared_experts = 1,
