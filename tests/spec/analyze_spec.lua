@@ -119,6 +119,26 @@ describe("fathom analyze", function()
     assert.matches(":3:5: logical%.dimensions%[2%]: physical dimension 2 has 2 GPUs but DP_Attn", r.stderr)
   end)
 
+  it("prints the asked format on stdout (a pipe gets JSON), the summary table by default", function()
+    local base = { "analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+      "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml", "--model-spec",
+      T .. "model.yaml" }
+    local function run(...)
+      local args = {}
+      for _, a in ipairs(base) do args[#args + 1] = a end
+      for _, a in ipairs({ ... }) do args[#args + 1] = a end
+      return h.run(table.unpack(args))
+    end
+    local j = run("--format", "json", "--raw-output")
+    assert.are.equal(0, j.code, j.stderr)
+    local rec = require("cjson").decode(j.stdout)
+    assert.is_number(rec[1].time.step_time_seconds)
+    local t, d = run("--format", "table"), run()
+    assert.are.equal(0, t.code)
+    assert.matches("^#%s+point", t.stdout)
+    assert.are.equal(t.stdout, d.stdout)
+  end)
+
   it("refuses more physical dimensions than the core holds, with a hint", function()
     local p = os.tmpname()
     local dims = { "  - {name: up, interconnect_name: scale_up, topology_type: switched, size: 2}",

@@ -21,8 +21,9 @@ local spec = {
     default = passes.names[1], help = "what to model" },
   { name = "output-file", arg = "FILE", help = "write every record here (whole or not at all)" },
   { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
-  { name = "format", arg = "FMT", choices = { "yaml", "json", "csv", "svg" }, default = "yaml",
-    help = "output file format (svg: the sweep's step times as stacked bars)" },
+  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv", "svg" },
+    help = "table (the summary), yaml, json, csv or svg (the sweep's step times as stacked bars); "
+      .. "to --output-file [default: yaml] or, without it, to stdout [default: table]" },
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }
@@ -84,6 +85,7 @@ function M.main(argv)
     sweep = opts.sweep_config, pass_mode = opts.pass_mode,
   }
   local records, streamed
+  if opts.output_file and not opts.format then opts.format = "yaml" end
   if opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
     local n, first = analysis.stream(a, opts.output_file, opts.format, not opts.raw_output and report.humanize or nil)
     records, streamed = { first }, n
@@ -102,15 +104,23 @@ function M.main(argv)
   if streamed then
     io.stderr:write(string.format("fathom: wrote %d record%s to %s\n", streamed, streamed == 1 and "" or "s",
       opts.output_file))
-  elseif opts.output_file then
+  elseif opts.output_file and opts.format == "table" then
+    output.write_file(opts.output_file, summary(records, passes.get(opts.pass_mode)))
+    io.stderr:write(string.format("fathom: wrote the summary of %d record%s to %s\n", #records,
+      #records == 1 and "" or "s", opts.output_file))
+  elseif opts.output_file or (opts.format and opts.format ~= "table") then
     local out = records
     if not opts.raw_output and opts.format ~= "svg" then
       out = {}
       for i, r in ipairs(records) do out[i] = report.humanize(r) end
     end
-    output.write(out, opts.format, opts.output_file)
-    io.stderr:write(string.format("fathom: wrote %d record%s to %s\n", #records,
-      #records == 1 and "" or "s", opts.output_file))
+    if opts.output_file then
+      output.write(out, opts.format, opts.output_file)
+      io.stderr:write(string.format("fathom: wrote %d record%s to %s\n", #records,
+        #records == 1 and "" or "s", opts.output_file))
+    else -- the asked format on stdout, so a pipe gets what it asked for
+      io.stdout:write(output.render(out, opts.format))
+    end
   else
     io.stdout:write(summary(records, passes.get(opts.pass_mode)))
   end
