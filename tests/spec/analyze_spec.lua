@@ -124,10 +124,10 @@ describe("fathom analyze", function()
       "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml", "--model-spec",
       T .. "model.yaml" }
     local function run(...)
-      local args = {}
-      for _, a in ipairs(base) do args[#args + 1] = a end
-      for _, a in ipairs({ ... }) do args[#args + 1] = a end
-      return h.run(table.unpack(args))
+      local argv = {}
+      for _, a in ipairs(base) do argv[#argv + 1] = a end
+      for _, a in ipairs({ ... }) do argv[#argv + 1] = a end
+      return h.run(table.unpack(argv))
     end
     local j = run("--format", "json", "--raw-output")
     assert.are.equal(0, j.code, j.stderr)
