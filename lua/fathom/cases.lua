@@ -521,7 +521,7 @@ function M.training_docs(case)
   local workload = {
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,
     float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
-    recompute = recompute,
+    gradient_float_size = fw.grad_bytes, recompute = recompute,
     flash_attention = fw.flash_attention,
     sequence_parallel = p.sp and p.tp > 1,
     dp_spec = { variant = p.dp_variant },

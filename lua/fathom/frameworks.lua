@@ -27,6 +27,12 @@
 --                          "FP8" means in this framework
 --   pp_schedule            default pipeline schedule
 --   pp_micro_batch         pipeline micro-batch size when the source gives only the batch
+--   grad_bytes             width of the gradient buffer and of its data-parallel reduction:
+--                          4 = FP32 main gradients (Megatron-LM's own loop forces them with
+--                          BF16, FSDP's reduce_dtype fp32), 2 = BF16 (the NeMo 2 / Megatron-
+--                          Bridge performance recipes set grad_reduce_in_fp32 = False; NeMo
+--                          Launcher's grad_sync_dtype bf16). With the distributed optimizer
+--                          the buffer is whole on every rank, so this is 2-4 bytes/parameter.
 --   kernel_launch_sec      per-kernel launch and gap
 local names = require("fathom.names")
 
@@ -37,6 +43,7 @@ local base = {
   flash_attention = true, kernels = "2025", dp_variant = "DDP", comp_comm_efficiency = 0.8,
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
+  grad_bytes = 4,
 }
 
 M.rows = {
@@ -52,13 +59,13 @@ M.rows = {
   -- scaling by default (current scaling and MXFP8 selectable from NeMo 25.04 / TE 2.x).
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2 },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2 },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_current },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2 },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current },
@@ -150,6 +157,7 @@ function M.workload_defaults(name, pass)
   }
   if pass == nil or pass == "training" then
     w.recompute = f.recompute
+    w.gradient_float_size = f.grad_bytes
     w.dp_spec = { variant = f.dp_variant }
   end
   return w

@@ -84,8 +84,8 @@ static void stage_params(fth_layout *l) {
   /* The embedding sits on the first stage, the LM head on the last (both
    * when PP = 1). The busiest stage is the heaviest other stage with the
    * embedding (the first, at most) or the last with the head, whichever
-   * holds more. */
-  double emb = l->params.embedding / tp, head = l->params.lm_head / tp;
+   * holds more. The final norm's weights are replicated over TP. */
+  double emb = l->params.embedding / tp, head = l->params.lm_head / tp + l->params.final_norm;
   int last_dense = l->last_stage_layers - l->last_stage_moe;
   double d_last = last_dense * dense_block + l->last_stage_moe * moe_block + head;
   double e_last = l->last_stage_moe * experts;

@@ -259,9 +259,9 @@ fth_param_count fth_model_params(const fth_model_def *d) {
     moe_total = n_moe * c.moe_layer;
     moe_active = n_moe * c.moe_layer_active;
   }
-  double final_norm = h;
-  c.total = c.embedding + c.lm_head + final_norm + dense_total + moe_total;
-  c.active = c.embedding + c.lm_head + final_norm + dense_total + moe_active;
+  c.final_norm = h;
+  c.total = c.embedding + c.lm_head + c.final_norm + dense_total + moe_total;
+  c.active = c.embedding + c.lm_head + c.final_norm + dense_total + moe_active;
   return c;
 }
 

@@ -112,6 +112,7 @@ typedef struct fth_param_count {
   double active;      ///< used by one token (top_k routed + shared experts)
   double embedding;   ///< token (+ position) embedding
   double lm_head;     ///< 0 when tied
+  double final_norm;  ///< the norm before the LM head (on the last stage)
   double dense_layer; ///< one dense block
   double moe_layer;   ///< one MoE block, all experts
   double moe_layer_active;

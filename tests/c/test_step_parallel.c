@@ -200,44 +200,44 @@ static int zero_traffic(void) {
   FTH_RUN(run(&t, &m, &w, &z2));
 
   /* Parameters per GPU (TP 1, PP 1): 2 layers x (4 h^2 + 2 h f + 2 h) =
-   * 2 x 12,584,960 plus embedding and LM head 2 V h = 65,536,000:
-   * P = 90,705,920. fp32 gradients: 4 P = 362,823,680 B. */
-  FTH_ENSURE_NEAR(90705920.0, ddp.params_per_gpu, 1e-12);
-  FTH_ENSURE_NEAR(362823680.0, ddp.comm[FTH_COMM_DP].bytes_per_call, 1e-12);
-  /* DDP: ring all-reduce 2 (3/4) 4P / 100 GB/s = 5.4423552 ms. */
+   * 2 x 12,584,960 plus embedding and LM head 2 V h = 65,536,000 and the
+   * final norm h = 1,024: P = 90,706,944. fp32 gradients: 4 P = 362,827,776 B. */
+  FTH_ENSURE_NEAR(90706944.0, ddp.params_per_gpu, 1e-12);
+  FTH_ENSURE_NEAR(362827776.0, ddp.comm[FTH_COMM_DP].bytes_per_call, 1e-12);
+  /* DDP: ring all-reduce 2 (3/4) 4P / 100 GB/s = 5.44241664 ms. */
   FTH_ENSURE(ddp.comm[FTH_COMM_DP].op == FTH_COLL_ALL_REDUCE);
-  FTH_ENSURE_NEAR(5.4423552e-3, ddp.comm[FTH_COMM_DP].raw_s, 1e-9);
+  FTH_ENSURE_NEAR(5.44241664e-3, ddp.comm[FTH_COMM_DP].raw_s, 1e-9);
   /* ZeRO-1 and -2: reduce-scatter of the 4P gradient bytes, (3/4) 4P / B =
-   * 2.7211776 ms, then all-gather of the updated bf16 weights, (3/4) 2P / B =
-   * 1.3605888 ms: 4.0817664 ms, all exposed (comp_comm 0). */
+   * 2.72120832 ms, then all-gather of the updated bf16 weights, (3/4) 2P / B =
+   * 1.36060416 ms: 4.08181248 ms, all exposed (comp_comm 0). */
   for (int i = 0; i < 2; i++) {
     const fth_train_result *z = i == 0 ? &z1 : &z2;
     FTH_ENSURE(z->comm[FTH_COMM_DP].op == FTH_COLL_REDUCE_SCATTER);
-    FTH_ENSURE_NEAR(362823680.0, z->comm[FTH_COMM_DP].bytes_per_call, 1e-12);
-    FTH_ENSURE_NEAR(4.0817664e-3, z->comm[FTH_COMM_DP].raw_s, 1e-9);
-    FTH_ENSURE_NEAR(4.0817664e-3, z->comm[FTH_COMM_DP].exposed_s, 1e-9);
+    FTH_ENSURE_NEAR(362827776.0, z->comm[FTH_COMM_DP].bytes_per_call, 1e-12);
+    FTH_ENSURE_NEAR(4.08181248e-3, z->comm[FTH_COMM_DP].raw_s, 1e-9);
+    FTH_ENSURE_NEAR(4.08181248e-3, z->comm[FTH_COMM_DP].exposed_s, 1e-9);
     /* Adam over the 1/4 of the parameters this rank owns: read master, two
      * moments, gradient; write master, moments, bf16 weights: 6 x 4 + 4 + 2 =
-     * 30 B per parameter, P / 4 x 30 B / 10 TB/s = 68.02944 us (DDP: all P,
-     * 272.11776 us). */
-    FTH_ENSURE_NEAR(68.02944e-6, z->optimizer_s, 1e-9);
+     * 30 B per parameter, P / 4 x 30 B / 10 TB/s = 68.030208 us (DDP: all P,
+     * 272.120832 us). */
+    FTH_ENSURE_NEAR(68.030208e-6, z->optimizer_s, 1e-9);
     /* The forward and backward are those of DDP: the step differs by the DP
-     * traffic and the optimizer only, (4.0817664 - 5.4423552) ms +
-     * (68.02944 - 272.11776) us = -1.56467712 ms. */
-    FTH_ENSURE_NEAR(ddp.step_time_s - 1.56467712e-3, z->step_time_s, 1e-9);
+     * traffic and the optimizer only, (4.08181248 - 5.44241664) ms +
+     * (68.030208 - 272.120832) us = -1.564694784 ms. */
+    FTH_ENSURE_NEAR(ddp.step_time_s - 1.564694784e-3, z->step_time_s, 1e-9);
   }
-  FTH_ENSURE_NEAR(272.11776e-6, ddp.optimizer_s, 1e-9);
-  /* Memory: bf16 weights 2P = 181,411,840 B everywhere; fp32 gradients 4P =
-   * 362,823,680 B, sharded by ZeRO-2 (P = 90,705,920 B); fp32 master + two
-   * moments 12P = 1,088,471,040 B, sharded by ZeRO-1 and -2 (3P = 272,117,760 B). */
-  FTH_ENSURE_NEAR(181411840.0, z1.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
-  FTH_ENSURE_NEAR(181411840.0, z2.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
-  FTH_ENSURE_NEAR(362823680.0, ddp.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
-  FTH_ENSURE_NEAR(362823680.0, z1.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
-  FTH_ENSURE_NEAR(90705920.0, z2.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
-  FTH_ENSURE_NEAR(1088471040.0, ddp.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
-  FTH_ENSURE_NEAR(272117760.0, z1.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
-  FTH_ENSURE_NEAR(272117760.0, z2.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE_NEAR(272.120832e-6, ddp.optimizer_s, 1e-9);
+  /* Memory: bf16 weights 2P = 181,413,888 B everywhere; fp32 gradients 4P =
+   * 362,827,776 B, sharded by ZeRO-2 (P = 90,706,944 B); fp32 master + two
+   * moments 12P = 1,088,483,328 B, sharded by ZeRO-1 and -2 (3P = 272,120,832 B). */
+  FTH_ENSURE_NEAR(181413888.0, z1.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(181413888.0, z2.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(362827776.0, ddp.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(362827776.0, z1.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(90706944.0, z2.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(1088483328.0, ddp.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE_NEAR(272120832.0, z1.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE_NEAR(272120832.0, z2.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
   return 0;
 }
 

@@ -115,18 +115,19 @@ static int toy_hand_derived(void) {
   FTH_ENSURE_NEAR(r.comm[FTH_COMM_TP].raw_s, r.comm[FTH_COMM_TP].exposed_s, 1e-12);
 
   /* Parameters per GPU: per layer (4 h^2 + 2 h f + 2 h) / 2 = 6,292,480, x 4
-   * = 25,169,920; embedding and LM head V h / 2 = 16,384,000 each: 57,937,920.
-   * DP: all-reduce of 57,937,920 x 4 B = 231,751,680 B over 2 GPUs at 10 GB/s,
-   * 5 us: M / B + 2a = 23.175168 ms + 10 us, all exposed (comp_comm 0). */
-  FTH_ENSURE_NEAR(57937920.0, r.params_per_gpu, 1e-12);
-  FTH_ENSURE_NEAR(231751680.0, r.comm[FTH_COMM_DP].bytes_per_call, 1e-12);
-  FTH_ENSURE_NEAR(0.023185168, r.comm[FTH_COMM_DP].exposed_s, 1e-12);
-  /* Adam: (6 x 4 + 4 + 2) = 30 B per parameter at 1 TB/s: 1.7381376 ms. */
-  FTH_ENSURE_NEAR(1.7381376e-3, r.optimizer_s, 1e-12);
+   * = 25,169,920; embedding and LM head V h / 2 = 16,384,000 each; the final
+   * norm h = 1,024, replicated: 57,938,944.
+   * DP: all-reduce of 57,938,944 x 4 B = 231,755,776 B over 2 GPUs at 10 GB/s,
+   * 5 us: M / B + 2a = 23.1755776 ms + 10 us, all exposed (comp_comm 0). */
+  FTH_ENSURE_NEAR(57938944.0, r.params_per_gpu, 1e-12);
+  FTH_ENSURE_NEAR(231755776.0, r.comm[FTH_COMM_DP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(0.0231855776, r.comm[FTH_COMM_DP].exposed_s, 1e-12);
+  /* Adam: (6 x 4 + 4 + 2) = 30 B per parameter at 1 TB/s: 1.73816832 ms. */
+  FTH_ENSURE_NEAR(1.73816832e-3, r.optimizer_s, 1e-12);
 
   /* Step: 2 x (fwd + bwd kernels + 16 all-reduces) + DP + optimizer. */
   double per_mb = 2.22774165504e-3 + 3.61871966208e-3 + 6.74758656e-4 + 16 * 43.94304e-6;
-  FTH_ENSURE_NEAR(2.0 * per_mb + 0.023185168 + 1.7381376e-3, r.step_time_s, 1e-12);
+  FTH_ENSURE_NEAR(2.0 * per_mb + 0.0231855776 + 1.73816832e-3, r.step_time_s, 1e-12);
   FTH_ENSURE(r.bubble_s == 0.0);
   /* Run: 8,192,000 tokens / 8,192 per step = 1,000 steps. */
   FTH_ENSURE_NEAR(1000.0, r.steps, 0);
@@ -137,9 +138,9 @@ static int toy_hand_derived(void) {
    * SP, flash): replicated 10 h = 10,240; sharded (8 h + 16 h) / 2 = 12,288;
    * log-sum-exp 4 x 16 / 2 = 32 -> 22,560 B x 2048 tokens x 4 layers x 1 in
    * flight (1F1B, PP 1) = 184,811,520 B. */
-  FTH_ENSURE_NEAR(115875840.0, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
-  FTH_ENSURE_NEAR(231751680.0, r.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
-  FTH_ENSURE_NEAR(695255040.0, r.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  FTH_ENSURE_NEAR(115877888.0, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(231755776.0, r.mem.bytes[FTH_MEM_GRADIENTS], 1e-12);
+  FTH_ENSURE_NEAR(695267328.0, r.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
   FTH_ENSURE_NEAR(184811520.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
   FTH_ENSURE(r.mem.fits);
   return 0;

@@ -150,6 +150,31 @@ describe("fathom.cases", function()
     assert.are.equal(2, docs.physical.dimensions[2].size)
   end)
 
+  it("sizes the gradient buffer at the framework's reduce width", function()
+    -- Llama 3.1 8B, NeMo, TP 1, PP 1, DP 4 x CP 2 on 8 H100: the distributed optimizer keeps
+    -- the whole gradient buffer on every rank, so it holds every parameter at 2 bytes
+    -- (BF16 reduction); the same run under Megatron-LM's FP32 main gradients holds 4.
+    local scenario = require("fathom.scenario")
+    local lib = require("fathom.spec").hardware_library(
+      require("fathom.config").load_mapping("configs/hardware/hardware_library.yaml", "hardware library"))
+    local function grads(fw)
+      local docs = assert(cases.training_docs({ id = "g", system = { gpu = "H100 80GB", num_gpus = 8,
+        gpus_per_node = 8 }, model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 32, hidden = 4096,
+        heads = 32, kv_heads = 8, ffn = 14336, vocab = 128256 }, training = { framework = fw, precision = "BF16" },
+        parallelism = { tp = 1, pp = 1, cp = 2, dp = 4, micro_batch = 1, global_batch = 128, seq_len = 8192 } }))
+      local r = scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+        model = docs.model, workload = docs.workload }):evaluate()
+      return r.memory.components.gradient_buffers
+    end
+    -- parameters: 32 x (4096 x (4096 + 2 x 1024) + 4096^2 + 3 x 4096 x 14336 + 2 x 4096)
+    -- + 2 x 128256 x 4096 (untied embedding and head) + 4096 = 8,030,261,248
+    local params = 32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336 + 2 * 4096)
+      + 2 * 128256 * 4096 + 4096
+    assert.are.equal(8030261248, params)
+    assert.is_true(math.abs(grads("NeMo 25.04.01 container") / (2 * params) - 1) < 1e-9)
+    assert.is_true(math.abs(grads("Megatron-Core v0.9 (2024)") / (4 * params) - 1) < 1e-9)
+  end)
+
   it("lays out EP and CP as logical dimensions", function()
     local phys, logical = cases.layout({ tp = 2, cp = 1, dp = 16, pp = 4, etp = 1, ep = 32, dp_moe = 1 }, 128, 8)
     assert.are.equal(2, #phys)
@@ -177,6 +202,17 @@ describe("fathom.frameworks", function()
     assert.are.equal("2023", frameworks.lookup("Composer + LLM Foundry (PyTorch FSDP)").kernels)
     assert.are.equal("default", frameworks.lookup("something else").name)
   end)
+
+  it("reduces gradients in BF16 where the performance recipes do, FP32 elsewhere", function()
+    -- NeMo 2 / Megatron-Bridge perf recipes: grad_reduce_in_fp32 = False; Megatron-LM's own
+    -- loop and FSDP's reduce_dtype keep FP32 main gradients.
+    assert.are.equal(2, frameworks.lookup("NeMo 25.04.01 container").grad_bytes)
+    assert.are.equal(2, frameworks.lookup("NeMo 24.09 container (NeMo Launcher)").grad_bytes)
+    assert.are.equal(2, frameworks.lookup("Megatron-Bridge 0.2").grad_bytes)
+    assert.are.equal(4, frameworks.lookup("Megatron-LM (2021)").grad_bytes)
+    assert.are.equal(4, frameworks.lookup("torchtitan 9dec370 (2024-12-26)").grad_bytes)
+    assert.are.equal(4, frameworks.lookup("something else").grad_bytes)
+  end)
 end)
 
 describe("a workload spec naming a framework", function()
@@ -186,6 +222,7 @@ describe("a workload spec naming a framework", function()
       seq_length = 2048, flash_attention = false })
     assert.are.equal("ZERO1", w.dp_variant)          -- the distributed optimizer
     assert.are.equal(0.9, w.comp_comm_efficiency)
+    assert.are.equal(2, w.gradient_float_size)        -- BF16 gradient buffer and reduction
     assert.is_false(w.flash_attention)               -- what the user wrote wins
     w = spec.train({ framework = "torchtitan 2025", global_batch_size = 8, micro_batch_size = 1, seq_length = 2048 })
     assert.are.equal("ZERO3", w.dp_variant)
