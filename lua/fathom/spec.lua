@@ -130,6 +130,8 @@ M.physical_schema = {
   expert_high_bandwidth_group_size_xpus = { type = "integer", min = 0 },
   dp_bandwidth_apart = { type = "boolean", default = false,
     hint = "DP reductions (once per step) take their share without reducing the layer and PP collectives'" },
+  bandwidth_by_traffic = { type = "boolean", default = false,
+    hint = "logical dimensions on one physical dimension share it by bytes per step (processor sharing), not evenly" },
   description = { type = "string" },
   notes = { type = "any" },
 }
@@ -411,7 +413,7 @@ function M.physical(src, lib)
   local node = check.ref(doc, "node_definition_ref", "node_definition_ref", lib.nodes, "node")
   local out = { name = p.name, node_name = doc.node_definition_ref, dimensions = {}, by_name = {},
     expert_high_bandwidth_group_size_xpus = p.expert_high_bandwidth_group_size_xpus,
-    dp_bandwidth_apart = p.dp_bandwidth_apart,
+    dp_bandwidth_apart = p.dp_bandwidth_apart, bandwidth_by_traffic = p.bandwidth_by_traffic,
     source_table = doc }
   if #doc.dimensions == 0 then errors.at(doc, "dimensions", "dimensions", "expected at least one dimension") end
   for i, d in ipairs(doc.dimensions) do
@@ -478,7 +480,7 @@ end
 function M.topology_table(phys, logical)
   local t = { dimensions = {}, logical = {},
     expert_high_bandwidth_group_size_xpus = phys.expert_high_bandwidth_group_size_xpus,
-    dp_bandwidth_apart = phys.dp_bandwidth_apart }
+    dp_bandwidth_apart = phys.dp_bandwidth_apart, bandwidth_by_traffic = phys.bandwidth_by_traffic }
   for i, d in ipairs(phys.dimensions) do
     t.dimensions[i] = { topology_type = d.topology_type, size = d.size, interconnect = d.interconnect }
   end

@@ -17,16 +17,18 @@ static int levels_size(const fth_group_level *lv, int n) {
   return g;
 }
 
-static void group(const fth_topology_def *topo, fth_logical_tag tag, fth_group *g) {
-  g->n = fth_topology_group(topo, tag, 1, g->lv, &g->dim);
+static void group(const fth_topology_def *topo, fth_logical_tag tag, const double *tag_bytes,
+                  fth_group *g) {
+  g->n = tag_bytes ? fth_topology_group_by_traffic(topo, tag, tag_bytes, g->lv, &g->dim)
+                   : fth_topology_group(topo, tag, 1, g->lv, &g->dim);
   g->size = levels_size(g->lv, g->n);
 }
 
 /* EP spans its scale-up and scale-out parts, scale-up first. */
-static void ep_group(const fth_topology_def *topo, fth_layout *l) {
+static void ep_group(const fth_topology_def *topo, const double *tag_bytes, fth_layout *l) {
   fth_group su, so;
-  group(topo, FTH_TAG_EP_SU, &su);
-  group(topo, FTH_TAG_EP_SO, &so);
+  group(topo, FTH_TAG_EP_SU, tag_bytes, &su);
+  group(topo, FTH_TAG_EP_SO, tag_bytes, &so);
   fth_group *g = &l->group[FTH_COMM_EP];
   g->n = 0;
   for (int i = 0; i < su.n && g->n < FTH_MAX_PHYS_DIMS; i++) g->lv[g->n++] = su.lv[i];
@@ -102,15 +104,16 @@ static void stage_params(fth_layout *l) {
   l->stage_expert_params = mid ? e_mid : e_last;
 }
 
-fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const fth_model_def *m,
-                           fth_error *err) {
-  memset(l, 0, sizeof *l);
-  static const fth_logical_tag tags[FTH_COMM_KIND_COUNT] = {
-      FTH_TAG_TP_ATTN, FTH_TAG_TP_MOE, FTH_TAG_EP_SU,  FTH_TAG_CP,
-      FTH_TAG_PP,      FTH_TAG_DP_ATTN, FTH_TAG_DP_MOE};
+static const fth_logical_tag kind_tags[FTH_COMM_KIND_COUNT] = {
+    FTH_TAG_TP_ATTN, FTH_TAG_TP_MOE, FTH_TAG_EP_SU,  FTH_TAG_CP,
+    FTH_TAG_PP,      FTH_TAG_DP_ATTN, FTH_TAG_DP_MOE};
+
+/* Every communication group; tag_bytes (NULL: the even rule) shares the links
+ * by traffic (fth_topology_group_by_traffic). */
+static void build_groups(fth_layout *l, const fth_topology_def *topo, const double *tag_bytes) {
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
-    if (k != FTH_COMM_EP) group(topo, tags[k], &l->group[k]);
-  ep_group(topo, l);
+    if (k != FTH_COMM_EP) group(topo, kind_tags[k], tag_bytes, &l->group[k]);
+  ep_group(topo, tag_bytes, l);
   /* The dense gradients are reduced over DP x CP: CP ranks hold the same
    * weights and each computes gradients for its share of the sequence
    * (Megatron-Core's data-parallel-with-CP group, over which its distributed
@@ -123,9 +126,23 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
       fth_topology_def merged = *topo;
       for (int i = 0; i < merged.num_logical; i++)
         if (merged.logical[i].tag == FTH_TAG_CP) merged.logical[i].tag = FTH_TAG_DP_ATTN;
-      group(&merged, FTH_TAG_DP_ATTN, &l->group[FTH_COMM_DP]);
+      group(&merged, FTH_TAG_DP_ATTN, tag_bytes, &l->group[FTH_COMM_DP]);
     }
   }
+}
+
+void fth_layout_regroup(fth_layout *l, const fth_topology_def *topo,
+                        const double kind_bytes[FTH_COMM_KIND_COUNT]) {
+  double tag_bytes[FTH_TAG_COUNT] = {0};
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) tag_bytes[kind_tags[k]] = kind_bytes[k];
+  tag_bytes[FTH_TAG_EP_SO] = kind_bytes[FTH_COMM_EP];
+  build_groups(l, topo, tag_bytes);
+}
+
+fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const fth_model_def *m,
+                           fth_error *err) {
+  memset(l, 0, sizeof *l);
+  build_groups(l, topo, NULL);
   l->tp = l->group[FTH_COMM_TP].size;
   l->tp_moe = l->group[FTH_COMM_TP_MOE].size;
   l->cp = l->group[FTH_COMM_CP].size;

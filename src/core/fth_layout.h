@@ -57,6 +57,12 @@ typedef struct fth_layout {
 fth_status fth_layout_make(fth_layout *lay, const fth_topology_def *topo,
                            const fth_model_def *model, fth_error *err);
 
+/// Re-derives every group's bandwidth with the links shared by traffic
+/// (fth_topology_group_by_traffic), from each communication kind's bytes per
+/// step; degrees and sizes are unchanged.
+void fth_layout_regroup(fth_layout *lay, const fth_topology_def *topo,
+                        const double kind_bytes[FTH_COMM_KIND_COUNT]);
+
 /// Micro-batches per DP rank for `global_batch` sequences in micro-batches of
 /// `micro_batch` (FTH_ETILE unless they tile), with `seq_len` checked
 /// against CP and, when `seq_len` is 0, not at all.

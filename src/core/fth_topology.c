@@ -168,16 +168,19 @@ int fth_topology_degree(const fth_topology_def *t, fth_logical_tag tag) {
  * communicate at once (with dp_bandwidth_apart, the DP tags count only for
  * their own share). A dimension on which a view maps nothing of its own is
  * that view's implicit DP, filling what PP leaves of it. */
-int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int shared,
-                       fth_group_level *levels, int *inner_dim) {
+static int group_levels(const fth_topology_def *t, fth_logical_tag tag, int shared,
+                        const double *tag_bytes, fth_group_level *levels, int *inner_dim) {
   /* PP shares with the attention view, whose DP gradients overlap its sends. */
   int expert_view = in_view(tag, 1) && tag != FTH_TAG_PP;
   int is_dp = tag == FTH_TAG_DP_ATTN || tag == FTH_TAG_DP_MOE;
+  fth_logical_tag view_dp = expert_view ? FTH_TAG_DP_MOE : FTH_TAG_DP_ATTN;
+  double self = tag_bytes ? tag_bytes[tag] : 0.0;
   int n = 0;
   if (inner_dim) *inner_dim = -1;
   for (int d = 0; d < t->num_phys; d++) {
     const fth_phys_dim_def *pd = &t->phys[d];
     int size = 1, users = 0, specific = 0, pp = 1;
+    double denom = 0.0; /* processor sharing: sum over users of min(b_j, b_self) */
     for (int i = 0; i < t->num_logical; i++) {
       const fth_logical_dim_def *l = &t->logical[i];
       if (l->phys_dim != d || !in_view(l->tag, expert_view)) continue;
@@ -186,23 +189,41 @@ int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int share
       else
         specific = 1;
       int dp_tag = l->tag == FTH_TAG_DP_ATTN || l->tag == FTH_TAG_DP_MOE;
-      if (l->size > 1 && !(t->dp_bandwidth_apart && dp_tag && !is_dp)) users++;
+      if (l->size > 1 && !(t->dp_bandwidth_apart && dp_tag && !is_dp)) {
+        users++;
+        if (self > 0) denom += fth_min(tag_bytes[l->tag], self);
+      }
       if (l->tag == tag) size *= l->size;
     }
     if (is_dp && !specific) {
       size = pd->size / pp;
-      if (size > 1) users++;
+      if (size > 1) {
+        users++;
+        if (self > 0) denom += fth_min(tag_bytes[view_dp], self);
+      }
     }
     if (size <= 1) continue;
     fth_group_level *g = &levels[n++];
     g->group_size = size;
     g->dim_size = pd->size;
     g->type = pd->type;
-    g->bw_bytes_per_s =
-        fth_link_bw_bytes_per_s(&pd->link) / (shared && users > 1 ? (double)users : 1.0);
+    double share = shared && users > 1 ? 1.0 / users : 1.0;
+    if (shared && users > 1 && self > 0 && denom >= self) share = self / denom;
+    g->bw_bytes_per_s = fth_link_bw_bytes_per_s(&pd->link) * share;
     g->latency_s = pd->link.latency_s;
     g->in_network_reduction = pd->link.in_network_reduction;
     if (inner_dim && *inner_dim < 0) *inner_dim = d;
   }
   return n;
+}
+
+int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int shared,
+                       fth_group_level *levels, int *inner_dim) {
+  return group_levels(t, tag, shared, NULL, levels, inner_dim);
+}
+
+int fth_topology_group_by_traffic(const fth_topology_def *t, fth_logical_tag tag,
+                                  const double *tag_bytes, fth_group_level *levels,
+                                  int *inner_dim) {
+  return group_levels(t, tag, 1, tag_bytes, levels, inner_dim);
 }

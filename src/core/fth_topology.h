@@ -65,6 +65,7 @@ typedef struct fth_topology_def {
   fth_logical_dim_def logical[FTH_MAX_LOGICAL_DIMS];
   int expert_hb_group_xpus; ///< optional EP high-bandwidth group size; 0 = unset
   int dp_bandwidth_apart;   ///< 1: DP reductions do not reduce the other tags' shares (below)
+  int share_by_traffic;     ///< 1: shares follow each tag's bytes per step (processor sharing)
 } fth_topology_def;
 
 fth_topology_def fth_topology_def_default(void);
@@ -107,6 +108,19 @@ typedef struct fth_group_level {
 /// (may be NULL) receives the innermost physical dimension used, -1 if none.
 /// Returns the number of levels written (0 when the tag is absent or every
 /// size is 1).
+///
+/// `fth_topology_group_by_traffic` shares by traffic instead: with each tag's bytes
+/// per step b (`tag_bytes`, indexed by fth_logical_tag), a work-conserving, max-min
+/// fair link (processor sharing, Kleinrock 1967) finishes tag i's bytes after
+/// sum_j min(b_j, b_i) / B, so i gets the share b_i / sum_j min(b_j, b_i): 1/k when
+/// all move the same bytes (the even rule), nearly all of the link for a tag that
+/// moves far more than the others (DeepSeek-V3's all-to-all beside its pipeline
+/// sends), and 1/k' for a small one among k' larger. A tag moving nothing, or
+/// NULL `tag_bytes`, falls back to the even rule.
+int fth_topology_group_by_traffic(const fth_topology_def *def, fth_logical_tag tag,
+                                  const double *tag_bytes, fth_group_level *levels,
+                                  int *inner_dim);
+
 int fth_topology_group(const fth_topology_def *def, fth_logical_tag tag, int shared,
                        fth_group_level *levels, int *inner_dim);
 

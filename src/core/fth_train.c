@@ -94,6 +94,16 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
                                                          w->sequence_parallel, k ? routed : 0.0);
     if (!moe) p->act_bytes_per_token[1] = p->act_bytes_per_token[0];
   }
+  /* Links shared by traffic: the bytes each kind moves a step do not depend
+   * on the bandwidth, so one evaluation with the groups as they stand gives
+   * them, and the groups are re-derived from those bytes. */
+  if (p->topo.share_by_traffic) {
+    fth_train_result probe;
+    fth_train_evaluate(p, &probe);
+    double kind_bytes[FTH_COMM_KIND_COUNT];
+    for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) kind_bytes[k] = probe.comm[k].bytes_per_step;
+    fth_layout_regroup(&p->layout, &p->topo, kind_bytes);
+  }
   return FTH_OK;
 }
 

@@ -239,6 +239,40 @@ static int groups_split(void) {
   return 0;
 }
 
+/* Shares by traffic (processor sharing): tag i gets b_i / sum_j min(b_j, b_i)
+ * of the link. The split() expert view on IB: EP_SO 4, DP_MoE 2, PP 4, moving
+ * 700, 3.9 and 13 units a step. EP_SO: 700 / (700 + 3.9 + 13) = 700 / 716.9;
+ * PP: 13 / (13 + 3.9 + 13) = 13 / 29.9; DP_MoE: 3.9 / (3 x 3.9) = 1/3. The
+ * attention view on IB (DP_Attn 8 moving 50, PP 13): PP 13 / 26 = 1/2,
+ * DP_Attn 50 / 63. Equal bytes give the even rule; a tag moving nothing, or no
+ * bytes at all, the even rule too. */
+static int groups_by_traffic(void) {
+  fth_topology_def t = split();
+  fth_group_level lv[FTH_MAX_PHYS_DIMS];
+  double b[FTH_TAG_COUNT] = {0};
+  b[FTH_TAG_EP_SO] = 700.0;
+  b[FTH_TAG_DP_MOE] = 3.9;
+  b[FTH_TAG_PP] = 13.0;
+  b[FTH_TAG_DP_ATTN] = 50.0;
+  b[FTH_TAG_TP_ATTN] = 50.0;
+  FTH_ENSURE_EQ_INT(1, fth_topology_group_by_traffic(&t, FTH_TAG_EP_SO, b, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9 * 700.0 / 716.9, 5e-6, 0));
+  FTH_ENSURE_EQ_INT(1, fth_topology_group_by_traffic(&t, FTH_TAG_DP_MOE, b, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 2, 32, FTH_TOPO_TWO_TIER, 320e9 / 3.0, 5e-6, 0));
+  /* PP is in the attention view (PP shares with it): DP_Attn 50 and PP 13. */
+  FTH_ENSURE_EQ_INT(1, fth_topology_group_by_traffic(&t, FTH_TAG_PP, b, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 160e9, 5e-6, 0));
+  /* DP_Attn: NVLink shared with TP_Attn moving the same (1/2), IB with PP: 50 / 63. */
+  FTH_ENSURE_EQ_INT(2, fth_topology_group_by_traffic(&t, FTH_TAG_DP_ATTN, b, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
+  FTH_RUN(level_is(&lv[1], 8, 32, FTH_TOPO_TWO_TIER, 320e9 * 50.0 / 63.0, 5e-6, 0));
+  /* Nothing moved: the even rule. */
+  double zero[FTH_TAG_COUNT] = {0};
+  FTH_ENSURE_EQ_INT(1, fth_topology_group_by_traffic(&t, FTH_TAG_EP_SO, zero, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 32, FTH_TOPO_TWO_TIER, 320e9 / 3.0, 5e-6, 0));
+  return 0;
+}
+
 static int tiling(void) {
   fth_error err;
   fth_topology_def t = two_level();
@@ -330,6 +364,7 @@ int topology_test(void) {
   FTH_RUN(sizes());
   FTH_RUN(groups_two_level());
   FTH_RUN(groups_split());
+  FTH_RUN(groups_by_traffic());
   FTH_RUN(tiling());
   FTH_RUN(refusals());
   return 0;
