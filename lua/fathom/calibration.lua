@@ -39,20 +39,20 @@ M.reference = { ampere = "2023" }
 M.factors = {
   ampere = {
     -- Megatron-LM 2021 (narayanan2021): no fused attention, so attention_efficiency unused
-    ["2021"] = { efficiency = 0.951, attention_efficiency = 0.987 },
+    ["2021"] = { efficiency = 0.947, attention_efficiency = 0.987 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 A100, FP16 engines)
     trt2023 = { efficiency = 1.009, attention_efficiency = 1.230 },
   },
   hopper = {
     -- LLM Foundry 2023 (llmfoundry_mpt H100): FlashAttention 2 / Triton, TE 1.x FP8
-    ["2023"] = { efficiency = 0.877, fp8_efficiency = 0.898, attention_efficiency = 0.290 },
+    ["2023"] = { efficiency = 0.865, fp8_efficiency = 0.924, attention_efficiency = 0.275 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100; efficiency follows 2023's)
-    trt2023 = { efficiency = 0.877, fp8_efficiency = 0.836, attention_efficiency = 1.212 },
+    trt2023 = { efficiency = 0.865, fp8_efficiency = 0.860, attention_efficiency = 1.149 },
     -- NeMo 24.x / MaxText 2024 (dgxc_benchmarking v25.01, nemo_long_sequence H100)
-    ["2024"] = { efficiency = 1.000, fp8_efficiency = 0.998, attention_efficiency = 1.000 },
+    ["2024"] = { efficiency = 0.962, fp8_efficiency = 0.977, attention_efficiency = 1.000 },
     -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks; PyTorch-native GEMMs and SDPA)
-    torch2024 = { efficiency = 0.627, fp8_efficiency = 0.794, attention_efficiency = 0.304 },
-    torch2025 = { efficiency = 0.629, fp8_efficiency = 0.798, attention_efficiency = 0.528 },
+    torch2024 = { efficiency = 0.619, fp8_efficiency = 0.817, attention_efficiency = 0.288 },
+    torch2025 = { efficiency = 0.621, fp8_efficiency = 0.821, attention_efficiency = 0.500 },
   },
 }
 

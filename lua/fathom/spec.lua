@@ -130,7 +130,7 @@ M.physical_schema = {
   expert_high_bandwidth_group_size_xpus = { type = "integer", min = 0 },
   dp_bandwidth_apart = { type = "boolean", default = false,
     hint = "DP reductions (once per step) take their share without reducing the layer and PP collectives'" },
-  bandwidth_by_traffic = { type = "boolean", default = false,
+  bandwidth_by_traffic = { type = "boolean", default = true,
     hint = "logical dimensions on one physical dimension share it by bytes per step (processor sharing), not evenly" },
   description = { type = "string" },
   notes = { type = "any" },
