@@ -47,11 +47,16 @@ local base = {
 }
 
 M.rows = {
-  -- Narayanan et al. 2021 (SC21): no fused attention, torch/local DDP, full recomputation
-  -- in every Table 1 run, non-interleaved or interleaved 1F1B. Overlap of the DP
-  -- all-reduce with backward was in place (Sec. 4.1 "scatter/gather" + grad bucketing).
+  -- Narayanan et al. 2021 (SC21) and Korthikanti et al. 2022: no fused attention, torch/
+  -- local DDP, full recomputation in every SC21 Table 1 run, non-interleaved or interleaved
+  -- 1F1B. No communication hides under compute: the TP all-reduces are synchronous on the
+  -- compute stream (mpu/mappings.py), the pipeline send/recv blocks (p2p_communication.py,
+  -- batch_isend_irecv then wait), local DDP all-reduces the gradients after the backward
+  -- (overlapped grad reduction came with Megatron-Core in 2023). The 2022 code's async TP
+  -- all-reduce under the column-parallel weight-gradient GEMM (backward only) is not credited.
   { name = "Megatron-LM (2021)", pattern = "megatron%-lm", max_version = 2022,
-    flash_attention = false, kernels = "2021", recompute = "full", dp_variant = "DDP" },
+    flash_attention = false, kernels = "2021", recompute = "full", dp_variant = "DDP",
+    comp_comm_efficiency = 0.0 },
   -- Megatron-Core, NeMo, Megatron-Bridge (2023-): Transformer Engine with cuDNN fused
   -- attention, the distributed optimizer (ZeRO-1) with overlapped grad reduce-scatter and
   -- param all-gather, TP communication overlap (userbuffers) in the performance recipes,

@@ -13,7 +13,8 @@ local spec = require("fathom.spec")
 
 local M = {}
 
-M.default_files = { "validation/published_cases.yaml", "validation/modern_cases.yaml" }
+M.default_files = { "validation/published_cases.yaml", "validation/modern_cases.yaml",
+  "validation/korthikanti2022_cases.yaml" }
 
 local function quantile(sorted, q)
   if #sorted == 0 then return nil end

@@ -284,10 +284,14 @@ static double coll_time(const fth_train_plan *p, fth_coll_op op, double bytes, f
   return c.time_s;
 }
 
-/* Pipeline: send/recv of the [b, s/CP, h] activation (scattered over TP with
- * sequence parallelism) at every stage boundary, forward and backward, once
- * per model chunk; hidden under the stage's work as comp_comm_efficiency
- * allows. The bubble is the schedule row's. */
+/* Pipeline: send/recv of the [b, s/CP, h] activation at every stage boundary,
+ * forward and backward, once per model chunk, each TP rank sending its 1/TP:
+ * under sequence parallelism the activation is already scattered; without it
+ * the replicated activation is split over the TP ranks' links and
+ * all-gathered over TP after receipt (Megatron-LM's scatter/gather, Narayanan
+ * et al. 2021 Sec. 4.1; on by default since Megatron-LM 72e4230, Feb 2021).
+ * Hidden under the stage's work as comp_comm_efficiency allows. The bubble is
+ * the schedule row's. */
 static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f, double t_b,
                      double t_w, fth_train_result *r) {
   const fth_train_def *w = &p->work;
@@ -295,8 +299,13 @@ static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f
   if (l->pp > 1) {
     const fth_schedule *row = fth_schedule_get(w->pp);
     double bytes = fth_block_pp_message_bytes(e, w->micro_batch * w->seq_len / l->cp);
+    double gather = 0.0;
+    if (!w->sequence_parallel && l->tp > 1) {
+      gather = coll_time(p, FTH_COLL_ALL_GATHER, bytes, FTH_COMM_TP, NULL);
+      bytes /= l->tp;
+    }
     fth_coll_algo a;
-    double t1 = coll_time(p, FTH_COLL_SEND_RECV, bytes, FTH_COMM_PP, &a);
+    double t1 = coll_time(p, FTH_COLL_SEND_RECV, bytes, FTH_COMM_PP, &a) + gather;
     double calls = row->sends_per_micro * p->microbatches * fth_pp_chunks(w->pp, w->virtual_stages);
     set_item(&r->comm[FTH_COMM_PP], &l->group[FTH_COMM_PP], FTH_COLL_SEND_RECV, a, bytes, calls);
     double raw = calls * t1;

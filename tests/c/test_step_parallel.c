@@ -135,6 +135,17 @@ static int sequence_parallel(void) {
   FTH_ENSURE_NEAR(2097152.0, pp.comm[FTH_COMM_TP].bytes_per_call, 1e-12);
   FTH_ENSURE_NEAR(16.0, pp.comm[FTH_COMM_TP].calls_per_step, 0);
   FTH_ENSURE_NEAR(16.0 * 20.97152e-6, pp.comm[FTH_COMM_TP].raw_s, 1e-9);
+
+  /* The same without SP: Megatron's scatter/gather still sends 1/TP of the
+   * replicated activation per rank (1,048,576 B, 20.97152 us) and all-gathers
+   * the 2,097,152 B over TP after receipt, (1/2) x 2 MiB / 50 GB/s =
+   * 20.97152 us more per hand-off. */
+  w.sequence_parallel = 0;
+  fth_train_result sg;
+  FTH_RUN(run(&t, &m, &w, &sg));
+  FTH_ENSURE_NEAR(1048576.0, sg.comm[FTH_COMM_PP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(4.0, sg.comm[FTH_COMM_PP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(4.0 * 2.0 * 20.97152e-6, sg.comm[FTH_COMM_PP].exposed_s, 1e-9);
   return 0;
 }
 

@@ -303,5 +303,25 @@ describe("framework versions", function()
     assert.are.equal("2025", frameworks.lookup("Megatron-LM core_r0.13").kernels)
     assert.are.equal("2024", frameworks.lookup("Megatron-Core 0.8").kernels)
     assert.are.equal("2021", frameworks.lookup("Megatron-LM (2021)").kernels)
+    -- Korthikanti et al. 2022 ran the same Megatron-LM kernels, nothing hidden under compute
+    local f = frameworks.lookup("Megatron-LM (2022)")
+    assert.are.equal("Megatron-LM (2021)", f.name)
+    assert.are.equal(0, f.comp_comm_efficiency)
+  end)
+
+  it("reads Korthikanti et al. 2022's modes: full vs selective + sequence parallel", function()
+    local list = config.load_mapping("validation/korthikanti2022_cases.yaml", "cases").cases
+    assert.are.equal(8, #list)
+    for _, c in ipairs(list) do
+      local docs = assert(cases.training_docs(c))
+      local w, seqsel = docs.workload, c.id:match("_seqsel$") ~= nil
+      assert.are.equal(seqsel and "selective" or "full", w.recompute, c.id)
+      assert.are.equal(seqsel, w.sequence_parallel, c.id)
+      assert.is_false(w.flash_attention)
+      local interleaved = c.id:find("_175B_") or c.id:find("_530B_")
+      assert.are.equal(interleaved and "INTERLEAVED" or "1F1B", w.pp_spec.variant, c.id)
+      assert.are.equal(interleaved and 3 or nil, w.pp_spec.virtual_stages, c.id)
+      assert.are.equal(c.system.num_gpus, docs.parallel.tp * docs.parallel.pp * docs.parallel.dp)
+    end
   end)
 end)
