@@ -209,6 +209,9 @@ function M.model_doc(mdl, seq)
   -- node-limited routing (DeepSeek-V3's n_group / topk_group, the HF config's names)
   doc.n_group = M.count(mdl.n_group) or M.count(mdl.routed_groups) or nil
   doc.topk_group = M.count(mdl.topk_group) or M.count(mdl.max_groups_per_token) or nil
+  -- multi-token prediction modules (HF num_nextn_predict_layers, Megatron mtp_num_layers)
+  doc.num_nextn_predict_layers = M.count(mdl.num_nextn_predict_layers) or M.count(mdl.mtp_num_layers)
+    or M.count(mdl.mtp_layers) or M.count(mdl.mtp) or nil
   local mla = mdl.mla
   if type(mla) == "table" then
     doc.q_lora_rank = M.count(mla.q_lora_rank) or 0

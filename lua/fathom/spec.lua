@@ -107,6 +107,8 @@ M.model_schema = {
   n_group = { type = "integer", min = 0, default = 0, hint = "expert groups (HF n_group); 0 = none" },
   topk_group = { type = "integer", min = 0, default = 0,
     hint = "groups (nodes) one token may route to (HF topk_group); 0 = unrestricted" },
+  num_nextn_predict_layers = { type = "integer", min = 0, max = 8, default = 0,
+    hint = "multi-token prediction modules trained on the last stage (DeepSeek-V3: 1); 0 = none" },
   q_lora_rank = { type = "integer", min = 0, default = 0 },
   kv_lora_rank = { type = "integer", min = 0, default = 0 },
   qk_nope_head_dim = { type = "integer", min = 0, default = 0 },

@@ -382,6 +382,21 @@ void fth_block_head(const fth_block_env *e, double requests, double q, int embed
   if (embedding) add(e, bwd, FTH_FLOP_EMBEDDING, ke, 0.0);
 }
 
+void fth_block_mtp(const fth_block_env *e, double requests, double q, fth_phase *fwd,
+                   fth_phase *bwd) {
+  const double h = e->model->d_model, tokens = requests * q, ab = e->act_bytes;
+  const double out = h / e->lay->tp;
+  fth_block_head(e, requests, q, 1, fwd, bwd);
+  add(e, fwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, out, 2.0 * h, 1, ab),
+      2.0 * h * out * ab);
+  if (bwd == NULL) return;
+  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, 2.0 * h, out, 1, ab),
+      2.0 * h * out * ab);
+  double before = bwd->kernel_s;
+  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, 2.0 * h, out, tokens, 1, ab), 0.0);
+  bwd->wgrad_s += bwd->kernel_s - before;
+}
+
 void fth_block_recompute_attention(const fth_block_env *e, double requests, double seq,
                                    double layers, fth_phase *rec) {
   if (e->flash_attention) return; /* its backward recomputes the scores anyway */

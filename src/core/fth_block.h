@@ -49,6 +49,13 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
 void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
                     fth_phase *fwd, fth_phase *bwd);
 
+/// One multi-token-prediction module's own work for the micro-batch (DeepSeek-AI
+/// 2024 Sec. 2.2), its block aside: the embedding lookup of the shifted tokens,
+/// the projection of [h; h] to h (TP-sharded) and another pass of the shared LM
+/// head and loss. Training only.
+void fth_block_mtp(const fth_block_env *e, double requests, double q, fth_phase *fwd,
+                   fth_phase *bwd);
+
 /// One micro-batch through a stage of blocks[0] dense and blocks[1] MoE blocks
 /// (their single-block phases in blk_f / blk_b; blk_b and bwd may be NULL),
 /// with the LM head when `head` (and the embedding when the pipeline has one

@@ -33,6 +33,11 @@ typedef struct fth_model_def {
    * most topk_group of them. 0 = unrestricted. */
   int n_group;    ///< expert groups (0 = none)
   int topk_group; ///< groups one token may route to (0 = unrestricted)
+  /* Multi-token prediction (DeepSeek-V3 report Sec. 2.2; HF num_nextn_predict_layers):
+   * each MTP module is one more block of the last layer's kind, a projection of
+   * [h; h] to h and another pass of the shared LM head and loss. Training only;
+   * Megatron-Core and DeepSeek put them on the last pipeline stage. */
+  int mtp_layers; ///< MTP modules (0 = none)
   /* MLA (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention */
   int q_lora_rank; ///< 0 = queries not compressed
   int kv_lora_rank;

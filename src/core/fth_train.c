@@ -210,10 +210,23 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
   memset(blk_b, 0, sizeof blk_b);
   int mid[2], last[2];
   fth_block_stage_blocks(l, mid, last);
+  /* Multi-token prediction: its modules' blocks (of the last layer's kind)
+   * join the last stage's, with their projection and head passes. */
+  const fth_model_def *m = &p->model;
+  if (m->mtp_layers > 0)
+    last[fth_model_num_moe_in(m, m->n_layers - 1, m->n_layers) > 0] += m->mtp_layers;
   for (int moe = 0; moe < 2; moe++)
     if (mid[moe] > 0 || last[moe] > 0)
       fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
   fth_block_stage(e, blk_f, blk_b, last, 1, w->micro_batch, q, fwd, bwd);
+  if (m->mtp_layers > 0) {
+    fth_phase tf, tb;
+    fth_block_mtp(e, w->micro_batch, q, &tf, &tb);
+    fth_phase_scale(&tf, m->mtp_layers);
+    fth_phase_scale(&tb, m->mtp_layers);
+    fth_phase_add(fwd, &tf);
+    fth_phase_add(bwd, &tb);
+  }
   int *chosen = last;
   /* The same blocks plus the head are slower: compare only when they differ. */
   if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1])) {

@@ -354,6 +354,34 @@ static int dualpipe_stages(void) {
  * head (2 h V = 65.5 MFLOP per token) outweighs a block (~27 MFLOP), so the
  * last stage (2 blocks + head) is the slowest: exactly the stage of a 4-layer
  * model over PP 2. */
+/* Multi-token prediction (DeepSeek-AI 2024 Sec. 2.2) on the toy system (PP 1):
+ * one module adds, per micro-batch forward, a layer of the last kind
+ * (28,057,796,608 FLOPs, toy_hand_derived), the LM head and cross-entropy again
+ * (67,108,864,000 + 163,840,000) and the projection [h; h] -> h / TP:
+ * 2 T (h / 2) (2 h) = 2 x 2048 x 512 x 2048 = 4,294,967,296: in all
+ * 179,503,890,432 + 99,625,467,904 = 279,129,358,336; the head's part (LM
+ * heads, losses, projection) 138,840,375,296. More than 8 modules is refused. */
+static int mtp_module(void) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  fth_model_def model = toy_model();
+  fth_train_def work = toy_work();
+  model.mtp_layers = 1;
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_result r;
+  fth_train_evaluate(&plan, &r);
+  double fwd_flops = 0;
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) fwd_flops += r.fwd_flops[i];
+  FTH_ENSURE_NEAR(279129358336.0, fwd_flops, 1e-12);
+  FTH_ENSURE_NEAR(138840375296.0, r.fwd_flops[FTH_FLOP_UNEMBEDDING], 1e-12);
+  model.mtp_layers = 9;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_EINVAL);
+  FTH_ENSURE(strstr(err.path, "num_nextn_predict_layers") != NULL);
+  return 0;
+}
+
 static int last_stage_lighter(void) {
   fth_node_def node = toy_node();
   fth_topology_def topo = toy_topo();
@@ -381,6 +409,7 @@ static int last_stage_lighter(void) {
 
 int train_test(void) {
   FTH_RUN(last_stage_lighter());
+  FTH_RUN(mtp_module());
   FTH_RUN(dualpipe_stages());
   FTH_RUN(uneven_interleaving());
   FTH_RUN(offload());

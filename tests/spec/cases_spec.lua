@@ -111,6 +111,14 @@ describe("fathom.cases", function()
       n_group = 8, topk_group = 4 }, 4096))
     assert.are.equal(8, m.n_group)
     assert.are.equal(4, m.topk_group)
+    assert.is_nil(m.num_nextn_predict_layers)
+    -- multi-token prediction modules, as HF and Megatron name them
+    for _, key in ipairs({ "num_nextn_predict_layers", "mtp_num_layers" }) do
+      m = assert(cases.model_doc({ arch = "MLA + DeepSeekMoE", layers = 61, hidden = 7168, heads = 128,
+        head_dim = 128, ffn = 18432, vocab = 129280, experts = 256, top_k = 8, expert_ffn = 2048, [key] = 1 },
+        4096))
+      assert.are.equal(1, m.num_nextn_predict_layers)
+    end
     -- Llama 4: 24 dense layers interleaved with 24 MoE layers
     m = assert(cases.model_doc({ arch = "Llama 4 (MoE in every other layer)", layers = 48, hidden = 5120,
       heads = 40, kv_heads = 8, ffn = 16384, vocab = 202048, experts = 128, top_k = 1, shared_experts = 1,
