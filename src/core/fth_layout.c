@@ -58,6 +58,10 @@ static void stages(fth_layout *l, const fth_model_def *m) {
     int rank = s == pp - 1 ? 0 : (s == 0 ? 1 : pp - s);
     int n = lps - (pp > 1 && rank < slack ? 1 : 0);
     int moe = fth_model_num_moe_in(m, first, first + n);
+    if (s == 0) {
+      l->first_stage_layers = n;
+      l->first_stage_moe = moe;
+    }
     if (s == pp - 1) {
       l->last_stage_layers = n;
       l->last_stage_moe = moe;

@@ -43,6 +43,8 @@ typedef struct fth_layout {
   int dense_layers_per_stage; ///< its dense blocks
   int last_stage_layers;      ///< the last stage's (it also carries the LM head)
   int last_stage_moe;         ///< of which MoE blocks
+  int first_stage_layers;     ///< the first stage's (with the embedding)
+  int first_stage_moe;        ///< of which MoE blocks
   double local_experts; ///< routed experts per GPU per MoE layer (E / EP)
   double ffn_hidden;    ///< dense MLP width (ffn_hidden_size, else mlp_ratio x d_model)
   double expert_ffn;    ///< one expert's width (expert_ffn_hidden_size, else ffn_hidden)

@@ -228,8 +228,29 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
     fth_phase_add(bwd, &tb);
   }
   int *chosen = last;
-  /* The same blocks plus the head are slower: compare only when they differ. */
-  if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1])) {
+  /* DualPipe (DeepSeek-AI 2024 Sec. 3.2.1) places stage i and stage PP - 1 - i
+   * on one rank, each fed half the micro-batches: the first rank runs the
+   * first stage (the embedding, the leading dense layers) and the last (the
+   * head, any MTP modules) at the mean of their times per micro-batch; a
+   * middle rank at most the heaviest middle stage's. */
+  int first[2] = {l->first_stage_layers - l->first_stage_moe, l->first_stage_moe};
+  if (w->pp == FTH_PP_DUALPIPE && l->pp > 1) {
+    for (int moe = 0; moe < 2; moe++)
+      if (first[moe] > 0 && last[moe] == 0 && mid[moe] == 0)
+        fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
+    fth_phase ff, fb;
+    fth_block_stage(e, blk_f, blk_b, first, 0, w->micro_batch, q, &ff, &fb);
+    fth_phase_scale(fwd, 0.5);
+    fth_phase_scale(bwd, 0.5);
+    fth_phase_scale(&ff, 0.5);
+    fth_phase_scale(&fb, 0.5);
+    fth_phase_add(fwd, &ff);
+    fth_phase_add(bwd, &fb);
+  }
+  /* The same blocks plus the head are slower: compare only when they differ
+   * (under DualPipe with two stages every rank holds the pair). */
+  int dual = w->pp == FTH_PP_DUALPIPE;
+  if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1] || dual) && !(dual && l->pp == 2)) {
     fth_phase mf, mb;
     fth_block_stage(e, blk_f, blk_b, mid, 0, w->micro_batch, q, &mf, &mb);
     double ex[FTH_COMM_KIND_COUNT];

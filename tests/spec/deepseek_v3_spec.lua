@@ -79,21 +79,21 @@ end)
 -- tokens in steps of 15,360 x 4,096 = 62,914,560 tokens: 235,240 steps, so ~54.2 days and an
 -- implied step of 2.664e6 h x 3600 / 2048 / 235,240 = 19.9 s.
 --
--- fathom with the report's layout and every mechanism it models (PP 16 DualPipe, EP 64 =
--- 8 GPUs x 8 nodes, node-limited to 4 nodes, ZeRO-1, fp8_blockwise GEMMs, FP8 dispatch, BF16
--- combine, 20 of 132 SMs held by DeepEP, links shared by traffic) predicts a 15.9 s step,
--- ~43.3 days, 2.13M GPU-hours: 20% under, outside 15%, so this spec asserts what fathom
--- achieves, not the report (within 5%: the H800 calibration is refitted now and then). Where
--- the step goes (s): compute 13.19 on the busiest stage (the last: LM head, 3 MoE layers),
--- memory-bound time 1.78, bubble 0.79, the EP all-to-all 5.63 raw and all of it hidden under
--- DualPipe's paired chunks: InfiniBand carries ~525 GiB of all-to-all a step beside 13 GiB of
--- pipeline sends and 3.9 GiB of DP_MoE reduce-scatter, so processor sharing gives the
--- all-to-all ~97% of it. Under the even split (the Hot Interconnects study's rule) it gets a
--- third: 64.0 days (+18%), 8.5 s of it exposed. The report's figure lies between. Left out,
--- and all on the slow side: the MTP module (modelled, num_nextn_predict_layers, but on the last
--- stage of fathom's split it sets the step: ~68 days; DeepSeek's DualPipe puts the first and
--- last stages on one rank and balanced its split, which fathom does not model), checkpointing,
--- restarts and evaluation inside the 2.664M hours.
+-- fathom with the report's layout and every mechanism it models (PP 16 DualPipe with stages i
+-- and 15 - i on one rank, EP 64 = 8 GPUs x 8 nodes, node-limited to 4 nodes, ZeRO-1,
+-- fp8_blockwise GEMMs, FP8 dispatch, BF16 combine, 20 of 132 SMs held by DeepEP, the MTP
+-- module, links shared by traffic) predicts a 16.7 s step, ~45.3 days, 2.23M GPU-hours: 16%
+-- under, just outside 15%, so this spec asserts what fathom achieves, not the report (within
+-- 5%: the H800 calibration is refitted now and then). Where the step goes (s): compute 14.05
+-- on the busiest rank (the first, which DualPipe gives the first stage's 3 dense and 1 MoE
+-- layers and the last stage's 3 MoE layers, MTP block, projection and two head passes, at
+-- half the micro-batches each), memory-bound time 1.64, bubble 0.82, the EP all-to-all 3.76
+-- raw and all of it hidden under DualPipe's paired chunks: InfiniBand carries the all-to-all
+-- beside ~13 GiB of pipeline sends and 3.9 GiB of DP_MoE reduce-scatter a step, so processor
+-- sharing gives it ~97%. Under the even split (the Hot Interconnects study's rule) it gets a
+-- third and 8.5 s of it is exposed on the middle ranks: ~64.0 days (+18%). Left out, and all
+-- on the slow side: the recomputation of RMSNorm and the MLA up-projections (Sec. 3.3.3;
+-- ~3% of the compute), checkpointing, restarts and evaluation inside the 2.664M hours.
 describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 days)", function()
   local r = fathom.scenario(case()):evaluate()
   local gpu_hours = r.total_time_s / 3600 * 2048
@@ -102,13 +102,13 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
     assert.are.equal(235240, r.steps)
   end)
 
-  it("predicts 2.13M GPU-hours (-20% on the report's 2.664M; gap documented above)", function()
-    assert.is_true(math.abs(gpu_hours / 2.129e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
-    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.25)
+  it("predicts 2.23M GPU-hours (-16% on the report's 2.664M; gap documented above)", function()
+    assert.is_true(math.abs(gpu_hours / 2.229e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
+    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.2)
   end)
 
   it("hides the all-to-all under DualPipe: the links are shared by traffic", function()
-    assert.is_true(r.comm.ep.raw_s > 0.3 * r.compute_s)
+    assert.is_true(r.comm.ep.raw_s > 0.2 * r.compute_s)
     assert.is_true(r.comm.ep.exposed_s < 1e-6 * r.step_time_s)
   end)
 
@@ -129,14 +129,13 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
     assert.is_true(math.abs(days / 47.07 - 1) < 0.05, string.format("%.4g days", days))
   end)
 
-  it("with its MTP module on the last stage (the default split): ~68 days", function()
-    -- one more MoE block, a projection and a second pass of the 129,280-word head on the last
-    -- stage, which then sets the step: compute 13.2 s -> 21.2 s. DeepSeek's DualPipe shares the
-    -- first and last stages' rank and balanced its split; fathom does neither.
-    local a = fathom.scenario(case(model_with({ num_nextn_predict_layers = 1 }))):evaluate()
+  it("owes ~6 days to its MTP module, on the rank DualPipe shares between the first and last stages", function()
+    -- without it: ~39.1 days; with it on the last stage alone (a 1F1B-style placement, no
+    -- pairing) the last stage would set the step: see the core test mtp_module for its FLOPs
+    local a = fathom.scenario(case(model_with({ num_nextn_predict_layers = 0 }))):evaluate()
     local days = a.total_time_s / 86400
-    assert.is_true(math.abs(days / 68.25 - 1) < 0.05, string.format("%.4g days", days))
-    assert.is_true(a.compute_s > 1.5 * r.compute_s)
+    assert.is_true(math.abs(days / 39.07 - 1) < 0.05, string.format("%.4g days", days))
+    assert.is_true(r.compute_s > 1.15 * a.compute_s)
   end)
 
   it("owes its prediction to node-limited routing and FP8 dispatch; DeepEP's SMs slow compute", function()
@@ -144,9 +143,9 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
     w0.moe_comm_compute_fraction = nil
     local all_sms = fathom.scenario(case(nil, w0)):evaluate()
     -- the MoE blocks' kernels on 112 of 132 SMs
-    assert.is_true(r.compute_s > 1.1 * all_sms.compute_s)
+    assert.is_true(r.compute_s > 1.05 * all_sms.compute_s)
     local free = fathom.scenario(case(model_with({ topk_group = 0 }))):evaluate()
-    assert.is_true(free.total_time_s > 1.05 * r.total_time_s)
+    assert.is_true(free.total_time_s > 1.03 * r.total_time_s)
     local w = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")
     w.moe_dispatch_float_size_bytes = nil
     local bf16 = fathom.scenario(case(nil, w)):evaluate()
