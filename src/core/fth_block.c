@@ -239,6 +239,10 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
         fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS_BW, 2.0 * gate * ab), 0.0);
 }
 
+/* TP collectives of one block per pass: two, or in an MoE block the
+ * attention's plus one that sums the shared expert's partial outputs with
+ * the routed ones; without SP each TP rank dispatched 1/TP of the tokens, so
+ * that sum is needed even without a shared expert. */
 /* Layer collectives of one block, forward (and backward, the same again
  * except CP's, which sends K/V and their gradients).
  * TP (Korthikanti et al. 2022 Sec. 4.2.2): two all-reduces of the [tokens, h]
@@ -248,17 +252,18 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
  * before the experts, reduce-scatter after. EP: dispatch + combine all-to-all of the
  * routed copies, h each; the busiest receiver sets the pace. CP (ring
  * attention, Liu et al. 2023): the other ranks' K and V pass by every rank. */
+static double tp_calls_per_block(const fth_block_env *e, int moe) {
+  int combine = e->model->num_shared_experts > 0 || (!e->sequence_parallel && e->lay->tp > 1);
+  return moe ? 1.0 + combine : 2.0;
+}
+
 static void collectives(const fth_block_env *e, int moe, double tokens, fth_phase *fwd,
                         fth_phase *bwd) {
   const fth_layout *l = e->lay;
   const fth_model_def *m = e->model;
   const double h = m->d_model;
   double msg = tokens * h * e->act_bytes;
-  /* An MoE block: the attention's, plus one that sums the shared expert's
-   * partial outputs with the routed ones; without SP each TP rank dispatched
-   * 1/TP of the tokens, so that sum is needed even without a shared expert. */
-  int combine = m->num_shared_experts > 0 || (!e->sequence_parallel && l->tp > 1);
-  double tp_calls = moe ? 1.0 + combine : 2.0;
+  double tp_calls = tp_calls_per_block(e, moe);
   if (e->sequence_parallel) {
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_REDUCE_SCATTER, msg, tp_calls, tp_calls);
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_ALL_GATHER, msg, tp_calls, tp_calls);
@@ -327,15 +332,20 @@ static void hold_units(fth_kernel_env *k, double f) {
   k->vector_flops_per_s *= keep;
 }
 
+/* The env an MoE block's kernels run in: compute units held by the EP
+ * kernels when they hold some. */
+static const fth_block_env *block_kernels(const fth_block_env *e, int moe, fth_block_env *held) {
+  if (!(moe && e->comm_compute_share > 0 && e->lay->group[FTH_COMM_EP].n > 0)) return e;
+  *held = *e;
+  hold_units(&held->k.env, e->comm_compute_share);
+  hold_units(&held->k.gemm_env, e->comm_compute_share);
+  return held;
+}
+
 void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
                     fth_phase *fwd, fth_phase *bwd) {
   fth_block_env held;
-  if (moe && e->comm_compute_share > 0 && e->lay->group[FTH_COMM_EP].n > 0) {
-    held = *e;
-    hold_units(&held.k.env, e->comm_compute_share);
-    hold_units(&held.k.gemm_env, e->comm_compute_share);
-    e = &held;
-  }
+  e = block_kernels(e, moe, &held);
   const fth_layout *l = e->lay;
   const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
   const double tokens = requests * q;
@@ -397,6 +407,38 @@ void fth_block_recompute_attention(const fth_block_env *e, double requests, doub
   double scores = layers * requests * heads * seq * seq / l->cp;
   add(e, rec, FTH_FLOP_ATTENTION,
       fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, 6.0 * e->act_bytes + 1.0), 0.0);
+}
+
+void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q,
+                            fth_phase *rec) {
+  fth_block_env held;
+  e = block_kernels(e, moe, &held);
+  const fth_layout *l = e->lay;
+  const double tokens = requests * q;
+  memset(rec, 0, sizeof *rec);
+  /* The recomputed mms, each the forward's GEMM of the same shape. */
+  fth_layer_shape r = moe ? l->moe_shape : l->dense_shape;
+  fth_linear mm[FTH_MAX_OP_MMS];
+  int saved[FTH_MAX_OP_MMS];
+  int n = fth_model_op_mms(e->model, moe, mm, saved);
+  r.num_linears = 0;
+  for (int i = 0; i < n; i++) {
+    if (saved[i]) continue;
+    FTH_ASSERT(r.num_linears < FTH_MAX_LINEARS);
+    r.lin[r.num_linears++] = mm[i];
+  }
+  fth_phase_linears(&e->k, &r, tokens, l->tp, l->tp_moe, routed_copies(e, tokens) * l->tp_moe,
+                    l->local_experts, e->act_bytes, e->weight_bytes, rec, NULL);
+  /* Every element-wise kernel of the forward (norms, residual adds, the MLP
+   * activation; the router and the permutations of an MoE block). */
+  elementwise(e, moe, tokens, rec, NULL);
+  /* The forward's TP collectives but the saved reduce-scatters: under SP the
+   * all-gathers before the column-parallel GEMMs, without SP the
+   * all-reduces. The EP all-to-alls are saved (torchtitan's MoE list names
+   * all_to_all_single); the TP_MoE gathers are not modelled again. */
+  double msg = tokens * e->model->d_model * e->act_bytes;
+  comm(e, rec, NULL, FTH_COMM_TP, e->sequence_parallel ? FTH_COLL_ALL_GATHER : FTH_COLL_ALL_REDUCE,
+       msg, tp_calls_per_block(e, moe), 0.0);
 }
 
 void fth_block_stage(const fth_block_env *e, const fth_phase blk_f[2], const fth_phase *blk_b,

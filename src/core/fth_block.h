@@ -78,4 +78,12 @@ double fth_block_transient_bytes(const fth_layout *l, const fth_model_def *m, do
 void fth_block_recompute_attention(const fth_block_env *e, double requests, double seq,
                                    double layers, fth_phase *rec);
 
+/// Per-op selective recomputation (torchtitan's "op" SAC, fth_model_op_mms)
+/// of one block for `requests` sequences of `q` tokens on this GPU: the
+/// forward GEMMs of the recomputed mms, every element-wise kernel of the
+/// forward and the TP collectives that are not saved, into `rec` (cleared
+/// first). The attention core is saved: nothing of it is re-run.
+void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q,
+                            fth_phase *rec);
+
 #endif
