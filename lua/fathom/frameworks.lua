@@ -68,11 +68,12 @@ M.rows = {
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3" },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
-  -- by default (train_configs/*.toml), SDPA flash attention, Float8 tensorwise.
+  -- by default (train_configs/*.toml: per-op SAC, the core's "op"), SDPA flash attention,
+  -- Float8 tensorwise.
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
-    dp_variant = "ZERO3", recompute = "selective", pp_micro_batch = 1 },
+    dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1 },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "selective", pp_micro_batch = 1 },
+    recompute = "op", pp_micro_batch = 1 },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
