@@ -529,6 +529,7 @@ function M.training_docs(case)
     float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
     recompute = recompute,
     flash_attention = fw.flash_attention,
+    eager_elementwise = fw.eager_elementwise,
     sequence_parallel = p.sp and p.tp > 1,
     dp_spec = { variant = p.dp_variant },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),

@@ -28,6 +28,9 @@
 --   pp_schedule            default pipeline schedule
 --   pp_micro_batch         pipeline micro-batch size when the source gives only the batch
 --   kernel_launch_sec      per-kernel launch and gap
+--   eager_elementwise      eager PyTorch: every element-wise op its own kernel (fp32 norm and
+--                          RoPE chains, unfused SwiGLU); a name that says "compile"
+--                          (torch.compile fuses those chains) turns it off
 local names = require("fathom.names")
 
 local M = {}
@@ -37,6 +40,7 @@ local base = {
   flash_attention = true, kernels = "2025", dp_variant = "DDP", comp_comm_efficiency = 0.8,
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
+  eager_elementwise = false,
 }
 
 M.rows = {
@@ -69,11 +73,11 @@ M.rows = {
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3" },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
   -- by default (train_configs/*.toml: per-op SAC, the core's "op"), SDPA flash attention,
-  -- Float8 tensorwise.
+  -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
-    dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1 },
+    dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "op", pp_micro_batch = 1 },
+    recompute = "op", pp_micro_batch = 1, eager_elementwise = true },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
@@ -138,6 +142,7 @@ function M.lookup(name)
   for k, val in pairs(row or {}) do out[k] = val end
   out.name = row and row.name or "default"
   out.pattern, out.min_version, out.max_version, out.exclude = nil, nil, nil, nil
+  if s:find("compile") then out.eager_elementwise = false end
   return out
 end
 
@@ -151,6 +156,7 @@ function M.workload_defaults(name, pass)
   }
   if pass == nil or pass == "training" then
     w.recompute = f.recompute
+    w.eager_elementwise = f.eager_elementwise
     w.dp_spec = { variant = f.dp_variant }
   end
   return w

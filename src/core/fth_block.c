@@ -17,6 +17,22 @@
  * ~8 FLOPs forward (SiLU/GELU), ~13 backward. */
 #define ACT_FLOPS    8.0
 #define ACT_FLOPS_BW 13.0
+/* Eager PyTorch (no fusion: torchtitan without torch.compile; PyTorch 2.x op
+ * decompositions as torchtitan's Llama writes them), bytes per element:
+ *   RMSNorm, x.float() * rsqrt(x.float().pow(2).mean(-1) + eps), type_as(x),
+ *   times the weight: upcast (read w, write 4), pow (4 + 4), mean (4),
+ *   scale (4 + 4), downcast (4 + w), weight (w + w): 4 w + 28, where the
+ *   fused kernel moves 2 w (read x, write y);
+ *   RoPE on Q and K via complex fp32: upcast (w + 4), complex multiply
+ *   (4 + 4), downcast (4 + w): 2 w + 16 per element of Q and K, ~6 FLOPs
+ *   (a fused RoPE is taken as folded into its neighbours: not counted);
+ *   SwiGLU as silu(a) * b: silu (w + w), multiply (2 w + w): 5 w per inner
+ *   element, where the fused kernel moves 3 w.
+ * The residual adds are one kernel either way. Backward moves twice the
+ * forward's bytes, as the fused counts above. */
+#define EAGER_NORM_FP32_BYTES 28.0
+#define EAGER_ROPE_FP32_BYTES 16.0
+#define ROPE_FLOPS            6.0
 /* Unfused attention's score matrix: QK^T writes it, scale-mask-softmax reads
  * and writes it, dropout reads it and writes it and a 1-byte mask, P V reads
  * it: 6 w + 1 bytes per score (Korthikanti et al. 2022 Sec. 4.1); ~8 FLOPs
@@ -205,15 +221,33 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
   const fth_layout *l = e->lay;
   const fth_model_def *m = e->model;
   const double ab = e->act_bytes;
+  const int eager = e->eager_elementwise;
   double htok = e->sequence_parallel ? tokens / l->tp : tokens;
-  double half = htok * m->d_model * NORM_RES_MOVES / 2.0;
-  fth_kernel_cost ka = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS, ab);
+  double moves = NORM_RES_MOVES / 2.0; /* per h element: one norm (2) and one add (3) per half */
+  double half = htok * m->d_model * moves;
+  /* Eager: the norm moves 4 w + 28 bytes per element where the fused one moves 2 w. */
+  double nr_bytes = eager ? ab + (2.0 * ab + EAGER_NORM_FP32_BYTES) / moves : ab;
+  fth_kernel_cost ka = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS, nr_bytes);
   add(e, fwd, FTH_FLOP_ATTENTION, ka, 0.0);
   add(e, fwd, FTH_FLOP_MLP, ka, 0.0);
   if (bwd) {
-    fth_kernel_cost kab = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS_BW, 2.0 * ab);
+    fth_kernel_cost kab =
+        fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS_BW, 2.0 * nr_bytes);
     add(e, bwd, FTH_FLOP_ATTENTION, kab, 0.0);
     add(e, bwd, FTH_FLOP_MLP, kab, 0.0);
+  }
+  if (eager) {
+    /* RoPE on the local query and key heads (MLA: its decoupled rope dims). */
+    const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
+    double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
+    double per_tok = m->kv_lora_rank > 0 ? (heads + 1.0) * m->qk_rope_head_dim
+                                         : (heads + kvh) * sh->d_qk;
+    double rb = 2.0 * ab + EAGER_ROPE_FP32_BYTES;
+    add(e, fwd, FTH_FLOP_ATTENTION,
+        fth_kernel_elementwise(&e->k.env, tokens * per_tok, ROPE_FLOPS, rb), 0.0);
+    if (bwd)
+      add(e, bwd, FTH_FLOP_ATTENTION,
+          fth_kernel_elementwise(&e->k.env, tokens * per_tok, ROPE_FLOPS, 2.0 * rb), 0.0);
   }
   if (moe) {
     double scores = tokens / l->tp * m->num_experts; /* each TP rank routes its share */
@@ -232,7 +266,7 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
   double ff = moe ? tokens * (m->top_k * e->expert_imbalance + m->num_shared_experts) *
                         l->expert_ffn / l->tp
                   : tokens * l->ffn_hidden / l->tp;
-  double gate = m->gated_mlp ? 3.0 : 2.0;
+  double gate = m->gated_mlp ? (eager ? 5.0 : 3.0) : 2.0;
   add(e, fwd, FTH_FLOP_MLP, fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS, gate * ab), 0.0);
   if (bwd)
     add(e, bwd, FTH_FLOP_MLP,

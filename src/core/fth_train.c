@@ -186,6 +186,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->expert_imbalance = w->expert_imbalance;
   e->flash_attention = w->flash_attention;
   e->sequence_parallel = w->sequence_parallel;
+  e->eager_elementwise = w->eager_elementwise;
   e->ep_a2a_override_s = w->ep_a2a_override_s;
   e->dispatch_bytes = w->moe_dispatch_bytes;
   e->comm_compute_share = w->moe_comm_compute_share;

@@ -197,6 +197,18 @@ describe("cases.recompute", function()
   end)
 end)
 
+describe("frameworks: eager or compiled element-wise kernels", function()
+  it("torchtitan runs eager unless the name says torch.compile; the others fused", function()
+    assert.is_true(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch 1963fc8").eager_elementwise)
+    assert.is_false(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch.compile").eager_elementwise)
+    assert.is_false(frameworks.lookup("torchtitan 820504e; torch.compile").eager_elementwise)
+    assert.is_false(frameworks.lookup("NeMo 24.09 container").eager_elementwise)
+    local w = require("fathom.spec").train({ framework = "torchtitan 2025", global_batch_size = 8,
+      micro_batch_size = 1, seq_length = 2048 })
+    assert.is_true(w.eager_elementwise)
+  end)
+end)
+
 describe("a workload spec naming a framework", function()
   it("gets the framework's conventions for every key it leaves unset", function()
     local spec = require("fathom.spec")
