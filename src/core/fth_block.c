@@ -240,8 +240,8 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
     /* RoPE on the local query and key heads (MLA: its decoupled rope dims). */
     const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
     double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
-    double per_tok = m->kv_lora_rank > 0 ? (heads + 1.0) * m->qk_rope_head_dim
-                                         : (heads + kvh) * sh->d_qk;
+    double per_tok =
+        m->kv_lora_rank > 0 ? (heads + 1.0) * m->qk_rope_head_dim : (heads + kvh) * sh->d_qk;
     double rb = 2.0 * ab + EAGER_ROPE_FP32_BYTES;
     add(e, fwd, FTH_FLOP_ATTENTION,
         fth_kernel_elementwise(&e->k.env, tokens * per_tok, ROPE_FLOPS, rb), 0.0);

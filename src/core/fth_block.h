@@ -32,7 +32,7 @@ typedef struct fth_block_env {
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   int flash_attention;
   int sequence_parallel;
-  int eager_elementwise; ///< 1: eager PyTorch element-wise ops (fp32 norm and RoPE chains, unfused SwiGLU)
+  int eager_elementwise; ///< 1: eager PyTorch element-wise ops (fp32 norm/RoPE chains, lone SiLU)
   double ep_a2a_override_s; ///< time of one EP dispatch or combine, if simulated (0 = model)
   double dispatch_bytes;    ///< width of routed copies in dispatch (0 = act_bytes); combine: act_bytes
   double comm_compute_share; ///< share of the compute units the EP kernels hold in MoE blocks (0 = none)

@@ -385,7 +385,8 @@ int fth_model_op_mms(const fth_model_def *d, int moe, fth_linear mm[FTH_MAX_OP_M
   for (int i = 0; i < s.num_linears; i++) {
     FTH_ASSERT(n + 3 <= FTH_MAX_OP_MMS);
     fth_linear l = s.lin[i];
-    int first_mlp = l.part != FTH_PART_ATTN && l.part != FTH_PART_ROUTER && l.shard == FTH_SHARD_COLUMN;
+    int first_mlp =
+        l.part != FTH_PART_ATTN && l.part != FTH_PART_ROUTER && l.shard == FTH_SHARD_COLUMN;
     if (l.part == FTH_PART_ATTN && i == 0 && !is_mla(d)) {
       /* torchtitan's Llama attention runs wq, wk, wv as three GEMMs. */
       double hd = s.d_qk;
@@ -506,8 +507,7 @@ double fth_model_kv_cache_elems_per_token(const fth_model_def *d) {
   return (double)(d->n_layers - n_moe) * dense + (double)n_moe * moe;
 }
 
-static const char *const recompute_names[FTH_RECOMPUTE_COUNT] = {"none", "selective", "full",
-                                                                 "op"};
+static const char *const recompute_names[FTH_RECOMPUTE_COUNT] = {"none", "selective", "full", "op"};
 
 const char *fth_recompute_name(fth_recompute r) {
   return (r >= 0 && r < FTH_RECOMPUTE_COUNT) ? recompute_names[r] : NULL;

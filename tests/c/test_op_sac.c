@@ -71,10 +71,10 @@ static int order(void) {
  *   10,496, + lse 64 / 2 = 32: 10,528 B. */
 static int saved_bytes(void) {
   fth_model_def m = llama_like();
-  FTH_ENSURE_NEAR(31808.0,
-                  fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_NONE, 1, 1, 0, 4096, 2,
-                                                       1, 0),
-                  1e-12);
+  FTH_ENSURE_NEAR(
+      31808.0,
+      fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_NONE, 1, 1, 0, 4096, 2, 1, 0),
+      1e-12);
   FTH_ENSURE_NEAR(
       14912.0,
       fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_OP, 1, 1, 0, 4096, 2, 1, 0), 1e-12);
