@@ -279,12 +279,18 @@ function M.precision_width(s, default_recipe)
   return { bytes = 2, gemm_bytes = 2, recipe = R.none, fp8 = false, fp4 = false }
 end
 
--- recompute(s, default) -> "none" | "selective" | "full"
+-- recompute(s, default) -> "none" | "selective" | "full" | "op"
+-- `default` is the framework's (frameworks.lua). PyTorch's per-op selective checkpointing
+-- ("per-op", "selective (op)", "op SAC") is "op". A bare "selective" means the framework's own
+-- selective mode: torchtitan's activation_checkpoint.mode = "selective" defaults to
+-- selective_ac_option = "op", so where the framework's default is "op" the word is read as
+-- "op"; elsewhere it is Megatron's attention-core recomputation, "selective".
 function M.recompute(s, default)
   local r = lower(s)
   if r:find("not stated") or r:find("default") or r:find("not set") or r == "" then return default or "none" end
-  if r:find("selective") or r:find("per%-op") or r:find("remat_policy") or r:find("custom") then
-    return "selective"
+  if r:find("per%-op") or r:find("%(op%)") or r:find("op sac") then return "op" end
+  if r:find("selective") or r:find("remat_policy") or r:find("custom") then
+    return default == "op" and "op" or "selective"
   end
   if r:find("full") then return "full" end
   if r:find("^%s*none") or r:find("^%s*off") or r:find("^%s*no[%s%(]") or r:find("null") or r:find("false") then
@@ -526,6 +532,7 @@ function M.training_docs(case)
     float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
     gradient_float_size = fw.grad_bytes, recompute = recompute,
     flash_attention = fw.flash_attention,
+    eager_elementwise = fw.eager_elementwise,
     sequence_parallel = p.sp and p.tp > 1,
     dp_spec = { variant = p.dp_variant },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),

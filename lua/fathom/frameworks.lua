@@ -34,6 +34,9 @@
 --                          Launcher's grad_sync_dtype bf16). With the distributed optimizer
 --                          the buffer is whole on every rank, so this is 2-4 bytes/parameter.
 --   kernel_launch_sec      per-kernel launch and gap
+--   eager_elementwise      eager PyTorch: every element-wise op its own kernel (fp32 norm and
+--                          RoPE chains, unfused SwiGLU); a name that says "compile"
+--                          (torch.compile fuses those chains) turns it off
 local names = require("fathom.names")
 
 local M = {}
@@ -44,6 +47,7 @@ local base = {
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
+  eager_elementwise = false,
 }
 
 M.rows = {
@@ -80,11 +84,12 @@ M.rows = {
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3" },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
-  -- by default (train_configs/*.toml), SDPA flash attention, Float8 tensorwise.
+  -- by default (train_configs/*.toml: per-op SAC, the core's "op"), SDPA flash attention,
+  -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
-    dp_variant = "ZERO3", recompute = "selective", pp_micro_batch = 1 },
+    dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "selective", pp_micro_batch = 1 },
+    recompute = "op", pp_micro_batch = 1, eager_elementwise = true },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
@@ -149,6 +154,7 @@ function M.lookup(name)
   for k, val in pairs(row or {}) do out[k] = val end
   out.name = row and row.name or "default"
   out.pattern, out.min_version, out.max_version, out.exclude = nil, nil, nil, nil
+  if s:find("compile") then out.eager_elementwise = false end
   return out
 end
 
@@ -163,6 +169,7 @@ function M.workload_defaults(name, pass)
   if pass == nil or pass == "training" then
     w.recompute = f.recompute
     w.gradient_float_size = f.grad_bytes
+    w.eager_elementwise = f.eager_elementwise
     w.dp_spec = { variant = f.dp_variant }
   end
   return w

@@ -57,6 +57,17 @@ function M.fix_max(k)
   return (k == "mb" or k == "batch") and 65536 or k == "vs" and 256 or 1024
 end
 
+-- The recompute modes searched unless --fix names others: every mode but PyTorch's per-op
+-- selective checkpointing, a policy of one framework (torchtitan) rather than a choice every
+-- training stack offers; `--fix recompute=op` adds it.
+local function default_recompute()
+  local out = {}
+  for _, n in ipairs(enums.recompute) do
+    if n ~= "op" then out[#out + 1] = n end
+  end
+  return out
+end
+
 -- space(model, system, workload, fix) -> the candidate values per dimension.
 -- Pruning rules (what a strategy must satisfy before it is worth timing):
 --   TP divides the heads and the pod (TP never crosses the scale-up fabric);
@@ -74,7 +85,7 @@ function M.space(model, system, workload, fix)
     ep = { 1 },
     vs = { 1, 2, 4 },
     mb = { 1, 2, 4, 8, 16 },
-    recompute = copy(enums.recompute),
+    recompute = default_recompute(),
     dp = copy(enums.dp_variant),
     schedule = copy(enums.pp_schedule),
     sp = { false, true },
@@ -92,7 +103,7 @@ function M.space(model, system, workload, fix)
     s.ep = cap(powers_of_two_dividing(model.num_regular_experts, 1024), 32)
   end
   local numeric = { tp = true, cp = true, pp = true, pp_in = true, tp_moe = true, ep = true, vs = true, mb = true }
-  local choices = { recompute = s.recompute, dp = s.dp, schedule = s.schedule }
+  local choices = { recompute = copy(enums.recompute), dp = s.dp, schedule = s.schedule }
   for k, v in pairs(fix or {}) do
     if s[k] == nil then
       local names = {}

@@ -17,6 +17,22 @@
  * ~8 FLOPs forward (SiLU/GELU), ~13 backward. */
 #define ACT_FLOPS    8.0
 #define ACT_FLOPS_BW 13.0
+/* Eager PyTorch (no fusion: torchtitan without torch.compile; PyTorch 2.x op
+ * decompositions as torchtitan's Llama writes them), bytes per element:
+ *   RMSNorm, x.float() * rsqrt(x.float().pow(2).mean(-1) + eps), type_as(x),
+ *   times the weight: upcast (read w, write 4), pow (4 + 4), mean (4),
+ *   scale (4 + 4), downcast (4 + w), weight (w + w): 4 w + 28, where the
+ *   fused kernel moves 2 w (read x, write y);
+ *   RoPE on Q and K via complex fp32: upcast (w + 4), complex multiply
+ *   (4 + 4), downcast (4 + w): 2 w + 16 per element of Q and K, ~6 FLOPs
+ *   (a fused RoPE is taken as folded into its neighbours: not counted);
+ *   SwiGLU as silu(a) * b: silu (w + w), multiply (2 w + w): 5 w per inner
+ *   element, where the fused kernel moves 3 w.
+ * The residual adds are one kernel either way. Backward moves twice the
+ * forward's bytes, as the fused counts above. */
+#define EAGER_NORM_FP32_BYTES 28.0
+#define EAGER_ROPE_FP32_BYTES 16.0
+#define ROPE_FLOPS            6.0
 /* Unfused attention's score matrix: QK^T writes it, scale-mask-softmax reads
  * and writes it, dropout reads it and writes it and a 1-byte mask, P V reads
  * it: 6 w + 1 bytes per score (Korthikanti et al. 2022 Sec. 4.1); ~8 FLOPs
@@ -205,15 +221,33 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
   const fth_layout *l = e->lay;
   const fth_model_def *m = e->model;
   const double ab = e->act_bytes;
+  const int eager = e->eager_elementwise;
   double htok = e->sequence_parallel ? tokens / l->tp : tokens;
-  double half = htok * m->d_model * NORM_RES_MOVES / 2.0;
-  fth_kernel_cost ka = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS, ab);
+  double moves = NORM_RES_MOVES / 2.0; /* per h element: one norm (2) and one add (3) per half */
+  double half = htok * m->d_model * moves;
+  /* Eager: the norm moves 4 w + 28 bytes per element where the fused one moves 2 w. */
+  double nr_bytes = eager ? ab + (2.0 * ab + EAGER_NORM_FP32_BYTES) / moves : ab;
+  fth_kernel_cost ka = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS, nr_bytes);
   add(e, fwd, FTH_FLOP_ATTENTION, ka, 0.0);
   add(e, fwd, FTH_FLOP_MLP, ka, 0.0);
   if (bwd) {
-    fth_kernel_cost kab = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS_BW, 2.0 * ab);
+    fth_kernel_cost kab =
+        fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS_BW, 2.0 * nr_bytes);
     add(e, bwd, FTH_FLOP_ATTENTION, kab, 0.0);
     add(e, bwd, FTH_FLOP_MLP, kab, 0.0);
+  }
+  if (eager) {
+    /* RoPE on the local query and key heads (MLA: its decoupled rope dims). */
+    const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
+    double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
+    double per_tok =
+        m->kv_lora_rank > 0 ? (heads + 1.0) * m->qk_rope_head_dim : (heads + kvh) * sh->d_qk;
+    double rb = 2.0 * ab + EAGER_ROPE_FP32_BYTES;
+    add(e, fwd, FTH_FLOP_ATTENTION,
+        fth_kernel_elementwise(&e->k.env, tokens * per_tok, ROPE_FLOPS, rb), 0.0);
+    if (bwd)
+      add(e, bwd, FTH_FLOP_ATTENTION,
+          fth_kernel_elementwise(&e->k.env, tokens * per_tok, ROPE_FLOPS, 2.0 * rb), 0.0);
   }
   if (moe) {
     double scores = tokens / l->tp * m->num_experts; /* each TP rank routes its share */
@@ -232,13 +266,17 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
   double ff = moe ? tokens * (m->top_k * e->expert_imbalance + m->num_shared_experts) *
                         l->expert_ffn / l->tp
                   : tokens * l->ffn_hidden / l->tp;
-  double gate = m->gated_mlp ? 3.0 : 2.0;
+  double gate = m->gated_mlp ? (eager ? 5.0 : 3.0) : 2.0;
   add(e, fwd, FTH_FLOP_MLP, fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS, gate * ab), 0.0);
   if (bwd)
     add(e, bwd, FTH_FLOP_MLP,
         fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS_BW, 2.0 * gate * ab), 0.0);
 }
 
+/* TP collectives of one block per pass: two, or in an MoE block the
+ * attention's plus one that sums the shared expert's partial outputs with
+ * the routed ones; without SP each TP rank dispatched 1/TP of the tokens, so
+ * that sum is needed even without a shared expert. */
 /* Layer collectives of one block, forward (and backward, the same again
  * except CP's, which sends K/V and their gradients).
  * TP (Korthikanti et al. 2022 Sec. 4.2.2): two all-reduces of the [tokens, h]
@@ -248,17 +286,18 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
  * before the experts, reduce-scatter after. EP: dispatch + combine all-to-all of the
  * routed copies, h each; the busiest receiver sets the pace. CP (ring
  * attention, Liu et al. 2023): the other ranks' K and V pass by every rank. */
+static double tp_calls_per_block(const fth_block_env *e, int moe) {
+  int combine = e->model->num_shared_experts > 0 || (!e->sequence_parallel && e->lay->tp > 1);
+  return moe ? 1.0 + combine : 2.0;
+}
+
 static void collectives(const fth_block_env *e, int moe, double tokens, fth_phase *fwd,
                         fth_phase *bwd) {
   const fth_layout *l = e->lay;
   const fth_model_def *m = e->model;
   const double h = m->d_model;
   double msg = tokens * h * e->act_bytes;
-  /* An MoE block: the attention's, plus one that sums the shared expert's
-   * partial outputs with the routed ones; without SP each TP rank dispatched
-   * 1/TP of the tokens, so that sum is needed even without a shared expert. */
-  int combine = m->num_shared_experts > 0 || (!e->sequence_parallel && l->tp > 1);
-  double tp_calls = moe ? 1.0 + combine : 2.0;
+  double tp_calls = tp_calls_per_block(e, moe);
   if (e->sequence_parallel) {
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_REDUCE_SCATTER, msg, tp_calls, tp_calls);
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_ALL_GATHER, msg, tp_calls, tp_calls);
@@ -327,15 +366,20 @@ static void hold_units(fth_kernel_env *k, double f) {
   k->vector_flops_per_s *= keep;
 }
 
+/* The env an MoE block's kernels run in: compute units held by the EP
+ * kernels when they hold some. */
+static const fth_block_env *block_kernels(const fth_block_env *e, int moe, fth_block_env *held) {
+  if (!(moe && e->comm_compute_share > 0 && e->lay->group[FTH_COMM_EP].n > 0)) return e;
+  *held = *e;
+  hold_units(&held->k.env, e->comm_compute_share);
+  hold_units(&held->k.gemm_env, e->comm_compute_share);
+  return held;
+}
+
 void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
                     fth_phase *fwd, fth_phase *bwd) {
   fth_block_env held;
-  if (moe && e->comm_compute_share > 0 && e->lay->group[FTH_COMM_EP].n > 0) {
-    held = *e;
-    hold_units(&held.k.env, e->comm_compute_share);
-    hold_units(&held.k.gemm_env, e->comm_compute_share);
-    e = &held;
-  }
+  e = block_kernels(e, moe, &held);
   const fth_layout *l = e->lay;
   const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
   const double tokens = requests * q;
@@ -412,6 +456,38 @@ void fth_block_recompute_attention(const fth_block_env *e, double requests, doub
   double scores = layers * requests * heads * seq * seq / l->cp;
   add(e, rec, FTH_FLOP_ATTENTION,
       fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, 6.0 * e->act_bytes + 1.0), 0.0);
+}
+
+void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q,
+                            fth_phase *rec) {
+  fth_block_env held;
+  e = block_kernels(e, moe, &held);
+  const fth_layout *l = e->lay;
+  const double tokens = requests * q;
+  memset(rec, 0, sizeof *rec);
+  /* The recomputed mms, each the forward's GEMM of the same shape. */
+  fth_layer_shape r = moe ? l->moe_shape : l->dense_shape;
+  fth_linear mm[FTH_MAX_OP_MMS];
+  int saved[FTH_MAX_OP_MMS];
+  int n = fth_model_op_mms(e->model, moe, mm, saved);
+  r.num_linears = 0;
+  for (int i = 0; i < n; i++) {
+    if (saved[i]) continue;
+    FTH_ASSERT(r.num_linears < FTH_MAX_LINEARS);
+    r.lin[r.num_linears++] = mm[i];
+  }
+  fth_phase_linears(&e->k, &r, tokens, l->tp, l->tp_moe, routed_copies(e, tokens) * l->tp_moe,
+                    l->local_experts, e->act_bytes, e->weight_bytes, rec, NULL);
+  /* Every element-wise kernel of the forward (norms, residual adds, the MLP
+   * activation; the router and the permutations of an MoE block). */
+  elementwise(e, moe, tokens, rec, NULL);
+  /* The forward's TP collectives but the saved reduce-scatters: under SP the
+   * all-gathers before the column-parallel GEMMs, without SP the
+   * all-reduces. The EP all-to-alls are saved (torchtitan's MoE list names
+   * all_to_all_single); the TP_MoE gathers are not modelled again. */
+  double msg = tokens * e->model->d_model * e->act_bytes;
+  comm(e, rec, NULL, FTH_COMM_TP, e->sequence_parallel ? FTH_COLL_ALL_GATHER : FTH_COLL_ALL_REDUCE,
+       msg, tp_calls_per_block(e, moe), 0.0);
 }
 
 void fth_block_stage(const fth_block_env *e, const fth_phase blk_f[2], const fth_phase *blk_b,

@@ -32,6 +32,7 @@ typedef struct fth_block_env {
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   int flash_attention;
   int sequence_parallel;
+  int eager_elementwise; ///< 1: eager PyTorch element-wise ops (fp32 norm/RoPE chains, lone SiLU)
   double ep_a2a_override_s; ///< time of one EP dispatch or combine, if simulated (0 = model)
   double dispatch_bytes;    ///< width of routed copies in dispatch (0 = act_bytes); combine: act_bytes
   double comm_compute_share; ///< share of the compute units the EP kernels hold in MoE blocks (0 = none)
@@ -84,5 +85,13 @@ double fth_block_transient_bytes(const fth_layout *l, const fth_model_def *m, do
 /// blocks, added to `rec`. Flash attention recomputes nothing extra.
 void fth_block_recompute_attention(const fth_block_env *e, double requests, double seq,
                                    double layers, fth_phase *rec);
+
+/// Per-op selective recomputation (torchtitan's "op" SAC, fth_model_op_mms)
+/// of one block for `requests` sequences of `q` tokens on this GPU: the
+/// forward GEMMs of the recomputed mms, every element-wise kernel of the
+/// forward and the TP collectives that are not saved, into `rec` (cleared
+/// first). The attention core is saved: nothing of it is re-run.
+void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q,
+                            fth_phase *rec);
 
 #endif

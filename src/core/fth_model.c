@@ -381,6 +381,87 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
   return a;
 }
 
+int fth_model_op_mms(const fth_model_def *d, int moe, fth_linear mm[FTH_MAX_OP_MMS],
+                     int saved[FTH_MAX_OP_MMS]) {
+  fth_layer_shape s = fth_model_layer_shape(d, moe);
+  int n = 0;
+  for (int i = 0; i < s.num_linears; i++) {
+    FTH_ASSERT(n + 3 <= FTH_MAX_OP_MMS);
+    fth_linear l = s.lin[i];
+    int first_mlp =
+        l.part != FTH_PART_ATTN && l.part != FTH_PART_ROUTER && l.shard == FTH_SHARD_COLUMN;
+    if (l.part == FTH_PART_ATTN && i == 0 && !is_mla(d)) {
+      /* torchtitan's Llama attention runs wq, wk, wv as three GEMMs. */
+      double hd = s.d_qk;
+      const double outs[3] = {s.heads * hd, s.kv_heads * hd, s.kv_heads * hd};
+      for (int k = 0; k < 3; k++) {
+        mm[n] = l;
+        mm[n++].out = outs[k];
+      }
+    } else if (first_mlp && d->gated_mlp) {
+      /* SwiGLU: w1 (gate) and w3 (up), in that order. */
+      l.out /= 2.0;
+      mm[n++] = l;
+      mm[n++] = l;
+    } else {
+      mm[n++] = l;
+    }
+  }
+  /* PyTorch selective checkpointing policy of torchtitan (activation_checkpoint.py,
+   * "mm_count % 2"): the count is raised before the test, so the 1st mm is
+   * saved and the 2nd recomputed. */
+  for (int i = 0; i < n; i++) saved[i] = (i + 1) % 2 == 1;
+  return n;
+}
+
+double fth_model_op_recompute_flops_per_token(const fth_model_def *d, int moe) {
+  fth_linear mm[FTH_MAX_OP_MMS];
+  int saved[FTH_MAX_OP_MMS];
+  int n = fth_model_op_mms(d, moe, mm, saved);
+  double flops = 0.0;
+  for (int i = 0; i < n; i++) {
+    if (saved[i]) continue;
+    /* 2 FLOP per weight per token (Kaplan et al. 2020 Sec. 2.1), top_k per routed token. */
+    double x = 2.0 * mm[i].in * mm[i].out;
+    if (mm[i].part == FTH_PART_EXPERT) x *= d->top_k;
+    flops += x;
+  }
+  return flops;
+}
+
+/* Per-op selective checkpointing (fth_model_op_mms): the checkpoint keeps
+ * the block input, the outputs of the saved mms and of scaled-dot-product
+ * attention (its output and fp32 log-sum-exp per query and head: torchtitan
+ * always runs an SDPA kernel, all of whose variants are in its save list);
+ * everything else (norms, RoPE, SiLU x mul, residual adds, router softmax
+ * and top-k, dropout) is recomputed. Placement per GPU: a column-parallel
+ * output is split by TP (TP_MoE for experts); a row-parallel one is the
+ * full-width partial sum before its reduction; replicated ones (router, MLA
+ * down-projections) and the block input split by SP only. Under SP the
+ * reduce-scatters after the attention and the MLP (the shared experts in MoE
+ * blocks) are saved too (torchtitan's list names reduce_scatter_tensor).
+ * Routed experts: per routed copy, scaled by `routed`. */
+static double op_saved_bytes(const fth_model_def *d, int moe, double t, double tm, double rep_div,
+                             double w, double routed) {
+  fth_linear mm[FTH_MAX_OP_MMS];
+  int saved[FTH_MAX_OP_MMS];
+  int n = fth_model_op_mms(d, moe, mm, saved);
+  fth_layer_shape s = fth_model_layer_shape(d, moe);
+  double h = d->d_model;
+  double elems = h / rep_div;
+  for (int i = 0; i < n; i++) {
+    if (!saved[i]) continue;
+    double e = mm[i].out;
+    if (mm[i].shard == FTH_SHARD_COLUMN) e /= mm[i].part == FTH_PART_EXPERT ? tm : t;
+    if (mm[i].shard == FTH_SHARD_NONE) e /= rep_div;
+    if (mm[i].part == FTH_PART_EXPERT) e *= routed;
+    elems += e;
+  }
+  elems += s.heads * s.d_v / t;
+  if (rep_div > 1.0) elems += (s.is_moe ? 1.0 + (d->num_shared_experts > 0) : 2.0) * h / t;
+  return w * elems + FP32_BYTES * s.heads / t;
+}
+
 double fth_model_activation_bytes_per_token(const fth_model_def *d, int moe, fth_recompute rc,
                                             int tp, int tp_moe, int sp, double seq, double w,
                                             int flash, double routed_per_token) {
@@ -390,6 +471,7 @@ double fth_model_activation_bytes_per_token(const fth_model_def *d, int moe, fth
   double rep_div = sp ? t : 1.0;
   /* Full recomputation (Sec. 5): only the block input survives. */
   if (rc == FTH_RECOMPUTE_FULL) return w * d->d_model / rep_div;
+  if (rc == FTH_RECOMPUTE_OP) return op_saved_bytes(d, moe, t, tm, rep_div, w, routed_per_token);
   fth_layer_activations a = fth_model_layer_activations(d, moe, w, flash);
   double bytes =
       a.replicated / rep_div + a.sharded / t + a.expert_per_routed_token * routed_per_token / tm;
@@ -428,7 +510,7 @@ double fth_model_kv_cache_elems_per_token(const fth_model_def *d) {
   return (double)(d->n_layers - n_moe) * dense + (double)n_moe * moe;
 }
 
-static const char *const recompute_names[FTH_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+static const char *const recompute_names[FTH_RECOMPUTE_COUNT] = {"none", "selective", "full", "op"};
 
 const char *fth_recompute_name(fth_recompute r) {
   return (r >= 0 && r < FTH_RECOMPUTE_COUNT) ? recompute_names[r] : NULL;

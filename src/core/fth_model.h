@@ -150,10 +150,11 @@ typedef enum fth_recompute {
   FTH_RECOMPUTE_NONE = 0,
   FTH_RECOMPUTE_SELECTIVE = 1, ///< attention core recomputed (Korthikanti et al. 2022 Sec. 5)
   FTH_RECOMPUTE_FULL = 2,      ///< only the block input kept
+  FTH_RECOMPUTE_OP = 3,        ///< per-op selective (torchtitan "op" SAC): see fth_model_op_mms
   FTH_RECOMPUTE_COUNT
 } fth_recompute;
 
-const char *fth_recompute_name(fth_recompute r);     ///< "none", "selective", "full"
+const char *fth_recompute_name(fth_recompute r);     ///< "none", "selective", "full", "op"
 fth_recompute fth_recompute_parse(const char *name); ///< FTH_RECOMPUTE_COUNT when unknown
 
 /// Saved activations of one block, bytes per token, following Korthikanti et
@@ -182,6 +183,27 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *def, int 
 double fth_model_activation_bytes_per_token(const fth_model_def *def, int moe, fth_recompute rc,
                                             int tp, int tp_moe, int sp, double seq,
                                             double elem_bytes, int flash, double routed_per_token);
+
+/// The GEMMs of one block as PyTorch's per-op selective checkpointing counts
+/// them (torchtitan's activation_checkpoint.mode = "selective" with
+/// selective_ac_option = "op"): one aten.mm per weight in forward order
+/// (Llama: wq, wk, wv, wo, w1, w3, w2: the fused QKV and gate/up linears of
+/// fth_layer_shape split back into separate GEMMs; MLA's linears as they are;
+/// MoE: the router gate, then the routed experts' w1, w3, w2, then the shared
+/// experts'). The policy keeps a per-block counter of mms, incremented before
+/// the test, and recomputes every mm whose count is even: saved[i] is 1 for
+/// the 1st, 3rd, 5th ... and 0 for the 2nd, 4th, 6th ... (Llama: wq, wv, w1,
+/// w2 saved; wk, wo, w3 recomputed). Returns the count (<= FTH_MAX_OP_MMS).
+/// Assumption for MoE blocks: the routed experts' grouped GEMMs count and are
+/// saved like plain mms (torchtitan's list names aten.mm only; a grouped_mm
+/// outside it would be recomputed and not counted).
+#define FTH_MAX_OP_MMS 16
+int fth_model_op_mms(const fth_model_def *def, int moe, fth_linear mm[FTH_MAX_OP_MMS],
+                     int saved[FTH_MAX_OP_MMS]);
+
+/// Forward FLOPs per token of the mms that per-op selective checkpointing
+/// recomputes in one block (routed experts: top_k tokens-worth per token).
+double fth_model_op_recompute_flops_per_token(const fth_model_def *def, int moe);
 
 /// KV cache elements per token for the whole model (all blocks).
 double fth_model_kv_cache_elems_per_token(const fth_model_def *def);

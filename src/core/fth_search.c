@@ -95,7 +95,7 @@ static int in_space(const fth_search_space *s, int tp, int pp, int vs, int sc, i
 }
 
 #define N_SCHED FTH_PP_COUNT
-#define N_RC    3
+#define N_RC    FTH_RECOMPUTE_COUNT
 #define N_SP    2
 
 /* Strategies of the space per placement, and enumeration slots per placement. */

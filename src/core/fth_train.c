@@ -67,6 +67,9 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   p->attn_core_flops_per_token =
       (m->n_layers - n_moe) * fth_model_layer_flops(m, 0, w->seq_len).fwd_attn_core +
       (n_moe > 0 ? n_moe * fth_model_layer_flops(m, 1, w->seq_len).fwd_attn_core : 0.0);
+  p->op_recompute_flops_per_token =
+      (m->n_layers - n_moe) * fth_model_op_recompute_flops_per_token(m, 0) +
+      (n_moe > 0 ? n_moe * fth_model_op_recompute_flops_per_token(m, 1) : 0.0);
   /* Saved activations per token (Korthikanti et al. 2022), per block kind;
    * routed blocks keep top-k x imbalance copies of the expert inputs. */
   double seq = w->seq_len / l->cp;
@@ -83,9 +86,11 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
       m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel, seq, w->act_bytes,
       w->flash_attention, routed);
   /* A recipe saves the GEMM inputs quantised, at its GEMM width (not under
-   * full recomputation, which keeps only the block input). */
+   * full recomputation, which keeps only the block input, nor per-op, which
+   * keeps GEMM outputs at the activation width). */
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
-  if (rr->gemm != FTH_PREC_COUNT && w->recompute != FTH_RECOMPUTE_FULL) {
+  if (rr->gemm != FTH_PREC_COUNT && w->recompute != FTH_RECOMPUTE_FULL &&
+      w->recompute != FTH_RECOMPUTE_OP) {
     double saved = w->act_bytes - fth_precision_bytes(rr->gemm);
     for (int k = 0; k < 2; k++)
       if (k == 0 || moe)
@@ -191,6 +196,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->expert_imbalance = w->expert_imbalance;
   e->flash_attention = w->flash_attention;
   e->sequence_parallel = w->sequence_parallel;
+  e->eager_elementwise = w->eager_elementwise;
   e->ep_a2a_override_s = w->ep_a2a_override_s;
   e->dispatch_bytes = w->moe_dispatch_bytes;
   e->comm_compute_share = w->moe_comm_compute_share;
@@ -199,7 +205,8 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
 /* One micro-batch through the slowest stage: the heaviest stage but the last,
  * or the last with the LM head, whichever takes longer under the overlap
  * `eff`; and what recomputation re-runs inside its backward: the whole blocks
- * (full) or the unfused attention core (selective). */
+ * (full), the unfused attention core (selective) or every other GEMM and the
+ * element-wise kernels (op). */
 static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff,
                        fth_phase *fwd, fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
@@ -267,6 +274,13 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
     fth_block_stage(e, blk_f, NULL, chosen, 0, w->micro_batch, q, rec, NULL);
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
     fth_block_recompute_attention(e, w->micro_batch, w->seq_len, chosen[0] + chosen[1], rec);
+  else if (w->recompute == FTH_RECOMPUTE_OP) {
+    fth_phase blk_r[2];
+    memset(blk_r, 0, sizeof blk_r);
+    for (int moe = 0; moe < 2; moe++)
+      if (chosen[moe] > 0) fth_block_recompute_op(e, moe, w->micro_batch, q, &blk_r[moe]);
+    fth_block_stage(e, blk_r, NULL, chosen, 0, w->micro_batch, q, rec, NULL);
+  }
 }
 
 static void set_item(fth_comm_item *it, const fth_group *g, fth_coll_op op, fth_coll_algo algo,
@@ -435,15 +449,18 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
   double fwd_tok = p->fwd_flops_per_token;
   double per_tok = 3.0 * fwd_tok;
   r->model_flops_per_step = per_tok * r->tokens_per_step;
-  /* Recomputation re-runs the blocks' forward (full) or, without flash
-   * attention, the attention core of every block (selective: the unfused
+  /* Recomputation re-runs the blocks' forward (full), without flash
+   * attention the attention core of every block (selective: the unfused
    * kernels compute the whole score matrix, twice the causal half the model
-   * counts, (seq + 1) / 2 keys per query). */
+   * counts, (seq + 1) / 2 keys per query), or the recomputed mms of every
+   * block (op; element-wise FLOPs are not model FLOPs and not counted). */
   double rec_tok = 0;
   if (w->recompute == FTH_RECOMPUTE_FULL)
     rec_tok = fwd_tok - p->lm_head_flops_per_token;
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention)
     rec_tok = p->attn_core_flops_per_token * 2.0 * w->seq_len / (w->seq_len + 1.0);
+  else if (w->recompute == FTH_RECOMPUTE_OP)
+    rec_tok = p->op_recompute_flops_per_token;
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;
   double peak = fth_compute_nominal_flops_per_s(&p->node.compute, p->prec);
   double denom = r->step_time_s * p->layout.num_gpus * peak;

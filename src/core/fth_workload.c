@@ -86,7 +86,10 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages",
                     "virtual stages need an interleaved pp_spec.variant (%s), got %s",
                     fth_pp_schedule_name(FTH_PP_INTERLEAVED), fth_pp_schedule_name(w->pp));
-  if (w->recompute < FTH_RECOMPUTE_NONE || w->recompute > FTH_RECOMPUTE_FULL)
+  if (w->eager_elementwise != 0 && w->eager_elementwise != 1)
+    return fth_fail(err, FTH_EINVAL, "eager_elementwise", "expected 0 or 1, got %d",
+                    w->eager_elementwise);
+  if (w->recompute < FTH_RECOMPUTE_NONE || w->recompute >= FTH_RECOMPUTE_COUNT)
     return fth_fail(err, FTH_EINVAL, "recompute", "unknown mode");
   if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
     return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");

@@ -28,6 +28,7 @@ typedef struct fth_train_def {
   fth_recompute recompute;
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int flash_attention;     ///< 1: fused attention (no s^2 activations)
+  int eager_elementwise;   ///< 1: eager PyTorch element-wise ops, one kernel each (fth_block.c)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   double comp_comm_eff, comp_mem_eff, comm_mem_eff; ///< in [0, 1]
   fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT];   ///< where each component is read from

@@ -356,6 +356,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);
+  out->eager_elementwise = lcheck_bool(L, idx, w, "eager_elementwise", out->eager_elementwise);
   out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", out->expert_imbalance);
   out->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", out->comp_comm_eff);
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);

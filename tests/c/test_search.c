@@ -84,7 +84,7 @@ static fth_search_def problem(int moe, double capacity_bytes) {
   s->n_tp_moe = 2;
   memcpy(s->ep, ep, sizeof ep);
   s->n_ep = 4;
-  s->recompute_mask = 7;
+  s->recompute_mask = (1 << FTH_RECOMPUTE_COUNT) - 1;
   s->dp_mask = 15;
   s->schedule_mask = (1 << FTH_PP_COUNT) - 1; /* every row of the schedule table */
   s->sp_mask = 3;
@@ -159,7 +159,7 @@ static int brute_force(const fth_search_def *d, brute_hit *out, int *n_out, brut
               for (int vi = 0; vi < s->n_vs; vi++)
                 for (int mi = 0; mi < s->n_mb; mi++)
                   for (int sc = 0; sc < FTH_PP_COUNT; sc++)
-                    for (int rc = 0; rc <= FTH_RECOMPUTE_FULL; rc++)
+                    for (int rc = 0; rc < FTH_RECOMPUTE_COUNT; rc++)
                       for (int dv = 0; dv < FTH_DP_COUNT; dv++)
                         for (int sp = 0; sp < 2; sp++) {
                           int tp = s->tp[a], cp = s->cp[b], pp = s->pp[c], pp_in = s->pp_in[e];

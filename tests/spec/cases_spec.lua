@@ -223,6 +223,36 @@ describe("fathom.frameworks", function()
   end)
 end)
 
+describe("cases.recompute", function()
+  it("reads per-op selective checkpointing as op, and a bare 'selective' as the framework's", function()
+    assert.are.equal("op", cases.recompute("per-op selective activation checkpointing", "selective"))
+    assert.are.equal("op", cases.recompute("selective (op) activation checkpointing", "none"))
+    assert.are.equal("op", cases.recompute("op SAC"))
+    -- torchtitan's "selective" mode is per-op unless a layer frequency is given
+    local titan = require("fathom.frameworks").lookup("torchtitan 9dec370 (2024-12-26)").recompute
+    assert.are.equal("op", titan)
+    assert.are.equal("op", cases.recompute("selective activation checkpointing", titan))
+    assert.are.equal("op", cases.recompute("not stated", titan))
+    -- elsewhere it is Megatron's attention-core recomputation
+    assert.are.equal("selective", cases.recompute("selective activation checkpointing", "none"))
+    assert.are.equal("selective", cases.recompute("custom remat_policy (MaxText)", "selective"))
+    assert.are.equal("full", cases.recompute("full activation checkpointing", titan))
+    assert.are.equal("none", cases.recompute("none", titan))
+  end)
+end)
+
+describe("frameworks: eager or compiled element-wise kernels", function()
+  it("torchtitan runs eager unless the name says torch.compile; the others fused", function()
+    assert.is_true(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch 1963fc8").eager_elementwise)
+    assert.is_false(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch.compile").eager_elementwise)
+    assert.is_false(frameworks.lookup("torchtitan 820504e; torch.compile").eager_elementwise)
+    assert.is_false(frameworks.lookup("NeMo 24.09 container").eager_elementwise)
+    local w = require("fathom.spec").train({ framework = "torchtitan 2025", global_batch_size = 8,
+      micro_batch_size = 1, seq_length = 2048 })
+    assert.is_true(w.eager_elementwise)
+  end)
+end)
+
 describe("a workload spec naming a framework", function()
   it("gets the framework's conventions for every key it leaves unset", function()
     local spec = require("fathom.spec")
@@ -234,7 +264,7 @@ describe("a workload spec naming a framework", function()
     assert.is_false(w.flash_attention)               -- what the user wrote wins
     w = spec.train({ framework = "torchtitan 2025", global_batch_size = 8, micro_batch_size = 1, seq_length = 2048 })
     assert.are.equal("ZERO3", w.dp_variant)
-    assert.are.equal("selective", w.recompute)
+    assert.are.equal("op", w.recompute)              -- torchtitan's per-op selective default
     local i = spec.infer({ framework = "vLLM", global_batch_size = 8, micro_batch_size = 8, seq_length = 512 },
       "prefill")
     assert.is_true(i.flash_attention)

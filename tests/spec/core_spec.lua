@@ -111,7 +111,7 @@ describe("fathom.core", function()
       local def = require("fathom.search").prepare({ hardware = T .. "hardware.yaml", node = "TOY", gpus = 4,
         pod_size = 2, model = T .. "model.yaml", workload = T .. "train.yaml", global_batch = 8, top = 3 })
       assert.error_matches(function() core.search_eval(def, { recompute = "ful" }) end,
-        "strategy%.recompute: expected one of none, selective, full, got 'ful'")
+        "strategy%.recompute: expected one of none, selective, full, op, got 'ful'")
       assert.error_matches(function() core.search_eval(def, { dp_variant = "ZER03" }) end,
         "strategy%.dp_variant: expected one of DDP, ZERO1, ZERO2, ZERO3, got 'ZER03'")
       def.space.schedule = { "1F1B", "ZB" }
