@@ -55,8 +55,8 @@ M.factors = {
     -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks; PyTorch-native GEMMs and SDPA),
     -- refitted once per-op selective checkpointing (recompute "op") prices the re-run GEMMs
     -- and eager runs pay for their unfused element-wise kernels (eager_elementwise)
-    torch2024 = { efficiency = 0.815, fp8_efficiency = 0.842, attention_efficiency = 0.299 },
-    torch2025 = { efficiency = 0.817, fp8_efficiency = 0.844, attention_efficiency = 0.301 },
+    torch2024 = { efficiency = 0.927, fp8_efficiency = 0.994, attention_efficiency = 0.324 },
+    torch2025 = { efficiency = 0.927, fp8_efficiency = 0.996, attention_efficiency = 0.325 },
   },
 }
 

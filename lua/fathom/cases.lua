@@ -55,6 +55,18 @@ function M.gpu(name, memory_gb)
   end
 end
 
+-- power_limit(system) -> the power cap (W) a case's GPUs ran under, or nil: a field
+-- `power_limit_watts`, or the GPU name as vendors and papers write it ("500 W power limit",
+-- "power-capped at 500W", "power limit 500 W").
+function M.power_limit(sys)
+  local v = tonumber(sys.power_limit_watts)
+  if v and v > 0 then return v end
+  local s = tostring(sys.gpu or ""):lower()
+  local w = s:match("(%d+)%s*w%s*power%s*li?mit") or s:match("power[%s%-]*li?mit[%a%s]*(%d+)%s*w")
+    or s:match("power[%s%-]*capp?e?d?[%a%s]*(%d+)%s*w") or s:match("(%d+)%s*w%s*power%s*cap")
+  return w and tonumber(w) or nil
+end
+
 -- Values as case files write them ---------------------------------------------------------
 
 -- count(v) -> a positive integer degree, or nil for null/false/0/"none"/"-".
@@ -533,6 +545,9 @@ function M.training_docs(case)
     gradient_float_size = fw.grad_bytes, recompute = recompute,
     flash_attention = fw.flash_attention,
     eager_elementwise = fw.eager_elementwise,
+    -- async TP as the case states it (torchtitan's async_tp), else the framework's convention
+    tp_comm_overlap = (case.parallelism or {}).async_tp == nil and fw.tp_comm_overlap
+      or M.flag((case.parallelism or {}).async_tp),
     sequence_parallel = p.sp and p.tp > 1,
     dp_spec = { variant = p.dp_variant },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),
@@ -550,7 +565,7 @@ function M.training_docs(case)
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },
     model = model, workload = workload, gpu = g, fw = fw, precision = prec, parallel = p, notes = notes,
-    layer_scale = layer_scale,
+    layer_scale = layer_scale, power_limit_watts = M.power_limit(sys),
   }
 end
 

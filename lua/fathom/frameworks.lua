@@ -37,6 +37,10 @@
 --   eager_elementwise      eager PyTorch: every element-wise op its own kernel (fp32 norm and
 --                          RoPE chains, unfused SwiGLU); a name that says "compile"
 --                          (torch.compile fuses those chains) turns it off
+--   tp_comm_overlap        TP collectives overlapped with the GEMMs (Megatron-Core/NeMo
+--                          userbuffers, torchtitan's async TP); false: vanilla TP, each
+--                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
+--                          that says "async TP" / "AsyncTP" turns it on
 local names = require("fathom.names")
 
 local M = {}
@@ -47,7 +51,7 @@ local base = {
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
-  eager_elementwise = false,
+  eager_elementwise = false, tp_comm_overlap = true,
 }
 
 M.rows = {
@@ -87,9 +91,10 @@ M.rows = {
   -- by default (train_configs/*.toml: per-op SAC, the core's "op"), SDPA flash attention,
   -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
-    dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true },
+    dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true,
+    tp_comm_overlap = false },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "op", pp_micro_batch = 1, eager_elementwise = true },
+    recompute = "op", pp_micro_batch = 1, eager_elementwise = true, tp_comm_overlap = false },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
@@ -155,6 +160,7 @@ function M.lookup(name)
   out.name = row and row.name or "default"
   out.pattern, out.min_version, out.max_version, out.exclude = nil, nil, nil, nil
   if s:find("compile") then out.eager_elementwise = false end
+  if s:find("async[%s%-_]?tp") then out.tp_comm_overlap = true end
   return out
 end
 
@@ -170,6 +176,7 @@ function M.workload_defaults(name, pass)
     w.recompute = f.recompute
     w.gradient_float_size = f.grad_bytes
     w.eager_elementwise = f.eager_elementwise
+    w.tp_comm_overlap = f.tp_comm_overlap
     w.dp_spec = { variant = f.dp_variant }
   end
   return w

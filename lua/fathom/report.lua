@@ -202,7 +202,8 @@ function M.training_record(sc, r)
       gpu_mtbf_s = rel.gpu_mtbf_hours and rel.gpu_mtbf_hours * 3600 or math.huge,
       checkpoint_bytes = rel.gpu_mtbf_hours and (mem.weights + mem.optimizer_states) or 0,
       checkpoint_bw = rel.checkpoint_bandwidth, restart_s = (rel.restart_minutes or 0) * 60,
-      interval_s = (rel.checkpoint_interval_minutes or 0) * 60, gpu_power_w = comp.power_watts or 0,
+      interval_s = (rel.checkpoint_interval_minutes or 0) * 60, gpu_power_w = (comp.power_limit_watts or 0) > 0
+        and math.min(comp.power_limit_watts, comp.power_watts or math.huge) or comp.power_watts or 0,
       pue = cost.pue or 1, price_per_gpu_hour = cost.usd_per_gpu_hour or 0,
     }, d.gpus, r.total_time_s)
     run = ordered({

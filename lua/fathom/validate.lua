@@ -187,7 +187,7 @@ end
 -- and their cast kernels, attention stays at BF16 with attention_efficiency.
 local setting_keys = { "efficiency", "fp8_efficiency", "fp4_efficiency", "attention_efficiency",
   "expert_gemm_overhead_sec" }
-local function calibrated_lib(state, node, setting)
+local function calibrated_lib(state, node, setting, power_limit)
   local doc = state.lib_doc
   local comp_name = doc.nodes[node] and doc.nodes[node].device_compute
   local base = doc.components.compute[comp_name]
@@ -196,7 +196,9 @@ local function calibrated_lib(state, node, setting)
   for _, k in ipairs(setting_keys) do
     if setting[k] then c[k] = math.min(1, setting[k]) end
   end
-  local parts = { node }
+  -- a power cap the case's GPUs ran under (the core scales their clocks)
+  if power_limit then c.power_limit_watts = power_limit end
+  local parts = { node, tostring(power_limit or 0) }
   for _, k in ipairs(setting_keys) do parts[#parts + 1] = string.format("%.6g", c[k] or 0) end
   local key = table.concat(parts, "|")
   local lib = state.libs[key]
@@ -235,7 +237,7 @@ local function evaluate_training(state, job, settings)
   if not state.lib_doc.nodes[docs.gpu.node] then
     return nil, "hardware library has no node '" .. docs.gpu.node .. "'"
   end
-  local lib = calibrated_lib(state, docs.gpu.node, setting)
+  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts)
   local ok, r = pcall(function()
     return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()

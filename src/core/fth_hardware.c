@@ -79,6 +79,11 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   if (!nonneg_ok(d->gemm_tile_n))
     return fth_fail(err, FTH_EINVAL, "gemm_tile_n", "expected a tile size >= 0 (0 = 128), got %g",
                     d->gemm_tile_n);
+  if (!nonneg_ok(d->power_watts))
+    return fth_fail(err, FTH_EINVAL, "power_watts", "expected >= 0, got %g", d->power_watts);
+  if (!nonneg_ok(d->power_limit_watts))
+    return fth_fail(err, FTH_EINVAL, "power_limit_watts", "expected >= 0 (0 = none), got %g",
+                    d->power_limit_watts);
   if (!nonneg_ok(d->vector_flops_per_s))
     return fth_fail(err, FTH_EINVAL, "vector_nominal", "expected >= 0, got %g",
                     d->vector_flops_per_s);
@@ -104,13 +109,19 @@ double fth_compute_flops_per_s(const fth_compute_def *d, fth_precision prec) {
   fth_precision p = runs_at(d, prec);
   if (p == FTH_PREC_COUNT) return 0.0;
   double eff = d->prec_efficiency[p] > 0 ? d->prec_efficiency[p] : d->efficiency;
-  return d->flops_per_s[p] * eff;
+  return d->flops_per_s[p] * eff * fth_compute_clock_scale(d);
+}
+
+double fth_compute_clock_scale(const fth_compute_def *d) {
+  if (!(d->power_limit_watts > 0 && d->power_watts > 0 && d->power_limit_watts < d->power_watts))
+    return 1.0;
+  return cbrt(d->power_limit_watts / d->power_watts);
 }
 
 double fth_compute_attention_flops_per_s(const fth_compute_def *d, fth_precision prec) {
   /* Fused attention = nominal x attention_efficiency; unset (0) uses the GEMM efficiency. */
   double eff = d->attention_efficiency > 0 ? d->attention_efficiency : d->efficiency;
-  return fth_compute_nominal_flops_per_s(d, prec) * eff;
+  return fth_compute_nominal_flops_per_s(d, prec) * eff * fth_compute_clock_scale(d);
 }
 
 fth_memory_def fth_memory_def_default(void) {

@@ -40,6 +40,8 @@ typedef struct fth_compute_def {
   double attention_efficiency;     ///< fraction of nominal fused attention reaches; 0 = efficiency
   int compute_units;               ///< SMs (NVIDIA) / CUs (AMD); 0 = unknown (roofline only)
   double gemm_tile_m, gemm_tile_n; ///< output tile of the GEMM library (0 = 128 x 128)
+  double power_watts;              ///< board power the nominal rates are quoted at (0 = unknown)
+  double power_limit_watts;        ///< a lower cap the GPU runs under (0 = none)
 } fth_compute_def;
 
 fth_compute_def fth_compute_def_default(void);
@@ -50,6 +52,12 @@ fth_status fth_compute_check(const fth_compute_def *def, fth_error *err);
 /// fraction of peak than large GEMMs (softmax and masking between the two
 /// matmuls; Dao 2023 reports 50-73% on A100 for FlashAttention-2).
 double fth_compute_attention_flops_per_s(const fth_compute_def *def, fth_precision prec);
+
+/// Clock under a power cap, as a fraction of the clock at `power_watts`: dynamic
+/// power goes as C V^2 f with the voltage following the frequency in the DVFS
+/// range, so P ~ f^3 and f ~ (limit / power)^(1/3) (e.g. 500 W of 700 W: 0.894).
+/// 1 without a cap below the rated power. Scales every FLOP/s rate above.
+double fth_compute_clock_scale(const fth_compute_def *def);
 
 /// Effective matrix FLOP/s at `prec` = nominal x efficiency (the precision's own
 /// where set). A precision with a zero nominal falls back to the next wider one

@@ -94,13 +94,24 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
 }
 
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed) {
-  double comm = 0;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) comm += ph->comm_s[i];
+  return fth_phase_time_blocking(ph, comp_comm_eff, 0u, exposed);
+}
+
+double fth_phase_time_blocking(const fth_phase *ph, double comp_comm_eff, unsigned blocking,
+                               double *exposed) {
+  double comm = 0, block = 0;
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    if (blocking & (1u << i))
+      block += ph->comm_s[i];
+    else
+      comm += ph->comm_s[i];
+  }
   double t = fth_overlap(ph->kernel_s, comm, comp_comm_eff);
   double exp_total = t - ph->kernel_s;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++)
-    exposed[i] = comm > 0 ? exp_total * ph->comm_s[i] / comm : 0.0;
-  return t;
+    exposed[i] = (blocking & (1u << i)) ? ph->comm_s[i]
+                                        : (comm > 0 ? exp_total * ph->comm_s[i] / comm : 0.0);
+  return t + block;
 }
 
 /* Quantise `elems` elements before a GEMM (a recipe's cast: fth_recipe.h). */

@@ -71,6 +71,12 @@ void fth_phase_add(fth_phase *a, const fth_phase *b);
 /// `comp_comm_eff`; `exposed[k]` receives each kind's exposed share.
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed);
 
+/// The same with the kinds in `blocking` (bit 1 << kind) run on their own,
+/// not overlapped at all: synchronous collectives between the kernels (tensor
+/// parallelism without communication overlap), added whole to the time.
+double fth_phase_time_blocking(const fth_phase *ph, double comp_comm_eff, unsigned blocking,
+                               double *exposed);
+
 /// The linears of one block for `tokens` tokens on one GPU (Megatron sharding,
 /// under the ctx's precision recipe: GEMMs at its rate, inputs cast first;
 /// Shoeybi et al. 2019: column-parallel splits outputs, row-parallel inputs, by

@@ -207,6 +207,14 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
  * `eff`; and what recomputation re-runs inside its backward: the whole blocks
  * (full), the unfused attention core (selective) or every other GEMM and the
  * element-wise kernels (op). */
+/* Kinds run without overlap: TP's collectives when the workload does not
+ * overlap them (vanilla TP), unless the schedule hides the layer collectives
+ * under the other direction's chunk (DualPipe). */
+static unsigned blocking_kinds(const fth_train_plan *p) {
+  if (p->work.tp_comm_overlap || fth_schedule_get(p->work.pp)->comm_hidden > 0) return 0u;
+  return (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
+}
+
 static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff,
                        fth_phase *fwd, fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
@@ -261,8 +269,11 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
     fth_phase mf, mb;
     fth_block_stage(e, blk_f, blk_b, mid, 0, w->micro_batch, q, &mf, &mb);
     double ex[FTH_COMM_KIND_COUNT];
-    double t_last = fth_phase_time(fwd, eff, ex) + fth_phase_time(bwd, eff, ex);
-    double t_mid = fth_phase_time(&mf, eff, ex) + fth_phase_time(&mb, eff, ex);
+    unsigned bk = blocking_kinds(p);
+    double t_last =
+        fth_phase_time_blocking(fwd, eff, bk, ex) + fth_phase_time_blocking(bwd, eff, bk, ex);
+    double t_mid =
+        fth_phase_time_blocking(&mf, eff, bk, ex) + fth_phase_time_blocking(&mb, eff, bk, ex);
     if (t_mid > t_last) {
       *fwd = mf;
       *bwd = mb;
@@ -482,9 +493,10 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   stage_pass(p, &e, eff, &fwd, &bwd, &rec);
 
   double ex[3][FTH_COMM_KIND_COUNT];
-  double t_f = fth_phase_time(&fwd, eff, ex[0]);
-  double t_rec = fth_phase_time(&rec, eff, ex[2]);
-  double t_b = fth_phase_time(&bwd, eff, ex[1]) + t_rec;
+  unsigned bk = blocking_kinds(p);
+  double t_f = fth_phase_time_blocking(&fwd, eff, bk, ex[0]);
+  double t_rec = fth_phase_time_blocking(&rec, eff, bk, ex[2]);
+  double t_b = fth_phase_time_blocking(&bwd, eff, bk, ex[1]) + t_rec;
   r->fwd_s = t_f;
   r->bwd_s = t_b;
   r->recompute_s = mbs * t_rec;

@@ -154,6 +154,8 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->gemm_tile_m = lcheck_number(L, c, dc, "gemm_tile_m", 0);
     cd->gemm_tile_n = lcheck_number(L, c, dc, "gemm_tile_n", 0);
     cd->expert_gemm_s = lcheck_number(L, c, dc, "expert_gemm_overhead_sec", 0);
+    cd->power_watts = lcheck_number(L, c, dc, "power_watts", 0);
+    cd->power_limit_watts = lcheck_number(L, c, dc, "power_limit_watts", 0);
     lua_pop(L, 1);
   }
   if (subtable(L, idx, "hardware", "device_memory_tiers")) {
@@ -355,6 +357,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
+  out->tp_comm_overlap = lcheck_bool(L, idx, w, "tp_comm_overlap", out->tp_comm_overlap);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);
   out->eager_elementwise = lcheck_bool(L, idx, w, "eager_elementwise", out->eager_elementwise);
   out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", out->expert_imbalance);

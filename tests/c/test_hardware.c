@@ -49,6 +49,22 @@ static int rates(void) {
   n.compute.flops_per_s[FTH_PREC_FP32] = 0;
   FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
   FTH_ENSURE_NEAR(0.0, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP32), 0);
+  /* A 500 W cap on a part rated 700 W: clocks x (500 / 700)^(1/3) = 0.893904...
+   * (P ~ f^3): bf16 692.58e12 x 0.8939036 = 619.09e12, attention likewise; no
+   * cap, or a cap at or above the rating, leaves the rates alone. */
+  n = h100();
+  n.compute.power_watts = 700;
+  FTH_ENSURE_NEAR(1.0, fth_compute_clock_scale(&n.compute), 0);
+  n.compute.power_limit_watts = 500;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(0.8939035350965, fth_compute_clock_scale(&n.compute), 1e-12);
+  FTH_ENSURE_NEAR(692.58e12 * 0.8939035350965, fth_compute_flops_per_s(&n.compute, FTH_PREC_BF16),
+                  1e-12);
+  FTH_ENSURE_NEAR(692.58e12 * 0.8939035350965,
+                  fth_compute_attention_flops_per_s(&n.compute, FTH_PREC_BF16), 1e-12);
+  n.compute.power_limit_watts = 800;
+  FTH_ENSURE_NEAR(1.0, fth_compute_clock_scale(&n.compute), 0);
+  n = h100();
   /* H100 HBM3 3.35e12 B/s over 5 stacks = 670e9 each: 5 x 670e9 x 0.8 = 2.68e12 B/s;
    * 5 x 16 GiB = 80 GiB = 85,899,345,920 bytes. */
   FTH_ENSURE_NEAR(2.68e12, fth_memory_bw_bytes_per_s(&n.tier[FTH_TIER_XPU]), 1e-12);
@@ -166,6 +182,9 @@ static int refusals(void) {
   n = h100();
   n.compute.vector_flops_per_s = NAN;
   FTH_RUN(node_refused(&n, "device_compute.vector_nominal"));
+  n = h100();
+  n.compute.power_limit_watts = -500;
+  FTH_RUN(node_refused(&n, "device_compute.power_limit_watts"));
   /* Memory tiers: paths carry the tier's YAML name. */
   n = h100();
   n.tier[FTH_TIER_XPU].size_per_stack_bytes = 0; /* zero size */

@@ -211,6 +211,31 @@ describe("fathom.frameworks", function()
     assert.are.equal("default", frameworks.lookup("something else").name)
   end)
 
+  it("overlaps TP communication where the framework does (async TP, userbuffers)", function()
+    assert.is_false(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch 1963fc8, torchao eab345c").tp_comm_overlap)
+    assert.is_true(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch.compile, AsyncTP").tp_comm_overlap)
+    assert.is_true(frameworks.lookup("NeMo 25.04.01 container").tp_comm_overlap)
+    -- the case's own async_tp wins over the framework's convention
+    local function overlap(async)
+      local docs = assert(cases.training_docs({ id = "t", system = { gpu = "H100 80GB", num_gpus = 16,
+        gpus_per_node = 8 }, model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 32, hidden = 4096,
+        heads = 32, kv_heads = 8, ffn = 14336, vocab = 128256 },
+        training = { framework = "torchtitan 2025", precision = "BF16" },
+        parallelism = { tp = 8, dp = 2, micro_batch = 1, global_batch = 16, seq_len = 8192, async_tp = async } }))
+      return docs.workload.tp_comm_overlap
+    end
+    assert.is_false(overlap(nil))
+    assert.is_true(overlap(true))
+    assert.is_false(overlap(false))
+  end)
+
+  it("reads a power cap from the GPU as written (clocks scale in the core)", function()
+    assert.are.equal(500, cases.power_limit({ gpu = "NVIDIA H100 (SXM, 96 GB HBM2e, 500 W power limit)" }))
+    assert.are.equal(450, cases.power_limit({ gpu = "H100 SXM, power-capped at 450W" }))
+    assert.are.equal(600, cases.power_limit({ gpu = "H100", power_limit_watts = 600 }))
+    assert.is_nil(cases.power_limit({ gpu = "NVIDIA H100 80GB HBM3 (SXM, 700 W TDP)" }))
+  end)
+
   it("reduces gradients in BF16 where the performance recipes do, FP32 elsewhere", function()
     -- NeMo 2 / Megatron-Bridge perf recipes: grad_reduce_in_fp32 = False; Megatron-LM's own
     -- loop and FSDP's reduce_dtype keep FP32 main gradients.
