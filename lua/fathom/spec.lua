@@ -229,7 +229,7 @@ M.train_schema = with_common({
   recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
   tp_comm_overlap = { type = "boolean", default = TRAIN.tp_comm_overlap,
-    hint = "false: TP collectives run between the GEMMs, none hidden (vanilla TP; async TP or userbuffers overlap them)" },
+    hint = "false: TP collectives run between the GEMMs, none hidden (vanilla TP; async TP overlaps them)" },
   eager_elementwise = { type = "boolean", default = TRAIN.eager_elementwise,
     hint = "eager PyTorch element-wise ops, one kernel each (torchtitan without torch.compile)" },
   moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
