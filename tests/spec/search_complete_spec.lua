@@ -39,7 +39,7 @@ local function legal(p)
     v[k] = s[k]
   end
   local layers, gpus, batch = def.model.n_layers, def.pod_size * def.num_pods, def.workload.global_batch_size
-  local vs, mb = {}, {}
+  local vs, mb = { [1] = true }, {}
   for _, pp in ipairs(s.pp) do
     for x = 2, layers // pp do
       if layers % (pp * x) == 0 then vs[x] = true end
