@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
   sd.work = work;
   fth_search_space *sp = &sd.space;
   static const int tp[4] = {1, 2, 4, 8}, ppv[12] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96};
-  static const int ppin[4] = {1, 2, 4, 8}, vs[3] = {1, 2, 4}, mb[5] = {1, 2, 4, 8, 16};
+  static const int ppin[4] = {1, 2, 4, 8};
   memcpy(sp->tp, tp, sizeof tp);
   sp->n_tp = 4;
   sp->cp[0] = 1;
@@ -153,10 +153,8 @@ int main(int argc, char **argv) {
   sp->n_pp_in = 4;
   sp->tp_moe[0] = sp->ep[0] = 1;
   sp->n_tp_moe = sp->n_ep = 1;
-  memcpy(sp->vs, vs, sizeof vs);
-  sp->n_vs = 3;
-  memcpy(sp->mb, mb, sizeof mb);
-  sp->n_mb = 5;
+  sp->n_vs = 0; /* automatic, as fathom.search asks: divisors of layers / PP */
+  sp->n_mb = 0; /* and of the local batch, up to 64 */
   sp->recompute_mask = 7;
   sp->dp_mask = 15;
   sp->schedule_mask = 7; /* GPipe, 1F1B, interleaved: the space this benchmark has always timed */

@@ -21,6 +21,8 @@ local cases = {
     pod_size = 8, global_batch = 2048, seq = 8192 } },
   { "DeepSeek-V3, 2,048 H800", { model = "deepseek_v3", node = "H800_SXM", gpus = 2048, pod_size = 8,
     global_batch = 4096, seq = 4096 } },
+  { "MT-NLG 530B, 5,128 A100, batch <= 2520 (down)", { model = "megatron_gpt_530b", node = "A100_80GB_SXM",
+    gpus = 5128, pod_size = 8, global_batch = 2520, seq = 2048, batch_rounding = "down" } },
   { "1T-parameter MoE, 32,768 GPUs, 512-GPU pods", {
     model = "model_zoo/hot_interconnects_2025/gpt_moe_config_4__256_experts.yaml", node = "XPU_2027",
     gpus = 32768, pod_size = 512, global_batch = 16384, seq = 8192 } },

@@ -68,11 +68,19 @@ local function default_recompute()
   return out
 end
 
+-- The automatic micro-batch list stops at this size (a larger one is still tried with
+-- --fix mb=N); README "Strategy search".
+M.MB_MAX = 64
+
 -- space(model, system, workload, fix) -> the candidate values per dimension.
 -- Pruning rules (what a strategy must satisfy before it is worth timing):
 --   TP divides the heads and the pod (TP never crosses the scale-up fabric);
 --   PP divides the layers; the stages inside the pod divide the pod;
 --   EP divides the experts; CP only for long sequences; SP only with TP > 1.
+-- Virtual stages and micro-batch are "auto": the core takes, per placement, every
+-- divisor v > 1 of layers / PP (interleaved rows) and every micro-batch up to M.MB_MAX
+-- that divides the local batch (global batch / DP; with batch rounding down, every
+-- micro-batch up to the local batch, each strategy with its own rounded batch).
 function M.space(model, system, workload, fix)
   local heads = model.num_heads
   local pod = system.pod_size
@@ -86,6 +94,11 @@ function M.space(model, system, workload, fix)
     vs = { 1, 2, 4 },
     mb = { 1, 2, 4, 8, 16 },
     recompute = default_recompute(),
+
+    vs = "auto",
+    mb = "auto",
+    mb_max = M.MB_MAX,
+    recompute = copy(enums.recompute),
     dp = copy(enums.dp_variant),
     schedule = copy(enums.pp_schedule),
     sp = { false, true },
@@ -105,9 +118,11 @@ function M.space(model, system, workload, fix)
   local numeric = { tp = true, cp = true, pp = true, pp_in = true, tp_moe = true, ep = true, vs = true, mb = true }
   local choices = { recompute = copy(enums.recompute), dp = s.dp, schedule = s.schedule }
   for k, v in pairs(fix or {}) do
-    if s[k] == nil then
+    if s[k] == nil or k == "mb_max" then
       local names = {}
-      for n in pairs(s) do names[#names + 1] = n end
+      for n in pairs(s) do
+        if n ~= "mb_max" then names[#names + 1] = n end
+      end
       table.sort(names)
       errors.raise("search: cannot fix '%s'%s", k, errors.suggest(k, names))
     end
@@ -214,7 +229,7 @@ function M.run(def, workers, progress)
   return M.merge(parts, def.top or 100)
 end
 
-local int_fields = { "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs", "mb", "index" }
+local int_fields = { "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs", "mb", "batch", "index" }
 
 -- JSON brings integers back as floats: restore them so every worker's hits look alike.
 local function integers(h)
@@ -291,7 +306,7 @@ function M.runner_up(hits)
   for i = 2, #hits do
     local b = hits[i]
     if b.tp ~= a.tp or b.pp ~= a.pp or b.vs ~= a.vs or b.dp ~= a.dp or b.ep ~= a.ep or b.cp ~= a.cp
-      or b.schedule ~= a.schedule or b.mb ~= a.mb then
+      or b.schedule ~= a.schedule or b.mb ~= a.mb or b.batch ~= a.batch then
       return b
     end
   end
@@ -330,13 +345,23 @@ function M.explain(a, b, system)
   end
   if a.sp ~= b.sp then out[#out + 1] = "sequence parallelism " .. (a.sp and "on" or "off") end
   if a.cp ~= b.cp then out[#out + 1] = string.format("CP=%d vs CP=%d", a.cp, b.cp) end
+  if a.batch and b.batch and a.batch ~= b.batch then
+    -- rounded down: steps of different batches compare per sequence
+    local ta, tb = a.step_time_s / a.batch, b.step_time_s / b.batch
+    out[#out + 1] = string.format("batch %d vs %d: step %s vs %s, %s vs %s per sequence (%.1f%% faster)", a.batch,
+      b.batch, units.time(a.step_time_s), units.time(b.step_time_s), units.time(ta), units.time(tb),
+      100 * (tb / ta - 1))
+    return out
+  end
   out[#out + 1] = string.format("step %s vs %s (%.1f%% faster)", units.time(a.step_time_s), units.time(b.step_time_s),
     100 * (b.step_time_s / a.step_time_s - 1))
   return out
 end
 
 -- prepare{model=, hardware=, node=, gpus=, pod_size=, global_batch=, seq=, objective=, top=, fix=,
---         workload=} -> def for core.search, plus the loaded model and system.
+--         workload=, batch_rounding=} -> def for core.search, plus the loaded model and system.
+-- batch_rounding: "exact" (default; the global batch must tile) or "down" (each strategy
+-- runs the largest batch <= global_batch that tiles, and is ranked by its rate).
 function M.prepare(a)
   local lib = spec.hardware_library(analysis.resolve(a.hardware or "hardware/hardware_library.yaml"))
   local model_path = a.model
@@ -362,8 +387,12 @@ function M.prepare(a)
     model = model, workload = w,
     space = M.space(model, system, w, a.fix),
     objective = a.objective == "headroom" and "headroom" or "step_time",
+    batch_rounding = a.batch_rounding or "exact",
     top = a.top or 100,
   }
+  if def.batch_rounding ~= "exact" and def.batch_rounding ~= "down" then
+    errors.raise("search: batch rounding '%s': expected exact or down", tostring(def.batch_rounding))
+  end
   return def, model, system
 end
 

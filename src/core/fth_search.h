@@ -16,8 +16,23 @@
 #include "fth_train.h"
 
 #define FTH_SEARCH_MAX_VALUES 32
+#define FTH_SEARCH_MB_MAX     64   ///< default cap of the automatic micro-batch list
+#define FTH_SEARCH_MB_LIMIT   4096 ///< largest cap a caller may set
+/// Enumeration positions a search may span (indices stay below, so a caller can
+/// offset chunks by this stride and indices survive a trip through a double).
+#define FTH_SEARCH_MAX_SLOTS (1LL << 40)
 
-/// The values each dimension may take (lists of n_* entries).
+/// How a strategy's global batch follows from the requested one.
+typedef enum fth_batch_rounding {
+  FTH_BATCH_EXACT = 0, ///< the requested batch must tile (DP x micro-batch, the schedule's needs)
+  FTH_BATCH_DOWN = 1   ///< per strategy, the largest batch <= the requested one that tiles
+} fth_batch_rounding;
+
+/// The values each dimension may take (lists of n_* entries). vs and mb may
+/// instead be automatic (n_vs = 0, n_mb = 0): their values then depend on the
+/// placement, see below. Virtual stages v > 1, listed or automatic, must split
+/// the layers into whole, equal chunks (n_layers % (PP x v) == 0); a listed v that
+/// does not is counted as not tiling.
 typedef struct fth_search_space {
   int tp[FTH_SEARCH_MAX_VALUES], n_tp;
   int cp[FTH_SEARCH_MAX_VALUES], n_cp;
@@ -25,8 +40,14 @@ typedef struct fth_search_space {
   int pp_in[FTH_SEARCH_MAX_VALUES], n_pp_in;   ///< stages inside the pod (divides pp)
   int tp_moe[FTH_SEARCH_MAX_VALUES], n_tp_moe; ///< MoE only
   int ep[FTH_SEARCH_MAX_VALUES], n_ep;         ///< MoE only
-  int vs[FTH_SEARCH_MAX_VALUES], n_vs;         ///< virtual stages (1 = not interleaved)
-  int mb[FTH_SEARCH_MAX_VALUES], n_mb;         ///< micro-batch sizes
+  /// virtual stages (1 = not interleaved); n_vs = 0: 1 and every divisor v > 1 of
+  /// n_layers / PP (interleaved rows only)
+  int vs[FTH_SEARCH_MAX_VALUES], n_vs;
+  /// micro-batch sizes (sequences per DP rank); n_mb = 0: every size up to mb_max
+  /// that divides the local batch (global batch / DP); with FTH_BATCH_DOWN every
+  /// size up to mb_max and the local batch, each with its own rounded batch
+  int mb[FTH_SEARCH_MAX_VALUES], n_mb;
+  int mb_max; ///< cap of the automatic micro-batch list (<= 0: FTH_SEARCH_MB_MAX)
   int recompute_mask;                          ///< bit (1 << fth_recompute)
   int dp_mask;                                 ///< bit (1 << fth_dp_variant)
   int schedule_mask; ///< bit (1 << fth_pp_schedule); interleaved rows also need vs > 1
@@ -42,10 +63,13 @@ typedef enum fth_search_objective {
 typedef struct fth_search_hit {
   int tp, cp, pp, pp_in, dp, tp_moe, ep, ep_su, vs, mb;
   int schedule, recompute, dp_variant, sp;
+  double batch; ///< global batch the strategy runs (sequences; < the request only when rounded down)
   double step_time_s, mfu, tokens_per_s, total_time_s;
   double peak_bytes, capacity_bytes, bubble_fraction;
   double exposed_s[FTH_COMM_KIND_COUNT];
-  double objective; ///< smaller is better
+  /// smaller is better: step time (scaled to the requested batch when rounded
+  /// down, i.e. time per sequence x request: the ranking of tokens/s) or headroom
+  double objective;
   int fits;
   int overflow_tier; ///< fth_tier, FTH_TIER_COUNT when it fits
   long long index;   ///< position in the enumeration (ties break by it: deterministic)
@@ -53,7 +77,9 @@ typedef struct fth_search_hit {
 
 typedef struct fth_search_stats {
   long long considered; ///< every combination of the space
-  long long not_tiling; ///< sizes that do not divide the pod / cluster / batch / layers
+  /// sizes that do not divide the pod / cluster / batch / layers; a placement
+  /// refused as a whole counts once per (vs, schedule, recompute, DP variant, SP)
+  long long not_tiling;
   long long invalid;    ///< refused by the step model (e.g. heads, experts, interleaving)
   long long no_fit;     ///< checked memory, did not fit
   long long no_fit_by_tier[FTH_TIER_COUNT];
@@ -71,15 +97,19 @@ typedef struct fth_search_def {
   fth_train_def work; ///< batch, sequence, precisions, overlaps; parallel fields are searched
   fth_search_space space;
   fth_search_objective objective;
+  fth_batch_rounding batch_rounding; ///< work.global_batch is the request (exact) or the cap (down)
   int worker, workers; ///< evaluate combinations with index % workers == worker
 } fth_search_def;
 
 /// Run the search. `top` receives up to `top_cap` best hits, best first
 /// (ties by enumeration index); `*n_top` their count. Allocation-free.
+/// FTH_EINVAL for a bad system or worker, an mb_max over FTH_SEARCH_MB_LIMIT, or
+/// a space of FTH_SEARCH_MAX_SLOTS enumeration positions or more.
 fth_status fth_search_run(const fth_search_def *def, fth_search_hit *top, int top_cap, int *n_top,
                           fth_search_stats *stats, fth_error *err);
 
-/// Evaluate one strategy exactly as the search does (for checks and explanations).
+/// Evaluate one strategy exactly as the search does (for checks and explanations);
+/// with FTH_BATCH_DOWN its batch is rounded down as the search rounds it.
 fth_status fth_search_eval_one(const fth_search_def *def, const fth_search_hit *strategy,
                                fth_search_hit *out, fth_train_result *result, fth_error *err);
 

@@ -4,8 +4,10 @@
  * def = {node, scale_up, scale_out (links), scale_up_type, scale_out_type, pod_size,
  *        num_pods, model, workload, space = {tp = {...}, cp, pp, pp_in, tp_moe, ep, vs, mb,
  *        recompute, dp, schedule = lists of core.names.recompute / dp_variant / pp_schedule,
- *        sp = {false, true}}, objective = "step_time"|"headroom", top = N,
- *        worker = i, workers = n}
+ *        sp = {false, true}, mb_max = N}, objective = "step_time"|"headroom", top = N,
+ *        batch_rounding = "exact"|"down", worker = i, workers = n}
+ * vs and mb may be "auto" instead of a list: the values then follow from each
+ * placement (fth_search.h: divisors of n_layers / PP, of the local batch).
  * The space is the caller's policy; C places, checks, times and keeps the best N. */
 #include <math.h>
 #include <stdio.h>
@@ -19,11 +21,18 @@
 
 #define MAX_TOP 4096
 
-static void read_ints(lua_State *L, int t, const char *key, int *out, int *n) {
+static void read_ints(lua_State *L, int t, const char *key, int *out, int *n, int can_auto) {
   char path[64];
   snprintf(path, sizeof path, "space.%s", key);
   *n = 0;
-  if (lua_getfield(L, t, key) != LUA_TTABLE) {
+  int type = lua_getfield(L, t, key);
+  if (can_auto && type == LUA_TSTRING) {
+    if (strcmp(lua_tostring(L, -1), "auto") != 0)
+      lbind_fail(L, FTH_EINVAL, path, "expected a list of integers or \"auto\"");
+    lua_pop(L, 1);
+    return; /* n = 0: the core's automatic list */
+  }
+  if (type != LUA_TTABLE) {
     lua_pop(L, 1);
     out[(*n)++] = 1; /* absent: the trivial value */
     return;
@@ -99,14 +108,15 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
     lbind_fail(L, FTH_EINVAL, "search.space", "expected a table");
   int sp = lua_gettop(L);
   fth_search_space *s = &d->space;
-  read_ints(L, sp, "tp", s->tp, &s->n_tp);
-  read_ints(L, sp, "cp", s->cp, &s->n_cp);
-  read_ints(L, sp, "pp", s->pp, &s->n_pp);
-  read_ints(L, sp, "pp_in", s->pp_in, &s->n_pp_in);
-  read_ints(L, sp, "tp_moe", s->tp_moe, &s->n_tp_moe);
-  read_ints(L, sp, "ep", s->ep, &s->n_ep);
-  read_ints(L, sp, "vs", s->vs, &s->n_vs);
-  read_ints(L, sp, "mb", s->mb, &s->n_mb);
+  read_ints(L, sp, "tp", s->tp, &s->n_tp, 0);
+  read_ints(L, sp, "cp", s->cp, &s->n_cp, 0);
+  read_ints(L, sp, "pp", s->pp, &s->n_pp, 0);
+  read_ints(L, sp, "pp_in", s->pp_in, &s->n_pp_in, 0);
+  read_ints(L, sp, "tp_moe", s->tp_moe, &s->n_tp_moe, 0);
+  read_ints(L, sp, "ep", s->ep, &s->n_ep, 0);
+  read_ints(L, sp, "vs", s->vs, &s->n_vs, 1);
+  read_ints(L, sp, "mb", s->mb, &s->n_mb, 1);
+  s->mb_max = lcheck_int_range(L, sp, "space", "mb_max", FTH_SEARCH_MB_MAX, 1, FTH_SEARCH_MB_LIMIT);
   s->recompute_mask = read_mask(L, sp, "recompute", LNAMES_RECOMPUTE, 1 << FTH_RECOMPUTE_NONE);
   s->dp_mask = read_mask(L, sp, "dp", LNAMES_DP_VARIANT, 1 << FTH_DP_DDP);
   s->schedule_mask = read_mask(L, sp, "schedule", LNAMES_PP_SCHEDULE, 1 << FTH_PP_1F1B);
@@ -119,6 +129,13 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
     d->objective = FTH_OBJ_HEADROOM;
   else
     lbind_fail(L, FTH_EINVAL, "search.objective", "unknown objective '%s'", obj);
+  const char *rounding = lcheck_string(L, idx, "search", "batch_rounding", "exact");
+  if (strcmp(rounding, "exact") == 0)
+    d->batch_rounding = FTH_BATCH_EXACT;
+  else if (strcmp(rounding, "down") == 0)
+    d->batch_rounding = FTH_BATCH_DOWN;
+  else
+    lbind_fail(L, FTH_EINVAL, "search.batch_rounding", "expected exact or down, got '%s'", rounding);
   d->worker = lcheck_int(L, idx, "search", "worker", 0);
   d->workers = lcheck_int(L, idx, "search", "workers", 1);
 }
@@ -145,6 +162,7 @@ static void push_hit(lua_State *L, const fth_search_hit *h) {
   setint(L, "ep_su", h->ep_su);
   setint(L, "vs", h->vs);
   setint(L, "mb", h->mb);
+  setint(L, "batch", (long long)h->batch);
   lua_pushstring(L, lnames_name(LNAMES_PP_SCHEDULE, h->schedule));
   lua_setfield(L, -2, "schedule");
   lua_pushstring(L, lnames_name(LNAMES_RECOMPUTE, h->recompute));

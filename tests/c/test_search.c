@@ -320,8 +320,61 @@ static int against_brute_force(int moe, double capacity_bytes) {
   return 0;
 }
 
+/* Automatic virtual stages and micro-batches (n_vs = n_mb = 0), and batch
+ * rounding down: values a fixed list would miss are found, every batch is the
+ * largest that tiles, and a cap past the limit is refused. */
+static fth_search_hit many[4096];
+
+static int automatic_lists(void) {
+  fth_search_def d = problem(0, 1e12);
+  d.model.n_layers = 12;
+  d.space.n_vs = 0;
+  d.space.n_mb = 0;
+  d.space.recompute_mask = 1 << FTH_RECOMPUTE_NONE;
+  d.space.dp_mask = 1 << FTH_DP_DDP;
+  d.space.sp_mask = 1;
+  d.work.global_batch = 24; /* DP 8: local batch 3, micro-batches 1 and 3 */
+  fth_search_stats st;
+  fth_error err;
+  int n = 0;
+  FTH_ENSURE(fth_search_run(&d, many, 4096, &n, &st, &err) == FTH_OK);
+  FTH_ENSURE(n > 0 && n < 4096);
+  int mb3 = 0, vs3 = 0, vs6 = 0;
+  for (int i = 0; i < n; i++) {
+    const fth_search_hit *h = &many[i];
+    FTH_ENSURE(fmod(24.0, (double)h->dp * h->mb) == 0);
+    FTH_ENSURE_NEAR(24.0, h->batch, 0);
+    FTH_ENSURE(h->vs == 1 || 12 % (h->pp * h->vs) == 0);
+    mb3 |= h->mb == 3 && h->dp == 8;
+    vs3 |= h->vs == 3;
+    vs6 |= h->vs == 6;
+  }
+  FTH_ENSURE(mb3 && vs3 && vs6);
+  /* Down: 23 sequences; each batch a multiple of DP x mb (x 2 for DualPipe, x PP
+   * interleaved), the largest such <= 23. */
+  d.work.global_batch = 23;
+  d.batch_rounding = FTH_BATCH_DOWN;
+  FTH_ENSURE(fth_search_run(&d, many, 4096, &n, &st, &err) == FTH_OK);
+  FTH_ENSURE(n > 0);
+  int smaller = 0;
+  for (int i = 0; i < n; i++) {
+    const fth_search_hit *h = &many[i];
+    double unit = (double)h->dp * h->mb;
+    if (h->schedule == FTH_PP_DUALPIPE) unit *= 2;
+    if (h->vs > 1) unit *= h->pp; /* the interleaved row is fed from one end */
+    FTH_ENSURE(h->batch <= 23 && fmod(h->batch, unit) == 0 && h->batch + unit > 23);
+    FTH_ENSURE_NEAR(h->step_time_s * 23 / h->batch, h->objective, 1e-12);
+    smaller |= h->batch < 23;
+  }
+  FTH_ENSURE(smaller);
+  d.space.mb_max = FTH_SEARCH_MB_LIMIT + 1;
+  FTH_ENSURE(fth_search_run(&d, many, 4096, &n, &st, &err) == FTH_EINVAL);
+  return 0;
+}
+
 int search_test(void) {
   FTH_RUN(against_brute_force(0, 0.25e9));
   FTH_RUN(against_brute_force(1, 0.4e9));
+  FTH_RUN(automatic_lists());
   return 0;
 }

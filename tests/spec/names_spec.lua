@@ -21,9 +21,10 @@ local allowed = {
   ["src/lua/ltrain.c"] = { why = "degree keys of plan:degrees(); a collective's 'op' field",
     enum = "comm_kind", names = { op = true } },
   ["src/lua/linfer.c"] = { why = "degree keys of plan:degrees()", enum = "comm_kind" },
-  ["src/lua/lsearch.c"] = { why = "degree keys of a search strategy and hit", enum = "comm_kind" },
-  ["lua/fathom/search.lua"] = { why = "degree keys of the search space and --fix; per-op recompute left "
-    .. "out of the default space", enum = "comm_kind", names = { op = true } },
+  ["src/lua/lsearch.c"] = { why = "degree keys of a search strategy and hit; space.vs/mb = 'auto'",
+    enum = "comm_kind", names = { auto = true } },
+  ["lua/fathom/search.lua"] = { why = "degree keys of the search space and --fix; space.vs/mb = 'auto'; per-op "
+    .. "recompute left out of the default space", enum = "comm_kind", names = { auto = true, op = true } },
   ["lua/fathom/report.lua"] = { why = "degree keys of a record's configuration", enum = "comm_kind" },
   ["lua/fathom/cmd/search.lua"] = { why = "column headers", names = { PP = true, CP = true } },
   ["lua/fathom/cmd/analyze.lua"] = { why = "column headers", names = { PP = true } },

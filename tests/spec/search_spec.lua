@@ -2,22 +2,44 @@ local search = require("fathom.search")
 local core = require("fathom.core")
 local h = require("helpers")
 
--- A small system: 4 pods of 4 toy GPUs, the toy dense model.
-local function small_def(extra)
+-- A small system: 4 pods of 4 toy GPUs, the toy dense model (4 layers).
+local function small_def(extra, batch)
   local def = search.prepare({ hardware = "tests/fixtures/tiny/hardware.yaml", node = "TOY", gpus = 16,
     pod_size = 4, model = "tests/fixtures/tiny/model.yaml", workload = "tests/fixtures/tiny/train.yaml",
-    global_batch = 32, top = 4096 })
+    global_batch = batch or 32, top = 4096 })
   def.space.mb = { 1, 2, 4 }
   for k, v in pairs(extra or {}) do def.space[k] = v end
   return def
 end
 
+-- The values an automatic list takes (fth_search.h), written out independently.
+local function vs_values(s, layers, pp)
+  if type(s.vs) == "table" then return s.vs end
+  local out = { 1 }
+  for v = 2, layers // pp do
+    if layers % (pp * v) == 0 then out[#out + 1] = v end
+  end
+  return out
+end
+
+local function mb_values(s, batch, dp, down)
+  if type(s.mb) == "table" then return s.mb end
+  local out = {}
+  for m = 1, math.min(s.mb_max, batch // dp) do
+    if down or batch % (dp * m) == 0 then out[#out + 1] = m end
+  end
+  return out
+end
+
 -- Brute force in the test: every combination, evaluated one at a time, kept when it fits.
 local function brute(def)
   local s = def.space
+  local layers, gpus, batch = def.model.n_layers, def.pod_size * def.num_pods, def.workload.global_batch_size
+  local down = def.batch_rounding == "down"
   local out = {}
   for _, tp in ipairs(s.tp) do for _, pp in ipairs(s.pp) do for _, pp_in in ipairs(s.pp_in) do
-  for _, vs in ipairs(s.vs) do for _, mb in ipairs(s.mb) do for _, sched in ipairs(s.schedule) do
+  for _, vs in ipairs(vs_values(s, layers, pp)) do for _, mb in ipairs(mb_values(s, batch, gpus // (tp * pp), down)) do
+  for _, sched in ipairs(s.schedule) do
   for _, rc in ipairs(s.recompute) do for _, dpv in ipairs(s.dp) do for _, sp in ipairs(s.sp) do
     local valid_sched = (pp == 1 and sched == "1F1B" and vs == 1) or
       (pp > 1 and ((sched == "INTERLEAVED" and vs > 1) or (sched ~= "INTERLEAVED" and vs == 1)))
@@ -28,7 +50,7 @@ local function brute(def)
       if ok and hit.fits then out[#out + 1] = hit end
     end
   end end end end end end end end end
-  table.sort(out, function(a, b) return a.step_time_s < b.step_time_s end)
+  table.sort(out, function(a, b) return a.objective < b.objective end)
   return out
 end
 
@@ -44,6 +66,41 @@ describe("fathom.search", function()
       h.near(b.step_time_s, a.step_time_s, 1e-12, "step " .. i)
     end
     assert.is_true(res.stats.considered > res.stats.evaluated)
+  end)
+
+  it("automatic virtual stages and micro-batches: the same as a brute force over the divisors", function()
+    for _, batch in ipairs({ 32, 24, 12 }) do
+      local def = small_def({ mb = "auto", vs = "auto" }, batch)
+      local res = search.run(def, 1)
+      local all = brute(def)
+      -- the search keeps the best 4,096 (its top): the brute force's first that many
+      assert.are.equal(math.min(#all, 4096), #res.hits, "batch " .. batch)
+      for i, a in ipairs(res.hits) do h.near(all[i].step_time_s, a.step_time_s, 1e-12, "step " .. i) end
+    end
+    local seen = {}
+    for _, x in ipairs(search.run(small_def({ mb = "auto", vs = "auto" }, 24), 1).hits) do seen[x.mb] = true end
+    assert.is_true(seen[3] and seen[6], "micro-batches 3 and 6 divide local batches of 24")
+  end)
+
+  it("batch rounding down: each strategy's largest batch that tiles, ranked by time per sequence", function()
+    local def = small_def({ mb = "auto", vs = "auto" }, 30)
+    def.batch_rounding = "down"
+    local res = search.run(def, 2)
+    local all = brute(def)
+    assert.are.equal(#all, res.stats.evaluated)
+    local smaller = false
+    for i, a in ipairs(res.hits) do
+      local b = all[i]
+      h.near(b.objective, a.objective, 1e-12, "objective " .. i)
+      local unit = a.dp * a.mb * (a.schedule == "DUALPIPE" and 2 or 1) * (a.vs > 1 and a.pp or 1)
+      assert.is_true(a.batch <= 30 and a.batch % unit == 0 and a.batch + unit > 30, "the largest batch that tiles")
+      h.near(a.step_time_s * 30 / a.batch, a.objective, 1e-12, "objective is the step at the request")
+      smaller = smaller or a.batch < 30
+    end
+    assert.is_true(smaller)
+    -- exact: 30 sequences do not tile DP 16 or 8, so fewer strategies exist
+    def.batch_rounding = "exact"
+    assert.is_true(#search.run(def, 1).hits < #res.hits)
   end)
 
   it("the best is never slower than any strategy evaluated on its own", function()
@@ -112,6 +169,43 @@ describe("fathom search (command line)", function()
     assert.are.equal(2, r.code)
     assert.matches("unknown node 'B100' %(did you mean 'B200'%?%)", r.stderr)
     assert.are.equal(1, h.count_lines(r.stderr))
+  end)
+
+  it("--batch-rounding down answers an odd GPU count that no batch of 2520 tiles", function()
+    local args = { "search", "--model", "megatron_gpt_530b", "--hardware", "A100_80GB_SXM", "--gpus", "5128",
+      "--global-batch", "2520", "--seq", "2048", "--top", "3" }
+    local r = h.run(table.unpack(args))
+    assert.are.equal(2, r.code)
+    assert.matches("no strategy tiles 5128 GPUs .* or %-%-batch%-rounding down%)", r.stderr)
+    args[#args + 1] = "--batch-rounding"
+    args[#args + 1] = "down"
+    r = h.run(table.unpack(args))
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("batch up to 2520 x 2048 tokens %(rounded down per strategy", r.stdout)
+    assert.matches("  mb  batch  recompute", r.stdout)
+    args[#args + 1] = "--format"
+    args[#args + 1] = "json"
+    r = h.run(table.unpack(args))
+    local v = require("fathom.format.json").decode(r.stdout)
+    for _, x in ipairs(v.hits) do
+      assert.is_true(x.batch <= 2520 and x.batch % (x.dp * x.mb) == 0 and x.batch + x.dp * x.mb > 2520)
+    end
+    r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "8", "--batch-rounding", "up")
+    assert.are.equal(2, r.code)
+    assert.matches("'%-%-batch%-rounding' must be one of exact, down, got 'up'", r.stderr)
+    assert.are.equal(1, h.count_lines(r.stderr))
+  end)
+
+  it("--fix pins the new values: micro-batch 3, virtual stages 6", function()
+    local r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "1024",
+      "--global-batch", "1536", "--seq", "2048", "--fix", "mb=3,vs=6", "--format", "json", "--top", "2")
+    assert.are.equal(0, r.code, r.stderr)
+    local v = require("fathom.format.json").decode(r.stdout)
+    for _, x in ipairs(v.hits) do
+      assert.are.equal(3, x.mb)
+      assert.are.equal(6, x.vs)
+      assert.are.equal(0, 96 % (x.pp * 6))
+    end
   end)
 
   it("writes JSON with hits, stats and the recommendation", function()

@@ -24,6 +24,8 @@ local spec = {
   { name = "latency-bound", arg = "S", number = true,
     help = "inference: keep strategies whose TPOT (decode) or TTFT (prefill) is within S seconds" },
   { name = "global-batch", arg = "B", integer = { 1, 2147483647 }, help = "sequences per step" },
+  { name = "batch-rounding", arg = "MODE", choices = { "exact", "down" }, default = "exact",
+    help = "exact: the global batch must tile; down: per strategy, the largest batch <= B that tiles" },
   { name = "seq", arg = "S", integer = { 1, 1073741824 }, help = "sequence length" },
   { name = "objective", arg = "OBJ", choices = { "step_time", "mfu", "tokens_per_s", "time_to_train", "headroom",
     "tpot", "ttft", "throughput" }, help = "what to rank by [default: step_time; inference: throughput]" },
@@ -37,14 +39,22 @@ local spec = {
 
 M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
-  "                     [--global-batch B] [--seq S] [--gen N] [--objective OBJ] [--top K]\n" ..
+  "                     [--global-batch B] [--batch-rounding exact|down] [--seq S] [--gen N]\n" ..
+  "                     [--objective OBJ] [--top K]\n" ..
   "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
   "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
-  "interleaved with virtual stages, ZB-H1; stages split between pod and cluster), DP with\n" ..
-  "ZeRO-1/2/3, EP split between scale-up and scale-out, CP, SP, micro-batch and\n" ..
-  "recomputation; prunes what does not tile or fit (memory is checked before time) and\n" ..
-  "ranks the rest. Infeasible counts are reported. Models and nodes are found by name in\n" ..
-  "configs/.\n\n" .. args.usage(spec) .. "\n"
+  "interleaved with virtual stages, ZB-H1, DualPipe; stages split between pod and\n" ..
+  "cluster), DP with ZeRO-1/2/3, EP split between scale-up and scale-out, CP, SP,\n" ..
+  "micro-batch and recomputation; prunes what does not tile or fit (memory is checked\n" ..
+  "before time) and ranks the rest. Infeasible counts are reported. Models and nodes are\n" ..
+  "found by name in configs/.\n\n" ..
+  "Micro-batch: every size up to " .. search.MB_MAX .. " that divides the local batch (global batch / DP);\n" ..
+  "virtual stages: every divisor v > 1 of layers / PP (interleaved schedules). --fix mb=N\n" ..
+  "or vs=N pins any value. --batch-rounding down turns the global batch into a maximum:\n" ..
+  "each strategy runs the largest batch <= B that is a multiple of DP x micro-batch (and\n" ..
+  "of what its schedule needs), every micro-batch up to the local batch is tried, the\n" ..
+  "table shows the batch per row and strategies rank by time per sequence.\n\n" ..
+  args.usage(spec) .. "\n"
 
 local function parse_fix(list)
   local fix = {}
@@ -65,7 +75,7 @@ local function parse_fix(list)
   return fix
 end
 
-local function table_text(res, system, top)
+local function table_text(res, system, top, rounded)
   local rows = {}
   for i, h in ipairs(res.hits) do
     if i > top then break end
@@ -76,9 +86,12 @@ local function table_text(res, system, top)
       units.bytes(h.peak_bytes), units.time(h.step_time_s), units.percent(h.mfu),
       units.percent(h.bubble_fraction), units.time(h.exposed_s.tp + h.exposed_s.tp_moe),
       units.time(h.exposed_s.ep), units.time(h.exposed_s.pp), units.time(h.exposed_s.dp + h.exposed_s.dp_moe) }
+    if rounded then table.insert(rows[#rows], 10, h.batch) end
   end
-  local out = { tablefmt.render({ "#", "TP", "PP", "DP", "EP(pod)", "TPe", "CP", "schedule", "mb", "recompute", "ZeRO",
-    "SP", "mem/GPU", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }, rows) }
+  local header = { "#", "TP", "PP", "DP", "EP(pod)", "TPe", "CP", "schedule", "mb", "recompute", "ZeRO",
+    "SP", "mem/GPU", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }
+  if rounded then table.insert(header, 10, "batch") end
+  local out = { tablefmt.render(header, rows) }
   local s = res.stats
   local tiers = {}
   for t, n in pairs(s.no_fit_by_tier or {}) do tiers[#tiers + 1] = string.format("%s %d", t, n) end
@@ -188,7 +201,7 @@ function searches.training(opts, extra, row)
     global_batch = opts.global_batch and math.tointeger(opts.global_batch),
     seq = opts.seq and math.tointeger(opts.seq), objective = objective,
     top = math.max(opts.top, 2), fix = parse_fix(opts.fix),
-    workload = opts.workload or row.search_workload,
+    workload = opts.workload or row.search_workload, batch_rounding = opts.batch_rounding,
   })
   for _, t in ipairs(def.space.tp) do
     if model.num_heads % t ~= 0 then
@@ -206,12 +219,15 @@ function searches.training(opts, extra, row)
         units.bytes(s.shortfall_bytes), h.overflow_tier or names.memory_tier[1], units.bytes(h.capacity_bytes))
     end
     errors.raise("search: no strategy tiles %d GPUs in %d-GPU pods for this model and batch " ..
-      "(%d considered; try another --global-batch or --pod-size)", gpus, pod, s.considered or 0)
+      "(%d considered; try another --global-batch or --pod-size%s)", gpus, pod, s.considered or 0,
+      def.batch_rounding == "exact" and ", or --batch-rounding down" or "")
   end
+  local rounded = def.batch_rounding == "down"
   if opts.format == "table" then
-    io.stdout:write(string.format("%s on %d %s (%d-GPU pods), batch %d x %d tokens\n\n", model.name or opts.model,
-      gpus, opts.hardware, pod, def.workload.global_batch_size, def.workload.seq_length))
-    io.stdout:write(table_text(res, system, math.tointeger(opts.top)))
+    io.stdout:write(string.format("%s on %d %s (%d-GPU pods), batch %s%d x %d tokens%s\n\n", model.name or opts.model,
+      gpus, opts.hardware, pod, rounded and "up to " or "", def.workload.global_batch_size, def.workload.seq_length,
+      rounded and " (rounded down per strategy, ranked by time per sequence)" or ""))
+    io.stdout:write(table_text(res, system, math.tointeger(opts.top), rounded))
   else
     local hits = {}
     for i, h in ipairs(res.hits) do
