@@ -395,6 +395,13 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
   collectives(e, moe, tokens, fwd, bwd);
 }
 
+void fth_block_comm(const fth_block_env *e, int moe, double requests, double q, fth_phase *fwd,
+                    fth_phase *bwd) {
+  memset(fwd, 0, sizeof *fwd);
+  if (bwd) memset(bwd, 0, sizeof *bwd);
+  collectives(e, moe, requests * q, fwd, bwd);
+}
+
 void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
                     fth_phase *fwd, fth_phase *bwd) {
   const double h = e->model->d_model, v = (double)e->model->vocab_size / e->lay->tp;

@@ -50,6 +50,11 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
 void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,
                     fth_phase *fwd, fth_phase *bwd);
 
+/// The layer collectives of one block alone (no kernels): what fth_block_pass
+/// adds for TP, TP_MoE, EP and CP, for callers that need only the bytes.
+void fth_block_comm(const fth_block_env *e, int moe, double requests, double q, fth_phase *fwd,
+                    fth_phase *bwd);
+
 /// One multi-token-prediction module's own work for the micro-batch (DeepSeek-AI
 /// 2024 Sec. 2.2), its block aside: the embedding lookup of the shifted tokens,
 /// the projection of [h; h] to h (TP-sharded) and another pass of the shared LM

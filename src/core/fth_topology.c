@@ -38,6 +38,7 @@ fth_topology_def fth_topology_def_default(void) {
   fth_topology_def t;
   memset(&t, 0, sizeof t);
   for (int i = 0; i < FTH_MAX_PHYS_DIMS; i++) t.phys[i].link = fth_link_def_default();
+  t.share_by_traffic = 1; /* processor sharing (fth_topology_group_by_traffic) */
   return t;
 }
 

@@ -10,6 +10,8 @@
 #include <math.h>
 #include <string.h>
 
+static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT]);
+
 fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
                              const fth_topology_def *topo, const fth_model_def *model,
                              const fth_train_def *work, fth_error *err) {
@@ -100,13 +102,10 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
     if (!moe) p->act_bytes_per_token[1] = p->act_bytes_per_token[0];
   }
   /* Links shared by traffic: the bytes each kind moves a step do not depend
-   * on the bandwidth, so one evaluation with the groups as they stand gives
-   * them, and the groups are re-derived from those bytes. */
+   * on the bandwidth; the groups are re-derived from them. */
   if (p->topo.share_by_traffic) {
-    fth_train_result probe;
-    fth_train_evaluate(p, &probe);
     double kind_bytes[FTH_COMM_KIND_COUNT];
-    for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) kind_bytes[k] = probe.comm[k].bytes_per_step;
+    step_bytes(p, kind_bytes);
     fth_layout_regroup(&p->layout, &p->topo, kind_bytes);
   }
   return FTH_OK;
@@ -351,21 +350,39 @@ static double coll_time(const fth_train_plan *p, fth_coll_op op, double bytes, f
  * et al. 2021 Sec. 4.1; on by default since Megatron-LM 72e4230, Feb 2021).
  * Hidden under the stage's work as comp_comm_efficiency allows. The bubble is
  * the schedule row's. */
+/* One hand-off's message, and how many a step sends: without sequence
+ * parallelism each TP rank sends its 1/TP scatter of the activation and the
+ * receiver all-gathers it over TP (Megatron-LM's scatter/gather, 2021). */
+static double pp_message(const fth_train_plan *p, const fth_block_env *e) {
+  const fth_train_def *w = &p->work;
+  return fth_block_pp_message_bytes(e, w->micro_batch * w->seq_len / p->layout.cp);
+}
+
+static int pp_scattered(const fth_train_plan *p) {
+  return !p->work.sequence_parallel && p->layout.tp > 1;
+}
+
+static double pp_sends(const fth_train_plan *p) {
+  const fth_train_def *w = &p->work;
+  return fth_schedule_get(w->pp)->sends_per_micro * p->microbatches *
+         fth_pp_chunks(w->pp, w->virtual_stages);
+}
+
 static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f, double t_b,
                      double t_w, fth_train_result *r) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   if (l->pp > 1) {
     const fth_schedule *row = fth_schedule_get(w->pp);
-    double bytes = fth_block_pp_message_bytes(e, w->micro_batch * w->seq_len / l->cp);
+    double bytes = pp_message(p, e);
     double gather = 0.0;
-    if (!w->sequence_parallel && l->tp > 1) {
+    if (pp_scattered(p)) {
       gather = coll_time(p, FTH_COLL_ALL_GATHER, bytes, FTH_COMM_TP, NULL);
       bytes /= l->tp;
     }
     fth_coll_algo a;
     double t1 = coll_time(p, FTH_COLL_SEND_RECV, bytes, FTH_COMM_PP, &a) + gather;
-    double calls = row->sends_per_micro * p->microbatches * fth_pp_chunks(w->pp, w->virtual_stages);
+    double calls = pp_sends(p);
     set_item(&r->comm[FTH_COMM_PP], &l->group[FTH_COMM_PP], FTH_COLL_SEND_RECV, a, bytes, calls);
     double raw = calls * t1;
     double eff = fth_max(w->comp_comm_eff, row->comm_hidden);
@@ -478,6 +495,42 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
   r->mfu = denom > 0 ? r->model_flops_per_step / denom : 0;
   r->hfu = denom > 0 ? r->hardware_flops_per_step / denom : 0;
   r->achieved_flops_per_gpu = r->model_flops_per_step / (r->step_time_s * p->layout.num_gpus);
+}
+
+/* Bytes each kind moves a step, for sharing the links by traffic
+ * (fth_topology_group_by_traffic): the layer collectives of the stage with
+ * the most blocks of each kind (fth_block_comm: no kernels timed), again for
+ * a full recomputation's forward, the pipeline hand-offs and the DP traffic,
+ * each from the function that owns it. */
+static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT]) {
+  const fth_train_def *w = &p->work;
+  const fth_layout *l = &p->layout;
+  memset(out, 0, FTH_COMM_KIND_COUNT * sizeof out[0]);
+  fth_block_env e;
+  block_env(p, &e);
+  const double q = w->seq_len / l->cp, mbs = p->microbatches;
+  int mid[2], last[2];
+  fth_block_stage_blocks(l, mid, last);
+  for (int moe = 0; moe < 2; moe++) {
+    int blocks = mid[moe] > last[moe] ? mid[moe] : last[moe];
+    if (blocks == 0) continue;
+    fth_phase f, b;
+    fth_block_comm(&e, moe, w->micro_batch, q, &f, &b);
+    double passes = w->recompute == FTH_RECOMPUTE_FULL ? 2.0 : 1.0; /* forward re-run */
+    for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
+      out[k] += mbs * blocks * (passes * f.comm_bytes[k] + b.comm_bytes[k]);
+  }
+  if (l->pp > 1)
+    out[FTH_COMM_PP] = pp_message(p, &e) / (pp_scattered(p) ? l->tp : 1) * pp_sends(p);
+  const double views[2] = {l->stage_dense_params, l->stage_expert_params};
+  const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
+  for (int i = 0; i < 2; i++) {
+    const fth_group *g = &l->group[kinds[i]];
+    if (g->n == 0) continue;
+    out[kinds[i]] = fth_zero_step_traffic(w->dp, g, views[i], w->grad_bytes, w->act_bytes, mbs,
+                                          &w->coll)
+                        .bytes_per_step;
+  }
 }
 
 void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {

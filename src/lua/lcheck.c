@@ -190,8 +190,10 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
   *out = fth_topology_def_default();
   out->expert_hb_group_xpus =
       lcheck_int(L, idx, "topology", "expert_high_bandwidth_group_size_xpus", 0);
-  out->dp_bandwidth_apart = lcheck_bool(L, idx, "topology", "dp_bandwidth_apart", 0);
-  out->share_by_traffic = lcheck_bool(L, idx, "topology", "bandwidth_by_traffic", 0);
+  out->dp_bandwidth_apart =
+      lcheck_bool(L, idx, "topology", "dp_bandwidth_apart", out->dp_bandwidth_apart);
+  out->share_by_traffic =
+      lcheck_bool(L, idx, "topology", "bandwidth_by_traffic", out->share_by_traffic);
   if (subtable(L, idx, "topology", "dimensions")) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);

@@ -52,7 +52,12 @@ static void setname(lua_State *L, const char *k, lnames_enum e, int v) {
   } while (0)
 
 void lfth_open_defaults(lua_State *L) {
-  lua_createtable(L, 0, 2); /* core defaults */
+  lua_createtable(L, 0, 3); /* core defaults */
+  fth_topology_def topo = fth_topology_def_default();
+  lua_createtable(L, 0, 2); /* core defaults topology */
+  setbool(L, "dp_bandwidth_apart", topo.dp_bandwidth_apart);
+  setbool(L, "bandwidth_by_traffic", topo.share_by_traffic);
+  lua_setfield(L, -2, "topology");
   fth_train_def t = ldefaults_train();
   lua_createtable(L, 0, 16); /* core defaults train */
   COMMON(t);

@@ -33,6 +33,7 @@ static fth_node_def node(void) {
 
 static fth_topology_def topo(void) {
   fth_topology_def t = fth_topology_def_default();
+  t.share_by_traffic = 0; /* the even split the hand derivations below assume */
   t.num_phys = 2;
   t.phys[0].type = FTH_TOPO_SWITCHED;
   t.phys[0].size = 4;

@@ -25,6 +25,7 @@ static fth_node_def node(void) {
 /* One switched pod of 4 GPUs; `a` and `b` are the logical dimensions on it. */
 static fth_topology_def pod(fth_logical_tag a, int na, fth_logical_tag b, int nb) {
   fth_topology_def t = fth_topology_def_default();
+  t.share_by_traffic = 0; /* the even split the hand derivations below assume */
   t.num_phys = 1;
   t.phys[0].type = FTH_TOPO_SWITCHED;
   t.phys[0].size = 4;

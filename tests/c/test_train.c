@@ -408,6 +408,24 @@ static int tp_overlap(void) {
   return 0;
 }
 
+/* Links shared by traffic (the default): on dim 1, PP 4 and DP 2 share
+ * 10 GB/s by the bytes each moves a step (fth_topology_group_by_traffic), and
+ * the bytes the shares were derived from are the ones the step reports: PP
+ * gets 10e9 b_PP / (b_PP + min(b_DP, b_PP)), DP 10e9 b_DP / (b_DP + min(b_PP,
+ * b_DP)). Under the even split each gets 5 GB/s. */
+static int shared_by_traffic(void) {
+  fth_train_plan plan;
+  FTH_RUN(pipeline_case(&plan, 1.0, 32, FTH_PP_1F1B, FTH_RECOMPUTE_NONE, FTH_DP_DDP));
+  fth_train_result r;
+  fth_train_evaluate(&plan, &r);
+  double pp = r.comm[FTH_COMM_PP].bytes_per_step, dp = r.comm[FTH_COMM_DP].bytes_per_step;
+  FTH_ENSURE(pp > 0 && dp > pp);
+  const fth_group *gp = &plan.layout.group[FTH_COMM_PP], *gd = &plan.layout.group[FTH_COMM_DP];
+  FTH_ENSURE_NEAR(10e9 * pp / (2.0 * pp), gp->lv[gp->n - 1].bw_bytes_per_s, 1e-12);
+  FTH_ENSURE_NEAR(10e9 * dp / (dp + pp), gd->lv[gd->n - 1].bw_bytes_per_s, 1e-12);
+  return 0;
+}
+
 static int last_stage_lighter(void) {
   fth_node_def node = toy_node();
   fth_topology_def topo = toy_topo();
@@ -437,6 +455,7 @@ int train_test(void) {
   FTH_RUN(last_stage_lighter());
   FTH_RUN(mtp_module());
   FTH_RUN(tp_overlap());
+  FTH_RUN(shared_by_traffic());
   FTH_RUN(dualpipe_stages());
   FTH_RUN(uneven_interleaving());
   FTH_RUN(offload());
