@@ -29,8 +29,8 @@ fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec,
   double vec = node->compute.vector_flops_per_s;
   if (!(vec > 0))
     vec = fth_compute_flops_per_s(&node->compute, FTH_PREC_BF16) / 8.0;
-  else
-    vec *= node->compute.efficiency;
+  else /* a declared rate runs at the clock a power cap leaves too */
+    vec *= node->compute.efficiency * fth_compute_clock_scale(&node->compute);
   e.vector_flops_per_s = vec;
   e.mem_bw_bytes_per_s = (tier >= 0 && tier < FTH_TIER_COUNT && node->has_tier[tier])
                              ? fth_memory_bw_bytes_per_s(&node->tier[tier])

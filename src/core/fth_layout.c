@@ -80,7 +80,7 @@ static void stages(fth_layout *l, const fth_model_def *m) {
 
 /* Parameters of the busiest stage on one GPU: the dense part sharded by TP
  * (with the embedding or the LM head), the experts by TP_MoE. */
-static void stage_params(fth_layout *l) {
+static void stage_params(fth_layout *l, const fth_model_def *m) {
   const fth_layer_shape *ds = &l->dense_shape, *ms = &l->moe_shape;
   const double tp = l->tp;
   const double dense_block = (ds->params_attn + ds->params_mlp + ds->params_norm) / tp;
@@ -95,6 +95,14 @@ static void stage_params(fth_layout *l) {
   int last_dense = l->last_stage_layers - l->last_stage_moe;
   double d_last = last_dense * dense_block + l->last_stage_moe * moe_block + head;
   double e_last = l->last_stage_moe * experts;
+  /* MTP modules on the last stage: a block of the last layer's kind each and
+   * the [h; h] -> h projection (DeepSeek-AI 2024 Sec. 2.2). */
+  if (m->mtp_layers > 0) {
+    int moe_kind = fth_model_num_moe_in(m, m->n_layers - 1, m->n_layers) > 0;
+    double h = m->d_model;
+    d_last += m->mtp_layers * ((moe_kind ? moe_block : dense_block) + 2.0 * h * h / tp);
+    if (moe_kind) e_last += m->mtp_layers * experts;
+  }
   if (l->pp == 1) {
     l->stage_dense_params = d_last + emb;
     l->stage_expert_params = e_last;
@@ -200,7 +208,7 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
   l->dense_shape = fth_model_layer_shape(m, 0);
   l->moe_shape = moe ? fth_model_layer_shape(m, 1) : l->dense_shape;
   l->params = fth_model_params(m);
-  stage_params(l);
+  stage_params(l, m);
   return FTH_OK;
 }
 

@@ -499,9 +499,12 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
 
 /* Bytes each kind moves a step, for sharing the links by traffic
  * (fth_topology_group_by_traffic): the layer collectives of the stage with
- * the most blocks of each kind (fth_block_comm: no kernels timed), again for
- * a full recomputation's forward, the pipeline hand-offs and the DP traffic,
- * each from the function that owns it. */
+ * the most blocks of each kind, the last counting its MTP modules
+ * (fth_block_comm: no kernels timed), again for a full recomputation's
+ * forward and for what per-op recomputation re-runs, the pipeline hand-offs
+ * (message bytes, not their TP gathers) and the DP traffic, each from the
+ * function that owns it. Shares weigh message bytes, not wire bytes (a ring
+ * all-reduce moves ~2x its message): an approximation. */
 static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT]) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
@@ -511,14 +514,19 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
   const double q = w->seq_len / l->cp, mbs = p->microbatches;
   int mid[2], last[2];
   fth_block_stage_blocks(l, mid, last);
+  const fth_model_def *m = &p->model;
+  if (m->mtp_layers > 0)
+    last[fth_model_num_moe_in(m, m->n_layers - 1, m->n_layers) > 0] += m->mtp_layers;
   for (int moe = 0; moe < 2; moe++) {
     int blocks = mid[moe] > last[moe] ? mid[moe] : last[moe];
     if (blocks == 0) continue;
-    fth_phase f, b;
+    fth_phase f, b, rec;
     fth_block_comm(&e, moe, w->micro_batch, q, &f, &b);
     double passes = w->recompute == FTH_RECOMPUTE_FULL ? 2.0 : 1.0; /* forward re-run */
+    memset(&rec, 0, sizeof rec);
+    if (w->recompute == FTH_RECOMPUTE_OP) fth_block_recompute_op(&e, moe, w->micro_batch, q, &rec);
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
-      out[k] += mbs * blocks * (passes * f.comm_bytes[k] + b.comm_bytes[k]);
+      out[k] += mbs * blocks * (passes * f.comm_bytes[k] + b.comm_bytes[k] + rec.comm_bytes[k]);
   }
   if (l->pp > 1)
     out[FTH_COMM_PP] = pp_message(p, &e) / (pp_scattered(p) ? l->tp : 1) * pp_sends(p);

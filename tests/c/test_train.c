@@ -376,6 +376,10 @@ static int mtp_module(void) {
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) fwd_flops += r.fwd_flops[i];
   FTH_ENSURE_NEAR(279129358336.0, fwd_flops, 1e-12);
   FTH_ENSURE_NEAR(138840375296.0, r.fwd_flops[FTH_FLOP_UNEMBEDDING], 1e-12);
+  /* Its weights on the last (only) stage: a layer, (4 h^2 + 2 h f + 2 h) / 2 =
+   * 6,292,480, and the projection 2 h^2 / 2 = 1,048,576, over toy_hand_derived's
+   * 57,938,944: 65,280,000 per GPU. */
+  FTH_ENSURE_NEAR(65280000.0, r.params_per_gpu, 1e-12);
   model.mtp_layers = 9;
   FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_EINVAL);
   FTH_ENSURE(strstr(err.path, "num_nextn_predict_layers") != NULL);
