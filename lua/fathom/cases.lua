@@ -297,6 +297,17 @@ end
 -- selective mode: torchtitan's activation_checkpoint.mode = "selective" defaults to
 -- selective_ac_option = "op", so where the framework's default is "op" the word is read as
 -- "op"; elsewhere it is Megatron's attention-core recomputation, "selective".
+-- recompute_modules(s) -> the Megatron-Core recompute modules a recompute string names
+-- ("selective (mla_up_proj, layernorm)", DeepSeek-V3's "RMSNorm and MLA up-projection"), or nil.
+function M.recompute_modules(s)
+  local r = lower(s):gsub("[%s%-]", "_")
+  local out = {}
+  if r:find("layer_*norm") or r:find("rms_*norm") then out[#out + 1] = "layernorm" end
+  if r:find("mla_*up") then out[#out + 1] = "mla_up_proj" end
+  if r:find("moe_*act") or r:find("expert_*activation") then out[#out + 1] = "moe_act" end
+  return #out > 0 and out or nil
+end
+
 function M.recompute(s, default)
   local r = lower(s)
   if r:find("not stated") or r:find("default") or r:find("not set") or r == "" then return default or "none" end
@@ -539,10 +550,17 @@ function M.training_docs(case)
       fsdp, p.dp)
   end
   local recompute = M.recompute(tr.recompute, fw.recompute)
+  local modules = M.recompute_modules(tr.recompute)
+  -- modules named: Megatron's granularity selective, unless the string says full
+  if modules and recompute ~= "op" and not lower(tr.recompute):find("full") then recompute = "selective" end
+  if modules and recompute ~= "selective" then
+    notes[#notes + 1] = "recompute modules on top of " .. recompute .. " recomputation: ignored"
+    modules = nil
+  end
   local workload = {
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,
     float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
-    gradient_float_size = fw.grad_bytes, recompute = recompute,
+    gradient_float_size = fw.grad_bytes, recompute = recompute, recompute_modules = modules,
     flash_attention = fw.flash_attention,
     eager_elementwise = fw.eager_elementwise,
     -- async TP as the case states it (torchtitan's async_tp), else the framework's convention

@@ -228,6 +228,9 @@ M.train_schema = with_common({
   gradient_float_size = { type = "integer", choices = { 2, 4 } },
   optimizer = { type = "string", default = "adam", hint = "adam or adamw (the same cost)" },
   recompute = { type = "string", choices = names.recompute, default = TRAIN.recompute },
+  recompute_modules = { type = "list", default = {},
+    hint = "modules re-run in backward on top of recompute none/selective (Megatron-Core recompute_modules): "
+      .. table.concat(names.recompute_module, ", ") },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
   tp_comm_overlap = { type = "boolean", default = TRAIN.tp_comm_overlap,
     hint = "false: TP collectives run between the GEMMs, none hidden (vanilla TP; async TP overlaps them)" },
@@ -524,6 +527,19 @@ function M.train(src)
     errors.at(doc, "micro_batch_size", "micro_batch_size",
       "micro_batch_size %d exceeds global_batch_size %d", w.micro_batch_size, w.global_batch_size)
   end
+  local modules = {}
+  for _, n in ipairs(names.recompute_module) do modules[n] = true end
+  for i, n in ipairs(w.recompute_modules) do
+    if not modules[n] then
+      errors.at(w.recompute_modules, i, string.format("recompute_modules[%d]", i),
+        "expected one of %s, got %s", table.concat(names.recompute_module, ", "), tostring(n))
+    end
+  end
+  local RC = names.key("recompute")
+  if #w.recompute_modules > 0 and not (w.recompute == RC.none or w.recompute == RC.selective) then
+    errors.at(doc, "recompute_modules", "recompute_modules",
+      "modules are re-run on top of recompute none or selective, not %s", w.recompute)
+  end
   local out = {
     reliability = reliability,
     cost = cost,
@@ -549,6 +565,7 @@ function M.train(src)
     moe_dispatch_float_size_bytes = w.moe_dispatch_float_size_bytes,
     moe_comm_compute_fraction = w.moe_comm_compute_fraction,
     recompute = w.recompute,
+    recompute_modules = w.recompute_modules,
     sequence_parallel = w.sequence_parallel,
     tp_comm_overlap = w.tp_comm_overlap,
     eager_elementwise = w.eager_elementwise,

@@ -395,6 +395,39 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
   collectives(e, moe, tokens, fwd, bwd);
 }
 
+void fth_block_recompute_modules(const fth_block_env *e, int moe, unsigned mods, double requests,
+                                 double q, fth_phase *rec) {
+  const fth_layout *l = e->lay;
+  const fth_model_def *m = e->model;
+  const double h = m->d_model, ab = e->act_bytes, tokens = requests * q;
+  memset(rec, 0, sizeof *rec);
+  if (mods & FTH_RECOMPUTE_MOD_LAYERNORM) {
+    double elems = (e->sequence_parallel ? tokens / l->tp : tokens) * h;
+    fth_kernel_cost k = fth_kernel_elementwise(&e->k.env, elems, NORM_RES_FLOPS, 2.0 * ab);
+    add(e, rec, FTH_FLOP_ATTENTION, k, 0.0);
+    add(e, rec, FTH_FLOP_MLP, k, 0.0);
+  }
+  if ((mods & FTH_RECOMPUTE_MOD_MLA_UP_PROJ) && m->kv_lora_rank > 0) {
+    const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
+    const int q8 = e->k.gemm_bytes > 0;
+    const fth_kernel_env *genv = q8 ? &e->k.gemm_env : &e->k.env;
+    double gb = q8 ? e->k.gemm_bytes : ab, heads = sh->heads / l->tp;
+    double qin = m->q_lora_rank > 0 ? m->q_lora_rank : h;
+    double kv_out = heads * ((double)m->qk_nope_head_dim + sh->d_v);
+    add(e, rec, FTH_FLOP_ATTENTION, fth_kernel_gemm(genv, tokens, heads * sh->d_qk, qin, 1, gb),
+        qin * heads * sh->d_qk * gb);
+    add(e, rec, FTH_FLOP_ATTENTION, fth_kernel_gemm(genv, tokens, kv_out, m->kv_lora_rank, 1, gb),
+        m->kv_lora_rank * kv_out * gb);
+  }
+  if ((mods & FTH_RECOMPUTE_MOD_MOE_ACT) && moe) {
+    double gate = m->gated_mlp ? 3.0 : 2.0;
+    add(e, rec, FTH_FLOP_MLP,
+        fth_kernel_elementwise(&e->k.env, routed_copies(e, tokens) * l->expert_ffn, ACT_FLOPS,
+                               gate * ab),
+        0.0);
+  }
+}
+
 void fth_block_comm(const fth_block_env *e, int moe, double requests, double q, fth_phase *fwd,
                     fth_phase *bwd) {
   memset(fwd, 0, sizeof *fwd);

@@ -55,6 +55,13 @@ void fth_block_head(const fth_block_env *e, double requests, double q, int embed
 void fth_block_comm(const fth_block_env *e, int moe, double requests, double q, fth_phase *fwd,
                     fth_phase *bwd);
 
+/// What the recompute modules `mods` (FTH_RECOMPUTE_MOD_*) re-run in one
+/// block's backward: the two norms (one read and one write of [tokens, h]
+/// each), MLA's query and key/value up-projection GEMMs (at the recipe's
+/// GEMM precision), the experts' activation over every routed copy.
+void fth_block_recompute_modules(const fth_block_env *e, int moe, unsigned mods, double requests,
+                                 double q, fth_phase *rec);
+
 /// One multi-token-prediction module's own work for the micro-batch (DeepSeek-AI
 /// 2024 Sec. 2.2), its block aside: the embedding lookup of the shifted tokens,
 /// the projection of [h; h] to h (TP-sharded) and another pass of the shared LM

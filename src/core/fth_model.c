@@ -510,6 +510,39 @@ double fth_model_kv_cache_elems_per_token(const fth_model_def *d) {
   return (double)(d->n_layers - n_moe) * dense + (double)n_moe * moe;
 }
 
+void fth_model_recompute_module_elems(const fth_model_def *d, int moe, unsigned mods, int tp,
+                                      int tp_moe, int sp, double routed_per_token, double *act,
+                                      double *gemm) {
+  double t = tp > 0 ? tp : 1, tm = tp_moe > 0 ? tp_moe : 1, rep_div = sp ? t : 1.0;
+  fth_layer_shape s = fth_model_layer_shape(d, moe);
+  *act = *gemm = 0.0;
+  /* The QKV and first MLP (or router and dispatch) GEMMs' input: the two
+   * norm outputs (fth_model_layer_activations). */
+  if (mods & FTH_RECOMPUTE_MOD_LAYERNORM) *gemm += 2.0 * d->d_model / rep_div;
+  /* Q and K (heads + kv heads of d_qk) and V (kv heads of d_v) that the
+   * attention keeps; the latents stay (counted replicated there). */
+  if ((mods & FTH_RECOMPUTE_MOD_MLA_UP_PROJ) && is_mla(d))
+    *act += ((s.heads + s.kv_heads) * s.d_qk + s.kv_heads * s.d_v) / t;
+  /* A routed copy keeps its gate and up outputs and their product (gated) or
+   * the activation's input and output; the product/output is recomputed. */
+  if ((mods & FTH_RECOMPUTE_MOD_MOE_ACT) && s.is_moe)
+    *gemm += fth_model_expert_ffn_hidden(d) * routed_per_token / tm;
+}
+
+static const char *const module_names[3] = {"layernorm", "mla_up_proj", "moe_act"};
+
+const char *fth_recompute_module_name(unsigned bit) {
+  for (int i = 0; i < 3; i++)
+    if (bit == (1u << i)) return module_names[i];
+  return NULL;
+}
+
+unsigned fth_recompute_module_parse(const char *name) {
+  for (int i = 0; i < 3; i++)
+    if (strcmp(name, module_names[i]) == 0) return 1u << i;
+  return 0u;
+}
+
 static const char *const recompute_names[FTH_RECOMPUTE_COUNT] = {"none", "selective", "full", "op"};
 
 const char *fth_recompute_name(fth_recompute r) {

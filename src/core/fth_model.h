@@ -154,6 +154,26 @@ typedef enum fth_recompute {
   FTH_RECOMPUTE_COUNT
 } fth_recompute;
 
+/// Modules a selective recomputation also re-runs in backward (Megatron-Core's
+/// recompute_modules, and DeepSeek-V3 Sec. 3.3.3): bits of
+/// fth_train_def.recompute_modules, on top of recompute none or selective.
+enum {
+  FTH_RECOMPUTE_MOD_LAYERNORM = 1u,   ///< the two norms: their outputs are not kept
+  FTH_RECOMPUTE_MOD_MLA_UP_PROJ = 2u, ///< MLA's up-projections: Q, K, V rebuilt from the latents
+  FTH_RECOMPUTE_MOD_MOE_ACT = 4u,     ///< the experts' activation: its output is not kept
+  FTH_RECOMPUTE_MOD_ALL = 7u
+};
+const char *fth_recompute_module_name(unsigned bit); ///< "layernorm", "mla_up_proj", "moe_act"
+unsigned fth_recompute_module_parse(const char *name); ///< 0 when unknown
+
+/// Activation elements per token per block the modules in `mods` leave unsaved:
+/// `*act` at the activation width (MLA's Q, K, V, sharded over TP) and `*gemm`
+/// at the width GEMM inputs are saved at (the norm outputs, replicated unless
+/// SP; each routed copy's activation output, over TP_MoE).
+void fth_model_recompute_module_elems(const fth_model_def *def, int moe, unsigned mods, int tp,
+                                      int tp_moe, int sp, double routed_per_token, double *act,
+                                      double *gemm);
+
 const char *fth_recompute_name(fth_recompute r);     ///< "none", "selective", "full", "op"
 fth_recompute fth_recompute_parse(const char *name); ///< FTH_RECOMPUTE_COUNT when unknown
 

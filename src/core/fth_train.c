@@ -101,6 +101,29 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
                                                          w->sequence_parallel, k ? routed : 0.0);
     if (!moe) p->act_bytes_per_token[1] = p->act_bytes_per_token[0];
   }
+  /* Recompute modules drop what they re-run: GEMM inputs at the width the
+   * recipe saves them, MLA's Q, K, V at the activation width. */
+  p->module_recompute_flops_per_token = 0.0;
+  if (w->recompute_modules) {
+    double gb = rr->gemm != FTH_PREC_COUNT ? fth_precision_bytes(rr->gemm) : w->act_bytes;
+    for (int k = 0; k < 2; k++) {
+      if (k == 1 && !moe) break;
+      double act, gemm;
+      fth_model_recompute_module_elems(m, k, w->recompute_modules, l->tp, l->tp_moe,
+                                       w->sequence_parallel, k ? routed : 0.0, &act, &gemm);
+      p->act_bytes_per_token[k] -= act * w->act_bytes + gemm * gb;
+    }
+    if (!moe) p->act_bytes_per_token[1] = p->act_bytes_per_token[0];
+    /* Model FLOPs they re-run: MLA's up-projections (norms and activations
+     * are element-wise, not counted as FLOPs, as for per-op). */
+    if ((w->recompute_modules & FTH_RECOMPUTE_MOD_MLA_UP_PROJ) && m->kv_lora_rank > 0) {
+      const fth_layer_shape *sh = &l->dense_shape;
+      double qin = m->q_lora_rank > 0 ? m->q_lora_rank : m->d_model;
+      p->module_recompute_flops_per_token =
+          2.0 * m->n_layers * sh->heads *
+          (qin * sh->d_qk + m->kv_lora_rank * ((double)m->qk_nope_head_dim + sh->d_v));
+    }
+  }
   /* Links shared by traffic: the bytes each kind moves a step do not depend
    * on the bandwidth; the groups are re-derived from them. */
   if (p->topo.share_by_traffic) {
@@ -290,6 +313,15 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
     for (int moe = 0; moe < 2; moe++)
       if (chosen[moe] > 0) fth_block_recompute_op(e, moe, w->micro_batch, q, &blk_r[moe]);
     fth_block_stage(e, blk_r, NULL, chosen, 0, w->micro_batch, q, rec, NULL);
+  }
+  if (w->recompute_modules) {
+    fth_phase blk_m[2], mods;
+    memset(blk_m, 0, sizeof blk_m);
+    for (int moe = 0; moe < 2; moe++)
+      if (chosen[moe] > 0)
+        fth_block_recompute_modules(e, moe, w->recompute_modules, w->micro_batch, q, &blk_m[moe]);
+    fth_block_stage(e, blk_m, NULL, chosen, 0, w->micro_batch, q, &mods, NULL);
+    fth_phase_add(rec, &mods);
   }
 }
 
@@ -489,6 +521,7 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
     rec_tok = p->attn_core_flops_per_token * 2.0 * w->seq_len / (w->seq_len + 1.0);
   else if (w->recompute == FTH_RECOMPUTE_OP)
     rec_tok = p->op_recompute_flops_per_token;
+  rec_tok += p->module_recompute_flops_per_token;
   r->hardware_flops_per_step = (per_tok + rec_tok) * r->tokens_per_step;
   double peak = fth_compute_nominal_flops_per_s(&p->node.compute, p->prec);
   double denom = r->step_time_s * p->layout.num_gpus * peak;

@@ -63,6 +63,7 @@ typedef struct fth_train_plan {
   double lm_head_flops_per_token; ///< of which the LM head
   double attn_core_flops_per_token; ///< of which the blocks' attention cores (QK^T, PV)
   double op_recompute_flops_per_token; ///< GEMM FLOPs per-op recomputation re-runs, all blocks
+  double module_recompute_flops_per_token; ///< MLA up-projections re-run by recompute modules
   double act_bytes_per_token[2];  ///< saved activations per token of a dense / MoE block
   double act_full_per_token;      ///< a whole block's, live while it is recomputed
 } fth_train_plan;

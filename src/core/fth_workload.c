@@ -92,6 +92,14 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
                     w->eager_elementwise);
   if (w->recompute < FTH_RECOMPUTE_NONE || w->recompute >= FTH_RECOMPUTE_COUNT)
     return fth_fail(err, FTH_EINVAL, "recompute", "unknown mode");
+  if (w->recompute_modules & ~(unsigned)FTH_RECOMPUTE_MOD_ALL)
+    return fth_fail(err, FTH_EINVAL, "recompute_modules", "unknown module bits 0x%x",
+                    w->recompute_modules);
+  if (w->recompute_modules &&
+      !(w->recompute == FTH_RECOMPUTE_NONE || w->recompute == FTH_RECOMPUTE_SELECTIVE))
+    return fth_fail(err, FTH_EINVAL, "recompute_modules",
+                    "modules are re-run on top of recompute none or selective, not %s",
+                    fth_recompute_name(w->recompute));
   if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
     return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");
   if (w->recipe != FTH_RECIPE_NONE && w->act_bytes < 2)

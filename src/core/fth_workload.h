@@ -26,6 +26,7 @@ typedef struct fth_train_def {
   fth_pp_schedule pp;
   int virtual_stages; ///< interleaved schedule: model chunks per GPU (>= 1)
   fth_recompute recompute;
+  unsigned recompute_modules; ///< FTH_RECOMPUTE_MOD_* bits re-run on top of none / selective
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int tp_comm_overlap;     ///< 0: TP collectives run between the GEMMs, none hidden (vanilla TP)
   int flash_attention;     ///< 1: fused attention (no s^2 activations)

@@ -358,6 +358,17 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
                                          out->virtual_stages, 1, LCHECK_MAX_VIRTUAL_STAGES);
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
+  if (lua_getfield(L, idx, "recompute_modules") == LUA_TTABLE) {
+    int n = (int)lua_rawlen(L, -1);
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      char path[64];
+      snprintf(path, sizeof path, "%s.recompute_modules[%d]", w, i);
+      out->recompute_modules |= 1u << lnames_check_value(L, -1, path, LNAMES_RECOMPUTE_MODULE);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
   out->tp_comm_overlap = lcheck_bool(L, idx, w, "tp_comm_overlap", out->tp_comm_overlap);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);

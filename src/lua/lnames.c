@@ -58,6 +58,16 @@ NAME_OF(fth_placement_name, fth_placement)
 PARSE_OF(fth_placement_parse)
 NAME_OF(fth_recipe_name, fth_recipe)
 PARSE_OF(fth_recipe_parse)
+/* Recompute modules are bits: index i is bit 1 << i; unknown parses to 3. */
+static const char *recompute_module_name_i(int i) {
+  return fth_recompute_module_name(1u << i);
+}
+static int recompute_module_parse_i(const char *s) {
+  unsigned b = fth_recompute_module_parse(s);
+  int i = 0;
+  while (b > 1u) b >>= 1, i++;
+  return b ? i : 3;
+}
 
 /* One enum: its names, its parser and the core's table of other spellings
  * its parser accepts (exported so Lua's choices can offer them; names_spec.lua
@@ -98,6 +108,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                                 fth_placement_parse_i, NULL},
     [LNAMES_PRECISION_RECIPE] = {"precision_recipe", FTH_RECIPE_COUNT, fth_recipe_name_i,
                                  fth_recipe_parse_i, NULL},
+    [LNAMES_RECOMPUTE_MODULE] = {"recompute_module", 3, recompute_module_name_i,
+                                 recompute_module_parse_i, NULL},
 };
 
 int lnames_count(lnames_enum e) {

@@ -430,6 +430,70 @@ static int shared_by_traffic(void) {
   return 0;
 }
 
+/* Recompute modules (Megatron-Core recompute_modules) on the toy step:
+ * layernorm drops the two norm outputs, 2 h w = 4,096 B per token per layer
+ * (TP 2 without SP keeps them whole): 22,560 - 4,096 = 18,464 B x 2,048 tokens x
+ * 4 layers = 151,257,088 B (toy_hand_derived: 184,811,520). Backward re-runs
+ * the two norms: each reads and writes T h x 2 B = 8,388,608 B at 1 TB/s,
+ * 8.388608 us (memory-bound: 10.5 MFLOP at 12.5 TFLOP/s is 0.84 us), 2 per
+ * layer, 4 layers, 2 micro-batches: 134.217728 us. mla_up_proj on a model
+ * without MLA and moe_act on a dense model change nothing; modules on top of
+ * full recomputation, or unknown bits, are refused. */
+static int recompute_modules(void) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  fth_model_def model = toy_model();
+  fth_train_def work = toy_work();
+  work.recompute_modules = FTH_RECOMPUTE_MOD_LAYERNORM;
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_result r, base;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r);
+  FTH_ENSURE_NEAR(151257088.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE_NEAR(134.217728e-6, r.recompute_s, 1e-12);
+  work.recompute_modules = FTH_RECOMPUTE_MOD_MLA_UP_PROJ | FTH_RECOMPUTE_MOD_MOE_ACT;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r);
+  work.recompute_modules = 0;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &base);
+  FTH_ENSURE_NEAR(base.step_time_s, r.step_time_s, 0);
+  FTH_ENSURE_NEAR(base.mem.bytes[FTH_MEM_ACTIVATIONS], r.mem.bytes[FTH_MEM_ACTIVATIONS], 0);
+  work.recompute = FTH_RECOMPUTE_FULL;
+  work.recompute_modules = FTH_RECOMPUTE_MOD_LAYERNORM;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_EINVAL);
+  FTH_ENSURE(strstr(err.path, "recompute_modules") != NULL);
+  work.recompute = FTH_RECOMPUTE_NONE;
+  work.recompute_modules = 8u;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_EINVAL);
+  /* MLA (DeepSeek-V3 shapes: 128 heads, qk 128 + 64, v 128): mla_up_proj drops
+   * Q and K, (128 + 128) x 192, and V, 128 x 128: 65,536 elements per token at
+   * TP 1, 32,768 at TP 2; moe_act one expert width (2,048) per routed copy. */
+  fth_model_def ds = fth_model_def_default();
+  ds.d_model = 7168;
+  ds.n_layers = 4;
+  ds.num_heads = 128;
+  ds.vocab_size = 1000;
+  ds.max_seq_len = 4096;
+  ds.q_lora_rank = 1536;
+  ds.kv_lora_rank = 512;
+  ds.qk_nope_head_dim = 128;
+  ds.qk_rope_head_dim = 64;
+  ds.v_head_dim = 128;
+  ds.num_experts = 8;
+  ds.top_k = 2;
+  ds.expert_ffn_hidden = 2048;
+  double act, gemm;
+  fth_model_recompute_module_elems(&ds, 1, FTH_RECOMPUTE_MOD_MLA_UP_PROJ, 1, 1, 0, 2.0, &act, &gemm);
+  FTH_ENSURE_NEAR(65536.0, act, 0);
+  FTH_ENSURE_NEAR(0.0, gemm, 0);
+  fth_model_recompute_module_elems(&ds, 1, FTH_RECOMPUTE_MOD_ALL, 2, 1, 1, 2.0, &act, &gemm);
+  FTH_ENSURE_NEAR(32768.0, act, 0);
+  FTH_ENSURE_NEAR(2.0 * 7168.0 / 2.0 + 2048.0 * 2.0, gemm, 0);
+  return 0;
+}
+
 static int last_stage_lighter(void) {
   fth_node_def node = toy_node();
   fth_topology_def topo = toy_topo();
@@ -460,6 +524,7 @@ int train_test(void) {
   FTH_RUN(mtp_module());
   FTH_RUN(tp_overlap());
   FTH_RUN(shared_by_traffic());
+  FTH_RUN(recompute_modules());
   FTH_RUN(dualpipe_stages());
   FTH_RUN(uneven_interleaving());
   FTH_RUN(offload());

@@ -229,6 +229,27 @@ describe("fathom.frameworks", function()
     assert.is_false(overlap(false))
   end)
 
+  it("reads Megatron-Core recompute modules from the recompute string", function()
+    assert.are.same({ "mla_up_proj", "moe_act" }, cases.recompute_modules("selective (mla_up_proj, moe_act)"))
+    assert.are.same({ "layernorm", "mla_up_proj" },
+      cases.recompute_modules("Recomputation of RMSNorm and MLA Up-Projection"))
+    assert.is_nil(cases.recompute_modules("selective activation checkpointing"))
+    local function work(rc)
+      local docs = assert(cases.training_docs({ id = "r", system = { gpu = "H100 80GB", num_gpus = 8,
+        gpus_per_node = 8 }, model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 32, hidden = 4096,
+        heads = 32, kv_heads = 8, ffn = 14336, vocab = 128256 },
+        training = { framework = "NeMo 25.04", precision = "BF16", recompute = rc },
+        parallelism = { tp = 1, dp = 8, micro_batch = 1, global_batch = 8, seq_len = 8192 } }))
+      return docs.workload
+    end
+    local w = work("Recomputation of RMSNorm (layernorm module)")
+    assert.are.equal("selective", w.recompute)
+    assert.are.same({ "layernorm" }, w.recompute_modules)
+    w = work("full (layernorm too)")
+    assert.are.equal("full", w.recompute)
+    assert.is_nil(w.recompute_modules)
+  end)
+
   it("reads a power cap from the GPU as written (clocks scale in the core)", function()
     assert.are.equal(500, cases.power_limit({ gpu = "NVIDIA H100 (SXM, 96 GB HBM2e, 500 W power limit)" }))
     assert.are.equal(450, cases.power_limit({ gpu = "H100 SXM, power-capped at 450W" }))

@@ -82,29 +82,38 @@ end)
 -- fathom with the report's layout and every mechanism it models (PP 16 DualPipe with stages i
 -- and 15 - i on one rank, EP 64 = 8 GPUs x 8 nodes, node-limited to 4 nodes, ZeRO-1,
 -- fp8_blockwise GEMMs, FP8 dispatch, BF16 combine, 20 of 132 SMs held by DeepEP, the MTP
--- module, links shared by traffic) predicts a 16.7 s step, ~45.3 days, 2.23M GPU-hours: 16%
--- under, just outside 15%, so this spec asserts what fathom achieves, not the report (within
--- 5%: the H800 calibration is refitted now and then). Where the step goes (s): compute 14.05
--- on the busiest rank (the first, which DualPipe gives the first stage's 3 dense and 1 MoE
--- layers and the last stage's 3 MoE layers, MTP block, projection and two head passes, at
--- half the micro-batches each), memory-bound time 1.64, bubble 0.82, the EP all-to-all 3.76
--- raw and all of it hidden under DualPipe's paired chunks: InfiniBand carries the all-to-all
--- beside ~13 GiB of pipeline sends and 3.9 GiB of DP_MoE reduce-scatter a step, so processor
--- sharing gives it ~97%. Under the even split (the Hot Interconnects study's rule) it gets a
--- third and 8.5 s of it is exposed on the middle ranks: ~64.0 days (+18%). Left out, and all
--- on the slow side: the recomputation of RMSNorm and the MLA up-projections (Sec. 3.3.3;
--- ~3% of the compute), checkpointing, restarts and evaluation inside the 2.664M hours.
+-- module, RMSNorm and the MLA up-projections recomputed in backward (Sec. 3.3.3), links
+-- shared by traffic) predicts a 17.0 s step, ~46.2 days, 2.27M GPU-hours: 14.8% under, inside
+-- the 15% the issue asks but only just. Where the step goes (s): compute 14.28 on the busiest
+-- rank (the first, which DualPipe gives the first stage's 3 dense and 1 MoE layers and the
+-- last stage's 3 MoE layers, MTP block, projection and two head passes, at half the
+-- micro-batches each; 0.26 of it the recomputed norms and up-projections), memory-bound
+-- time 1.68, bubble 0.85, the EP all-to-all 3.76 raw and all of it hidden under DualPipe's
+-- paired chunks: InfiniBand carries the all-to-all beside ~13 GiB of pipeline sends and 3.9
+-- GiB of DP_MoE reduce-scatter a step, so processor sharing gives it ~97%. Under the even
+-- split (the Hot Interconnects study's rule) it gets a third and 8.5 s of it is exposed on
+-- the middle ranks: ~64 days (+18%). Left out, all on the slow side: checkpointing, restarts
+-- and evaluation inside the 2.664M hours.
 describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 days)", function()
   local r = fathom.scenario(case()):evaluate()
   local gpu_hours = r.total_time_s / 3600 * 2048
+
+  it("recomputes RMSNorm and the MLA up-projections as the report did (~1 day)", function()
+    local w = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")
+    w.recompute_modules = {}
+    local a = fathom.scenario(case(nil, w)):evaluate()
+    assert.is_true(r.recompute_s > 0 and a.recompute_s == 0)
+    assert.is_true(r.total_time_s > 1.01 * a.total_time_s)
+    assert.is_true(r.memory.components.saved_activations < a.memory.components.saved_activations)
+  end)
 
   it("steps as the report counts them", function()
     assert.are.equal(235240, r.steps)
   end)
 
-  it("predicts 2.23M GPU-hours (-16% on the report's 2.664M; gap documented above)", function()
-    assert.is_true(math.abs(gpu_hours / 2.229e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
-    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.2)
+  it("predicts 2.27M GPU-hours, within 15% of the report's 2.664M (-14.8%)", function()
+    assert.is_true(math.abs(gpu_hours / 2.269e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
+    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.15, string.format("%.4g GPU-hours", gpu_hours))
   end)
 
   it("hides the all-to-all under DualPipe: the links are shared by traffic", function()
@@ -130,11 +139,11 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
   end)
 
   it("owes ~6 days to its MTP module, on the rank DualPipe shares between the first and last stages", function()
-    -- without it: ~39.1 days; with it on the last stage alone (a 1F1B-style placement, no
+    -- without it: ~39.8 days; with it on the last stage alone (a 1F1B-style placement, no
     -- pairing) the last stage would set the step: see the core test mtp_module for its FLOPs
     local a = fathom.scenario(case(model_with({ num_nextn_predict_layers = 0 }))):evaluate()
     local days = a.total_time_s / 86400
-    assert.is_true(math.abs(days / 39.07 - 1) < 0.05, string.format("%.4g days", days))
+    assert.is_true(math.abs(days / 39.8 - 1) < 0.05, string.format("%.4g days", days))
     assert.is_true(r.compute_s > 1.15 * a.compute_s)
   end)
 
