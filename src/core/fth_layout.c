@@ -135,10 +135,9 @@ static void build_groups(fth_layout *l, const fth_topology_def *topo, const doub
     for (int i = 0; i < topo->num_logical; i++)
       has_cp |= topo->logical[i].tag == FTH_TAG_CP && topo->logical[i].size > 1;
     if (has_cp) {
-      fth_topology_def merged = *topo;
-      for (int i = 0; i < merged.num_logical; i++)
-        if (merged.logical[i].tag == FTH_TAG_CP) merged.logical[i].tag = FTH_TAG_DP_ATTN;
-      group(&merged, FTH_TAG_DP_ATTN, tag_bytes, &l->group[FTH_COMM_DP]);
+      fth_group *g = &l->group[FTH_COMM_DP];
+      g->n = fth_topology_group_with(topo, FTH_TAG_DP_ATTN, FTH_TAG_CP, tag_bytes, g->lv, &g->dim);
+      g->size = levels_size(g->lv, g->n);
     }
   }
 }

@@ -169,8 +169,9 @@ int fth_topology_degree(const fth_topology_def *t, fth_logical_tag tag) {
  * communicate at once (with dp_bandwidth_apart, the DP tags count only for
  * their own share). A dimension on which a view maps nothing of its own is
  * that view's implicit DP, filling what PP leaves of it. */
-static int group_levels(const fth_topology_def *t, fth_logical_tag tag, int shared,
-                        const double *tag_bytes, fth_group_level *levels, int *inner_dim) {
+static int group_levels(const fth_topology_def *t, fth_logical_tag tag, fth_logical_tag also,
+                        int shared, const double *tag_bytes, fth_group_level *levels,
+                        int *inner_dim) {
   /* PP shares with the attention view, whose DP gradients overlap its sends. */
   int expert_view = in_view(tag, 1) && tag != FTH_TAG_PP;
   int is_dp = tag == FTH_TAG_DP_ATTN || tag == FTH_TAG_DP_MOE;
@@ -194,7 +195,7 @@ static int group_levels(const fth_topology_def *t, fth_logical_tag tag, int shar
         users++;
         if (self > 0) denom += fth_min(tag_bytes[l->tag], self);
       }
-      if (l->tag == tag) size *= l->size;
+      if (l->tag == tag || l->tag == also) size *= l->size;
     }
     if (is_dp && !specific) {
       size = pd->size / pp;
@@ -220,11 +221,16 @@ static int group_levels(const fth_topology_def *t, fth_logical_tag tag, int shar
 
 int fth_topology_group(const fth_topology_def *t, fth_logical_tag tag, int shared,
                        fth_group_level *levels, int *inner_dim) {
-  return group_levels(t, tag, shared, NULL, levels, inner_dim);
+  return group_levels(t, tag, FTH_TAG_COUNT, shared, NULL, levels, inner_dim);
 }
 
 int fth_topology_group_by_traffic(const fth_topology_def *t, fth_logical_tag tag,
                                   const double *tag_bytes, fth_group_level *levels,
                                   int *inner_dim) {
-  return group_levels(t, tag, 1, tag_bytes, levels, inner_dim);
+  return group_levels(t, tag, FTH_TAG_COUNT, 1, tag_bytes, levels, inner_dim);
+}
+
+int fth_topology_group_with(const fth_topology_def *t, fth_logical_tag tag, fth_logical_tag also,
+                            const double *tag_bytes, fth_group_level *levels, int *inner_dim) {
+  return group_levels(t, tag, also, 1, tag_bytes, levels, inner_dim);
 }

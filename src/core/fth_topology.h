@@ -121,6 +121,12 @@ int fth_topology_group_by_traffic(const fth_topology_def *def, fth_logical_tag t
                                   const double *tag_bytes, fth_group_level *levels,
                                   int *inner_dim);
 
+/// The group of `tag` joined by the dimensions of `also` (DP with CP: the
+/// data-parallel-with-CP group), each dimension keeping its own tag, and so its
+/// own bytes, in the sharing; `tag_bytes` NULL shares evenly.
+int fth_topology_group_with(const fth_topology_def *def, fth_logical_tag tag, fth_logical_tag also,
+                            const double *tag_bytes, fth_group_level *levels, int *inner_dim);
+
 int fth_topology_group(const fth_topology_def *def, fth_logical_tag tag, int shared,
                        fth_group_level *levels, int *inner_dim);
 

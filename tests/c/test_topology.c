@@ -266,6 +266,19 @@ static int groups_by_traffic(void) {
   FTH_ENSURE_EQ_INT(2, fth_topology_group_by_traffic(&t, FTH_TAG_DP_ATTN, b, lv, NULL));
   FTH_RUN(level_is(&lv[0], 2, 8, FTH_TOPO_SWITCHED, 225e9, 1e-6, 1));
   FTH_RUN(level_is(&lv[1], 8, 32, FTH_TOPO_TWO_TIER, 320e9 * 50.0 / 63.0, 5e-6, 0));
+  /* DP with CP (the data-parallel-with-CP group): CP 2 and DP_Attn 2 on NVLink
+   * (beside TP_Attn 4), CP moving 1 and DP 50: the group spans both, 4 GPUs,
+   * and shares NVLink with TP (50) and with CP by CP's own bytes: DP gets
+   * 450e9 x 50 / (50 + 50 + min(1, 50)) = 450e9 x 50 / 101; evenly, a third. */
+  fth_topology_def c = split();
+  c.logical[2] = (fth_logical_dim_def){FTH_TAG_CP, 0, 2}; /* in place of TP_MoE */
+  c.logical[3].size = 1;                                  /* no EP_SU */
+  b[FTH_TAG_CP] = 1.0;
+  FTH_ENSURE_EQ_INT(2, fth_topology_group_with(&c, FTH_TAG_DP_ATTN, FTH_TAG_CP, b, lv, NULL));
+  FTH_ENSURE_EQ_INT(4, lv[0].group_size);
+  FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 450e9 * 50.0 / 101.0, 1e-6, 1));
+  FTH_ENSURE_EQ_INT(2, fth_topology_group_with(&c, FTH_TAG_DP_ATTN, FTH_TAG_CP, NULL, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 4, 8, FTH_TOPO_SWITCHED, 450e9 / 3.0, 1e-6, 1));
   /* Nothing moved: the even rule. */
   double zero[FTH_TAG_COUNT] = {0};
   FTH_ENSURE_EQ_INT(1, fth_topology_group_by_traffic(&t, FTH_TAG_EP_SO, zero, lv, NULL));
