@@ -566,6 +566,9 @@ function M.training_docs(case)
     -- async TP as the case states it (torchtitan's async_tp), else the framework's convention
     tp_comm_overlap = (case.parallelism or {}).async_tp == nil and fw.tp_comm_overlap
       or M.flag((case.parallelism or {}).async_tp),
+    -- EP overlap as the framework runs it, or as the case's training notes say
+    ep_comm_overlap = fw.ep_comm_overlap or require("fathom.frameworks").ep_overlap(tr.recompute)
+      or require("fathom.frameworks").ep_overlap(tr.kernels) or false,
     sequence_parallel = p.sp and p.tp > 1,
     dp_spec = { variant = p.dp_variant },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),

@@ -37,6 +37,13 @@
 --   eager_elementwise      eager PyTorch: every element-wise op its own kernel (fp32 norm and
 --                          RoPE chains, unfused SwiGLU); a name that says "compile"
 --                          (torch.compile fuses those chains) turns it off
+--   ep_comm_overlap        EP dispatch/combine all-to-alls overlapped with compute (DualPipe,
+--                          Megatron-Core's 1F1B A2A overlap, two-batch overlap); false: the
+--                          alltoall/DeepEP dispatcher as Megatron-Core, NeMo, AutoModel and
+--                          torchtitan run it by default, between the router and the experts,
+--                          none hidden. A name or recompute string that says "A2A overlap",
+--                          "EP overlap", "overlap_moe_expert_parallel_comm" or "batch
+--                          overlap" turns it on
 --   tp_comm_overlap        TP collectives overlapped with the GEMMs (Megatron-Core/NeMo
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
@@ -51,7 +58,7 @@ local base = {
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
-  eager_elementwise = false, tp_comm_overlap = true,
+  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true,
 }
 
 M.rows = {
@@ -72,33 +79,36 @@ M.rows = {
   -- scaling by default (current scaling and MXFP8 selectable from NeMo 25.04 / TE 2.x).
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2 },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2 },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2 },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_current },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false },
   { name = "Megatron-Core", pattern = "megatron",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
-  { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3" },
+  { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
   -- by default (train_configs/*.toml: per-op SAC, the core's "op"), SDPA flash attention,
   -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
     dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true,
-    tp_comm_overlap = false },
+    tp_comm_overlap = false, ep_comm_overlap = false },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "op", pp_micro_batch = 1, eager_elementwise = true, tp_comm_overlap = false },
+    recompute = "op", pp_micro_batch = 1, eager_elementwise = true, tp_comm_overlap = false,
+    ep_comm_overlap = false },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
-  { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective" },
+  { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective",
+    ep_comm_overlap = false },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
-  { name = "DeepSpeed", pattern = "deepspeed", kernels = "2021", flash_attention = false, dp_variant = "ZERO1" },
+  { name = "DeepSpeed", pattern = "deepspeed", kernels = "2021", flash_attention = false, dp_variant = "ZERO1",
+    ep_comm_overlap = false },
   -- MosaicML Composer + LLM Foundry (2023): FSDP FULL_SHARD, FlashAttention 2 / Triton.
   { name = "LLM Foundry", pattern = "foundry", kernels = "2023", dp_variant = "ZERO3" },
   { name = "Composer", pattern = "composer", kernels = "2023", dp_variant = "ZERO3" },
@@ -134,6 +144,13 @@ function M.version(s)
   return nil, nil
 end
 
+-- ep_overlap(s) -> whether a framework or recompute string names EP communication overlap.
+function M.ep_overlap(s)
+  s = tostring(s or ""):lower()
+  return s:find("a2a[%s%-_]*overlap") or s:find("ep[%s%-_]*overlap") or s:find("overlap_moe_expert")
+    or s:find("batch[%s%-_]*overlap") or s:find("dualpipe") or false
+end
+
 -- lookup(name) -> a row with every field set (base values where the row is silent).
 function M.lookup(name)
   local s = tostring(name or ""):lower()
@@ -161,6 +178,7 @@ function M.lookup(name)
   out.pattern, out.min_version, out.max_version, out.exclude = nil, nil, nil, nil
   if s:find("compile") then out.eager_elementwise = false end
   if s:find("async[%s%-_]?tp") then out.tp_comm_overlap = true end
+  if M.ep_overlap(s) then out.ep_comm_overlap = true end
   return out
 end
 
@@ -177,6 +195,7 @@ function M.workload_defaults(name, pass)
     w.gradient_float_size = f.grad_bytes
     w.eager_elementwise = f.eager_elementwise
     w.tp_comm_overlap = f.tp_comm_overlap
+    w.ep_comm_overlap = f.ep_comm_overlap
     w.dp_spec = { variant = f.dp_variant }
   end
   return w

@@ -232,6 +232,8 @@ M.train_schema = with_common({
     hint = "modules re-run in backward on top of recompute none/selective (Megatron-Core recompute_modules): "
       .. table.concat(names.recompute_module, ", ") },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
+  ep_comm_overlap = { type = "boolean", default = TRAIN.ep_comm_overlap,
+    hint = "false: EP dispatch/combine run between router and experts, none hidden (no A2A overlap)" },
   tp_comm_overlap = { type = "boolean", default = TRAIN.tp_comm_overlap,
     hint = "false: TP collectives run between the GEMMs, none hidden (vanilla TP; async TP overlaps them)" },
   eager_elementwise = { type = "boolean", default = TRAIN.eager_elementwise,
@@ -568,6 +570,7 @@ function M.train(src)
     recompute_modules = w.recompute_modules,
     sequence_parallel = w.sequence_parallel,
     tp_comm_overlap = w.tp_comm_overlap,
+    ep_comm_overlap = w.ep_comm_overlap,
     eager_elementwise = w.eager_elementwise,
     flash_attention = w.flash_attention,
     kernel_launch_sec = w.kernel_launch_sec,

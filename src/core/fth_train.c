@@ -230,11 +230,16 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
  * (full), the unfused attention core (selective) or every other GEMM and the
  * element-wise kernels (op). */
 /* Kinds run without overlap: TP's collectives when the workload does not
- * overlap them (vanilla TP), unless the schedule hides the layer collectives
- * under the other direction's chunk (DualPipe). */
+ * overlap them (vanilla TP), EP's dispatch and combine when it does not
+ * (an all-to-all between the router and the experts, Megatron-Core's alltoall
+ * dispatcher without its 1F1B A2A overlap), unless the schedule hides the
+ * layer collectives under the other direction's chunk (DualPipe). */
 static unsigned blocking_kinds(const fth_train_plan *p) {
-  if (p->work.tp_comm_overlap || fth_schedule_get(p->work.pp)->comm_hidden > 0) return 0u;
-  return (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
+  if (fth_schedule_get(p->work.pp)->comm_hidden > 0) return 0u;
+  unsigned k = 0u;
+  if (!p->work.tp_comm_overlap) k |= (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
+  if (!p->work.ep_comm_overlap) k |= 1u << FTH_COMM_EP;
+  return k;
 }
 
 static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff,
