@@ -218,9 +218,15 @@ function M.model_doc(mdl, seq)
     if not ffn then return nil, "model.ffn is not given" end
     doc.ffn_hidden_size = ffn
   end
-  -- node-limited routing (DeepSeek-V3's n_group / topk_group, the HF config's names)
+  -- node-limited routing (DeepSeek-V3's n_group / topk_group, the HF config's names); a
+  -- DeepSeek-V3/R1 model that does not say takes its published config's 8 groups, 4 per token
   doc.n_group = M.count(mdl.n_group) or M.count(mdl.routed_groups) or nil
   doc.topk_group = M.count(mdl.topk_group) or M.count(mdl.max_groups_per_token) or nil
+  local ident = lower(mdl.name) .. " " .. lower(mdl.arch)
+  if not doc.n_group and (ident:find("deepseek[%s%-_]*v3") or ident:find("deepseek[%s%-_]*r1"))
+    and M.count(mdl.experts) == 256 then
+    doc.n_group, doc.topk_group = 8, 4
+  end
   -- multi-token prediction modules (HF num_nextn_predict_layers, Megatron mtp_num_layers)
   doc.num_nextn_predict_layers = M.count(mdl.num_nextn_predict_layers) or M.count(mdl.mtp_num_layers)
     or M.count(mdl.mtp_layers) or M.count(mdl.mtp) or nil
@@ -569,6 +575,8 @@ function M.training_docs(case)
     -- EP overlap as the framework runs it, or as the case's training notes say
     ep_comm_overlap = fw.ep_comm_overlap or require("fathom.frameworks").ep_overlap(tr.recompute)
       or require("fathom.frameworks").ep_overlap(tr.kernels) or false,
+    ep_dispatch_per_node = fw.ep_dispatch_per_node or require("fathom.frameworks").ep_per_node(tr.kernels)
+      or false,
     sequence_parallel = p.sp and p.tp > 1,
     dp_spec = { variant = p.dp_variant },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),

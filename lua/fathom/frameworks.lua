@@ -44,6 +44,11 @@
 --                          none hidden. A name or recompute string that says "A2A overlap",
 --                          "EP overlap", "overlap_moe_expert_parallel_comm" or "batch
 --                          overlap" turns it on
+--   ep_dispatch_per_node   the EP dispatcher sends a token across scale-out once per node it
+--                          reaches and forwards it inside (DeepEP, Megatron's flex/HybridEP),
+--                          so node-limited routing saves scale-out bytes; false: Megatron-
+--                          Core's alltoall dispatcher, one copy per (token, expert). A name
+--                          or kernels string saying DeepEP, flex or HybridEP turns it on
 --   tp_comm_overlap        TP collectives overlapped with the GEMMs (Megatron-Core/NeMo
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
@@ -58,7 +63,7 @@ local base = {
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
-  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true,
+  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = true,
 }
 
 M.rows = {
@@ -79,19 +84,24 @@ M.rows = {
   -- scaling by default (current scaling and MXFP8 selectable from NeMo 25.04 / TE 2.x).
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   { name = "Megatron-Core", pattern = "megatron",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false },
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
@@ -99,10 +109,12 @@ M.rows = {
   -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
     dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true,
-    tp_comm_overlap = false, ep_comm_overlap = false },
+    tp_comm_overlap = false, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
     recompute = "op", pp_micro_batch = 1, eager_elementwise = true, tp_comm_overlap = false,
-    ep_comm_overlap = false },
+    ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective",
     ep_comm_overlap = false },
@@ -151,6 +163,12 @@ function M.ep_overlap(s)
     or s:find("batch[%s%-_]*overlap") or s:find("dualpipe") or false
 end
 
+-- ep_per_node(s) -> whether a string names a per-node-forwarding EP dispatcher.
+function M.ep_per_node(s)
+  s = tostring(s or ""):lower()
+  return s:find("deepep") or s:find("hybridep") or s:find("flex[%s%-_]*dispatch") or false
+end
+
 -- lookup(name) -> a row with every field set (base values where the row is silent).
 function M.lookup(name)
   local s = tostring(name or ""):lower()
@@ -179,6 +197,7 @@ function M.lookup(name)
   if s:find("compile") then out.eager_elementwise = false end
   if s:find("async[%s%-_]?tp") then out.tp_comm_overlap = true end
   if M.ep_overlap(s) then out.ep_comm_overlap = true end
+  if M.ep_per_node(s) then out.ep_dispatch_per_node = true end
   return out
 end
 
@@ -196,6 +215,7 @@ function M.workload_defaults(name, pass)
     w.eager_elementwise = f.eager_elementwise
     w.tp_comm_overlap = f.tp_comm_overlap
     w.ep_comm_overlap = f.ep_comm_overlap
+    w.ep_dispatch_per_node = f.ep_dispatch_per_node
     w.dp_spec = { variant = f.dp_variant }
   end
   return w

@@ -232,6 +232,8 @@ M.train_schema = with_common({
     hint = "modules re-run in backward on top of recompute none/selective (Megatron-Core recompute_modules): "
       .. table.concat(names.recompute_module, ", ") },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
+  ep_dispatch_per_node = { type = "boolean", default = TRAIN.ep_dispatch_per_node,
+    hint = "true: a token crosses scale-out once per node it reaches (DeepEP); false: once per expert copy" },
   ep_comm_overlap = { type = "boolean", default = TRAIN.ep_comm_overlap,
     hint = "false: EP dispatch/combine run between router and experts, none hidden (no A2A overlap)" },
   tp_comm_overlap = { type = "boolean", default = TRAIN.tp_comm_overlap,
@@ -571,6 +573,7 @@ function M.train(src)
     sequence_parallel = w.sequence_parallel,
     tp_comm_overlap = w.tp_comm_overlap,
     ep_comm_overlap = w.ep_comm_overlap,
+    ep_dispatch_per_node = w.ep_dispatch_per_node,
     eager_elementwise = w.eager_elementwise,
     flash_attention = w.flash_attention,
     kernel_launch_sec = w.kernel_launch_sec,

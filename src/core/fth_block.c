@@ -97,6 +97,9 @@ static double node_limited_share(const fth_block_env *e) {
   const fth_model_def *m = e->model;
   const fth_layout *l = e->lay;
   if (m->topk_group <= 0 || m->n_group <= 0 || l->ep_su <= 1 || l->ep_so <= 1) return 0.0;
+  /* A dispatcher that sends every (token, expert) copy on its own (Megatron-
+   * Core's alltoall) sends all k across, however few nodes they reach. */
+  if (!e->ep_per_node) return 0.0;
   double reach = m->topk_group * fth_max(1.0, (double)l->ep_so / m->n_group);
   reach = fth_min(reach, fth_min((double)m->top_k, (double)l->ep_so));
   return reach < m->top_k ? reach / m->top_k : 0.0; /* every copy crosses: unrestricted */

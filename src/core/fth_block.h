@@ -36,6 +36,7 @@ typedef struct fth_block_env {
   double ep_a2a_override_s; ///< time of one EP dispatch or combine, if simulated (0 = model)
   double dispatch_bytes;    ///< width of routed copies in dispatch (0 = act_bytes); combine: act_bytes
   double comm_compute_share; ///< share of the compute units the EP kernels hold in MoE blocks (0 = none)
+  int ep_per_node;          ///< the dispatcher sends a token once per node it reaches (DeepEP)
 } fth_block_env;
 
 /// One block for `requests` sequences, `q` new tokens each on this GPU (s / CP

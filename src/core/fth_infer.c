@@ -130,6 +130,7 @@ static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_en
   e->kv_bw = tier_bw(&p->node, d->traffic_tier[FTH_MEM_KV_CACHE]);
   e->expert_imbalance = d->expert_imbalance;
   e->flash_attention = d->flash_attention;
+  e->ep_per_node = 1; /* serving engines dispatch with DeepEP-style per-node forwarding */
 }
 
 double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_tokens,

@@ -30,6 +30,7 @@ typedef struct fth_train_def {
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int tp_comm_overlap;     ///< 0: TP collectives run between the GEMMs, none hidden (vanilla TP)
   int ep_comm_overlap;     ///< 0: EP dispatch/combine run between router and experts, none hidden
+  int ep_dispatch_per_node; ///< 1: a token crosses scale-out once per node it reaches (DeepEP)
   int flash_attention;     ///< 1: fused attention (no s^2 activations)
   int eager_elementwise;   ///< 1: eager PyTorch element-wise ops, one kernel each (fth_block.c)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)

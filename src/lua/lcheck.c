@@ -372,6 +372,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
   out->tp_comm_overlap = lcheck_bool(L, idx, w, "tp_comm_overlap", out->tp_comm_overlap);
   out->ep_comm_overlap = lcheck_bool(L, idx, w, "ep_comm_overlap", out->ep_comm_overlap);
+  out->ep_dispatch_per_node =
+      lcheck_bool(L, idx, w, "ep_dispatch_per_node", out->ep_dispatch_per_node);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);
   out->eager_elementwise = lcheck_bool(L, idx, w, "eager_elementwise", out->eager_elementwise);
   out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", out->expert_imbalance);

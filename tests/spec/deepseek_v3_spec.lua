@@ -35,6 +35,15 @@ describe("node-limited routing (topk_group of n_group, HF config names)", functi
     assert.are.equal(free.comm.ep.bytes_per_call, limited.comm.ep.bytes_per_call)
   end)
 
+  it("saves scale-out bytes only with a per-node dispatcher (DeepEP), not with one copy per expert", function()
+    local w = config.load_mapping("configs/train_specs/deepseek_v3.yaml", "training workload spec")
+    w.ep_dispatch_per_node = false
+    local per_copy = fathom.scenario(case(model_with({ n_group = 8, topk_group = 4 }), w)):evaluate()
+    local free = fathom.scenario(case(model_with({ n_group = 8, topk_group = 0 }), w)):evaluate()
+    local function per_call(r) return r.comm.ep.raw_s / r.comm.ep.calls_per_step end
+    assert.is_true(math.abs(per_call(per_copy) / per_call(free) - 1) < 1e-12)
+  end)
+
   it("refuses a limit without groups, or more groups than there are", function()
     local ok, err = pcall(function()
       return fathom.scenario(case(model_with({ n_group = 0, topk_group = 4 }))):evaluate()
