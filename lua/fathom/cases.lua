@@ -218,15 +218,9 @@ function M.model_doc(mdl, seq)
     if not ffn then return nil, "model.ffn is not given" end
     doc.ffn_hidden_size = ffn
   end
-  -- node-limited routing (DeepSeek-V3's n_group / topk_group, the HF config's names); a
-  -- DeepSeek-V3/R1 model that does not say takes its published config's 8 groups, 4 per token
+  -- node-limited routing (DeepSeek-V3's n_group / topk_group, the HF config's names)
   doc.n_group = M.count(mdl.n_group) or M.count(mdl.routed_groups) or nil
   doc.topk_group = M.count(mdl.topk_group) or M.count(mdl.max_groups_per_token) or nil
-  local ident = lower(mdl.name) .. " " .. lower(mdl.arch)
-  if not doc.n_group and (ident:find("deepseek[%s%-_]*v3") or ident:find("deepseek[%s%-_]*r1"))
-    and M.count(mdl.experts) == 256 then
-    doc.n_group, doc.topk_group = 8, 4
-  end
   -- multi-token prediction modules (HF num_nextn_predict_layers, Megatron mtp_num_layers)
   doc.num_nextn_predict_layers = M.count(mdl.num_nextn_predict_layers) or M.count(mdl.mtp_num_layers)
     or M.count(mdl.mtp_layers) or M.count(mdl.mtp) or nil

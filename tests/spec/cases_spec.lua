@@ -104,16 +104,11 @@ describe("fathom.cases", function()
     assert.are.equal(3, m.first_dense_layers)
     assert.are.equal(512, m.kv_lora_rank)
     assert.is_true(m.gated_mlp)
-    assert.are.equal(4, m.topk_group) -- DeepSeek-V3's published groups unless the case says otherwise
+    assert.is_nil(m.topk_group) -- unrestricted routing unless the case says otherwise
     -- node-limited routing as the HF config names it
     m = assert(cases.model_doc({ arch = "MLA + DeepSeekMoE", layers = 61, hidden = 7168, heads = 128,
       head_dim = 128, ffn = 18432, vocab = 129280, experts = 256, top_k = 8, expert_ffn = 2048,
       n_group = 8, topk_group = 4 }, 4096))
-    assert.are.equal(8, m.n_group)
-    assert.are.equal(4, m.topk_group)
-    -- a DeepSeek-V3 that does not state its groups takes its published config's (8, 4 per token)
-    m = assert(cases.model_doc({ name = "DeepSeek-V3 671B", arch = "MLA + DeepSeekMoE", layers = 61, hidden = 7168,
-      heads = 128, head_dim = 128, ffn = 18432, vocab = 129280, experts = 256, top_k = 8, expert_ffn = 2048 }, 4096))
     assert.are.equal(8, m.n_group)
     assert.are.equal(4, m.topk_group)
     assert.is_nil(m.num_nextn_predict_layers)
