@@ -51,7 +51,7 @@ fth_mem_component fth_mem_component_parse(const char *name) {
  * reading: with 10%, `fathom validate` calls five more measured runs "does
  * not fit" (four llm-foundry MPT runs at their largest micro-batch and NeMo
  * AutoModel's Qwen3-30B-A3B on 8 H100s; 13 of 334 against 8), with 5% none
- * (README, "Memory"). */
+ * (README, "Memory reserve"). */
 #define FTH_ALLOCATOR_FRAGMENTATION 0.05
 
 fth_mem_reserve fth_mem_reserve_default(void) {
