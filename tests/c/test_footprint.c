@@ -81,6 +81,19 @@ int footprint_test(void) {
   FTH_ENSURE_NEAR(12e9, fp.tier_bytes[FTH_TIER_HOST], 1e-12);
   tier_of[FTH_MEM_ACTIVATIONS] = FTH_TIER_XPU;
 
+  /* The largest serving batch sees the reserve: weights 10 GB and a 4 GB
+   * transient on an 80 GB HBM with 1 GiB of context and 0.05 x 4 = 0.2 GB of
+   * fragmentation leave 80 - 10 - 4 - 0.2 - 1.073741824 = 64.726258176 GB
+   * for KV: 8 requests of 8 GB (as without the reserve), 64 of 1 GB (66
+   * without it: 80 - 10 - 4). */
+  memset(&fp, 0, sizeof fp);
+  fp.bytes[FTH_MEM_WEIGHTS] = 10e9;
+  fp.bytes[FTH_MEM_TRANSIENT_FWD] = 4e9;
+  fth_footprint_reserve(&fp, &r, tier_of);
+  fth_footprint_place(&fp, &n, tier_of);
+  FTH_ENSURE_NEAR(8.0, fth_footprint_room_units(&fp, tier_of, FTH_MEM_KV_CACHE, 8e9), 0);
+  FTH_ENSURE_NEAR(64.0, fth_footprint_room_units(&fp, tier_of, FTH_MEM_KV_CACHE, 1e9), 0);
+
   /* Checks: bytes >= 0, fraction in [0, 1), the reserve on the accelerator. */
   r.context_bytes = -1;
   FTH_ENSURE(fth_mem_reserve_check(&r, tier_of, &err) == FTH_EINVAL);

@@ -86,7 +86,7 @@ local function table_text(res, system, top, rounded)
       h.ep > 1 and (h.ep .. (h.ep_su < h.ep and ("(" .. h.ep_su .. ")") or "")) or "-",
       h.ep > 1 and h.tp_moe or "-", h.cp,
       h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off",
-      units.bytes(h.peak_bytes), units.bytes(h.capacity_bytes - h.peak_bytes), units.time(h.step_time_s),
+      units.bytes(h.peak_bytes), units.bytes(h.headroom_bytes), units.time(h.step_time_s),
       units.percent(h.mfu),
       units.percent(h.bubble_fraction), units.time(h.exposed_s.tp + h.exposed_s.tp_moe),
       units.time(h.exposed_s.ep), units.time(h.exposed_s.pp), units.time(h.exposed_s.dp + h.exposed_s.dp_moe) }
