@@ -12,12 +12,12 @@
 /// Memory components that can be mapped to tiers.
 typedef enum fth_mem_component {
   FTH_MEM_WEIGHTS = 0,
-  FTH_MEM_GRADIENTS,     ///< `gradient_buffers`
-  FTH_MEM_OPTIMIZER,     ///< `optimizer_states`
-  FTH_MEM_ACTIVATIONS,   ///< `saved_activations`
-  FTH_MEM_TRANSIENT_FWD, ///< `transient_forward_peak`
-  FTH_MEM_TRANSIENT_BWD, ///< `transient_backward_peak`
-  FTH_MEM_KV_CACHE,      ///< inference only
+  FTH_MEM_GRADIENTS,       ///< `gradient_buffers`
+  FTH_MEM_OPTIMIZER,       ///< `optimizer_states`
+  FTH_MEM_ACTIVATIONS,     ///< `saved_activations`
+  FTH_MEM_TRANSIENT_FWD,   ///< `transient_forward_peak`
+  FTH_MEM_TRANSIENT_BWD,   ///< `transient_backward_peak`
+  FTH_MEM_KV_CACHE,        ///< inference only
   FTH_MEM_RUNTIME_CONTEXT, ///< `runtime_context`: the reserve's fixed part (fth_mem_reserve)
   FTH_MEM_FRAGMENTATION,   ///< `allocator_fragmentation`: the reserve's proportional part
   FTH_MEM_COMPONENT_COUNT
@@ -27,7 +27,15 @@ const char *fth_mem_component_name(fth_mem_component c);     ///< YAML names
 fth_mem_component fth_mem_component_parse(const char *name); ///< also "activations", "gradients"
 const fth_name_alias *fth_mem_component_aliases(void);       ///< the other spellings it accepts
 
-typedef struct fth_memory_footprint fth_memory_footprint;
+typedef struct fth_memory_footprint {
+  double bytes[FTH_MEM_COMPONENT_COUNT]; ///< per GPU
+  double tier_bytes[FTH_TIER_COUNT];     ///< sum of the components mapped to each tier
+  double tier_capacity[FTH_TIER_COUNT];  ///< 0 where the node lacks the tier
+  int tier_fits[FTH_TIER_COUNT];
+  double peak_bytes;      ///< total over components (the chip's peak)
+  int fits;               ///< every tier within capacity
+  fth_tier overflow_tier; ///< first tier over capacity; FTH_TIER_COUNT if none
+} fth_memory_footprint;
 
 /// The per-GPU memory a step model does not derive from the workload but a
 /// real run loses all the same (issue 17): the runtime's own allocations and
@@ -57,16 +65,6 @@ fth_status fth_mem_reserve_check(const fth_mem_reserve *r,
 /// fth_footprint_place.
 void fth_footprint_reserve(fth_memory_footprint *fp, const fth_mem_reserve *r,
                            const fth_tier tier_of[FTH_MEM_COMPONENT_COUNT]);
-
-struct fth_memory_footprint {
-  double bytes[FTH_MEM_COMPONENT_COUNT]; ///< per GPU
-  double tier_bytes[FTH_TIER_COUNT];     ///< sum of the components mapped to each tier
-  double tier_capacity[FTH_TIER_COUNT];  ///< 0 where the node lacks the tier
-  int tier_fits[FTH_TIER_COUNT];
-  double peak_bytes;      ///< total over components (the chip's peak)
-  int fits;               ///< every tier within capacity
-  fth_tier overflow_tier; ///< first tier over capacity; FTH_TIER_COUNT if none
-};
 
 /// Place `fp->bytes` (filled by the caller) on the tiers `tier_of` names and
 /// judge them against `node`'s capacities. The forward and backward transient
