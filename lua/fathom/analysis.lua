@@ -66,6 +66,12 @@ function M.open(a)
     workload_spec = load(a.workload, "workload spec"),
     model_spec = load(a.model, "model spec"),
   }
+  if a.memory_reserve_bytes then -- --memory-reserve wins over the file (a copy: the caller's table stays)
+    local w = {}
+    for k, v in pairs(docs.workload_spec) do w[k] = v end
+    w.memory_reserve_bytes = a.memory_reserve_bytes
+    docs.workload_spec = setmetatable(w, getmetatable(docs.workload_spec))
+  end
   local sweep_doc = a.sweep and load(a.sweep, "sweep config") or nil
   if sweep_doc then
     local axes = sweep.axes(sweep_doc, docs)
@@ -134,7 +140,8 @@ function M.each(a, fn)
   end
 end
 
--- run{hardware_lib, physical, logical, workload, model, sweep, pass_mode} -> records
+-- run{hardware_lib, physical, logical, workload, model, sweep, pass_mode
+--     [, memory_reserve_bytes]} -> records
 -- (at most MAX_IN_MEMORY of them; stream larger sweeps with each()).
 function M.run(a)
   local records = {}

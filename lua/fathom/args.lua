@@ -3,7 +3,7 @@
 --          {name = "raw-output", flag = true, help = "..."},
 --          {name = "top", arg = "K", integer = {1, 1000}, help = "..."}, ... }
 -- `number = true` takes any finite number; `integer = {lo, hi}` an exact integer in
--- [lo, hi] (never truncated).
+-- [lo, hi] (never truncated); `bytes = true` a size such as 2GiB (fathom.units.parse_bytes).
 -- Accepts --name VALUE, --name=VALUE and --flag; everything else is positional.
 local errors = require("fathom.errors")
 
@@ -73,6 +73,14 @@ function M.parse(argv, spec, command)
             errors.raise("%s: option '--%s' must be one of %s, got '%s'%s", command, name,
               table.concat(o.choices, ", "), value, errors.suggest(value, o.choices))
           end
+        end
+        if o.bytes then
+          local b = require("fathom.units").parse_bytes(value)
+          if not b then
+            errors.raise("%s: option '--%s' expects a size >= 0 such as 2GiB, 512MiB, 1.5GB or 0, got '%s'",
+              command, name, value)
+          end
+          value = b
         end
         if o.number or o.integer then
           local n = tonumber(value)

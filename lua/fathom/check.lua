@@ -72,6 +72,9 @@ local function check_value(t, key, path, v, rule)
     if rule.max ~= nil and v > rule.max then
       M.fail(t, key, path, "expected a value <= %s, got %s%s", describe(rule.max), describe(v), hint)
     end
+    if rule.below ~= nil and v >= rule.below then
+      M.fail(t, key, path, "expected a value < %s, got %s%s", describe(rule.below), describe(v), hint)
+    end
   end
   if rule.choices then
     local ok = false

@@ -22,6 +22,11 @@ local function fits_text(m)
   return m.fits and "yes" or ("NO: " .. tostring(m.overflow_tier))
 end
 
+-- The accelerator's headroom: capacity less the footprint, reserve included.
+local function free_text(m)
+  return m.headroom_bytes and units.bytes(m.headroom_bytes) or "-"
+end
+
 local function exposed_total(breakdown)
   local exposed = 0
   for k, v in pairs(breakdown) do
@@ -36,12 +41,12 @@ local training = {
   compile = function(node, topo, model, w) return core.train_compile(node, topo, model, w) end,
   record = report.training_record,
   summary = {
-    headers = { "step", "total", "MFU", "exp.comm", "bubble", "mem/XPU", "fits" },
+    headers = { "step", "total", "MFU", "exp.comm", "bubble", "mem/XPU", "free", "fits" },
     row = function(r)
       local t, m = r.time, r.memory_footprint
       return { units.time(t.step_time_seconds), units.time(t.total_time_seconds), units.percent(t.mfu),
         units.time(exposed_total(t.step_breakdown)), units.time(t.step_breakdown.bubble_seconds),
-        units.bytes(m.total_peak_memory_per_chip_bytes), fits_text(m) }
+        units.bytes(m.total_peak_memory_per_chip_bytes), free_text(m), fits_text(m) }
     end,
   },
   search = "training",
@@ -60,13 +65,13 @@ local function inference(pass, latency, label, context_key, times)
     record = report.inference_record,
     times = times,
     summary = {
-      headers = { label, "total", "tokens/s", "tok/s/XPU", "mem/XPU", "max batch", "fits" },
+      headers = { label, "total", "tokens/s", "tok/s/XPU", "mem/XPU", "free", "max batch", "fits" },
       row = function(r)
         local t, m = r.time, r.memory_footprint
         return { units.time(t.time_per_output_token_seconds or t.time_to_first_token_seconds),
           units.time(t.total_time_seconds), string.format("%.0f", t.tokens_per_second),
           string.format("%.0f", t.tokens_per_second_per_xpu), units.bytes(m.total_peak_memory_per_chip_bytes),
-          m.max_global_batch_size, fits_text(m) }
+          free_text(m), m.max_global_batch_size, fits_text(m) }
       end,
     },
     search = "inference",

@@ -49,6 +49,24 @@ end
 
 local function int(x) return math.tointeger(x) or x end
 
+-- memory_tiers(fp) -> {tier = {used_bytes, capacity_bytes, free_bytes, fits}} of a core
+-- footprint (free_bytes = capacity - used, negative when the tier overflows).
+function M.memory_tiers(fp)
+  local tiers = {}
+  for tier, t in pairs(fp.tiers) do
+    tiers[tier] = ordered({ used_bytes = t.bytes, capacity_bytes = t.capacity_bytes,
+      free_bytes = t.capacity_bytes - t.bytes, fits = t.fits }, { "used_bytes", "capacity_bytes", "free_bytes" })
+  end
+  return tiers
+end
+
+-- headroom_bytes(fp) -> the accelerator's capacity less its footprint, the reserve
+-- (runtime_context, allocator_fragmentation) included; negative when it does not fit.
+function M.headroom_bytes(fp)
+  local t = fp.tiers[TIER.xpu_memory]
+  return t and (t.capacity_bytes - t.bytes) or nil
+end
+
 -- prefill_times(time, r): a prefill record's own times (the pass mode's `times`).
 function M.prefill_times(time, r)
   time.time_to_first_token_seconds = r.ttft_s
@@ -113,22 +131,22 @@ function M.inference_record(sc, r)
     end
   end
   rec.communication_per_batch_per_xpu = comm
-  local tiers = {}
-  for tier, t in pairs(r.memory.tiers) do
-    tiers[tier] = ordered({ used_bytes = t.bytes, capacity_bytes = t.capacity_bytes, fits = t.fits },
-      { "used_bytes", "capacity_bytes", "fits" })
-  end
+  local comps = r.memory.components
   rec.memory_footprint = ordered({
-    weights_bytes = r.memory.components.weights,
-    kv_cache_bytes = r.memory.components.kv_cache,
+    weights_bytes = comps.weights,
+    kv_cache_bytes = comps.kv_cache,
     kv_cache_bytes_per_request = r.kv_bytes_per_request_per_gpu,
-    transient_forward_peak_bytes = r.memory.components.transient_forward_peak,
-    tiers = tiers,
+    transient_forward_peak_bytes = comps.transient_forward_peak,
+    runtime_context_bytes = comps.runtime_context,
+    allocator_fragmentation_bytes = comps.allocator_fragmentation,
+    tiers = M.memory_tiers(r.memory),
     total_peak_memory_per_chip_bytes = r.memory.peak_bytes,
+    headroom_bytes = M.headroom_bytes(r.memory),
     fits = r.memory.fits, overflow_tier = r.memory.overflow_tier,
     max_global_batch_size = int(r.max_global_batch),
-  }, { "weights_bytes", "kv_cache_bytes", "kv_cache_bytes_per_request", "transient_forward_peak_bytes", "tiers",
-    "total_peak_memory_per_chip_bytes", "fits", "overflow_tier", "max_global_batch_size" })
+  }, { "weights_bytes", "kv_cache_bytes", "kv_cache_bytes_per_request", "transient_forward_peak_bytes",
+    "runtime_context_bytes", "allocator_fragmentation_bytes", "tiers",
+    "total_peak_memory_per_chip_bytes", "headroom_bytes", "fits", "overflow_tier", "max_global_batch_size" })
   return ordered(rec, { "configuration", "model_configuration", "time", "compute_per_batch_per_xpu",
     "memory_traffic_per_batch_per_xpu", "communication_per_batch_per_xpu", "memory_footprint" })
 end
@@ -273,11 +291,7 @@ function M.training_record(sc, r)
     compute_fraction = r.compute_s / r.step_time_s,
   }, { "comm_to_compute", "exposed_comm_to_step", "memory_to_compute", "bubble_fraction" })
   local fp = r.memory
-  local tiers = {}
-  for tier, t in pairs(fp.tiers) do
-    tiers[tier] = ordered({ used_bytes = t.bytes, capacity_bytes = t.capacity_bytes, fits = t.fits },
-      { "used_bytes", "capacity_bytes", "fits" })
-  end
+  local tiers = M.memory_tiers(fp)
   local map = sc.workload.memory_device_map_footprint
   local comps = {}
   for k, v in pairs(fp.components) do
@@ -290,9 +304,10 @@ function M.training_record(sc, r)
     components = comps,
     tiers = tiers,
     total_peak_memory_per_chip_bytes = fp.peak_bytes,
+    headroom_bytes = M.headroom_bytes(fp),
     fits = fp.fits,
     overflow_tier = fp.overflow_tier,
-  }, { "components", "tiers", "total_peak_memory_per_chip_bytes", "fits", "overflow_tier" })
+  }, { "components", "tiers", "total_peak_memory_per_chip_bytes", "headroom_bytes", "fits", "overflow_tier" })
   rec.memory_traffic_details_per_batch = ordered({
     attention_forward_bytes = pm.forward.attention.bytes,
     attention_backward_bytes = pm.backward.attention.bytes,

@@ -355,7 +355,7 @@ function M.explain(a, b, system)
 end
 
 -- prepare{model=, hardware=, node=, gpus=, pod_size=, global_batch=, seq=, objective=, top=, fix=,
---         workload=, batch_rounding=} -> def for core.search, plus the loaded model and system.
+--         workload=, batch_rounding=, memory_reserve_bytes=} -> def for core.search, plus the loaded model and system.
 -- batch_rounding: "exact" (default; the global batch must tile) or "down" (each strategy
 -- runs the largest batch <= global_batch that tiles, and is ranked by its rate).
 function M.prepare(a)
@@ -374,6 +374,7 @@ function M.prepare(a)
   w.global_batch_size = a.global_batch or w.global_batch_size
   -- without --seq: the workload's length, but never past what the model was built for
   w.seq_length = a.seq or math.min(w.seq_length, model.max_sequence_length or w.seq_length)
+  w.memory_reserve_bytes = a.memory_reserve_bytes or w.memory_reserve_bytes
   w.source_table = nil
   model.source_table = nil
   local def = {
@@ -502,6 +503,7 @@ function M.run_inference(a)
               micro_batch = w.micro_batch_size, tpot_s = r.tpot_s, ttft_s = r.ttft_s, latency_s = latency,
               tokens_per_s = r.tokens_per_s, tokens_per_s_per_gpu = r.tokens_per_s_per_gpu,
               peak_bytes = r.memory.peak_bytes, kv_cache_bytes = r.kv_cache_bytes_per_gpu,
+              headroom_bytes = r.memory.tiers[TIER.xpu_memory].capacity_bytes - r.memory.tiers[TIER.xpu_memory].bytes,
               max_global_batch = r.max_global_batch, objective = obj, index = index }
           end
         end

@@ -21,7 +21,7 @@ local PLACE = names.key("route_placement")
 local TRAIN = core.defaults.train
 local INFER = core.defaults.infer
 for _, k in ipairs({ "kernel_model", "flash_attention", "float_size_bytes", "expert_imbalance",
-  "kernel_launch_sec" }) do
+  "kernel_launch_sec", "memory_reserve_bytes", "memory_fragmentation_fraction" }) do
   assert(TRAIN[k] == INFER[k], "fathom.core.defaults: training and inference differ on " .. k)
 end
 
@@ -188,6 +188,11 @@ local workload_common = {
   moe_spec_v2 = { type = "table" },
   flash_attention = { type = "boolean", default = TRAIN.flash_attention },
   kernel_launch_sec = { type = "number", min = 0, default = TRAIN.kernel_launch_sec },
+  memory_reserve_bytes = { type = "number", min = 0, default = TRAIN.memory_reserve_bytes,
+    hint = "bytes per GPU the CUDA/ROCm context and library workspaces hold (footprint `runtime_context`)" },
+  memory_fragmentation_fraction = { type = "number", min = 0, below = 1,
+    default = TRAIN.memory_fragmentation_fraction,
+    hint = "share of the saved activations and transients the caching allocator loses (`allocator_fragmentation`)" },
   kernel_model = { type = "string", choices = names.kernel_model, default = TRAIN.kernel_model,
     hint = "tiled: GEMM tiles and attention blocks in waves over the compute units" },
   collective = { type = "table" },
@@ -577,6 +582,8 @@ function M.train(src)
     eager_elementwise = w.eager_elementwise,
     flash_attention = w.flash_attention,
     kernel_launch_sec = w.kernel_launch_sec,
+    memory_reserve_bytes = w.memory_reserve_bytes,
+    memory_fragmentation_fraction = w.memory_fragmentation_fraction,
     kernel_model = w.kernel_model,
     precision_recipe = w.precision_recipe,
     collective = coll,
@@ -653,7 +660,8 @@ function M.infer(src, pass)
     comp_comm_efficiency = w.comp_comm_efficiency, comp_mem_efficiency = w.comp_mem_efficiency,
     comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance, routing = moe.routing,
     flash_attention = w.flash_attention, kernel_launch_sec = w.kernel_launch_sec, collective = coll,
-    kernel_model = w.kernel_model,
+    kernel_model = w.kernel_model, memory_reserve_bytes = w.memory_reserve_bytes,
+    memory_fragmentation_fraction = w.memory_fragmentation_fraction,
     memory_device_map_traffic = renamed,
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),
     pass = pass, source_table = doc,

@@ -36,6 +36,20 @@ function M.bytes(b)
   return scaled(b, steps, "B")
 end
 
+local byte_units = { b = 1, kb = 1e3, mb = 1e6, gb = 1e9, tb = 1e12,
+  kib = 2 ^ 10, mib = 2 ^ 20, gib = 2 ^ 30, tib = 2 ^ 40 }
+
+-- parse_bytes(s) -> bytes of "2GiB", "1.5 GB", "512MiB", "0" or "3000000000" (a bare
+-- number is bytes; KB/MB/GB/TB are decimal, KiB/MiB/GiB/TiB binary), or nil when
+-- `s` is not a finite size >= 0.
+function M.parse_bytes(s)
+  local num, unit = tostring(s):match("^%s*([%d%.eE%+]+)%s*(%a*)%s*$")
+  local n = num and tonumber(num)
+  local scale = byte_units[(unit or ""):lower()] or (unit == "" and 1) or nil
+  if not n or not scale or n ~= n or n < 0 or n * scale == math.huge then return nil end
+  return n * scale
+end
+
 -- flops(f) -> "3.2 PFLOP"; rate(f) -> "3.2 TFLOP/s"; bw(b) -> "450 GB/s".
 function M.flops(f) return scaled(f, si, "FLOP") end
 function M.flops_rate(f) return scaled(f, si, "FLOP/s") end

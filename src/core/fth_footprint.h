@@ -12,12 +12,14 @@
 /// Memory components that can be mapped to tiers.
 typedef enum fth_mem_component {
   FTH_MEM_WEIGHTS = 0,
-  FTH_MEM_GRADIENTS,     ///< `gradient_buffers`
-  FTH_MEM_OPTIMIZER,     ///< `optimizer_states`
-  FTH_MEM_ACTIVATIONS,   ///< `saved_activations`
-  FTH_MEM_TRANSIENT_FWD, ///< `transient_forward_peak`
-  FTH_MEM_TRANSIENT_BWD, ///< `transient_backward_peak`
-  FTH_MEM_KV_CACHE,      ///< inference only
+  FTH_MEM_GRADIENTS,       ///< `gradient_buffers`
+  FTH_MEM_OPTIMIZER,       ///< `optimizer_states`
+  FTH_MEM_ACTIVATIONS,     ///< `saved_activations`
+  FTH_MEM_TRANSIENT_FWD,   ///< `transient_forward_peak`
+  FTH_MEM_TRANSIENT_BWD,   ///< `transient_backward_peak`
+  FTH_MEM_KV_CACHE,        ///< inference only
+  FTH_MEM_RUNTIME_CONTEXT, ///< `runtime_context`: the reserve's fixed part (fth_mem_reserve)
+  FTH_MEM_FRAGMENTATION,   ///< `allocator_fragmentation`: the reserve's proportional part
   FTH_MEM_COMPONENT_COUNT
 } fth_mem_component;
 
@@ -34,6 +36,35 @@ typedef struct fth_memory_footprint {
   int fits;               ///< every tier within capacity
   fth_tier overflow_tier; ///< first tier over capacity; FTH_TIER_COUNT if none
 } fth_memory_footprint;
+
+/// The per-GPU memory a step model does not derive from the workload but a
+/// real run loses all the same (issue 17): the runtime's own allocations and
+/// the caching allocator's slack. Both count on the accelerator's tier.
+typedef struct fth_mem_reserve {
+  /// `memory_reserve_bytes`: bytes per GPU the CUDA/ROCm context and the
+  /// libraries' workspaces hold (cuBLAS/cuDNN workspaces, NCCL buffers).
+  double context_bytes;
+  /// `memory_fragmentation_fraction`: share of the dynamic footprint (saved
+  /// activations and the transient peak placed on the accelerator) the
+  /// caching allocator holds but cannot hand out, in [0, 1).
+  double fragmentation;
+} fth_mem_reserve;
+
+/// Defaults: context_bytes = FTH_RUNTIME_CONTEXT_BYTES, fragmentation =
+/// FTH_ALLOCATOR_FRAGMENTATION (sources in fth_footprint.c).
+fth_mem_reserve fth_mem_reserve_default(void);
+
+/// Range checks (context_bytes finite and >= 0, fragmentation in [0, 1)) and
+/// that the reserve's components are stored on the accelerator; paths are the
+/// workload's keys.
+fth_status fth_mem_reserve_check(const fth_mem_reserve *r,
+                                 const fth_tier tier_of[FTH_MEM_COMPONENT_COUNT], fth_error *err);
+
+/// Fill the reserve's components of `fp` from `r` and the dynamic components
+/// already in `fp->bytes` that `tier_of` places on the accelerator. Call before
+/// fth_footprint_place.
+void fth_footprint_reserve(fth_memory_footprint *fp, const fth_mem_reserve *r,
+                           const fth_tier tier_of[FTH_MEM_COMPONENT_COUNT]);
 
 /// Place `fp->bytes` (filled by the caller) on the tiers `tier_of` names and
 /// judge them against `node`'s capacities. The forward and backward transient

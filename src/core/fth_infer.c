@@ -30,6 +30,7 @@ fth_infer_def fth_infer_def_default(void) {
   }
   d.coll = fth_coll_params_default();
   d.kernel_model = FTH_KERNEL_TILED; /* falls back to the roofline without compute_units */
+  d.reserve = fth_mem_reserve_default();
   return d;
 }
 
@@ -66,7 +67,10 @@ static fth_status check_def(const fth_infer_def *d, fth_pass pass, fth_error *er
     return fth_fail(err, FTH_EINVAL, "kv_cache_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->kv_bytes);
   const double effs[3] = {d->comp_comm_eff, d->comp_mem_eff, d->comm_mem_eff};
-  return fth_exec_check(d->act_bytes, d->expert_imbalance, effs, &d->coll, d->kernel_launch_s, err);
+  if (fth_exec_check(d->act_bytes, d->expert_imbalance, effs, &d->coll, d->kernel_launch_s, err) !=
+      FTH_OK)
+    return err->status;
+  return fth_mem_reserve_check(&d->reserve, d->footprint_tier, err);
 }
 
 fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
@@ -188,6 +192,7 @@ static void footprint(const fth_infer_plan *p, double kv_per_request, fth_infer_
   double q = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
   m->bytes[FTH_MEM_TRANSIENT_FWD] =
       fth_block_transient_bytes(l, md, d->act_bytes, d->micro_batch * q, d->micro_batch);
+  fth_footprint_reserve(m, &d->reserve, d->footprint_tier);
   fth_footprint_place(m, &p->node, d->footprint_tier);
   double per_rank =
       fth_footprint_room_units(m, d->footprint_tier, FTH_MEM_KV_CACHE, kv_per_request);

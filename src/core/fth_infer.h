@@ -31,6 +31,7 @@ typedef struct fth_infer_def {
   fth_coll_params coll;
   double kernel_launch_s;
   fth_kernel_model kernel_model; ///< tiled (default) or roofline
+  fth_mem_reserve reserve;       ///< runtime context and allocator slack per GPU
 } fth_infer_def;
 
 fth_infer_def fth_infer_def_default(void);

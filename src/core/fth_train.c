@@ -181,6 +181,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   out->bytes[FTH_MEM_TRANSIENT_FWD] = fth_block_transient_bytes(l, m, w->act_bytes, tokens, tokens);
   double block_full = w->recompute != FTH_RECOMPUTE_NONE ? tokens * p->act_full_per_token : 0.0;
   out->bytes[FTH_MEM_TRANSIENT_BWD] = block_full + out->bytes[FTH_MEM_TRANSIENT_FWD];
+  /* The runtime's context and the allocator's slack (fth_footprint.c). */
+  fth_footprint_reserve(out, &w->reserve, w->footprint_tier);
   fth_footprint_place(out, &p->node, w->footprint_tier);
 }
 

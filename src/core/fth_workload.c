@@ -32,6 +32,7 @@ fth_train_def fth_train_def_default(void) {
   }
   d.coll = fth_coll_params_default();
   d.kernel_model = FTH_KERNEL_TILED; /* falls back to the roofline without compute_units */
+  d.reserve = fth_mem_reserve_default();
   return d;
 }
 
@@ -119,5 +120,5 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (!(w->ep_a2a_override_s >= 0))
     return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
                     w->ep_a2a_override_s);
-  return FTH_OK;
+  return fth_mem_reserve_check(&w->reserve, w->footprint_tier, err);
 }

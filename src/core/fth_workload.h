@@ -44,6 +44,7 @@ typedef struct fth_train_def {
   double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
   double moe_dispatch_bytes;     ///< width of the routed copies in dispatch (0 = act_bytes)
   double moe_comm_compute_share; ///< share of compute units the EP kernels hold, in [0, 1)
+  fth_mem_reserve reserve;       ///< runtime context and allocator slack per GPU
 } fth_train_def;
 
 fth_train_def fth_train_def_default(void);

@@ -333,6 +333,19 @@ void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {
   lua_pop(L, 1);
 }
 
+void lcheck_reserve(lua_State *L, int t, fth_mem_reserve *out) {
+  const char *w = "workload";
+  out->context_bytes = lcheck_number(L, t, w, "memory_reserve_bytes", out->context_bytes);
+  out->fragmentation =
+      lcheck_number(L, t, w, "memory_fragmentation_fraction", out->fragmentation);
+  if (!(isfinite(out->context_bytes) && out->context_bytes >= 0))
+    lbind_fail(L, FTH_EINVAL, "workload.memory_reserve_bytes", "expected bytes >= 0, got %g",
+               out->context_bytes);
+  if (!(out->fragmentation >= 0 && out->fragmentation < 1))
+    lbind_fail(L, FTH_EINVAL, "workload.memory_fragmentation_fraction",
+               "expected a value in [0, 1), got %g", out->fragmentation);
+}
+
 fth_kernel_model lcheck_kernel_model(lua_State *L, int idx, fth_kernel_model def) {
   return (fth_kernel_model)lnames_check(L, idx, "workload", "kernel_model", LNAMES_KERNEL_MODEL,
                                         (int)def);
@@ -391,6 +404,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
       lcheck_number(L, idx, w, "moe_comm_compute_fraction", out->moe_comm_compute_share);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
+  lcheck_reserve(L, idx, &out->reserve);
   if (subtable(L, idx, w, "collective")) {
     lcheck_coll_params(L, -1, &out->coll);
     lua_pop(L, 1);

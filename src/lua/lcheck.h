@@ -55,6 +55,11 @@ void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out);
 /// their value); an unknown component or tier raises.
 void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map);
 
+/// Read workload keys `memory_reserve_bytes` (>= 0) and
+/// `memory_fragmentation_fraction` (in [0, 1)) of table `t` over `out` (the
+/// core's defaults); raises `workload.<key>: expected ...` out of range.
+void lcheck_reserve(lua_State *L, int t, fth_mem_reserve *out);
+
 /// Push a memory footprint as {components, tiers = {name = {bytes, capacity_bytes,
 /// fits}}, peak_bytes, fits, overflow_tier}.
 void lcheck_push_footprint(lua_State *L, const fth_memory_footprint *m);

@@ -49,6 +49,8 @@ static void setname(lua_State *L, const char *k, lnames_enum e, int v) {
     setnum(L, "comp_comm_efficiency", (d).comp_comm_eff);                                          \
     setnum(L, "comp_mem_efficiency", (d).comp_mem_eff);                                            \
     setnum(L, "comm_mem_efficiency", (d).comm_mem_eff);                                            \
+    setnum(L, "memory_reserve_bytes", (d).reserve.context_bytes);                                  \
+    setnum(L, "memory_fragmentation_fraction", (d).reserve.fragmentation);                         \
   } while (0)
 
 void lfth_open_defaults(lua_State *L) {

@@ -34,6 +34,7 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   d->kernel_model = lcheck_kernel_model(L, idx, d->kernel_model);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);
+  lcheck_reserve(L, idx, &d->reserve);
   if (lua_getfield(L, idx, "collective") == LUA_TTABLE) lcheck_coll_params(L, -1, &d->coll);
   lua_pop(L, 1);
 }

@@ -177,6 +177,7 @@ static void push_hit(lua_State *L, const fth_search_hit *h) {
   setnum(L, "total_time_s", h->total_time_s);
   setnum(L, "peak_bytes", h->peak_bytes);
   setnum(L, "capacity_bytes", h->capacity_bytes);
+  setnum(L, "headroom_bytes", h->capacity_bytes - h->peak_bytes); /* reserve included */
   setnum(L, "bubble_fraction", h->bubble_fraction);
   setnum(L, "objective", h->objective);
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);

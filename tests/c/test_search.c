@@ -63,6 +63,7 @@ static fth_search_def problem(int moe, double capacity_bytes) {
   }
   d.work = fth_train_def_default();
   d.work.global_batch = 16;
+  d.work.reserve.context_bytes = 0; /* a toy node of a few hundred MB: no 1 GiB context */
   d.work.seq_len = 512;
   d.work.comp_comm_eff = 0.5;
   fth_search_space *s = &d.space;

@@ -283,8 +283,10 @@ static int offload(void) {
   fth_train_evaluate(&plan, &off);
   FTH_ENSURE_NEAR(14.7849216e-3, off.offload_exposed_s, 1e-12);
   FTH_ENSURE_NEAR(base.step_time_s + 14.7849216e-3, off.step_time_s, 1e-12);
-  FTH_ENSURE_NEAR(base.mem.tier_bytes[FTH_TIER_XPU] - 184811520.0, off.mem.tier_bytes[FTH_TIER_XPU],
-                  1e-12);
+  /* The activations leave HBM with their share of the allocator's slack
+   * (fragmentation 0.05 of the dynamic footprint, fth_mem_reserve_default). */
+  FTH_ENSURE_NEAR(base.mem.tier_bytes[FTH_TIER_XPU] - 1.05 * 184811520.0,
+                  off.mem.tier_bytes[FTH_TIER_XPU], 1e-12);
   FTH_ENSURE_NEAR(184811520.0, off.mem.tier_bytes[FTH_TIER_HOST], 1e-12);
   return 0;
 }

@@ -273,4 +273,59 @@ describe("run with failures, energy and cost", function()
     h.near(8 * 700 * run.expected_time_seconds * 1.2 / 3.6e6, run.energy_kwh, 1e-12, "energy")
     h.near(8 * run.expected_time_seconds / 3600 * 2.5, run.cost_usd, 1e-12, "cost")
   end)
+
+  describe("--memory-reserve", function()
+    local function footprint(extra)
+      local r = h.run(args({ "--format", "json", "--raw-output", table.unpack(extra) }))
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout)[1].memory_footprint
+    end
+
+    it("replaces the runtime reserve, which counts on the accelerator and in fits", function()
+      local def = footprint({})
+      local none = footprint({ "--memory-reserve", "0" })
+      -- default: 1 GiB of runtime context (fth_mem_reserve_default)
+      assert.are.equal(2 ^ 30, def.components.runtime_context_bytes)
+      assert.are.equal(0, none.components.runtime_context_bytes)
+      h.near(def.total_peak_memory_per_chip_bytes - 2 ^ 30, none.total_peak_memory_per_chip_bytes, 1e-12, "peak")
+      h.near(def.headroom_bytes + 2 ^ 30, none.headroom_bytes, 1e-12, "headroom")
+      -- the tiny node holds 80e9 bytes; the rest of the footprint is 1.37 GB, so a 75 GiB
+      -- (80.5 GB) reserve does not fit where 73 GiB (78.4 GB) does
+      local big = footprint({ "--memory-reserve", "75GiB" })
+      assert.is_false(big.fits)
+      assert.is_true(big.headroom_bytes < 0)
+      assert.is_true(footprint({ "--memory-reserve=73GiB" }).fits)
+      local r = h.run(args({ "--memory-reserve", "75GiB" }))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.matches("NO: xpu_memory", r.stdout)
+    end)
+
+    it("refuses a size it cannot read with one line and exit 2", function()
+      for _, bad in ipairs({ "lots", "-1GiB", "2XB", "inf" }) do
+        local r = h.run(args({ "--memory-reserve", bad }))
+        assert.are.equal(2, r.code, bad)
+        assert.matches("^fathom: analyze: option '%-%-memory%-reserve' expects a size", r.stderr)
+        assert.are.equal(1, select(2, r.stderr:gsub("\n", "")), r.stderr)
+      end
+      local r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "8",
+        "--memory-reserve", "5%")
+      assert.are.equal(2, r.code)
+      assert.matches("search: option '%-%-memory%-reserve' expects a size", r.stderr)
+    end)
+
+    it("reads the workload keys with their ranges", function()
+      local spec = require("fathom.spec")
+      local base = { global_batch_size = 8, micro_batch_size = 1, seq_length = 128 }
+      local w = spec.train(base)
+      assert.are.equal(fathom.core.defaults.train.memory_reserve_bytes, w.memory_reserve_bytes)
+      assert.are.equal(0.05, w.memory_fragmentation_fraction)
+      for k, v in pairs({ memory_reserve_bytes = -1, memory_fragmentation_fraction = 1 }) do
+        local t = { [k] = v }
+        for bk, bv in pairs(base) do t[bk] = bv end
+        local ok, err = pcall(spec.train, t)
+        assert.is_false(ok, k)
+        assert.matches(k, tostring(err))
+      end
+    end)
+  end)
 end)

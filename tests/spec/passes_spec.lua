@@ -9,7 +9,7 @@ describe("fathom.passes", function()
       assert.is_function(row.compile, row.name)
       assert.is_function(row.record, row.name)
       assert.is_function(row.summary.row, row.name)
-      assert.are.equal(7, #row.summary.headers, row.name)
+      assert.are.equal(8, #row.summary.headers, row.name)
       assert.is_string(row.search_workload, row.name)
       assert.is_string(row.search, row.name)
     end

@@ -24,6 +24,9 @@ local spec = {
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv", "svg" },
     help = "table (the summary), yaml, json, csv or svg (the sweep's step times as stacked bars); "
       .. "to --output-file [default: yaml] or, without it, to stdout [default: table]" },
+  { name = "memory-reserve", arg = "SIZE", bytes = true,
+    help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
+      .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }
@@ -32,7 +35,7 @@ M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logica
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
   "                      [--pass-mode " .. table.concat(passes.names, "|") .. "] \\\n" ..
   "                      [--output-file F] [--raw-output] [--format yaml|json|csv|svg] \\\n" ..
-  "                      [--trace-file F]\n\n" ..
+  "                      [--memory-reserve SIZE] [--trace-file F]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
   "sweep. Without --output-file, prints a summary table; with it, writes one\n" ..
   "record per point (configuration, model_configuration, expert_placement, time,\n" ..
@@ -82,7 +85,7 @@ function M.main(argv)
   local a = {
     hardware_lib = opts.hardware_lib, physical = opts.physical_topology,
     logical = opts.logical_topology, workload = opts.workload_spec, model = opts.model_spec,
-    sweep = opts.sweep_config, pass_mode = opts.pass_mode,
+    sweep = opts.sweep_config, pass_mode = opts.pass_mode, memory_reserve_bytes = opts.memory_reserve,
   }
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end

@@ -32,6 +32,9 @@ local spec = {
   { name = "top", arg = "K", integer = { 1, 1000 }, default = 10, help = "strategies to show" },
   { name = "fix", arg = "K=V,...", multi = true,
     help = "fix dimensions, e.g. tp=8,pp=4 (tp, pp, cp, ep, tp_moe, vs, mb, ...)" },
+  { name = "memory-reserve", arg = "SIZE", bytes = true,
+    help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
+      .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
   { name = "workers", arg = "N", integer = { 1, args.max_workers() }, default = 2, help = "worker processes" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
   { name = "help", flag = true, help = "this help" },
@@ -40,7 +43,7 @@ local spec = {
 M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--batch-rounding exact|down] [--seq S] [--gen N]\n" ..
-  "                     [--objective OBJ] [--top K]\n" ..
+  "                     [--objective OBJ] [--top K] [--memory-reserve SIZE]\n" ..
   "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
   "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
   "interleaved with virtual stages, ZB-H1, DualPipe; stages split between pod and\n" ..
@@ -83,13 +86,14 @@ local function table_text(res, system, top, rounded)
       h.ep > 1 and (h.ep .. (h.ep_su < h.ep and ("(" .. h.ep_su .. ")") or "")) or "-",
       h.ep > 1 and h.tp_moe or "-", h.cp,
       h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off",
-      units.bytes(h.peak_bytes), units.time(h.step_time_s), units.percent(h.mfu),
+      units.bytes(h.peak_bytes), units.bytes(h.headroom_bytes), units.time(h.step_time_s),
+      units.percent(h.mfu),
       units.percent(h.bubble_fraction), units.time(h.exposed_s.tp + h.exposed_s.tp_moe),
       units.time(h.exposed_s.ep), units.time(h.exposed_s.pp), units.time(h.exposed_s.dp + h.exposed_s.dp_moe) }
     if rounded then table.insert(rows[#rows], 10, h.batch) end
   end
   local header = { "#", "TP", "PP", "DP", "EP(pod)", "TPe", "CP", "schedule", "mb", "recompute", "ZeRO",
-    "SP", "mem/GPU", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }
+    "SP", "mem/GPU", "free", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }
   if rounded then table.insert(header, 10, "batch") end
   local out = { tablefmt.render(header, rows) }
   local s = res.stats
@@ -127,6 +131,7 @@ local function inference(opts, gpus, pod, row)
   local w = row.load(analysis.resolve(opts.workload or row.search_workload))
   if opts.seq then w[row.context_key] = math.tointeger(opts.seq) end
   if opts.gen then w.num_generated_tokens = math.tointeger(opts.gen) end
+  if opts.memory_reserve then w.memory_reserve_bytes = opts.memory_reserve end
   w.source_table, model.source_table = nil, nil
   local objective = opts.objective or "throughput"
   if objective ~= "throughput" and objective ~= "tpot" and objective ~= "ttft" then
@@ -147,12 +152,12 @@ local function inference(opts, gpus, pod, row)
   for i, x in ipairs(res.hits) do
     rows[i] = { i, x.tp, x.pp, x.dp, x.ep > 1 and x.ep or "-", x.batch, units.time(x.latency_s),
       string.format("%.0f", x.tokens_per_s), string.format("%.0f", x.tokens_per_s_per_gpu), units.bytes(x.peak_bytes),
-      units.bytes(x.kv_cache_bytes) }
+      units.bytes(x.headroom_bytes), units.bytes(x.kv_cache_bytes) }
   end
   io.stdout:write(string.format("%s %s on %d %s (%d-GPU pods), %s\n\n", model.name or opts.model, pass, gpus,
     opts.hardware, pod, objective == "throughput" and "most tokens/s" or ("lowest " .. objective)))
   io.stdout:write(tablefmt.render({ "#", "TP", "PP", "DP", "EP", "batch", row.latency_label,
-    "tokens/s", "tok/s/GPU", "mem/GPU", "KV/GPU" }, rows))
+    "tokens/s", "tok/s/GPU", "mem/GPU", "free", "KV/GPU" }, rows))
   local s = res.stats
   io.stdout:write(string.format("\n%d strategies considered: %d evaluated, %d do not tile, %d refused, " ..
     "%d do not fit, %d over the latency bound.\n", s.considered, s.evaluated, s.not_tiling, s.invalid, s.no_fit,
@@ -202,6 +207,7 @@ function searches.training(opts, extra, row)
     seq = opts.seq and math.tointeger(opts.seq), objective = objective,
     top = math.max(opts.top, 2), fix = parse_fix(opts.fix),
     workload = opts.workload or row.search_workload, batch_rounding = opts.batch_rounding,
+    memory_reserve_bytes = opts.memory_reserve,
   })
   for _, t in ipairs(def.space.tp) do
     if model.num_heads % t ~= 0 then
