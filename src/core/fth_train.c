@@ -245,6 +245,36 @@ static unsigned blocking_kinds(const fth_train_plan *p) {
   return k;
 }
 
+/* What recomputation re-runs in the backward of a stage of blocks[0] dense
+ * and blocks[1] MoE blocks: the whole blocks (full), the unfused attention
+ * core (selective), the per-op re-runs (op), and any recompute modules. */
+static void recompute_phase(const fth_train_plan *p, const fth_block_env *e,
+                            const fth_phase blk_f[2], double q, const int blocks[2],
+                            fth_phase *rec) {
+  const fth_train_def *w = &p->work;
+  memset(rec, 0, sizeof *rec);
+  if (w->recompute == FTH_RECOMPUTE_FULL)
+    fth_block_stage(e, blk_f, NULL, blocks, 0, w->micro_batch, q, rec, NULL);
+  else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
+    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, blocks[0] + blocks[1], rec);
+  else if (w->recompute == FTH_RECOMPUTE_OP) {
+    fth_phase blk_r[2];
+    memset(blk_r, 0, sizeof blk_r);
+    for (int moe = 0; moe < 2; moe++)
+      if (blocks[moe] > 0) fth_block_recompute_op(e, moe, w->micro_batch, q, &blk_r[moe]);
+    fth_block_stage(e, blk_r, NULL, blocks, 0, w->micro_batch, q, rec, NULL);
+  }
+  if (w->recompute_modules) {
+    fth_phase blk_m[2], mods;
+    memset(blk_m, 0, sizeof blk_m);
+    for (int moe = 0; moe < 2; moe++)
+      if (blocks[moe] > 0)
+        fth_block_recompute_modules(e, moe, w->recompute_modules, w->micro_batch, q, &blk_m[moe]);
+    fth_block_stage(e, blk_m, NULL, blocks, 0, w->micro_batch, q, &mods, NULL);
+    fth_phase_add(rec, &mods);
+  }
+}
+
 static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff,
                        fth_phase *fwd, fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
@@ -279,7 +309,8 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
    * head, any MTP modules) at the mean of their times per micro-batch; a
    * middle rank at most the heaviest middle stage's. */
   int first[2] = {l->first_stage_layers - l->first_stage_moe, l->first_stage_moe};
-  if (w->pp == FTH_PP_DUALPIPE && l->pp > 1) {
+  const int paired = w->pp == FTH_PP_DUALPIPE && l->pp > 1;
+  if (paired) {
     for (int moe = 0; moe < 2; moe++)
       if (first[moe] > 0 && last[moe] == 0 && mid[moe] == 0)
         fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
@@ -310,26 +341,17 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
       chosen = mid;
     }
   }
-  memset(rec, 0, sizeof *rec);
-  if (w->recompute == FTH_RECOMPUTE_FULL)
-    fth_block_stage(e, blk_f, NULL, chosen, 0, w->micro_batch, q, rec, NULL);
-  else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
-    fth_block_recompute_attention(e, w->micro_batch, w->seq_len, chosen[0] + chosen[1], rec);
-  else if (w->recompute == FTH_RECOMPUTE_OP) {
-    fth_phase blk_r[2];
-    memset(blk_r, 0, sizeof blk_r);
-    for (int moe = 0; moe < 2; moe++)
-      if (chosen[moe] > 0) fth_block_recompute_op(e, moe, w->micro_batch, q, &blk_r[moe]);
-    fth_block_stage(e, blk_r, NULL, chosen, 0, w->micro_batch, q, rec, NULL);
-  }
-  if (w->recompute_modules) {
-    fth_phase blk_m[2], mods;
-    memset(blk_m, 0, sizeof blk_m);
-    for (int moe = 0; moe < 2; moe++)
-      if (chosen[moe] > 0)
-        fth_block_recompute_modules(e, moe, w->recompute_modules, w->micro_batch, q, &blk_m[moe]);
-    fth_block_stage(e, blk_m, NULL, chosen, 0, w->micro_batch, q, &mods, NULL);
-    fth_phase_add(rec, &mods);
+  /* Under DualPipe's pairing the first rank re-runs half the micro-batches
+   * through each of its two stages. */
+  if (paired && chosen == last) {
+    fth_phase rf;
+    recompute_phase(p, e, blk_f, q, last, rec);
+    recompute_phase(p, e, blk_f, q, first, &rf);
+    fth_phase_scale(rec, 0.5);
+    fth_phase_scale(&rf, 0.5);
+    fth_phase_add(rec, &rf);
+  } else {
+    recompute_phase(p, e, blk_f, q, chosen, rec);
   }
 }
 
