@@ -98,9 +98,9 @@ fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
   if ((st = need_nonneg_int(err, "moe_layer_interval", d->moe_layer_interval)) != FTH_OK) return st;
   if ((st = need_nonneg_int(err, "n_group", d->n_group)) != FTH_OK) return st;
   if ((st = need_nonneg_int(err, "topk_group", d->topk_group)) != FTH_OK) return st;
-  if (d->mtp_layers < 0 || d->mtp_layers > 8)
-    return fth_fail(err, FTH_EINVAL, "num_nextn_predict_layers", "expected 0 to 8, got %d",
-                    d->mtp_layers);
+  if (d->mtp_layers < 0 || d->mtp_layers > FTH_MAX_MTP_LAYERS)
+    return fth_fail(err, FTH_EINVAL, "num_nextn_predict_layers", "expected 0 to %d, got %d",
+                    FTH_MAX_MTP_LAYERS, d->mtp_layers);
   if (d->n_group > 0 && (d->num_experts < 1 || d->num_experts % d->n_group != 0))
     return fth_fail(err, FTH_EINVAL, "n_group",
                     "expected a divisor of num_regular_experts (%d), got %d", d->num_experts,

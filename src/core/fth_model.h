@@ -8,6 +8,9 @@
 
 #include "fth_common.h"
 
+/// Most multi-token-prediction modules a model may train (DeepSeek-V3: 1).
+#define FTH_MAX_MTP_LAYERS 8
+
 typedef struct fth_model_def {
   int d_model;       ///< hidden size h
   int n_layers;      ///< transformer blocks (dense + MoE)
@@ -37,7 +40,7 @@ typedef struct fth_model_def {
    * each MTP module is one more block of the last layer's kind, a projection of
    * [h; h] to h and another pass of the shared LM head and loss. Training only;
    * Megatron-Core and DeepSeek put them on the last pipeline stage. */
-  int mtp_layers; ///< MTP modules (0 = none)
+  int mtp_layers; ///< MTP modules (0 = none, at most FTH_MAX_MTP_LAYERS)
   /* MLA (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention */
   int q_lora_rank; ///< 0 = queries not compressed
   int kv_lora_rank;

@@ -294,7 +294,7 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
   out->n_group = lcheck_int_range(L, idx, w, "n_group", out->n_group, 0, LCHECK_MAX_HEADS);
   out->topk_group = lcheck_int_range(L, idx, w, "topk_group", out->topk_group, 0, LCHECK_MAX_HEADS);
   out->mtp_layers =
-      lcheck_int_range(L, idx, w, "num_nextn_predict_layers", out->mtp_layers, 0, 8);
+      lcheck_int_range(L, idx, w, "num_nextn_predict_layers", out->mtp_layers, 0, FTH_MAX_MTP_LAYERS);
   out->q_lora_rank = lcheck_int_range(L, idx, w, "q_lora_rank", out->q_lora_rank, 0, LCHECK_MAX_WIDTH);
   out->kv_lora_rank =
       lcheck_int_range(L, idx, w, "kv_lora_rank", out->kv_lora_rank, 0, LCHECK_MAX_WIDTH);

@@ -54,12 +54,15 @@ static void setname(lua_State *L, const char *k, lnames_enum e, int v) {
   } while (0)
 
 void lfth_open_defaults(lua_State *L) {
-  lua_createtable(L, 0, 3); /* core defaults */
+  lua_createtable(L, 0, 4); /* core defaults */
   fth_topology_def topo = fth_topology_def_default();
   lua_createtable(L, 0, 2); /* core defaults topology */
   setbool(L, "dp_bandwidth_apart", topo.dp_bandwidth_apart);
   setbool(L, "bandwidth_by_traffic", topo.share_by_traffic);
   lua_setfield(L, -2, "topology");
+  lua_createtable(L, 0, 1); /* core defaults limits */
+  setint(L, "num_nextn_predict_layers", FTH_MAX_MTP_LAYERS);
+  lua_setfield(L, -2, "limits");
   fth_train_def t = ldefaults_train();
   lua_createtable(L, 0, 16); /* core defaults train */
   COMMON(t);
