@@ -227,11 +227,6 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->comm_compute_share = w->moe_comm_compute_share;
 }
 
-/* One micro-batch through the slowest stage: the heaviest stage but the last,
- * or the last with the LM head, whichever takes longer under the overlap
- * `eff`; and what recomputation re-runs inside its backward: the whole blocks
- * (full), the unfused attention core (selective) or every other GEMM and the
- * element-wise kernels (op). */
 /* Kinds run without overlap: TP's collectives when the workload does not
  * overlap them (vanilla TP), EP's dispatch and combine when it does not
  * (an all-to-all between the router and the experts, Megatron-Core's alltoall
@@ -275,6 +270,11 @@ static void recompute_phase(const fth_train_plan *p, const fth_block_env *e,
   }
 }
 
+/* One micro-batch through the slowest stage: the heaviest stage but the last,
+ * or the last with the LM head, whichever takes longer under the overlap
+ * `eff`; and what recomputation re-runs inside its backward: the whole blocks
+ * (full), the unfused attention core (selective) or every other GEMM and the
+ * element-wise kernels (op), plus any recompute modules. */
 static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff,
                        fth_phase *fwd, fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
