@@ -98,7 +98,7 @@ static void stage_params(fth_layout *l, const fth_model_def *m) {
   /* MTP modules on the last stage: a block of the last layer's kind each and
    * the [h; h] -> h projection (DeepSeek-AI 2024 Sec. 2.2). */
   if (m->mtp_layers > 0) {
-    int moe_kind = fth_model_num_moe_in(m, m->n_layers - 1, m->n_layers) > 0;
+    int moe_kind = fth_model_last_layer_moe(m);
     double h = m->d_model;
     d_last += m->mtp_layers * ((moe_kind ? moe_block : dense_block) + 2.0 * h * h / tp);
     if (moe_kind) e_last += m->mtp_layers * experts;

@@ -136,6 +136,10 @@ int fth_model_num_moe_layers(const fth_model_def *d) {
   return (rest + k - 1) / k;
 }
 
+int fth_model_last_layer_moe(const fth_model_def *d) {
+  return fth_model_num_moe_in(d, d->n_layers - 1, d->n_layers) > 0;
+}
+
 int fth_model_num_moe_in(const fth_model_def *d, int first, int last) {
   /* Layers i in [first, last) with i >= fd and (i - fd) % k == 0. */
   if (!is_moe_model(d)) return 0;

@@ -109,6 +109,8 @@ double fth_model_expert_ffn_hidden(const fth_model_def *def);
 int fth_model_num_moe_layers(const fth_model_def *def);
 /// MoE blocks among layers [first, last) (closed form, constant time).
 int fth_model_num_moe_in(const fth_model_def *def, int first, int last);
+/// 1 when the last layer is a MoE block: the kind an MTP module's block takes.
+int fth_model_last_layer_moe(const fth_model_def *def);
 /// Is block `layer` (0-based) an MoE block?
 int fth_model_layer_is_moe(const fth_model_def *def, int layer);
 /// Shape of a dense (moe = 0) or MoE (moe = 1) block.

@@ -240,6 +240,14 @@ static unsigned blocking_kinds(const fth_train_plan *p) {
   return k;
 }
 
+/* The blocks of the heaviest middle stage and of the last; the last also
+ * carries the MTP modules' blocks, of the last layer's kind, which train
+ * there with their projection and head passes (fth_block_mtp). */
+static void stage_blocks(const fth_train_plan *p, int mid[2], int last[2]) {
+  fth_block_stage_blocks(&p->layout, mid, last);
+  if (p->model.mtp_layers > 0) last[fth_model_last_layer_moe(&p->model)] += p->model.mtp_layers;
+}
+
 /* What recomputation re-runs in the backward of a stage of blocks[0] dense
  * and blocks[1] MoE blocks: the whole blocks (full), the unfused attention
  * core (selective), the per-op re-runs (op), and any recompute modules. */
@@ -284,12 +292,8 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
   memset(blk_f, 0, sizeof blk_f);
   memset(blk_b, 0, sizeof blk_b);
   int mid[2], last[2];
-  fth_block_stage_blocks(l, mid, last);
-  /* Multi-token prediction: its modules' blocks (of the last layer's kind)
-   * join the last stage's, with their projection and head passes. */
+  stage_blocks(p, mid, last);
   const fth_model_def *m = &p->model;
-  if (m->mtp_layers > 0)
-    last[fth_model_num_moe_in(m, m->n_layers - 1, m->n_layers) > 0] += m->mtp_layers;
   for (int moe = 0; moe < 2; moe++)
     if (mid[moe] > 0 || last[moe] > 0)
       fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
@@ -576,10 +580,7 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
   block_env(p, &e);
   const double q = w->seq_len / l->cp, mbs = p->microbatches;
   int mid[2], last[2];
-  fth_block_stage_blocks(l, mid, last);
-  const fth_model_def *m = &p->model;
-  if (m->mtp_layers > 0)
-    last[fth_model_num_moe_in(m, m->n_layers - 1, m->n_layers) > 0] += m->mtp_layers;
+  stage_blocks(p, mid, last);
   for (int moe = 0; moe < 2; moe++) {
     int blocks = mid[moe] > last[moe] ? mid[moe] : last[moe];
     if (blocks == 0) continue;

@@ -11,6 +11,7 @@
  * norm/residual pass, does 8 FLOP per 4 B: 0.34 us of compute against 2.1 us
  * of memory fused), so the modes differ by bytes / 10 TB/s. */
 #include "fth_train.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 static int eval(int eager, fth_recompute rc, fth_train_result *r) {
@@ -22,13 +23,7 @@ static int eval(int eager, fth_recompute rc, fth_train_result *r) {
   n.tier[FTH_TIER_XPU].num_stacks = 1;
   n.tier[FTH_TIER_XPU].efficiency = 1.0;
   n.has_tier[FTH_TIER_XPU] = 1;
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 1;
-  t.phys[0].type = FTH_TOPO_SWITCHED;
-  t.phys[0].size = 1;
-  t.phys[0].link.bw_bytes_per_s = 100e9;
-  t.num_logical = 1;
-  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 1};
+  fth_topology_def t = tfx_tp_only(1, 100e9);
   fth_model_def m = fth_model_def_default();
   m.d_model = 1024;
   m.n_layers = 2;
@@ -38,13 +33,7 @@ static int eval(int eager, fth_recompute rc, fth_train_result *r) {
   m.gated_mlp = 1;
   m.vocab_size = 32000;
   m.max_seq_len = 1024;
-  fth_train_def w = fth_train_def_default();
-  w.global_batch = 1;
-  w.micro_batch = 1;
-  w.seq_len = 1024;
-  w.comp_comm_eff = 0.0;
-  w.comp_mem_eff = 1.0;
-  w.comm_mem_eff = 0.0;
+  fth_train_def w = tfx_serial_work(1, 1024);
   w.eager_elementwise = eager;
   w.recompute = rc;
   fth_train_plan plan;

@@ -3,6 +3,7 @@
  * GEMM FLOPs it re-runs, and its cost inside a training step; every expected
  * number derived by hand. */
 #include "fth_train.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 /* A small Llama-like block: h 1024, 16 query heads of 64 (a hd = 1024), 4 KV
@@ -106,14 +107,7 @@ static fth_node_def node(void) {
 
 static int step(void) {
   fth_node_def n = node();
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 1;
-  t.phys[0].type = FTH_TOPO_SWITCHED;
-  t.phys[0].size = 2;
-  t.phys[0].link.bw_bytes_per_s = 100e9;
-  t.phys[0].link.latency_s = 0.0;
-  t.num_logical = 1;
-  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 2};
+  fth_topology_def t = tfx_tp_only(2, 100e9);
   fth_model_def m = fth_model_def_default();
   m.d_model = 1024;
   m.n_layers = 2;
@@ -121,13 +115,7 @@ static int step(void) {
   m.ffn_hidden = 4096;
   m.vocab_size = 32000;
   m.max_seq_len = 1024;
-  fth_train_def w = fth_train_def_default();
-  w.global_batch = 2;
-  w.micro_batch = 1;
-  w.seq_len = 1024;
-  w.comp_comm_eff = 0.0;
-  w.comp_mem_eff = 1.0;
-  w.comm_mem_eff = 0.0;
+  fth_train_def w = tfx_serial_work(2, 1024);
   fth_train_result none, op;
   fth_train_plan plan;
   fth_error err;
