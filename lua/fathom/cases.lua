@@ -251,10 +251,8 @@ end
 --   recipe      the core's precision_recipe (fathom.names), "none" for BF16/FP16/FP32
 -- Recipes as sources write them: delayed -> fp8_delayed; current, tensorwise, FP8-CS,
 -- dynamic -> fp8_current; MXFP8/FP8-MX -> mxfp8; blockwise, block-scaled, DeepSeek-style,
--- Float8BlockScaling, DeepGEMM -> fp8_blockwise; NVFP4/MXFP4/FP4 -> nvfp4; rowwise (torchao
--- Float8 rowwise) -> fp8_current, the closest: both take their scale from the current
--- tensor with an amax pass, and a row's FP32 scale is ~1/4096 byte per element, not
--- blockwise's 1/32 (the slower rowwise-scaled GEMMs themselves have no core term; noted).
+-- Float8BlockScaling, DeepGEMM -> fp8_blockwise; NVFP4/MXFP4/FP4 -> nvfp4; rowwise or
+-- axiswise (torchao Float8 rowwise) -> fp8_rowwise (every operand quantised along both axes).
 -- A plain "FP8" takes the framework's recipe (default_recipe), else fp8_current.
 function M.precision(s, default_recipe)
   local out = M.precision_width(s, default_recipe)
@@ -279,9 +277,7 @@ function M.precision_width(s, default_recipe)
     if p:find("current") or p:find("tensorwise") or p:find("fp8%-cs") or p:find("dynamic") then
       return low(R.fp8_current, 1)
     end
-    if p:find("rowwise") then
-      return low(R.fp8_current, 1, "FP8 rowwise scaling costed as fp8_current (per-tensor dynamic scale)")
-    end
+    if p:find("rowwise") or p:find("axiswise") then return low(R.fp8_rowwise, 1) end
     if p:find("block") or p:find("deepseek") or p:find("deepgemm") then return low(R.fp8_blockwise, 1) end
     return low(R[default_recipe or R.fp8_current], 1)
   end
@@ -563,6 +559,7 @@ function M.training_docs(case)
     gradient_float_size = fw.grad_bytes, recompute = recompute, recompute_modules = modules,
     flash_attention = fw.flash_attention,
     eager_elementwise = fw.eager_elementwise,
+    cast_kernels = fw.cast_kernels,
     -- async TP as the case states it (torchtitan's async_tp), else the framework's convention
     tp_comm_overlap = (case.parallelism or {}).async_tp == nil and fw.tp_comm_overlap
       or M.flag((case.parallelism or {}).async_tp),

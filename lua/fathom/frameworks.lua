@@ -37,6 +37,10 @@
 --   eager_elementwise      eager PyTorch: every element-wise op its own kernel (fp32 norm and
 --                          RoPE chains, unfused SwiGLU); a name that says "compile"
 --                          (torch.compile fuses those chains) turns it off
+--   cast_kernels           how an FP8/FP4 recipe's casts are written (the core's cast_kernels):
+--                          fused (Transformer Engine's cast-transpose kernels), compiled
+--                          (torch.compile: amax, cast and transpose as separate Triton kernels),
+--                          eager; torchtitan's rows are eager unless the name says "compile"
 --   ep_comm_overlap        EP dispatch/combine all-to-alls overlapped with compute (DualPipe,
 --                          Megatron-Core's 1F1B A2A overlap, two-batch overlap); false: the
 --                          alltoall/DeepEP dispatcher as Megatron-Core, NeMo, AutoModel and
@@ -64,6 +68,7 @@ local base = {
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = true,
+  cast_kernels = "fused",
 }
 
 M.rows = {
@@ -109,10 +114,11 @@ M.rows = {
   -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
     dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true,
-    tp_comm_overlap = false, ep_comm_overlap = false,
+    cast_kernels = "eager", tp_comm_overlap = false, ep_comm_overlap = false,
     ep_dispatch_per_node = false },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
-    recompute = "op", pp_micro_batch = 1, eager_elementwise = true, tp_comm_overlap = false,
+    recompute = "op", pp_micro_batch = 1, eager_elementwise = true, cast_kernels = "eager",
+    tp_comm_overlap = false,
     ep_comm_overlap = false,
     ep_dispatch_per_node = false },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
@@ -194,7 +200,10 @@ function M.lookup(name)
   for k, val in pairs(row or {}) do out[k] = val end
   out.name = row and row.name or "default"
   out.pattern, out.min_version, out.max_version, out.exclude = nil, nil, nil, nil
-  if s:find("compile") then out.eager_elementwise = false end
+  if s:find("compile") then
+    out.eager_elementwise = false
+    if out.cast_kernels == "eager" then out.cast_kernels = "compiled" end
+  end
   if s:find("async[%s%-_]?tp") then out.tp_comm_overlap = true end
   if M.ep_overlap(s) then out.ep_comm_overlap = true end
   if M.ep_per_node(s) then out.ep_dispatch_per_node = true end
@@ -213,6 +222,7 @@ function M.workload_defaults(name, pass)
     w.recompute = f.recompute
     w.gradient_float_size = f.grad_bytes
     w.eager_elementwise = f.eager_elementwise
+    w.cast_kernels = f.cast_kernels
     w.tp_comm_overlap = f.tp_comm_overlap
     w.ep_comm_overlap = f.ep_comm_overlap
     w.ep_dispatch_per_node = f.ep_dispatch_per_node

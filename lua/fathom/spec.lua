@@ -253,6 +253,8 @@ M.train_schema = with_common({
       .. "the combine stays at float_size_bytes" },
   precision_recipe = { type = "string", choices = names.precision_recipe, default = TRAIN.precision_recipe,
     hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
+  cast_kernels = { type = "string", choices = names.cast_kernels, default = TRAIN.cast_kernels,
+    hint = "how the recipe's casts are written: fused (Transformer Engine), compiled (torch.compile), eager" },
 })
 
 M.tp_spec_schema = { variant = { type = "string", default = "SHARD_WEIGHTS_1D" } }
@@ -587,6 +589,7 @@ function M.train(src)
     memory_fragmentation_fraction = w.memory_fragmentation_fraction,
     kernel_model = w.kernel_model,
     precision_recipe = w.precision_recipe,
+    cast_kernels = w.cast_kernels,
     collective = coll,
     memory_device_map_traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components),
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),

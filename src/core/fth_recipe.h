@@ -21,6 +21,7 @@ typedef enum fth_recipe {
   FTH_RECIPE_NONE = 0,    ///< every kernel at the activation precision (no casts)
   FTH_RECIPE_FP8_DELAYED, ///< E4M3/E5M2, per-tensor scale from the amax history (TE default)
   FTH_RECIPE_FP8_CURRENT, ///< per-tensor scale from the tensor itself: an amax pass first
+  FTH_RECIPE_FP8_ROWWISE, ///< a scale per row of each GEMM's reduction axis (torchao rowwise)
   FTH_RECIPE_MXFP8,       ///< OCP MX E4M3, an E8M0 scale per 32 elements (Blackwell)
   FTH_RECIPE_FP8_BLOCKWISE, ///< E4M3, an FP32 scale per 1x128 tile / 128x128 block (DeepSeek-V3)
   FTH_RECIPE_NVFP4,       ///< E2M1, an E4M3 scale per 16 elements and an FP32 one per tensor
@@ -30,7 +31,9 @@ typedef enum fth_recipe {
 typedef struct fth_recipe_row {
   const char *name;     ///< spelling in inputs and outputs
   fth_precision gemm;   ///< the linear layers' GEMMs (operands at its width)
-  double amax_passes;   ///< extra reads of a tensor to find its scale
+  double quantisations; ///< separate quantisations of a tensor per use (1: one pass writes
+                        ///< both copies; 2: each axis' copy has its own scale, so its own pass)
+  double amax_passes;   ///< extra reads of a tensor per quantisation to find its scale
   double scale_bytes;   ///< scale bytes per quantised element
   double copies;        ///< quantised copies written per cast (row- and column-wise)
   const char *source;   ///< where the format comes from
@@ -40,7 +43,23 @@ const fth_recipe_row *fth_recipe_get(fth_recipe r); ///< NULL when out of range
 const char *fth_recipe_name(fth_recipe r);
 fth_recipe fth_recipe_parse(const char *name); ///< FTH_RECIPE_COUNT when unknown
 
-/// Bytes moved per element cast from `in_bytes`-wide values (0 without a recipe).
-double fth_recipe_cast_bytes(fth_recipe r, double in_bytes);
+/// How the cast kernels are written, which sets the traffic they really move.
+typedef enum fth_cast_kernels {
+  FTH_CAST_FUSED = 0, ///< fused cast(-transpose) kernels (Transformer Engine, DeepGEMM): the ideal
+  FTH_CAST_COMPILED,  ///< torch.compile (Inductor/Triton): separate amax, cast and transpose passes
+  FTH_CAST_EAGER,     ///< eager PyTorch: a chain of unfused kernels through FP32 temporaries
+  FTH_CAST_KERNELS_COUNT
+} fth_cast_kernels;
+
+const char *fth_cast_kernels_name(fth_cast_kernels k); ///< "fused", "compiled", "eager"
+fth_cast_kernels fth_cast_kernels_parse(const char *name); ///< FTH_CAST_KERNELS_COUNT if unknown
+
+/// Traffic of `k`'s casts over the fused ideal (measured on H100, fth_recipe.c).
+double fth_cast_kernels_traffic(fth_cast_kernels k);
+
+/// Bytes moved per element cast from `in_bytes`-wide values by `k`'s kernels (0 without
+/// a recipe): quantisations x in_bytes x (1 + amax_passes) read, copies x (gemm width +
+/// scale) written, times k's traffic factor.
+double fth_recipe_cast_bytes(fth_recipe r, double in_bytes, fth_cast_kernels k);
 
 #endif

@@ -207,7 +207,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
     e->k.gemm_env = fth_kernel_env_make(&p->node, row->gemm, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
     e->k.gemm_env.model = w->kernel_model;
     e->k.gemm_bytes = fth_precision_bytes(row->gemm);
-    e->k.cast_bytes = fth_recipe_cast_bytes(w->recipe, w->act_bytes);
+    e->k.cast_bytes = fth_recipe_cast_bytes(w->recipe, w->act_bytes, w->cast_kernels);
     e->k.weight_cast_share = 1.0 / p->microbatches;
   }
   e->lay = &p->layout;

@@ -397,6 +397,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
   out->recipe =
       (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE, out->recipe);
+  out->cast_kernels = (fth_cast_kernels)lnames_check(L, idx, w, "cast_kernels", LNAMES_CAST_KERNELS,
+                                                     out->cast_kernels);
   out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", out->ep_a2a_override_s);
   out->moe_dispatch_bytes =
       lcheck_number(L, idx, w, "moe_dispatch_float_size_bytes", out->moe_dispatch_bytes);

@@ -70,6 +70,7 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "pp_variant", LNAMES_PP_SCHEDULE, (int)t.pp);
   setname(L, "recompute", LNAMES_RECOMPUTE, (int)t.recompute);
   setname(L, "precision_recipe", LNAMES_PRECISION_RECIPE, (int)t.recipe);
+  setname(L, "cast_kernels", LNAMES_CAST_KERNELS, (int)t.cast_kernels);
   setint(L, "virtual_stages", t.virtual_stages);
   setbool(L, "sequence_parallel", t.sequence_parallel);
   setbool(L, "tp_comm_overlap", t.tp_comm_overlap);

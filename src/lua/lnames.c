@@ -58,6 +58,8 @@ NAME_OF(fth_placement_name, fth_placement)
 PARSE_OF(fth_placement_parse)
 NAME_OF(fth_recipe_name, fth_recipe)
 PARSE_OF(fth_recipe_parse)
+NAME_OF(fth_cast_kernels_name, fth_cast_kernels)
+PARSE_OF(fth_cast_kernels_parse)
 /* Recompute modules are bits: index i is bit 1 << i; unknown parses to 3. */
 static const char *recompute_module_name_i(int i) {
   return fth_recompute_module_name(1u << i);
@@ -108,6 +110,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                                 fth_placement_parse_i, NULL},
     [LNAMES_PRECISION_RECIPE] = {"precision_recipe", FTH_RECIPE_COUNT, fth_recipe_name_i,
                                  fth_recipe_parse_i, NULL},
+    [LNAMES_CAST_KERNELS] = {"cast_kernels", FTH_CAST_KERNELS_COUNT, fth_cast_kernels_name_i,
+                             fth_cast_kernels_parse_i, NULL},
     [LNAMES_RECOMPUTE_MODULE] = {"recompute_module", 3, recompute_module_name_i,
                                  recompute_module_parse_i, NULL},
 };

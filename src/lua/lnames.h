@@ -24,6 +24,7 @@ typedef enum lnames_enum {
   LNAMES_ROUTE_DISTRIBUTION,
   LNAMES_ROUTE_PLACEMENT,
   LNAMES_PRECISION_RECIPE,
+  LNAMES_CAST_KERNELS,
   LNAMES_RECOMPUTE_MODULE, ///< index i names the module bit 1 << i
   LNAMES_COUNT
 } lnames_enum;

@@ -137,7 +137,7 @@ describe("fathom.cases", function()
     assert.are.equal("fp8_delayed", cases.precision("FP8 delayed scaling").recipe)
     assert.are.equal("fp8_current", cases.precision("FP8-CS").recipe)
     assert.are.equal("fp8_current", cases.precision("Float8 tensorwise (torchao) + BF16").recipe)
-    assert.are.equal("fp8_current", cases.precision("Float8 rowwise (torchao) + BF16").recipe)
+    assert.are.equal("fp8_rowwise", cases.precision("Float8 rowwise (torchao) + BF16").recipe)
     assert.are.equal("mxfp8", cases.precision("MXFP8").recipe)
     assert.is_true(cases.precision("NVFP4").fp4)
     assert.are.equal("nvfp4", cases.precision("NVFP4").recipe)
@@ -296,6 +296,24 @@ describe("frameworks: eager or compiled element-wise kernels", function()
     local w = require("fathom.spec").train({ framework = "torchtitan 2025", global_batch_size = 8,
       micro_batch_size = 1, seq_length = 2048 })
     assert.is_true(w.eager_elementwise)
+  end)
+
+  it("writes a recipe's casts as the framework does: fused (TE), compiled or eager (torchtitan)", function()
+    assert.are.equal("eager", frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch 1963fc8").cast_kernels)
+    assert.are.equal("compiled", frameworks.lookup("torchtitan 820504e; torch.compile").cast_kernels)
+    assert.are.equal("fused", frameworks.lookup("NeMo 25.04 container").cast_kernels)
+    assert.are.equal("fused", frameworks.lookup("Megatron-Bridge 0.2").cast_kernels)
+    local w = require("fathom.spec").train({ framework = "torchtitan 2025, torch.compile", global_batch_size = 8,
+      micro_batch_size = 1, seq_length = 2048, precision_recipe = "fp8_rowwise" })
+    assert.are.equal("compiled", w.cast_kernels)
+    assert.are.equal("fp8_rowwise", w.precision_recipe)
+  end)
+
+  it("refuses a cast implementation it does not know, naming the key", function()
+    local ok, err = pcall(require("fathom.spec").train, { global_batch_size = 8, micro_batch_size = 1,
+      seq_length = 2048, precision_recipe = "fp8_current", cast_kernels = "triton" })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("cast_kernels", 1, true))
   end)
 end)
 
