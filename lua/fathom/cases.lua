@@ -81,6 +81,31 @@ function M.count(v)
 end
 
 -- flag(v) -> true/false for booleans written as true/1/"yes"/"on"/"true" or false/0/null.
+-- lora_rank(case) -> the LoRA rank a case states, or nil: a number under training.lora_rank,
+-- training.lora.{rank, r, dim} or training.peft.{rank, r, dim}, else "LoRA rank 16", "LoRA
+-- dim 16", "rank=16", "r=16" in the training strings or the notes.
+function M.lora_rank(case)
+  local tr = case.training or {}
+  local function num(v)
+    local n = tonumber(v)
+    return n and n >= 1 and n == math.floor(n) and n <= 65536 and n or nil
+  end
+  local r = num(tr.lora_rank)
+  for _, k in ipairs({ "lora", "peft" }) do
+    local t = tr[k]
+    if not r and type(t) == "table" then r = num(t.rank) or num(t.r) or num(t.dim) end
+  end
+  if r then return r end
+  local text = {}
+  for _, k in ipairs({ "task", "method", "peft", "lora", "finetuning", "notes" }) do
+    if type(tr[k]) == "string" then text[#text + 1] = tr[k] end
+  end
+  if type(case.notes) == "string" then text[#text + 1] = case.notes end
+  local s = table.concat(text, " "):lower()
+  return num(s:match("lora[%s_%-]*rank[%s:=]*(%d+)")) or num(s:match("lora[%s_%-]*dim[%s:=]*(%d+)"))
+    or num(s:match("lora[%s_%-]*r[%s]*=[%s]*(%d+)")) or num(s:match("rank[%s]*=[%s]*(%d+)"))
+end
+
 function M.flag(v)
   if v == nil or v == false or v == 0 then return false end
   if v == true then return true end
@@ -505,9 +530,13 @@ function M.training_docs(case)
   notes = notes or {}
   local task = lower(tr.task) .. " " .. lower(tr.method) .. " " .. lower(tr.peft) .. " " .. lower(tr.finetuning)
     .. " " .. lower(tr.objective)
+  local lora_rank
   if task:find("lora") or task:find("adapter") or task:find("peft") or M.flag(tr.lora) then
-    return nil, "LoRA/PEFT fine-tuning (frozen base weights: no weight-gradient GEMMs, no base optimizer) " ..
-      "is not modelled by the core"
+    lora_rank = M.lora_rank(case)
+    if not lora_rank then
+      lora_rank = 16
+      notes[#notes + 1] = "LoRA rank not stated: 16 assumed (PEFT recipes' common rank)"
+    end
   end
   if p.ep and (model.num_regular_experts or 0) <= 1 then
     p.ep, p.etp, p.dp_moe = nil, nil, nil
@@ -560,6 +589,7 @@ function M.training_docs(case)
     flash_attention = fw.flash_attention,
     eager_elementwise = fw.eager_elementwise,
     cast_kernels = fw.cast_kernels,
+    lora_rank = lora_rank,
     -- async TP as the case states it (torchtitan's async_tp), else the framework's convention
     tp_comm_overlap = (case.parallelism or {}).async_tp == nil and fw.tp_comm_overlap
       or M.flag((case.parallelism or {}).async_tp),

@@ -253,6 +253,9 @@ M.train_schema = with_common({
       .. "the combine stays at float_size_bytes" },
   precision_recipe = { type = "string", choices = names.precision_recipe, default = TRAIN.precision_recipe,
     hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
+  lora_rank = { type = "integer", min = 0, max = 65536, default = TRAIN.lora_rank,
+    hint = "LoRA fine-tuning: adapters of this rank on every linear but router and experts, base frozen; "
+      .. "0 = full training" },
   cast_kernels = { type = "string", choices = names.cast_kernels, default = TRAIN.cast_kernels,
     hint = "how the recipe's casts are written: fused (Transformer Engine), compiled (torch.compile), eager" },
 })
@@ -590,6 +593,7 @@ function M.train(src)
     kernel_model = w.kernel_model,
     precision_recipe = w.precision_recipe,
     cast_kernels = w.cast_kernels,
+    lora_rank = w.lora_rank,
     collective = coll,
     memory_device_map_traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components),
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),

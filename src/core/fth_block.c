@@ -462,9 +462,11 @@ void fth_block_head(const fth_block_env *e, double requests, double q, int embed
   if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
   if (bwd == NULL) return;
   add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, h, v, 1, ab), h * v * ab);
-  double before = bwd->kernel_s;
-  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, h, v, tokens, 1, ab), 0.0);
-  bwd->wgrad_s += bwd->kernel_s - before;
+  if (!(e->k.lora_rank > 0)) { /* LoRA freezes the head: no weight gradient */
+    double before = bwd->kernel_s;
+    add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, h, v, tokens, 1, ab), 0.0);
+    bwd->wgrad_s += bwd->kernel_s - before;
+  }
   add(e, bwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
   if (embedding) add(e, bwd, FTH_FLOP_EMBEDDING, ke, 0.0);
 }

@@ -558,3 +558,19 @@ fth_recompute fth_recompute_parse(const char *name) {
     if (strcmp(name, recompute_names[i]) == 0) return (fth_recompute)i;
   return FTH_RECOMPUTE_COUNT;
 }
+
+int fth_linear_takes_lora(const fth_linear *l) {
+  return l->part != FTH_PART_ROUTER && l->part != FTH_PART_EXPERT;
+}
+
+double fth_layer_lora_params(const fth_layer_shape *sh, double r, double tp) {
+  double n = 0.0;
+  for (int i = 0; i < sh->num_linears; i++) {
+    const fth_linear *l = &sh->lin[i];
+    if (!fth_linear_takes_lora(l)) continue;
+    double in = l->shard == FTH_SHARD_ROW ? l->in / tp : l->in;
+    double out = l->shard == FTH_SHARD_COLUMN ? l->out / tp : l->out;
+    n += r * (in + out);
+  }
+  return n;
+}

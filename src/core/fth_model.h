@@ -82,6 +82,11 @@ typedef struct fth_linear {
 
 /// The shape of one block. For MoE blocks the EXPERT linears describe ONE
 /// expert; the caller multiplies by tokens routed to it.
+/// Whether LoRA adapters attach to linear `l` (Hu et al. 2021): every linear of the
+/// block but the MoE router and the routed experts (PEFT's all-linear target on dense
+/// and shared MLPs; expert LoRA is not modelled).
+int fth_linear_takes_lora(const fth_linear *l);
+
 typedef struct fth_layer_shape {
   int is_moe;
   int num_linears;
@@ -99,6 +104,11 @@ typedef struct fth_layer_shape {
   double params_shared; ///< all shared experts together
   double params_norm;   ///< norm weight vectors of the block (2 h, + q_lora + kv_lora for MLA)
 } fth_layer_shape;
+
+/// LoRA adapter parameters of one block per GPU at rank `r`: A (in x r) and B (r x out)
+/// per adapted linear, each sharded as its linear is (column-parallel: B split over TP;
+/// row-parallel: A split), so r (in / tp_in + out / tp_out) per linear.
+double fth_layer_lora_params(const fth_layer_shape *sh, double r, double tp);
 
 /// Dense MLP width: ffn_hidden_size, else mlp_ratio x d_model (the one fallback).
 double fth_model_ffn_hidden(const fth_model_def *def);

@@ -121,6 +121,38 @@ static void cast(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part, doub
                        0.0);
 }
 
+/* LoRA adapters (Hu et al. 2021; as PEFT runs them): y = W x + s B (A x) at the
+ * activation width. Forward: A x (tokens x r from x) and B (A x), then the scaled
+ * sum into y (read y and the update, write y: 3 elements moved per output element).
+ * Backward: dB = (A x)^T dy and d(Ax) = dy B^T, dA = x^T d(Ax) and dx += d(Ax) A^T
+ * (the same 3-element sum into dx). The base weight gets no gradient. */
+static void lora(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens, double tp,
+                 double ab, fth_phase *fwd, fth_phase *bwd) {
+  const double r = c->lora_rank;
+  for (int i = 0; i < sh->num_linears; i++) {
+    const fth_linear *l = &sh->lin[i];
+    if (!fth_linear_takes_lora(l)) continue;
+    double in = l->shard == FTH_SHARD_ROW ? l->in / tp : l->in;
+    double out = l->shard == FTH_SHARD_COLUMN ? l->out / tp : l->out;
+    fth_flop_part part = l->part == FTH_PART_ATTN ? FTH_FLOP_ATTENTION : FTH_FLOP_MLP;
+    fth_phase_add_kernel(c, fwd, part, fth_kernel_gemm(&c->env, tokens, r, in, 1, ab), in * r * ab);
+    fth_phase_add_kernel(c, fwd, part, fth_kernel_gemm(&c->env, tokens, out, r, 1, ab),
+                         r * out * ab);
+    fth_phase_add_kernel(c, fwd, part, fth_kernel_elementwise(&c->env, tokens * out, 2.0, 3.0 * ab),
+                         0.0);
+    if (bwd == NULL) continue;
+    double before = bwd->kernel_s;
+    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, r, out, tokens, 1, ab), 0.0);
+    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, in, r, tokens, 1, ab), 0.0);
+    bwd->wgrad_s += bwd->kernel_s - before;
+    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, tokens, r, out, 1, ab),
+                         r * out * ab);
+    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, tokens, in, r, 1, ab), in * r * ab);
+    fth_phase_add_kernel(c, bwd, part, fth_kernel_elementwise(&c->env, tokens * in, 1.0, 3.0 * ab),
+                         0.0);
+  }
+}
+
 void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens, double tp,
                        double tp_moe, double routed_pairs, double local_experts, double ab,
                        double wb, fth_phase *fwd, fth_phase *bwd) {
@@ -159,9 +191,11 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
     if (q) cast(c, bwd, part, mtok * out * batch); /* dY */
     fth_kernel_cost kd = fth_kernel_gemm(genv, mtok, in, out, batch, gb);
     fth_phase_add_kernel(c, bwd, part, kd, wbytes * gb);
+    if (c->lora_rank > 0) continue; /* frozen: no weight gradient (adapters below) */
     fth_kernel_cost kw = fth_kernel_gemm(genv, in, out, mtok, batch, gb);
     double before = bwd->kernel_s;
     fth_phase_add_kernel(c, bwd, part, kw, 0.0);
     bwd->wgrad_s += bwd->kernel_s - before;
   }
+  if (c->lora_rank > 0) lora(c, sh, tokens, tp, ab, fwd, bwd);
 }

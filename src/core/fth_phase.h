@@ -51,6 +51,8 @@ typedef struct fth_phase_ctx {
   double gemm_bytes;        ///< their operand width
   double cast_bytes;        ///< bytes moved per element quantised before a GEMM
   double weight_cast_share; ///< share of the once-per-step weight casts charged per pass
+  double lora_rank;         ///< LoRA: base weights frozen (no weight gradients), adapters of
+                            ///< this rank on fth_linear_takes_lora linears; 0 = off
 } fth_phase_ctx;
 
 /// overlap(a, b, e) = a + b - e min(a, b): e = 1 perfect overlap (max), e = 0 none (sum).

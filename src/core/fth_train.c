@@ -124,6 +124,17 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
           (qin * sh->d_qk + m->kv_lora_rank * ((double)m->qk_nope_head_dim + sh->d_v));
     }
   }
+  /* LoRA: adapters on the stage's blocks (the trainable parameters) and their FLOPs. */
+  p->stage_lora_params = 0.0;
+  p->lora_flops_per_token = 0.0;
+  if (w->lora_rank > 0) {
+    p->stage_lora_params =
+        l->dense_layers_per_stage * fth_layer_lora_params(&l->dense_shape, w->lora_rank, l->tp) +
+        l->moe_layers_per_stage * fth_layer_lora_params(&l->moe_shape, w->lora_rank, l->tp);
+    p->lora_flops_per_token =
+        2.0 * ((m->n_layers - n_moe) * fth_layer_lora_params(&l->dense_shape, w->lora_rank, 1.0) +
+               n_moe * fth_layer_lora_params(&l->moe_shape, w->lora_rank, 1.0));
+  }
   /* Links shared by traffic: the bytes each kind moves a step do not depend
    * on the bandwidth; the groups are re-derived from them. */
   if (p->topo.share_by_traffic) {
@@ -160,10 +171,15 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
   if (rr->gemm != FTH_PREC_COUNT)
     wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
-  out->bytes[FTH_MEM_WEIGHTS] = copies * (dense * wb / d.weights + expert * wb / e.weights);
-  out->bytes[FTH_MEM_GRADIENTS] = copies * (dense * gb / d.gradients + expert * gb / e.gradients);
+  /* LoRA (Hu et al. 2021): the base is frozen, stored at the compute width with no
+   * gradient, master copy or moments; only the adapters train. */
+  double lora = p->stage_lora_params;
+  double train_dense = w->lora_rank > 0 ? lora : dense, train_expert = w->lora_rank > 0 ? 0 : expert;
+  out->bytes[FTH_MEM_WEIGHTS] = copies * ((dense + lora) * wb / d.weights + expert * wb / e.weights);
+  out->bytes[FTH_MEM_GRADIENTS] =
+      copies * (train_dense * gb / d.gradients + train_expert * gb / e.gradients);
   out->bytes[FTH_MEM_OPTIMIZER] =
-      copies * (dense * opt_per / d.optimizer + expert * opt_per / e.optimizer);
+      copies * (train_dense * opt_per / d.optimizer + train_expert * opt_per / e.optimizer);
 
   /* Saved activations: per-token bytes per block, times tokens of a
    * micro-batch, blocks on the stage and micro-batches in flight on the first
@@ -221,6 +237,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->flash_attention = w->flash_attention;
   e->sequence_parallel = w->sequence_parallel;
   e->eager_elementwise = w->eager_elementwise;
+  e->k.lora_rank = w->lora_rank;
   e->ep_a2a_override_s = w->ep_a2a_override_s;
   e->dispatch_bytes = w->moe_dispatch_bytes;
   e->ep_per_node = w->ep_dispatch_per_node;
@@ -476,13 +493,15 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const double dense = l->stage_dense_params, expert = l->stage_expert_params;
-  const double views[2] = {dense, expert};
+  const double lora = p->stage_lora_params, tuned = w->lora_rank > 0;
+  const double views[2] = {dense + lora, expert};
+  const double trained[2] = {tuned ? lora : dense, tuned ? 0.0 : expert};
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   double t[2], raw = 0, gather = 0;
   for (int i = 0; i < 2; i++) {
     const fth_group *g = &l->group[kinds[i]];
-    fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], w->grad_bytes, w->act_bytes,
-                                               p->microbatches, &w->coll);
+    fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], trained[i], w->grad_bytes,
+                                               w->act_bytes, p->microbatches, &w->coll);
     t[i] = z.time_s;
     if (g->n > 0) { /* a group of one moves nothing: nothing to report */
       set_item(&r->comm[kinds[i]], g, z.op, z.algo, z.bytes_per_call, z.calls);
@@ -506,13 +525,13 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   /* Adam step, memory-bound: read master, two moments and the gradient,
    * write master, moments and the compute-width weights, per parameter this
    * GPU updates (ZeRO >= 1 updates 1/DP of them). */
-  double upd = dense / fth_zero_shards_of(w->dp, l->group[FTH_COMM_DP].size).optimizer +
-               expert / fth_zero_shards_of(w->dp, l->dp_moe > 0 ? l->dp_moe : 1).optimizer;
+  double upd = trained[0] / fth_zero_shards_of(w->dp, l->group[FTH_COMM_DP].size).optimizer +
+               trained[1] / fth_zero_shards_of(w->dp, l->dp_moe > 0 ? l->dp_moe : 1).optimizer;
   double per = 6.0 * w->master_bytes + w->grad_bytes + w->act_bytes;
   fth_tier ot = w->traffic_tier[FTH_MEM_OPTIMIZER];
   double bw = p->node.has_tier[ot] ? fth_memory_bw_bytes_per_s(&p->node.tier[ot]) : 0;
   r->optimizer_s = bw > 0 ? upd * per / bw : HUGE_VAL;
-  r->params_per_gpu = dense + expert;
+  r->params_per_gpu = dense + lora + expert;
 }
 
 /* Offloaded activations (saved_activations mapped off the accelerator): each
@@ -542,6 +561,10 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
   r->tokens_per_s = r->tokens_per_step / r->step_time_s;
   double fwd_tok = p->fwd_flops_per_token;
   double per_tok = 3.0 * fwd_tok;
+  /* LoRA: the frozen linears (every one but the attention core's score GEMMs) have no
+   * weight gradient; the adapters train in full (Hu et al. 2021). */
+  if (w->lora_rank > 0)
+    per_tok = 2.0 * fwd_tok + p->attn_core_flops_per_token + 3.0 * p->lora_flops_per_token;
   r->model_flops_per_step = per_tok * r->tokens_per_step;
   /* Recomputation re-runs the blocks' forward (full), without flash
    * attention the attention core of every block (selective: the unfused
@@ -594,13 +617,15 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
   }
   if (l->pp > 1)
     out[FTH_COMM_PP] = pp_message(p, &e) / (pp_scattered(p) ? l->tp : 1) * pp_sends(p);
-  const double views[2] = {l->stage_dense_params, l->stage_expert_params};
+  const double tuned = w->lora_rank > 0, lora = p->stage_lora_params;
+  const double views[2] = {l->stage_dense_params + lora, l->stage_expert_params};
+  const double trained[2] = {tuned ? lora : l->stage_dense_params, tuned ? 0.0 : l->stage_expert_params};
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   for (int i = 0; i < 2; i++) {
     const fth_group *g = &l->group[kinds[i]];
     if (g->n == 0) continue;
-    out[kinds[i]] = fth_zero_step_traffic(w->dp, g, views[i], w->grad_bytes, w->act_bytes, mbs,
-                                          &w->coll)
+    out[kinds[i]] = fth_zero_step_traffic(w->dp, g, views[i], trained[i], w->grad_bytes,
+                                          w->act_bytes, mbs, &w->coll)
                         .bytes_per_step;
   }
 }

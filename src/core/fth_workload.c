@@ -105,6 +105,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
                     fth_recompute_name(w->recompute));
   if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
     return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");
+  if (!(w->lora_rank >= 0 && w->lora_rank <= 65536 && w->lora_rank == floor(w->lora_rank)))
+    return fth_fail(err, FTH_EINVAL, "lora_rank", "expected a whole rank in [0, 65536], got %g",
+                    w->lora_rank);
   if (w->cast_kernels < FTH_CAST_FUSED || w->cast_kernels >= FTH_CAST_KERNELS_COUNT)
     return fth_fail(err, FTH_EINVAL, "cast_kernels", "unknown cast kernels");
   if (w->recipe != FTH_RECIPE_NONE && w->act_bytes < 2)

@@ -42,6 +42,7 @@ typedef struct fth_train_def {
   fth_kernel_model kernel_model; ///< tiled (default: wave quantisation) or roofline
   fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   fth_cast_kernels cast_kernels; ///< how the recipe's casts are written (fused, compiled, eager)
+  double lora_rank; ///< LoRA fine-tuning (Hu et al. 2021): adapter rank, base frozen; 0 = off
   double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
   double moe_dispatch_bytes;     ///< width of the routed copies in dispatch (0 = act_bytes)
   double moe_comm_compute_share; ///< share of compute units the EP kernels hold, in [0, 1)

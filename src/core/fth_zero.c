@@ -43,10 +43,11 @@ static double coll_time(const fth_group *g, fth_coll_op op, double bytes,
 }
 
 fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, double params,
-                                       double grad_bytes, double weight_bytes, double microbatches,
-                                       const fth_coll_params *coll) {
+                                       double trained, double grad_bytes, double weight_bytes,
+                                       double microbatches, const fth_coll_params *coll) {
   fth_zero_traffic t;
-  double gb = params * grad_bytes, wb = params * weight_bytes;
+  /* ZeRO-1/2 re-gather only the weights the optimizer changed; ZeRO-3 gathers them all. */
+  double gb = trained * grad_bytes, wb = trained * weight_bytes, all = params * weight_bytes;
   t.bytes_per_call = gb;
   t.gather_s = 0.0;
   if (v == FTH_DP_DDP) {
@@ -63,8 +64,8 @@ fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, dou
   } else {
     t.op = FTH_COLL_ALL_GATHER;
     t.calls = microbatches;
-    t.bytes_per_step = microbatches * (2.0 * wb + gb);
-    t.time_s = microbatches * (2.0 * coll_time(g, FTH_COLL_ALL_GATHER, wb, coll, &t.algo) +
+    t.bytes_per_step = microbatches * (2.0 * all + gb);
+    t.time_s = microbatches * (2.0 * coll_time(g, FTH_COLL_ALL_GATHER, all, coll, &t.algo) +
                                coll_time(g, FTH_COLL_REDUCE_SCATTER, gb, coll, NULL));
   }
   return t;

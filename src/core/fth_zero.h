@@ -28,10 +28,11 @@ typedef struct fth_zero_shards {
 fth_zero_shards fth_zero_shards_of(fth_dp_variant v, double dp);
 
 /// One view's (dense over DP_Attn, experts over DP_MoE) traffic per step for
-/// `params` parameters: DDP all-reduces the gradients once; ZeRO-1/2
-/// reduce-scatter them and all-gather the updated weights (the same volume,
-/// Rajbhandari et al. 2020 Sec. 7); ZeRO-3 gathers the weights for every
-/// micro-batch's forward and backward and reduce-scatters its gradients.
+/// `params` parameters of which `trained` get gradients (all but frozen ones, LoRA):
+/// DDP all-reduces the gradients once; ZeRO-1/2 reduce-scatter them and all-gather the
+/// updated weights (the same volume, Rajbhandari et al. 2020 Sec. 7); ZeRO-3 gathers
+/// all the weights for every micro-batch's forward and backward and reduce-scatters
+/// its gradients.
 typedef struct fth_zero_traffic {
   double time_s;         ///< per step
   double gather_s;       ///< of which ZeRO-1/2's all-gather of the updated weights, which
@@ -43,7 +44,7 @@ typedef struct fth_zero_traffic {
   double bytes_per_step; ///< bytes of every collective it times, per step
 } fth_zero_traffic;
 fth_zero_traffic fth_zero_step_traffic(fth_dp_variant v, const fth_group *g, double params,
-                                       double grad_bytes, double weight_bytes, double microbatches,
-                                       const fth_coll_params *coll);
+                                       double trained, double grad_bytes, double weight_bytes,
+                                       double microbatches, const fth_coll_params *coll);
 
 #endif

@@ -394,6 +394,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
+  out->lora_rank = lcheck_number(L, idx, w, "lora_rank", out->lora_rank);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
   out->recipe =
       (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE, out->recipe);

@@ -41,7 +41,7 @@ int zero_test(void) {
   fth_coll_params p = fth_coll_params_default();
   /* DDP: one all-reduce of the 4 MB of gradients. A ring would take
    * 2 (3/4) 4 MB / 100 GB/s = 60 us; the fastest algorithm is no slower. */
-  fth_zero_traffic t = fth_zero_step_traffic(FTH_DP_DDP, &g, 1e6, 4, 2, 8, &p);
+  fth_zero_traffic t = fth_zero_step_traffic(FTH_DP_DDP, &g, 1e6, 1e6, 4, 2, 8, &p);
   FTH_ENSURE(t.op == FTH_COLL_ALL_REDUCE && t.calls == 1 && t.bytes_per_call == 4e6);
   FTH_ENSURE(t.bytes_per_step == 4e6);
   FTH_ENSURE_NEAR(coll(FTH_COLL_ALL_REDUCE, 4e6), t.time_s, 1e-12);
@@ -49,7 +49,7 @@ int zero_test(void) {
   /* ZeRO-1 and -2: reduce-scatter the gradients, all-gather the 2 MB of
    * updated weights: (3/4)(4 + 2) MB / 100 GB/s = 45 us on a ring. */
   for (int v = FTH_DP_ZERO1; v <= FTH_DP_ZERO2; v++) {
-    t = fth_zero_step_traffic((fth_dp_variant)v, &g, 1e6, 4, 2, 8, &p);
+    t = fth_zero_step_traffic((fth_dp_variant)v, &g, 1e6, 1e6, 4, 2, 8, &p);
     FTH_ENSURE(t.op == FTH_COLL_REDUCE_SCATTER && t.calls == 1);
     FTH_ENSURE(t.bytes_per_step == 6e6); /* 4 MB of gradients + 2 MB of weights */
     FTH_ENSURE_NEAR(coll(FTH_COLL_REDUCE_SCATTER, 4e6) + coll(FTH_COLL_ALL_GATHER, 2e6), t.time_s,
@@ -61,15 +61,27 @@ int zero_test(void) {
   }
   /* ZeRO-3 over 8 micro-batches: each gathers the weights for forward and for
    * backward and reduce-scatters its gradients: 8 (2 x 15 + 30) = 480 us on a ring. */
-  t = fth_zero_step_traffic(FTH_DP_ZERO3, &g, 1e6, 4, 2, 8, &p);
+  t = fth_zero_step_traffic(FTH_DP_ZERO3, &g, 1e6, 1e6, 4, 2, 8, &p);
   FTH_ENSURE(t.op == FTH_COLL_ALL_GATHER && t.calls == 8 && t.gather_s == 0.0);
   FTH_ENSURE(t.bytes_per_step == 8 * (2 * 2e6 + 4e6)); /* 64 MB */
   FTH_ENSURE_NEAR(8 * (2 * coll(FTH_COLL_ALL_GATHER, 2e6) + coll(FTH_COLL_REDUCE_SCATTER, 4e6)),
                   t.time_s, 1e-12);
   FTH_ENSURE(t.time_s <= 480e-6 * (1 + 1e-12));
+  /* A frozen base (LoRA) with 1e4 trained adapter parameters of 1e6: DDP reduces 40 kB
+   * of gradients; ZeRO-1 re-gathers only the 20 kB it updated; ZeRO-3 still gathers all
+   * 2 MB of weights per pass and reduce-scatters 40 kB: 8 (2 x 2 MB + 40 kB). */
+  t = fth_zero_step_traffic(FTH_DP_DDP, &g, 1e6, 1e4, 4, 2, 8, &p);
+  FTH_ENSURE(t.bytes_per_step == 4e4 && t.bytes_per_call == 4e4);
+  t = fth_zero_step_traffic(FTH_DP_ZERO1, &g, 1e6, 1e4, 4, 2, 8, &p);
+  FTH_ENSURE(t.bytes_per_step == 6e4);
+  FTH_ENSURE_NEAR(coll(FTH_COLL_ALL_GATHER, 2e4), t.gather_s, 1e-12);
+  t = fth_zero_step_traffic(FTH_DP_ZERO3, &g, 1e6, 1e4, 4, 2, 8, &p);
+  FTH_ENSURE(t.bytes_per_step == 8 * (2 * 2e6 + 4e4));
+  FTH_ENSURE_NEAR(8 * (2 * coll(FTH_COLL_ALL_GATHER, 2e6) + coll(FTH_COLL_REDUCE_SCATTER, 4e4)),
+                  t.time_s, 1e-12);
   /* A group of one moves nothing. */
   g.n = 0;
-  t = fth_zero_step_traffic(FTH_DP_ZERO3, &g, 1e6, 4, 2, 8, &p);
+  t = fth_zero_step_traffic(FTH_DP_ZERO3, &g, 1e6, 1e6, 4, 2, 8, &p);
   FTH_ENSURE(t.time_s == 0.0);
   /* Names, with FSDP as ZeRO-3's alias. */
   FTH_ENSURE(fth_dp_variant_parse("FSDP") == FTH_DP_ZERO3);

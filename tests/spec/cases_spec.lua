@@ -127,6 +127,29 @@ describe("fathom.cases", function()
     assert.are.equal(0, m.first_dense_layers)
   end)
 
+  it("reads a LoRA case's rank wherever the case states it", function()
+    assert.are.equal(16, cases.lora_rank({ training = { task = "LoRA fine-tuning" }, notes = "LoRA dim 16" }))
+    assert.are.equal(8, cases.lora_rank({ training = { lora_rank = 8 } }))
+    assert.are.equal(32, cases.lora_rank({ training = { peft = { r = 32 } } }))
+    assert.are.equal(64, cases.lora_rank({ training = { method = "LoRA, rank=64" } }))
+    assert.is_nil(cases.lora_rank({ training = { task = "LoRA fine-tuning" } }))
+    assert.is_nil(cases.lora_rank({ training = { lora_rank = 2.5 } }))
+  end)
+
+  it("models a LoRA case with the base frozen, and notes a rank it had to assume", function()
+    local case = { id = "lora_t", source = "t", workload = "training",
+      model = { layers = 4, hidden = 1024, heads = 16, ffn = 4096, vocab = 32000, arch = "Llama (SwiGLU, RoPE)" },
+      system = { gpu = "NVIDIA H100 80GB", num_gpus = 1, gpus_per_node = 8 },
+      parallelism = { tp = 1, pp = 1, dp = 1, micro_batch = 1, global_batch = 8, seq_len = 2048 },
+      training = { precision = "BF16", framework = "NeMo AutoModel", task = "LoRA fine-tuning" },
+      measured = { { metric = "step_time_s", value = 1.0, unit = "s" } } }
+    local docs = assert(cases.training_docs(case))
+    assert.are.equal(16, docs.workload.lora_rank)
+    local assumed = false
+    for _, n in ipairs(docs.notes or {}) do if n:find("LoRA rank not stated") then assumed = true end end
+    assert.is_true(assumed)
+  end)
+
   it("maps training.precision to a compute width and recipe", function()
     assert.are.equal(2, cases.precision("BF16").bytes)
     assert.are.equal("none", cases.precision("fp16 mixed precision").recipe)
