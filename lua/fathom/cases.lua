@@ -181,8 +181,23 @@ function M.arch(mdl)
   if a:find("parallel attn") or a:find("parallel attention") then
     out.notes[#out.notes + 1] = "parallel attention/MLP run sequentially"
   end
-  if a:find("sliding") or a:find("chunked") or a:find("irope") then
-    out.notes[#out.notes + 1] = "sliding-window/chunked attention run as full causal attention"
+  -- sliding windows: "128-token sliding-window", "sliding window 4096", sliding_window: N;
+  -- "alternating" / "interleaved" windowed and full layers -> every 2nd full; "5:1 local/global"
+  -- -> every 6th full; otherwise every layer windowed. Chunked attention (Llama 4's iRoPE)
+  -- stays full causal, noted.
+  out.window = M.count(mdl.sliding_window or mdl.attention_window)
+    or M.count(a:match("(%d+)[%s%-]*token[%s%-]*sliding")) or M.count(a:match("sliding[%s%-]*window[%s:=]*(%d+)"))
+  if out.window then
+    local loc, glob = a:match("(%d+)%s*:%s*(%d+)%s*local")
+    if not loc then loc, glob = a:match("(%d+)%s*local%s*:%s*(%d+)%s*global") end
+    out.full_interval = M.count(mdl.full_attention_interval or mdl.sliding_window_pattern)
+      or (loc and (tonumber(loc) + tonumber(glob)) // tonumber(glob))
+      or ((a:find("alternat") or a:find("interleav")) and 2) or 0
+  elseif a:find("sliding") then
+    out.notes[#out.notes + 1] = "sliding-window attention without a window size: run as full causal attention"
+  end
+  if a:find("chunked") or a:find("irope") then
+    out.notes[#out.notes + 1] = "chunked attention run as full causal attention"
   end
   -- MoE layer placement: "MoE in every other layer", "alternating dense/MoE", "interleaved"
   out.moe_interval = M.count(mdl.moe_layer_interval or mdl.moe_layer_freq or mdl.interleave_moe_layer_step)
@@ -209,6 +224,7 @@ function M.model_doc(mdl, seq)
     num_kv_heads = M.count(mdl.kv_heads) or heads, head_dim = M.count(mdl.head_dim),
     vocab_size = M.count(mdl.vocab), max_sequence_length = math.max(seq or 2048, 1),
     gated_mlp = arch.gated, tied_embeddings = arch.tied, learned_pos_emb = arch.learned,
+    attention_window = arch.window, full_attention_interval = arch.window and arch.full_interval or nil,
   }
   local experts = M.count(mdl.experts or mdl.num_experts)
   if experts and experts > 1 then

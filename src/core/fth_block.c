@@ -159,8 +159,9 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
     double dqk = m->kv_lora_rank > 0 ? m->kv_lora_rank + m->qk_rope_head_dim : sh->d_qk;
     double dv = m->kv_lora_rank > 0 ? m->kv_lora_rank : sh->d_v;
     fth_kernel_cost k;
-    k.flops = 2.0 * reqs * q * heads * ctx * (dqk + dv);
-    k.bytes = reqs * ctx * kv_tok * e->kv_bytes;
+    double win = fth_model_window_share(m, q, ctx); /* windowed layers read their window */
+    k.flops = 2.0 * reqs * q * heads * ctx * (dqk + dv) * win;
+    k.bytes = reqs * ctx * kv_tok * e->kv_bytes * win;
     double rate = e->k.env.attention_flops_per_s > 0 ? e->k.env.attention_flops_per_s
                                                      : e->k.env.matrix_flops_per_s;
     k.compute_s = rate > 0 ? k.flops / rate : HUGE_VAL;
@@ -183,6 +184,15 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
   } else { /* a chunk: the last q positions of ctx */
     k = fth_kernel_attention(&env, reqs, heads, kvh, q, ctx, sh->d_qk, sh->d_v, e->flash_attention,
                              e->act_bytes);
+  }
+  /* Sliding windows: fused kernels skip the key blocks outside the window (the
+   * unfused path computes the whole matrix and masks it). */
+  if (e->flash_attention) {
+    double win = q * l->cp == ctx ? fth_model_window_share(e->model, ctx, ctx)
+                                  : fth_model_window_share(e->model, q, ctx);
+    k.flops *= win;
+    k.compute_s *= win;
+    k.time_s = fth_max(k.compute_s, k.memory_s);
   }
   add(e, fwd, FTH_FLOP_ATTENTION, k, 0.0);
   if (!e->flash_attention) {

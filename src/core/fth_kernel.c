@@ -97,6 +97,19 @@ fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, d
   return c;
 }
 
+/* S(n) = sum over j = 1..n of min(w, j): the keys the first n positions see. */
+static double window_prefix(double n, double w) {
+  if (w <= 0 || n <= w) return n * (n + 1.0) / 2.0;
+  return w * (w + 1.0) / 2.0 + (n - w) * w;
+}
+
+double fth_kernel_causal_keys(double q_len, double kv_len, double window) {
+  if (q_len <= 0 || kv_len <= 0) return 0.0;
+  if (q_len > kv_len) q_len = kv_len; /* the square case */
+  /* queries at positions kv - q .. kv - 1 (0-based) see min(w, p + 1) keys */
+  return (window_prefix(kv_len, window) - window_prefix(kv_len - q_len, window)) / q_len;
+}
+
 fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, double heads,
                                      double kv_heads, double q_len, double kv_len, double d_qk,
                                      double d_v, int causal, double elem_bytes) {
@@ -105,8 +118,7 @@ fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, do
    * sees kv - q + t + 1 keys, kv - (q - 1) / 2 on average; for q = kv that is
    * (kv + 1) / 2, for one decode query all kv. (q > kv has no such alignment:
    * counted as the square case, (kv + 1) / 2.) */
-  double keys = kv_len;
-  if (causal) keys = q_len <= kv_len ? kv_len - (q_len - 1.0) / 2.0 : (kv_len + 1.0) / 2.0;
+  double keys = causal ? fth_kernel_causal_keys(q_len, kv_len, 0.0) : kv_len;
   double flops = 2.0 * q_len * keys * (d_qk + d_v) * heads * batch;
   /* Flash attention reads Q, K, V and writes O once (Dao et al. 2022). */
   double bytes = (batch * heads * q_len * d_qk + batch * kv_heads * kv_len * (d_qk + d_v) +

@@ -62,6 +62,12 @@ fth_kernel_cost fth_kernel_attention(const fth_kernel_env *env, double batch, do
                                      double kv_heads, double q_len, double kv_len, double d_qk,
                                      double d_v, int causal, double elem_bytes);
 
+/// Mean keys each of `q_len` queries sees when they are the last q_len of `kv_len`
+/// positions under a causal mask: kv - (q - 1) / 2 (q > kv: the square case, (kv + 1) / 2);
+/// `window` > 0 limits each query to its last `window` positions (sliding-window attention,
+/// Beltagy et al. 2020; Mistral, Gemma 2/3, gpt-oss), which flash kernels skip block-wise.
+double fth_kernel_causal_keys(double q_len, double kv_len, double window);
+
 /// Element-wise op over `elems` elements: `flops_per_elem` on the vector unit,
 /// `bytes_per_elem` moved.
 fth_kernel_cost fth_kernel_elementwise(const fth_kernel_env *env, double elems,

@@ -2,6 +2,8 @@
  * transformer (dense or MoE; MHA, GQA or MLA; plain or gated MLP). */
 #include "fth_model.h"
 
+#include "fth_kernel.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -96,6 +98,11 @@ fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "first_dense_layers", "expected 0 to n_layers (%d), got %d",
                     d->n_layers, d->first_dense_layers);
   if ((st = need_nonneg_int(err, "moe_layer_interval", d->moe_layer_interval)) != FTH_OK) return st;
+  if (!(d->attention_window >= 0 && d->attention_window <= 1e9))
+    return fth_fail(err, FTH_EINVAL, "attention_window", "expected tokens in [0, 1e9], got %g",
+                    d->attention_window);
+  if ((st = need_nonneg_int(err, "full_attention_interval", d->full_attention_interval)) != FTH_OK)
+    return st;
   if ((st = need_nonneg_int(err, "n_group", d->n_group)) != FTH_OK) return st;
   if ((st = need_nonneg_int(err, "topk_group", d->topk_group)) != FTH_OK) return st;
   if (d->mtp_layers < 0 || d->mtp_layers > FTH_MAX_MTP_LAYERS)
@@ -272,6 +279,15 @@ fth_param_count fth_model_params(const fth_model_def *d) {
   return c;
 }
 
+double fth_model_window_share(const fth_model_def *d, double q_len, double kv_len) {
+  if (!(d->attention_window > 0) || d->attention_window >= kv_len) return 1.0;
+  double k = d->full_attention_interval;
+  double windowed = k >= 1 ? (k - 1.0) / k : 1.0; /* share of layers that are windowed */
+  double full = fth_kernel_causal_keys(q_len, kv_len, 0.0);
+  double win = fth_kernel_causal_keys(q_len, kv_len, d->attention_window);
+  return full > 0 ? 1.0 - windowed + windowed * win / full : 1.0;
+}
+
 fth_layer_flops fth_model_layer_flops(const fth_model_def *d, int moe, double seq) {
   fth_layer_flops f;
   memset(&f, 0, sizeof f);
@@ -287,7 +303,7 @@ fth_layer_flops fth_model_layer_flops(const fth_model_def *d, int moe, double se
   }
   /* Causal self-attention: query i sees i keys, (seq + 1) / 2 on average;
    * Q K^T costs 2 d_qk and P V 2 d_v FLOP per (query, key, head). */
-  double ctx = (seq + 1.0) / 2.0;
+  double ctx = (seq + 1.0) / 2.0 * fth_model_window_share(d, seq, seq);
   f.fwd_attn_core = 2.0 * s.heads * (s.d_qk + s.d_v) * ctx;
   f.fwd_total = lin + f.fwd_attn_core;
   /* Backward (Narayanan et al. 2021 Sec. 5.1: backward = 2x forward): a

@@ -41,6 +41,12 @@ typedef struct fth_model_def {
    * [h; h] to h and another pass of the shared LM head and loss. Training only;
    * Megatron-Core and DeepSeek put them on the last pipeline stage. */
   int mtp_layers; ///< MTP modules (0 = none, at most FTH_MAX_MTP_LAYERS)
+  /* Sliding-window attention (Beltagy et al. 2020): windowed layers see the last
+   * attention_window positions; every full_attention_interval-th layer attends in full
+   * (gpt-oss 2: alternating; Gemma 3 6: five local, one global; 0: every layer windowed,
+   * Mistral 7B). attention_window 0 = full attention everywhere. */
+  double attention_window;
+  int full_attention_interval;
   /* MLA (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention */
   int q_lora_rank; ///< 0 = queries not compressed
   int kv_lora_rank;
@@ -152,6 +158,11 @@ typedef struct fth_layer_flops {
   double bwd_data;   ///< activation-gradient GEMMs incl. attention core (2x its fwd)
   double bwd_weight; ///< weight-gradient GEMMs (linears only)
 } fth_layer_flops;
+
+/// The attention core's work with the model's sliding windows over that of full causal
+/// attention, for q_len queries that are the last of kv_len positions, averaged over the
+/// layers (1 without windows; the layers' mix as every stage had it).
+double fth_model_window_share(const fth_model_def *d, double q_len, double kv_len);
 
 fth_layer_flops fth_model_layer_flops(const fth_model_def *def, int moe, double seq);
 

@@ -291,6 +291,9 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
       lcheck_int_range(L, idx, w, "first_dense_layers", out->first_dense_layers, 0, LCHECK_MAX_LAYERS);
   out->moe_layer_interval =
       lcheck_int_range(L, idx, w, "moe_layer_interval", out->moe_layer_interval, 0, LCHECK_MAX_LAYERS);
+  out->attention_window = lcheck_number(L, idx, w, "attention_window", out->attention_window);
+  out->full_attention_interval = lcheck_int_range(L, idx, w, "full_attention_interval",
+                                                  out->full_attention_interval, 0, LCHECK_MAX_LAYERS);
   out->n_group = lcheck_int_range(L, idx, w, "n_group", out->n_group, 0, LCHECK_MAX_HEADS);
   out->topk_group = lcheck_int_range(L, idx, w, "topk_group", out->topk_group, 0, LCHECK_MAX_HEADS);
   out->mtp_layers =

@@ -3,8 +3,22 @@
 #ifndef TEST_FIXTURES_H
 #define TEST_FIXTURES_H
 
+#include "fth_hardware.h"
 #include "fth_topology.h"
 #include "fth_workload.h"
+
+/* One GPU at 100 TFLOP/s BF16 (efficiency 1) with 80 GB of memory at 1 TB/s. */
+static inline fth_node_def tfx_node(void) {
+  fth_node_def n = fth_node_def_default();
+  n.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
+  n.compute.efficiency = 1.0;
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e12;
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 80e9;
+  n.tier[FTH_TIER_XPU].num_stacks = 1;
+  n.tier[FTH_TIER_XPU].efficiency = 1.0;
+  n.has_tier[FTH_TIER_XPU] = 1;
+  return n;
+}
 
 /* One switched dimension of `size` GPUs at `bw` bytes/s and no latency, all
  * of it TP_Attn. */

@@ -17,18 +17,6 @@
 
 #include <string.h>
 
-static fth_node_def node(void) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e12;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 80e9;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
-  return n;
-}
-
 static fth_model_def model(void) {
   fth_model_def m = fth_model_def_default();
   m.d_model = 1024;
@@ -40,7 +28,7 @@ static fth_model_def model(void) {
 }
 
 int lora_test(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
   fth_model_def m = model();
   fth_train_def w = tfx_serial_work(1, 1024);

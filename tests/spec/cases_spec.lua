@@ -127,6 +127,27 @@ describe("fathom.cases", function()
     assert.are.equal(0, m.first_dense_layers)
   end)
 
+  it("reads sliding windows from arch strings and fields", function()
+    local m = assert(cases.model_doc({ arch = "GPT-OSS (alternating 128-token sliding-window / full attention, GQA)",
+      layers = 24, hidden = 2880, heads = 64, kv_heads = 8, head_dim = 64, ffn = 2880, vocab = 201088 }, 4096))
+    assert.are.equal(128, m.attention_window)
+    assert.are.equal(2, m.full_attention_interval)
+    m = assert(cases.model_doc({ arch = "Mistral (sliding window 4096, SwiGLU)", layers = 32, hidden = 4096,
+      heads = 32, ffn = 14336, vocab = 32000 }, 8192))
+    assert.are.equal(4096, m.attention_window)
+    assert.are.equal(0, m.full_attention_interval)
+    m = assert(cases.model_doc({ arch = "Gemma 3 (5:1 local/global, sliding window 1024)", layers = 48,
+      hidden = 3840, heads = 16, ffn = 15360, vocab = 262144 }, 8192))
+    assert.are.equal(1024, m.attention_window)
+    assert.are.equal(6, m.full_attention_interval)
+    m = assert(cases.model_doc({ arch = "Llama", sliding_window = 512, layers = 2, hidden = 64, heads = 4, ffn = 128,
+      vocab = 100 }, 1024))
+    assert.are.equal(512, m.attention_window)
+    m = assert(cases.model_doc({ arch = "Llama (RoPE, SwiGLU)", layers = 2, hidden = 64, heads = 4, ffn = 128,
+      vocab = 100 }, 1024))
+    assert.is_nil(m.attention_window)
+  end)
+
   it("reads a LoRA case's rank wherever the case states it", function()
     assert.are.equal(16, cases.lora_rank({ training = { task = "LoRA fine-tuning" }, notes = "LoRA dim 16" }))
     assert.are.equal(8, cases.lora_rank({ training = { lora_rank = 8 } }))

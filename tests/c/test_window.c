@@ -1,0 +1,83 @@
+/* Sliding-window attention (fth_kernel_causal_keys, fth_model_window_share), by hand.
+ *
+ * Keys per query, the last q of kv positions, position p (0-based) seeing min(w, p + 1):
+ *   q = kv = 4, no window: 1 + 2 + 3 + 4 = 10 over 4 = 2.5 ((kv + 1) / 2)
+ *   q = 1, kv = 100 (one decode query): 100
+ *   q = kv = 8, w = 3: 1 + 2 + 3 x 6 = 21 over 8 = 2.625
+ *   q = 2, kv = 8, w = 3: 3 + 3 = 3
+ *   q = 4 > kv = 2: the square case, 1.5
+ * A model whose layers alternate windowed (w = 3) and full (interval 2) at q = kv = 8:
+ *   0.5 + 0.5 x 2.625 / 4.5 = 0.791666...; every layer windowed (interval 0): 0.583333... */
+#include "fth_kernel.h"
+#include "fth_model.h"
+#include "fth_train.h"
+#include "test_fixtures.h"
+#include "test_macros.h"
+
+/* In the step: a 1-layer model, h 64, 4 heads of 16, seq 8 on one GPU, every layer
+ * windowed at w = 3. The forward attention core: 2 x 4 heads x (16 + 16) x keys x 8
+ * tokens = 9,216 FLOP at 4.5 keys, 5,376 at 2.625: 3,840 fewer in the attention part,
+ * and 2.5 x that in the backward (flash: dQ, dK, dV and the recomputed scores). */
+static int step(void) {
+  fth_node_def n = tfx_node();
+  fth_topology_def t = tfx_tp_only(1, 100e9);
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 64;
+  m.n_layers = 1;
+  m.num_heads = 4;
+  m.vocab_size = 128;
+  m.max_seq_len = 8;
+  fth_train_def w = tfx_serial_work(1, 8);
+  fth_train_plan p;
+  fth_error err;
+  fth_train_result full, win;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &full);
+  m.attention_window = 3;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &win);
+  FTH_ENSURE_NEAR(full.fwd_flops[FTH_FLOP_ATTENTION] - 3840.0, win.fwd_flops[FTH_FLOP_ATTENTION], 1e-9);
+  FTH_ENSURE_NEAR(full.bwd_flops[FTH_FLOP_ATTENTION] - 2.5 * 3840.0,
+                  win.bwd_flops[FTH_FLOP_ATTENTION], 1e-9);
+  FTH_ENSURE(full.fwd_flops[FTH_FLOP_MLP] == win.fwd_flops[FTH_FLOP_MLP]);
+  return 0;
+}
+
+int window_test(void) {
+  FTH_ENSURE_NEAR(2.5, fth_kernel_causal_keys(4, 4, 0), 1e-15);
+  FTH_ENSURE_NEAR(100.0, fth_kernel_causal_keys(1, 100, 0), 1e-15);
+  FTH_ENSURE_NEAR(2.625, fth_kernel_causal_keys(8, 8, 3), 1e-15);
+  FTH_ENSURE_NEAR(3.0, fth_kernel_causal_keys(2, 8, 3), 1e-15);
+  FTH_ENSURE_NEAR(1.5, fth_kernel_causal_keys(4, 2, 0), 1e-15);
+  FTH_ENSURE(fth_kernel_causal_keys(0, 8, 3) == 0.0);
+
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 64;
+  m.n_layers = 4;
+  m.num_heads = 4;
+  m.vocab_size = 128;
+  FTH_ENSURE(fth_model_window_share(&m, 8, 8) == 1.0);
+  m.attention_window = 3;
+  m.full_attention_interval = 2;
+  FTH_ENSURE_NEAR(0.5 + 0.5 * 2.625 / 4.5, fth_model_window_share(&m, 8, 8), 1e-15);
+  m.full_attention_interval = 0;
+  FTH_ENSURE_NEAR(2.625 / 4.5, fth_model_window_share(&m, 8, 8), 1e-15);
+  /* a window as long as the sequence changes nothing */
+  FTH_ENSURE(fth_model_window_share(&m, 3, 3) == 1.0);
+  /* the model FLOPs of the attention core follow: 2 heads (d_qk + d_v) keys per token */
+  fth_layer_flops full, win;
+  m.attention_window = 0;
+  full = fth_model_layer_flops(&m, 0, 8);
+  m.attention_window = 3;
+  win = fth_model_layer_flops(&m, 0, 8);
+  FTH_ENSURE_NEAR(2.0 * 4 * (16 + 16) * 4.5, full.fwd_attn_core, 1e-12);
+  FTH_ENSURE_NEAR(full.fwd_attn_core * 2.625 / 4.5, win.fwd_attn_core, 1e-12);
+  /* checks */
+  fth_error err;
+  m.attention_window = -1;
+  FTH_ENSURE(fth_model_check(&m, &err) == FTH_EINVAL);
+  m.attention_window = 3;
+  m.full_attention_interval = -2;
+  FTH_ENSURE(fth_model_check(&m, &err) == FTH_EINVAL);
+  return step();
+}
