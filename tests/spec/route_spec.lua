@@ -27,7 +27,7 @@ describe("fathom.core route and mesh", function()
 
   it("mesh_closed_form() is the round formula", function()
     -- 1 MiB per pair, 4 KiB packets, 2 links: 128 rounds of (0.2 + 0.1 + 0.08192) us, + 5 us
-    local t, rounds = core.mesh_closed_form({ links = 2, link_bw = 50e9, packet_size = 4096,
+    local t, rounds = core.mesh_closed_form({ links = 2, link_bw = 50e9, packet_size = 4096, port_bw = 0,
       packet_prep_delay = 1e-7, base_delay = 2e-7, initial_cpu_delay = 5e-6 }, 1048576)
     assert.are.equal(128, rounds)
     h.near(5e-6 + 128 * 3.8192e-7, t, 1e-12, "closed form")
@@ -107,7 +107,11 @@ describe("fathom route", function()
       { { "--distribution", "hot", "--hot-ratio", "0" }, "router.hot_ratio: expected a value > 0" },
       { { "--link-bw", "0" }, "mesh.link_bw: expected a value > 0" },
       { { "--packet-size", "0" }, "mesh.packet_size: expected a value > 0" },
-      { { "--inter-bw", "1", "--cluster-size", "4" }, "simulation: needs about .* rounds %(more than 10000000%)" },
+      { { "--scheduler", "round_robin", "--inter-bw", "1", "--cluster-size", "4" },
+        "the packet simulation needs about .* pair%-steps" },
+      { { "--placement", "eplb", "--redundant-experts", "4" }, "redundant_experts: expected a multiple of the 8 GPUs" },
+      { { "--port-bw", "-1" }, "mesh.port_bw: expected a value >= 0" },
+      { { "--scheduler", "fifo" }, "scheduler" },
     }
     for i, c in ipairs(cases) do
       it("case " .. i, function()
