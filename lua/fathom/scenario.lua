@@ -169,7 +169,8 @@ function Scenario:simulate_all_to_all(routing, ep)
   r.packet_simulation, r.packet_size = nil, nil
   local route = require("fathom.route")
   local per_gpu = tokens // ep * m.num_selected_experts * m.d_model * w.float_size_bytes
-  local mesh = route.step_mesh(plan:group_levels("ep"), plan:degrees().ep_su, routing.packet_size, per_gpu)
+  local levels = plan:group_levels(names.key("comm_kind").ep)
+  local mesh = route.step_mesh(levels, plan:degrees().ep_su, routing.packet_size, per_gpu)
   local router_def, mesh_def = route.config({ router = r, mesh = mesh })
   local res = route.run(router_def, mesh_def, nil)
   w.ep_all_to_all_sec = res.simulation.time_s
