@@ -71,7 +71,7 @@ M.MAX_ROUTING_WORK = 1.5e9 -- estimated draws x duplicate checks (about 5 s)
 M.MAX_SIMULATION_WORK = 1e9 -- estimated rounds x GPU pairs (about 5 s)
 M.MAX_TRACE_ROWS = 1e7 -- rows of a --trace file (about 400 MB of CSV)
 M.MAX_TOP_K = 256
-M.FAIR_COST = 25
+M.FAIR_COST = 4
 
 -- The normalised routing weights of a router, heaviest first (as fth_route draws them).
 local function weights(r)
@@ -230,9 +230,9 @@ end
 -- MAX_SIMULATION_WORK, or whose trace would exceed MAX_TRACE_ROWS. Round robin visits every
 -- pair every round: rounds (the busiest resource's, fathom's closed form) x pairs. The fair
 -- scheduler recomputes the shares once per flow completion (at most twice per flow, at most
--- once per round), each a few passes over the pairs: measured, about FAIR_COST times a round
--- robin round per pair (64 GPUs, 4,194,304 tokens, 64-byte packets: 7,903 share
--- computations, 4.4 s).
+-- once per round), each O(n) passes of O(n): measured, about FAIR_COST times a round robin
+-- round per pair (64 GPUs, 4,194,304 tokens, 64-byte packets: 7,904 share computations x
+-- 4,032 pairs in 0.54 s).
 function M.check_simulation(mesh, matrix, n, trace)
   if n < 2 then return end
   local ok, seconds, rounds = pcall(core.mesh_busiest, mesh, matrix)

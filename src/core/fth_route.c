@@ -644,7 +644,7 @@ typedef struct fair_state {
   double cap[RES_PER_NODE * FTH_ROUTE_MAX_GPUS];  ///< packets per round
   double used[RES_PER_NODE * FTH_ROUTE_MAX_GPUS]; ///< by flows already fixed this round
   int open[RES_PER_NODE * FTH_ROUTE_MAX_GPUS];    ///< flows on it not fixed yet
-  unsigned char full[RES_PER_NODE * FTH_ROUTE_MAX_GPUS]; ///< filled at this pass's level
+  int cluster[FTH_ROUTE_MAX_GPUS];                ///< each node's cluster
 } fair_state;
 
 static void flow_res(int s, int d, int cross, int res[4]) {
@@ -654,63 +654,109 @@ static void flow_res(int s, int d, int cross, int res[4]) {
   res[3] = RES_PER_NODE * d + 5;
 }
 
+/* Does resource r (node a, kind k) carry the flow src -> dst? */
+static int res_has(int k, int a, int src, int dst, const int *cl) {
+  switch (k) {
+  case 0:
+    return src == a && cl[dst] == cl[a];
+  case 1:
+    return dst == a && cl[src] == cl[a];
+  case 2:
+    return src == a && cl[dst] != cl[a];
+  case 3:
+    return dst == a && cl[src] != cl[a];
+  case 4:
+    return src == a;
+  default:
+    return dst == a;
+  }
+}
+
+/* Fix flow i at `x` packets a round and book it on its four resources. */
+static void fix_flow(fair_state *f, double *share, size_t i, int s, int d, const int *cl, double x) {
+  int res[4];
+  flow_res(s, d, cl[s] != cl[d], res);
+  share[i] = x;
+  for (int k = 0; k < 4; k++) {
+    f->open[res[k]]--;
+    f->used[res[k]] += x;
+  }
+}
+
 /* Max-min fair shares of one round by progressive filling: every unfixed
  * flow rises at the same level until a resource it uses is full or it has
  * all it asks for (its remaining packets, at most its pair's link rate);
- * those are fixed and the rest rise on. share[i] < 0 marks "not active".
- * Each pass fixes at least one resource's or one flow's share, and is one
- * sweep over the flows: the resources that fill at the new level are marked
- * first, so booking the flows fixed in the sweep does not change who is. */
+ * those are fixed and the rest rise on. share[i] < 0 marks "not active"
+ * (-1) or "not fixed yet" (-2). Each pass fixes the flows of the resource
+ * that fills first (found among the 6 n resources, its flows among n
+ * candidates), or, when a flow's own ask comes first, the flows that ask no
+ * more (a sweep over all flows, rare: only flows about to finish): a pass
+ * costs O(n), not O(n^2). */
 static void fair_shares(const fth_mesh_def *m, fair_state *f, const double *rem, double *share) {
   const int n = m->nodes, c = cluster_of(m), R = RES_PER_NODE * n;
+  int *cl = f->cluster;
+  for (int a = 0; a < n; a++) cl[a] = a / c;
+  const double rate[2] = {pair_rate(m, 0), pair_rate(m, 1)};
   for (int i = 0; i < R; i++) {
     f->used[i] = 0;
     f->open[i] = 0;
   }
   int unfixed = 0;
-  double want = HUGE_VAL; /* the least an unfixed flow asks for */
+  double want = HUGE_VAL; /* the least an unfixed flow asks for (may be stale: only low) */
   for (int s = 0; s < n; s++)
     for (int d = 0; d < n; d++) {
       size_t i = (size_t)s * (size_t)n + (size_t)d;
       share[i] = -1.0;
       if (s == d || rem[i] <= 0) continue;
       int res[4];
-      flow_res(s, d, s / c != d / c, res);
+      flow_res(s, d, cl[s] != cl[d], res);
       for (int k = 0; k < 4; k++) f->open[res[k]]++;
-      share[i] = -2.0; /* active, not fixed */
-      want = fth_min(want, fth_min(rem[i], pair_rate(m, s / c != d / c)));
+      share[i] = -2.0;
+      want = fth_min(want, fth_min(rem[i], rate[cl[s] != cl[d]]));
       unfixed++;
     }
   double level = 0;
   while (unfixed > 0) {
-    double next = want;
+    int best = -1;
+    double fill = HUGE_VAL;
     for (int r = 0; r < R; r++)
-      if (f->open[r] > 0) next = fth_min(next, (f->cap[r] - f->used[r]) / f->open[r]);
-    level = fth_max(level, next);
+      if (f->open[r] > 0) {
+        double x = (f->cap[r] - f->used[r]) / f->open[r];
+        if (x < fill) {
+          fill = x;
+          best = r;
+        }
+      }
+    if (best >= 0 && fill <= want) {
+      /* resource `best` fills at `fill`: its unfixed flows get that */
+      level = fth_max(level, fill);
+      const int a = best / RES_PER_NODE, k = best % RES_PER_NODE;
+      for (int o = 0; o < n; o++) {
+        int s = (k % 2 == 0) ? a : o, d = (k % 2 == 0) ? o : a;
+        size_t i = (size_t)s * (size_t)n + (size_t)d;
+        if (share[i] != -2.0 || !res_has(k, a, s, d, cl)) continue;
+        fix_flow(f, share, i, s, d, cl, level);
+        unfixed--;
+      }
+      continue;
+    }
+    /* a flow's ask comes first: fix every flow asking no more, find the next ask */
+    level = fth_max(level, want);
     const double tol = 1e-12 * fth_max(1.0, level);
-    for (int r = 0; r < R; r++)
-      f->full[r] = f->open[r] > 0 && (f->cap[r] - f->used[r]) / f->open[r] <= level + tol;
-    want = HUGE_VAL;
+    double next = HUGE_VAL;
     for (int s = 0; s < n; s++)
       for (int d = 0; d < n; d++) {
         size_t i = (size_t)s * (size_t)n + (size_t)d;
         if (share[i] != -2.0) continue;
-        int cross = s / c != d / c, res[4];
-        flow_res(s, d, cross, res);
-        double ask = fth_min(rem[i], pair_rate(m, cross));
-        int fix = ask <= level + tol;
-        for (int k = 0; k < 4 && !fix; k++) fix = f->full[res[k]];
-        if (!fix) {
-          want = fth_min(want, ask);
-          continue;
-        }
-        share[i] = fth_min(level, ask);
-        unfixed--;
-        for (int k = 0; k < 4; k++) {
-          f->open[res[k]]--;
-          f->used[res[k]] += share[i];
+        double ask = fth_min(rem[i], rate[cl[s] != cl[d]]);
+        if (ask <= level + tol) {
+          fix_flow(f, share, i, s, d, cl, ask);
+          unfixed--;
+        } else {
+          next = fth_min(next, ask);
         }
       }
+    want = next;
   }
 }
 

@@ -104,6 +104,7 @@ describe("fathom route", function()
     os.remove(t)
     local row = json.decode(first)
     assert.are.equal(0, row.round)
+    assert.is_true(row.rounds >= 1)
     assert.is_number(row.bytes)
   end)
 
@@ -278,7 +279,7 @@ describe("the packet simulation on the Hot Interconnects configs", function()
   -- and the fair simulation of the same bytes, spread evenly, over the same shared levels.
   for _, sys in ipairs({ "passage", "alternative", "matched" }) do
     for _, c in ipairs(study.configs) do
-      it(string.format("%s config %d (%d experts): even load within 5%% of alpha-beta", sys, c[1], c[2]), function()
+      it(string.format("%s config %d (%d experts): on an even load equals alpha-beta", sys, c[1], c[2]), function()
         local sc = fathom.scenario(study.paths(sys, c[1], c[2]))
         sc.workload.expert_imbalance = 1.0
         local plan = sc:compile()
@@ -294,7 +295,7 @@ describe("the packet simulation on the Hot Interconnects configs", function()
         local levels = plan:group_levels(require("fathom.names").key("comm_kind").ep)
         local mesh = route.step_mesh(levels, deg.ep_su, 4096, bytes)
         local sim = core.mesh_simulate(mesh, core.byte_matrix(rows))
-        h.near(ab, sim.time_s, 0.05, "simulated vs alpha-beta")
+        h.near(ab, sim.time_s, 0.001, "simulated vs alpha-beta") -- the issue asks for 5%
       end)
     end
   end
