@@ -178,6 +178,29 @@ describe("routing feeds the step model", function()
   end)
 end)
 
+describe("expert placement in the step model", function()
+  it("moe_spec_v2.routing with EPLB lowers the busiest EP rank's load and the step", function()
+    local fathom = require("fathom")
+    local T = "tests/fixtures/tiny/"
+    local function run(placement)
+      local w = { global_batch_size = 8, micro_batch_size = 2, seq_length = 1024, moe_spec_v2 = { routing = {
+        distribution = "hot", hot_ratio = 0.125, hot_weight = 0.6, placement = placement, redundant_experts = 4 } } }
+      local sc = fathom.scenario({ hardware = T .. "hardware.yaml", physical = T .. "physical.yaml",
+        logical = T .. "moe_logical.yaml", model = T .. "moe_model.yaml", workload = w })
+      return sc:evaluate(), sc.workload.expert_imbalance
+    end
+    -- 16 experts on EP 4: the 2 hot ones (30% each) share GPU 0 contiguously: 0.6 + 2 x 0.4 / 14
+    -- = 0.657 of the load against 0.25, imbalance ~2.6; EPLB's 4 extra copies (one more slot
+    -- per GPU) give each hot expert 3 copies of 0.1; packed 5 to a GPU, the busiest holds two
+    -- of them and three cold experts: 0.2 + 3 x 0.4 / 14 = 0.286, imbalance ~1.14
+    local rc, ic = run("contiguous")
+    local re, ie = run("eplb")
+    assert.is_true(ic > 2.4 and ic < 2.8, ic)
+    assert.is_true(ie < 1.2, ie)
+    assert.is_true(re.step_time_s < rc.step_time_s)
+  end)
+end)
+
 describe("packet-level all-to-all in the step model", function()
   it("routing.packet_simulation times every dispatch and combine with the simulator", function()
     local fathom = require("fathom")
