@@ -240,6 +240,59 @@ static int fair_ports(void) {
   return 0;
 }
 
+/* Trace rows of the fair scheduler cover every packet once; the busiest
+ * resource's bound never exceeds the simulation (it is a lower bound), on
+ * skewed routings under both schedulers. */
+typedef struct trace_sum {
+  double bytes;
+  long long rows;
+  long long last_round;
+} trace_sum;
+
+static void add_row(void *ud, const fth_mesh_trace_row *row) {
+  trace_sum *t = (trace_sum *)ud;
+  t->bytes += row->bytes;
+  t->rows++;
+  if (row->round + row->rounds > t->last_round) t->last_round = row->round + row->rounds;
+}
+
+static int bounds_and_trace(void) {
+  fth_route_def d = fth_route_def_default();
+  d.tokens = 4096;
+  d.experts = 32;
+  d.top_k = 4;
+  d.gpus = 16;
+  d.hidden = 1024;
+  d.dist = FTH_DIST_ZIPF;
+  fth_route_stats st;
+  fth_error err;
+  for (int seed = 1; seed <= 4; seed++) {
+    d.seed = (uint64_t)seed;
+    d.zipf_s = 0.4 * seed;
+    FTH_ENSURE(fth_route_run(&d, expert_load, gpu_load, bytes, &st, &err) == FTH_OK);
+    for (int sched = 0; sched < 2; sched++) {
+      fth_mesh_def m = fth_mesh_def_default(); /* clusters of 8: two of them */
+      m.nodes = 16;
+      m.sched = (fth_mesh_sched)sched;
+      m.inter_bw = m.inter_port_bw = 450e9 / 4; /* a NIC of a quarter of the port */
+      m.base_delay_s = 1e-7;
+      trace_sum t = {0, 0, 0};
+      fth_mesh_result r;
+      FTH_ENSURE(fth_mesh_simulate(&m, bytes, rem, credit, add_row, &t, &r, &err) == FTH_OK);
+      double lb;
+      fth_mesh_busiest_s(&m, bytes, &lb);
+      FTH_ENSURE((double)r.rounds >= lb);
+      FTH_ENSURE_EQ_INT(r.rounds, t.last_round);
+      /* every routed byte that leaves its GPU, once (whole packets under round robin) */
+      if (m.sched == FTH_SCHED_FAIR)
+        FTH_ENSURE_NEAR(st.offnode_bytes, t.bytes, 1e-9);
+      else
+        FTH_ENSURE(t.bytes >= st.offnode_bytes && t.bytes < st.offnode_bytes + 256 * 4096.0);
+    }
+  }
+  return 0;
+}
+
 /* Placements: replication never hurts uniform routing; EPLB balances hot. */
 static int placements(void) {
   static double base_load[FTH_ROUTE_MAX_GPUS];
@@ -302,5 +355,6 @@ int route_test(void) {
   FTH_RUN(seed_closed_form());
   FTH_RUN(fair_ports());
   FTH_RUN(placements());
+  FTH_RUN(bounds_and_trace());
   return 0;
 }
