@@ -119,6 +119,18 @@ describe("fathom route", function()
     assert.are.equal(8192, json.decode(r.stdout).pairs)
   end)
 
+  it("a YAML config's new mesh keys are checked with their position", function()
+    local c = os.tmpname()
+    local f = io.open(c, "w")
+    f:write("router: {experts: 16, top_k: 2, gpus: 4, tokens: 4096}\nmesh:\n  port_bw: 100e9\n  scheduler: fifo\n")
+    f:close()
+    local r = h.run("route", "--config", c)
+    os.remove(c)
+    assert.are.equal(2, r.code)
+    assert.are.equal(1, h.count_lines(r.stderr))
+    assert.matches(":4:14: mesh%.scheduler: expected one of fair, round_robin, got 'fifo'", r.stderr)
+  end)
+
   describe("nonsense gives one line and exit 2", function()
     local cases = {
       { { "--experts", "8", "--top-k", "9" }, "top_k 9 exceeds the 8 experts" },

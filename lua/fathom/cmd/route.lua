@@ -115,7 +115,7 @@ all-to-all time                           rounds      time
   %-31s %10s  %s
 ]], res.expert_imbalance, res.gpu_imbalance, units.bytes(res.total_bytes), units.bytes(res.offnode_bytes),
     units.bytes(res.bytes_per_pair), "closed form (busiest GPU)", math.tointeger(cf.rounds) or cf.rounds,
-    units.time(cf.time_s), "seed closed form (moe_comms)", string.format("%.1f", sc.rounds), units.time(sc.time_s),
+    units.time(cf.time_s), "seed closed form (moe_comms)", string.format("%.3g", sc.rounds), units.time(sc.time_s),
     "packet simulation (" .. mesh.scheduler .. ")", sim.rounds, units.time(sim.time_s), "alpha-beta (direct)", "",
     units.time(res.alpha_beta_s))
   return table.concat(out)
