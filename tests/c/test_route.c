@@ -74,6 +74,9 @@ static int caps_and_clusters(void) {
   m.nic_bytes_per_round = 3 * 4096;
   FTH_ENSURE(fth_mesh_simulate(&m, bytes, rem, credit, NULL, NULL, &nic_r, &err) == FTH_OK);
   FTH_ENSURE_EQ_INT(38, nic_r.rounds);
+  double cf_rounds; /* the closed form's NIC bound: ceil(7 x 16 / 3) = 38 */
+  fth_mesh_closed_form_s(&m, 65536.0, &cf_rounds);
+  FTH_ENSURE_NEAR(38.0, cf_rounds, 0);
   /* Two clusters of 4, inter-cluster links at a quarter of the rate: 16
    * packets at 1/4 packet per round = 64 rounds. */
   m.nic_bytes_per_round = 0;
@@ -81,6 +84,8 @@ static int caps_and_clusters(void) {
   m.inter_bw = m.link_bw / 4;
   FTH_ENSURE(fth_mesh_simulate(&m, bytes, rem, credit, NULL, NULL, &two_r, &err) == FTH_OK);
   FTH_ENSURE_EQ_INT(64, two_r.rounds);
+  fth_mesh_closed_form_s(&m, 65536.0, &cf_rounds); /* the inter-cluster links' bound: 16 / (1/4) */
+  FTH_ENSURE_NEAR(64.0, cf_rounds, 0);
   m.packet_size = 0;
   FTH_ENSURE(fth_mesh_simulate(&m, bytes, rem, credit, NULL, NULL, &two_r, &err) == FTH_EINVAL);
   FTH_ENSURE(strcmp(err.path, "packet_size") == 0);
