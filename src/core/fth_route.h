@@ -144,8 +144,8 @@ double fth_mesh_round_s(const fth_mesh_def *def);
 /// with p = bytes_per_pair / packet_size packets (rounded up to whole packets
 /// under round robin; the fair scheduler lets a flow's last packet be short)
 /// and port, nic in packets per round; time = initial_cpu_delay + rounds x
-/// round. The fair
-/// scheduler reaches it exactly; round robin too when ports are not set.
+/// round. The fair scheduler reaches it exactly under even load; round robin
+/// too when ports are not set.
 double fth_mesh_closed_form_s(const fth_mesh_def *def, double bytes_per_pair, double *rounds);
 
 /// The same bound for any byte matrix: each resource's packets over its rate
