@@ -145,39 +145,32 @@ function Scenario:apply_routing()
 end
 
 -- Time one EP dispatch with the packet-level simulator (fathom.route): the tokens one
--- micro-batch sends from every EP rank, routed from the distribution, over a full
--- mesh whose pair links share each GPU's scale-up (inside the EP_SU group) and
--- scale-out (between groups) bandwidth. The step model then uses it for every
--- dispatch and combine instead of the alpha-beta cost.
+-- micro-batch sends from every EP rank, routed from the distribution, over the EP group's
+-- levels as the core shares them (plan:group_levels, from a plan compiled without the
+-- override): GPU ports inside the EP_SU group and between groups, shared max-min fairly by
+-- the flows (route.step_mesh). The step model then uses it for every dispatch and combine
+-- instead of the alpha-beta cost.
 function Scenario:simulate_all_to_all(routing, ep)
   local w, m = self.workload, self.model
-  local tp, cp, ep_su, su_dim, so_dim = 1, 1, 1, nil, nil
+  local tp, cp = 1, 1
   for _, l in ipairs(self.logical.dimensions) do
     if l.logical_tag == TAG.TP_Attn then tp = tp * l.size end
     if l.logical_tag == TAG.CP then cp = cp * l.size end
-    if l.logical_tag == TAG.EP_SU then ep_su, su_dim = ep_su * l.size, l.phys_dim end
-    if l.logical_tag == TAG.EP_SO then so_dim = l.phys_dim end
   end
-  local function bw(dim)
-    local link = self.physical.dimensions[dim].interconnect
-    return link.bandwidth_nominal * (link.num_links or 1) * (link.efficiency or 1), link.latency_sec or 0
-  end
-  local su_bw, su_lat = bw(su_dim or so_dim)
-  local so_bw = so_dim and bw(so_dim) or su_bw
+  local node = spec.node_table(self.lib, self.physical.node_name)
+  local topo = spec.topology_table(self.physical, self.logical)
+  local ok, plan = pcall(self.pass.compile, node, topo, self.model, w)
+  if not ok then self:raise_core(plan) end
   local tokens = w.micro_batch_size * w.seq_length // (tp * cp) * ep
   local r = {}
   for k, v in pairs(routing) do r[k] = v end
   r.experts, r.top_k, r.gpus, r.tokens = m.num_regular_experts, m.num_selected_experts, ep, tokens
   r.hidden, r.act_bytes = m.d_model, w.float_size_bytes
   r.packet_simulation, r.packet_size = nil, nil
-  -- packets pipeline back to back: the link latency is paid once, not per round
-  local mesh = { links = 1, packet_size = routing.packet_size, initial_cpu_delay = su_lat,
-    link_bw = su_bw / math.max(1, ep_su - 1) }
-  if ep_su < ep then
-    mesh.cluster_size = ep_su
-    mesh.inter_bw = so_bw / math.max(1, ep - ep_su)
-  end
   local route = require("fathom.route")
+  local per_gpu = tokens // ep * m.num_selected_experts * m.d_model * w.float_size_bytes
+  local levels = plan:group_levels(names.key("comm_kind").ep)
+  local mesh = route.step_mesh(levels, plan:degrees().ep_su, routing.packet_size, per_gpu)
   local router_def, mesh_def = route.config({ router = r, mesh = mesh })
   local res = route.run(router_def, mesh_def, nil)
   w.ep_all_to_all_sec = res.simulation.time_s

@@ -315,6 +315,7 @@ M.routing_schema = {
   histogram = { type = "list" },
   placement = { type = "string", choices = names.route_placement, default = PLACE.contiguous },
   hot_replicas = { type = "integer", min = 1, default = 2 },
+  redundant_experts = { type = "integer", min = 0, default = 0, hint = "extra expert copies (eplb), a multiple of EP" },
   seed = { type = "integer", min = 0, default = 1 },
   tokens = { type = "integer", min = 1, default = 65536 },
   packet_simulation = { type = "boolean", default = false,

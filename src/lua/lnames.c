@@ -54,6 +54,8 @@ PARSE_OF(fth_mem_component_parse)
 NAME_OF(fth_comm_kind_name, fth_comm_kind)
 NAME_OF(fth_route_dist_name, fth_route_dist)
 PARSE_OF(fth_route_dist_parse)
+NAME_OF(fth_mesh_sched_name, fth_mesh_sched)
+PARSE_OF(fth_mesh_sched_parse)
 NAME_OF(fth_placement_name, fth_placement)
 PARSE_OF(fth_placement_parse)
 NAME_OF(fth_recipe_name, fth_recipe)
@@ -108,6 +110,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                                    fth_route_dist_parse_i, NULL},
     [LNAMES_ROUTE_PLACEMENT] = {"route_placement", FTH_PLACE_COUNT, fth_placement_name_i,
                                 fth_placement_parse_i, NULL},
+    [LNAMES_ROUTE_SCHEDULER] = {"route_scheduler", FTH_SCHED_COUNT, fth_mesh_sched_name_i,
+                                fth_mesh_sched_parse_i, NULL},
     [LNAMES_PRECISION_RECIPE] = {"precision_recipe", FTH_RECIPE_COUNT, fth_recipe_name_i,
                                  fth_recipe_parse_i, NULL},
     [LNAMES_CAST_KERNELS] = {"cast_kernels", FTH_CAST_KERNELS_COUNT, fth_cast_kernels_name_i,

@@ -2,6 +2,9 @@
  *   core.route(def) -> result table, matrix   (matrix: fathom.ByteMatrix userdata)
  *   core.mesh_simulate(mesh, matrix [, trace_path, "csv"|"jsonl"]) -> result table
  *   core.mesh_closed_form(mesh, bytes_per_pair) -> seconds, rounds
+ *   core.mesh_busiest(mesh, matrix) -> seconds, rounds    (the closed form's bound, any load)
+ *   core.mesh_seed_closed_form(mesh, load_per_node) -> seconds, rounds   (the seed's formula)
+ *   core.byte_matrix(rows) -> matrix    (rows: n lists of n bytes, row = source)
  *   matrix:get(src, dst) -> bytes (1-based); matrix:size() -> n
  * The trace is written by the binding to `trace_path` (the caller writes to a
  * temporary path and renames it, so a failed run leaves nothing behind). */
@@ -52,6 +55,7 @@ static void read_route(lua_State *L, int idx, fth_route_def *d, double *hist) {
   d->placement = (fth_placement)lnames_check(L, idx, w, "placement", LNAMES_ROUTE_PLACEMENT,
                                              d->placement);
   d->hot_replicas = lcheck_int(L, idx, w, "hot_replicas", d->hot_replicas);
+  d->redundant_experts = lcheck_int(L, idx, w, "redundant_experts", d->redundant_experts);
   double seed = lcheck_number(L, idx, w, "seed", 1);
   if (!(seed >= 0 && seed <= 9007199254740992.0 && seed == floor(seed)))
     lbind_fail(L, FTH_EINVAL, "route.seed", "expected an integer in [0, 2^53], got %.14g", seed);
@@ -121,6 +125,7 @@ static int core_route(lua_State *L) {
   setnum(L, "bytes_per_pair", st.bytes_per_pair);
   setnum(L, "total_bytes", st.total_bytes);
   setnum(L, "offnode_bytes", st.offnode_bytes);
+  setnum(L, "replicas", st.replicas);
   lua_insert(L, -2); /* hist loads result matrix */
   return 2;
 }
@@ -138,8 +143,12 @@ static void read_mesh(lua_State *L, int idx, fth_mesh_def *m) {
   m->nic_bytes_per_round = lcheck_number(L, idx, w, "nic_rate", 0);
   m->rr_max_packets = lcheck_int(L, idx, w, "round_robin_max_packets", 0);
   m->overlap_prep = lcheck_bool(L, idx, w, "overlap_prep", 0);
-  m->cluster_size = lcheck_int(L, idx, w, "cluster_size", 0);
-  m->inter_bw = lcheck_number(L, idx, w, "inter_bw", 0);
+  m->cluster_size = lcheck_int(L, idx, w, "cluster_size", m->cluster_size);
+  m->inter_bw = lcheck_number(L, idx, w, "inter_bw", m->inter_bw);
+  m->port_bw = lcheck_number(L, idx, w, "port_bw", m->port_bw);
+  m->inter_port_bw = lcheck_number(L, idx, w, "inter_port_bw", m->inter_port_bw);
+  m->sched = (fth_mesh_sched)lnames_check(L, idx, w, "scheduler", LNAMES_ROUTE_SCHEDULER, m->sched);
+  m->seed_window_s = lcheck_number(L, idx, w, "seed_window", m->seed_window_s);
 }
 
 typedef struct trace_ctx {
@@ -151,12 +160,12 @@ static void write_row(void *ud, const fth_mesh_trace_row *r) {
   trace_ctx *t = (trace_ctx *)ud;
   if (t->jsonl)
     fprintf(t->f,
-            "{\"round\":%lld,\"src\":%d,\"dst\":%d,\"packets\":%d,\"bytes\":%.17g,\"link_use\":%."
-            "17g}\n",
-            r->round, r->src, r->dst, r->packets, r->bytes, r->link_use);
+            "{\"round\":%lld,\"rounds\":%lld,\"src\":%d,\"dst\":%d,\"packets\":%.17g,"
+            "\"bytes\":%.17g,\"link_use\":%.17g}\n",
+            r->round, r->rounds, r->src, r->dst, r->packets, r->bytes, r->link_use);
   else
-    fprintf(t->f, "%lld,%d,%d,%d,%.17g,%.17g\n", r->round, r->src, r->dst, r->packets, r->bytes,
-            r->link_use);
+    fprintf(t->f, "%lld,%lld,%d,%d,%.17g,%.17g,%.17g\n", r->round, r->rounds, r->src, r->dst,
+            r->packets, r->bytes, r->link_use);
 }
 
 /* A trace file that is closed even when the simulation raises. */
@@ -191,7 +200,7 @@ static int core_mesh_simulate(lua_State *L) {
     *fh = fopen(path, "w");
     if (*fh == NULL) return lbind_fail(L, FTH_EINVAL, "", "cannot write trace '%s'", path);
     t.f = *fh;
-    if (!jsonl) fputs("round,src,dst,packets,bytes,link_use\n", t.f);
+    if (!jsonl) fputs("round,rounds,src,dst,packets,bytes,link_use\n", t.f);
   }
   fth_mesh_result r;
   fth_error err;
@@ -204,9 +213,11 @@ static int core_mesh_simulate(lua_State *L) {
     if (bad) return lbind_fail(L, FTH_EINVAL, "", "write error on trace '%s'", path);
   }
   if (s != FTH_OK) return lbind_raise(L, NULL, &err);
-  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, 6);
   lua_pushinteger(L, (lua_Integer)r.rounds);
   lua_setfield(L, -2, "rounds");
+  lua_pushinteger(L, (lua_Integer)r.events);
+  lua_setfield(L, -2, "events");
   setnum(L, "time_s", r.time_s);
   setnum(L, "packets", r.packets);
   setnum(L, "bytes", r.bytes);
@@ -223,6 +234,58 @@ static int core_mesh_closed_form(lua_State *L) {
   if (fth_mesh_check(&mesh, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
   double rounds;
   lua_pushnumber(L, fth_mesh_closed_form_s(&mesh, luaL_checknumber(L, 2), &rounds));
+  lua_pushnumber(L, rounds);
+  return 2;
+}
+
+/* ({{bytes, ...}, ...}) -> matrix: n rows of n bytes (row = source) */
+static int core_byte_matrix(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= FTH_ROUTE_MAX_GPUS, 1, "expected 1..1024 rows");
+  byte_matrix *m = new_matrix(L, (int)n);
+  for (lua_Integer s = 1; s <= n; s++) {
+    if (lua_rawgeti(L, 1, s) != LUA_TTABLE || luaL_len(L, -1) != n)
+      return lbind_fail(L, FTH_EINVAL, "matrix", "row %d: expected %d numbers", (int)s, (int)n);
+    for (lua_Integer d = 1; d <= n; d++) {
+      lua_rawgeti(L, -1, d);
+      int ok;
+      double v = lua_tonumberx(L, -1, &ok);
+      if (!ok || !(v >= 0 && isfinite(v)))
+        return lbind_fail(L, FTH_EINVAL, "matrix", "row %d, column %d: expected bytes >= 0",
+                          (int)s, (int)d);
+      m->data[(size_t)(s - 1) * (size_t)n + (size_t)(d - 1)] = v;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
+/* (mesh, matrix) -> seconds, rounds */
+static int core_mesh_busiest(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  byte_matrix *m = (byte_matrix *)luaL_checkudata(L, 2, BYTE_MATRIX);
+  fth_mesh_def mesh;
+  read_mesh(L, 1, &mesh);
+  mesh.nodes = m->n;
+  fth_error err;
+  if (fth_mesh_check(&mesh, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  double rounds;
+  lua_pushnumber(L, fth_mesh_busiest_s(&mesh, m->data, &rounds));
+  lua_pushnumber(L, rounds);
+  return 2;
+}
+
+/* (mesh, load_per_node) -> seconds, rounds */
+static int core_mesh_seed_closed_form(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  fth_mesh_def mesh;
+  read_mesh(L, 1, &mesh);
+  fth_error err;
+  if (fth_mesh_check(&mesh, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  double rounds;
+  lua_pushnumber(L, fth_mesh_seed_closed_form_s(&mesh, luaL_checknumber(L, 2), &rounds));
   lua_pushnumber(L, rounds);
   return 2;
 }
@@ -260,7 +323,37 @@ static const luaL_Reg trace_meta[] = {
 static const luaL_Reg route_funcs[] = {{"route", core_route},
                                        {"mesh_simulate", core_mesh_simulate},
                                        {"mesh_closed_form", core_mesh_closed_form},
+                                       {"mesh_busiest", core_mesh_busiest},
+                                       {"byte_matrix", core_byte_matrix},
+                                       {"mesh_seed_closed_form", core_mesh_seed_closed_form},
                                        {NULL, NULL}};
+
+/* fathom.core.mesh_defaults: the mesh fields' defaults (fth_mesh_def_default), under
+ * the names the mesh table takes, so the Lua schema and --help show the core's. */
+static void push_mesh_defaults(lua_State *L) {
+  fth_mesh_def m = fth_mesh_def_default();
+  lua_createtable(L, 0, 16);
+  lua_pushinteger(L, m.links);
+  lua_setfield(L, -2, "links");
+  setnum(L, "link_bw", m.link_bw);
+  setnum(L, "packet_size", m.packet_size);
+  setnum(L, "packet_prep_delay", m.packet_prep_s);
+  setnum(L, "base_delay", m.base_delay_s);
+  setnum(L, "initial_cpu_delay", m.initial_cpu_s);
+  setnum(L, "nic_rate", m.nic_bytes_per_round);
+  lua_pushinteger(L, m.rr_max_packets);
+  lua_setfield(L, -2, "round_robin_max_packets");
+  lua_pushboolean(L, m.overlap_prep);
+  lua_setfield(L, -2, "overlap_prep");
+  lua_pushinteger(L, m.cluster_size);
+  lua_setfield(L, -2, "cluster_size");
+  setnum(L, "inter_bw", m.inter_bw);
+  setnum(L, "port_bw", m.port_bw);
+  setnum(L, "inter_port_bw", m.inter_port_bw);
+  lua_pushstring(L, fth_mesh_sched_name(m.sched));
+  lua_setfield(L, -2, "scheduler");
+  setnum(L, "seed_window", m.seed_window_s);
+}
 
 void lfth_open_route(lua_State *L) {
   lbind_newclass(L, BYTE_MATRIX, matrix_meta, matrix_methods);
@@ -268,4 +361,6 @@ void lfth_open_route(lua_State *L) {
   luaL_setfuncs(L, trace_meta, 0);
   lua_pop(L, 1);
   lbind_setfuncs(L, route_funcs);
+  push_mesh_defaults(L);
+  lua_setfield(L, -2, "mesh_defaults");
 }

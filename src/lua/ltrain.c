@@ -3,6 +3,9 @@
  *   plan:evaluate() -> result table (SI units, raw numbers)
  *   plan:footprint() -> memory table (cheap; what a search checks first)
  *   plan:degrees() -> {tp, tp_moe, dp, dp_moe, ep, ep_su, ep_so, pp, cp, gpus, microbatches}
+ *   plan:group_levels(kind) -> the levels of a communication group ("ep", ...), innermost
+ *       first, as core.collective takes them (bandwidth after sharing): what the step
+ *       model's collectives run over, for a simulation of the same exchange (fathom.route)
  * Input tables are the normalised ones lua/fathom/spec.lua builds. */
 #include <string.h>
 
@@ -153,6 +156,31 @@ static int plan_degrees(lua_State *L) {
   return 1;
 }
 
+/* (plan, kind) -> {{group_size, dim_size, type, bw_bytes_per_s, latency_s}, ...} */
+static int plan_group_levels(lua_State *L) {
+  const fth_train_plan *p = check_plan(L, 1);
+  const char *kind = luaL_checkstring(L, 2);
+  int k = 0;
+  while (k < FTH_COMM_KIND_COUNT && strcmp(kind, fth_comm_kind_name((fth_comm_kind)k)) != 0) k++;
+  luaL_argcheck(L, k < FTH_COMM_KIND_COUNT, 2, "unknown communication kind");
+  const fth_group *g = &p->layout.group[k];
+  lua_createtable(L, g->n, 0);
+  for (int i = 0; i < g->n; i++) {
+    const fth_group_level *lv = &g->lv[i];
+    lua_createtable(L, 0, 6);
+    setint(L, "group_size", lv->group_size);
+    setint(L, "dim_size", lv->dim_size);
+    lua_pushstring(L, lnames_name(LNAMES_TOPOLOGY_TYPE, lv->type));
+    lua_setfield(L, -2, "type");
+    setnum(L, "bw_bytes_per_s", lv->bw_bytes_per_s);
+    setnum(L, "latency_s", lv->latency_s);
+    lua_pushboolean(L, lv->in_network_reduction);
+    lua_setfield(L, -2, "in_network_reduction");
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 static int plan_tostring(lua_State *L) {
   const fth_train_plan *p = check_plan(L, 1);
   lua_pushfstring(L, "fathom.TrainPlan (%d GPUs, TP %d PP %d DP %d EP %d)", (int)p->layout.num_gpus, p->layout.tp,
@@ -163,6 +191,7 @@ static int plan_tostring(lua_State *L) {
 static const luaL_Reg plan_methods[] = {{"evaluate", plan_evaluate},
                                         {"footprint", plan_footprint},
                                         {"degrees", plan_degrees},
+                                        {"group_levels", plan_group_levels},
                                         {NULL, NULL}};
 
 static const luaL_Reg plan_meta[] = {{"__tostring", plan_tostring}, {NULL, NULL}};

@@ -100,7 +100,7 @@ describe("fathom.names", function()
     assert.are.same({ "cast_kernels", "collective_algorithm", "collective_op", "comm_kind", "dp_variant", "flop_part",
       "kernel_model",
       "logical_tag", "memory_component", "memory_tier", "pp_schedule", "precision_recipe", "recompute",
-      "recompute_module", "route_distribution", "route_placement", "topology_type" }, enums())
+      "recompute_module", "route_distribution", "route_placement", "route_scheduler", "topology_type" }, enums())
     for _, e in ipairs(enums()) do
       assert.is_true(#names[e] >= 2, e)
       for _, n in ipairs(names[e]) do assert.are.equal(n, names.canonical(e, n)) end

@@ -142,7 +142,7 @@ local route_cases = {
   { { "--tokens", "1048576", "--experts", "4096", "--top-k", "4000" }, "router%.top_k: expected a value <= 256" },
   { { "--experts", "4096", "--top-k", "200", "--distribution", "zipf", "--zipf-s", "3" },
     "router%.tokens: routing 65536 tokens to top%-200 of 4096 experts %(zipf%) is about" },
-  { { "--gpus", "64", "--experts", "64", "--tokens", "4194304", "--packet-size", "64" },
+  { { "--gpus", "64", "--experts", "64", "--tokens", "4194304", "--packet-size", "64", "--scheduler", "round_robin" },
     "route: the packet simulation needs about" },
   { { "--seed", "1e300" }, "router%.seed: expected an integer" },
   { { "--experts", "8192" }, "router%.experts: expected a value <= 4096" },
