@@ -1,0 +1,202 @@
+/* ltrace.c: execution traces of a training step, `fathom.Trace` (fth_trace.h).
+ *   core.trace_compile(plan) -> trace           (plan: a fathom.TrainPlan, kept alive by the trace)
+ *   trace:info() -> {ranks, pp, microbatches, group_size = {tp = n, ...}}
+ *   trace:stage(rank) -> stage                  (ranks and stages are 0-based, as in the files)
+ *   trace:group(kind, rank) -> id, {members}    (kind: "tp", "ep", ...; id 0 when no group)
+ *   trace:group_id(kind, rank) -> id            (cheap: no member list)
+ *   trace:stage_peer(rank, stage) -> rank       (the rank of `stage` with rank's other coordinates)
+ *   trace:write_rank(rank, path) -> stats | nil, message   (Chakra ET of the rank to path)
+ * Bad ranks and kinds raise; an I/O failure returns nil and a message. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fth_trace.h"
+#include "lfathom.h"
+#include "lnames.h"
+
+#define TRACE "fathom.Trace"
+#define TRAIN_PLAN "fathom.TrainPlan"
+/* The encoder's output buffer: large writes, bounded memory. */
+#define TRACE_BUF (1u << 20)
+
+typedef struct ltrace {
+  fth_trace t;
+  uint8_t buf[TRACE_BUF];
+} ltrace;
+
+static ltrace *check_trace(lua_State *L, int idx) {
+  return (ltrace *)luaL_checkudata(L, idx, TRACE);
+}
+
+/* (plan) -> trace; raises {kind, path, msg} for a step it cannot lay out. */
+static int core_trace_compile(lua_State *L) {
+  const fth_train_plan *p = (const fth_train_plan *)luaL_checkudata(L, 1, TRAIN_PLAN);
+  ltrace *lt = (ltrace *)lua_newuserdatauv(L, sizeof(ltrace), 1);
+  luaL_setmetatable(L, TRACE);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1); /* the plan lives as long as the trace */
+  fth_error err;
+  if (fth_trace_compile(&lt->t, p, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  return 1;
+}
+
+static void setnum(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static int check_rank(lua_State *L, const ltrace *lt, int idx) {
+  lua_Integer r = luaL_checkinteger(L, idx);
+  luaL_argcheck(L, r >= 0 && r < lt->t.ranks, idx, "rank outside the job");
+  return (int)r;
+}
+
+static int check_kind(lua_State *L, int idx) {
+  int k = lnames_parse(LNAMES_COMM_KIND, luaL_checkstring(L, idx));
+  luaL_argcheck(L, k >= 0, idx, "unknown communication kind");
+  return k;
+}
+
+/* (trace) -> {ranks, pp, microbatches, group_size = {kind = n}} */
+static int trace_info(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, lt->t.ranks);
+  lua_setfield(L, -2, "ranks");
+  lua_pushinteger(L, lt->t.pp);
+  lua_setfield(L, -2, "pp");
+  lua_pushinteger(L, lt->t.microbatches);
+  lua_setfield(L, -2, "microbatches");
+  lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
+    lua_pushinteger(L, lt->t.group_size[k]);
+    lua_setfield(L, -2, fth_comm_kind_name((fth_comm_kind)k));
+  }
+  lua_setfield(L, -2, "group_size");
+  return 1;
+}
+
+/* (trace, rank) -> stage */
+static int trace_stage(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  lua_pushinteger(L, fth_trace_stage(&lt->t, check_rank(L, lt, 2)));
+  return 1;
+}
+
+/* (trace, kind, rank) -> id, {members (0-based ranks)} */
+static int trace_group(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  int k = check_kind(L, 2);
+  int rank = check_rank(L, lt, 3);
+  long id;
+  int size = fth_trace_group(&lt->t, (fth_comm_kind)k, rank, NULL, 0, &id);
+  int *members = (int *)lua_newuserdatauv(L, sizeof(int) * (size_t)size, 0); /* GC-owned scratch */
+  fth_trace_group(&lt->t, (fth_comm_kind)k, rank, members, size, &id);
+  lua_pushinteger(L, id);
+  lua_createtable(L, size, 0);
+  for (int i = 0; i < size; i++) {
+    lua_pushinteger(L, members[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 2;
+}
+
+/* (trace, kind, rank) -> id */
+static int trace_group_id(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  int k = check_kind(L, 2);
+  long id;
+  fth_trace_group(&lt->t, (fth_comm_kind)k, check_rank(L, lt, 3), NULL, 0, &id);
+  lua_pushinteger(L, id);
+  return 1;
+}
+
+/* (trace, rank, stage) -> rank */
+static int trace_stage_peer(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  int rank = check_rank(L, lt, 2);
+  lua_Integer s = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, s >= 0 && s < lt->t.pp, 3, "stage outside the pipeline");
+  lua_pushinteger(L, fth_trace_stage_peer(&lt->t, rank, (int)s));
+  return 1;
+}
+
+typedef struct file_sink {
+  FILE *f;
+  int err;
+} file_sink;
+
+static int write_sink(void *ctx, const uint8_t *data, size_t n) {
+  file_sink *s = (file_sink *)ctx;
+  if (fwrite(data, 1, n, s->f) != n) {
+    s->err = errno ? errno : EIO;
+    return 1;
+  }
+  return 0;
+}
+
+/* (trace, rank, path) -> stats | nil, message */
+static int trace_write_rank(lua_State *L) {
+  ltrace *lt = check_trace(L, 1);
+  int rank = check_rank(L, lt, 2);
+  const char *path = luaL_checkstring(L, 3);
+  file_sink s = {fopen(path, "wb"), 0};
+  if (!s.f) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  fth_trace_stats st;
+  fth_error err;
+  fth_status status = fth_trace_write_rank(&lt->t, rank, lt->buf, sizeof lt->buf, write_sink, &s,
+                                           &st, &err);
+  if (fclose(s.f) != 0 && !s.err) s.err = errno ? errno : EIO;
+  if (status != FTH_OK || s.err) {
+    if (status != FTH_OK && !s.err) return lbind_raise(L, NULL, &err);
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(s.err));
+    return 2;
+  }
+  lua_createtable(L, 0, 12);
+  setnum(L, "nodes", st.nodes);
+  setnum(L, "bytes", st.bytes);
+  setnum(L, "comp_nodes", st.comp_nodes);
+  setnum(L, "coll_nodes", st.coll_nodes);
+  setnum(L, "send_nodes", st.send_nodes);
+  setnum(L, "recv_nodes", st.recv_nodes);
+  setnum(L, "compute_s", st.compute_us * 1e-6);
+  setnum(L, "flops", st.flops);
+  setnum(L, "recv_bytes", st.recv_bytes);
+  lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
+    lua_pushnumber(L, st.coll_bytes[k]);
+    lua_setfield(L, -2, fth_comm_kind_name((fth_comm_kind)k));
+  }
+  lua_setfield(L, -2, "comm_bytes");
+  return 1;
+}
+
+static int trace_tostring(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  lua_pushfstring(L, "fathom.Trace (%d ranks, PP %d, %d micro-batches)", lt->t.ranks, lt->t.pp,
+                  lt->t.microbatches);
+  return 1;
+}
+
+static const luaL_Reg trace_methods[] = {{"info", trace_info},
+                                         {"stage", trace_stage},
+                                         {"group", trace_group},
+                                         {"group_id", trace_group_id},
+                                         {"stage_peer", trace_stage_peer},
+                                         {"write_rank", trace_write_rank},
+                                         {NULL, NULL}};
+
+static const luaL_Reg trace_meta[] = {{"__tostring", trace_tostring}, {NULL, NULL}};
+
+static const luaL_Reg trace_funcs[] = {{"trace_compile", core_trace_compile}, {NULL, NULL}};
+
+void lfth_open_trace(lua_State *L) {
+  lbind_newclass(L, TRACE, trace_meta, trace_methods);
+  lbind_setfuncs(L, trace_funcs);
+}
