@@ -46,7 +46,9 @@ function M.main(argv)
   if #extra > 0 then errors.raise("trace: unexpected argument '%s' (see 'fathom trace --help')", extra[1]) end
   local chakra = opts.format == "chakra"
   if chakra and not opts.output_dir then errors.raise("trace: --format chakra needs --output-dir DIR") end
-  if chakra and opts.output_file then errors.raise("trace: --output-file is for --format perfetto; use --output-dir") end
+  if chakra and opts.output_file then
+    errors.raise("trace: --output-file is for --format perfetto; use --output-dir")
+  end
   if not chakra and not opts.output_file then errors.raise("trace: --format perfetto needs --output-file F") end
   if not chakra and (opts.output_dir or opts.ranks or opts.classes) then
     errors.raise("trace: --output-dir, --ranks and --classes are for --format chakra")
