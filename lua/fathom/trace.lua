@@ -9,6 +9,7 @@
 local analysis = require("fathom.analysis")
 local core = require("fathom.core")
 local errors = require("fathom.errors")
+local names = require("fathom.names")
 local output = require("fathom.output")
 local passes = require("fathom.passes")
 
@@ -16,7 +17,7 @@ local M = {}
 
 M.DEFAULT_PREFIX = "fathom"
 -- Kinds of communication as the core names them, in its order (group ids follow it).
-M.KINDS = { "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe" }
+M.KINDS = names.comm_kind
 
 -- compile(a) -> trace, raw: the core trace of one training point. `a` holds the
 -- arguments of fathom.analysis.run (the five files, pass_mode); a sweep is refused.
@@ -106,7 +107,7 @@ end
 local function classes(tr, n)
   local info = tr:info()
   local rep, map = {}, {}
-  for s = 0, info.pp - 1 do rep[s + 1] = tr:stage_peer(0, s) end
+  for s = 0, info.stages - 1 do rep[s + 1] = tr:stage_peer(0, s) end
   for r = 0, n - 1 do map[r + 1] = tr:stage(r) end
   return rep, map
 end

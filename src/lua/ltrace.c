@@ -1,8 +1,8 @@
 /* ltrace.c: execution traces of a training step, `fathom.Trace` (fth_trace.h).
  *   core.trace_compile(plan) -> trace           (plan: a fathom.TrainPlan, kept alive by the trace)
- *   trace:info() -> {ranks, pp, microbatches, group_size = {tp = n, ...}}
+ *   trace:info() -> {ranks, stages, microbatches, group_size = {<kind> = n, ...}}
  *   trace:stage(rank) -> stage                  (ranks and stages are 0-based, as in the files)
- *   trace:group(kind, rank) -> id, {members}    (kind: "tp", "ep", ...; id 0 when no group)
+ *   trace:group(kind, rank) -> id, {members}    (kind: a comm_kind name; id 0 when no group)
  *   trace:group_id(kind, rank) -> id            (cheap: no member list)
  *   trace:stage_peer(rank, stage) -> rank       (the rank of `stage` with rank's other coordinates)
  *   trace:write_rank(rank, path) -> stats | nil, message   (Chakra ET of the rank to path)
@@ -58,14 +58,14 @@ static int check_kind(lua_State *L, int idx) {
   return k;
 }
 
-/* (trace) -> {ranks, pp, microbatches, group_size = {kind = n}} */
+/* (trace) -> {ranks, stages, microbatches, group_size = {kind = n}} */
 static int trace_info(lua_State *L) {
   const ltrace *lt = check_trace(L, 1);
   lua_createtable(L, 0, 4);
   lua_pushinteger(L, lt->t.ranks);
   lua_setfield(L, -2, "ranks");
   lua_pushinteger(L, lt->t.pp);
-  lua_setfield(L, -2, "pp");
+  lua_setfield(L, -2, "stages");
   lua_pushinteger(L, lt->t.microbatches);
   lua_setfield(L, -2, "microbatches");
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);

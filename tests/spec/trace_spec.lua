@@ -151,14 +151,14 @@ local function check_job(tr, raw, dir)
       assert.is_true(found, string.format("rank %d's send to %d (tag %d) is received", r, snd[2], snd[3]))
     end
     -- a forward and a backward hand-off per micro-batch at each boundary the stage touches
-    local ends = (tr:stage(r) > 0 and 1 or 0) + (tr:stage(r) < info.pp - 1 and 1 or 0)
+    local ends = (tr:stage(r) > 0 and 1 or 0) + (tr:stage(r) < info.stages - 1 and 1 or 0)
     assert.are.equal(ends * m, #d[r + 1].sends)
     assert.are.equal(ends * m, #d[r + 1].recvs)
   end
   -- The last stage (the slower: it carries the LM head) is the one the step model times:
   -- its compute nodes sum to m (forward + backward kernels) + the optimizer, to the microsecond,
   -- and its collectives to the communication record's bytes per step.
-  local last = by_stage[info.pp - 1][1]
+  local last = by_stage[info.stages - 1][1]
   local pm = r0.per_microbatch
   local want_us = 1e6 * (m * (pm.forward_kernel_s + pm.backward_kernel_s) + r0.optimizer_s)
   assert.is_true(math.abs(last.compute_us - want_us) <= 1.0,
@@ -169,12 +169,12 @@ local function check_job(tr, raw, dir)
       h.near(rec.bytes_per_step, last.kind_bytes[kind] or 0, 1e-6, kind .. " bytes per step")
     end
   end
-  if info.pp > 1 then -- every boundary's sends, both directions, are the record's PP bytes
+  if info.stages > 1 then -- every boundary's sends, both directions, are the record's PP bytes
     local sent = 0
-    for s = 0, info.pp - 1 do
+    for s = 0, info.stages - 1 do
       for _, snd in ipairs(by_stage[s][1].sends) do sent = sent + snd[4] end
     end
-    h.near(r0.comm.pp.bytes_per_step * (info.pp - 1), sent, 1e-9, "pp bytes per step")
+    h.near(r0.comm.pp.bytes_per_step * (info.stages - 1), sent, 1e-9, "pp bytes per step")
   end
   return d, by_stage
 end
@@ -333,5 +333,34 @@ describe("fathom trace (command line)", function()
     assert.are.same({}, listdir(dir))
     rmdir(dir)
     os.remove(w)
+  end)
+end)
+
+describe("README.md execution traces", function()
+  it("shows what fathom trace prints today", function()
+    local f = assert(io.open("README.md", "rb"))
+    local text = f:read("a")
+    f:close()
+    local body = text:match("```\n(%$ fathom trace.-)```")
+    assert.is_truthy(body, "a '$ fathom trace' block in README.md")
+    local cmd, shown = {}, {}
+    local continued = true
+    for line in body:gmatch("([^\n]*)\n") do
+      if continued then
+        local part = line:gsub("^%$ fathom ", ""):gsub("^%s+", "")
+        continued = part:sub(-1) == "\\"
+        cmd[#cmd + 1] = continued and part:sub(1, -2) or part
+      else
+        shown[#shown + 1] = line
+      end
+    end
+    local args = {}
+    for a in table.concat(cmd, " "):gmatch("%S+") do args[#args + 1] = a end
+    local out = args[#args]
+    rmdir(out)
+    local r = h.run(table.unpack(args))
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.same(shown, { (r.stderr:gsub("\n$", "")) })
+    rmdir(out)
   end)
 end)
