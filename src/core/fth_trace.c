@@ -483,6 +483,57 @@ static void pass(emitter *e, step_ctx *c, int fwd, int i) {
   }
 }
 
+/* The schedule's order on a stage: `warm` forwards, then one forward one
+ * backward, then the remaining backwards (GPipe: every forward first). */
+void fth_trace_pass(const fth_trace *t, int stage, int k, int *fwd, int *mb) {
+  const int m = t->microbatches, last = t->pp - stage - 1;
+  const int warm = t->plan->work.pp == FTH_PP_GPIPE ? m : (last < m ? last : m);
+  if (k < warm) {
+    *fwd = 1;
+    *mb = k;
+    return;
+  }
+  int j = k - warm, steady = m - warm;
+  if (j < 2 * steady) {
+    *fwd = j % 2 == 0;
+    *mb = *fwd ? warm + j / 2 : j / 2;
+  } else {
+    *fwd = 0;
+    *mb = j - steady;
+  }
+}
+
+void fth_trace_stage_time_of(const fth_trace *t, int stage, fth_trace_stage_time *out) {
+  const fth_train_work *wk = &t->work;
+  memset(out, 0, sizeof *out);
+  int blocks[2];
+  fth_train_stage_blocks(t->plan, stage, blocks);
+  fth_phase ph[3]; /* forward, backward, recomputation */
+  memset(ph, 0, sizeof ph);
+  for (int moe = 0; moe < 2; moe++) {
+    const fth_phase *src[3] = {&wk->fwd[moe], &wk->bwd[moe], &wk->rec[moe]};
+    for (int i = 0; i < 3 && blocks[moe] > 0; i++) {
+      fth_phase x = *src[i];
+      fth_phase_scale(&x, blocks[moe]);
+      fth_phase_add(&ph[i], &x);
+    }
+  }
+  if (stage == t->pp - 1) {
+    fth_phase_add(&ph[0], &wk->head_fwd);
+    fth_phase_add(&ph[1], &wk->head_bwd);
+  }
+  for (int i = 0; i < 3; i++) {
+    double ex[FTH_COMM_KIND_COUNT];
+    int dir = i == 0 ? 0 : 1;
+    out->pass_s[dir] += fth_phase_time_blocking(&ph[i], wk->overlap_eff, wk->blocking, ex);
+    out->kernel_s[dir] += ph[i].kernel_s;
+    for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
+      out->comm_raw_s[dir][k] += ph[i].comm_s[k];
+      out->comm_exposed_s[dir][k] += ex[k];
+    }
+  }
+}
+
 fth_status fth_trace_write_rank(const fth_trace *t, int rank, uint8_t *buf, size_t cap,
                                 fth_trace_sink sink, void *ctx, fth_trace_stats *stats,
                                 fth_error *err) {
@@ -527,13 +578,10 @@ fth_status fth_trace_write_rank(const fth_trace *t, int rank, uint8_t *buf, size
   c.prev_rank = s > 0 ? fth_trace_stage_peer(t, rank, s - 1) : -1;
   c.next_rank = s < pp - 1 ? fth_trace_stage_peer(t, rank, s + 1) : -1;
   c.chain = c.bucket_last[0] = c.bucket_last[1] = NONE;
-  /* The schedule's order on this stage: `warm` forwards, then one forward one
-   * backward, then the remaining backwards (GPipe: every forward first). */
-  int warm = p->work.pp == FTH_PP_GPIPE ? m : (pp - s - 1 < m ? pp - s - 1 : m);
-  for (int i = 0; i < warm; i++) pass(&e, &c, 1, i);
-  for (int j = 0; j < m && !e.failed; j++) {
-    if (warm + j < m) pass(&e, &c, 1, warm + j);
-    pass(&e, &c, 0, j);
+  for (int k = 0; k < 2 * m && !e.failed; k++) {
+    int fwd, mb;
+    fth_trace_pass(t, s, k, &fwd, &mb);
+    pass(&e, &c, fwd, mb);
   }
   /* The optimizer after every gradient is reduced; ZeRO-1/2 then gather the
    * updated weights (fth_zero.h). */

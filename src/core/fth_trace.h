@@ -84,6 +84,22 @@ int fth_trace_group(const fth_trace *t, fth_comm_kind kind, int rank, int *membe
 /// The rank at stage `stage` with every other coordinate of `rank`.
 int fth_trace_stage_peer(const fth_trace *t, int rank, int stage);
 
+/// Pass k (0 <= k < 2 x microbatches) of `stage` in the schedule's order:
+/// *fwd 1 for a forward, 0 for a backward; *mb its micro-batch.
+void fth_trace_pass(const fth_trace *t, int stage, int k, int *fwd, int *mb);
+
+/// One micro-batch's passes on a stage, as the step model times them
+/// (fth_phase_time_blocking: kernels with the layer collectives overlapped as
+/// the workload allows); the backward includes its recomputation.
+typedef struct fth_trace_stage_time {
+  double pass_s[2];                            ///< [0] forward, [1] backward, on the critical path
+  double kernel_s[2];                          ///< their kernels alone
+  double comm_raw_s[2][FTH_COMM_KIND_COUNT];   ///< their layer collectives, raw
+  double comm_exposed_s[2][FTH_COMM_KIND_COUNT]; ///< of which exposed
+} fth_trace_stage_time;
+
+void fth_trace_stage_time_of(const fth_trace *t, int stage, fth_trace_stage_time *out);
+
 /// Stream the Chakra trace of `rank` (GlobalMetadata, then its nodes) to
 /// `sink` through `buf` (scratch of `cap` bytes, at least 4 KiB); fills
 /// `stats` (may be NULL). FTH_EINVAL (path "rank") for a rank outside the job;

@@ -689,7 +689,11 @@ void fth_train_trace_work(const fth_train_plan *p, fth_train_work *out) {
       out->pp_gather_bytes = out->pp_bytes;
       out->pp_bytes /= l->tp;
     }
+    out->pp_hop_s = coll_time(p, FTH_COLL_SEND_RECV, out->pp_bytes, FTH_COMM_PP, NULL) +
+                    coll_time(p, FTH_COLL_ALL_GATHER, out->pp_gather_bytes, FTH_COMM_TP, NULL);
   }
+  out->overlap_eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
+  out->blocking = blocking_kinds(p);
 }
 
 void fth_train_stage_blocks(const fth_train_plan *p, int s, int blocks[2]) {

@@ -128,6 +128,9 @@ typedef struct fth_train_work {
                                     ///< and its MTP modules' own passes
   double pp_bytes;                  ///< one hand-off's message per TP rank (0 when PP = 1)
   double pp_gather_bytes;           ///< the all-gather over TP after receipt (0: none)
+  double pp_hop_s;                  ///< one hand-off's time (send/recv and any TP gather)
+  double overlap_eff;               ///< layer collectives vs kernels (fth_phase_time_blocking)
+  unsigned blocking;                ///< kinds run without overlap (bit 1 << kind)
 } fth_train_work;
 
 /// Fill `out` for the plan. Pure and allocation-free.

@@ -255,6 +255,12 @@ static int toy_trace(void) {
   FTH_ENSURE(fth_trace_write_rank(&t, 7, buf, sizeof buf, sink, &s, &st1, &err) == FTH_OK);
   FTH_ENSURE_NEAR(st.coll_bytes[FTH_COMM_PP], st1.recv_bytes, 1e-12);
   FTH_ENSURE_NEAR(st1.coll_bytes[FTH_COMM_PP], st.recv_bytes, 1e-12);
+  /* The last stage's passes, timed as the step model times its slowest stage
+   * (the last here: it adds the LM head to the same two blocks). */
+  fth_trace_stage_time st_last;
+  fth_trace_stage_time_of(&t, 1, &st_last);
+  FTH_ENSURE_NEAR(t.res.fwd_s, st_last.pass_s[0], 1e-12);
+  FTH_ENSURE_NEAR(t.res.bwd_s, st_last.pass_s[1], 1e-12);
   /* Refusals: a rank outside the job; a failing sink. */
   FTH_ENSURE(fth_trace_write_rank(&t, 8, buf, sizeof buf, sink, &s, NULL, &err) == FTH_EINVAL);
   s.fail = 1;
@@ -262,7 +268,29 @@ static int toy_trace(void) {
   return 0;
 }
 
+/* 1F1B order, p = 2 and m = 4 (the toy): stage 0 warms up with p - 0 - 1 = 1
+ * forward, then F1 B0 F2 B1 F3 B2, then B3; the last stage alternates from the
+ * start: F0 B0 F1 B1 ... (Narayanan et al. 2021 Fig. 4). */
+static int schedule_order(void) {
+  static fth_train_plan plan;
+  static fth_trace t;
+  FTH_RUN(toy_plan(&plan));
+  fth_error err;
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  const int want0[8][2] = {{1, 0}, {1, 1}, {0, 0}, {1, 2}, {0, 1}, {1, 3}, {0, 2}, {0, 3}};
+  const int want1[8][2] = {{1, 0}, {0, 0}, {1, 1}, {0, 1}, {1, 2}, {0, 2}, {1, 3}, {0, 3}};
+  for (int k = 0; k < 8; k++) {
+    int fwd, mb;
+    fth_trace_pass(&t, 0, k, &fwd, &mb);
+    FTH_ENSURE(fwd == want0[k][0] && mb == want0[k][1]);
+    fth_trace_pass(&t, 1, k, &fwd, &mb);
+    FTH_ENSURE(fwd == want1[k][0] && mb == want1[k][1]);
+  }
+  return 0;
+}
+
 int trace_test(void) {
+  FTH_RUN(schedule_order());
   FTH_RUN(varints());
   FTH_RUN(attributes());
   FTH_RUN(node_message());
