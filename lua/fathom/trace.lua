@@ -184,10 +184,10 @@ function M.write_chakra(tr, dir, opts)
   return summary
 end
 
--- write_perfetto(raw, path): the Chrome / Perfetto timeline of the step (fathom.format.trace).
-function M.write_perfetto(raw, path)
-  local d = raw.scenario:compile():degrees()
-  output.write_file(path, require("fathom.format.trace").encode(raw.result, d.pp, raw.scenario.workload.pp_variant))
+-- write_perfetto(tr, raw, path): the Chrome / Perfetto timeline of the step, every pipeline
+-- stage on its own tracks (fathom.format.trace.encode_pipeline).
+function M.write_perfetto(tr, raw, path)
+  output.write_file(path, require("fathom.format.trace").encode_pipeline(tr, raw.result))
 end
 
 return M

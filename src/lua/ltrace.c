@@ -5,6 +5,9 @@
  *   trace:group(kind, rank) -> id, {members}    (kind: a comm_kind name; id 0 when no group)
  *   trace:group_id(kind, rank) -> id            (cheap: no member list)
  *   trace:stage_peer(rank, stage) -> rank       (the rank of `stage` with rank's other coordinates)
+ *   trace:pass(stage, k) -> forward, mb         (the k-th pass of the stage's schedule; 0-based)
+ *   trace:stage_time(stage) -> {forward_s, backward_s, forward_kernel_s, backward_kernel_s,
+ *                               comm = {<kind> = {forward_raw_s, forward_exposed_s, ...}}}
  *   trace:write_rank(rank, path) -> stats | nil, message   (Chakra ET of the rank to path)
  * Bad ranks and kinds raise; an I/O failure returns nil and a message. */
 #include <errno.h>
@@ -68,6 +71,7 @@ static int trace_info(lua_State *L) {
   lua_setfield(L, -2, "stages");
   lua_pushinteger(L, lt->t.microbatches);
   lua_setfield(L, -2, "microbatches");
+  setnum(L, "pp_hop_s", lt->t.work.pp_hop_s);
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
     lua_pushinteger(L, lt->t.group_size[k]);
@@ -119,6 +123,48 @@ static int trace_stage_peer(lua_State *L) {
   lua_Integer s = luaL_checkinteger(L, 3);
   luaL_argcheck(L, s >= 0 && s < lt->t.pp, 3, "stage outside the pipeline");
   lua_pushinteger(L, fth_trace_stage_peer(&lt->t, rank, (int)s));
+  return 1;
+}
+
+static int check_stage(lua_State *L, const ltrace *lt, int idx) {
+  lua_Integer s = luaL_checkinteger(L, idx);
+  luaL_argcheck(L, s >= 0 && s < lt->t.pp, idx, "stage outside the pipeline");
+  return (int)s;
+}
+
+/* (trace, stage, k) -> forward (boolean), micro-batch (0-based) */
+static int trace_pass(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  int s = check_stage(L, lt, 2);
+  lua_Integer k = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, k >= 0 && k < 2 * (lua_Integer)lt->t.microbatches, 3, "no such pass");
+  int fwd, mb;
+  fth_trace_pass(&lt->t, s, (int)k, &fwd, &mb);
+  lua_pushboolean(L, fwd);
+  lua_pushinteger(L, mb);
+  return 2;
+}
+
+/* (trace, stage) -> stage time table */
+static int trace_stage_time(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  fth_trace_stage_time st;
+  fth_trace_stage_time_of(&lt->t, check_stage(L, lt, 2), &st);
+  lua_createtable(L, 0, 5);
+  setnum(L, "forward_s", st.pass_s[0]);
+  setnum(L, "backward_s", st.pass_s[1]);
+  setnum(L, "forward_kernel_s", st.kernel_s[0]);
+  setnum(L, "backward_kernel_s", st.kernel_s[1]);
+  lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
+    lua_createtable(L, 0, 4);
+    setnum(L, "forward_raw_s", st.comm_raw_s[0][k]);
+    setnum(L, "forward_exposed_s", st.comm_exposed_s[0][k]);
+    setnum(L, "backward_raw_s", st.comm_raw_s[1][k]);
+    setnum(L, "backward_exposed_s", st.comm_exposed_s[1][k]);
+    lua_setfield(L, -2, fth_comm_kind_name((fth_comm_kind)k));
+  }
+  lua_setfield(L, -2, "comm");
   return 1;
 }
 
@@ -189,6 +235,8 @@ static const luaL_Reg trace_methods[] = {{"info", trace_info},
                                          {"group", trace_group},
                                          {"group_id", trace_group_id},
                                          {"stage_peer", trace_stage_peer},
+                                         {"pass", trace_pass},
+                                         {"stage_time", trace_stage_time},
                                          {"write_rank", trace_write_rank},
                                          {NULL, NULL}};
 

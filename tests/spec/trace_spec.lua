@@ -271,6 +271,44 @@ pp_spec: {variant: GPIPE}
     os.remove(w)
   end)
 
+  it("lays out every stage's passes on its own tracks, the bubble where the schedule puts it", function()
+    local fmt = require("fathom.format.trace")
+    local tr, raw = trace.compile(inputs())
+    local ev, t_end = fmt.pipeline_events(tr, raw.result)
+    local info = tr:info()
+    local passes, names = {}, {}
+    for _, e in ipairs(ev) do
+      if e.ph == "M" and e.name == "process_name" then names[e.pid] = e.args.name end
+      if e.ph == "X" and e.tid == 1 and (e.cat == "forward" or e.cat == "backward" or e.cat == "bubble") then
+        passes[e.pid] = passes[e.pid] or {}
+        table.insert(passes[e.pid], e)
+      end
+    end
+    local fwd_end = {}
+    for s = 0, info.stages - 1 do
+      assert.are.equal("stage " .. s, names[s + 1])
+      local list, n, t = passes[s + 1], 0, 0
+      for i, e in ipairs(list) do
+        assert.is_true(e.ts >= t - 1e-6, "passes on a stage do not overlap") -- microseconds
+        t = e.ts + e.dur
+        if e.cat ~= "bubble" then n = n + 1 end
+        if e.cat == "forward" then
+          local mb = e.args.microbatch
+          fwd_end[s] = fwd_end[s] or {}
+          fwd_end[s][mb] = t
+          if s > 0 then -- its input: the previous stage's forward plus one hand-off
+            assert.is_true(e.ts >= fwd_end[s - 1][mb] + 1e6 * info.pp_hop_s - 1e-6)
+          end
+        end
+        if i == 1 then -- only a later stage waits for its first input
+          assert.are.equal(s == 0 and "forward" or "bubble", e.cat)
+        end
+      end
+      assert.are.equal(2 * info.microbatches, n)
+    end
+    assert.is_true(t_end > 0 and t_end <= 2 * raw.result.step_time_s)
+  end)
+
   it("parse_ranks() reads lists and ranges and refuses ranks outside the job", function()
     assert.are.same({ 0, 3, 4, 5, 9 }, trace.parse_ranks("9,3-5,0,4", 16))
     assert.error_matches(function() trace.parse_ranks("16", 16) end, "rank 16 is outside the job")
@@ -292,7 +330,9 @@ describe("fathom trace (command line)", function()
     local out = os.tmpname()
     local r = h.run(cli_args({ "--format", "perfetto", "--output-file", out }))
     assert.are.equal(0, r.code, r.stderr)
-    assert.matches("traceEvents", slurp(out))
+    local doc = json.decode(slurp(out))
+    assert.is_true(#doc.traceEvents > 0)
+    assert.matches("wrote the Perfetto timeline to", r.stderr)
     os.remove(out)
   end)
 

@@ -56,7 +56,7 @@ function M.main(argv)
   if opts.ranks and opts.classes then errors.raise("trace: --ranks and --classes exclude each other") end
   local tr, raw = trace.compile(analyze.inputs_of(opts))
   if not chakra then
-    trace.write_perfetto(raw, opts.output_file)
+    trace.write_perfetto(tr, raw, opts.output_file)
     io.stderr:write(string.format("fathom: wrote the Perfetto timeline to %s\n", opts.output_file))
     return 0
   end
