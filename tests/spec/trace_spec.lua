@@ -309,6 +309,37 @@ pp_spec: {variant: GPIPE}
     assert.is_true(t_end > 0 and t_end <= 2 * raw.result.step_time_s)
   end)
 
+  it("context parallelism, no pipeline: CP's K/V exchange, DP over DP x CP, the same checks hold", function()
+    local l = os.tmpname()
+    local f = assert(io.open(l, "w"))
+    f:write([[
+name: tp2_cp2_dp4_ep4
+dimensions:
+  - {logical_tag: TP_Attn, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: CP, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: DP_Attn, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: EP_SU, maps_to_physical_dimension_name: up, size: 4}
+  - {logical_tag: DP_MoE, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: DP_Attn, maps_to_physical_dimension_name: out, size: 2}
+  - {logical_tag: DP_MoE, maps_to_physical_dimension_name: out, size: 2}
+]])
+    f:close()
+    local tr, raw, dir = written({ logical = l })
+    local info = tr:info()
+    assert.are.equal(1, info.stages)
+    assert.are.equal(2, info.group_size.cp)
+    assert.are.equal(8, info.group_size.dp) -- DP_Attn 4 x CP 2: the gradients' group
+    local d = check_job(tr, raw, dir)
+    local cp = 0
+    for _, c in ipairs(d[1].colls) do
+      if kind_of(c[4], 16) == "cp" then cp = cp + 1 end
+    end
+    assert.is_true(cp > 0)
+    assert.are.equal(0, #d[1].sends)
+    rmdir(dir)
+    os.remove(l)
+  end)
+
   it("parse_ranks() reads lists and ranges and refuses ranks outside the job", function()
     assert.are.same({ 0, 3, 4, 5, 9 }, trace.parse_ranks("9,3-5,0,4", 16))
     assert.error_matches(function() trace.parse_ranks("16", 16) end, "rank 16 is outside the job")
