@@ -169,6 +169,7 @@ typedef struct emitter {
   uint64_t written_us;  /* of which written: durations carry the rounding forward */
   fth_trace_stats st;
   int rank, stage;
+  uint64_t input; /* what the next compute or collective also waits for (a received hand-off) */
   char pg[FTH_COMM_KIND_COUNT][24];
 } emitter;
 
@@ -180,6 +181,14 @@ static void flush(emitter *e) {
 
 static uint64_t emit(emitter *e, fth_chakra_node *n) {
   n->id = e->next_id++;
+  /* The pass's first node waits for its input, whatever node that is. */
+  if (e->input != NONE && n->type != FTH_CHAKRA_COMM_SEND_NODE &&
+      n->type != FTH_CHAKRA_COMM_RECV_NODE) {
+    int dup = 0;
+    for (int j = 0; j < n->n_deps; j++) dup |= n->data_deps[j] == e->input;
+    if (!dup && n->n_deps < FTH_CHAKRA_MAX_DEPS) n->data_deps[n->n_deps++] = e->input;
+    e->input = NONE;
+  }
   if (e->out.cap - e->out.len < NODE_ROOM) flush(e);
   fth_chakra_node_write(&e->out, n);
   e->st.nodes++;
@@ -294,7 +303,7 @@ static uint64_t colls(emitter *e, const char *tag, fth_comm_kind k, fth_coll_op 
  * before and a reduce-scatter after; TP_MoE likewise around the experts; EP's
  * dispatch before them and its combine after. `dir` 0 forward, 1 backward. */
 static uint64_t block_pass(emitter *e, const fth_phase *ph, int moe, int dir, const char *tag,
-                           uint64_t prev, uint64_t extra) {
+                           uint64_t prev) {
   double pc[FTH_COMM_KIND_COUNT] = {0};
   int nc[FTH_COMM_KIND_COUNT];
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) nc[k] = calls_of(ph, (fth_comm_kind)k, &pc[k]);
@@ -329,8 +338,7 @@ static uint64_t block_pass(emitter *e, const fth_phase *ph, int moe, int dir, co
     double share = attn ? attn_share : 1.0 - attn_share;
     prev = comp(e, name, ph->kernel_s * share,
                 attn ? ph->flops[FTH_FLOP_ATTENTION] : flops_rest,
-                attn ? ph->bytes[FTH_FLOP_ATTENTION] : bytes_rest, prev, extra, NONE);
-    extra = NONE;
+                attn ? ph->bytes[FTH_FLOP_ATTENTION] : bytes_rest, prev, NONE, NONE);
     if (!attn) {
       int tm = nc[FTH_COMM_TP_MOE];
       prev = colls(e, tag, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, nc[FTH_COMM_EP] - nc[FTH_COMM_EP] / 2,
@@ -349,14 +357,13 @@ static uint64_t block_pass(emitter *e, const fth_phase *ph, int moe, int dir, co
 
 /* A phase as one compute node followed by its collectives (the head, a
  * block's recomputation); nothing when it is empty. */
-static uint64_t whole_pass(emitter *e, const fth_phase *ph, const char *tag, uint64_t prev,
-                           uint64_t extra) {
+static uint64_t whole_pass(emitter *e, const fth_phase *ph, const char *tag, uint64_t prev) {
   double flops = 0, bytes = 0;
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
     flops += ph->flops[i];
     bytes += ph->bytes[i];
   }
-  if (ph->kernel_s > 0) prev = comp(e, tag, ph->kernel_s, flops, bytes, prev, extra, NONE);
+  if (ph->kernel_s > 0) prev = comp(e, tag, ph->kernel_s, flops, bytes, prev, NONE, NONE);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
     double per;
     int n = calls_of(ph, (fth_comm_kind)k, &per);
@@ -421,42 +428,40 @@ static void pass(emitter *e, step_ctx *c, int fwd, int i) {
   char tag[32], name[64];
   snprintf(tag, sizeof tag, "%s%d", fwd ? "F" : "B", i);
   /* Receive the activation (forward) or its gradient (backward): posted
-   * without dependencies, so the receive can land before the pass starts. */
-  uint64_t got = NONE;
+   * without dependencies, so the receive can land before the pass starts;
+   * the pass's first node waits for it. */
   int from = fwd ? c->prev_rank : c->next_rank;
   if (from >= 0) {
     snprintf(name, sizeof name, "%s.recv", tag);
-    got = p2p(e, name, 0, from, 2 * i + !fwd, wk->pp_bytes, NONE);
+    uint64_t got = p2p(e, name, 0, from, 2 * i + !fwd, wk->pp_bytes, NONE);
     if (wk->pp_gather_bytes > 0) {
       snprintf(name, sizeof name, "%s.pp_gather", tag);
       got = coll(e, name, FTH_COMM_TP, FTH_COLL_ALL_GATHER, wk->pp_gather_bytes, got, NONE);
     }
+    e->input = got;
   }
   c->chain = zero3(e, &c->dp, 1, tag, c->chain);
   if (fwd) {
     for (int b = 0; b < nb; b++) {
       int moe = b >= c->blocks[0];
       snprintf(name, sizeof name, "%s.b%d", tag, b);
-      c->chain = block_pass(e, &wk->fwd[moe], moe, 0, name, c->chain, got);
-      got = NONE;
+      c->chain = block_pass(e, &wk->fwd[moe], moe, 0, name, c->chain);
     }
     if (c->last) {
       snprintf(name, sizeof name, "%s.head", tag);
-      c->chain = whole_pass(e, &wk->head_fwd, name, c->chain, got);
+      c->chain = whole_pass(e, &wk->head_fwd, name, c->chain);
     }
   } else {
     if (c->last) {
       snprintf(name, sizeof name, "%s.head", tag);
-      c->chain = whole_pass(e, &wk->head_bwd, name, c->chain, got);
-      got = NONE;
+      c->chain = whole_pass(e, &wk->head_bwd, name, c->chain);
     }
     for (int b = nb - 1; b >= 0; b--) {
       int moe = b >= c->blocks[0];
       snprintf(name, sizeof name, "%s.b%d.rec", tag, b);
-      c->chain = whole_pass(e, &wk->rec[moe], name, c->chain, got);
-      got = NONE;
+      c->chain = whole_pass(e, &wk->rec[moe], name, c->chain);
       snprintf(name, sizeof name, "%s.b%d", tag, b);
-      c->chain = block_pass(e, &wk->bwd[moe], moe, 1, name, c->chain, NONE);
+      c->chain = block_pass(e, &wk->bwd[moe], moe, 1, name, c->chain);
       if (i != m - 1) continue;
       /* The last backward issues the gradient buckets as their blocks finish
        * (Li et al. 2020, PyTorch DDP), one after another on the DP stream. */
@@ -549,6 +554,7 @@ fth_status fth_trace_write_rank(const fth_trace *t, int rank, uint8_t *buf, size
   e.ctx = ctx;
   e.rank = rank;
   e.stage = fth_trace_stage(t, rank);
+  e.input = NONE;
   fth_pb_init(&e.out, buf, cap);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
     long id;

@@ -109,6 +109,7 @@ local function check_job(tr, raw, dir)
     assert.is_true(s.ids_ok)
     assert.is_true(s.deps_ok)
     assert.are.equal(0, s.cpu_ops)
+    assert.are.equal(0, s.recvs_unused) -- every received hand-off is waited for
     local stage = tr:stage(r)
     assert.are.equal(tostring(stage), s.metadata["fathom.stage"])
     -- Every collective's group holds the rank and has its dimension's size.
