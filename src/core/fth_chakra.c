@@ -52,6 +52,16 @@ void fth_pb_raw(fth_pb *pb, const void *data, size_t n) {
 }
 
 void fth_pb_varint(fth_pb *pb, uint64_t v) {
+  if (!pb->overflow && pb->cap - pb->len >= 10) { /* room for any varint: write in place */
+    uint8_t *p = pb->buf + pb->len;
+    while (v >= 0x80) {
+      *p++ = (uint8_t)(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    pb->len = (size_t)(p - pb->buf);
+    return;
+  }
   uint8_t tmp[10];
   size_t n = 0;
   while (v >= 0x80) {
