@@ -310,6 +310,26 @@ pp_spec: {variant: GPIPE}
     assert.is_true(t_end > 0 and t_end <= 2 * raw.result.step_time_s)
   end)
 
+  it("ZeRO-3 (weights gathered for every pass, gradients reduce-scattered after each backward)", function()
+    local w = os.tmpname()
+    local f = assert(io.open(w, "w"))
+    f:write("global_batch_size: 16\nmicro_batch_size: 1\nseq_length: 1024\nfloat_size_bytes: 2\n" ..
+      "full_precision_param_float_size: 4\ndp_spec: {variant: ZERO3}\npp_spec: {variant: 1F1B}\n")
+    f:close()
+    local tr, raw, dir = written({ workload = w })
+    local d = check_job(tr, raw, dir)
+    local gathers, reduces = 0, 0
+    for _, c in ipairs(d[1].colls) do
+      if c[1]:find("zero3_gather", 1, true) then gathers = gathers + 1 end
+      if c[1]:find("zero3_reduce", 1, true) then reduces = reduces + 1 end
+    end
+    -- 4 micro-batches, a forward and a backward each, dense and expert groups
+    assert.are.equal(2 * 2 * 4, gathers)
+    assert.are.equal(2 * 4, reduces)
+    rmdir(dir)
+    os.remove(w)
+  end)
+
   it("context parallelism, no pipeline: CP's K/V exchange, DP over DP x CP, the same checks hold", function()
     local l = os.tmpname()
     local f = assert(io.open(l, "w"))
