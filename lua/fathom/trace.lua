@@ -4,14 +4,15 @@
 -- its --comm-group-configuration); or, in class form, one file per distinct rank class
 -- (a pipeline stage: every rank of a stage runs the same nodes, only its peers and
 -- group ids differ) plus DIR/<prefix>.classes.json mapping every rank to its class.
--- Perfetto: the timeline of fathom.format.trace. Every set of files appears whole or
--- not at all (temporary files beside their targets, renamed at the end).
+-- Inference (--pass-mode inference_prefill / inference_decode): one iteration, every
+-- micro-batch's forward through the pipeline. Perfetto: the timeline of fathom.format.trace.
+-- Every set of files appears whole or not at all (temporary files beside their targets,
+-- renamed at the end).
 local analysis = require("fathom.analysis")
 local core = require("fathom.core")
 local errors = require("fathom.errors")
 local names = require("fathom.names")
 local output = require("fathom.output")
-local passes = require("fathom.passes")
 
 local M = {}
 
@@ -19,15 +20,11 @@ M.DEFAULT_PREFIX = "fathom"
 -- Kinds of communication as the core names them, in its order (group ids follow it).
 M.KINDS = names.comm_kind
 
--- compile(a) -> trace, raw: the core trace of one training point. `a` holds the
--- arguments of fathom.analysis.run (the five files, pass_mode); a sweep is refused.
+-- compile(a) -> trace, raw: the core trace of one point: a training step, or one prefill or
+-- decode iteration. `a` holds the arguments of fathom.analysis.run (the five files, pass_mode);
+-- a sweep is refused.
 function M.compile(a)
   if a.sweep then errors.raise("trace: --sweep-config is not taken (a trace is of one point)") end
-  local mode = passes.get(a.pass_mode or passes.names[1])
-  if not mode.trace then
-    errors.raise("trace: --pass-mode %s has no execution trace (training only; prefill and decode are not " ..
-      "written yet)", mode.name)
-  end
   local records = analysis.run(a)
   local raw = analysis.raw_of[records[1]]
   local plan = raw.scenario:compile()

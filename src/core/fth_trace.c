@@ -125,28 +125,15 @@ int fth_trace_stage_peer(const fth_trace *t, int rank, int stage) {
   return (int)r;
 }
 
-fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *p, fth_error *err) {
-  fth_error_clear(err);
-  memset(t, 0, sizeof *t);
-  t->plan = p;
-  fth_pp_schedule s = p->work.pp;
-  if (p->layout.pp > 1 && (s == FTH_PP_INTERLEAVED || s == FTH_PP_DUALPIPE))
-    return fth_fail(err, FTH_ENOTSUP, "workload.pp_spec.variant",
-                    "a trace lays out GPIPE, 1F1B and ZB_H1 schedules, not %s",
-                    fth_pp_schedule_name(s));
-  if (p->microbatches != floor(p->microbatches) || p->microbatches > 1e6)
-    return fth_fail(err, FTH_ENOTSUP, "workload.global_batch_size",
-                    "a trace needs a whole number of micro-batches (at most 1e6), got %g",
-                    p->microbatches);
-  t->ranks = (int)p->layout.num_gpus;
-  t->pp = p->layout.pp;
-  t->microbatches = (int)p->microbatches;
-  fth_train_trace_work(p, &t->work);
-  fth_train_evaluate(p, &t->res);
-  for (int v = 0; v < 2; v++) view_factors(t, &p->topo, v);
+/* The geometry both kinds of plan share. */
+static fth_status geometry(fth_trace *t, const fth_topology_def *topo, fth_error *err) {
+  const fth_layout *l = t->layout;
+  t->ranks = (int)l->num_gpus;
+  t->pp = l->pp;
+  for (int v = 0; v < 2; v++) view_factors(t, topo, v);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
     long id;
-    t->group_size[k] = p->layout.group[k].size > 0 ? p->layout.group[k].size : 1;
+    t->group_size[k] = l->group[k].size > 0 ? l->group[k].size : 1;
     int size = fth_trace_group(t, (fth_comm_kind)k, 0, NULL, 0, &id);
     if (size != t->group_size[k])
       return fth_fail(err, FTH_EINVAL, "topology.logical",
@@ -154,6 +141,55 @@ fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *p, fth_error *e
                       fth_comm_kind_name((fth_comm_kind)k), size, t->group_size[k]);
   }
   return FTH_OK;
+}
+
+static fth_status whole_microbatches(double m, fth_error *err) {
+  if (m != floor(m) || m > 1e6)
+    return fth_fail(err, FTH_ENOTSUP, "workload.global_batch_size",
+                    "a trace needs a whole number of micro-batches (at most 1e6), got %g", m);
+  return FTH_OK;
+}
+
+fth_status fth_trace_compile_infer(fth_trace *t, const fth_infer_plan *p, fth_error *err) {
+  fth_error_clear(err);
+  memset(t, 0, sizeof *t);
+  t->infer = p;
+  t->layout = &p->layout;
+  if (whole_microbatches(p->microbatches, err) != FTH_OK) return err->status;
+  t->microbatches = (int)p->microbatches;
+  t->passes = 1;
+  fth_infer_trace_work(p, &t->work);
+  return geometry(t, &p->topo, err);
+}
+
+fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *p, fth_error *err) {
+  fth_error_clear(err);
+  memset(t, 0, sizeof *t);
+  t->plan = p;
+  t->layout = &p->layout;
+  t->passes = 2;
+  fth_pp_schedule s = p->work.pp;
+  if (p->layout.pp > 1 && (s == FTH_PP_INTERLEAVED || s == FTH_PP_DUALPIPE))
+    return fth_fail(err, FTH_ENOTSUP, "workload.pp_spec.variant",
+                    "a trace lays out GPIPE, 1F1B and ZB_H1 schedules, not %s",
+                    fth_pp_schedule_name(s));
+  if (whole_microbatches(p->microbatches, err) != FTH_OK) return err->status;
+  t->microbatches = (int)p->microbatches;
+  fth_train_trace_work(p, &t->work);
+  fth_train_evaluate(p, &t->res);
+  return geometry(t, &p->topo, err);
+}
+
+/* Blocks of stage s: training's (with its MTP modules) or the layout's split. */
+static void stage_blocks(const fth_trace *t, int s, int blocks[2]) {
+  if (t->plan) {
+    fth_train_stage_blocks(t->plan, s, blocks);
+    return;
+  }
+  int layers, moe;
+  fth_layout_stage_layers(t->layout, &t->infer->model, s, &layers, &moe);
+  blocks[0] = layers - moe;
+  blocks[1] = moe;
 }
 
 /* ---- writing one rank ----------------------------------------------------------------------- */
@@ -387,6 +423,7 @@ typedef struct dp_plan {
 static dp_plan dp_of(const fth_trace *t) {
   dp_plan d;
   memset(&d, 0, sizeof d);
+  if (!t->plan) return d; /* inference: no gradients */
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   for (int i = 0; i < 2; i++) {
     const fth_comm_item *c = &t->res.comm[kinds[i]];
@@ -403,7 +440,7 @@ static dp_plan dp_of(const fth_trace *t) {
 
 /* ZeRO-3's per-pass weight gathers (before) or gradient reduce-scatters (after). */
 static uint64_t zero3(emitter *e, const dp_plan *d, int gather, const char *tag, uint64_t prev) {
-  if (e->t->plan->work.dp != FTH_DP_ZERO3) return prev;
+  if (!e->t->plan || e->t->plan->work.dp != FTH_DP_ZERO3) return prev;
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   char name[64];
   for (int i = 0; i < 2; i++) {
@@ -491,6 +528,11 @@ static void pass(emitter *e, step_ctx *c, int fwd, int i) {
 /* The schedule's order on a stage: `warm` forwards, then one forward one
  * backward, then the remaining backwards (GPipe: every forward first). */
 void fth_trace_pass(const fth_trace *t, int stage, int k, int *fwd, int *mb) {
+  if (!t->plan) { /* inference: forwards only, in order */
+    *fwd = 1;
+    *mb = k;
+    return;
+  }
   const int m = t->microbatches, last = t->pp - stage - 1;
   const int warm = t->plan->work.pp == FTH_PP_GPIPE ? m : (last < m ? last : m);
   if (k < warm) {
@@ -512,7 +554,7 @@ void fth_trace_stage_time_of(const fth_trace *t, int stage, fth_trace_stage_time
   const fth_train_work *wk = &t->work;
   memset(out, 0, sizeof *out);
   int blocks[2];
-  fth_train_stage_blocks(t->plan, stage, blocks);
+  stage_blocks(t, stage, blocks);
   fth_phase ph[3]; /* forward, backward, recomputation */
   memset(ph, 0, sizeof ph);
   for (int moe = 0; moe < 2; moe++) {
@@ -561,7 +603,7 @@ fth_status fth_trace_write_rank(const fth_trace *t, int rank, uint8_t *buf, size
     fth_trace_group(t, (fth_comm_kind)k, rank, NULL, 0, &id);
     snprintf(e.pg[k], sizeof e.pg[k], "%ld", id);
   }
-  const fth_train_plan *p = t->plan;
+  const fth_train_plan *p = t->plan; /* NULL for inference */
   const int s = e.stage, pp = t->pp, m = t->microbatches;
   char meta[4][32];
   snprintf(meta[0], sizeof meta[0], "%d", rank);
@@ -570,24 +612,33 @@ fth_status fth_trace_write_rank(const fth_trace *t, int rank, uint8_t *buf, size
   snprintf(meta[3], sizeof meta[3], "%d", m);
   const char *keys[5] = {"fathom.rank", "fathom.stage", "fathom.ranks", "fathom.microbatches",
                          "fathom.schedule"};
-  const char *vals[5] = {meta[0], meta[1], meta[2], meta[3], fth_pp_schedule_name(p->work.pp)};
+  const char *what = p ? fth_pp_schedule_name(p->work.pp)
+                       : (t->infer->pass == FTH_PASS_DECODE ? "decode iteration" : "prefill");
+  const char *vals[5] = {meta[0], meta[1], meta[2], meta[3], what};
   fth_chakra_metadata(&e.out, keys, vals, 5);
 
   step_ctx c;
   memset(&c, 0, sizeof c);
-  fth_train_stage_blocks(p, s, c.blocks);
+  stage_blocks(t, s, c.blocks);
   c.nb = c.blocks[0] + c.blocks[1];
   c.last = s == pp - 1;
   c.dp = dp_of(t);
-  c.dense_dp = c.dp.grad[0] > 0 && p->work.dp != FTH_DP_ZERO3 && c.nb > 0;
-  c.expert_dp = c.dp.grad[1] > 0 && p->work.dp != FTH_DP_ZERO3 && c.blocks[1] > 0;
+  const int zero3_dp = p && p->work.dp == FTH_DP_ZERO3;
+  c.dense_dp = c.dp.grad[0] > 0 && !zero3_dp && c.nb > 0;
+  c.expert_dp = c.dp.grad[1] > 0 && !zero3_dp && c.blocks[1] > 0;
   c.prev_rank = s > 0 ? fth_trace_stage_peer(t, rank, s - 1) : -1;
   c.next_rank = s < pp - 1 ? fth_trace_stage_peer(t, rank, s + 1) : -1;
   c.chain = c.bucket_last[0] = c.bucket_last[1] = NONE;
-  for (int k = 0; k < 2 * m && !e.failed; k++) {
+  for (int k = 0; k < t->passes * m && !e.failed; k++) {
     int fwd, mb;
     fth_trace_pass(t, s, k, &fwd, &mb);
     pass(&e, &c, fwd, mb);
+  }
+  if (!p) { /* inference: the iteration ends with its last forward */
+    flush(&e);
+    if (stats) *stats = e.st;
+    if (e.failed) return fth_fail(err, FTH_ERANGE, "output", "the trace's output failed");
+    return FTH_OK;
   }
   /* The optimizer after every gradient is reduced; ZeRO-1/2 then gather the
    * updated weights (fth_zero.h). */

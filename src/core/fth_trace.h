@@ -30,6 +30,7 @@
 #define FTH_TRACE_H
 
 #include "fth_chakra.h"
+#include "fth_infer.h"
 #include "fth_train.h"
 
 #define FTH_TRACE_MAX_FACTORS (FTH_MAX_PHYS_DIMS * (FTH_MAX_LOGICAL_DIMS + 2))
@@ -42,12 +43,15 @@ typedef struct fth_trace_factor {
 } fth_trace_factor;
 
 /// A compiled trace: the step's phases and the rank geometry. Holds a pointer
-/// to `plan`, which must outlive it.
+/// to its plan (training or inference), which must outlive it.
 typedef struct fth_trace {
-  const fth_train_plan *plan;
+  const fth_train_plan *plan;        ///< training (NULL for inference)
+  const fth_infer_plan *infer;       ///< inference: one prefill or decode iteration (else NULL)
+  const fth_layout *layout;
   fth_train_work work;
-  fth_train_result res;
+  fth_train_result res;              ///< training's step (DP record, optimizer)
   int ranks, pp, microbatches;
+  int passes;                        ///< per micro-batch: 2 (forward, backward) or 1 (inference)
   int group_size[FTH_COMM_KIND_COUNT]; ///< the layout's
   fth_trace_factor factor[2][FTH_TRACE_MAX_FACTORS]; ///< per view (0 attention, 1 expert)
   int n_factor[2];
@@ -72,6 +76,11 @@ typedef int (*fth_trace_sink)(void *ctx, const uint8_t *data, size_t n);
 /// whole), FTH_EINVAL if the groups it derives disagree with the layout's.
 fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *plan, fth_error *err);
 
+/// Compile the trace of one iteration of an inference plan: every micro-batch's
+/// forward through the pipeline (prefill: the prompt; decode: one token per
+/// request at the mean context); no backward, data parallelism or optimizer.
+fth_status fth_trace_compile_infer(fth_trace *t, const fth_infer_plan *plan, fth_error *err);
+
 /// The pipeline stage of `rank` (0-based).
 int fth_trace_stage(const fth_trace *t, int rank);
 
@@ -84,7 +93,8 @@ int fth_trace_group(const fth_trace *t, fth_comm_kind kind, int rank, int *membe
 /// The rank at stage `stage` with every other coordinate of `rank`.
 int fth_trace_stage_peer(const fth_trace *t, int rank, int stage);
 
-/// Pass k (0 <= k < 2 x microbatches) of `stage` in the schedule's order:
+/// Pass k (0 <= k < passes x microbatches) of `stage` in the schedule's order
+/// (inference: the forwards in micro-batch order):
 /// *fwd 1 for a forward, 0 for a backward; *mb its micro-batch.
 void fth_trace_pass(const fth_trace *t, int stage, int k, int *fwd, int *mb);
 

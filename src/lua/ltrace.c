@@ -1,6 +1,7 @@
 /* ltrace.c: execution traces of a training step, `fathom.Trace` (fth_trace.h).
- *   core.trace_compile(plan) -> trace           (plan: a fathom.TrainPlan, kept alive by the trace)
- *   trace:info() -> {ranks, stages, microbatches, group_size = {<kind> = n, ...}}
+ *   core.trace_compile(plan) -> trace           (a fathom.TrainPlan or InferPlan, kept alive by it)
+ *   trace:info() -> {ranks, stages, microbatches, passes, training, pp_hop_s,
+ *                    group_size = {<kind> = n, ...}}
  *   trace:stage(rank) -> stage                  (ranks and stages are 0-based, as in the files)
  *   trace:group(kind, rank) -> id, {members}    (kind: a comm_kind name; id 0 when no group)
  *   trace:group_id(kind, rank) -> id            (cheap: no member list)
@@ -20,6 +21,7 @@
 
 #define TRACE "fathom.Trace"
 #define TRAIN_PLAN "fathom.TrainPlan"
+#define INFER_PLAN "fathom.InferPlan"
 /* The encoder's output buffer: large writes, bounded memory. */
 #define TRACE_BUF (1u << 20)
 
@@ -32,15 +34,19 @@ static ltrace *check_trace(lua_State *L, int idx) {
   return (ltrace *)luaL_checkudata(L, idx, TRACE);
 }
 
-/* (plan) -> trace; raises {kind, path, msg} for a step it cannot lay out. */
+/* (plan) -> trace, for a training plan (one step) or an inference plan (one
+ * prefill or decode iteration); raises {kind, path, msg} for what it cannot lay out. */
 static int core_trace_compile(lua_State *L) {
-  const fth_train_plan *p = (const fth_train_plan *)luaL_checkudata(L, 1, TRAIN_PLAN);
+  const fth_train_plan *tp = (const fth_train_plan *)luaL_testudata(L, 1, TRAIN_PLAN);
+  const fth_infer_plan *ip = (const fth_infer_plan *)luaL_testudata(L, 1, INFER_PLAN);
+  luaL_argexpected(L, tp || ip, 1, TRAIN_PLAN " or " INFER_PLAN);
   ltrace *lt = (ltrace *)lua_newuserdatauv(L, sizeof(ltrace), 1);
   luaL_setmetatable(L, TRACE);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1); /* the plan lives as long as the trace */
   fth_error err;
-  if (fth_trace_compile(&lt->t, p, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  fth_status st = tp ? fth_trace_compile(&lt->t, tp, &err) : fth_trace_compile_infer(&lt->t, ip, &err);
+  if (st != FTH_OK) return lbind_raise(L, NULL, &err);
   return 1;
 }
 
@@ -71,6 +77,10 @@ static int trace_info(lua_State *L) {
   lua_setfield(L, -2, "stages");
   lua_pushinteger(L, lt->t.microbatches);
   lua_setfield(L, -2, "microbatches");
+  lua_pushinteger(L, lt->t.passes);
+  lua_setfield(L, -2, "passes");
+  lua_pushboolean(L, lt->t.plan != NULL);
+  lua_setfield(L, -2, "training");
   setnum(L, "pp_hop_s", lt->t.work.pp_hop_s);
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
@@ -137,7 +147,7 @@ static int trace_pass(lua_State *L) {
   const ltrace *lt = check_trace(L, 1);
   int s = check_stage(L, lt, 2);
   lua_Integer k = luaL_checkinteger(L, 3);
-  luaL_argcheck(L, k >= 0 && k < 2 * (lua_Integer)lt->t.microbatches, 3, "no such pass");
+  luaL_argcheck(L, k >= 0 && k < (lua_Integer)lt->t.passes * lt->t.microbatches, 3, "no such pass");
   int fwd, mb;
   fth_trace_pass(&lt->t, s, (int)k, &fwd, &mb);
   lua_pushboolean(L, fwd);

@@ -361,6 +361,46 @@ dimensions:
     os.remove(l)
   end)
 
+  local infer_cases = {
+    { "inference_prefill", "global_batch_size: 16\nmicro_batch_size: 2\nseq_length: 1024\n" },
+    { "inference_decode", "global_batch_size: 16\nmicro_batch_size: 2\nprefill_seq_len: 1024\n" ..
+      "num_generated_tokens: 64\n" },
+  }
+  for _, c in ipairs(infer_cases) do
+    it(c[1] .. ": one iteration, every micro-batch's forward through the pipeline", function()
+      local w = os.tmpname()
+      local f = assert(io.open(w, "w"))
+      f:write(c[2])
+      f:close()
+      local tr, raw, dir = written({ workload = w, pass_mode = c[1] })
+      local info = tr:info()
+      assert.is_false(info.training)
+      assert.are.equal(1, info.passes)
+      local paths = {}
+      for r = 0, info.ranks - 1 do paths[r + 1] = string.format("%s/fathom.%d.et", dir, r) end
+      local d = decode(paths)
+      local slowest = 0
+      for s = 0, info.stages - 1 do slowest = math.max(slowest, tr:stage_time(s).forward_s) end
+      -- the slowest stage's pass is the one the inference model times
+      h.near(raw.result.stage_s, slowest, 1e-9, "stage time")
+      for r = 0, info.ranks - 1 do
+        local s, st = d[r + 1], tr:stage_time(tr:stage(r))
+        assert.is_true(s.ids_ok and s.deps_ok)
+        assert.are.equal(0, s.recvs_unused)
+        -- forwards only: one hand-off per micro-batch per boundary, no DP, no optimizer
+        assert.are.equal(tr:stage(r) < info.stages - 1 and info.microbatches or 0, #s.sends)
+        assert.are.equal(tr:stage(r) > 0 and info.microbatches or 0, #s.recvs)
+        assert.is_true(math.abs(s.compute_us - 1e6 * info.microbatches * st.forward_kernel_s) <= 1.0)
+        for _, col in ipairs(s.colls) do
+          local kind = kind_of(col[4], info.ranks)
+          assert.is_true(kind ~= "dp" and kind ~= "dp_moe", "no data-parallel traffic")
+        end
+      end
+      rmdir(dir)
+      os.remove(w)
+    end)
+  end
+
   it("parse_ranks() reads lists and ranges and refuses ranks outside the job", function()
     assert.are.same({ 0, 3, 4, 5, 9 }, trace.parse_ranks("9,3-5,0,4", 16))
     assert.error_matches(function() trace.parse_ranks("16", 16) end, "rank 16 is outside the job")
@@ -393,7 +433,8 @@ describe("fathom trace (command line)", function()
     { "an unwritable directory", { "--output-dir", "/proc/fathom-no/t" }, "cannot write traces to" },
     { "a file as the directory", { "--output-dir", "@FILE@" }, "not a directory" },
     { "no output directory", {}, "needs %-%-output%-dir" },
-    { "an invalid point", { "--output-dir", "@DIR@/t", "--pass-mode", "inference_decode" }, "training only" },
+    { "an invalid point", { "--output-dir", "@DIR@/t", "--workload-spec", F .. "bad_train.yaml" },
+      "global_batch_size" },
   }
   for _, c in ipairs(bad) do
     it("refuses " .. c[1] .. " with one line, exit 2 and no files", function()

@@ -1,4 +1,5 @@
--- fathom trace: the execution trace of one training step, from analyze's inputs:
+-- fathom trace: the execution trace of one training step (or inference iteration), from
+-- analyze's inputs:
 -- Chakra ET per rank (ASTRA-sim) or a Perfetto timeline.
 local analyze = require("fathom.cmd.analyze")
 local args = require("fathom.args")
@@ -27,7 +28,8 @@ M.usage = "usage: fathom trace --hardware-lib F --physical-topology F --logical-
   "                    --workload-spec F --model-spec F [--pass-mode training] \\\n" ..
   "                    [--format chakra] --output-dir DIR [--prefix NAME] [--ranks LIST | --classes]\n" ..
   "       fathom trace ... --format perfetto --output-file F\n\n" ..
-  "Writes the execution trace of one training step: in Chakra's format, one file per\n" ..
+  "Writes the execution trace of one training step (or one prefill / decode iteration\n" ..
+  "with --pass-mode inference_prefill / inference_decode): in Chakra's format, one file per\n" ..
   "rank with its compute nodes (FLOPs, bytes, duration from fathom's kernel model),\n" ..
   "collectives (type, size, communicator group) and pipeline sends and receives in the\n" ..
   "schedule's order, plus ASTRA-sim's comm-group file; or as a Perfetto timeline.\n\n" ..

@@ -116,13 +116,14 @@ for i, k in ipairs(KIND_TRACKS) do TID[k[1]] = i + 1 end
 -- falls where the schedule puts it and is drawn there; inside each pass, every kind of layer
 -- collective on its own track, hidden part from the pass's start and exposed part at its end
 -- (tr:stage_time); the PP hand-offs after each pass; the DP traffic of the step (record `r`):
--- hidden under each stage's last backward, the exposed rest after it; then the optimizer.
+-- hidden under each stage's last backward, the exposed rest after it; then the optimizer
+-- (inference: the iteration's forwards only).
 function M.pipeline_events(tr, r)
   local info = tr:info()
-  local S, m, hop = info.stages, info.microbatches, info.pp_hop_s
-  if 8 * S * 2 * m > M.MAX_EVENTS then
+  local S, m, hop, np = info.stages, info.microbatches, info.pp_hop_s, info.passes
+  if 8 * S * np * m > M.MAX_EVENTS then
     require("fathom.errors").raise("trace: %d stages x %d micro-batches make about %d events, over the limit " ..
-      "of %d", S, m, 8 * S * 2 * m, M.MAX_EVENTS)
+      "of %d", S, m, 8 * S * np * m, M.MAX_EVENTS)
   end
   local ev = {}
   local function add(name, cat, pid, tid, start_s, dur_s, args)
@@ -137,11 +138,11 @@ function M.pipeline_events(tr, r)
     nextk[s], free[s] = 0, 0
     done[true][s], done[false][s] = {}, {}
   end
-  local left = S * 2 * m
+  local left = S * np * m
   while left > 0 do
     local progress = false
     for s = 0, S - 1 do
-      while nextk[s] < 2 * m do
+      while nextk[s] < np * m do
         local fwd, mb = tr:pass(s, nextk[s])
         local from = fwd and s - 1 or s + 1
         local ready = 0
@@ -179,15 +180,17 @@ function M.pipeline_events(tr, r)
     if not progress then error("trace: the schedule deadlocks (internal)") end
   end
   local t_end = 0
-  local dp_exposed = r.comm.dp.exposed_s + r.comm.dp_moe.exposed_s
+  local dp_exposed = info.training and r.comm.dp.exposed_s + r.comm.dp_moe.exposed_s or 0
   for s = 0, S - 1 do
-    for _, k in ipairs({ COMM.dp, COMM.dp_moe }) do
-      local c = r.comm[k]
-      add("hidden", "comm", s + 1, TID[k], last_b[s], c.raw_s - c.exposed_s, { kind = k })
-      add("exposed", "comm", s + 1, TID[k], free[s], c.exposed_s, { kind = k })
+    if info.training then -- inference has no gradients and no optimizer
+      for _, k in ipairs({ COMM.dp, COMM.dp_moe }) do
+        local c = r.comm[k]
+        add("hidden", "comm", s + 1, TID[k], last_b[s], c.raw_s - c.exposed_s, { kind = k })
+        add("exposed", "comm", s + 1, TID[k], free[s], c.exposed_s, { kind = k })
+      end
+      add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed, r.optimizer_s, {})
     end
-    add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed, r.optimizer_s, {})
-    t_end = math.max(t_end, free[s] + dp_exposed + r.optimizer_s)
+    t_end = math.max(t_end, free[s] + dp_exposed + (info.training and r.optimizer_s or 0))
     ev[#ev + 1] = { name = "process_name", ph = "M", pid = s + 1, args = { name = string.format("stage %d", s) } }
     ev[#ev + 1] = { name = "process_sort_index", ph = "M", pid = s + 1, args = { sort_index = s } }
     ev[#ev + 1] = { name = "thread_name", ph = "M", pid = s + 1, tid = 1, args = { name = "compute" } }
@@ -201,8 +204,11 @@ end
 -- encode_pipeline(tr, r) -> Chrome trace JSON text of every stage (pipeline_events).
 function M.encode_pipeline(tr, r)
   local ev, t_end = M.pipeline_events(tr, r)
+  -- the model's own figure for the same span: a training step, one decode step (time per
+  -- output token) or the prefill of every micro-batch
+  local model_s = r.step_time_s or ((r.tpot_s or 0) > 0 and r.tpot_s) or r.time_s
   return json.encode({ traceEvents = ev, displayTimeUnit = "ms",
-    metadata = { step_s = t_end, step_model_step_s = r.step_time_s } }) .. "\n"
+    metadata = { step_s = t_end, step_model_step_s = model_s } }) .. "\n"
 end
 
 -- encode(r, pp, schedule) -> Chrome trace JSON text.
