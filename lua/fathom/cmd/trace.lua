@@ -1,6 +1,5 @@
 -- fathom trace: the execution trace of one training step (or inference iteration), from
--- analyze's inputs:
--- Chakra ET per rank (ASTRA-sim) or a Perfetto timeline.
+-- analyze's inputs: Chakra ET per rank (ASTRA-sim) or a Perfetto timeline.
 local analyze = require("fathom.cmd.analyze")
 local args = require("fathom.args")
 local errors = require("fathom.errors")
