@@ -181,6 +181,27 @@ function M.write_chakra(tr, dir, opts)
   return summary
 end
 
+-- run{hardware, physical, logical, workload, model, pass_mode, format = "chakra"|"perfetto",
+--     output_dir | output_file, prefix, ranks = {...} | "0,4-7", classes} -> summary:
+-- what `fathom trace` does, for scripts (fathom.trace{...}). Input paths as fathom.analysis takes.
+function M.run(a)
+  local tr, raw = M.compile({ hardware_lib = a.hardware_lib or a.hardware, physical = a.physical,
+    logical = a.logical, workload = a.workload, model = a.model, pass_mode = a.pass_mode,
+    memory_reserve_bytes = a.memory_reserve_bytes })
+  if (a.format or "chakra") == "perfetto" then
+    if not a.output_file then errors.raise("trace: format perfetto needs output_file") end
+    M.write_perfetto(tr, raw, a.output_file)
+    return { files = 1, path = a.output_file }
+  end
+  if a.format and a.format ~= "chakra" then
+    errors.raise("trace: format: expected chakra or perfetto, got '%s'", tostring(a.format))
+  end
+  if not a.output_dir then errors.raise("trace: format chakra needs output_dir") end
+  local ranks = a.ranks
+  if type(ranks) == "string" then ranks = M.parse_ranks(ranks, tr:info().ranks) end
+  return M.write_chakra(tr, a.output_dir, { prefix = a.prefix, ranks = ranks, classes = a.classes })
+end
+
 -- write_perfetto(tr, raw, path): the Chrome / Perfetto timeline of the step, every pipeline
 -- stage on its own tracks (fathom.format.trace.encode_pipeline).
 function M.write_perfetto(tr, raw, path)

@@ -401,6 +401,44 @@ dimensions:
     end)
   end
 
+  it("the core's trace methods: geometry, schedule, one rank's file", function()
+    local tr = trace.compile(inputs())
+    local info = tr:info()
+    assert.are.same({ 16, 2, 4, 2, true }, { info.ranks, info.stages, info.microbatches, info.passes, info.training })
+    -- rank 5: TP 1, DP 0 in the domain, PP 1 (stride 4), domain 0: its stage-0 peer is rank 1
+    assert.are.equal(1, tr:stage(5))
+    assert.are.equal(1, tr:stage_peer(5, 0))
+    assert.are.equal(5, tr:stage_peer(1, 1))
+    local id, members = tr:group("dp", 5)
+    assert.are.equal(id, tr:group_id("dp", 5))
+    assert.are.equal(1 + 5 * 16 + members[1], id) -- kind dp = 5, lowest rank first
+    -- stage 0 of 2, 1F1B: one warm-up forward, then backward 0
+    local f1, m1 = tr:pass(0, 0)
+    local f2, m2 = tr:pass(0, 2)
+    assert.are.same({ true, 0, false, 0 }, { f1, m1, f2, m2 })
+    local path = os.tmpname()
+    local st = tr:write_rank(5, path)
+    assert.are.equal(st.bytes, #slurp(path))
+    os.remove(path)
+    local bad, msg = tr:write_rank(5, "/proc/fathom-no/x.et")
+    assert.is_nil(bad)
+    assert.matches("x.et", msg)
+    assert.error_matches(function() tr:write_rank(16, path) end, "rank outside the job")
+    -- the binding takes a compiled plan, nothing else
+    local core = require("fathom.core")
+    assert.error_matches(function() core.trace_compile({}) end, "TrainPlan or fathom.InferPlan")
+  end)
+
+  it("fathom.trace{...} writes what fathom trace writes", function()
+    local fathom = require("fathom")
+    local dir = tmpdir()
+    local s = fathom.trace({ hardware = HW, physical = F .. "physical.yaml", logical = F .. "logical.yaml",
+      workload = F .. "train.yaml", model = F .. "model.yaml", output_dir = dir .. "/t", ranks = "0-1" })
+    assert.are.equal(3, s.files)
+    assert.are.same({ "fathom.0.et", "fathom.1.et", "fathom.comm_groups.json" }, listdir(dir .. "/t"))
+    rmdir(dir)
+  end)
+
   it("parse_ranks() reads lists and ranges and refuses ranks outside the job", function()
     assert.are.same({ 0, 3, 4, 5, 9 }, trace.parse_ranks("9,3-5,0,4", 16))
     assert.error_matches(function() trace.parse_ranks("16", 16) end, "rank 16 is outside the job")
