@@ -6,7 +6,8 @@ SAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 10
 JOBS      ?= 2
-PACKAGES  := cmake gcc make pkg-config lua5.4 liblua5.4-dev libyaml-dev lua-cjson lua-busted lua-check
+PACKAGES  := cmake gcc make pkg-config lua5.4 liblua5.4-dev libyaml-dev lua-cjson lua-busted lua-check \
+             protobuf-compiler python3-protobuf
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build run test ctest sanitize lint fuzz-smoke bench install clean

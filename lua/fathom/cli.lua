@@ -19,6 +19,8 @@ local commands = {
     summary = "MoE routing from a distribution, and its all-to-all: closed form, packet simulation" },
   { name = "analyze", module = "fathom.cmd.analyze",
     summary = "ScaleScope-compatible analysis of a scenario and its sweep (step time, memory, comm)" },
+  { name = "trace", module = "fathom.cmd.trace",
+    summary = "execution traces of a training step: Chakra ET per rank (ASTRA-sim), Perfetto timeline" },
   { name = "validate", module = "fathom.cmd.validate",
     summary = "predicted vs measured over the published cases (per-source error summary)" },
   { name = "show", module = "fathom.cmd.show",

@@ -64,6 +64,14 @@ function M.analyze(args)
   return analysis.run(resolve_all(args))
 end
 
+-- trace{... as scenario, output_dir= | output_file=, format=, ranks=, classes=, prefix=} ->
+-- what it wrote: the point's execution traces (fathom.trace.run, as `fathom trace`).
+function M.trace(args)
+  local a = resolve_all(args)
+  for _, k in ipairs({ "format", "output_dir", "output_file", "prefix", "ranks", "classes" }) do a[k] = args[k] end
+  return require("fathom.trace").run(a)
+end
+
 -- humanize(record) -> the record with readable times, bytes and FLOPs.
 M.humanize = report.humanize
 

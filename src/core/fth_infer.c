@@ -253,3 +253,33 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   r->weights_read_s = r->pass.weight_memory_s;
   r->tokens_per_s_per_gpu = r->tokens_per_s / l->num_gpus;
 }
+
+void fth_infer_trace_work(const fth_infer_plan *p, fth_train_work *out) {
+  const fth_layout *l = &p->layout;
+  const fth_infer_def *d = &p->inf;
+  memset(out, 0, sizeof *out);
+  const int decode = p->pass == FTH_PASS_DECODE;
+  fth_block_env e;
+  block_env(p, decode ? FTH_BLOCK_DECODE : FTH_BLOCK_PREFILL, &e);
+  /* As fth_infer_iteration: decode at the mean context of the generated tokens. */
+  double q = decode ? 1.0 : d->prompt_len / l->cp;
+  double ctx = decode ? d->context_len + 0.5 * (1.0 + d->gen_tokens) : d->prompt_len;
+  for (int moe = 0; moe < 2; moe++) {
+    if (moe && p->model.num_experts <= 1) break;
+    fth_block_pass(&e, moe, d->micro_batch, q, ctx, &out->fwd[moe], NULL);
+  }
+  fth_block_head(&e, d->micro_batch, q, l->pp == 1, &out->head_fwd, NULL);
+  if (l->pp > 1) {
+    fth_block_env pe;
+    block_env(p, FTH_BLOCK_PREFILL, &pe); /* the hand-off's width, as fth_infer_evaluate */
+    out->pp_bytes = fth_block_pp_message_bytes(&pe, d->micro_batch * q);
+    const fth_group *g = &l->group[FTH_COMM_PP];
+    out->pp_hop_s =
+        g->n > 0 ? fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, out->pp_bytes, g->lv, g->n,
+                                  &d->coll)
+                       .time_s
+                 : 0.0;
+  }
+  out->overlap_eff = d->comp_comm_eff;
+  out->blocking = 0u;
+}

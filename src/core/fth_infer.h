@@ -51,6 +51,13 @@ fth_status fth_infer_compile(fth_infer_plan *plan, const fth_node_def *node,
                              const fth_topology_def *topo, const fth_model_def *model,
                              const fth_infer_def *def, fth_pass pass, fth_error *err);
 
+/// The work of one micro-batch's iteration as an execution trace lays it out
+/// (fth_trace.h), from the functions fth_infer_evaluate times it with: one
+/// dense [0] / MoE [1] block's forward (prefill: the prompt; decode: one
+/// token per request at the mean context), the head (and the embedding when
+/// PP = 1), the pipeline hand-off. Backward and recompute phases stay empty.
+void fth_infer_trace_work(const fth_infer_plan *plan, fth_train_work *out);
+
 typedef struct fth_infer_result {
   double time_s; ///< prefill: until the last micro-batch's first token; decode: all steps
   double ttft_s; ///< prefill: time to first token of the batch

@@ -46,6 +46,23 @@ static void ep_group(const fth_topology_def *topo, const double *tag_bytes, fth_
  * really are (leading dense layers, every k-th layer MoE). The heaviest stage
  * but the last (the most MoE blocks, then the most layers) and the last stage
  * are kept: a step model takes the slower of the two. */
+/* Layers of stage s (of pp) and the first layer's index: stage s is short
+ * when it is among the `slack` stages taken in the order last, first,
+ * pp - 2, pp - 3, ... */
+static int stage_size(int pp, int lps, int slack, int s) {
+  int rank = s == pp - 1 ? 0 : (s == 0 ? 1 : pp - s);
+  return lps - (pp > 1 && rank < slack ? 1 : 0);
+}
+
+void fth_layout_stage_layers(const fth_layout *l, const fth_model_def *m, int s, int *layers,
+                             int *moe) {
+  int pp = l->pp, lps = (int)fth_ceil_div((double)m->n_layers, (double)pp);
+  int slack = pp * lps - m->n_layers, first = 0;
+  for (int i = 0; i < s; i++) first += stage_size(pp, lps, slack, i);
+  *layers = stage_size(pp, lps, slack, s);
+  *moe = fth_model_num_moe_in(m, first, first + *layers);
+}
+
 static void stages(fth_layout *l, const fth_model_def *m) {
   int pp = l->pp, lps = (int)fth_ceil_div((double)m->n_layers, (double)pp);
   int slack = pp * lps - m->n_layers; /* < pp */
@@ -53,10 +70,7 @@ static void stages(fth_layout *l, const fth_model_def *m) {
   int first = 0;
   l->moe_layers_per_stage = -1;
   for (int s = 0; s < pp; s++) {
-    /* stage s is short when it is among the `slack` stages taken in the order
-     * last, first, pp - 2, pp - 3, ... */
-    int rank = s == pp - 1 ? 0 : (s == 0 ? 1 : pp - s);
-    int n = lps - (pp > 1 && rank < slack ? 1 : 0);
+    int n = stage_size(pp, lps, slack, s);
     int moe = fth_model_num_moe_in(m, first, first + n);
     if (s == 0) {
       l->first_stage_layers = n;

@@ -59,6 +59,12 @@ typedef struct fth_layout {
 fth_status fth_layout_make(fth_layout *lay, const fth_topology_def *topo,
                            const fth_model_def *model, fth_error *err);
 
+/// Layers of pipeline stage `s` (0-based, < lay->pp) and how many of them are
+/// MoE blocks, by the stage split fth_layout_make uses (the short stages are
+/// the last, the first, then the others from the back).
+void fth_layout_stage_layers(const fth_layout *lay, const fth_model_def *model, int s, int *layers,
+                             int *moe);
+
 /// Re-derives every group's bandwidth with the links shared by traffic
 /// (fth_topology_group_by_traffic), from each communication kind's bytes per
 /// step; degrees and sizes are unchanged.

@@ -683,3 +683,49 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   r->bubble_fraction = r->step_time_s > 0 ? r->bubble_s / r->step_time_s : 0;
   totals(p, r);
 }
+
+/* ---- what a trace lays out (fth_trace) ------------------------------------------------------ */
+
+void fth_train_trace_work(const fth_train_plan *p, fth_train_work *out) {
+  const fth_train_def *w = &p->work;
+  const fth_layout *l = &p->layout;
+  const double q = w->seq_len / l->cp;
+  memset(out, 0, sizeof *out);
+  fth_block_env e;
+  block_env(p, &e);
+  for (int moe = 0; moe < 2; moe++) {
+    if (moe && p->model.num_experts <= 1) break;
+    fth_block_pass(&e, moe, w->micro_batch, q, w->seq_len, &out->fwd[moe], &out->bwd[moe]);
+    int one[2] = {!moe, moe};
+    recompute_phase(p, &e, out->fwd, q, one, &out->rec[moe]);
+  }
+  fth_block_head(&e, w->micro_batch, q, l->pp == 1, &out->head_fwd, &out->head_bwd);
+  if (p->model.mtp_layers > 0) {
+    fth_phase tf, tb;
+    fth_block_mtp(&e, w->micro_batch, q, &tf, &tb);
+    fth_phase_scale(&tf, p->model.mtp_layers);
+    fth_phase_scale(&tb, p->model.mtp_layers);
+    fth_phase_add(&out->head_fwd, &tf);
+    fth_phase_add(&out->head_bwd, &tb);
+  }
+  if (l->pp > 1) {
+    out->pp_bytes = pp_message(p, &e);
+    if (pp_scattered(p)) {
+      out->pp_gather_bytes = out->pp_bytes;
+      out->pp_bytes /= l->tp;
+    }
+    out->pp_hop_s = coll_time(p, FTH_COLL_SEND_RECV, out->pp_bytes, FTH_COMM_PP, NULL) +
+                    coll_time(p, FTH_COLL_ALL_GATHER, out->pp_gather_bytes, FTH_COMM_TP, NULL);
+  }
+  out->overlap_eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
+  out->blocking = blocking_kinds(p);
+}
+
+void fth_train_stage_blocks(const fth_train_plan *p, int s, int blocks[2]) {
+  int layers, moe;
+  fth_layout_stage_layers(&p->layout, &p->model, s, &layers, &moe);
+  blocks[0] = layers - moe;
+  blocks[1] = moe;
+  if (s == p->layout.pp - 1 && p->model.mtp_layers > 0)
+    blocks[fth_model_last_layer_moe(&p->model)] += p->model.mtp_layers;
+}

@@ -121,6 +121,27 @@ typedef struct fth_train_result {
 /// (E / EP local experts sharded by TP_MoE), before any ZeRO-3 sharding.
 void fth_train_stage_params(const fth_train_plan *plan, double *dense, double *expert);
 
+/// The work of one micro-batch as an execution trace lays it out (fth_trace):
+/// each block kind's passes and the pipeline hand-off, from the functions the
+/// step model times them with, so a trace and the step model cannot disagree.
+typedef struct fth_train_work {
+  fth_phase fwd[2], bwd[2], rec[2]; ///< one dense [0] / MoE [1] block: forward, backward, re-run
+  fth_phase head_fwd, head_bwd;     ///< the last stage's LM head and loss (embedding when PP = 1)
+                                    ///< and its MTP modules' own passes
+  double pp_bytes;                  ///< one hand-off's message per TP rank (0 when PP = 1)
+  double pp_gather_bytes;           ///< the all-gather over TP after receipt (0: none)
+  double pp_hop_s;                  ///< one hand-off's time (send/recv and any TP gather)
+  double overlap_eff;               ///< layer collectives vs kernels (fth_phase_time_blocking)
+  unsigned blocking;                ///< kinds run without overlap (bit 1 << kind)
+} fth_train_work;
+
+/// Fill `out` for the plan. Pure and allocation-free.
+void fth_train_trace_work(const fth_train_plan *plan, fth_train_work *out);
+
+/// Blocks of pipeline stage `s` ([0] dense, [1] MoE), the last stage's MTP
+/// modules counted as blocks of the last layer's kind (as the step model does).
+void fth_train_stage_blocks(const fth_train_plan *plan, int s, int blocks[2]);
+
 /// Evaluate a compiled plan. Pure and allocation-free.
 void fth_train_evaluate(const fth_train_plan *plan, fth_train_result *out);
 

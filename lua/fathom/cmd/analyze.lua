@@ -10,15 +10,31 @@ local tablefmt = require("fathom.format.table")
 
 local M = {}
 
-local spec = {
+-- The inputs of one scenario (ScaleScope's five files and pass mode), shared
+-- with the commands that take the same inputs (fathom trace).
+M.input_spec = {
   { name = "hardware-lib", arg = "FILE", required = true, help = "hardware library YAML" },
   { name = "physical-topology", arg = "FILE", required = true, help = "physical topology YAML" },
   { name = "logical-topology", arg = "FILE", required = true, help = "logical topology YAML" },
   { name = "workload-spec", arg = "FILE", required = true, help = "training / prefill / decode spec YAML" },
   { name = "model-spec", arg = "FILE", required = true, help = "model spec YAML" },
-  { name = "sweep-config", arg = "FILE", help = "sweep config YAML (omit for one point)" },
   { name = "pass-mode", arg = "MODE", choices = passes.names,
     default = passes.names[1], help = "what to model" },
+}
+
+-- inputs_of(opts) -> the arguments of fathom.analysis (run, each, open) for parsed options.
+function M.inputs_of(opts)
+  return {
+    hardware_lib = opts.hardware_lib, physical = opts.physical_topology,
+    logical = opts.logical_topology, workload = opts.workload_spec, model = opts.model_spec,
+    sweep = opts.sweep_config, pass_mode = opts.pass_mode, memory_reserve_bytes = opts.memory_reserve,
+  }
+end
+
+local spec = {}
+for _, o in ipairs(M.input_spec) do spec[#spec + 1] = o end
+table.insert(spec, 6, { name = "sweep-config", arg = "FILE", help = "sweep config YAML (omit for one point)" })
+for _, o in ipairs({
   { name = "output-file", arg = "FILE", help = "write every record here (whole or not at all)" },
   { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv", "svg" },
@@ -29,7 +45,7 @@ local spec = {
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
-}
+}) do spec[#spec + 1] = o end
 
 M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
@@ -82,11 +98,7 @@ function M.main(argv)
   end
   local opts, extra = args.parse(argv, spec, "analyze")
   if #extra > 0 then errors.raise("analyze: unexpected argument '%s' (see 'fathom analyze --help')", extra[1]) end
-  local a = {
-    hardware_lib = opts.hardware_lib, physical = opts.physical_topology,
-    logical = opts.logical_topology, workload = opts.workload_spec, model = opts.model_spec,
-    sweep = opts.sweep_config, pass_mode = opts.pass_mode, memory_reserve_bytes = opts.memory_reserve,
-  }
+  local a = M.inputs_of(opts)
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end
   if opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory

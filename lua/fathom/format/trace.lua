@@ -99,6 +99,118 @@ function M.events(r, pp, schedule)
   return ev, t
 end
 
+-- Tracks of the whole-pipeline timeline: each stage is a process, its compute a thread and
+-- each kind of communication one thread beside it.
+local KIND_TRACKS = {
+  { COMM.tp, "TP collectives" }, { COMM.tp_moe, "TP_MoE collectives" }, { COMM.ep, "EP dispatch / combine" },
+  { COMM.cp, "CP K/V exchange" }, { COMM.pp, "PP send / recv" }, { COMM.dp, "DP gradients / weights" },
+  { COMM.dp_moe, "DP_MoE gradients / weights" },
+}
+local TID = {}
+for i, k in ipairs(KIND_TRACKS) do TID[k[1]] = i + 1 end
+
+-- pipeline_events(tr, r) -> events, end_s: one training step of every pipeline stage, laid out
+-- from the core's trace `tr` (fathom.core.trace_compile): each stage's passes in its schedule's
+-- order (tr:pass), each starting when the stage is free and its input has arrived (the previous
+-- stage's forward, the next stage's backward, plus one hand-off, info.pp_hop_s), so the bubble
+-- falls where the schedule puts it and is drawn there; inside each pass, every kind of layer
+-- collective on its own track, hidden part from the pass's start and exposed part at its end
+-- (tr:stage_time); the PP hand-offs after each pass; the DP traffic of the step (record `r`):
+-- hidden under each stage's last backward, the exposed rest after it; then the optimizer
+-- (inference: the iteration's forwards only).
+function M.pipeline_events(tr, r)
+  local info = tr:info()
+  local S, m, hop, np = info.stages, info.microbatches, info.pp_hop_s, info.passes
+  if 8 * S * np * m > M.MAX_EVENTS then
+    require("fathom.errors").raise("trace: %d stages x %d micro-batches make about %d events, over the limit " ..
+      "of %d", S, m, 8 * S * np * m, M.MAX_EVENTS)
+  end
+  local ev = {}
+  local function add(name, cat, pid, tid, start_s, dur_s, args)
+    if dur_s > 0 then
+      ev[#ev + 1] = { name = name, cat = cat, ph = "X", pid = pid, tid = tid, ts = us(start_s), dur = us(dur_s),
+        args = args }
+    end
+  end
+  local times, nextk, free, done, last_b = {}, {}, {}, { [true] = {}, [false] = {} }, {}
+  for s = 0, S - 1 do
+    times[s] = tr:stage_time(s)
+    nextk[s], free[s] = 0, 0
+    done[true][s], done[false][s] = {}, {}
+  end
+  local left = S * np * m
+  while left > 0 do
+    local progress = false
+    for s = 0, S - 1 do
+      while nextk[s] < np * m do
+        local fwd, mb = tr:pass(s, nextk[s])
+        local from = fwd and s - 1 or s + 1
+        local ready = 0
+        if from >= 0 and from < S then
+          local t = done[fwd][from][mb]
+          if not t then break end
+          ready = t + hop
+        end
+        local start = math.max(free[s], ready)
+        add("bubble", "bubble", s + 1, 1, free[s], start - free[s], { seconds = start - free[s] })
+        local st = times[s]
+        local dur = fwd and st.forward_s or st.backward_s
+        local dir = fwd and "forward" or "backward"
+        add(string.format("%s %d", dir, mb), dir, s + 1, 1, start, dur,
+          { microbatch = mb, kernels_s = fwd and st.forward_kernel_s or st.backward_kernel_s })
+        for i, k in ipairs(KIND_TRACKS) do
+          local c = st.comm[k[1]]
+          local raw, exposed = c[dir .. "_raw_s"], c[dir .. "_exposed_s"]
+          add("hidden", "comm", s + 1, i + 1, start, raw - exposed, { kind = k[1] })
+          add("exposed", "comm", s + 1, i + 1, start + dur - exposed, exposed, { kind = k[1] })
+        end
+        local to = fwd and s + 1 or s - 1
+        if to >= 0 and to < S then
+          add(string.format("%s %d to stage %d", fwd and "send" or "send grad", mb, to), "comm", s + 1,
+            TID[COMM.pp], start + dur, hop, { microbatch = mb })
+        end
+        if not fwd then last_b[s] = start end
+        done[fwd][s][mb] = start + dur
+        free[s] = start + dur
+        nextk[s] = nextk[s] + 1
+        left = left - 1
+        progress = true
+      end
+    end
+    if not progress then error("trace: the schedule deadlocks (internal)") end
+  end
+  local t_end = 0
+  local dp_exposed = info.training and r.comm.dp.exposed_s + r.comm.dp_moe.exposed_s or 0
+  for s = 0, S - 1 do
+    if info.training then -- inference has no gradients and no optimizer
+      for _, k in ipairs({ COMM.dp, COMM.dp_moe }) do
+        local c = r.comm[k]
+        add("hidden", "comm", s + 1, TID[k], last_b[s], c.raw_s - c.exposed_s, { kind = k })
+        add("exposed", "comm", s + 1, TID[k], free[s], c.exposed_s, { kind = k })
+      end
+      add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed, r.optimizer_s, {})
+    end
+    t_end = math.max(t_end, free[s] + dp_exposed + (info.training and r.optimizer_s or 0))
+    ev[#ev + 1] = { name = "process_name", ph = "M", pid = s + 1, args = { name = string.format("stage %d", s) } }
+    ev[#ev + 1] = { name = "process_sort_index", ph = "M", pid = s + 1, args = { sort_index = s } }
+    ev[#ev + 1] = { name = "thread_name", ph = "M", pid = s + 1, tid = 1, args = { name = "compute" } }
+    for i, k in ipairs(KIND_TRACKS) do
+      ev[#ev + 1] = { name = "thread_name", ph = "M", pid = s + 1, tid = i + 1, args = { name = k[2] } }
+    end
+  end
+  return ev, t_end
+end
+
+-- encode_pipeline(tr, r) -> Chrome trace JSON text of every stage (pipeline_events).
+function M.encode_pipeline(tr, r)
+  local ev, t_end = M.pipeline_events(tr, r)
+  -- the model's own figure for the same span: a training step, one decode step (time per
+  -- output token) or the prefill of every micro-batch
+  local model_s = r.step_time_s or ((r.tpot_s or 0) > 0 and r.tpot_s) or r.time_s
+  return json.encode({ traceEvents = ev, displayTimeUnit = "ms",
+    metadata = { step_s = t_end, step_model_step_s = model_s } }) .. "\n"
+end
+
 -- encode(r, pp, schedule) -> Chrome trace JSON text.
 function M.encode(r, pp, schedule)
   local ev = M.events(r, pp, schedule)
