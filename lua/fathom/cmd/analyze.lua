@@ -27,6 +27,8 @@ local spec = {
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
+  { name = "jobs", arg = "N", integer = { 1, args.max_workers() },
+    help = "processes that share a sweep (same output as one) [default: the core count; under mpirun: the ranks]" },
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }
@@ -35,7 +37,7 @@ M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logica
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
   "                      [--pass-mode " .. table.concat(passes.names, "|") .. "] \\\n" ..
   "                      [--output-file F] [--raw-output] [--format yaml|json|csv|svg] \\\n" ..
-  "                      [--memory-reserve SIZE] [--trace-file F]\n\n" ..
+  "                      [--memory-reserve SIZE] [--trace-file F] [--jobs N]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
   "sweep. Without --output-file, prints a summary table; with it, writes one\n" ..
   "record per point (configuration, model_configuration, expert_placement, time,\n" ..
@@ -86,6 +88,7 @@ function M.main(argv)
     hardware_lib = opts.hardware_lib, physical = opts.physical_topology,
     logical = opts.logical_topology, workload = opts.workload_spec, model = opts.model_spec,
     sweep = opts.sweep_config, pass_mode = opts.pass_mode, memory_reserve_bytes = opts.memory_reserve,
+    jobs = opts.trace_file and 1 or opts.jobs, -- the trace needs the first point's raw result, kept by one process
   }
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end

@@ -1,0 +1,213 @@
+-- fathom.parallel: work over several processes with the answer of one (local workers
+-- forked by the host, or MPI ranks in a build with -DFATHOM_MPI=ON).
+local core = require("fathom.core")
+local errors = require("fathom.errors")
+local parallel = require("fathom.parallel")
+local h = require("helpers")
+
+local T = "tests/fixtures/tiny/"
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- A 192-point sweep of the toy model (micro-batch 3 does not tile batch 8, 16 or 32: error records).
+local SWEEP = "sweep:\n  workload_spec.micro_batch_size: [1, 2, 3]\n" ..
+  "  workload_spec.seq_length: {start: 256, stop: 4096, step: 256}\n" ..
+  "  workload_spec.global_batch_size: [8, 16, 24, 32]\n"
+
+local function analyze_args(sweep, extra)
+  local a = { "analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+    "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml",
+    "--model-spec", T .. "model.yaml", "--sweep-config", sweep }
+  for _, x in ipairs(extra or {}) do a[#a + 1] = x end
+  return a
+end
+
+local SEARCH = { "search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "1024",
+  "--global-batch", "1536", "--seq", "2048", "--format", "json", "--top", "50" }
+
+local function with(list, extra)
+  local out = { table.unpack(list) }
+  for _, x in ipairs(extra) do out[#out + 1] = x end
+  return table.unpack(out)
+end
+
+describe("fathom.parallel", function()
+  describe("#encode() / #decode()", function()
+    it("brings values back exactly: integer vs float, every bit, odd strings, key order", function()
+      local ordered = require("fathom.format.util").ordered
+      local v = {
+        1, 2.0, -0.0, 0.1, 1 / 3, 2 ^ -1074, 1.7976931348623157e308, math.maxinteger, math.mininteger,
+        1 / 0, -1 / 0, "a\0b\n\"\\\255", true, false,
+        nested = ordered({ z = 1, a = { 3, 4 }, ["not an id"] = 5, ["end"] = 6 }, { "z", "a" }),
+        empty = require("fathom.format.util").array({}),
+        [7.5] = "float key", [true] = "bool key",
+      }
+      local back = parallel.decode(parallel.encode(v))
+      for i = 1, 11 do
+        assert.are.equal(math.type(v[i]), math.type(back[i]), "type of " .. i)
+        assert.are.equal(string.format("%a", v[i]), string.format("%a", back[i]), "bits of " .. i)
+      end
+      assert.are.equal(v[12], back[12])
+      assert.is_true(back[13])
+      assert.is_false(back[14])
+      assert.are.same({ "z", "a" }, getmetatable(back.nested).__order)
+      assert.are.same(v.nested, back.nested)
+      assert.is_true(getmetatable(back.empty).__array)
+      assert.are.equal("float key", back[7.5])
+      assert.are.equal("bool key", back[true])
+      local nan = parallel.decode(parallel.encode(0 / 0))
+      assert.is_true(nan ~= nan)
+    end)
+
+    it("refuses what cannot travel", function()
+      assert.error_matches(function() parallel.encode({ f = print }) end, "cannot send a function")
+      local loop = {}
+      loop.self = loop
+      assert.error_matches(function() parallel.encode(loop) end, "nested over 200 deep")
+    end)
+  end)
+
+  describe("#map()", function()
+    it("returns fn's results in input order for any number of processes, nil results included", function()
+      local points = {}
+      for i = 1, 23 do points[i] = i end
+      local function fn(x, i)
+        if x % 5 == 0 then return nil end
+        return { x = x * 1.1, i = i, pid = core.process.pid() }
+      end
+      local one = parallel.map(points, fn, { jobs = 1 })
+      for _, jobs in ipairs({ 2, 3, 7 }) do
+        local many = parallel.map(points, fn, { jobs = jobs })
+        local pids = {}
+        for i = 1, 23 do
+          if i % 5 == 0 then
+            assert.is_nil(many[i])
+          else
+            assert.are.equal(one[i].x, many[i].x)
+            assert.are.equal(i, many[i].i)
+            pids[many[i].pid] = true
+          end
+        end
+        local n = 0
+        for _ in pairs(pids) do n = n + 1 end
+        assert.are.equal(jobs, n, "processes that did work") -- round-robin: every process gets points
+      end
+    end)
+
+    it("uses fewer processes than asked when there are few points per process", function()
+      assert.are.equal(1, parallel.processes(4, 10, 32))
+      assert.are.equal(2, parallel.processes(4, 64, 32))
+      assert.are.equal(4, parallel.processes(4, 1000, 32))
+    end)
+
+    it("a worker's error names the worker; an input error stays one (exit 2)", function()
+      local points = { 1, 2, 3, 4 }
+      local ok, err = pcall(parallel.map, points, function(x)
+        if x == 4 then error("boom", 0) end
+        return x
+      end, { jobs = 2 })
+      assert.is_false(ok)
+      assert.is_true(parallel.is_worker_error(err))
+      assert.matches("^worker 2 of 2 %(pid %d+%) failed: boom$", tostring(err))
+      ok, err = pcall(parallel.map, points, function(x)
+        if x == 2 then errors.raise("bad input at %d", x) end
+        return x
+      end, { jobs = 2 })
+      assert.is_false(ok)
+      assert.is_true(errors.is_input(err))
+      assert.are.equal("bad input at 2", tostring(err))
+    end)
+
+    it("a worker killed by SIGKILL ends the map with the worker, the pid and the signal", function()
+      local ok, err = pcall(parallel.map, { 1, 2, 3 }, function(x)
+        if x == 3 then core.process.kill(core.process.pid(), core.process.SIGKILL) end
+        return x
+      end, { jobs = 3 })
+      assert.is_false(ok)
+      assert.matches("^worker 3 of 3 %(pid %d+%) was killed by signal 9 %(SIGKILL%)$", tostring(err))
+    end)
+  end)
+end)
+
+describe("--jobs", function()
+  it("analyze: a sweep's records are byte-identical with 1 and 2 processes (yaml, json, csv, table)", function()
+    local sweep = os.tmpname()
+    write(sweep, SWEEP)
+    for _, fmt in ipairs({ "yaml", "json", "csv", "table" }) do
+      local outs = {}
+      for _, jobs in ipairs({ "1", "2" }) do
+        local out = os.tmpname()
+        local r = h.run(table.unpack(analyze_args(sweep, { "--jobs", jobs, "--format", fmt, "--output-file", out })))
+        assert.are.equal(0, r.code, r.stderr)
+        outs[jobs] = read(out)
+        os.remove(out)
+      end
+      assert.is_true(#outs["1"] > 5000, fmt)
+      assert.are.equal(outs["1"], outs["2"], fmt)
+    end
+    local r1 = h.run(table.unpack(analyze_args(sweep, { "--jobs", "1" })))
+    local r2 = h.run(table.unpack(analyze_args(sweep, { "--jobs", "2" })))
+    os.remove(sweep)
+    assert.are.equal(0, r2.code, r2.stderr)
+    assert.matches("invalid", r1.stdout) -- the sweep holds error records, and they come back in place
+    assert.are.equal(r1.stdout, r2.stdout)
+  end)
+
+  it("search: the ranking and its counts are byte-identical with 1 and 2 processes (--workers too)", function()
+    local one = h.run(with(SEARCH, { "--jobs", "1" }))
+    local two = h.run(with(SEARCH, { "--jobs", "2" }))
+    local alias = h.run(with(SEARCH, { "--workers", "2" }))
+    assert.are.equal(0, one.code, one.stderr)
+    assert.matches('"considered": 82044', one.stdout)
+    assert.are.equal(one.stdout, two.stdout)
+    assert.are.equal(one.stdout, alias.stdout)
+  end)
+
+  it("a worker killed by SIGKILL: a message naming it, exit 1, no output file", function()
+    local sweep, out = os.tmpname(), os.tmpname()
+    os.remove(out)
+    -- 1,152 points: a round of 1,024 keeps a worker alive long enough to be found and killed
+    write(sweep, SWEEP:gsub("%[8, 16, 24, 32%]", "[8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, " ..
+      "136, 144, 152, 160, 168, 176, 184, 192]"))
+    local args = analyze_args(sweep, { "--jobs", "2", "--format", "yaml", "--output-file", out })
+    local parts = { h.shell_quote(h.bin()) }
+    for _, a in ipairs(args) do parts[#parts + 1] = h.shell_quote(a) end
+    local err = os.tmpname()
+    -- start it, wait for a worker (a child of the fathom process), SIGKILL that child alone
+    local script = table.concat(parts, " ") .. " 2>" .. err .. " & p=$!; i=0; " ..
+      "while [ $i -lt 400 ]; do c=$(pgrep -P $p | head -n 1); " ..
+      "if [ -n \"$c\" ]; then kill -9 $c; break; fi; sleep 0.01; i=$((i+1)); done; wait $p; echo $?"
+    local sh = io.popen(script)
+    local code = tonumber(sh:read("a"))
+    sh:close()
+    local msg = read(err)
+    os.remove(err)
+    os.remove(sweep)
+    assert.are.equal(1, code, msg)
+    assert.matches("^fathom: worker 2 of 2 %(pid %d+%) was killed by signal 9 %(SIGKILL%)\n$", msg)
+    assert.is_false(exists(out))
+    local dir = out:match("^(.*)/") or "."
+    local p = io.popen("ls -a " .. h.shell_quote(dir) .. " | grep -c " .. h.shell_quote(out:match("[^/]*$")))
+    local left = tonumber(p:read("a"))
+    p:close()
+    assert.are.equal(0, left, "temporary files left beside the output")
+  end)
+end)
