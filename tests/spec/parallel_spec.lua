@@ -185,7 +185,8 @@ describe("--jobs", function()
     local sweep, out = os.tmpname(), os.tmpname()
     os.remove(out)
     -- 1,152 points: a round of 1,024 keeps a worker alive long enough to be found and killed
-    write(sweep, (SWEEP:gsub("global_batch_size: %[8, 16, 24, 32%]", "global_batch_size: {start: 8, stop: 192, step: 8}")))
+    local batches = "global_batch_size: {start: 8, stop: 192, step: 8}"
+    write(sweep, (SWEEP:gsub("global_batch_size: %[8, 16, 24, 32%]", batches)))
     local args = analyze_args(sweep, { "--jobs", "2", "--format", "yaml", "--output-file", out })
     local parts = { h.shell_quote(h.bin()) }
     for _, a in ipairs(args) do parts[#parts + 1] = h.shell_quote(a) end
