@@ -211,3 +211,112 @@ describe("--jobs", function()
     assert.are.equal(0, left, "temporary files left beside the output")
   end)
 end)
+
+-- MPI: only in a build with -DFATHOM_MPI=ON and with mpirun on the path (`make mpi` runs these).
+local MPIRUN = { "mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "4" }
+local function have_mpirun()
+  local p = io.popen("command -v mpirun 2>/dev/null")
+  local s = p:read("a")
+  p:close()
+  return s ~= ""
+end
+local mpi_ok = core.mpi.available and have_mpirun()
+
+-- mpi(args...) -> {code, stdout, stderr}: the host under mpirun with 4 ranks.
+local function mpi(...)
+  local parts = {}
+  for _, a in ipairs(MPIRUN) do parts[#parts + 1] = a end
+  parts[#parts + 1] = h.shell_quote(h.bin())
+  for _, a in ipairs({ ... }) do parts[#parts + 1] = h.shell_quote(a) end
+  local out, err = os.tmpname(), os.tmpname()
+  local _, _, code = os.execute(table.concat(parts, " ") .. " >" .. out .. " 2>" .. err)
+  local r = { code = code, stdout = read(out), stderr = read(err) }
+  os.remove(out)
+  os.remove(err)
+  return r
+end
+
+describe("mpirun -n 4 #mpi", function()
+  if not mpi_ok then
+    pending("needs a build with -DFATHOM_MPI=ON and mpirun (make mpi)")
+    return
+  end
+
+  it("analyze: the sweep's output file and summary are byte-identical to one process", function()
+    local sweep = os.tmpname()
+    write(sweep, SWEEP)
+    local one, four = os.tmpname(), os.tmpname()
+    local r1 = h.run(table.unpack(analyze_args(sweep, { "--jobs", "1", "--format", "yaml", "--output-file", one })))
+    local r4 = mpi(table.unpack(analyze_args(sweep, { "--format", "yaml", "--output-file", four })))
+    assert.are.equal(0, r1.code, r1.stderr)
+    assert.are.equal(0, r4.code, r4.stderr)
+    assert.are.equal(read(one), read(four))
+    assert.are.equal(r1.stderr:gsub(one, "F"), r4.stderr:gsub(four, "F")) -- rank 0 alone reports
+    local t1 = h.run(table.unpack(analyze_args(sweep, { "--jobs", "1" })))
+    local t4 = mpi(table.unpack(analyze_args(sweep)))
+    os.remove(one)
+    os.remove(four)
+    os.remove(sweep)
+    assert.are.equal(t1.stdout, t4.stdout) -- printed once, by rank 0
+  end)
+
+  it("search: byte-identical to one process", function()
+    local one = h.run(with(SEARCH, { "--jobs", "1" }))
+    local four = mpi(with(SEARCH, {}))
+    assert.are.equal(0, four.code, four.stderr)
+    assert.are.equal(one.stdout, four.stdout)
+  end)
+
+  it("fathom.parallel.map shares the points over the ranks, round-robin, results in order", function()
+    local script = os.tmpname() .. ".lua"
+    write(script, [[
+local p = require("fathom.parallel")
+local r = p.map({ 10, 20, 30, 40, 50, 60, 70, 80 }, function(x, i) return { x = x, i = i, rank = p.rank() } end)
+for _, v in ipairs(r) do io.write(v.x, ":", v.i, ":", v.rank, " ") end
+io.write(p.size(), "\n")
+]])
+    local r = mpi("run", script)
+    os.remove(script)
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal("10:1:0 20:2:1 30:3:2 40:4:3 50:5:0 60:6:1 70:7:2 80:8:3 4\n", r.stdout)
+  end)
+
+  it("a rank whose share fails aborts the job with its rank and reason", function()
+    local script = os.tmpname() .. ".lua"
+    write(script, [[
+local p = require("fathom.parallel")
+p.map({ 1, 2, 3, 4 }, function(x) if x == 3 then error("point 3 is bad", 0) end return x end)
+]])
+    local r = mpi("run", script)
+    os.remove(script)
+    assert.are_not.equal(0, r.code)
+    assert.matches("fathom: rank 2 of 4: point 3 is bad", r.stderr, 1, true)
+  end)
+
+  it("a rank killed by SIGKILL: mpirun names the rank, exit non-zero, no output file", function()
+    local sweep, out, err = os.tmpname(), os.tmpname(), os.tmpname()
+    os.remove(out)
+    local batches = "global_batch_size: {start: 8, stop: 400, step: 8}"
+    write(sweep, (SWEEP:gsub("global_batch_size: %[8, 16, 24, 32%]", batches)))
+    local parts = {}
+    for _, a in ipairs(MPIRUN) do parts[#parts + 1] = a end
+    parts[#parts + 1] = h.shell_quote(h.bin())
+    for _, a in ipairs(analyze_args(sweep, { "--format", "yaml", "--output-file", out })) do
+      parts[#parts + 1] = h.shell_quote(a)
+    end
+    -- the ranks are mpirun's children: wait until all four run, then SIGKILL the last one alone
+    local script = table.concat(parts, " ") .. " 2>" .. err .. " & p=$!; i=0; " ..
+      "while [ $i -lt 500 ]; do n=$(pgrep -P $p | wc -l); " ..
+      "if [ \"$n\" -ge 4 ]; then sleep 0.3; kill -9 $(pgrep -P $p | tail -n 1); break; fi; " ..
+      "sleep 0.01; i=$((i+1)); done; wait $p; echo $?"
+    local sh = io.popen(script)
+    local code = tonumber(sh:read("a"))
+    sh:close()
+    local msg = read(err)
+    os.remove(err)
+    os.remove(sweep)
+    assert.are_not.equal(0, code, msg)
+    assert.matches("process rank %d with PID %d+ on node %S+ exited on signal 9", msg)
+    assert.is_false(exists(out))
+  end)
+end)
