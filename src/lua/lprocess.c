@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -337,6 +338,14 @@ static int process_exit(lua_State *L) {
   return 0;
 }
 
+/* () -> seconds on the monotonic clock (an in-process clock for benchmarks). */
+static int process_now(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
 /* () -> pid of this process. */
 static int process_pid(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)getpid());
@@ -346,7 +355,8 @@ static int process_pid(lua_State *L) {
 static const luaL_Reg process_funcs[] = {
     {"fork", process_fork}, {"write", process_write}, {"read_all", process_read_all},
     {"close", process_close}, {"wait", process_wait}, {"kill", process_kill},
-    {"exit", process_exit}, {"pid", process_pid}, {"encode", process_encode}, {NULL, NULL}};
+    {"exit", process_exit}, {"pid", process_pid}, {"encode", process_encode}, {"now", process_now},
+    {NULL, NULL}};
 
 void lfth_open_process(lua_State *L) {
   luaL_newlib(L, process_funcs); /* core process */

@@ -49,6 +49,57 @@ local function with(list, extra)
   return table.unpack(out)
 end
 
+describe("fathom.core.process and fathom.core.mpi", function()
+  it("fork, write, read_all, wait: a child's bytes and exit status come back to the parent", function()
+    local proc = core.process
+    local pid, fd = proc.fork()
+    if pid == 0 then
+      proc.write(fd, string.rep("x", 200000) .. "done") -- past a pipe's 64 KiB: read_all loops
+      proc.close(fd)
+      proc.exit(3)
+    end
+    local text = proc.read_all(fd)
+    assert.are.equal(200004, #text)
+    assert.are.equal("done", text:sub(-4))
+    local how, code = proc.wait(pid)
+    assert.are.equal("exit", how)
+    assert.are.equal(3, code)
+    assert.is_true(proc.pid() > 1 and proc.pid() ~= pid)
+    local t0 = proc.now()
+    os.execute("sleep 0.05")
+    local dt = proc.now() - t0
+    assert.is_true(dt >= 0.05 and dt < 5, "monotonic clock: " .. dt)
+  end)
+
+  it("kill: a child ended by SIGKILL reads as that signal", function()
+    local proc = core.process
+    local pid, fd = proc.fork()
+    if pid == 0 then
+      pcall(function() while true do proc.pid() end end) -- until killed (never back into busted)
+      proc.exit(0)
+    end
+    assert.is_true(proc.kill(pid, proc.SIGKILL))
+    proc.close(fd)
+    local how, sig = proc.wait(pid)
+    assert.are.equal("signal", how)
+    assert.are.equal(proc.SIGKILL, sig)
+  end)
+
+  it("mpi outside mpirun: not active; one rank of one; abort ends the process with its code", function()
+    assert.is_false(core.mpi.active())
+    core.mpi.finalize() -- nothing started: nothing to do
+    if not core.mpi.available then assert.are.same({ "x" }, core.mpi.allgather("x")) end
+    local script = os.tmpname() .. ".lua"
+    write(script, "local m = require('fathom.core').mpi\n" ..
+      "if not m.available then local r, n = m.init(true); assert(r == 0 and n == 1) end\n" ..
+      "m.abort(3, 'fathom: rank 0 of 1: bye')\n")
+    local r = h.run("run", script)
+    os.remove(script)
+    assert.are.equal(3, r.code)
+    assert.are.equal("fathom: rank 0 of 1: bye\n", r.stderr)
+  end)
+end)
+
 describe("fathom.parallel", function()
   describe("#encode() / #decode()", function()
     it("brings values back exactly: integer vs float, every bit, odd strings, key order", function()

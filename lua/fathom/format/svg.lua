@@ -128,7 +128,7 @@ function M.lines(p)
     local color = PALETTE[(i - 1) % #PALETTE + 1]
     local pts = {}
     for j, pt in ipairs(s.points) do pts[j] = string.format("%.1f,%.1f", X(pt[1]), Y(pt[2])) end
-    out[#out + 1] = string.format('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>', color,
+    out[#out + 1] = string.format('<polyline fill-opacity="0" stroke="%s" stroke-width="2" points="%s"/>', color,
       table.concat(pts, " "))
     for _, pt in ipairs(s.points) do
       out[#out + 1] = string.format('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s, %.4g</title>' ..

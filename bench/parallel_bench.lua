@@ -1,0 +1,54 @@
+-- Parallel benchmark: the FullFlat co-design scenario (scenarios/fullflat, default size: 28
+-- points, each a full strategy search) and a 1,920-point analyze sweep streamed to YAML, each
+-- with 1 and 2 processes (fathom.parallel), wall time on the in-process monotonic clock.
+-- Run: build/fathom bench/parallel_bench.lua [process counts, default 1,2] (a benchmark, not a test).
+local analysis = require("fathom.analysis")
+local now = require("fathom.core").process.now
+local study = dofile("scenarios/fullflat/study.lua")
+
+local counts = {}
+for n in ((arg and arg[1]) or "1,2"):gmatch("%d+") do counts[#counts + 1] = tonumber(n) end
+
+local T = "tests/fixtures/tiny/"
+local sweep = os.tmpname()
+local f = assert(io.open(sweep, "w"))
+f:write("sweep:\n  workload_spec.micro_batch_size: [1, 2, 4]\n" ..
+  "  workload_spec.seq_length: {start: 64, stop: 8192, step: 64}\n" ..
+  "  workload_spec.global_batch_size: [8, 16, 32, 64, 128]\n")
+f:close()
+
+local cases = {
+  { "FullFlat study, default size (searches)", function(jobs)
+    return #study.run({ jobs = jobs }).points
+  end },
+  { "analyze sweep to YAML, toy model", function(jobs)
+    local out = os.tmpname()
+    local n = analysis.stream({ hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml",
+      logical = T .. "logical.yaml", workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep,
+      pass_mode = "training", jobs = jobs }, out, "yaml")
+    os.remove(out)
+    return n
+  end },
+}
+
+local function loadavg()
+  local lf = io.open("/proc/loadavg")
+  local s = lf and lf:read("l") or "?"
+  if lf then lf:close() end
+  return s:match("^(%S+)") or s
+end
+
+print(string.format("%-42s %5s %7s %9s %10s %16s %8s %5s", "work", "procs", "points", "wall", "points/s",
+  "points/s/process", "speed-up", "load"))
+for _, c in ipairs(cases) do
+  local base
+  for _, jobs in ipairs(counts) do
+    local t0 = now()
+    local n = c[2](jobs)
+    local dt = now() - t0
+    base = base or dt
+    print(string.format("%-42s %5d %7d %8.2fs %10.1f %16.1f %7.2fx %5s", c[1], jobs, n, dt, n / dt, n / dt / jobs,
+      base / dt, loadavg())) -- load: the 1-minute load average after the run (other users of the machine)
+  end
+end
+os.remove(sweep)
