@@ -27,8 +27,20 @@ local M = {}
 local proc = core.process
 local mpi = core.mpi
 
--- Context: one rank of one until init() finds an MPI launch.
-local ctx = { rank = 0, size = 1, mpi = false }
+-- Context: one rank of one until init() finds an MPI launch. `inside`: running a share's
+-- work, where a nested map or search runs in this process alone (under MPI a nested
+-- collective would pair ranks that are at different points of their shares).
+local ctx = { rank = 0, size = 1, mpi = false, inside = false }
+
+-- within(fn, ...) -> fn(...), with nested parallel work kept in this process.
+local function within(fn, ...)
+  local was = ctx.inside
+  ctx.inside = true
+  local res = table.pack(pcall(fn, ...))
+  ctx.inside = was
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
 
 -- Environment variables an MPI launcher sets (Open MPI's mpirun, PMIx, PMI-2 / Slurm's srun --mpi).
 local LAUNCH_VARS = { "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE" }
@@ -111,7 +123,7 @@ end
 
 -- run_share(fn, share, shares) -> envelope {ok, value | msg, input}: fn's result or its error.
 local function run_share(fn, share, shares)
-  local ok, v = pcall(fn, share, shares)
+  local ok, v = pcall(within, fn, share, shares)
   if ok then return { ok = true, value = v } end
   if errors.is_interrupt(v) then return { ok = false, msg = tostring(v.msg), interrupt = v.signal } end
   return { ok = false, msg = tostring(v), input = errors.is_input(v) or nil, worker = M.is_worker_error(v) or nil }
@@ -155,7 +167,7 @@ local function local_shares(n, fn)
     end
     kids[s] = { pid = pid, fd = fd, share = s }
   end
-  local ok, mine = pcall(fn, 0, n)
+  local ok, mine = pcall(within, fn, 0, n)
   if not ok then -- this process's own share: its error as it is, once the workers are gone
     reap_all()
     error(mine, 0)
@@ -187,6 +199,7 @@ end
 -- share fails aborts the whole job, naming itself.
 local function mpi_shares(fn)
   local env = run_share(fn, ctx.rank, ctx.size)
+  if env.interrupt then mpi.abort(128 + env.interrupt) end -- mpirun ending the job: it says why
   if not env.ok then
     mpi.abort(env.input and 2 or 1, string.format("fathom: rank %d of %d: %s", ctx.rank, ctx.size, env.msg))
   end
@@ -199,6 +212,7 @@ end
 -- shares(n, fn) -> list of fn(share, shares) for every share, in share order. Under MPI the
 -- shares are the ranks (n is ignored); else n local processes (n <= 1: fn(0, 1) here).
 function M.shares(n, fn)
+  if ctx.inside then return { fn(0, 1) } end
   if ctx.mpi then return mpi_shares(fn) end
   n = math.max(1, math.tointeger(n) or 1)
   if n == 1 then return { fn(0, 1) } end
@@ -209,6 +223,7 @@ end
 -- at most `jobs`, and at least `min_per_process` points each (one process for a small sweep,
 -- where starting workers costs more than it saves). Under MPI, the ranks.
 function M.processes(jobs, count, min_per)
+  if ctx.inside then return 1 end
   if ctx.mpi then return ctx.size end
   jobs = jobs or M.default_jobs()
   return math.max(1, math.min(jobs, count // (min_per or 1)))
@@ -222,7 +237,7 @@ function M.map(points, fn, opts)
   opts = opts or {}
   local n = #points
   local procs = M.processes(opts.jobs, n, opts.min_per_process)
-  if procs == 1 and not ctx.mpi then
+  if procs == 1 and (ctx.inside or not ctx.mpi) then
     local out = {}
     for i = 1, n do out[i] = fn(points[i], i) end
     return out

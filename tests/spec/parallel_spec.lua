@@ -163,6 +163,15 @@ describe("fathom.parallel", function()
       end
     end)
 
+    it("keeps a map nested in a worker's share in that worker", function()
+      local outer = parallel.map({ 1, 2 }, function(x)
+        local pids = parallel.map({ 1, 2, 3 }, function() return core.process.pid() end, { jobs = 3 })
+        return { pids[1] == pids[2] and pids[2] == pids[3] and pids[1] == core.process.pid(), x }
+      end, { jobs = 2 })
+      assert.are.same({ { true, 1 }, { true, 2 } }, outer)
+      assert.are.equal(3, parallel.processes(3, 100)) -- and outside, parallel again
+    end)
+
     it("uses fewer processes than asked when there are few points per process", function()
       assert.are.equal(1, parallel.processes(4, 10, 32))
       assert.are.equal(2, parallel.processes(4, 64, 32))
@@ -330,6 +339,27 @@ io.write(p.size(), "\n")
     os.remove(script)
     assert.are.equal(0, r.code, r.stderr)
     assert.are.equal("10:1:0 20:2:1 30:3:2 40:4:3 50:5:0 60:6:1 70:7:2 80:8:3 4\n", r.stdout)
+  end)
+
+  it("a search inside a mapped point stays in its rank (no nested collective), the same as one process", function()
+    local script = os.tmpname() .. ".lua"
+    write(script, [[
+local p = require("fathom.parallel")
+local search = require("fathom.search")
+local r = p.map({ 2, 4, 8 }, function(pod)
+  local def = search.prepare({ hardware = "tests/fixtures/tiny/hardware.yaml", node = "TOY", gpus = 16,
+    pod_size = pod, model = "tests/fixtures/tiny/model.yaml", workload = "tests/fixtures/tiny/train.yaml",
+    global_batch = 32, top = 1 })
+  local h = search.run(def, 4, false).hits[1]
+  return string.format("%d:%d:%d:%.17g", h.tp, h.pp, h.mb, h.step_time_s)
+end)
+print(table.concat(r, " "))
+]])
+    local one = h.run("run", script)
+    local four = mpi("run", script)
+    os.remove(script)
+    assert.are.equal(0, four.code, four.stderr)
+    assert.are.equal(one.stdout, four.stdout)
   end)
 
   it("a rank whose share fails aborts the job with its rank and reason", function()
