@@ -1,9 +1,11 @@
 -- Parallel benchmark: the FullFlat co-design scenario (scenarios/fullflat, default size: 28
 -- points, each a full strategy search) and a 1,920-point analyze sweep streamed to YAML, each
--- with 1 and 2 processes (fathom.parallel), wall time on the in-process monotonic clock.
+-- with 1 and 2 processes (fathom.parallel): wall time on the in-process monotonic clock, and
+-- CPU seconds of the parent and its workers (the cost of the work itself, whatever else the
+-- machine runs: on a busy machine the wall-clock speed-up says more about the others' load).
 -- Run: build/fathom bench/parallel_bench.lua [process counts, default 1,2] (a benchmark, not a test).
 local analysis = require("fathom.analysis")
-local now = require("fathom.core").process.now
+local proc = require("fathom.core").process
 local study = dofile("scenarios/fullflat/study.lua")
 
 local counts = {}
@@ -38,17 +40,17 @@ local function loadavg()
   return s:match("^(%S+)") or s
 end
 
-print(string.format("%-42s %5s %7s %9s %10s %16s %8s %5s", "work", "procs", "points", "wall", "points/s",
-  "points/s/process", "speed-up", "load"))
+print(string.format("%-40s %5s %6s %8s %9s %9s %8s %8s %5s", "work", "procs", "points", "wall", "points/s",
+  "/s/proc", "speed-up", "CPU s", "load"))
 for _, c in ipairs(cases) do
   local base
   for _, jobs in ipairs(counts) do
-    local t0 = now()
+    local t0, c0 = proc.now(), proc.cpu()
     local n = c[2](jobs)
-    local dt = now() - t0
+    local dt, cpu = proc.now() - t0, proc.cpu() - c0
     base = base or dt
-    print(string.format("%-42s %5d %7d %8.2fs %10.1f %16.1f %7.2fx %5s", c[1], jobs, n, dt, n / dt, n / dt / jobs,
-      base / dt, loadavg())) -- load: the 1-minute load average after the run (other users of the machine)
+    print(string.format("%-40s %5d %6d %7.2fs %9.1f %9.1f %7.2fx %7.2fs %5s", c[1], jobs, n, dt, n / dt, n / dt / jobs,
+      base / dt, cpu, loadavg())) -- load: the 1-minute load average after the run (other users of the machine)
   end
 end
 os.remove(sweep)

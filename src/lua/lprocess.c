@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -346,6 +347,21 @@ static int process_now(lua_State *L) {
   return 1;
 }
 
+/* () -> CPU seconds (user + system) of this process and of its children already waited
+ * for: with now(), what parallel work costs in all, whatever else the machine runs. */
+static int process_cpu(lua_State *L) {
+  struct rusage self, kids;
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &kids);
+  double s = 0.0;
+  const struct rusage *r[2] = {&self, &kids};
+  for (int i = 0; i < 2; i++)
+    s += (double)r[i]->ru_utime.tv_sec + (double)r[i]->ru_utime.tv_usec * 1e-6 +
+         (double)r[i]->ru_stime.tv_sec + (double)r[i]->ru_stime.tv_usec * 1e-6;
+  lua_pushnumber(L, (lua_Number)s);
+  return 1;
+}
+
 /* () -> pid of this process. */
 static int process_pid(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)getpid());
@@ -355,7 +371,7 @@ static int process_pid(lua_State *L) {
 static const luaL_Reg process_funcs[] = {
     {"fork", process_fork}, {"write", process_write}, {"read_all", process_read_all},
     {"close", process_close}, {"wait", process_wait}, {"kill", process_kill},
-    {"exit", process_exit}, {"pid", process_pid}, {"encode", process_encode}, {"now", process_now},
+    {"exit", process_exit}, {"pid", process_pid}, {"encode", process_encode}, {"now", process_now}, {"cpu", process_cpu},
     {NULL, NULL}};
 
 void lfth_open_process(lua_State *L) {

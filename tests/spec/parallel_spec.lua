@@ -65,10 +65,13 @@ describe("fathom.core.process and fathom.core.mpi", function()
     assert.are.equal("exit", how)
     assert.are.equal(3, code)
     assert.is_true(proc.pid() > 1 and proc.pid() ~= pid)
-    local t0 = proc.now()
+    local t0, c0 = proc.now(), proc.cpu()
     os.execute("sleep 0.05")
     local dt = proc.now() - t0
     assert.is_true(dt >= 0.05 and dt < 5, "monotonic clock: " .. dt)
+    local spin = proc.now() + 0.05
+    while proc.now() < spin do end -- CPU time: at least most of a 50 ms spin (a busy machine takes some)
+    assert.is_true(proc.cpu() - c0 > 0.005 and proc.cpu() - c0 < 5)
   end)
 
   it("kill: a child ended by SIGKILL reads as that signal", function()
