@@ -211,10 +211,10 @@ describe("fathom.parallel", function()
 end)
 
 describe("--jobs", function()
-  it("analyze: a sweep's records are byte-identical with 1 and 2 processes (yaml, json, csv, table)", function()
+  it("analyze: a sweep's records are byte-identical with 1 and 2 processes (yaml, json, csv, table, svg)", function()
     local sweep = os.tmpname()
     write(sweep, SWEEP)
-    for _, fmt in ipairs({ "yaml", "json", "csv", "table" }) do
+    for _, fmt in ipairs({ "yaml", "json", "csv", "table", "svg" }) do
       local outs = {}
       for _, jobs in ipairs({ "1", "2" }) do
         local out = os.tmpname()
