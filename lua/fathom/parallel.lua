@@ -12,7 +12,8 @@
 -- function and its upvalues); only results travel, serialised by encode() with
 -- integers, floats (bit for bit), strings and key order (format.util's __order)
 -- kept, so output is byte-identical to one process. Under MPI, rank 0 alone
--- prints and writes (the others' stdout and stderr go to /dev/null).
+-- prints and writes (the others' stdout and stderr go to /dev/null). fn should return
+-- what is to be printed rather than print it (a worker's prints come in any order).
 --
 -- Failures: an error in a worker's share ends the run with that error, naming the
 -- worker (input errors stay input errors, exit 2); a worker that dies (SIGKILL)
