@@ -175,6 +175,11 @@ describe("fathom.parallel", function()
       assert.are.equal(3, parallel.processes(3, 100)) -- and outside, parallel again
     end)
 
+    it("is fathom.parallel in the scripting API", function()
+      assert.are.equal(parallel, require("fathom").parallel)
+      assert.are.same({ 2, 4 }, require("fathom").parallel.map({ 1, 2 }, function(x) return 2 * x end, { jobs = 2 }))
+    end)
+
     it("uses fewer processes than asked when there are few points per process", function()
       assert.are.equal(1, parallel.processes(4, 10, 32))
       assert.are.equal(2, parallel.processes(4, 64, 32))
