@@ -54,3 +54,30 @@ for _, c in ipairs(cases) do
   end
 end
 os.remove(sweep)
+
+-- Load balance of the study's split (fathom.parallel.split, weighted by each point's space as
+-- study.run does, against plain round-robin): each point timed alone (CPU seconds), then the
+-- busiest share; the wall-clock speed-up on an otherwise idle machine is at most total / busiest.
+local parallel = require("fathom.parallel")
+local search = require("fathom.search")
+local pts = study.points("default")
+local costs = {}
+for i, p in ipairs(pts) do
+  local c0 = proc.cpu()
+  study.evaluate(p, "default")
+  costs[i] = proc.cpu() - c0
+end
+for _, jobs in ipairs(counts) do
+  for _, how in ipairs({ "round-robin", "weighted" }) do
+    local plan = parallel.split(#pts, jobs, how == "weighted" and function(i)
+      return search.work(study.def(pts[i], "default")) end or nil)
+    local total, busiest = 0, 0
+    for _, idx in ipairs(plan) do
+      local t = 0
+      for _, i in ipairs(idx) do t = t + costs[i] end
+      total, busiest = total + t, math.max(busiest, t)
+    end
+    print(string.format("FullFlat study, %d process%s, %-11s: busiest share %.2f s of %.2f s CPU; " ..
+      "idle-machine speed-up bound %.2fx", jobs, jobs == 1 and "" or "es", how, busiest, total, total / busiest))
+  end
+end

@@ -230,10 +230,48 @@ function M.processes(jobs, count, min_per)
   return math.max(1, math.min(jobs, count // (min_per or 1)))
 end
 
+-- split(n, shares, weight) -> list per share of the point indices it computes: round-robin
+-- (point i to share (i - 1) % shares), or with weight(i) -> estimated cost, greedy longest-
+-- first (each point, heaviest first, ties by index, to the least-loaded share, ties by share):
+-- deterministic either way, so every process (every MPI rank) computes the same split.
+function M.split(n, shares, weight)
+  local out = {}
+  for s = 1, shares do out[s] = {} end
+  if not weight then
+    for i = 1, n do
+      local s = (i - 1) % shares + 1
+      out[s][#out[s] + 1] = i
+    end
+    return out
+  end
+  local order, w = {}, {}
+  for i = 1, n do
+    order[i] = i
+    w[i] = weight(i)
+  end
+  table.sort(order, function(a, b)
+    if w[a] ~= w[b] then return w[a] > w[b] end
+    return a < b
+  end)
+  local load = {}
+  for s = 1, shares do load[s] = 0 end
+  for _, i in ipairs(order) do
+    local best = 1
+    for s = 2, shares do
+      if load[s] < load[best] then best = s end
+    end
+    load[best] = load[best] + w[i]
+    out[best][#out[best] + 1] = i
+  end
+  for s = 1, shares do table.sort(out[s]) end
+  return out
+end
+
 -- map(points, fn [, opts]) -> {fn(points[1], 1), ..., fn(points[n], n)}, computed over the MPI
--- ranks or over opts.jobs local processes (default default_jobs()), points split round-robin;
--- opts.min_per_process (default 1): fewer processes when there are fewer points per process.
--- fn's results must be what encode() sends (no functions or userdata).
+-- ranks or over opts.jobs local processes (default default_jobs()), split by M.split (opts.weight
+-- (point, i) -> estimated cost balances unequal points); opts.min_per_process (default 1): fewer
+-- processes when there are fewer points per process. fn's results must be what encode() sends
+-- (no functions or userdata).
 function M.map(points, fn, opts)
   opts = opts or {}
   local n = #points
@@ -243,15 +281,16 @@ function M.map(points, fn, opts)
     for i = 1, n do out[i] = fn(points[i], i) end
     return out
   end
-  local parts = M.shares(procs, function(share, shares)
+  local shares_n = ctx.mpi and ctx.size or procs
+  local plan = M.split(n, shares_n, opts.weight and function(i) return opts.weight(points[i], i) end)
+  local parts = M.shares(procs, function(share)
     local mine = {}
-    for i = share + 1, n, shares do mine[#mine + 1] = { fn(points[i], i) } end -- boxed: a result may be nil
+    for k, i in ipairs(plan[share + 1]) do mine[k] = { fn(points[i], i) } end -- boxed: a result may be nil
     return mine
   end)
-  local out, shares = {}, #parts
-  for s = 1, shares do
-    local part = parts[s]
-    for j = 1, #part do out[(j - 1) * shares + s] = part[j][1] end
+  local out = {}
+  for s = 1, #parts do
+    for k, i in ipairs(plan[s]) do out[i] = parts[s][k][1] end
   end
   return out
 end

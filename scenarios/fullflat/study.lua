@@ -152,7 +152,9 @@ function M.run(opts)
   opts = opts or {}
   local size = opts.size or "default"
   local pts = M.points(size)
-  local results = parallel.map(pts, function(p) return M.evaluate(p, size) end, { jobs = opts.jobs })
+  -- balanced by the size of each point's strategy space (the MoE's, with larger domains, is larger)
+  local results = parallel.map(pts, function(p) return M.evaluate(p, size) end, { jobs = opts.jobs,
+    weight = function(p) return search.work(M.def(p, size)) end })
   return { points = pts, results = results, size = size }
 end
 

@@ -175,6 +175,16 @@ describe("fathom.parallel", function()
       assert.are.equal(3, parallel.processes(3, 100)) -- and outside, parallel again
     end)
 
+    it("splits round-robin, or weighted heaviest first to the least-loaded share (by hand)", function()
+      assert.are.same({ { 1, 3, 5 }, { 2, 4 } }, parallel.split(5, 2))
+      -- weights 5 1 1 1 4 2: 1 -> A (5), 5 -> B (4), 6 -> B (6), 2 -> A (6), 3 -> A (7; tie, first), 4 -> B (7)
+      local w = { 5, 1, 1, 1, 4, 2 }
+      assert.are.same({ { 1, 2, 3 }, { 4, 5, 6 } }, parallel.split(6, 2, function(i) return w[i] end))
+      local out = parallel.map({ 10, 20, 30, 40, 50, 60 }, function(x) return x + 1 end,
+        { jobs = 2, weight = function(_, i) return w[i] end })
+      assert.are.same({ 11, 21, 31, 41, 51, 61 }, out)
+    end)
+
     it("is fathom.parallel in the scripting API", function()
       assert.are.equal(parallel, require("fathom").parallel)
       assert.are.same({ 2, 4 }, require("fathom").parallel.map({ 1, 2 }, function(x) return 2 * x end, { jobs = 2 }))
