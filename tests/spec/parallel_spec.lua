@@ -249,6 +249,24 @@ describe("--jobs", function()
     assert.are.equal(r1.stdout, r2.stdout)
   end)
 
+  it("analyze: a sweep with no valid point is refused the same way with 1 and 2 processes (exit 2, no file)",
+    function()
+      local sweep, out = os.tmpname(), os.tmpname()
+      os.remove(out)
+      -- micro-batch 3 tiles none of the batches: 64 points, every one an error record
+      write(sweep, "sweep:\n  workload_spec.micro_batch_size: [3]\n" ..
+        "  workload_spec.seq_length: {start: 256, stop: 4096, step: 256}\n" ..
+        "  workload_spec.global_batch_size: [8, 16, 32, 64]\n")
+      local r1 = h.run(table.unpack(analyze_args(sweep, { "--jobs", "1", "--output-file", out })))
+      local r2 = h.run(table.unpack(analyze_args(sweep, { "--jobs", "2", "--output-file", out })))
+      os.remove(sweep)
+      assert.are.equal(2, r1.code)
+      assert.matches("no point of the 64%-point sweep is valid", r1.stderr)
+      assert.are.equal(r1.code, r2.code)
+      assert.are.equal(r1.stderr, r2.stderr)
+      assert.is_false(exists(out))
+    end)
+
   it("search: the ranking and its counts are byte-identical with 1 and 2 processes (--workers too)", function()
     local one = h.run(with(SEARCH, { "--jobs", "1" }))
     local two = h.run(with(SEARCH, { "--jobs", "2" }))
