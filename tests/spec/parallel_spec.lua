@@ -398,6 +398,14 @@ print(table.concat(r, " "))
     assert.are.equal(one.stdout, four.stdout)
   end)
 
+  it("the FullFlat scenario prints the same report over 4 ranks as in one process", function()
+    local one = h.run("scenario", "run", "fullflat", "--jobs", "1")
+    local four = mpi("scenario", "run", "fullflat")
+    assert.are.equal(0, four.code, four.stderr)
+    assert.matches("FullFlat co%-design study", one.stdout)
+    assert.are.equal(one.stdout, four.stdout)
+  end)
+
   it("a rank whose share fails aborts the job with its rank and reason", function()
     local script = os.tmpname() .. ".lua"
     write(script, [[
