@@ -4,13 +4,14 @@
 BUILD     ?= build
 SAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+MPI_BUILD ?= build-mpi
 FUZZ_SECONDS ?= 10
 JOBS      ?= 2
 PACKAGES  := cmake gcc make pkg-config lua5.4 liblua5.4-dev libyaml-dev lua-cjson lua-busted lua-check \
-             protobuf-compiler python3-protobuf
+             protobuf-compiler python3-protobuf libopenmpi-dev openmpi-bin
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test ctest sanitize lint fuzz-smoke bench install clean
+.PHONY: all deps build run test ctest sanitize lint fuzz-smoke mpi bench install clean
 
 all: build
 
@@ -54,16 +55,24 @@ fuzz-smoke: deps
 	  tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS); \
 	else echo "fuzz-smoke: clang not found, skipped (apt-get install clang)"; fi
 
-test: ctest sanitize lint fuzz-smoke
+# The optional MPI build (-DFATHOM_MPI=ON) and its specs: the same sweep and search under
+# mpirun -n 4 as in one process, byte for byte; a failing or SIGKILLed rank (tests/spec/parallel_spec.lua).
+mpi: deps
+	cmake -S . -B $(MPI_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFATHOM_WERROR=ON -DFATHOM_MPI=ON -DFATHOM_BUILD_TESTS=OFF
+	cmake --build $(MPI_BUILD) -j$(JOBS) --target fathom
+	FATHOM_TEST_BIN=$(MPI_BUILD)/fathom $(MPI_BUILD)/fathom tests/run_specs.lua tests/spec/parallel_spec.lua
+
+test: ctest sanitize lint fuzz-smoke mpi
 	@echo "all tests passed"
 
 bench: build
 	$(BUILD)/fathom_bench
 	$(BUILD)/fathom bench/search_bench.lua 2
 	$(BUILD)/fathom bench/route_bench.lua
+	$(BUILD)/fathom bench/parallel_bench.lua
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD) $(MPI_BUILD)

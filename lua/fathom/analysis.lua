@@ -91,48 +91,97 @@ function M.open(a)
   return docs, it, count
 end
 
+-- Points per round of a parallel sweep, per process: the round's records are held by the
+-- parent until they are passed on in order, so memory stays bounded by this, not the sweep.
+M.ROUND_PER_PROCESS = 512
+-- Fewer points than this per process and a sweep runs in fewer processes (one for a small
+-- sweep): a forked worker costs about a millisecond, a point about as much (README "Parallel").
+M.MIN_POINTS_PER_PROCESS = 32
+
 -- each(a, fn): evaluate every point in order, calling fn(record, i, count); memory
 -- stays constant in the number of points. A single point with bad input raises; in
 -- a sweep, a point whose inputs do not fit together is passed on as a record with
 -- its error, and a sweep where no point is valid raises the first point's error.
-function M.each(a, fn)
+-- a.jobs: local processes for a sweep (default fathom.parallel's: the core count);
+-- under mpirun, the ranks share it. Records come back in order and byte for byte as
+-- one process makes them (fathom.parallel.encode); raw_of is filled only with one process.
+-- prep(record, i) (optional): what fn receives instead of the record, made where the point is
+-- evaluated (a worker renders its own records, so the parent only writes them).
+function M.each(a, fn, prep)
+  local parallel = require("fathom.parallel")
   local docs, it, count = M.open(a)
   local base_lib
   local valid, first_err = 0, nil
-  for i, pt in it do
-    errors.check_interrupt() -- a signal caught under a point's pcall still stops the sweep
+  local procs = count > 1 and parallel.processes(a.jobs, count, M.MIN_POINTS_PER_PROCESS) or 1
+  local function eval(pt, keep_raw)
     local lib
     if pt.docs.hardware_lib == docs.hardware_lib then
       base_lib = base_lib or spec.hardware_library(pt.docs.hardware_lib)
       lib = base_lib
     end
-    local function eval()
-      lib = lib or spec.hardware_library(pt.docs.hardware_lib)
-      local sc = scenario.new({ hardware_lib = lib, physical = pt.docs.physical_topology,
-        logical = pt.docs.logical_topology, workload = pt.docs.workload_spec,
-        model = pt.docs.model_spec, pass_mode = a.pass_mode })
-      local raw = sc:evaluate()
-      errors.check_finite(raw, "result")
-      local rec = report.record(sc, raw)
-      M.raw_of[rec] = { result = raw, scenario = sc }
-      return rec
+    lib = lib or spec.hardware_library(pt.docs.hardware_lib)
+    local sc = scenario.new({ hardware_lib = lib, physical = pt.docs.physical_topology,
+      logical = pt.docs.logical_topology, workload = pt.docs.workload_spec,
+      model = pt.docs.model_spec, pass_mode = a.pass_mode })
+    local raw = sc:evaluate()
+    errors.check_finite(raw, "result")
+    local rec = report.record(sc, raw)
+    if keep_raw then M.raw_of[rec] = { result = raw, scenario = sc } end
+    return rec
+  end
+  -- point(pt) -> the record of one point of a sweep, an input error turned into a record.
+  local function point(pt, keep_raw)
+    local ok, rec = pcall(eval, pt, keep_raw)
+    if not ok then
+      if not errors.is_input(rec) then error(rec, 0) end
+      rec = { error = tostring(rec), valid = false, input_error = rec }
     end
-    if count == 1 then
-      fn(eval(), 1, 1)
+    rec.sweep_point = pt.label
+    local mt = getmetatable(rec)
+    if mt and mt.__order and mt.__order[1] ~= "sweep_point" then table.insert(mt.__order, 1, "sweep_point") end
+    return rec
+  end
+  -- made(rec, i) -> {what fn gets, the error text of an invalid point or nil}
+  local function made(rec, i)
+    local err = rec.valid == false and rec.error or nil
+    rec.input_error = nil -- an error object does not travel between processes; its text does
+    return { prep and prep(rec, i) or rec, err }
+  end
+  local function pass_on(m, i, err_obj)
+    if m[2] then
+      first_err = first_err or err_obj or errors.new(m[2])
     else
-      local ok, rec = pcall(eval)
-      if ok then
-        valid = valid + 1
-      else
-        if not errors.is_input(rec) then error(rec, 0) end
-        first_err = first_err or rec
-        rec = { error = tostring(rec), valid = false }
-      end
-      rec.sweep_point = pt.label
-      local mt = getmetatable(rec)
-      if mt and mt.__order and mt.__order[1] ~= "sweep_point" then table.insert(mt.__order, 1, "sweep_point") end
-      fn(rec, i, count)
+      valid = valid + 1
     end
+    fn(m[1], i, count)
+  end
+  if count == 1 then
+    local _, pt = it()
+    local rec = eval(pt, true)
+    fn(prep and prep(rec, 1) or rec, 1, 1)
+  elseif procs == 1 then
+    for i, pt in it do
+      errors.check_interrupt() -- a signal caught under a point's pcall still stops the sweep
+      local rec = point(pt, true)
+      local err_obj = rec.input_error
+      pass_on(made(rec, i), i, err_obj)
+    end
+  else
+    local round, first = {}, 1
+    local function flush()
+      local base = first
+      local out = parallel.map(round, function(pt, j)
+        errors.check_interrupt()
+        return made(point(pt), base + j - 1)
+      end, { jobs = procs })
+      for j, m in ipairs(out) do pass_on(m, first + j - 1) end
+      first, round = first + #round, {}
+    end
+    for _, pt in it do
+      round[#round + 1] = pt
+      if #round >= procs * M.ROUND_PER_PROCESS then flush() end
+    end
+    if #round > 0 then flush() end
   end
   if count > 1 and valid == 0 then
     errors.raise("%s (no point of the %d-point sweep is valid; this is the first point's error)",
@@ -163,16 +212,21 @@ function M.stream(a, path, format, transform)
   local json = require("fathom.format.json")
   local w = require("fathom.output").open(path)
   local n, first = 0, nil
-  local ok, err = pcall(M.each, a, function(rec, i)
-    if i == 1 then first = rec end
-    local v = transform and transform(rec) or rec
-    if format == "json" then
-      local text = json.encode({ v }, true)
-      w:write((i == 1 and "[\n" or ",\n") .. text:sub(3, -3))
-    else
-      w:write(yaml.encode({ v }))
-    end
+  -- each record is rendered where it is evaluated (a worker, with --jobs), then written in order
+  local ok, err = pcall(M.each, a, function(m, i)
+    if i == 1 then first = m.record end
+    w:write(m.text)
     n = i
+  end, function(rec, i)
+    local v = transform and transform(rec) or rec
+    local text
+    if format == "json" then
+      text = json.encode({ v }, true)
+      text = (i == 1 and "[\n" or ",\n") .. text:sub(3, -3)
+    else
+      text = yaml.encode({ v })
+    end
+    return { text = text, record = i == 1 and rec or nil }
   end)
   if not ok then
     w:abort() -- nothing left behind, whoever called

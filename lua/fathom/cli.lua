@@ -28,9 +28,7 @@ local commands = {
 }
 
 -- Internal commands: dispatched, not listed.
-local internal = {
-  ["search-worker"] = { name = "search-worker", module = "fathom.cmd.search_worker" },
-}
+local internal = {}
 
 local function find_command(name)
   for _, c in ipairs(commands) do
@@ -131,6 +129,10 @@ local function protected(dbg, f, ...)
     io.stderr:write(PROG, ": ", errors.one_line(tostring(res)), "\n")
     return 2
   end
+  if type(res) == "table" and res.kind == "worker" then -- a worker process or rank failed (fathom.parallel)
+    io.stderr:write(PROG, ": ", tostring(res.msg), "\n")
+    return 1
+  end
   if errors.is_memory(res) then
     io.stderr:write(PROG, ": not enough memory for this input\n")
     return 2
@@ -167,8 +169,23 @@ function M.run_script(script, args, prog)
   return chunk(table.unpack(args, 1, n))
 end
 
--- main(arg) -> exit status.
+local main
+
+-- main(arg) -> exit status. Under mpirun (an MPI build) every rank runs this; MPI starts
+-- first and ends last (fathom.parallel).
 function M.main(arg)
+  local parallel = require("fathom.parallel")
+  local ok, err = pcall(parallel.init)
+  if not ok then
+    io.stderr:write(PROG, ": cannot start MPI: ", tostring(err), "\n")
+    return 1
+  end
+  local code = main(arg)
+  parallel.finish()
+  return code
+end
+
+main = function(arg)
   local argv = {}
   for i = 1, #arg do argv[i] = arg[i] end
   local dbg = { enabled = os.getenv("FATHOM_DEBUG") == "1" }

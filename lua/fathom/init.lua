@@ -24,6 +24,8 @@ local M = {}
 M.core = require("fathom.core")
 M.version = M.core.version
 M.errors = errors
+-- fathom.parallel.map(points, fn [, {jobs}]): per-point work over local processes or MPI ranks.
+M.parallel = require("fathom.parallel")
 
 -- load(path) -> table: any YAML or JSON input file, positions kept for errors.
 M.load = config.load_file

@@ -90,7 +90,12 @@ end
 
 -- open(path) -> writer with :write(text) and :close() (commits) / :abort(): a file
 -- written piece by piece into a temporary file, renamed into place only by close().
+-- Under mpirun, only rank 0 writes: another rank's writer takes the text and drops it.
 function M.open(path)
+  local parallel = package.loaded["fathom.parallel"]
+  if parallel and not parallel.is_root() then
+    return { write = function() end, close = function() end, abort = function() end }
+  end
   local tmp = M.temp_path(path)
   local f, err = io.open(tmp, "wb")
   if not f then

@@ -7,7 +7,6 @@
 local analysis = require("fathom.analysis")
 local core = require("fathom.core")
 local errors = require("fathom.errors")
-local json = require("fathom.format.json")
 local enums = require("fathom.names")
 local passes = require("fathom.passes")
 local spec = require("fathom.spec")
@@ -145,46 +144,6 @@ function M.space(model, system, workload, fix)
   return s
 end
 
-local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function worker_cmd(def_file, i, n)
-  local paths = package.loaded["fathom.paths"]
-  local bin = paths and paths.exe or "fathom"
-  return string.format("%s search-worker %s %d %d", shell_quote(bin), shell_quote(def_file), i, n)
-end
-
--- run_chunk(def, workers) -> merged {hits, stats} of one definition over the workers.
-local function run_chunk(def, workers)
-  if workers <= 1 then
-    local d = {}
-    for k, v in pairs(def) do d[k] = v end
-    d.worker, d.workers = 0, 1
-    return core.search(d)
-  end
-  local file = require("fathom.output").temp_file("search.json") -- removed on every exit (fathom.output.cleanup)
-  local f = assert(io.open(file, "w"))
-  f:write(json.encode(def))
-  f:close()
-  local pipes = {}
-  for i = 1, workers - 1 do pipes[i] = assert(io.popen(worker_cmd(file, i, workers), "r")) end
-  local d = {}
-  for k, v in pairs(def) do d[k] = v end
-  d.worker, d.workers = 0, workers
-  local parts = { core.search(d) }
-  for i = 1, workers - 1 do
-    local text = pipes[i]:read("a")
-    local ok = pipes[i]:close()
-    local v = json.decode(text)
-    if not ok or not v then
-      require("fathom.output").discard(file)
-      error("search worker " .. i .. " failed")
-    end
-    parts[#parts + 1] = v
-  end
-  require("fathom.output").discard(file)
-  return M.merge(parts, def.top or 100)
-end
-
 local CHUNK_STRIDE = 2 ^ 40 -- enumeration indices of chunk c start at c x 2^40
 
 -- stderr_is_terminal() -> whether a progress bar makes sense (asked once).
@@ -194,34 +153,55 @@ local function stderr_is_terminal()
   return is_tty
 end
 
--- run(def, workers [, progress]) -> merged {hits, stats}: the same result for any worker
--- count. The space is searched one TP degree at a time (each chunk split over the
--- workers), which lets a progress bar advance on a terminal.
-function M.run(def, workers, progress)
-  workers = workers or 1
-  if progress == nil then progress = stderr_is_terminal() end
-  local tps = def.space.tp
-  local parts = {}
-  for c, tp in ipairs(tps) do
-    local d = {}
-    for k, v in pairs(def) do d[k] = v end
-    d.space = {}
-    for k, v in pairs(def.space) do d.space[k] = v end
-    d.space.tp = { tp }
-    local part = run_chunk(d, workers)
-    for _, h in ipairs(part.hits) do h.index = h.index + (c - 1) * CHUNK_STRIDE end
-    if part.stats.smallest_shortfall then
-      part.stats.smallest_shortfall.index = part.stats.smallest_shortfall.index + (c - 1) * CHUNK_STRIDE
-    end
-    parts[#parts + 1] = part
-    if progress then
-      local width = 30
-      local done = math.floor(width * c / #tps)
-      io.stderr:write(string.format("\rsearching [%s%s] %d/%d TP degrees", string.rep("#", done),
-        string.rep(".", width - done), c, #tps))
-      if c == #tps then io.stderr:write("\n") end
-    end
+-- Below this many placements x settings a search runs in one process: a worker costs about a
+-- millisecond to fork and gather, and the core times ~10^6 strategies/s (README "Parallel").
+M.MIN_WORK_PER_PROCESS = 4000
+
+-- work(def) -> a cheap size of the space: the product of its lists' lengths (auto micro-batch
+-- and virtual stages count once). Only decides how many processes are worth starting.
+function M.work(def)
+  local n = 1
+  for _, v in pairs(def.space) do
+    if type(v) == "table" then n = n * math.max(1, #v) end
   end
+  return n
+end
+
+-- run(def, jobs [, progress]) -> merged {hits, stats}: the same result for any number of
+-- processes. The core splits the strategy space by work (enumeration slot % jobs), so each of
+-- the `jobs` processes (local workers forked by fathom.parallel, or MPI ranks) searches every
+-- TP degree for its slots; the results merge by (objective, enumeration index). TP degrees go
+-- one at a time so the first process can draw a progress bar on a terminal.
+function M.run(def, jobs, progress)
+  if progress == nil then progress = stderr_is_terminal() end
+  local parallel = require("fathom.parallel")
+  local tps = def.space.tp
+  local procs = parallel.processes(jobs or 1, M.work(def), M.MIN_WORK_PER_PROCESS)
+  local parts = parallel.shares(procs, function(worker, workers)
+    local mine = {}
+    for c, tp in ipairs(tps) do
+      local d = {}
+      for k, v in pairs(def) do d[k] = v end
+      d.space = {}
+      for k, v in pairs(def.space) do d.space[k] = v end
+      d.space.tp = { tp }
+      d.worker, d.workers = worker, workers
+      local part = core.search(d)
+      for _, h in ipairs(part.hits) do h.index = h.index + (c - 1) * CHUNK_STRIDE end
+      if part.stats.smallest_shortfall then
+        part.stats.smallest_shortfall.index = part.stats.smallest_shortfall.index + (c - 1) * CHUNK_STRIDE
+      end
+      mine[#mine + 1] = part
+      if progress and worker == 0 and parallel.is_root() then
+        local width = 30
+        local done = math.floor(width * c / #tps)
+        io.stderr:write(string.format("\rsearching [%s%s] %d/%d TP degrees", string.rep("#", done),
+          string.rep(".", width - done), c, #tps))
+        if c == #tps then io.stderr:write("\n") end
+      end
+    end
+    return M.merge(mine, def.top or 100) -- the top of each process's slots holds its part of the top overall
+  end)
   return M.merge(parts, def.top or 100)
 end
 

@@ -73,6 +73,10 @@ M.interconnect_schema = {
   efficiency = { type = "number", above = 0, max = 1, default = 1, hint = "a fraction in (0, 1]" },
   latency_sec = { type = "number", min = 0, default = 0 },
   in_network_reduction = { type = "boolean", default = false },
+  oversubscription = { type = "number", min = 1, default = 1,
+    hint = "two_tier fabrics: leaf down-link to up-link bandwidth ratio, 1 = full bisection" },
+  leaf_size_xpus = { type = "integer", min = 0, default = 0,
+    hint = "two_tier fabrics: GPUs under one leaf switch (0: unknown, every peer across the spine)" },
   description = { type = "string" },
   source = { type = "any" },
 }

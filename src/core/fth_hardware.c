@@ -163,6 +163,7 @@ fth_link_def fth_link_def_default(void) {
   memset(&d, 0, sizeof d);
   d.num_links = 1;
   d.efficiency = 1.0;
+  d.oversubscription = 1.0;
   return d;
 }
 
@@ -177,6 +178,12 @@ fth_status fth_link_check(const fth_link_def *d, fth_error *err) {
                     d->efficiency);
   if (!nonneg_ok(d->latency_s))
     return fth_fail(err, FTH_EINVAL, "latency_sec", "expected seconds >= 0, got %g", d->latency_s);
+  if (!(d->oversubscription >= 1.0 && isfinite(d->oversubscription)))
+    return fth_fail(err, FTH_EINVAL, "oversubscription",
+                    "expected a ratio >= 1 (1: full bisection), got %g", d->oversubscription);
+  if (d->leaf_xpus < 0)
+    return fth_fail(err, FTH_EINVAL, "leaf_size_xpus", "expected an integer >= 0, got %d",
+                    d->leaf_xpus);
   return FTH_OK;
 }
 

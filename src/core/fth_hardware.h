@@ -97,6 +97,8 @@ typedef struct fth_link_def {
   double efficiency;        ///< achievable fraction of nominal, (0, 1]
   double latency_s;         ///< one-hop latency incl. software, seconds (>= 0)
   int in_network_reduction; ///< 1 when the fabric reduces in the switch (NVLS, SHARP)
+  double oversubscription;  ///< two_tier fabrics: leaf down- to up-link bandwidth, >= 1 (1: full bisection)
+  int leaf_xpus;            ///< two_tier fabrics: GPUs under one leaf switch; 0 = unknown (all cross the spine)
 } fth_link_def;
 
 fth_link_def fth_link_def_default(void);

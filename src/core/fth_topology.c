@@ -96,6 +96,14 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
       snprintf(path, sizeof path, "dimensions[%d].interconnect", d + 1);
       return fth_error_prefix(err, path);
     }
+    /* One tier (full_flat, switched, ...) has no spine to oversubscribe. */
+    if (p->type != FTH_TOPO_TWO_TIER && p->link.oversubscription != 1.0) {
+      snprintf(path, sizeof path, "dimensions[%d].interconnect.oversubscription", d + 1);
+      return fth_fail(err, FTH_EINVAL, path,
+                      "a %s dimension has no spine to oversubscribe, got %g (use topology_type "
+                      "two_tier, or 1)",
+                      fth_topo_type_name(p->type), p->link.oversubscription);
+    }
   }
   for (int i = 0; i < t->num_logical; i++) {
     const fth_logical_dim_def *l = &t->logical[i];
@@ -149,6 +157,15 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "expert_high_bandwidth_group_size_xpus",
                     "expected >= 0, got %d", t->expert_hb_group_xpus);
   return FTH_OK;
+}
+
+/* Follows fth_topology.h: f = (g - min(g, L)) / (g - 1), share = 1 / max(1, f r). */
+double fth_topology_spine_share(int group_size, int leaf_xpus, double oversubscription) {
+  if (group_size <= 1 || !(oversubscription > 1.0)) return 1.0;
+  double g = (double)group_size;
+  double in_leaf = leaf_xpus > 0 ? fth_min(g, (double)leaf_xpus) : 1.0;
+  double f = (g - in_leaf) / (g - 1.0);
+  return 1.0 / fth_max(1.0, f * oversubscription);
 }
 
 double fth_topology_num_gpus(const fth_topology_def *t) {
@@ -212,6 +229,8 @@ static int group_levels(const fth_topology_def *t, fth_logical_tag tag, fth_logi
     double share = shared && users > 1 ? 1.0 / users : 1.0;
     if (shared && users > 1 && self > 0 && denom >= self) share = self / denom;
     g->bw_bytes_per_s = fth_link_bw_bytes_per_s(&pd->link) * share;
+    if (pd->type == FTH_TOPO_TWO_TIER)
+      g->bw_bytes_per_s *= fth_topology_spine_share(size, pd->link.leaf_xpus, pd->link.oversubscription);
     g->latency_s = pd->link.latency_s;
     g->in_network_reduction = pd->link.in_network_reduction;
     if (inner_dim && *inner_dim < 0) *inner_dim = d;

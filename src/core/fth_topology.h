@@ -21,8 +21,8 @@ typedef enum fth_topo_type {
   FTH_TOPO_RING = 1,      ///< each GPU linked to two neighbours; links split between them
   FTH_TOPO_MESH = 2,      ///< full mesh: a direct link to each of the size-1 peers
   FTH_TOPO_TORUS = 3,     ///< one ring dimension of a torus (a k-D torus is k dimensions)
-  FTH_TOPO_FULL_FLAT = 4, ///< single-hop flat fabric with full bisection (like switched)
-  FTH_TOPO_TWO_TIER = 5,  ///< leaf/spine switched fabric: two switch hops between leaves
+  FTH_TOPO_FULL_FLAT = 4, ///< one switch tier, uniform bandwidth between any two GPUs (no oversubscription)
+  FTH_TOPO_TWO_TIER = 5,  ///< leaf/spine: two switch hops between leaves, spine oversubscribed by a ratio
   FTH_TOPO_COUNT
 } fth_topo_type;
 
@@ -75,6 +75,17 @@ fth_topology_def fth_topology_def_default(void);
 /// the physical dimension and both products ("physical dimension 'x' has 8
 /// GPUs but TP_Attn x DP_Attn = 4 x 4 = 16").
 fth_status fth_topology_check(const fth_topology_def *def, fth_error *err);
+
+/// Share of its link bandwidth a GPU of a `group_size` group gets on a two-tier (leaf/spine)
+/// fabric with `leaf_xpus` GPUs per leaf and leaf up-links `oversubscription` times thinner
+/// than its down-links. The group is placed leaf by leaf (as schedulers place jobs), so
+/// min(g, L) of its g members share a leaf and a fraction f = (g - min(g, L)) / (g - 1) of
+/// each GPU's traffic (uniform over its peers) crosses the spine; the leaf's up-links carry
+/// L B / r, so moving m bytes takes max(m / B, f m r / B): share = 1 / max(1, f r).
+/// `leaf_xpus` 0 (unknown) puts every peer across the spine (f = 1); a group of 1, or
+/// oversubscription 1, gets all of it. Ring algorithms send less across the spine than a
+/// uniform exchange; they are charged the same (an upper bound on their time).
+double fth_topology_spine_share(int group_size, int leaf_xpus, double oversubscription);
 
 /// Total GPUs = product of physical sizes.
 double fth_topology_num_gpus(const fth_topology_def *def);

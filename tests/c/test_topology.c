@@ -372,7 +372,44 @@ static int refusals(void) {
   return 0;
 }
 
+/* Scale-out fabrics (issue 14 item 6): two_tier with a spine oversubscribed r:1, full_flat
+ * one tier. Shares by hand from fth_topology.h, f = (g - min(g, L)) / (g - 1), 1/max(1, f r):
+ *   g 64, L 16, r 4: f = 48/63, f r = 192/63 -> 63/192;   g 8, L 16: f = 0 -> 1;
+ *   g 16, L 0 (unknown), r 2: f = 1 -> 1/2;   g 64, L 16, r 1.25: f r = 60/63 < 1 -> 1. */
+static int scale_out_fabrics(void) {
+  FTH_ENSURE_NEAR(63.0 / 192.0, fth_topology_spine_share(64, 16, 4.0), 1e-12);
+  FTH_ENSURE_NEAR(1.0, fth_topology_spine_share(8, 16, 4.0), 1e-12);
+  FTH_ENSURE_NEAR(0.5, fth_topology_spine_share(16, 0, 2.0), 1e-12);
+  FTH_ENSURE_NEAR(1.0, fth_topology_spine_share(64, 16, 1.25), 1e-12);
+  FTH_ENSURE_NEAR(1.0, fth_topology_spine_share(1, 0, 8.0), 1e-12);
+  /* In a topology: 16 nodes x 8 GPUs, DP_Attn 16 on IB (320e9 B/s per GPU, above) with 4 GPUs
+   * per leaf and 3:1 up-links: f = 12/15, f r = 2.4, 320e9 / 2.4 = 133.33e9 B/s; the same
+   * group on one tier (full_flat) keeps 320e9 B/s and one hop of latency. */
+  fth_group_level lv[FTH_MAX_PHYS_DIMS];
+  fth_topology_def t = two_level();
+  t.phys[1].link.oversubscription = 3.0;
+  t.phys[1].link.leaf_xpus = 4;
+  fth_error err;
+  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 16, 16, FTH_TOPO_TWO_TIER, 320e9 / 2.4, 5e-6, 0));
+  t.phys[1].type = FTH_TOPO_FULL_FLAT;
+  FTH_RUN(refused(&t, "dimensions[2].interconnect.oversubscription", "no spine"));
+  t.phys[1].link.oversubscription = 1.0;
+  FTH_ENSURE_EQ_INT(1, fth_topology_group(&t, FTH_TAG_DP_ATTN, 1, lv, NULL));
+  FTH_RUN(level_is(&lv[0], 16, 16, FTH_TOPO_FULL_FLAT, 320e9, 5e-6, 0));
+  /* Bad ratios and leaf sizes are the link's to refuse. */
+  t = two_level();
+  t.phys[1].link.oversubscription = 0.5;
+  FTH_RUN(refused(&t, "dimensions[2].interconnect.oversubscription", ">= 1"));
+  t = two_level();
+  t.phys[1].link.leaf_xpus = -1;
+  FTH_RUN(refused(&t, "dimensions[2].interconnect.leaf_size_xpus", NULL));
+  return 0;
+}
+
 int topology_test(void) {
+  FTH_RUN(scale_out_fabrics());
   FTH_RUN(names());
   FTH_RUN(sizes());
   FTH_RUN(groups_two_level());

@@ -43,6 +43,8 @@ for _, o in ipairs({
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
+  { name = "jobs", arg = "N", integer = { 1, args.max_workers() },
+    help = "processes that share a sweep (same output as one) [default: the core count; under mpirun: the ranks]" },
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }) do spec[#spec + 1] = o end
@@ -51,7 +53,7 @@ M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logica
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
   "                      [--pass-mode " .. table.concat(passes.names, "|") .. "] \\\n" ..
   "                      [--output-file F] [--raw-output] [--format yaml|json|csv|svg] \\\n" ..
-  "                      [--memory-reserve SIZE] [--trace-file F]\n\n" ..
+  "                      [--memory-reserve SIZE] [--trace-file F] [--jobs N]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
   "sweep. Without --output-file, prints a summary table; with it, writes one\n" ..
   "record per point (configuration, model_configuration, expert_placement, time,\n" ..
@@ -99,6 +101,8 @@ function M.main(argv)
   local opts, extra = args.parse(argv, spec, "analyze")
   if #extra > 0 then errors.raise("analyze: unexpected argument '%s' (see 'fathom analyze --help')", extra[1]) end
   local a = M.inputs_of(opts)
+  -- the trace needs the first point's raw result, kept by one process
+  a.jobs = opts.trace_file and 1 or opts.jobs
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end
   if opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory

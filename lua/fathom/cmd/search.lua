@@ -35,7 +35,10 @@ local spec = {
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
-  { name = "workers", arg = "N", integer = { 1, args.max_workers() }, default = 2, help = "worker processes" },
+  { name = "jobs", arg = "N", integer = { 1, args.max_workers() },
+    help = "processes that share the search (same result as one; one for a small space) "
+      .. "[default: the core count; under mpirun: the ranks]" },
+  { name = "workers", arg = "N", integer = { 1, args.max_workers() }, help = "the same as --jobs" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
   { name = "help", flag = true, help = "this help" },
 }
@@ -44,7 +47,8 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--batch-rounding exact|down] [--seq S] [--gen N]\n" ..
   "                     [--objective OBJ] [--top K] [--memory-reserve SIZE]\n" ..
-  "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
+  "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n" ..
+  "                     [--jobs N]\n\n" ..
   "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
   "interleaved with virtual stages, ZB-H1, DualPipe; stages split between pod and\n" ..
   "cluster), DP with ZeRO-1/2/3, EP split between scale-up and scale-out, CP, SP,\n" ..
@@ -181,7 +185,7 @@ function M.main(argv)
     io.stdout:write(M.usage)
     return 0
   end
-  for _, k in ipairs({ "global_batch", "seq", "top", "workers", "gen" }) do
+  for _, k in ipairs({ "global_batch", "seq", "top", "workers", "jobs", "gen" }) do
     if opts[k] ~= nil and (math.tointeger(opts[k]) == nil or opts[k] < 1) then
       errors.raise("search: --%s must be a positive integer, got %s", k:gsub("_", "-"), tostring(opts[k]))
     end
@@ -215,7 +219,8 @@ function searches.training(opts, extra, row)
         model.name or "the model")
     end
   end
-  local res = search.run(def, math.tointeger(opts.workers) or 1)
+  local jobs = math.tointeger(opts.jobs or opts.workers) or require("fathom.parallel").default_jobs()
+  local res = search.run(def, jobs)
   if #res.hits == 0 then
     local s = res.stats
     if s.smallest_shortfall then
