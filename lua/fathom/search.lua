@@ -355,7 +355,8 @@ function M.explain(a, b, system)
 end
 
 -- prepare{model=, hardware=, node=, gpus=, pod_size=, global_batch=, seq=, objective=, top=, fix=,
---         workload=, batch_rounding=, memory_reserve_bytes=} -> def for core.search, plus the loaded model and system.
+--         workload=, batch_rounding=, memory_reserve_bytes=, prune=} -> def for core.search, plus the loaded model
+--         and system. prune: "on" (default), "off" (exhaustive) or "audit" (exhaustive, counting bound violations).
 -- batch_rounding: "exact" (default; the global batch must tile) or "down" (each strategy
 -- runs the largest batch <= global_batch that tiles, and is ranked by its rate).
 function M.prepare(a)
@@ -386,6 +387,7 @@ function M.prepare(a)
     objective = a.objective == "headroom" and "headroom" or "step_time",
     batch_rounding = a.batch_rounding or "exact",
     top = a.top or 100,
+    prune = a.prune or "on",
   }
   if def.batch_rounding ~= "exact" and def.batch_rounding ~= "down" then
     errors.raise("search: batch rounding '%s': expected exact or down", tostring(def.batch_rounding))

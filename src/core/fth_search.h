@@ -54,6 +54,13 @@ typedef struct fth_search_space {
   int sp_mask;       ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
 } fth_search_space;
 
+/// Whether bounds may skip strategies (the best N are the same either way).
+typedef enum fth_prune_mode {
+  FTH_PRUNE_ON = 0,   ///< skip what a bound proves cannot enter the best N or cannot fit
+  FTH_PRUNE_OFF = 1,  ///< exhaustive: check and time every strategy
+  FTH_PRUNE_AUDIT = 2 ///< exhaustive, and count strategies a bound would have skipped wrongly
+} fth_prune_mode;
+
 typedef enum fth_search_objective {
   FTH_OBJ_STEP_TIME = 0, ///< minimise step time (= max MFU, tokens/s, min time to train)
   FTH_OBJ_HEADROOM = 1   ///< maximise free accelerator memory
@@ -84,6 +91,11 @@ typedef struct fth_search_stats {
   long long no_fit;     ///< checked memory, did not fit
   long long no_fit_by_tier[FTH_TIER_COUNT];
   long long evaluated;               ///< timed
+  /// skipped by a bound (fth_search_def.prune): they cannot enter the best N
+  /// (step time) or cannot fit (memory); not classified further
+  long long pruned;
+  long long bound_evals; ///< reference evaluations the time bound took (not strategies)
+  long long bound_violations; ///< FTH_PRUNE_AUDIT: timed strategies below a bound (must be 0)
   fth_search_hit smallest_shortfall; ///< the non-fitting strategy closest to fitting
   double shortfall_bytes;            ///< its peak - capacity (HUGE_VAL if none)
 } fth_search_stats;
@@ -99,6 +111,7 @@ typedef struct fth_search_def {
   fth_search_objective objective;
   fth_batch_rounding batch_rounding; ///< work.global_batch is the request (exact) or the cap (down)
   int worker, workers; ///< evaluate combinations with index % workers == worker
+  fth_prune_mode prune; ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
 } fth_search_def;
 
 /// Run the search. `top` receives up to `top_cap` best hits, best first
@@ -112,5 +125,40 @@ fth_status fth_search_run(const fth_search_def *def, fth_search_hit *top, int to
 /// with FTH_BATCH_DOWN its batch is rounded down as the search rounds it.
 fth_status fth_search_eval_one(const fth_search_def *def, const fth_search_hit *strategy,
                                fth_search_hit *out, fth_train_result *result, fth_error *err);
+
+/* Exact pruning. Before a strategy is reworked, two lower bounds decide
+ * whether it can matter; neither changes which strategies are the best N:
+ *  - memory, per placement: weights, gradients and optimizer states sharded as
+ *    far as any DP variant shards them (ZeRO-3), one copy, plus the runtime
+ *    context (fth_search_memory_bound); a placement whose bound exceeds the
+ *    accelerator's capacity has no strategy that fits.
+ *  - step time, per group (placement, micro-batch, SP, recompute mode): the
+ *    stage passes of every schedule but DualPipe do not depend on the
+ *    schedule, the virtual stages or the DP variant, so one reference
+ *    evaluation gives the group's exact t_f and t_b; recompute none's bound
+ *    every mode's. The step is at least microbatches x (t_f + t_b) plus the
+ *    bubble (fth_search_time_bound); the other terms (exposed PP and DP
+ *    communication, optimizer, offload) are >= 0. A strategy whose bound,
+ *    ranked as the search ranks it, is worse than the N-th best kept so far
+ *    is skipped. Step-time objective only; the headroom objective is
+ *    exhaustive. */
+
+/// Least step time of a strategy whose slowest stage takes fwd_s + bwd_s per
+/// micro-batch: microbatches x (fwd_s + bwd_s) plus the schedule row's bubble
+/// at t_w = 0 (0 for rows whose weight-gradient passes can fill it).
+double fth_search_time_bound(fth_pp_schedule sc, int pp, int vs, double microbatches, double fwd_s,
+                             double bwd_s);
+
+/// The fastest rate any kernel runs at on `node` (FLOP/s): the largest
+/// achievable matrix or attention rate of any precision, or the vector rate.
+/// A pass of F FLOPs takes at least F / this (the FLOP bound, taken per
+/// placement before the per-group references: FLOPs per sequence x mb).
+double fth_search_rate_bound(const fth_node_def *node);
+
+/// Least accelerator bytes any DP variant, schedule, micro-batch or recompute
+/// mode of `plan`'s placement needs under workload `work`: ZeRO-3-sharded
+/// weights, gradients and optimizer states (one copy, no recipe cache) and the
+/// runtime context, each where `work` stores it (only those on the accelerator).
+double fth_search_memory_bound(const fth_train_plan *plan, const fth_train_def *work);
 
 #endif

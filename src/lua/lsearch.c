@@ -5,7 +5,9 @@
  *        num_pods, model, workload, space = {tp = {...}, cp, pp, pp_in, tp_moe, ep, vs, mb,
  *        recompute, dp, schedule = lists of core.names.recompute / dp_variant / pp_schedule,
  *        sp = {false, true}, mb_max = N}, objective = "step_time"|"headroom", top = N,
- *        batch_rounding = "exact"|"down", worker = i, workers = n}
+ *        batch_rounding = "exact"|"down", worker = i, workers = n,
+ *        prune = "on"|"off"|"audit" (off: exhaustive; audit: exhaustive, counting
+ *        stats.bound_violations)}
  * vs and mb may be "auto" instead of a list: the values then follow from each
  * placement (fth_search.h: divisors of n_layers / PP, of the local batch).
  * The space is the caller's policy; C places, checks, times and keeps the best N. */
@@ -138,6 +140,15 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
     lbind_fail(L, FTH_EINVAL, "search.batch_rounding", "expected exact or down, got '%s'", rounding);
   d->worker = lcheck_int(L, idx, "search", "worker", 0);
   d->workers = lcheck_int(L, idx, "search", "workers", 1);
+  const char *prune = lcheck_string(L, idx, "search", "prune", "on");
+  if (strcmp(prune, "on") == 0)
+    d->prune = FTH_PRUNE_ON;
+  else if (strcmp(prune, "off") == 0)
+    d->prune = FTH_PRUNE_OFF;
+  else if (strcmp(prune, "audit") == 0)
+    d->prune = FTH_PRUNE_AUDIT;
+  else
+    lbind_fail(L, FTH_EINVAL, "search.prune", "expected on, off or audit, got '%s'", prune);
 }
 
 static void setnum(lua_State *L, const char *k, double v) {
@@ -218,6 +229,9 @@ static int core_search(lua_State *L) {
   setint(L, "invalid", st.invalid);
   setint(L, "no_fit", st.no_fit);
   setint(L, "evaluated", st.evaluated);
+  setint(L, "pruned", st.pruned);
+  setint(L, "bound_evals", st.bound_evals);
+  setint(L, "bound_violations", st.bound_violations);
   lua_createtable(L, 0, FTH_TIER_COUNT);
   for (int t = 0; t < FTH_TIER_COUNT; t++)
     if (st.no_fit_by_tier[t] > 0) setint(L, fth_tier_name((fth_tier)t), st.no_fit_by_tier[t]);

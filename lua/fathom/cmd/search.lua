@@ -35,6 +35,8 @@ local spec = {
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
+  { name = "no-prune", flag = true,
+    help = "time every strategy (the bounds that skip strategies never change the best N; this checks it)" },
   { name = "workers", arg = "N", integer = { 1, args.max_workers() }, default = 2, help = "worker processes" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
   { name = "help", flag = true, help = "this help" },
@@ -57,6 +59,9 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "each strategy runs the largest batch <= B that is a multiple of DP x micro-batch (and\n" ..
   "of what its schedule needs), every micro-batch up to the local batch is tried, the\n" ..
   "table shows the batch per row and strategies rank by time per sequence.\n\n" ..
+  "Strategies that provably cannot enter the best K are skipped (bounds on memory and\n" ..
+  "step time computed before timing; README \"Exact pruning\"): the result is the\n" ..
+  "exhaustive search's, which --no-prune runs.\n\n" ..
   args.usage(spec) .. "\n"
 
 local function parse_fix(list)
@@ -101,9 +106,10 @@ local function table_text(res, system, top, rounded)
   for t, n in pairs(s.no_fit_by_tier or {}) do tiers[#tiers + 1] = string.format("%s %d", t, n) end
   table.sort(tiers)
   out[#out + 1] = string.format("\n%d strategies considered on %d x %d GPUs: %d timed, %d do not tile, " ..
-    "%d refused by the model, %d do not fit%s.\n", s.considered or 0, system.num_pods, system.pod_size,
+    "%d refused by the model, %d do not fit%s%s.\n", s.considered or 0, system.num_pods, system.pod_size,
     s.evaluated or 0, s.not_tiling or 0, s.invalid or 0, s.no_fit or 0,
-    #tiers > 0 and (" (" .. table.concat(tiers, ", ") .. ")") or "")
+    #tiers > 0 and (" (" .. table.concat(tiers, ", ") .. ")") or "",
+    (s.pruned or 0) > 0 and string.format(", %d skipped by bounds", s.pruned) or "")
   if #res.hits > 0 then
     out[#out + 1] = "\nrecommendation: #1 because\n"
     local runner = search.runner_up(res.hits)
@@ -207,7 +213,7 @@ function searches.training(opts, extra, row)
     seq = opts.seq and math.tointeger(opts.seq), objective = objective,
     top = math.max(opts.top, 2), fix = parse_fix(opts.fix),
     workload = opts.workload or row.search_workload, batch_rounding = opts.batch_rounding,
-    memory_reserve_bytes = opts.memory_reserve,
+    memory_reserve_bytes = opts.memory_reserve, prune = opts.no_prune and "off" or "on",
   })
   for _, t in ipairs(def.space.tp) do
     if model.num_heads % t ~= 0 then
