@@ -282,7 +282,7 @@ typedef struct group_ref {
 /* Every level of every group at its link's whole per-GPU bandwidth (the
  * search's fabric: dimension 0 the pod, 1 across pods; a level is matched by
  * its dimension's size and type, the faster link when both match). */
-static void unshared(const fth_search_def *d, fth_layout *l) {
+static void unshared(const fth_search_def *d, fth_layout *l, int no_latency) {
   const double up = fth_link_bw_bytes_per_s(&d->scale_up);
   const double out = fth_link_bw_bytes_per_s(&d->scale_out);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
@@ -292,6 +292,7 @@ static void unshared(const fth_search_def *d, fth_layout *l) {
       int is_out = d->num_pods > 1 && v->dim_size == d->num_pods && v->type == d->scale_out_type;
       double bw = is_up && is_out ? fth_max(up, out) : is_up ? up : is_out ? out : fth_max(up, out);
       v->bw_bytes_per_s = fth_max(v->bw_bytes_per_s, bw);
+      if (no_latency) v->latency_s = 0.0;
     }
 }
 
@@ -314,7 +315,7 @@ static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int
   if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
   fth_group saved[FTH_COMM_KIND_COUNT];
   memcpy(saved, plan->layout.group, sizeof saved);
-  unshared(d, &plan->layout);
+  unshared(d, &plan->layout, 0);
   fth_train_result r;
   fth_train_evaluate(plan, &r);
   memcpy(plan->layout.group, saved, sizeof saved);
@@ -325,13 +326,20 @@ static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int
   g->batch = w.global_batch;
 }
 
-/* Work per sequence of the slowest stage's passes (any placement's group of
- * one SP setting and schedule class): FLOPs are linear in the micro-batch
- * (every kernel's m, or its batch, is tokens), not under a recipe, whose
- * weight casts are shared by the micro-batches. */
+/* What one sequence of a micro-batch costs the slowest stage's passes at
+ * least, whatever the micro-batch (any placement's group of one SP setting
+ * and schedule class): its FLOPs and the bandwidth part of its layer
+ * collectives (TP, EP, CP). Both are linear in the micro-batch: every kernel's
+ * m, or its batch, is tokens, and every layer collective moves bytes in
+ * proportion to them, at a time linear in the bytes once latencies and
+ * per-call overheads are 0 (each algorithm's bandwidth term; the cheapest of
+ * them is linear too). A pass is no faster than its kernels at the node's
+ * fastest rate nor than its collectives (overlap(k, c, e) >= max(k, c)). Not
+ * under a recipe (its weight casts are shared by the micro-batches) nor for
+ * EP with a simulated all-to-all time (fixed per call). */
 typedef struct flop_ref {
   int ok;
-  double fwd_flops, bwd_flops;
+  double flops, comm_s; /* per sequence */
 } flop_ref;
 
 double fth_search_rate_bound(const fth_node_def *node) {
@@ -356,17 +364,23 @@ static void reference_flops(const fth_search_def *d, fth_train_plan *plan, int p
   w.recompute = FTH_RECOMPUTE_NONE;
   w.dp = FTH_DP_DDP;
   w.sequence_parallel = sp;
+  w.coll.per_peer_overhead_s = 0.0;
+  w.coll.launch_s = 0.0;
   fth_error e;
   if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
+  fth_group saved[FTH_COMM_KIND_COUNT];
+  memcpy(saved, plan->layout.group, sizeof saved);
+  unshared(d, &plan->layout, 1);
   fth_train_result r;
   fth_train_evaluate(plan, &r);
+  memcpy(plan->layout.group, saved, sizeof saved);
   st->bound_evals++;
-  f->ok = 1;
-  f->fwd_flops = f->bwd_flops = 0.0;
-  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
-    f->fwd_flops += r.fwd_flops[i];
-    f->bwd_flops += r.bwd_flops[i];
-  }
+  f->ok = r.microbatches > 0;
+  f->flops = f->comm_s = 0.0;
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) f->flops += r.fwd_flops[i] + r.bwd_flops[i];
+  for (int k = 0; k <= FTH_COMM_CP; k++)
+    if (!(k == FTH_COMM_EP && d->work.ep_a2a_override_s > 0))
+      f->comm_s += r.comm[k].raw_s / r.microbatches;
 }
 
 /* A variant's least objective (schedule sc, vs, its batch), ranked as the
@@ -379,12 +393,18 @@ static double ranked(const fth_search_def *d, int dp, int pp, int vs, int mb, in
   return batch != d->work.global_batch ? lb * (d->work.global_batch / batch) : lb;
 }
 
-/* The FLOP bound: no kernel runs faster than the node's fastest rate, so a
- * pass of mb sequences takes at least mb x its FLOPs per sequence / rate. */
+/* The per-sequence bound: a pass of mb sequences takes at least mb times its
+ * FLOPs at the node's fastest rate (k) overlapped with its collectives'
+ * bandwidth time (c) as the step overlaps them, k + c - e min(k, c) with e =
+ * max(comp_comm_efficiency, the schedule row's comm_hidden) (fth_train_evaluate;
+ * summing a pass's phases first and counting blocking collectives as
+ * overlapped only lowers it: the rule is monotone and homogeneous). */
 static double flop_bound(const fth_search_def *d, const flop_ref *f, double rate, int dp, int pp,
                          int vs, int mb, int sc, double batch) {
   if (!f->ok || !(rate > 0)) return 0.0;
-  return ranked(d, dp, pp, vs, mb, sc, batch, mb * f->fwd_flops / rate, mb * f->bwd_flops / rate);
+  double e = fth_max(d->work.comp_comm_eff, fth_schedule_get((fth_pp_schedule)sc)->comm_hidden);
+  double per_seq = fth_overlap(f->flops / rate, f->comm_s, e);
+  return ranked(d, dp, pp, vs, mb, sc, batch, mb * per_seq, 0.0);
 }
 
 /* The reference bound of a group (per-micro-batch times of its passes). */

@@ -7,6 +7,8 @@
  * each block's kernels overlapped with its TP / EP / CP collectives. */
 #include "fth_train.h"
 
+#include "fth_offload.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -179,6 +181,10 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
    * backward, one block's full activations when it is recomputed plus the
    * same largest gradient. */
   out->bytes[FTH_MEM_TRANSIENT_FWD] = fth_block_transient_bytes(l, m, w->act_bytes, tokens, tokens);
+  /* Offloaded weights and activations stream through two blocks' worth (fth_offload). */
+  out->bytes[FTH_MEM_TRANSIENT_FWD] += fth_offload_buffer_bytes(
+      w->footprint_tier, (dense + expert) * wb, per_mb,
+      l->dense_layers_per_stage + l->moe_layers_per_stage);
   double block_full = w->recompute != FTH_RECOMPUTE_NONE ? tokens * p->act_full_per_token : 0.0;
   out->bytes[FTH_MEM_TRANSIENT_BWD] = block_full + out->bytes[FTH_MEM_TRANSIENT_FWD];
   /* The runtime's context and the allocator's slack (fth_footprint.c). */
@@ -517,18 +523,15 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
 
 /* Offloaded activations (saved_activations mapped off the accelerator): each
  * micro-batch's saved tensors go out during forward and come back during
- * backward at that tier's bandwidth, hidden under compute as far as
- * comp_comm_efficiency allows (Calculon's offload model: max(0, transfer -
- * window)). */
+ * backward (fth_offload_activations). */
 static void offload(const fth_train_plan *p, fth_train_result *r) {
   const fth_train_def *w = &p->work;
   fth_tier at = w->footprint_tier[FTH_MEM_ACTIVATIONS];
   if (at == FTH_TIER_XPU || !p->node.has_tier[at]) return;
   double inflight = fth_pp_inflight(w->pp, p->layout.pp, p->microbatches, w->virtual_stages);
   double per_mb = inflight > 0 ? r->mem.bytes[FTH_MEM_ACTIVATIONS] / inflight : 0.0;
-  double raw = 2.0 * p->microbatches * per_mb / fth_memory_bw_bytes_per_s(&p->node.tier[at]);
-  r->offload_raw_s = raw;
-  r->offload_exposed_s = fth_max(0.0, raw - w->comp_comm_eff * r->busy_s);
+  fth_offload_activations(at, per_mb, p->microbatches, fth_memory_bw_bytes_per_s(&p->node.tier[at]),
+                          r->busy_s, w->comp_comm_eff, &r->offload_raw_s, &r->offload_exposed_s);
 }
 
 /* Run totals. Model FLOPs: forward + data and weight gradients of every block

@@ -1,6 +1,7 @@
 /* lsearch.c: the strategy search, fathom.core.search.
  *   core.search(def) -> {hits = {...best first...}, stats = {...}}
  *   core.search_eval(def, strategy) -> hit, result
+ *   core.monotonic_s() -> seconds on a monotonic clock (for benchmarks)
  * def = {node, scale_up, scale_out (links), scale_up_type, scale_out_type, pod_size,
  *        num_pods, model, workload, space = {tp = {...}, cp, pp, pp_in, tp_moe, ep, vs, mb,
  *        recompute, dp, schedule = lists of core.names.recompute / dp_variant / pp_schedule,
@@ -11,10 +12,12 @@
  * vs and mb may be "auto" instead of a list: the values then follow from each
  * placement (fth_search.h: divisors of n_layers / PP, of the local batch).
  * The space is the caller's policy; C places, checks, times and keeps the best N. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fth_search.h"
 #include "lcheck.h"
@@ -273,8 +276,19 @@ static int core_search_eval(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg search_funcs[] = {
-    {"search", core_search}, {"search_eval", core_search_eval}, {NULL, NULL}};
+/* () -> seconds on a monotonic clock: benchmarks time searches in-process
+ * (bench/search_bench.lua), not through a `date` subprocess. */
+static int core_monotonic_s(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+static const luaL_Reg search_funcs[] = {{"search", core_search},
+                                        {"search_eval", core_search_eval},
+                                        {"monotonic_s", core_monotonic_s},
+                                        {NULL, NULL}};
 
 void lfth_open_search(lua_State *L) {
   lbind_setfuncs(L, search_funcs);
