@@ -68,6 +68,26 @@ local function default_recompute()
   return out
 end
 
+-- The memory tiers a search may offload to: "none" and every tier the node has beyond
+-- the accelerator's.
+function M.offload_choices(system)
+  local out = { "none" }
+  local tiers = system.node and system.node.device_memory_tiers or {}
+  for _, t in ipairs(enums.memory_tier) do
+    if t ~= "xpu_memory" and tiers[t] then out[#out + 1] = t end
+  end
+  return out
+end
+
+-- Offload searched by default: weights, saved activations and optimizer states may each
+-- move to the node's host memory (fth_search.h: each strategy takes the fastest
+-- placement that fits); `--fix offload=none` keeps everything on the accelerator,
+-- `--fix offload=nvme` (any tier of the node) offloads there instead.
+function M.default_offload(system)
+  local tiers = system.node and system.node.device_memory_tiers or {}
+  return tiers.host_memory and "host_memory" or "none"
+end
+
 -- The automatic micro-batch list stops at this size (a larger one is still tried with
 -- --fix mb=N); README "Strategy search".
 M.MB_MAX = 64
@@ -98,6 +118,7 @@ function M.space(model, system, workload, fix)
     dp = copy(enums.dp_variant),
     schedule = copy(enums.pp_schedule),
     sp = { false, true },
+    offload = M.default_offload(system),
   }
   for _, t in ipairs(powers_of_two_dividing(pod, 64)) do
     if heads % t == 0 then s.tp[#s.tp + 1] = t end
@@ -112,7 +133,8 @@ function M.space(model, system, workload, fix)
     s.ep = cap(powers_of_two_dividing(model.num_regular_experts, 1024), 32)
   end
   local numeric = { tp = true, cp = true, pp = true, pp_in = true, tp_moe = true, ep = true, vs = true, mb = true }
-  local choices = { recompute = copy(enums.recompute), dp = s.dp, schedule = s.schedule }
+  local choices = { recompute = copy(enums.recompute), dp = s.dp, schedule = s.schedule,
+    offload = M.offload_choices(system) }
   for k, v in pairs(fix or {}) do
     if s[k] == nil or k == "mb_max" then
       local names = {}
@@ -137,7 +159,7 @@ function M.space(model, system, workload, fix)
         end
       end
     end
-    s[k] = list
+    s[k] = k == "offload" and list[1] or list
   end
   if #s.tp == 0 then
     errors.raise("search: no tensor-parallel degree divides both %d heads and the %d-GPU pod", heads, pod)
@@ -295,6 +317,24 @@ function M.system(lib, node_name, gpus, pod_size)
   }
 end
 
+-- offload_label(hit) -> which parts live off the accelerator: "w", "a", "o" (weights, saved
+-- activations, optimizer states) joined by "+", with the tier when it is not host memory; "-" for none.
+function M.offload_label(h)
+  local o = h.offload
+  if not o then return "-" end
+  local parts, tier = {}, nil
+  for _, p in ipairs({ { "weights", "w" }, { "activations", "a" }, { "optimizer", "o" } }) do
+    local t = o[p[1]]
+    if t and t ~= "xpu_memory" then
+      parts[#parts + 1] = p[2]
+      tier = t
+    end
+  end
+  if #parts == 0 then return "-" end
+  local label = table.concat(parts, "+")
+  return tier == "host_memory" and label or (label .. "@" .. tier:gsub("_memory", ""))
+end
+
 -- runner_up(hits) -> the best strategy that differs from the winner in its parallel
 -- layout (not only in a setting that does not change the time), else the second.
 function M.runner_up(hits)
@@ -340,6 +380,10 @@ function M.explain(a, b, system)
     out[#out + 1] = string.format("micro-batch %d vs %d", a.mb, b.mb)
   end
   if a.sp ~= b.sp then out[#out + 1] = "sequence parallelism " .. (a.sp and "on" or "off") end
+  if M.offload_label(a) ~= M.offload_label(b) then
+    out[#out + 1] = string.format("offload %s vs %s: %s vs %s per GPU", M.offload_label(a), M.offload_label(b),
+      units.bytes(a.peak_bytes), units.bytes(b.peak_bytes))
+  end
   if a.cp ~= b.cp then out[#out + 1] = string.format("CP=%d vs CP=%d", a.cp, b.cp) end
   if a.batch and b.batch and a.batch ~= b.batch then
     -- rounded down: steps of different batches compare per sequence

@@ -2,6 +2,8 @@
  * tiling, memory first, timed when it fits, best N kept (fth_search.h). */
 #include "fth_search.h"
 
+#include "fth_offload.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -43,6 +45,34 @@ static fth_topology_def place(const fth_search_def *d, int tp, int cp, int pp, i
   return t;
 }
 
+/* Offload placements, in the order ties resolve: none, then one part, two,
+ * all three (bit 0 weights, 1 activations, 2 optimizer states). */
+static const int offload_order[8] = {0, 1, 2, 4, 3, 5, 6, 7};
+
+static int offload_searched(const fth_search_def *d) {
+  int t = d->space.offload_tier;
+  return t > FTH_TIER_XPU && t < FTH_TIER_COUNT && d->node.has_tier[t];
+}
+
+/* Offloading to a tier no faster than the accelerator's only adds time. */
+static int offload_dominated(const fth_search_def *d) {
+  int t = d->space.offload_tier;
+  return fth_memory_bw_bytes_per_s(&d->node.tier[t]) <=
+         fth_memory_bw_bytes_per_s(&d->node.tier[FTH_TIER_XPU]);
+}
+
+/* The workload with the parts in `bits` moved to the space's offload tier
+ * (when offload is searched; else the workload's own maps). */
+static void offload_work(const fth_search_def *d, int bits, fth_train_def *w) {
+  if (!offload_searched(d)) return;
+  fth_tier t = (fth_tier)d->space.offload_tier;
+  fth_offload o = fth_offload_none();
+  if (bits & 1) o.weights = t;
+  if (bits & 2) o.activations = t;
+  if (bits & 4) o.optimizer = t;
+  fth_offload_apply(&o, w->footprint_tier, w->traffic_tier);
+}
+
 /* Keep `top` sorted best first; insert h if it belongs. */
 static void keep(fth_search_hit *top, int cap, int *n, const fth_search_hit *h) {
   if (cap <= 0) return;
@@ -64,6 +94,9 @@ static void keep(fth_search_hit *top, int cap, int *n, const fth_search_hit *h) 
 
 static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train_result *r,
                      const fth_search_def *d) {
+  h->offload_weights = p->work.footprint_tier[FTH_MEM_WEIGHTS];
+  h->offload_activations = p->work.footprint_tier[FTH_MEM_ACTIVATIONS];
+  h->offload_optimizer = p->work.footprint_tier[FTH_MEM_OPTIMIZER];
   h->dp = p->layout.dp;
   h->batch = p->work.global_batch;
   h->step_time_s = r->step_time_s;
@@ -82,6 +115,15 @@ static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train
                  : h->batch == d->work.global_batch
                      ? h->step_time_s
                      : h->step_time_s * (d->work.global_batch / h->batch);
+}
+
+/* The offload fields of a strategy that moves the parts in `bits`. */
+static void fill_offload(fth_search_hit *h, const fth_search_def *d, int bits) {
+  fth_train_def w = d->work;
+  offload_work(d, bits, &w);
+  h->offload_weights = w.footprint_tier[FTH_MEM_WEIGHTS];
+  h->offload_activations = w.footprint_tier[FTH_MEM_ACTIVATIONS];
+  h->offload_optimizer = w.footprint_tier[FTH_MEM_OPTIMIZER];
 }
 
 static int in(int mask, int bit) {
@@ -303,6 +345,7 @@ static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int
                       int sp, int sc, group_ref *g, fth_search_stats *st) {
   g->ok = 0;
   fth_train_def w = d->work;
+  offload_work(d, 0, &w); /* offload only slows the passes (offload_dominated) */
   w.global_batch = batch_for(d, plan->layout.dp, pp, 1, mb, sc);
   if (w.global_batch <= 0) return;
   w.pp = (fth_pp_schedule)sc;
@@ -357,6 +400,7 @@ static void reference_flops(const fth_search_def *d, fth_train_plan *plan, int p
   f->ok = 0;
   if (d->work.recipe != FTH_RECIPE_NONE) return;
   fth_train_def w = d->work;
+  offload_work(d, 0, &w);
   w.global_batch = (double)plan->layout.dp * 2.0 * pp; /* tiles every schedule at mb 1 */
   w.pp = (fth_pp_schedule)sc;
   w.virtual_stages = 1;
@@ -436,8 +480,13 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   const int workers = d->workers > 0 ? d->workers : 1;
   const int dp = plan->layout.dp;
   const int down = d->batch_rounding == FTH_BATCH_DOWN;
-  const int prune = d->prune == FTH_PRUNE_ON && d->objective == FTH_OBJ_STEP_TIME;
+  const int searched = offload_searched(d);
+  /* time bounds taken without offload hold where offloading cannot speed the
+   * passes up (a tier no faster than the accelerator's) */
+  const int dominated = !searched || offload_dominated(d);
+  const int prune = d->prune == FTH_PRUNE_ON && d->objective == FTH_OBJ_STEP_TIME && dominated;
   const int audit = d->prune == FTH_PRUNE_AUDIT;
+  const int n_off = searched ? 8 : 1;
   /* The automatic micro-batches: divisors of the local batch (exact), every
    * size up to it (down: each strategy rounds its own batch); none when the
    * request is smaller than DP or (exact) not a multiple of it. */
@@ -459,7 +508,9 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   int mem_out = 0;
   if (d->prune != FTH_PRUNE_OFF && plan->node.has_tier[FTH_TIER_XPU]) {
     double cap = fth_memory_capacity_bytes(&plan->node.tier[FTH_TIER_XPU]);
-    mem_out = fth_search_memory_bound(plan, &d->work) > cap;
+    fth_train_def most = d->work;
+    offload_work(d, 7, &most); /* what the most offloaded placement keeps */
+    mem_out = fth_search_memory_bound(plan, &most) > cap;
   }
   fth_train_result r;
   flop_ref fl[N_SP][2];
@@ -538,15 +589,6 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
               if (mine[dv] < 0) continue;
               w.dp = (fth_dp_variant)dv;
-              fth_error e3;
-              fth_status rs = fth_train_rework(plan, &w, &e3);
-              if (rs != FTH_OK) {
-                if (rs == FTH_ETILE)
-                  st->not_tiling++;
-                else
-                  st->invalid++;
-                continue;
-              }
               fth_search_hit h = *proto;
               h.dp = dp;
               h.batch = w.global_batch;
@@ -558,21 +600,62 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
               h.sp = sp;
               h.index = mine[dv];
               h.overflow_tier = FTH_TIER_COUNT;
-              /* Memory before time: the footprint costs a fraction of an evaluation. */
-              fth_memory_footprint fp;
-              fth_train_footprint(plan, &fp);
-              if (!fp.fits) {
-                note_shortfall(st, &fp, &h);
+              /* Offload: the fastest of the minimal placements of the parts that
+               * fit (fth_search.h). Memory before time: the footprint costs a
+               * fraction of an evaluation. */
+              fth_search_hit best = h;
+              int found = 0, refused = 0, fit_bits = 0, closest = -1;
+              double over_min = HUGE_VAL;
+              fth_memory_footprint fp, fp_closest;
+              for (int oi = 0; oi < n_off && !refused; oi++) {
+                const int bits = offload_order[oi];
+                int covered = 0; /* a fitting placement moves a subset of these */
+                for (int j = 0; j < 8; j++) covered |= ((fit_bits >> j) & 1) && (bits & j) == j;
+                if (covered) continue;
+                fth_train_def wo = w;
+                offload_work(d, bits, &wo);
+                fth_error e3;
+                fth_status rs = fth_train_rework(plan, &wo, &e3);
+                if (rs != FTH_OK) {
+                  /* refused for its shape, whatever the offload */
+                  if (rs == FTH_ETILE)
+                    st->not_tiling++;
+                  else
+                    st->invalid++;
+                  refused = 1;
+                  break;
+                }
+                fth_train_footprint(plan, &fp);
+                if (!fp.fits) {
+                  double over = fp.tier_bytes[fp.overflow_tier] - fp.tier_capacity[fp.overflow_tier];
+                  if (over < over_min) {
+                    over_min = over;
+                    fp_closest = fp;
+                    closest = bits;
+                  }
+                  continue;
+                }
+                fth_train_evaluate(plan, &r);
+                fth_search_hit cand = h;
+                fill_hit(&cand, plan, &r, d);
+                if (!found || cand.objective < best.objective) best = cand;
+                found = 1;
+                fit_bits |= 1 << bits;
+              }
+              if (refused) continue;
+              if (!found) {
+                if (closest >= 0) {
+                  fill_offload(&h, d, closest);
+                  note_shortfall(st, &fp_closest, &h);
+                }
                 continue;
               }
-              fth_train_evaluate(plan, &r);
               st->evaluated++;
-              fill_hit(&h, plan, &r, d);
               /* audit: a bound above what it bounds would have pruned wrongly */
               if (audit && (mem_out || (d->objective == FTH_OBJ_STEP_TIME &&
-                                        lb > h.objective * (1.0 + 1e-9))))
+                                        lb > best.objective * (1.0 + 1e-9))))
                 st->bound_violations++;
-              keep(top, top_cap, n_top, &h);
+              keep(top, top_cap, n_top, &best);
             }
           }
         }
@@ -696,6 +779,18 @@ fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s,
   w.recompute = (fth_recompute)s->recompute;
   w.dp = (fth_dp_variant)s->dp_variant;
   w.sequence_parallel = s->sp;
+  if (offload_searched(d)) {
+    fth_offload o = {(fth_tier)s->offload_weights, (fth_tier)s->offload_activations,
+                     (fth_tier)s->offload_optimizer};
+    const int parts[3] = {o.weights, o.activations, o.optimizer};
+    for (int i = 0; i < 3; i++)
+      if (parts[i] != FTH_TIER_XPU && parts[i] != d->space.offload_tier)
+        return fth_fail(err, FTH_EINVAL, "strategy.offload",
+                        "offload to %s: the search offloads to %s only",
+                        fth_tier_name((fth_tier)parts[i]),
+                        fth_tier_name((fth_tier)d->space.offload_tier));
+    fth_offload_apply(&o, w.footprint_tier, w.traffic_tier);
+  }
   fth_train_plan plan;
   fth_status st = fth_train_compile(&plan, &d->node, &t, &d->model, &w, err);
   if (st != FTH_OK && (d->batch_rounding != FTH_BATCH_DOWN || plan.layout.num_gpus == 0))

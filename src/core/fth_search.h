@@ -52,6 +52,16 @@ typedef struct fth_search_space {
   int dp_mask;                                 ///< bit (1 << fth_dp_variant)
   int schedule_mask; ///< bit (1 << fth_pp_schedule); interleaved rows also need vs > 1
   int sp_mask;       ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
+  /// Offload (fth_offload.h): FTH_TIER_XPU (0) leaves the workload's tier maps
+  /// as they are; another tier the node has lets weights, saved activations and
+  /// optimizer states each stay on the accelerator or move there. Offload is
+  /// resolved per strategy, not enumerated, and only as far as memory needs:
+  /// among the placements of the three parts that fit and move no superset of
+  /// another that fits (none, if it fits), the fastest (ties: fewer parts,
+  /// then weights before activations before optimizer). Moving more than
+  /// needed can only slow a step down through the transfers, except for
+  /// accounting artefacts (a slower pass widening a DP overlap window).
+  int offload_tier;
 } fth_search_space;
 
 /// Whether bounds may skip strategies (the best N are the same either way).
@@ -70,6 +80,9 @@ typedef enum fth_search_objective {
 typedef struct fth_search_hit {
   int tp, cp, pp, pp_in, dp, tp_moe, ep, ep_su, vs, mb;
   int schedule, recompute, dp_variant, sp;
+  /// where the weights, saved activations and optimizer states live (fth_tier;
+  /// FTH_TIER_XPU: on the accelerator)
+  int offload_weights, offload_activations, offload_optimizer;
   double batch; ///< global batch the strategy runs (sequences; < the request only when rounded down)
   double step_time_s, mfu, tokens_per_s, total_time_s;
   double peak_bytes, capacity_bytes, bubble_fraction;
@@ -95,7 +108,9 @@ typedef struct fth_search_stats {
   /// (step time) or cannot fit (memory); not classified further
   long long pruned;
   long long bound_evals; ///< reference evaluations the time bound took (not strategies)
-  long long bound_violations; ///< FTH_PRUNE_AUDIT: timed strategies below a bound (must be 0)
+  /// FTH_PRUNE_AUDIT: timed strategies below a bound, or whose fastest offload
+  /// is not among the minimal placements that fit (must be 0)
+  long long bound_violations;
   fth_search_hit smallest_shortfall; ///< the non-fitting strategy closest to fitting
   double shortfall_bytes;            ///< its peak - capacity (HUGE_VAL if none)
 } fth_search_stats;
@@ -122,7 +137,8 @@ fth_status fth_search_run(const fth_search_def *def, fth_search_hit *top, int to
                           fth_search_stats *stats, fth_error *err);
 
 /// Evaluate one strategy exactly as the search does (for checks and explanations);
-/// with FTH_BATCH_DOWN its batch is rounded down as the search rounds it.
+/// with FTH_BATCH_DOWN its batch is rounded down as the search rounds it; with
+/// an offload tier in the space, the strategy's offload fields place the parts.
 fth_status fth_search_eval_one(const fth_search_def *def, const fth_search_hit *strategy,
                                fth_search_hit *out, fth_train_result *result, fth_error *err);
 

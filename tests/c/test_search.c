@@ -516,7 +516,51 @@ static int nothing_fits(void) {
   return 0;
 }
 
+/* Offload as a search knob: on a node whose HBM holds no strategy of the
+ * dense toy, a host tier (50 GB/s, 64 GB) makes some fit, each with the
+ * fastest placement of weights, activations and optimizer states that fits;
+ * the pruned search (minimal placements only) keeps the exhaustive best N;
+ * evaluating a hit alone gives its step time. */
+static int offload_search(void) {
+  fth_search_def d = problem(0, 0.03e9);
+  d.node.tier[FTH_TIER_HOST].bw_per_stack_bytes_per_s = 50e9;
+  d.node.tier[FTH_TIER_HOST].size_per_stack_bytes = 64e9;
+  d.node.tier[FTH_TIER_HOST].num_stacks = 1;
+  d.node.tier[FTH_TIER_HOST].efficiency = 1.0;
+  d.node.has_tier[FTH_TIER_HOST] = 1;
+  fth_search_hit top[TOP_N];
+  int n = 0;
+  fth_search_stats st;
+  fth_error err;
+  FTH_ENSURE(fth_search_run(&d, top, TOP_N, &n, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(0, n); /* nothing fits in 30 MB of HBM */
+  d.space.offload_tier = FTH_TIER_HOST;
+  FTH_ENSURE(fth_search_run(&d, top, TOP_N, &n, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(TOP_N, n);
+  for (int i = 0; i < n; i++) {
+    const fth_search_hit *h = &top[i];
+    int moved = (h->offload_weights == FTH_TIER_HOST) + (h->offload_activations == FTH_TIER_HOST) +
+                (h->offload_optimizer == FTH_TIER_HOST);
+    FTH_ENSURE(moved > 0);
+    fth_search_hit one;
+    fth_train_result r;
+    FTH_ENSURE(fth_search_eval_one(&d, h, &one, &r, &err) == FTH_OK);
+    FTH_ENSURE(r.mem.fits);
+    FTH_ENSURE_NEAR(h->step_time_s, r.step_time_s, 1e-12);
+  }
+  long long p;
+  FTH_RUN(same_hits(&d, TOP_N, &p));
+  FTH_RUN(same_hits(&d, 1, &p));
+  /* a tier the search does not offload to is refused by eval_one */
+  fth_search_hit bad = top[0], one;
+  fth_train_result r;
+  bad.offload_weights = FTH_TIER_NVME;
+  FTH_ENSURE(fth_search_eval_one(&d, &bad, &one, &r, &err) == FTH_EINVAL);
+  return 0;
+}
+
 int search_test(void) {
+  FTH_RUN(offload_search());
   FTH_RUN(time_bound_by_hand());
   FTH_RUN(rate_bound_by_hand());
   FTH_RUN(memory_bound_by_hand());

@@ -84,6 +84,13 @@ describe("exact pruning", function()
     assert.are.equal(full:match("^(.-)\n%d+ strategies"), pruned:match("^(.-)\n%d+ strategies"))
   end)
 
+  it("core.monotonic_s() is a clock that does not go back", function()
+    local core = require("fathom.core")
+    local a = core.monotonic_s()
+    local b = core.monotonic_s()
+    assert.is_true(a > 0 and b >= a)
+  end)
+
   it("refuses an unknown prune mode with the key path", function()
     local core = require("fathom.core")
     local def = search.prepare({ model = "llama3.1_8b", node = "A100_80GB_SXM", gpus = 8, global_batch = 8, seq = 2048,

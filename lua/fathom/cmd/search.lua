@@ -62,6 +62,10 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "Strategies that provably cannot enter the best K are skipped (bounds on memory and\n" ..
   "step time computed before timing; README \"Exact pruning\"): the result is the\n" ..
   "exhaustive search's, which --no-prune runs.\n\n" ..
+  "Offload: weights (w), saved activations (a) and optimizer states (o) may each move to the\n" ..
+  "node's host memory; each strategy takes the fastest placement of them that fits (the\n" ..
+  "offload column). --fix offload=none keeps them on the GPU, --fix offload=nvme (any\n" ..
+  "memory tier of the node) offloads there.\n\n" ..
   args.usage(spec) .. "\n"
 
 local function parse_fix(list)
@@ -90,7 +94,7 @@ local function table_text(res, system, top, rounded)
     rows[#rows + 1] = { i, h.tp, h.pp .. (h.vs > 1 and ("x" .. h.vs) or ""), h.dp,
       h.ep > 1 and (h.ep .. (h.ep_su < h.ep and ("(" .. h.ep_su .. ")") or "")) or "-",
       h.ep > 1 and h.tp_moe or "-", h.cp,
-      h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off",
+      h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off", search.offload_label(h),
       units.bytes(h.peak_bytes), units.bytes(h.headroom_bytes), units.time(h.step_time_s),
       units.percent(h.mfu),
       units.percent(h.bubble_fraction), units.time(h.exposed_s.tp + h.exposed_s.tp_moe),
@@ -98,7 +102,7 @@ local function table_text(res, system, top, rounded)
     if rounded then table.insert(rows[#rows], 10, h.batch) end
   end
   local header = { "#", "TP", "PP", "DP", "EP(pod)", "TPe", "CP", "schedule", "mb", "recompute", "ZeRO",
-    "SP", "mem/GPU", "free", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }
+    "SP", "offload", "mem/GPU", "free", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }
   if rounded then table.insert(header, 10, "batch") end
   local out = { tablefmt.render(header, rows) }
   local s = res.stats
