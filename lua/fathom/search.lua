@@ -94,7 +94,7 @@ M.MB_MAX = 64
 
 -- space(model, system, workload, fix) -> the candidate values per dimension.
 -- Pruning rules (what a strategy must satisfy before it is worth timing):
---   TP divides the heads and the pod (TP never crosses the scale-up fabric);
+--   TP divides the heads and the pod, up to the pod (TP never crosses the scale-up fabric);
 --   PP divides the layers; the stages inside the pod divide the pod;
 --   EP divides the experts; CP only for long sequences; SP only with TP > 1.
 -- Virtual stages and micro-batch are "auto": the core takes, per placement, every
@@ -120,9 +120,12 @@ function M.space(model, system, workload, fix)
     sp = { false, true },
     offload = M.default_offload(system),
   }
-  for _, t in ipairs(powers_of_two_dividing(pod, 64)) do
+  -- TP: every divisor of the pod that divides the heads, up to the whole scale-up domain
+  -- (an NVL72 or a 144-GPU pod runs TP 12, 24, 36, 72 where the heads allow).
+  for _, t in ipairs(divisors(pod)) do
     if heads % t == 0 then s.tp[#s.tp + 1] = t end
   end
+  s.tp = cap(s.tp, 32)
   if workload.seq_length >= 32768 then
     s.cp = { 1, 2, 4, 8 }
   elseif workload.seq_length >= 8192 then
