@@ -68,24 +68,24 @@ local function default_recompute()
   return out
 end
 
--- The memory tiers a search may offload to: "none" and every tier the node has beyond
+-- The memory tiers a search may offload to: "off" and every tier the node has beyond
 -- the accelerator's.
 function M.offload_choices(system)
-  local out = { "none" }
+  local out = { "off" }
   local tiers = system.node and system.node.device_memory_tiers or {}
   for _, t in ipairs(enums.memory_tier) do
-    if t ~= "xpu_memory" and tiers[t] then out[#out + 1] = t end
+    if t ~= TIER.xpu_memory and tiers[t] then out[#out + 1] = t end
   end
   return out
 end
 
 -- Offload searched by default: weights, saved activations and optimizer states may each
--- move to the node's host memory (fth_search.h: each strategy takes the fastest
--- placement that fits); `--fix offload=none` keeps everything on the accelerator,
+-- move to the node's host memory (fth_search.h: each strategy takes the fastest of the
+-- least offloads that fit); `--fix offload=off` keeps everything on the accelerator,
 -- `--fix offload=nvme` (any tier of the node) offloads there instead.
 function M.default_offload(system)
   local tiers = system.node and system.node.device_memory_tiers or {}
-  return tiers.host_memory and "host_memory" or "none"
+  return tiers.host_memory and TIER.host_memory or "off"
 end
 
 -- The automatic micro-batch list stops at this size (a larger one is still tried with
@@ -323,19 +323,16 @@ end
 -- offload_label(hit) -> which parts live off the accelerator: "w", "a", "o" (weights, saved
 -- activations, optimizer states) joined by "+", with the tier when it is not host memory; "-" for none.
 function M.offload_label(h)
-  local o = h.offload
-  if not o then return "-" end
   local parts, tier = {}, nil
-  for _, p in ipairs({ { "weights", "w" }, { "activations", "a" }, { "optimizer", "o" } }) do
-    local t = o[p[1]]
-    if t and t ~= "xpu_memory" then
+  for _, p in ipairs({ { h.offload_weights, "w" }, { h.offload_activations, "a" }, { h.offload_optimizer, "o" } }) do
+    if p[1] and p[1] ~= TIER.xpu_memory then
       parts[#parts + 1] = p[2]
-      tier = t
+      tier = p[1]
     end
   end
   if #parts == 0 then return "-" end
   local label = table.concat(parts, "+")
-  return tier == "host_memory" and label or (label .. "@" .. tier:gsub("_memory", ""))
+  return tier == TIER.host_memory and label or (label .. "@" .. tier:gsub("_memory", ""))
 end
 
 -- runner_up(hits) -> the best strategy that differs from the winner in its parallel

@@ -33,9 +33,8 @@ void fth_offload_activations(fth_tier tier, double act_bytes_per_mb, double micr
                              double *raw_s, double *exposed_s) {
   *raw_s = *exposed_s = 0.0;
   if (tier == FTH_TIER_XPU || !(act_bytes_per_mb > 0) || !(microbatches > 0)) return;
-  double raw = tier_bw_bytes_per_s > 0
-                   ? 2.0 * microbatches * act_bytes_per_mb / tier_bw_bytes_per_s
-                   : HUGE_VAL;
+  double raw = tier_bw_bytes_per_s > 0 ? 2.0 * microbatches * act_bytes_per_mb / tier_bw_bytes_per_s
+                                       : HUGE_VAL;
   *raw_s = raw;
   *exposed_s = fmax(0.0, raw - comp_comm_eff * busy_s);
 }

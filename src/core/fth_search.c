@@ -341,8 +341,8 @@ static void unshared(const fth_search_def *d, fth_layout *l, int no_latency) {
 /* Time a reference strategy of the group (schedule `sc`, vs 1, DDP) on the
  * plan, every link unshared; ok = 0 when it does not rework. Does not count
  * as a strategy; leaves the plan's groups as the rework made them. */
-static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int mb, int rc,
-                      int sp, int sc, group_ref *g, fth_search_stats *st) {
+static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int mb, int rc, int sp,
+                      int sc, group_ref *g, fth_search_stats *st) {
   g->ok = 0;
   fth_train_def w = d->work;
   offload_work(d, 0, &w); /* offload only slows the passes (offload_dominated) */
@@ -432,8 +432,8 @@ static void reference_flops(const fth_search_def *d, fth_train_plan *plan, int p
  * requested batch when rounded down; 0 when the reference is missing. */
 static double ranked(const fth_search_def *d, int dp, int pp, int vs, int mb, int sc, double batch,
                      double fwd_s, double bwd_s) {
-  double lb = fth_search_time_bound((fth_pp_schedule)sc, pp, vs, batch / ((double)dp * mb), fwd_s,
-                                    bwd_s);
+  double lb =
+      fth_search_time_bound((fth_pp_schedule)sc, pp, vs, batch / ((double)dp * mb), fwd_s, bwd_s);
   return batch != d->work.global_batch ? lb * (d->work.global_batch / batch) : lb;
 }
 
@@ -627,7 +627,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
                 }
                 fth_train_footprint(plan, &fp);
                 if (!fp.fits) {
-                  double over = fp.tier_bytes[fp.overflow_tier] - fp.tier_capacity[fp.overflow_tier];
+                  double over =
+                      fp.tier_bytes[fp.overflow_tier] - fp.tier_capacity[fp.overflow_tier];
                   if (over < over_min) {
                     over_min = over;
                     fp_closest = fp;
@@ -723,13 +724,13 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
               proto.tp_moe = moe ? s->tp_moe[f] : 1;
               proto.ep = moe ? s->ep[g] : 1;
               int ep_so;
-              if (!placement_tiles(d, moe, proto.tp, proto.cp, proto.pp, proto.pp_in,
-                                   proto.tp_moe, proto.ep, &proto.ep_su, &ep_so)) {
+              if (!placement_tiles(d, moe, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
+                                   proto.ep, &proto.ep_su, &ep_so)) {
                 refuse_all(d, st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp), 1);
                 continue;
               }
-              fth_topology_def t = place(d, proto.tp, proto.cp, proto.pp, proto.pp_in,
-                                         proto.tp_moe, proto.ep_su, ep_so, moe);
+              fth_topology_def t = place(d, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
+                                         proto.ep_su, ep_so, moe);
               fth_train_def w = d->work;
               w.pp = FTH_PP_1F1B;
               w.virtual_stages = 1;
@@ -785,16 +786,14 @@ fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s,
     const int parts[3] = {o.weights, o.activations, o.optimizer};
     for (int i = 0; i < 3; i++)
       if (parts[i] != FTH_TIER_XPU && parts[i] != d->space.offload_tier)
-        return fth_fail(err, FTH_EINVAL, "strategy.offload",
-                        "offload to %s: the search offloads to %s only",
-                        fth_tier_name((fth_tier)parts[i]),
-                        fth_tier_name((fth_tier)d->space.offload_tier));
+        return fth_fail(
+            err, FTH_EINVAL, "strategy.offload", "offload to %s: the search offloads to %s only",
+            fth_tier_name((fth_tier)parts[i]), fth_tier_name((fth_tier)d->space.offload_tier));
     fth_offload_apply(&o, w.footprint_tier, w.traffic_tier);
   }
   fth_train_plan plan;
   fth_status st = fth_train_compile(&plan, &d->node, &t, &d->model, &w, err);
-  if (st != FTH_OK && (d->batch_rounding != FTH_BATCH_DOWN || plan.layout.num_gpus == 0))
-    return st;
+  if (st != FTH_OK && (d->batch_rounding != FTH_BATCH_DOWN || plan.layout.num_gpus == 0)) return st;
   if (d->batch_rounding == FTH_BATCH_DOWN) {
     w.global_batch = batch_for(d, plan.layout.dp, s->pp, s->vs, s->mb, s->schedule);
     if (w.global_batch <= 0)

@@ -47,11 +47,11 @@ typedef struct fth_search_space {
   /// that divides the local batch (global batch / DP); with FTH_BATCH_DOWN every
   /// size up to mb_max and the local batch, each with its own rounded batch
   int mb[FTH_SEARCH_MAX_VALUES], n_mb;
-  int mb_max; ///< cap of the automatic micro-batch list (<= 0: FTH_SEARCH_MB_MAX)
-  int recompute_mask;                          ///< bit (1 << fth_recompute)
-  int dp_mask;                                 ///< bit (1 << fth_dp_variant)
-  int schedule_mask; ///< bit (1 << fth_pp_schedule); interleaved rows also need vs > 1
-  int sp_mask;       ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
+  int mb_max;         ///< cap of the automatic micro-batch list (<= 0: FTH_SEARCH_MB_MAX)
+  int recompute_mask; ///< bit (1 << fth_recompute)
+  int dp_mask;        ///< bit (1 << fth_dp_variant)
+  int schedule_mask;  ///< bit (1 << fth_pp_schedule); interleaved rows also need vs > 1
+  int sp_mask;        ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
   /// Offload (fth_offload.h): FTH_TIER_XPU (0) leaves the workload's tier maps
   /// as they are; another tier the node has lets weights, saved activations and
   /// optimizer states each stay on the accelerator or move there. Offload is
@@ -83,7 +83,8 @@ typedef struct fth_search_hit {
   /// where the weights, saved activations and optimizer states live (fth_tier;
   /// FTH_TIER_XPU: on the accelerator)
   int offload_weights, offload_activations, offload_optimizer;
-  double batch; ///< global batch the strategy runs (sequences; < the request only when rounded down)
+  /// global batch the strategy runs (sequences; < the request only when rounded down)
+  double batch;
   double step_time_s, mfu, tokens_per_s, total_time_s;
   double peak_bytes, capacity_bytes, bubble_fraction;
   double exposed_s[FTH_COMM_KIND_COUNT];
@@ -100,10 +101,10 @@ typedef struct fth_search_stats {
   /// sizes that do not divide the pod / cluster / batch / layers; a placement
   /// refused as a whole counts once per (vs, schedule, recompute, DP variant, SP)
   long long not_tiling;
-  long long invalid;    ///< refused by the step model (e.g. heads, experts, interleaving)
-  long long no_fit;     ///< checked memory, did not fit
+  long long invalid; ///< refused by the step model (e.g. heads, experts, interleaving)
+  long long no_fit;  ///< checked memory, did not fit
   long long no_fit_by_tier[FTH_TIER_COUNT];
-  long long evaluated;               ///< timed
+  long long evaluated; ///< timed
   /// skipped by a bound (fth_search_def.prune): they cannot enter the best N
   /// (step time) or cannot fit (memory); not classified further
   long long pruned;
@@ -125,8 +126,8 @@ typedef struct fth_search_def {
   fth_search_space space;
   fth_search_objective objective;
   fth_batch_rounding batch_rounding; ///< work.global_batch is the request (exact) or the cap (down)
-  int worker, workers; ///< evaluate combinations with index % workers == worker
-  fth_prune_mode prune; ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
+  int worker, workers;               ///< evaluate combinations with index % workers == worker
+  fth_prune_mode prune;              ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
 } fth_search_def;
 
 /// Run the search. `top` receives up to `top_cap` best hits, best first

@@ -131,7 +131,8 @@ static int train_step(void) {
   o = none;
   o.weights = FTH_TIER_HOST;
   FTH_RUN(step(&o, &r));
-  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - W + W / 2, r.mem.tier_bytes[FTH_TIER_XPU], 1e-12);
+  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - W + W / 2, r.mem.tier_bytes[FTH_TIER_XPU],
+                  1e-12);
   FTH_ENSURE_NEAR(W, r.mem.tier_bytes[FTH_TIER_HOST], 1e-12);
   FTH_ENSURE(r.fwd_s > b.fwd_s && r.bwd_s > b.bwd_s);
   FTH_ENSURE_NEAR(b.optimizer_s, r.optimizer_s, 1e-12);
@@ -152,7 +153,8 @@ static int train_step(void) {
   FTH_ENSURE_NEAR(r.offload_raw_s, r.offload_exposed_s, 1e-12);
   FTH_ENSURE_NEAR(b.step_time_s + r.offload_exposed_s, r.step_time_s, 1e-12);
   /* HBM keeps two of the 4 blocks' worth as the buffer */
-  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - A + A / 2, r.mem.tier_bytes[FTH_TIER_XPU], 1e-12);
+  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - A + A / 2, r.mem.tier_bytes[FTH_TIER_XPU],
+                  1e-12);
   return 0;
 }
 

@@ -64,7 +64,7 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "exhaustive search's, which --no-prune runs.\n\n" ..
   "Offload: weights (w), saved activations (a) and optimizer states (o) may each move to the\n" ..
   "node's host memory; each strategy takes the fastest placement of them that fits (the\n" ..
-  "offload column). --fix offload=none keeps them on the GPU, --fix offload=nvme (any\n" ..
+  "offload column). --fix offload=off keeps them on the GPU, --fix offload=nvme (any\n" ..
   "memory tier of the node) offloads there.\n\n" ..
   args.usage(spec) .. "\n"
 
