@@ -22,9 +22,10 @@ static int apply_maps(void) {
   o.activations = FTH_TIER_NVME;
   o.optimizer = FTH_TIER_REMOTE;
   fth_offload_apply(&o, w.footprint_tier, w.traffic_tier);
-  /* weights stored and read in host memory */
+  /* weights stored and read in host memory, their gradients summed there */
   FTH_ENSURE_EQ_INT(FTH_TIER_HOST, w.footprint_tier[FTH_MEM_WEIGHTS]);
   FTH_ENSURE_EQ_INT(FTH_TIER_HOST, w.traffic_tier[FTH_MEM_WEIGHTS]);
+  FTH_ENSURE_EQ_INT(FTH_TIER_HOST, w.footprint_tier[FTH_MEM_GRADIENTS]);
   /* activations stored on NVMe, read on the accelerator once copied back */
   FTH_ENSURE_EQ_INT(FTH_TIER_NVME, w.footprint_tier[FTH_MEM_ACTIVATIONS]);
   FTH_ENSURE_EQ_INT(FTH_TIER_XPU, w.traffic_tier[FTH_MEM_ACTIVATIONS]);
@@ -32,8 +33,8 @@ static int apply_maps(void) {
   FTH_ENSURE_EQ_INT(FTH_TIER_REMOTE, w.footprint_tier[FTH_MEM_OPTIMIZER]);
   FTH_ENSURE_EQ_INT(FTH_TIER_REMOTE, w.traffic_tier[FTH_MEM_OPTIMIZER]);
   /* the rest untouched */
-  FTH_ENSURE_EQ_INT(FTH_TIER_XPU, w.footprint_tier[FTH_MEM_GRADIENTS]);
   FTH_ENSURE_EQ_INT(FTH_TIER_XPU, w.footprint_tier[FTH_MEM_TRANSIENT_FWD]);
+  FTH_ENSURE_EQ_INT(FTH_TIER_XPU, w.footprint_tier[FTH_MEM_KV_CACHE]);
   o = fth_offload_none();
   fth_offload_apply(&o, w.footprint_tier, w.traffic_tier);
   for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++) {
@@ -43,33 +44,46 @@ static int apply_maps(void) {
   return 0;
 }
 
-/* Two blocks of 40: 2/40 of 10 GB of weights = 0.5 GB, of a 4 GB micro-batch's
- * activations 0.2 GB; a stage of one block keeps it all. */
+/* Two blocks of 40: 2/40 of 10 GB of weights = 0.5 GB, of 20 GB of gradients
+ * 1 GB, of a 4 GB micro-batch's activations 0.2 GB; a stage of one block keeps
+ * it all. */
 static int buffers(void) {
   fth_tier t[FTH_MEM_COMPONENT_COUNT];
   for (int c = 0; c < FTH_MEM_COMPONENT_COUNT; c++) t[c] = FTH_TIER_XPU;
-  FTH_ENSURE_NEAR(0.0, fth_offload_buffer_bytes(t, 10e9, 4e9, 40), 0);
+  FTH_ENSURE_NEAR(0.0, fth_offload_buffer_bytes(t, 10e9, 20e9, 4e9, 40), 0);
   t[FTH_MEM_WEIGHTS] = FTH_TIER_HOST;
-  FTH_ENSURE_NEAR(0.5e9, fth_offload_buffer_bytes(t, 10e9, 4e9, 40), 1e-15);
+  FTH_ENSURE_NEAR(0.5e9, fth_offload_buffer_bytes(t, 10e9, 20e9, 4e9, 40), 1e-15);
+  t[FTH_MEM_GRADIENTS] = FTH_TIER_HOST;
+  FTH_ENSURE_NEAR(1.5e9, fth_offload_buffer_bytes(t, 10e9, 20e9, 4e9, 40), 1e-15);
   t[FTH_MEM_ACTIVATIONS] = FTH_TIER_HOST;
-  FTH_ENSURE_NEAR(0.7e9, fth_offload_buffer_bytes(t, 10e9, 4e9, 40), 1e-15);
-  FTH_ENSURE_NEAR(14e9, fth_offload_buffer_bytes(t, 10e9, 4e9, 1), 1e-15);
+  FTH_ENSURE_NEAR(1.7e9, fth_offload_buffer_bytes(t, 10e9, 20e9, 4e9, 40), 1e-15);
+  FTH_ENSURE_NEAR(34e9, fth_offload_buffer_bytes(t, 10e9, 20e9, 4e9, 1), 1e-15);
   return 0;
 }
 
-/* 4 micro-batches of 1 GB each, out and back at 25 GB/s: 2 x 4 x 1e9 / 25e9 =
- * 0.32 s; half of a 0.5 s busy time hides 0.25 s: 0.07 s exposed; all of it
- * hides the whole; nothing moves from the accelerator; no bandwidth: never. */
-static int activation_transfers(void) {
+/* 4 micro-batches of 1 GB of activations each, out and back at 25 GB/s:
+ * 2 x 4 x 1e9 / 25e9 = 0.32 s; half of a 0.5 s busy time hides 0.25 s: 0.07 s
+ * exposed; all of it hides the whole. 2 GB of gradients at 50 GB/s over the
+ * same 4 micro-batches: written once, read and written back 3 times, 7 x 2e9 /
+ * 50e9 = 0.28 s, with the activations 0.6 s, 0.35 s exposed. Nothing moves
+ * from the accelerator; without bandwidth, never. */
+static int transfers(void) {
   double raw, ex;
-  fth_offload_activations(FTH_TIER_HOST, 1e9, 4, 25e9, 0.5, 0.5, &raw, &ex);
+  const fth_tier X = FTH_TIER_XPU, H = FTH_TIER_HOST;
+  fth_offload_transfers(H, 1e9, 25e9, X, 2e9, 50e9, 4, 0.5, 0.5, &raw, &ex);
   FTH_ENSURE_NEAR(0.32, raw, 1e-15);
   FTH_ENSURE_NEAR(0.07, ex, 1e-12);
-  fth_offload_activations(FTH_TIER_HOST, 1e9, 4, 25e9, 0.5, 1.0, &raw, &ex);
+  fth_offload_transfers(H, 1e9, 25e9, X, 2e9, 50e9, 4, 0.5, 1.0, &raw, &ex);
   FTH_ENSURE_NEAR(0.0, ex, 0);
-  fth_offload_activations(FTH_TIER_XPU, 1e9, 4, 25e9, 0.5, 0.5, &raw, &ex);
+  fth_offload_transfers(X, 1e9, 25e9, H, 2e9, 50e9, 4, 0.5, 0.5, &raw, &ex);
+  FTH_ENSURE_NEAR(0.28, raw, 1e-15);
+  FTH_ENSURE_NEAR(0.03, ex, 1e-12);
+  fth_offload_transfers(H, 1e9, 25e9, H, 2e9, 50e9, 4, 0.5, 0.5, &raw, &ex);
+  FTH_ENSURE_NEAR(0.6, raw, 1e-15);
+  FTH_ENSURE_NEAR(0.35, ex, 1e-12);
+  fth_offload_transfers(X, 1e9, 25e9, X, 2e9, 50e9, 4, 0.5, 0.5, &raw, &ex);
   FTH_ENSURE_NEAR(0.0, raw + ex, 0);
-  fth_offload_activations(FTH_TIER_HOST, 1e9, 4, 0, 0.5, 0.5, &raw, &ex);
+  fth_offload_transfers(H, 1e9, 0, X, 0, 0, 4, 0.5, 0.5, &raw, &ex);
   FTH_ENSURE(raw == HUGE_VAL && ex == HUGE_VAL);
   return 0;
 }
@@ -112,11 +126,13 @@ static int step(const fth_offload *o, fth_train_result *r) {
 }
 
 /* Against the step without offload (b):
- *  - weights on the host: their bytes W leave HBM but two of the 4 blocks'
- *    stream through it (buffer W / 2 in the transient peak, the embedding and
- *    head counted with the blocks as the stage's weights are); HBM = b - W + W/2;
- *    the host holds W; every kernel reads its weight operand at 50 GB/s, not
- *    1 TB/s, so the step is slower.
+ *  - weights on the host: their bytes W and their gradients' G leave HBM but
+ *    two of the 4 blocks' stream through it (buffer (W + G) / 2 in the
+ *    transient peak, the embedding and head counted with the blocks as the
+ *    stage's weights are); HBM = b - (W + G) / 2; the host holds W + G; every
+ *    kernel reads its weight operand at 50 GB/s, not 1 TB/s, so the passes are
+ *    slower; the gradients of the 4 micro-batches are summed on the host,
+ *    7 G / 50e9 s, none hidden.
  *  - optimizer states on the host: the Adam step reads and writes them at
  *    50 GB/s instead of 1 TB/s: 20 x the optimizer time; HBM loses them.
  *  - activations on the host: out and back per micro-batch, 2 x 4 x A / 50e9,
@@ -126,14 +142,18 @@ static int train_step(void) {
   fth_train_result b, r;
   FTH_RUN(step(&none, &b));
   const double W = b.mem.bytes[FTH_MEM_WEIGHTS], O = b.mem.bytes[FTH_MEM_OPTIMIZER];
-  FTH_ENSURE(W > 0 && O > 0);
+  const double G = b.mem.bytes[FTH_MEM_GRADIENTS];
+  FTH_ENSURE(W > 0 && O > 0 && G > 0);
+  FTH_ENSURE_NEAR(4.0, b.microbatches, 0);
 
   o = none;
   o.weights = FTH_TIER_HOST;
   FTH_RUN(step(&o, &r));
-  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - W + W / 2, r.mem.tier_bytes[FTH_TIER_XPU],
+  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - (W + G) / 2, r.mem.tier_bytes[FTH_TIER_XPU],
                   1e-12);
-  FTH_ENSURE_NEAR(W, r.mem.tier_bytes[FTH_TIER_HOST], 1e-12);
+  FTH_ENSURE_NEAR(W + G, r.mem.tier_bytes[FTH_TIER_HOST], 1e-12);
+  FTH_ENSURE_NEAR(7.0 * G / 50e9, r.offload_raw_s, 1e-12);
+  FTH_ENSURE_NEAR(r.offload_raw_s, r.offload_exposed_s, 1e-12);
   FTH_ENSURE(r.fwd_s > b.fwd_s && r.bwd_s > b.bwd_s);
   FTH_ENSURE_NEAR(b.optimizer_s, r.optimizer_s, 1e-12);
 
@@ -161,7 +181,7 @@ static int train_step(void) {
 int offload_test(void) {
   FTH_RUN(apply_maps());
   FTH_RUN(buffers());
-  FTH_RUN(activation_transfers());
+  FTH_RUN(transfers());
   FTH_RUN(train_step());
   return 0;
 }

@@ -230,9 +230,12 @@ function searches.training(opts, extra, row)
     local s = res.stats
     if s.smallest_shortfall then
       local h = s.smallest_shortfall
-      errors.raise("search: nothing fits: the closest (TP %d, PP %d, DP %d, EP %d, mb %d, recompute %s, %s) " ..
-        "needs %s more %s than the %s of each GPU", h.tp, h.pp, h.dp, h.ep, h.mb, h.recompute, h.dp_variant,
-        units.bytes(s.shortfall_bytes), h.overflow_tier or names.memory_tier[1], units.bytes(h.capacity_bytes))
+      local tier = h.overflow_tier or names.memory_tier[1]
+      local what = tier == names.memory_tier[1] and ("the " .. units.bytes(h.capacity_bytes) .. " of each GPU")
+        or "each GPU's share"
+      errors.raise("search: nothing fits: the closest (TP %d, PP %d, DP %d, EP %d, mb %d, recompute %s, %s, " ..
+        "offload %s) needs %s more %s than %s", h.tp, h.pp, h.dp, h.ep, h.mb, h.recompute, h.dp_variant,
+        search.offload_label(h), units.bytes(s.shortfall_bytes), tier, what)
     end
     errors.raise("search: no strategy tiles %d GPUs in %d-GPU pods for this model and batch " ..
       "(%d considered; try another --global-batch or --pod-size%s)", gpus, pod, s.considered or 0,
