@@ -46,11 +46,11 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--batch-rounding exact|down] [--seq S] [--gen N]\n" ..
   "                     [--objective OBJ] [--top K] [--memory-reserve SIZE]\n" ..
-  "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n\n" ..
+  "                     [--latency-bound S] [--fix tp=8,pp=4] [--no-prune] [--format table|yaml|json|csv]\n\n" ..
   "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
   "interleaved with virtual stages, ZB-H1, DualPipe; stages split between pod and\n" ..
   "cluster), DP with ZeRO-1/2/3, EP split between scale-up and scale-out, CP, SP,\n" ..
-  "micro-batch and recomputation; prunes what does not tile or fit (memory is checked\n" ..
+  "micro-batch, recomputation and offload; prunes what does not tile or fit (memory is checked\n" ..
   "before time) and ranks the rest. Infeasible counts are reported. Models and nodes are\n" ..
   "found by name in configs/.\n\n" ..
   "Micro-batch: every size up to " .. search.MB_MAX .. " that divides the local batch (global batch / DP);\n" ..
