@@ -31,7 +31,7 @@ local spec = {
     "tpot", "ttft", "throughput" }, help = "what to rank by [default: step_time; inference: throughput]" },
   { name = "top", arg = "K", integer = { 1, 1000 }, default = 10, help = "strategies to show" },
   { name = "fix", arg = "K=V,...", multi = true,
-    help = "fix dimensions, e.g. tp=8,pp=4 (tp, pp, cp, ep, tp_moe, vs, mb, ...)" },
+    help = "fix dimensions, e.g. tp=8,pp=4 (tp, pp, cp, ep, tp_moe, vs, mb, offload=off|TIER, ...)" },
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
