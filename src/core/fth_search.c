@@ -239,11 +239,9 @@ static int placement_tiles(const fth_search_def *d, int moe, int tp, int cp, int
   return across <= pods && pods % across == 0;
 }
 
-/* Count a whole placement's variants as refused (by worker 0 only, so that
- * sharded runs add up). */
-static void refuse_all(const fth_search_def *d, fth_search_stats *st, long long variants,
-                       int tiling) {
-  if (d->worker != 0) return;
+/* Count a whole placement's variants as refused (by the worker that owns the
+ * placement, so that sharded runs add up). */
+static void refuse_all(fth_search_stats *st, long long variants, int tiling) {
   st->considered += variants;
   if (tiling)
     st->not_tiling += variants;
@@ -477,7 +475,6 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
                          int top_cap, int *n_top, fth_search_stats *st) {
   const fth_search_space *s = &d->space;
   const int n_layers = d->model.n_layers, tp = proto->tp, pp = proto->pp;
-  const int workers = d->workers > 0 ? d->workers : 1;
   const int dp = plan->layout.dp;
   const int down = d->batch_rounding == FTH_BATCH_DOWN;
   const int searched = offload_searched(d);
@@ -497,10 +494,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     if (mb_hi == 0) {
       /* counted as one refused strategy per (vs, schedule, recompute, DP variant, SP) */
       long long n = count_variants(c, s, n_layers, tp, pp);
-      if (d->worker == 0) {
-        st->considered += n;
-        st->not_tiling += n;
-      }
+      st->considered += n;
+      st->not_tiling += n;
       return;
     }
   }
@@ -539,7 +534,7 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             int n_dv = 0;
             for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
               long long my = my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp;
-              if (in_space(s, tp, pp, vs, sc, rc, dv, sp) && my % workers == d->worker)
+              if (in_space(s, tp, pp, vs, sc, rc, dv, sp))
                 mine[dv] = my, n_dv++;
               else
                 mine[dv] = -1;
@@ -715,6 +710,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
         for (int e = 0; e < s->n_pp_in; e++)
           for (int f = 0; f < n_tpm; f++)
             for (int g = 0; g < n_ep; g++, index += ctx.slots) {
+              /* Workers split by placement: its variants share one compiled plan
+               * and the bounds' reference evaluations. */
+              if ((index / ctx.slots) % workers != d->worker) continue;
               fth_search_hit proto;
               memset(&proto, 0, sizeof proto);
               proto.tp = s->tp[a];
@@ -726,7 +724,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
               int ep_so;
               if (!placement_tiles(d, moe, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
                                    proto.ep, &proto.ep_su, &ep_so)) {
-                refuse_all(d, st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp), 1);
+                refuse_all(st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp), 1);
                 continue;
               }
               fth_topology_def t = place(d, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
@@ -741,7 +739,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                * leaves a usable layout: each variant is reworked and judged. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
                   plan.layout.num_gpus == 0) {
-                refuse_all(d, st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp),
+                refuse_all(st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp),
                            e2.status == FTH_ETILE);
                 continue;
               }

@@ -126,7 +126,9 @@ typedef struct fth_search_def {
   fth_search_space space;
   fth_search_objective objective;
   fth_batch_rounding batch_rounding; ///< work.global_batch is the request (exact) or the cap (down)
-  int worker, workers;               ///< evaluate combinations with index % workers == worker
+  /// evaluate the placements (TP, CP, PP, stages in the pod, TP_MoE, EP) whose
+  /// number (index / positions per placement) % workers == worker
+  int worker, workers;
   fth_prune_mode prune;              ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
 } fth_search_def;
 
