@@ -378,10 +378,10 @@ static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int
  * fastest rate nor than its collectives (overlap(k, c, e) >= max(k, c)). Not
  * under a recipe (its weight casts are shared by the micro-batches) nor for
  * EP with a simulated all-to-all time (fixed per call). */
-typedef struct flop_ref {
+typedef struct seq_ref {
   int ok;
   double flops, comm_s; /* per sequence */
-} flop_ref;
+} seq_ref;
 
 double fth_search_rate_bound(const fth_node_def *node) {
   double r = 0.0;
@@ -393,8 +393,8 @@ double fth_search_rate_bound(const fth_node_def *node) {
   return fth_max(r, e.vector_flops_per_s);
 }
 
-static void reference_flops(const fth_search_def *d, fth_train_plan *plan, int pp, int sp, int sc,
-                            flop_ref *f, fth_search_stats *st) {
+static void reference_per_seq(const fth_search_def *d, fth_train_plan *plan, int pp, int sp, int sc,
+                              seq_ref *f, fth_search_stats *st) {
   f->ok = 0;
   if (d->work.recipe != FTH_RECIPE_NONE) return;
   fth_train_def w = d->work;
@@ -441,8 +441,8 @@ static double ranked(const fth_search_def *d, int dp, int pp, int vs, int mb, in
  * max(comp_comm_efficiency, the schedule row's comm_hidden) (fth_train_evaluate;
  * summing a pass's phases first and counting blocking collectives as
  * overlapped only lowers it: the rule is monotone and homogeneous). */
-static double flop_bound(const fth_search_def *d, const flop_ref *f, double rate, int dp, int pp,
-                         int vs, int mb, int sc, double batch) {
+static double seq_bound(const fth_search_def *d, const seq_ref *f, double rate, int dp, int pp,
+                        int vs, int mb, int sc, double batch) {
   if (!f->ok || !(rate > 0)) return 0.0;
   double e = fth_max(d->work.comp_comm_eff, fth_schedule_get((fth_pp_schedule)sc)->comm_hidden);
   double per_seq = fth_overlap(f->flops / rate, f->comm_s, e);
@@ -508,7 +508,7 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     mem_out = fth_search_memory_bound(plan, &most) > cap;
   }
   fth_train_result r;
-  flop_ref fl[N_SP][2];
+  seq_ref fl[N_SP][2];
   memset(fl, 0, sizeof fl);
   int fl_tried[N_SP][2] = {{0, 0}, {0, 0}};
   const double rate = fth_search_rate_bound(&plan->node);
@@ -558,10 +558,10 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             if ((prune && full) || audit) {
               /* cheapest first, each only when the previous did not decide */
               if (!fl_tried[sp][dual]) {
-                reference_flops(d, plan, pp, sp, sc, &fl[sp][dual], st);
+                reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
                 fl_tried[sp][dual] = 1;
               }
-              lb = flop_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, w.global_batch);
+              lb = seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, w.global_batch);
               if (!beyond(lb, worst) || audit) {
                 if (!base[dual].ok)
                   reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);

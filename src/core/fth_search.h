@@ -129,7 +129,7 @@ typedef struct fth_search_def {
   /// evaluate the placements (TP, CP, PP, stages in the pod, TP_MoE, EP) whose
   /// number (index / positions per placement) % workers == worker
   int worker, workers;
-  fth_prune_mode prune;              ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
+  fth_prune_mode prune; ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
 } fth_search_def;
 
 /// Run the search. `top` receives up to `top_cap` best hits, best first
@@ -145,22 +145,33 @@ fth_status fth_search_run(const fth_search_def *def, fth_search_hit *top, int to
 fth_status fth_search_eval_one(const fth_search_def *def, const fth_search_hit *strategy,
                                fth_search_hit *out, fth_train_result *result, fth_error *err);
 
-/* Exact pruning. Before a strategy is reworked, two lower bounds decide
- * whether it can matter; neither changes which strategies are the best N:
+/* Exact pruning. Before a strategy is reworked, lower bounds decide whether
+ * it can matter; none changes which strategies are the best N (README "Exact
+ * pruning"; FTH_PRUNE_AUDIT checks them against every timed strategy):
  *  - memory, per placement: weights, gradients and optimizer states sharded as
- *    far as any DP variant shards them (ZeRO-3), one copy, plus the runtime
+ *    far as any DP variant shards them (ZeRO-3), one copy, on the accelerator
+ *    only where the most offloaded placement leaves them, plus the runtime
  *    context (fth_search_memory_bound); a placement whose bound exceeds the
  *    accelerator's capacity has no strategy that fits.
- *  - step time, per group (placement, micro-batch, SP, recompute mode): the
- *    stage passes of every schedule but DualPipe do not depend on the
- *    schedule, the virtual stages or the DP variant, so one reference
- *    evaluation gives the group's exact t_f and t_b; recompute none's bound
- *    every mode's. The step is at least microbatches x (t_f + t_b) plus the
- *    bubble (fth_search_time_bound); the other terms (exposed PP and DP
- *    communication, optimizer, offload) are >= 0. A strategy whose bound,
- *    ranked as the search ranks it, is worse than the N-th best kept so far
- *    is skipped. Step-time objective only; the headroom objective is
- *    exhaustive. */
+ *  - step time per sequence, per (placement, SP, schedule class): one
+ *    evaluation at micro-batch 1 with every link unshared and every latency
+ *    and per-call overhead 0 gives the slowest stage's FLOPs and the bandwidth
+ *    time of its layer collectives per sequence, both linear in the
+ *    micro-batch; a pass takes at least their overlap at the node's fastest
+ *    rate (fth_search_rate_bound).
+ *  - step time, per group (placement, micro-batch, SP, recompute mode,
+ *    schedule class): the stage passes of every schedule but DualPipe read
+ *    neither the schedule, the virtual stages nor the DP variant, but for the
+ *    links' traffic shares; one reference evaluation with every link at its
+ *    whole bandwidth (and no offload, which only slows them) bounds the
+ *    group's t_f and t_b; recompute none's bound every mode's.
+ * The step is at least microbatches x (t_f + t_b) plus the bubble
+ * (fth_search_time_bound); the other terms (exposed PP and DP communication,
+ * optimizer, offload) are >= 0. A strategy whose bound, ranked as the search
+ * ranks it, is worse than the N-th best kept so far is skipped. Time bounds
+ * serve the step-time objective only (the headroom objective is exhaustive
+ * but for memory), and only when offloading to a tier no faster than the
+ * accelerator's. */
 
 /// Least step time of a strategy whose slowest stage takes fwd_s + bwd_s per
 /// micro-batch: microbatches x (fwd_s + bwd_s) plus the schedule row's bubble
@@ -170,8 +181,7 @@ double fth_search_time_bound(fth_pp_schedule sc, int pp, int vs, double microbat
 
 /// The fastest rate any kernel runs at on `node` (FLOP/s): the largest
 /// achievable matrix or attention rate of any precision, or the vector rate.
-/// A pass of F FLOPs takes at least F / this (the FLOP bound, taken per
-/// placement before the per-group references: FLOPs per sequence x mb).
+/// A pass of F FLOPs takes at least F / this (the per-sequence bound).
 double fth_search_rate_bound(const fth_node_def *node);
 
 /// Least accelerator bytes any DP variant, schedule, micro-batch or recompute
