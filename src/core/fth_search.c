@@ -528,8 +528,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
           const int splits = vs_splits(n_layers, pp, vs);
           const long long my0 = slot + ((long long)vi * c->mb_slots + mi) * N_INNER;
           for (int sc = 0; sc < N_SCHED; sc++) {
-            /* the DP variants of (vs, sc, rc, sp) this worker owns: one batch,
-             * one bound */
+            /* the DP variants of (vs, sc, rc, sp) in the space (their positions):
+             * one batch, one bound */
             long long mine[FTH_DP_COUNT];
             int n_dv = 0;
             for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
