@@ -293,6 +293,16 @@ static int pruned_is_exhaustive(const fth_search_def *d0) {
   d.space.n_mb = 0;
   FTH_RUN(same_hits(&d, 4, &p));
   pruned += p;
+  /* an FP8 recipe, whose weight casts are shared by the micro-batches: group
+   * references bound only variants of their batch, no per-sequence bound;
+   * rounded down, batches differ between schedules */
+  d = *d0;
+  d.node.compute.flops_per_s[FTH_PREC_FP8] = 2e15;
+  d.work.recipe = FTH_RECIPE_FP8_DELAYED;
+  FTH_RUN(same_hits(&d, 3, &p));
+  d.work.global_batch = 15;
+  d.batch_rounding = FTH_BATCH_DOWN;
+  FTH_RUN(same_hits(&d, 3, &p));
   FTH_ENSURE(pruned > 0); /* the bounds did skip something */
   return 0;
 }
