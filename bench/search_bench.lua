@@ -1,16 +1,18 @@
--- Search benchmark: wall time and strategies timed per second of the reference
--- searches, with 2 worker processes. Run: build/fathom bench/search_bench.lua [workers]
--- (a benchmark, not a test: figures vary by machine).
+-- Search benchmark: wall time (an in-process monotonic clock), strategies considered and
+-- timed per second, and what the exact-pruning bounds skipped, for the reference searches.
+-- Run: build/fathom bench/search_bench.lua [workers] [exhaustive|pruned] [offload=off]
+--   workers     worker processes (default 2; 1 runs in-process only)
+--   exhaustive  also run each search without the bounds (--no-prune), for before/after;
+--               the 1T-MoE search then takes ~35 s on one core
+--   offload=off (third argument) searches without offload, the space before issue 16's offload knob
+-- wall: an in-process monotonic clock; cpu: this process's CPU time (the whole search with one
+-- worker; workers' processes not counted). A benchmark, not a test: figures vary by machine and load.
+local core = require("fathom.core")
 local search = require("fathom.search")
 
 local workers = tonumber(arg and arg[1]) or 2
-
-local function now()
-  local p = io.popen("date +%s.%N")
-  local t = tonumber(p:read("a"))
-  p:close()
-  return t
-end
+local exhaustive = arg and arg[2] == "exhaustive"
+local offload_off = arg and arg[3] == "offload=off"
 
 local cases = {
   { "GPT-3 175B, 1,024 A100 (8-GPU pods)", { model = "gpt3_175b", node = "A100_80GB_SXM", gpus = 1024,
@@ -28,16 +30,24 @@ local cases = {
     gpus = 32768, pod_size = 512, global_batch = 16384, seq = 8192 } },
 }
 
-print(string.format("%-48s %12s %12s %9s %14s %14s", "search", "considered", "timed", "wall", "timed/s",
-  "considered/s"))
+print(string.format("%-48s %-5s %10s %9s %10s %9s %8s %8s %12s %12s", "search", "prune", "considered", "timed",
+  "skipped", "refs", "wall", "cpu", "timed/s", "considered/s"))
 for _, c in ipairs(cases) do
   local a = c[2]
   a.workload = "train_specs/search_default.yaml"
   a.top = 10
-  local def = search.prepare(a)
-  local t0 = now()
-  local res = search.run(def, workers)
-  local dt = now() - t0
-  print(string.format("%-48s %12d %12d %8.2fs %14.0f %14.0f", c[1], res.stats.considered, res.stats.evaluated,
-    dt, res.stats.evaluated / dt, res.stats.considered / dt))
+  if offload_off then
+    a.fix = a.fix or {}
+    a.fix.offload = "off"
+  end
+  for _, prune in ipairs(exhaustive and { "off", "on" } or { "on" }) do
+    a.prune = prune
+    local def = search.prepare(a)
+    local t0, c0 = core.monotonic_s(), os.clock()
+    local res = search.run(def, workers, false)
+    local dt, cpu = core.monotonic_s() - t0, os.clock() - c0
+    local s = res.stats
+    print(string.format("%-48s %-5s %10d %9d %10d %9d %7.2fs %7.2fs %12.0f %12.0f", c[1], prune, s.considered,
+      s.evaluated, s.pruned or 0, s.bound_evals or 0, dt, cpu, s.evaluated / dt, s.considered / dt))
+  end
 end

@@ -67,13 +67,33 @@ local function default_recompute()
   return out
 end
 
+-- The memory tiers a search may offload to: "off" and every tier the node has beyond
+-- the accelerator's.
+function M.offload_choices(system)
+  local out = { "off" }
+  local tiers = system.node and system.node.device_memory_tiers or {}
+  for _, t in ipairs(enums.memory_tier) do
+    if t ~= TIER.xpu_memory and tiers[t] then out[#out + 1] = t end
+  end
+  return out
+end
+
+-- Offload searched by default: weights, saved activations and optimizer states may each
+-- move to the node's host memory (fth_search.h: each strategy takes the fastest of the
+-- least offloads that fit); `--fix offload=off` keeps everything on the accelerator,
+-- `--fix offload=nvme` (any tier of the node) offloads there instead.
+function M.default_offload(system)
+  local tiers = system.node and system.node.device_memory_tiers or {}
+  return tiers.host_memory and TIER.host_memory or "off"
+end
+
 -- The automatic micro-batch list stops at this size (a larger one is still tried with
 -- --fix mb=N); README "Strategy search".
 M.MB_MAX = 64
 
 -- space(model, system, workload, fix) -> the candidate values per dimension.
 -- Pruning rules (what a strategy must satisfy before it is worth timing):
---   TP divides the heads and the pod (TP never crosses the scale-up fabric);
+--   TP divides the heads and the pod, up to the pod (TP never crosses the scale-up fabric);
 --   PP divides the layers; the stages inside the pod divide the pod;
 --   EP divides the experts; CP only for long sequences; SP only with TP > 1.
 -- Virtual stages and micro-batch are "auto": the core takes, per placement, every
@@ -97,10 +117,14 @@ function M.space(model, system, workload, fix)
     dp = copy(enums.dp_variant),
     schedule = copy(enums.pp_schedule),
     sp = { false, true },
+    offload = M.default_offload(system),
   }
-  for _, t in ipairs(powers_of_two_dividing(pod, 64)) do
+  -- TP: every divisor of the pod that divides the heads, up to the whole scale-up domain
+  -- (an NVL72 or a 144-GPU pod runs TP 12, 24, 36, 72 where the heads allow).
+  for _, t in ipairs(divisors(pod)) do
     if heads % t == 0 then s.tp[#s.tp + 1] = t end
   end
+  s.tp = cap(s.tp, 32)
   if workload.seq_length >= 32768 then
     s.cp = { 1, 2, 4, 8 }
   elseif workload.seq_length >= 8192 then
@@ -111,7 +135,8 @@ function M.space(model, system, workload, fix)
     s.ep = cap(powers_of_two_dividing(model.num_regular_experts, 1024), 32)
   end
   local numeric = { tp = true, cp = true, pp = true, pp_in = true, tp_moe = true, ep = true, vs = true, mb = true }
-  local choices = { recompute = copy(enums.recompute), dp = s.dp, schedule = s.schedule }
+  local choices = { recompute = copy(enums.recompute), dp = s.dp, schedule = s.schedule,
+    offload = M.offload_choices(system) }
   for k, v in pairs(fix or {}) do
     if s[k] == nil or k == "mb_max" then
       local names = {}
@@ -136,7 +161,7 @@ function M.space(model, system, workload, fix)
         end
       end
     end
-    s[k] = list
+    s[k] = k == "offload" and list[1] or list
   end
   if #s.tp == 0 then
     errors.raise("search: no tensor-parallel degree divides both %d heads and the %d-GPU pod", heads, pod)
@@ -275,6 +300,21 @@ function M.system(lib, node_name, gpus, pod_size)
   }
 end
 
+-- offload_label(hit) -> which parts live off the accelerator: "w", "a", "o" (weights, saved
+-- activations, optimizer states) joined by "+", with the tier when it is not host memory; "-" for none.
+function M.offload_label(h)
+  local parts, tier = {}, nil
+  for _, p in ipairs({ { h.offload_weights, "w" }, { h.offload_activations, "a" }, { h.offload_optimizer, "o" } }) do
+    if p[1] and p[1] ~= TIER.xpu_memory then
+      parts[#parts + 1] = p[2]
+      tier = p[1]
+    end
+  end
+  if #parts == 0 then return "-" end
+  local label = table.concat(parts, "+")
+  return tier == TIER.host_memory and label or (label .. "@" .. tier:gsub("_memory", ""))
+end
+
 -- runner_up(hits) -> the best strategy that differs from the winner in its parallel
 -- layout (not only in a setting that does not change the time), else the second.
 function M.runner_up(hits)
@@ -320,6 +360,10 @@ function M.explain(a, b, system)
     out[#out + 1] = string.format("micro-batch %d vs %d", a.mb, b.mb)
   end
   if a.sp ~= b.sp then out[#out + 1] = "sequence parallelism " .. (a.sp and "on" or "off") end
+  if M.offload_label(a) ~= M.offload_label(b) then
+    out[#out + 1] = string.format("offload %s vs %s: %s vs %s per GPU", M.offload_label(a), M.offload_label(b),
+      units.bytes(a.peak_bytes), units.bytes(b.peak_bytes))
+  end
   if a.cp ~= b.cp then out[#out + 1] = string.format("CP=%d vs CP=%d", a.cp, b.cp) end
   if a.batch and b.batch and a.batch ~= b.batch then
     -- rounded down: steps of different batches compare per sequence
@@ -335,7 +379,8 @@ function M.explain(a, b, system)
 end
 
 -- prepare{model=, hardware=, node=, gpus=, pod_size=, global_batch=, seq=, objective=, top=, fix=,
---         workload=, batch_rounding=, memory_reserve_bytes=} -> def for core.search, plus the loaded model and system.
+--         workload=, batch_rounding=, memory_reserve_bytes=, prune=} -> def for core.search, plus the loaded model
+--         and system. prune: "on" (default), "off" (exhaustive) or "audit" (exhaustive, counting bound violations).
 -- batch_rounding: "exact" (default; the global batch must tile) or "down" (each strategy
 -- runs the largest batch <= global_batch that tiles, and is ranked by its rate).
 function M.prepare(a)
@@ -366,6 +411,7 @@ function M.prepare(a)
     objective = a.objective == "headroom" and "headroom" or "step_time",
     batch_rounding = a.batch_rounding or "exact",
     top = a.top or 100,
+    prune = a.prune or "on",
   }
   if def.batch_rounding ~= "exact" and def.batch_rounding ~= "down" then
     errors.raise("search: batch rounding '%s': expected exact or down", tostring(def.batch_rounding))

@@ -2,6 +2,8 @@
  * tiling, memory first, timed when it fits, best N kept (fth_search.h). */
 #include "fth_search.h"
 
+#include "fth_offload.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -43,6 +45,34 @@ static fth_topology_def place(const fth_search_def *d, int tp, int cp, int pp, i
   return t;
 }
 
+/* Offload placements, in the order ties resolve: none, then one part, two,
+ * all three (bit 0 weights, 1 activations, 2 optimizer states). */
+static const int offload_order[8] = {0, 1, 2, 4, 3, 5, 6, 7};
+
+static int offload_searched(const fth_search_def *d) {
+  int t = d->space.offload_tier;
+  return t > FTH_TIER_XPU && t < FTH_TIER_COUNT && d->node.has_tier[t];
+}
+
+/* Offloading to a tier no faster than the accelerator's only adds time. */
+static int offload_dominated(const fth_search_def *d) {
+  int t = d->space.offload_tier;
+  return fth_memory_bw_bytes_per_s(&d->node.tier[t]) <=
+         fth_memory_bw_bytes_per_s(&d->node.tier[FTH_TIER_XPU]);
+}
+
+/* The workload with the parts in `bits` moved to the space's offload tier
+ * (when offload is searched; else the workload's own maps). */
+static void offload_work(const fth_search_def *d, int bits, fth_train_def *w) {
+  if (!offload_searched(d)) return;
+  fth_tier t = (fth_tier)d->space.offload_tier;
+  fth_offload o = fth_offload_none();
+  if (bits & 1) o.weights = t;
+  if (bits & 2) o.activations = t;
+  if (bits & 4) o.optimizer = t;
+  fth_offload_apply(&o, w->footprint_tier, w->traffic_tier);
+}
+
 /* Keep `top` sorted best first; insert h if it belongs. */
 static void keep(fth_search_hit *top, int cap, int *n, const fth_search_hit *h) {
   if (cap <= 0) return;
@@ -64,6 +94,9 @@ static void keep(fth_search_hit *top, int cap, int *n, const fth_search_hit *h) 
 
 static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train_result *r,
                      const fth_search_def *d) {
+  h->offload_weights = p->work.footprint_tier[FTH_MEM_WEIGHTS];
+  h->offload_activations = p->work.footprint_tier[FTH_MEM_ACTIVATIONS];
+  h->offload_optimizer = p->work.footprint_tier[FTH_MEM_OPTIMIZER];
   h->dp = p->layout.dp;
   h->batch = p->work.global_batch;
   h->step_time_s = r->step_time_s;
@@ -82,6 +115,15 @@ static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train
                  : h->batch == d->work.global_batch
                      ? h->step_time_s
                      : h->step_time_s * (d->work.global_batch / h->batch);
+}
+
+/* The offload fields of a strategy that moves the parts in `bits`. */
+static void fill_offload(fth_search_hit *h, const fth_search_def *d, int bits) {
+  fth_train_def w = d->work;
+  offload_work(d, bits, &w);
+  h->offload_weights = w.footprint_tier[FTH_MEM_WEIGHTS];
+  h->offload_activations = w.footprint_tier[FTH_MEM_ACTIVATIONS];
+  h->offload_optimizer = w.footprint_tier[FTH_MEM_OPTIMIZER];
 }
 
 static int in(int mask, int bit) {
@@ -197,11 +239,9 @@ static int placement_tiles(const fth_search_def *d, int moe, int tp, int cp, int
   return across <= pods && pods % across == 0;
 }
 
-/* Count a whole placement's variants as refused (by worker 0 only, so that
- * sharded runs add up). */
-static void refuse_all(const fth_search_def *d, fth_search_stats *st, long long variants,
-                       int tiling) {
-  if (d->worker != 0) return;
+/* Count a whole placement's variants as refused (by the worker that owns the
+ * placement, so that sharded runs add up). */
+static void refuse_all(fth_search_stats *st, long long variants, int tiling) {
   st->considered += variants;
   if (tiling)
     st->not_tiling += variants;
@@ -225,19 +265,225 @@ static void note_shortfall(fth_search_stats *st, const fth_memory_footprint *fp,
   }
 }
 
+double fth_search_time_bound(fth_pp_schedule sc, int pp, int vs, double microbatches, double fwd_s,
+                             double bwd_s) {
+  double busy = microbatches * (fwd_s + bwd_s); /* fth_train_evaluate's busy_s, same operations */
+  const fth_schedule *row = fth_schedule_get(sc);
+  /* A row whose weight-gradient passes fill the bubble (bubble_w < 0) may
+   * leave none: bound it by 0. Otherwise the bubble with t_w = 0 is the
+   * least it can be (bubble_w >= 0). */
+  if (row == NULL || row->bubble_w < 0) return busy;
+  /* Only the sum t_f + t_b is bounded (a reference may pick another stage as
+   * the slowest): charge it all at the smaller of the two coefficients. */
+  double sum = fwd_s + bwd_s;
+  return row->bubble_f <= row->bubble_b ? busy + fth_pp_bubble_s(sc, pp, vs, sum, 0.0, 0.0)
+                                        : busy + fth_pp_bubble_s(sc, pp, vs, 0.0, sum, 0.0);
+}
+
+double fth_search_memory_bound(const fth_train_plan *plan, const fth_train_def *work) {
+  /* Weights, gradients and optimizer states as ZeRO-3 shards them (every
+   * other variant shards a subset: fth_zero), one copy, no activations, no
+   * transient, no fragmentation: what any variant of this placement keeps on
+   * the accelerator at least, plus the runtime context. */
+  fth_train_plan p = *plan;
+  p.work = *work;
+  if (p.work.grad_bytes == 0) p.work.grad_bytes = p.work.master_bytes; /* as fth_train_rework */
+  p.work.dp = FTH_DP_ZERO3;
+  p.work.pp = FTH_PP_1F1B;
+  p.work.recipe = FTH_RECIPE_NONE;
+  fth_memory_footprint fp;
+  fth_train_footprint(&p, &fp);
+  const fth_tier *tier = p.work.footprint_tier;
+  double b = 0.0;
+  const fth_mem_component fixed[3] = {FTH_MEM_WEIGHTS, FTH_MEM_GRADIENTS, FTH_MEM_OPTIMIZER};
+  for (int i = 0; i < 3; i++)
+    if (tier[fixed[i]] == FTH_TIER_XPU) b += fp.bytes[fixed[i]];
+  if (tier[FTH_MEM_RUNTIME_CONTEXT] == FTH_TIER_XPU) b += p.work.reserve.context_bytes;
+  return b;
+}
+
+/* A lower bound on the per-micro-batch times of a group of variants. Within
+ * one placement, micro-batch and SP, the stage passes of every schedule but
+ * DualPipe (which pairs stages and hides the layer collectives) read neither
+ * the schedule, the virtual stages nor the DP variant (fth_train.c:
+ * stage_pass), except through the links' shares: shared by traffic, a
+ * layer collective's share of a link follows the bytes every kind moves a
+ * step, which those knobs change. The reference therefore gives every group
+ * the whole bandwidth of each link it uses (no collective is slower for more
+ * bandwidth, no pass slower for faster collectives) and its t_f, t_b bound
+ * the group's; recompute none's bound every mode's (recomputation only adds
+ * its re-run to t_b). With a precision recipe only for the same micro-batch
+ * count (its weight casts are shared by them). */
+typedef struct group_ref {
+  int ok;
+  double fwd_s, bwd_s, batch;
+} group_ref;
+
+/* Every level of every group at its link's whole per-GPU bandwidth (the
+ * search's fabric: dimension 0 the pod, 1 across pods; a level is matched by
+ * its dimension's size and type, the faster link when both match). */
+static void unshared(const fth_search_def *d, fth_layout *l, int no_latency) {
+  const double up = fth_link_bw_bytes_per_s(&d->scale_up);
+  const double out = fth_link_bw_bytes_per_s(&d->scale_out);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
+    for (int i = 0; i < l->group[k].n; i++) {
+      fth_group_level *v = &l->group[k].lv[i];
+      int is_up = v->dim_size == d->pod_size && v->type == d->scale_up_type;
+      int is_out = d->num_pods > 1 && v->dim_size == d->num_pods && v->type == d->scale_out_type;
+      double bw = is_up && is_out ? fth_max(up, out) : is_up ? up : is_out ? out : fth_max(up, out);
+      v->bw_bytes_per_s = fth_max(v->bw_bytes_per_s, bw);
+      if (no_latency) v->latency_s = 0.0;
+    }
+}
+
+/* Time a reference strategy of the group (schedule `sc`, vs 1, DDP) on the
+ * plan, every link unshared; ok = 0 when it does not rework. Does not count
+ * as a strategy; leaves the plan's groups as the rework made them. */
+static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int mb, int rc, int sp,
+                      int sc, group_ref *g, fth_search_stats *st) {
+  g->ok = 0;
+  fth_train_def w = d->work;
+  offload_work(d, 0, &w); /* offload only slows the passes (offload_dominated) */
+  w.global_batch = batch_for(d, plan->layout.dp, pp, 1, mb, sc);
+  if (w.global_batch <= 0) return;
+  w.pp = (fth_pp_schedule)sc;
+  w.virtual_stages = 1;
+  w.micro_batch = mb;
+  w.recompute = (fth_recompute)rc;
+  w.dp = FTH_DP_DDP;
+  w.sequence_parallel = sp;
+  fth_error e;
+  if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
+  fth_group saved[FTH_COMM_KIND_COUNT];
+  memcpy(saved, plan->layout.group, sizeof saved);
+  unshared(d, &plan->layout, 0);
+  fth_train_result r;
+  fth_train_evaluate(plan, &r);
+  memcpy(plan->layout.group, saved, sizeof saved);
+  st->bound_evals++;
+  g->ok = 1;
+  g->fwd_s = r.fwd_s;
+  g->bwd_s = r.bwd_s;
+  g->batch = w.global_batch;
+}
+
+/* What one sequence of a micro-batch costs the slowest stage's passes at
+ * least, whatever the micro-batch (any placement's group of one SP setting
+ * and schedule class): its FLOPs and the bandwidth part of its layer
+ * collectives (TP, EP, CP). Both are linear in the micro-batch: every kernel's
+ * m, or its batch, is tokens, and every layer collective moves bytes in
+ * proportion to them, at a time linear in the bytes once latencies and
+ * per-call overheads are 0 (each algorithm's bandwidth term; the cheapest of
+ * them is linear too). A pass is no faster than its kernels at the node's
+ * fastest rate nor than its collectives (overlap(k, c, e) >= max(k, c)). Not
+ * under a recipe (its weight casts are shared by the micro-batches) nor for
+ * EP with a simulated all-to-all time (fixed per call). */
+typedef struct seq_ref {
+  int ok;
+  double flops, comm_s; /* per sequence */
+} seq_ref;
+
+double fth_search_rate_bound(const fth_node_def *node) {
+  double r = 0.0;
+  for (int p = 0; p < FTH_PREC_COUNT; p++) {
+    r = fth_max(r, fth_compute_flops_per_s(&node->compute, (fth_precision)p));
+    r = fth_max(r, fth_compute_attention_flops_per_s(&node->compute, (fth_precision)p));
+  }
+  fth_kernel_env e = fth_kernel_env_make(node, FTH_PREC_BF16, FTH_TIER_XPU);
+  return fth_max(r, e.vector_flops_per_s);
+}
+
+static void reference_per_seq(const fth_search_def *d, fth_train_plan *plan, int pp, int sp, int sc,
+                              seq_ref *f, fth_search_stats *st) {
+  f->ok = 0;
+  if (d->work.recipe != FTH_RECIPE_NONE) return;
+  fth_train_def w = d->work;
+  offload_work(d, 0, &w);
+  w.global_batch = (double)plan->layout.dp * 2.0 * pp; /* tiles every schedule at mb 1 */
+  w.pp = (fth_pp_schedule)sc;
+  w.virtual_stages = 1;
+  w.micro_batch = 1;
+  w.recompute = FTH_RECOMPUTE_NONE;
+  w.dp = FTH_DP_DDP;
+  w.sequence_parallel = sp;
+  w.coll.per_peer_overhead_s = 0.0;
+  w.coll.launch_s = 0.0;
+  fth_error e;
+  if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
+  fth_group saved[FTH_COMM_KIND_COUNT];
+  memcpy(saved, plan->layout.group, sizeof saved);
+  unshared(d, &plan->layout, 1);
+  fth_train_result r;
+  fth_train_evaluate(plan, &r);
+  memcpy(plan->layout.group, saved, sizeof saved);
+  st->bound_evals++;
+  f->ok = r.microbatches > 0;
+  f->flops = f->comm_s = 0.0;
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) f->flops += r.fwd_flops[i] + r.bwd_flops[i];
+  for (int k = 0; k <= FTH_COMM_CP; k++)
+    if (!(k == FTH_COMM_EP && d->work.ep_a2a_override_s > 0))
+      f->comm_s += r.comm[k].raw_s / r.microbatches;
+}
+
+/* A variant's least objective (schedule sc, vs, its batch), ranked as the
+ * search ranks it: the step-time bound of a group's passes, scaled to the
+ * requested batch when rounded down; 0 when the reference is missing. */
+static double ranked(const fth_search_def *d, int dp, int pp, int vs, int mb, int sc, double batch,
+                     double fwd_s, double bwd_s) {
+  double lb =
+      fth_search_time_bound((fth_pp_schedule)sc, pp, vs, batch / ((double)dp * mb), fwd_s, bwd_s);
+  return batch != d->work.global_batch ? lb * (d->work.global_batch / batch) : lb;
+}
+
+/* The per-sequence bound: a pass of mb sequences takes at least mb times its
+ * FLOPs at the node's fastest rate (k) overlapped with its collectives'
+ * bandwidth time (c) as the step overlaps them, k + c - e min(k, c) with e =
+ * max(comp_comm_efficiency, the schedule row's comm_hidden) (fth_train_evaluate;
+ * summing a pass's phases first and counting blocking collectives as
+ * overlapped only lowers it: the rule is monotone and homogeneous). */
+static double seq_bound(const fth_search_def *d, const seq_ref *f, double rate, int dp, int pp,
+                        int vs, int mb, int sc, double batch) {
+  if (!f->ok || !(rate > 0)) return 0.0;
+  double e = fth_max(d->work.comp_comm_eff, fth_schedule_get((fth_pp_schedule)sc)->comm_hidden);
+  double per_seq = fth_overlap(f->flops / rate, f->comm_s, e);
+  return ranked(d, dp, pp, vs, mb, sc, batch, mb * per_seq, 0.0);
+}
+
+/* The reference bound of a group (per-micro-batch times of its passes). */
+static double time_bound(const fth_search_def *d, const group_ref *g, int dp, int pp, int vs,
+                         int mb, int sc, double batch) {
+  if (!g->ok || (d->work.recipe != FTH_RECIPE_NONE && batch != g->batch)) return 0.0;
+  return ranked(d, dp, pp, vs, mb, sc, batch, g->fwd_s, g->bwd_s);
+}
+
+/* A bound proves a variant cannot enter the best N: strictly worse than the
+ * N-th kept, with a margin so that rounding never prunes. */
+static int beyond(double lb, double worst) {
+  return lb * (1.0 - 1e-9) > worst;
+}
+
 /* Every (vs, mb, schedule, recompute, DP variant, SP) of one placement whose
  * slot this worker owns: reworked on the compiled layout, memory first,
  * timed when it fits. `proto` carries the placement's fields; `slot` is the
  * placement's first enumeration position (positions: vs, mb, then the inner
- * product, so that indices do not depend on DP). */
+ * product, so that indices do not depend on DP). Enumerated micro-batch, SP,
+ * recompute first so that a group's reference times bound its other variants
+ * (pruning: fth_search.h); the order does not change the result, which is
+ * ranked by (objective, position). */
 static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_plan *plan,
                          const fth_search_hit *proto, long long slot, fth_search_hit *top,
                          int top_cap, int *n_top, fth_search_stats *st) {
   const fth_search_space *s = &d->space;
   const int n_layers = d->model.n_layers, tp = proto->tp, pp = proto->pp;
-  const int workers = d->workers > 0 ? d->workers : 1;
   const int dp = plan->layout.dp;
   const int down = d->batch_rounding == FTH_BATCH_DOWN;
+  const int searched = offload_searched(d);
+  /* time bounds taken without offload hold where offloading cannot speed the
+   * passes up (a tier no faster than the accelerator's) */
+  const int dominated = !searched || offload_dominated(d);
+  const int prune = d->prune == FTH_PRUNE_ON && d->objective == FTH_OBJ_STEP_TIME && dominated;
+  const int audit = d->prune == FTH_PRUNE_AUDIT;
+  const int n_off = searched ? 8 : 1;
   /* The automatic micro-batches: divisors of the local batch (exact), every
    * size up to it (down: each strategy rounds its own batch); none when the
    * request is smaller than DP or (exact) not a multiple of it. */
@@ -248,51 +494,96 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     if (mb_hi == 0) {
       /* counted as one refused strategy per (vs, schedule, recompute, DP variant, SP) */
       long long n = count_variants(c, s, n_layers, tp, pp);
-      if (d->worker == 0) {
-        st->considered += n;
-        st->not_tiling += n;
-      }
+      st->considered += n;
+      st->not_tiling += n;
       return;
     }
   }
+  /* Memory: what every variant of the placement keeps at least. */
+  int mem_out = 0;
+  if (d->prune != FTH_PRUNE_OFF && plan->node.has_tier[FTH_TIER_XPU]) {
+    double cap = fth_memory_capacity_bytes(&plan->node.tier[FTH_TIER_XPU]);
+    fth_train_def most = d->work;
+    offload_work(d, 7, &most); /* what the most offloaded placement keeps */
+    mem_out = fth_search_memory_bound(plan, &most) > cap;
+  }
   fth_train_result r;
-  for (int vi = 0; vi < c->vs_slots; vi++) {
-    const int vs = vs_at(c, s, n_layers, pp, vi);
-    if (vs == 0) continue;
-    const int splits = vs_splits(n_layers, pp, vs);
-    const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
-    for (int mi = 0; mi < n_mi; mi++) {
-      const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
-      if (s->n_mb == 0 && !down && fmod(local, mb) != 0) continue;
-      long long my = slot + ((long long)vi * c->mb_slots + mi) * N_INNER;
-      for (int sc = 0; sc < N_SCHED; sc++)
-        for (int rc = 0; rc < N_RC; rc++)
-          for (int dv = 0; dv < FTH_DP_COUNT; dv++)
-            for (int sp = 0; sp < N_SP; sp++, my++) {
-              if (!in_space(s, tp, pp, vs, sc, rc, dv, sp)) continue;
-              if (my % workers != d->worker) continue;
-              st->considered++;
-              fth_train_def w = d->work;
-              w.global_batch = batch_for(d, dp, pp, vs, mb, sc);
-              if (!splits || w.global_batch <= 0) {
-                st->not_tiling++;
+  seq_ref fl[N_SP][2];
+  memset(fl, 0, sizeof fl);
+  int fl_tried[N_SP][2] = {{0, 0}, {0, 0}};
+  const double rate = fth_search_rate_bound(&plan->node);
+  const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
+  for (int mi = 0; mi < n_mi; mi++) {
+    const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
+    if (s->n_mb == 0 && !down && fmod(local, mb) != 0) continue;
+    for (int sp = 0; sp < N_SP; sp++) {
+      /* [0] every schedule but DualPipe, [1] DualPipe; base: recompute none,
+       * whose passes bound every mode's (recomputation only adds its re-run) */
+      group_ref base[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+      for (int rc = 0; rc < N_RC; rc++) {
+        group_ref g[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+        for (int vi = 0; vi < c->vs_slots; vi++) {
+          const int vs = vs_at(c, s, n_layers, pp, vi);
+          if (vs == 0) continue;
+          const int splits = vs_splits(n_layers, pp, vs);
+          const long long my0 = slot + ((long long)vi * c->mb_slots + mi) * N_INNER;
+          for (int sc = 0; sc < N_SCHED; sc++) {
+            /* the DP variants of (vs, sc, rc, sp) in the space (their positions):
+             * one batch, one bound */
+            long long mine[FTH_DP_COUNT];
+            int n_dv = 0;
+            for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
+              long long my = my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp;
+              if (in_space(s, tp, pp, vs, sc, rc, dv, sp))
+                mine[dv] = my, n_dv++;
+              else
+                mine[dv] = -1;
+            }
+            if (n_dv == 0) continue;
+            st->considered += n_dv;
+            fth_train_def w = d->work;
+            w.global_batch = batch_for(d, dp, pp, vs, mb, sc);
+            if (!splits || w.global_batch <= 0) {
+              st->not_tiling += n_dv;
+              continue;
+            }
+            if (mem_out && !audit) {
+              st->pruned += n_dv;
+              continue;
+            }
+            const int dual = sc == FTH_PP_DUALPIPE;
+            const int full = *n_top == top_cap && top_cap > 0;
+            const double worst = full ? top[top_cap - 1].objective : HUGE_VAL;
+            double lb = 0.0;
+            if ((prune && full) || audit) {
+              /* cheapest first, each only when the previous did not decide */
+              if (!fl_tried[sp][dual]) {
+                reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
+                fl_tried[sp][dual] = 1;
+              }
+              lb = seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, w.global_batch);
+              if (!beyond(lb, worst) || audit) {
+                if (!base[dual].ok)
+                  reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
+                lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, w.global_batch));
+              }
+              if ((!beyond(lb, worst) || audit) && rc != FTH_RECOMPUTE_NONE) {
+                if (!g[dual].ok) reference(d, plan, pp, mb, rc, sp, sc, &g[dual], st);
+                lb = fth_max(lb, time_bound(d, &g[dual], dp, pp, vs, mb, sc, w.global_batch));
+              }
+              if (!audit && beyond(lb, worst)) {
+                st->pruned += n_dv;
                 continue;
               }
-              w.pp = (fth_pp_schedule)sc;
-              w.virtual_stages = vs;
-              w.micro_batch = mb;
-              w.recompute = (fth_recompute)rc;
+            }
+            w.pp = (fth_pp_schedule)sc;
+            w.virtual_stages = vs;
+            w.micro_batch = mb;
+            w.recompute = (fth_recompute)rc;
+            w.sequence_parallel = sp;
+            for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
+              if (mine[dv] < 0) continue;
               w.dp = (fth_dp_variant)dv;
-              w.sequence_parallel = sp;
-              fth_error e3;
-              fth_status rs = fth_train_rework(plan, &w, &e3);
-              if (rs != FTH_OK) {
-                if (rs == FTH_ETILE)
-                  st->not_tiling++;
-                else
-                  st->invalid++;
-                continue;
-              }
               fth_search_hit h = *proto;
               h.dp = dp;
               h.batch = w.global_batch;
@@ -302,20 +593,69 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
               h.recompute = rc;
               h.dp_variant = dv;
               h.sp = sp;
-              h.index = my;
+              h.index = mine[dv];
               h.overflow_tier = FTH_TIER_COUNT;
-              /* Memory before time: the footprint costs a fraction of an evaluation. */
-              fth_memory_footprint fp;
-              fth_train_footprint(plan, &fp);
-              if (!fp.fits) {
-                note_shortfall(st, &fp, &h);
+              /* Offload: the fastest of the minimal placements of the parts that
+               * fit (fth_search.h). Memory before time: the footprint costs a
+               * fraction of an evaluation. */
+              fth_search_hit best = h;
+              int found = 0, refused = 0, fit_bits = 0, closest = -1;
+              double over_min = HUGE_VAL;
+              fth_memory_footprint fp, fp_closest;
+              for (int oi = 0; oi < n_off && !refused; oi++) {
+                const int bits = offload_order[oi];
+                int covered = 0; /* a fitting placement moves a subset of these */
+                for (int j = 0; j < 8; j++) covered |= ((fit_bits >> j) & 1) && (bits & j) == j;
+                if (covered) continue;
+                fth_train_def wo = w;
+                offload_work(d, bits, &wo);
+                fth_error e3;
+                fth_status rs = fth_train_rework(plan, &wo, &e3);
+                if (rs != FTH_OK) {
+                  /* refused for its shape, whatever the offload */
+                  if (rs == FTH_ETILE)
+                    st->not_tiling++;
+                  else
+                    st->invalid++;
+                  refused = 1;
+                  break;
+                }
+                fth_train_footprint(plan, &fp);
+                if (!fp.fits) {
+                  double over =
+                      fp.tier_bytes[fp.overflow_tier] - fp.tier_capacity[fp.overflow_tier];
+                  if (over < over_min) {
+                    over_min = over;
+                    fp_closest = fp;
+                    closest = bits;
+                  }
+                  continue;
+                }
+                fth_train_evaluate(plan, &r);
+                fth_search_hit cand = h;
+                fill_hit(&cand, plan, &r, d);
+                if (!found || cand.objective < best.objective) best = cand;
+                found = 1;
+                fit_bits |= 1 << bits;
+              }
+              if (refused) continue;
+              if (!found) {
+                if (closest >= 0) {
+                  fill_offload(&h, d, closest);
+                  note_shortfall(st, &fp_closest, &h);
+                }
                 continue;
               }
-              fth_train_evaluate(plan, &r);
               st->evaluated++;
-              fill_hit(&h, plan, &r, d);
-              keep(top, top_cap, n_top, &h);
+              /* audit: a bound above what it bounds would have pruned wrongly */
+              if (audit && (mem_out || (d->objective == FTH_OBJ_STEP_TIME &&
+                                        lb > best.objective * (1.0 + 1e-9))))
+                st->bound_violations++;
+              keep(top, top_cap, n_top, &best);
             }
+          }
+        }
+      }
     }
   }
 }
@@ -370,6 +710,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
         for (int e = 0; e < s->n_pp_in; e++)
           for (int f = 0; f < n_tpm; f++)
             for (int g = 0; g < n_ep; g++, index += ctx.slots) {
+              /* Workers split by placement: its variants share one compiled plan
+               * and the bounds' reference evaluations. */
+              if ((index / ctx.slots) % workers != d->worker) continue;
               fth_search_hit proto;
               memset(&proto, 0, sizeof proto);
               proto.tp = s->tp[a];
@@ -379,13 +722,13 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
               proto.tp_moe = moe ? s->tp_moe[f] : 1;
               proto.ep = moe ? s->ep[g] : 1;
               int ep_so;
-              if (!placement_tiles(d, moe, proto.tp, proto.cp, proto.pp, proto.pp_in,
-                                   proto.tp_moe, proto.ep, &proto.ep_su, &ep_so)) {
-                refuse_all(d, st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp), 1);
+              if (!placement_tiles(d, moe, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
+                                   proto.ep, &proto.ep_su, &ep_so)) {
+                refuse_all(st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp), 1);
                 continue;
               }
-              fth_topology_def t = place(d, proto.tp, proto.cp, proto.pp, proto.pp_in,
-                                         proto.tp_moe, proto.ep_su, ep_so, moe);
+              fth_topology_def t = place(d, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
+                                         proto.ep_su, ep_so, moe);
               fth_train_def w = d->work;
               w.pp = FTH_PP_1F1B;
               w.virtual_stages = 1;
@@ -396,12 +739,19 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                * leaves a usable layout: each variant is reworked and judged. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
                   plan.layout.num_gpus == 0) {
-                refuse_all(d, st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp),
+                refuse_all(st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp),
                            e2.status == FTH_ETILE);
                 continue;
               }
               run_variants(d, &ctx, &plan, &proto, index, top, top_cap, n_top, st);
             }
+  /* Only the memory bound prunes while fewer than N are kept: when nothing
+   * fits, run again without it, for the counts and the closest to fitting. */
+  if (*n_top == 0 && st->pruned > 0 && d->prune == FTH_PRUNE_ON) {
+    fth_search_def ex = *d;
+    ex.prune = FTH_PRUNE_OFF;
+    return fth_search_run(&ex, top, top_cap, n_top, st, err);
+  }
   return FTH_OK;
 }
 
@@ -428,10 +778,20 @@ fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s,
   w.recompute = (fth_recompute)s->recompute;
   w.dp = (fth_dp_variant)s->dp_variant;
   w.sequence_parallel = s->sp;
+  if (offload_searched(d)) {
+    fth_offload o = {(fth_tier)s->offload_weights, (fth_tier)s->offload_activations,
+                     (fth_tier)s->offload_optimizer};
+    const int parts[3] = {o.weights, o.activations, o.optimizer};
+    for (int i = 0; i < 3; i++)
+      if (parts[i] != FTH_TIER_XPU && parts[i] != d->space.offload_tier)
+        return fth_fail(
+            err, FTH_EINVAL, "strategy.offload", "offload to %s: the search offloads to %s only",
+            fth_tier_name((fth_tier)parts[i]), fth_tier_name((fth_tier)d->space.offload_tier));
+    fth_offload_apply(&o, w.footprint_tier, w.traffic_tier);
+  }
   fth_train_plan plan;
   fth_status st = fth_train_compile(&plan, &d->node, &t, &d->model, &w, err);
-  if (st != FTH_OK && (d->batch_rounding != FTH_BATCH_DOWN || plan.layout.num_gpus == 0))
-    return st;
+  if (st != FTH_OK && (d->batch_rounding != FTH_BATCH_DOWN || plan.layout.num_gpus == 0)) return st;
   if (d->batch_rounding == FTH_BATCH_DOWN) {
     w.global_batch = batch_for(d, plan.layout.dp, s->pp, s->vs, s->mb, s->schedule);
     if (w.global_batch <= 0)

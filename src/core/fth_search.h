@@ -47,12 +47,29 @@ typedef struct fth_search_space {
   /// that divides the local batch (global batch / DP); with FTH_BATCH_DOWN every
   /// size up to mb_max and the local batch, each with its own rounded batch
   int mb[FTH_SEARCH_MAX_VALUES], n_mb;
-  int mb_max; ///< cap of the automatic micro-batch list (<= 0: FTH_SEARCH_MB_MAX)
-  int recompute_mask;                          ///< bit (1 << fth_recompute)
-  int dp_mask;                                 ///< bit (1 << fth_dp_variant)
-  int schedule_mask; ///< bit (1 << fth_pp_schedule); interleaved rows also need vs > 1
-  int sp_mask;       ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
+  int mb_max;         ///< cap of the automatic micro-batch list (<= 0: FTH_SEARCH_MB_MAX)
+  int recompute_mask; ///< bit (1 << fth_recompute)
+  int dp_mask;        ///< bit (1 << fth_dp_variant)
+  int schedule_mask;  ///< bit (1 << fth_pp_schedule); interleaved rows also need vs > 1
+  int sp_mask;        ///< bit 0: SP off, bit 1: SP on (SP only tried with TP > 1)
+  /// Offload (fth_offload.h): FTH_TIER_XPU (0) leaves the workload's tier maps
+  /// as they are; another tier the node has lets weights, saved activations and
+  /// optimizer states each stay on the accelerator or move there. Offload is
+  /// resolved per strategy, not enumerated, and only as far as memory needs:
+  /// among the placements of the three parts that fit and move no superset of
+  /// another that fits (none, if it fits), the fastest (ties: fewer parts,
+  /// then weights before activations before optimizer). Moving more than
+  /// needed can only slow a step down through the transfers, except for
+  /// accounting artefacts (a slower pass widening a DP overlap window).
+  int offload_tier;
 } fth_search_space;
+
+/// Whether bounds may skip strategies (the best N are the same either way).
+typedef enum fth_prune_mode {
+  FTH_PRUNE_ON = 0,   ///< skip what a bound proves cannot enter the best N or cannot fit
+  FTH_PRUNE_OFF = 1,  ///< exhaustive: check and time every strategy
+  FTH_PRUNE_AUDIT = 2 ///< exhaustive, and count strategies a bound would have skipped wrongly
+} fth_prune_mode;
 
 typedef enum fth_search_objective {
   FTH_OBJ_STEP_TIME = 0, ///< minimise step time (= max MFU, tokens/s, min time to train)
@@ -63,7 +80,11 @@ typedef enum fth_search_objective {
 typedef struct fth_search_hit {
   int tp, cp, pp, pp_in, dp, tp_moe, ep, ep_su, vs, mb;
   int schedule, recompute, dp_variant, sp;
-  double batch; ///< global batch the strategy runs (sequences; < the request only when rounded down)
+  /// where the weights, saved activations and optimizer states live (fth_tier;
+  /// FTH_TIER_XPU: on the accelerator)
+  int offload_weights, offload_activations, offload_optimizer;
+  /// global batch the strategy runs (sequences; < the request only when rounded down)
+  double batch;
   double step_time_s, mfu, tokens_per_s, total_time_s;
   double peak_bytes, capacity_bytes, bubble_fraction;
   double exposed_s[FTH_COMM_KIND_COUNT];
@@ -80,10 +101,17 @@ typedef struct fth_search_stats {
   /// sizes that do not divide the pod / cluster / batch / layers; a placement
   /// refused as a whole counts once per (vs, schedule, recompute, DP variant, SP)
   long long not_tiling;
-  long long invalid;    ///< refused by the step model (e.g. heads, experts, interleaving)
-  long long no_fit;     ///< checked memory, did not fit
+  long long invalid; ///< refused by the step model (e.g. heads, experts, interleaving)
+  long long no_fit;  ///< checked memory, did not fit
   long long no_fit_by_tier[FTH_TIER_COUNT];
-  long long evaluated;               ///< timed
+  long long evaluated; ///< timed
+  /// skipped by a bound (fth_search_def.prune): they cannot enter the best N
+  /// (step time) or cannot fit (memory); not classified further
+  long long pruned;
+  long long bound_evals; ///< reference evaluations the time bound took (not strategies)
+  /// FTH_PRUNE_AUDIT: timed strategies below a bound, or whose fastest offload
+  /// is not among the minimal placements that fit (must be 0)
+  long long bound_violations;
   fth_search_hit smallest_shortfall; ///< the non-fitting strategy closest to fitting
   double shortfall_bytes;            ///< its peak - capacity (HUGE_VAL if none)
 } fth_search_stats;
@@ -98,7 +126,10 @@ typedef struct fth_search_def {
   fth_search_space space;
   fth_search_objective objective;
   fth_batch_rounding batch_rounding; ///< work.global_batch is the request (exact) or the cap (down)
-  int worker, workers; ///< evaluate combinations with index % workers == worker
+  /// evaluate the placements (TP, CP, PP, stages in the pod, TP_MoE, EP) whose
+  /// number (index / positions per placement) % workers == worker
+  int worker, workers;
+  fth_prune_mode prune; ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
 } fth_search_def;
 
 /// Run the search. `top` receives up to `top_cap` best hits, best first
@@ -109,8 +140,54 @@ fth_status fth_search_run(const fth_search_def *def, fth_search_hit *top, int to
                           fth_search_stats *stats, fth_error *err);
 
 /// Evaluate one strategy exactly as the search does (for checks and explanations);
-/// with FTH_BATCH_DOWN its batch is rounded down as the search rounds it.
+/// with FTH_BATCH_DOWN its batch is rounded down as the search rounds it; with
+/// an offload tier in the space, the strategy's offload fields place the parts.
 fth_status fth_search_eval_one(const fth_search_def *def, const fth_search_hit *strategy,
                                fth_search_hit *out, fth_train_result *result, fth_error *err);
+
+/* Exact pruning. Before a strategy is reworked, lower bounds decide whether
+ * it can matter; none changes which strategies are the best N (README "Exact
+ * pruning"; FTH_PRUNE_AUDIT checks them against every timed strategy):
+ *  - memory, per placement: weights, gradients and optimizer states sharded as
+ *    far as any DP variant shards them (ZeRO-3), one copy, on the accelerator
+ *    only where the most offloaded placement leaves them, plus the runtime
+ *    context (fth_search_memory_bound); a placement whose bound exceeds the
+ *    accelerator's capacity has no strategy that fits.
+ *  - step time per sequence, per (placement, SP, schedule class): one
+ *    evaluation at micro-batch 1 with every link unshared and every latency
+ *    and per-call overhead 0 gives the slowest stage's FLOPs and the bandwidth
+ *    time of its layer collectives per sequence, both linear in the
+ *    micro-batch; a pass takes at least their overlap at the node's fastest
+ *    rate (fth_search_rate_bound).
+ *  - step time, per group (placement, micro-batch, SP, recompute mode,
+ *    schedule class): the stage passes of every schedule but DualPipe read
+ *    neither the schedule, the virtual stages nor the DP variant, but for the
+ *    links' traffic shares; one reference evaluation with every link at its
+ *    whole bandwidth (and no offload, which only slows them) bounds the
+ *    group's t_f and t_b; recompute none's bound every mode's.
+ * The step is at least microbatches x (t_f + t_b) plus the bubble
+ * (fth_search_time_bound); the other terms (exposed PP and DP communication,
+ * optimizer, offload) are >= 0. A strategy whose bound, ranked as the search
+ * ranks it, is worse than the N-th best kept so far is skipped. Time bounds
+ * serve the step-time objective only (the headroom objective is exhaustive
+ * but for memory), and only when offloading to a tier no faster than the
+ * accelerator's. */
+
+/// Least step time of a strategy whose slowest stage takes fwd_s + bwd_s per
+/// micro-batch: microbatches x (fwd_s + bwd_s) plus the schedule row's bubble
+/// at t_w = 0 (0 for rows whose weight-gradient passes can fill it).
+double fth_search_time_bound(fth_pp_schedule sc, int pp, int vs, double microbatches, double fwd_s,
+                             double bwd_s);
+
+/// The fastest rate any kernel runs at on `node` (FLOP/s): the largest
+/// achievable matrix or attention rate of any precision, or the vector rate.
+/// A pass of F FLOPs takes at least F / this (the per-sequence bound).
+double fth_search_rate_bound(const fth_node_def *node);
+
+/// Least accelerator bytes any DP variant, schedule, micro-batch or recompute
+/// mode of `plan`'s placement needs under workload `work`: ZeRO-3-sharded
+/// weights, gradients and optimizer states (one copy, no recipe cache) and the
+/// runtime context, each where `work` stores it (only those on the accelerator).
+double fth_search_memory_bound(const fth_train_plan *plan, const fth_train_def *work);
 
 #endif

@@ -7,6 +7,8 @@
  * each block's kernels overlapped with its TP / EP / CP collectives. */
 #include "fth_train.h"
 
+#include "fth_offload.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -195,6 +197,10 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
    * backward, one block's full activations when it is recomputed plus the
    * same largest gradient. */
   out->bytes[FTH_MEM_TRANSIENT_FWD] = fth_block_transient_bytes(l, m, w->act_bytes, tokens, tokens);
+  /* Offloaded weights, gradients and activations stream through two blocks' worth (fth_offload). */
+  out->bytes[FTH_MEM_TRANSIENT_FWD] +=
+      fth_offload_buffer_bytes(w->footprint_tier, (dense + expert) * wb, (dense + expert) * gb,
+                               per_mb, l->dense_layers_per_stage + l->moe_layers_per_stage);
   double block_full = w->recompute != FTH_RECOMPUTE_NONE ? tokens * p->act_full_per_token : 0.0;
   out->bytes[FTH_MEM_TRANSIENT_BWD] = block_full + out->bytes[FTH_MEM_TRANSIENT_FWD];
   /* The runtime's context and the allocator's slack (fth_footprint.c). */
@@ -300,8 +306,8 @@ static void recompute_phase(const fth_train_plan *p, const fth_block_env *e,
  * `eff`; and what recomputation re-runs inside its backward: the whole blocks
  * (full), the unfused attention core (selective) or every other GEMM and the
  * element-wise kernels (op), plus any recompute modules. */
-static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff,
-                       fth_phase *fwd, fth_phase *bwd, fth_phase *rec) {
+static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff, fth_phase *fwd,
+                       fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const double q = w->seq_len / l->cp;
@@ -534,20 +540,22 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   r->params_per_gpu = dense + lora + expert;
 }
 
-/* Offloaded activations (saved_activations mapped off the accelerator): each
- * micro-batch's saved tensors go out during forward and come back during
- * backward at that tier's bandwidth, hidden under compute as far as
- * comp_comm_efficiency allows (Calculon's offload model: max(0, transfer -
- * window)). */
+/* Offloaded activations and gradients (saved_activations, gradient_buffers
+ * mapped off the accelerator): each micro-batch's saved tensors go out during
+ * forward and come back during backward, its gradients are added to the sum
+ * kept there (fth_offload_transfers). */
 static void offload(const fth_train_plan *p, fth_train_result *r) {
   const fth_train_def *w = &p->work;
-  fth_tier at = w->footprint_tier[FTH_MEM_ACTIVATIONS];
-  if (at == FTH_TIER_XPU || !p->node.has_tier[at]) return;
+  fth_tier at = w->footprint_tier[FTH_MEM_ACTIVATIONS], gt = w->footprint_tier[FTH_MEM_GRADIENTS];
+  if (!p->node.has_tier[at]) at = FTH_TIER_XPU;
+  if (!p->node.has_tier[gt]) gt = FTH_TIER_XPU;
+  if (at == FTH_TIER_XPU && gt == FTH_TIER_XPU) return;
   double inflight = fth_pp_inflight(w->pp, p->layout.pp, p->microbatches, w->virtual_stages);
   double per_mb = inflight > 0 ? r->mem.bytes[FTH_MEM_ACTIVATIONS] / inflight : 0.0;
-  double raw = 2.0 * p->microbatches * per_mb / fth_memory_bw_bytes_per_s(&p->node.tier[at]);
-  r->offload_raw_s = raw;
-  r->offload_exposed_s = fth_max(0.0, raw - w->comp_comm_eff * r->busy_s);
+  fth_offload_transfers(at, per_mb, fth_memory_bw_bytes_per_s(&p->node.tier[at]), gt,
+                        r->mem.bytes[FTH_MEM_GRADIENTS],
+                        fth_memory_bw_bytes_per_s(&p->node.tier[gt]), p->microbatches, r->busy_s,
+                        w->comp_comm_eff, &r->offload_raw_s, &r->offload_exposed_s);
 }
 
 /* Run totals. Model FLOPs: forward + data and weight gradients of every block
@@ -615,8 +623,7 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
       out[k] += mbs * blocks * (passes * f.comm_bytes[k] + b.comm_bytes[k] + rec.comm_bytes[k]);
   }
-  if (l->pp > 1)
-    out[FTH_COMM_PP] = pp_message(p, &e) / (pp_scattered(p) ? l->tp : 1) * pp_sends(p);
+  if (l->pp > 1) out[FTH_COMM_PP] = pp_message(p, &e) / (pp_scattered(p) ? l->tp : 1) * pp_sends(p);
   const double tuned = w->lora_rank > 0, lora = p->stage_lora_params;
   const double views[2] = {l->stage_dense_params + lora, l->stage_expert_params};
   const double trained[2] = {tuned ? lora : l->stage_dense_params, tuned ? 0.0 : l->stage_expert_params};

@@ -94,7 +94,7 @@ typedef struct fth_train_result {
   double bubble_s;
   double optimizer_s;
   double exposed_comm_s;    ///< sum of comm[].exposed_s
-  double offload_raw_s;     ///< activations to and from an offload tier, per step
+  double offload_raw_s;     ///< activations and gradients to and from an offload tier, per step
   double offload_exposed_s; ///< of which on the critical path
   double busy_s;            ///< microbatches x (fwd + bwd)
   fth_comm_item comm[FTH_COMM_KIND_COUNT];

@@ -1,18 +1,22 @@
 /* lsearch.c: the strategy search, fathom.core.search.
  *   core.search(def) -> {hits = {...best first...}, stats = {...}}
  *   core.search_eval(def, strategy) -> hit, result
+ *   core.monotonic_s() -> seconds on a monotonic clock (for benchmarks)
  * def = {node, scale_up, scale_out (links), scale_up_type, scale_out_type, pod_size,
  *        num_pods, model, workload, space = {tp = {...}, cp, pp, pp_in, tp_moe, ep, vs, mb,
  *        recompute, dp, schedule = lists of core.names.recompute / dp_variant / pp_schedule,
- *        sp = {false, true}, mb_max = N}, objective = "step_time"|"headroom", top = N,
- *        batch_rounding = "exact"|"down", worker = i, workers = n}
- * vs and mb may be "auto" instead of a list: the values then follow from each
- * placement (fth_search.h: divisors of n_layers / PP, of the local batch).
- * The space is the caller's policy; C places, checks, times and keeps the best N. */
+ *        sp = {false, true}, mb_max = N, offload = "off"|tier name}, objective =
+ * "step_time"|"headroom", top = N, batch_rounding = "exact"|"down", worker = i, workers = n, prune
+ * = "on"|"off"|"audit" (off: exhaustive; audit: exhaustive, counting stats.bound_violations)} vs
+ * and mb may be "auto" instead of a list: the values then follow from each placement (fth_search.h:
+ * divisors of n_layers / PP, of the local batch). The space is the caller's policy; C places,
+ * checks, times and keeps the best N. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fth_search.h"
 #include "lcheck.h"
@@ -121,6 +125,17 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   s->dp_mask = read_mask(L, sp, "dp", LNAMES_DP_VARIANT, 1 << FTH_DP_DDP);
   s->schedule_mask = read_mask(L, sp, "schedule", LNAMES_PP_SCHEDULE, 1 << FTH_PP_1F1B);
   s->sp_mask = read_mask(L, sp, "sp", -1, 1);
+  /* offload: a tier name, or "off" (the workload's own tier maps) */
+  const char *off = lcheck_string(L, sp, "space", "offload", "off");
+  if (strcmp(off, "off") == 0) {
+    s->offload_tier = FTH_TIER_XPU;
+  } else {
+    int t = lnames_parse(LNAMES_MEMORY_TIER, off);
+    if (t <= FTH_TIER_XPU || t >= FTH_TIER_COUNT || !d->node.has_tier[t])
+      lbind_fail(L, FTH_EINVAL, "space.offload",
+                 "'%s' is not a memory tier of the node beyond the accelerator's (or off)", off);
+    s->offload_tier = t;
+  }
   lua_pop(L, 1);
   const char *obj = lcheck_string(L, idx, "search", "objective", "step_time");
   if (strcmp(obj, "step_time") == 0)
@@ -135,9 +150,19 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   else if (strcmp(rounding, "down") == 0)
     d->batch_rounding = FTH_BATCH_DOWN;
   else
-    lbind_fail(L, FTH_EINVAL, "search.batch_rounding", "expected exact or down, got '%s'", rounding);
+    lbind_fail(L, FTH_EINVAL, "search.batch_rounding", "expected exact or down, got '%s'",
+               rounding);
   d->worker = lcheck_int(L, idx, "search", "worker", 0);
   d->workers = lcheck_int(L, idx, "search", "workers", 1);
+  const char *prune = lcheck_string(L, idx, "search", "prune", "on");
+  if (strcmp(prune, "on") == 0)
+    d->prune = FTH_PRUNE_ON;
+  else if (strcmp(prune, "off") == 0)
+    d->prune = FTH_PRUNE_OFF;
+  else if (strcmp(prune, "audit") == 0)
+    d->prune = FTH_PRUNE_AUDIT;
+  else
+    lbind_fail(L, FTH_EINVAL, "search.prune", "expected on, off or audit, got '%s'", prune);
 }
 
 static void setnum(lua_State *L, const char *k, double v) {
@@ -171,6 +196,13 @@ static void push_hit(lua_State *L, const fth_search_hit *h) {
   lua_setfield(L, -2, "dp_variant");
   lua_pushboolean(L, h->sp);
   lua_setfield(L, -2, "sp");
+  /* where weights, saved activations and optimizer states live */
+  lua_pushstring(L, fth_tier_name((fth_tier)h->offload_weights));
+  lua_setfield(L, -2, "offload_weights");
+  lua_pushstring(L, fth_tier_name((fth_tier)h->offload_activations));
+  lua_setfield(L, -2, "offload_activations");
+  lua_pushstring(L, fth_tier_name((fth_tier)h->offload_optimizer));
+  lua_setfield(L, -2, "offload_optimizer");
   setnum(L, "step_time_s", h->step_time_s);
   setnum(L, "mfu", h->mfu);
   setnum(L, "tokens_per_s", h->tokens_per_s);
@@ -218,6 +250,9 @@ static int core_search(lua_State *L) {
   setint(L, "invalid", st.invalid);
   setint(L, "no_fit", st.no_fit);
   setint(L, "evaluated", st.evaluated);
+  setint(L, "pruned", st.pruned);
+  setint(L, "bound_evals", st.bound_evals);
+  setint(L, "bound_violations", st.bound_violations);
   lua_createtable(L, 0, FTH_TIER_COUNT);
   for (int t = 0; t < FTH_TIER_COUNT; t++)
     if (st.no_fit_by_tier[t] > 0) setint(L, fth_tier_name((fth_tier)t), st.no_fit_by_tier[t]);
@@ -251,6 +286,10 @@ static int core_search_eval(lua_State *L) {
   s.recompute = lnames_check(L, 2, "strategy", "recompute", LNAMES_RECOMPUTE, FTH_RECOMPUTE_NONE);
   s.dp_variant = lnames_check(L, 2, "strategy", "dp_variant", LNAMES_DP_VARIANT, FTH_DP_DDP);
   s.sp = lcheck_bool(L, 2, "strategy", "sp", 0);
+  s.offload_weights = lnames_check(L, 2, "strategy", "offload_weights", LNAMES_MEMORY_TIER, 0);
+  s.offload_activations =
+      lnames_check(L, 2, "strategy", "offload_activations", LNAMES_MEMORY_TIER, 0);
+  s.offload_optimizer = lnames_check(L, 2, "strategy", "offload_optimizer", LNAMES_MEMORY_TIER, 0);
   fth_search_hit out;
   fth_train_result r;
   fth_error err;
@@ -259,8 +298,19 @@ static int core_search_eval(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg search_funcs[] = {
-    {"search", core_search}, {"search_eval", core_search_eval}, {NULL, NULL}};
+/* () -> seconds on a monotonic clock: benchmarks time searches in-process
+ * (bench/search_bench.lua), not through a `date` subprocess. */
+static int core_monotonic_s(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+static const luaL_Reg search_funcs[] = {{"search", core_search},
+                                        {"search_eval", core_search_eval},
+                                        {"monotonic_s", core_monotonic_s},
+                                        {NULL, NULL}};
 
 void lfth_open_search(lua_State *L) {
   lbind_setfuncs(L, search_funcs);

@@ -242,6 +242,71 @@ static int by_time(const void *x, const void *y) {
 
 static brute_hit all[MAX_BRUTE];
 
+/* The search with bounds against itself without, for several N: the same
+ * hits (strategy, position, objective to the bit), and the audit finds no
+ * timed strategy below its bound. Returns the pruned count through *pruned. */
+static fth_search_hit ex_hits[200], pr_hits[200];
+
+static int same_hits(const fth_search_def *d0, int cap, long long *pruned) {
+  fth_search_def d = *d0;
+  fth_search_stats st_ex, st_pr, st_au;
+  fth_error err;
+  int n_ex = 0, n_pr = 0, n_au = 0;
+  d.prune = FTH_PRUNE_OFF;
+  FTH_ENSURE(fth_search_run(&d, ex_hits, cap, &n_ex, &st_ex, &err) == FTH_OK);
+  d.prune = FTH_PRUNE_ON;
+  FTH_ENSURE(fth_search_run(&d, pr_hits, cap, &n_pr, &st_pr, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(n_ex, n_pr);
+  FTH_ENSURE_EQ_INT(st_ex.considered, st_pr.considered);
+  for (int i = 0; i < n_ex; i++) {
+    FTH_ENSURE_EQ_INT(ex_hits[i].index, pr_hits[i].index);
+    FTH_ENSURE(ex_hits[i].objective == pr_hits[i].objective);
+    FTH_ENSURE(same_strategy(&ex_hits[i], &pr_hits[i]));
+  }
+  /* every strategy is accounted for: timed, refused, not fitting or pruned */
+  FTH_ENSURE_EQ_INT(st_pr.considered, st_pr.evaluated + st_pr.not_tiling + st_pr.invalid +
+                                          st_pr.no_fit + st_pr.pruned);
+  d.prune = FTH_PRUNE_AUDIT;
+  FTH_ENSURE(fth_search_run(&d, pr_hits, cap, &n_au, &st_au, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(0, st_au.bound_violations);
+  FTH_ENSURE_EQ_INT(0, st_au.pruned);
+  FTH_ENSURE_EQ_INT(st_ex.evaluated, st_au.evaluated);
+  FTH_ENSURE(st_au.bound_evals > 0);
+  *pruned = st_pr.pruned;
+  return 0;
+}
+
+static int pruned_is_exhaustive(const fth_search_def *d0) {
+  static const int caps[] = {1, 3, TOP_N, 200};
+  long long pruned = 0, p;
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    FTH_RUN(same_hits(d0, caps[i], &p));
+    pruned += p;
+  }
+  fth_search_def d = *d0; /* rounded batches rank by time per sequence */
+  d.work.global_batch = 15;
+  d.batch_rounding = FTH_BATCH_DOWN;
+  FTH_RUN(same_hits(&d, 5, &p));
+  pruned += p;
+  d = *d0; /* the automatic lists of virtual stages and micro-batches */
+  d.space.n_vs = 0;
+  d.space.n_mb = 0;
+  FTH_RUN(same_hits(&d, 4, &p));
+  pruned += p;
+  /* an FP8 recipe, whose weight casts are shared by the micro-batches: group
+   * references bound only variants of their batch, no per-sequence bound;
+   * rounded down, batches differ between schedules */
+  d = *d0;
+  d.node.compute.flops_per_s[FTH_PREC_FP8] = 2e15;
+  d.work.recipe = FTH_RECIPE_FP8_DELAYED;
+  FTH_RUN(same_hits(&d, 3, &p));
+  d.work.global_batch = 15;
+  d.batch_rounding = FTH_BATCH_DOWN;
+  FTH_RUN(same_hits(&d, 3, &p));
+  FTH_ENSURE(pruned > 0); /* the bounds did skip something */
+  return 0;
+}
+
 static int against_brute_force(int moe, double capacity_bytes) {
   fth_search_def d = problem(moe, capacity_bytes);
   int n_all = 0;
@@ -258,7 +323,9 @@ static int against_brute_force(int moe, double capacity_bytes) {
   int n_top = 0;
   fth_search_stats st;
   fth_error err;
+  d.prune = FTH_PRUNE_OFF; /* the counters below are the exhaustive search's */
   FTH_ENSURE(fth_search_run(&d, top, TOP_N, &n_top, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(0, st.pruned);
   FTH_ENSURE_EQ_INT(TOP_N, n_top);
   FTH_ENSURE_EQ_INT(bs.considered, st.considered);
   FTH_ENSURE_EQ_INT(bs.fits, st.evaluated);
@@ -313,6 +380,8 @@ static int against_brute_force(int moe, double capacity_bytes) {
     split[best] = tmp;
     FTH_ENSURE_NEAR(top[i].step_time_s, split[i].step_time_s, 1e-12);
   }
+  /* Pruned (the default) keeps the very same best N, in the same order. */
+  FTH_RUN(pruned_is_exhaustive(&d));
   /* Evaluating the best hit alone gives the same step time. */
   fth_search_hit one;
   fth_train_result r;
@@ -373,7 +442,139 @@ static int automatic_lists(void) {
   return 0;
 }
 
+/* fth_search_time_bound by hand: 8 micro-batches of t_f = 1 s, t_b = 2 s on
+ * PP = 4. busy = 8 x 3 = 24 s; GPipe and 1F1B add (p - 1)(t_f + t_b) = 9 s,
+ * interleaved over v = 2 chunks half of it (4.5 s); ZB-H1 and DualPipe, whose
+ * weight-gradient passes can fill the bubble, nothing; no pipeline, nothing. */
+static int time_bound_by_hand(void) {
+  FTH_ENSURE_NEAR(33.0, fth_search_time_bound(FTH_PP_1F1B, 4, 1, 8, 1.0, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(33.0, fth_search_time_bound(FTH_PP_GPIPE, 4, 1, 8, 1.0, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(28.5, fth_search_time_bound(FTH_PP_INTERLEAVED, 4, 2, 8, 1.0, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(24.0, fth_search_time_bound(FTH_PP_ZB_H1, 4, 1, 8, 1.0, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(24.0, fth_search_time_bound(FTH_PP_DUALPIPE, 4, 1, 8, 1.0, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(24.0, fth_search_time_bound(FTH_PP_1F1B, 1, 1, 8, 1.0, 2.0), 1e-15);
+  return 0;
+}
+
+/* fth_search_rate_bound by hand: bf16 1 PFLOP/s and fp8 2 PFLOP/s nominal at
+ * efficiency 0.5, fused attention at 0.8: matrix rates 0.5 and 1 PFLOP/s,
+ * attention 0.8 and 1.6 PFLOP/s, vector 1/8 of bf16's 0.5: the fastest is
+ * fp8 attention, 1.6 PFLOP/s. */
+static int rate_bound_by_hand(void) {
+  fth_node_def n = fth_node_def_default();
+  for (int p = 0; p < FTH_PREC_COUNT; p++) n.compute.flops_per_s[p] = 0;
+  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
+  n.compute.flops_per_s[FTH_PREC_FP8] = 2e15;
+  n.compute.efficiency = 0.5;
+  n.compute.attention_efficiency = 0.8;
+  n.compute.vector_flops_per_s = 0;
+  FTH_ENSURE_NEAR(1.6e15, fth_search_rate_bound(&n), 1e-15);
+  n.compute.attention_efficiency = 0.25; /* attention 0.5 PFLOP/s: fp8 GEMMs, 1 PFLOP/s */
+  FTH_ENSURE_NEAR(1e15, fth_search_rate_bound(&n), 1e-15);
+  return 0;
+}
+
+/* fth_search_memory_bound by hand on the dense toy on one pod: TP 2, DP 2 of
+ * the 4 GPUs. With bf16 weights (2 bytes), fp32 gradients (4) and Adam
+ * (master copy and two moments, 12 bytes), ZeRO-3 shards all 18 bytes of each
+ * of the stage's P parameters over DP: 18 P / 2, plus a 1 GB context. The
+ * bound does not depend on the variant the plan was compiled with; placing
+ * the optimizer states on host memory removes their 12 P / 2. */
+static int memory_bound_by_hand(void) {
+  fth_search_def d = problem(0, 1e12);
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 1;
+  t.phys[0].type = FTH_TOPO_SWITCHED;
+  t.phys[0].size = 4;
+  t.phys[0].link = d.scale_up;
+  t.num_logical = 2;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 2};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 0, 2};
+  fth_train_def w = d.work;
+  w.reserve.context_bytes = 1e9;
+  w.dp = FTH_DP_DDP;
+  w.recompute = FTH_RECOMPUTE_FULL;
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &d.node, &t, &d.model, &w, &err) == FTH_OK);
+  double p = plan.layout.stage_dense_params;
+  FTH_ENSURE(p > 0 && plan.layout.stage_expert_params == 0);
+  FTH_ENSURE_NEAR(18.0 * p / 2 + 1e9, fth_search_memory_bound(&plan, &w), 1e-12);
+  w.footprint_tier[FTH_MEM_OPTIMIZER] = FTH_TIER_HOST;
+  FTH_ENSURE_NEAR(6.0 * p / 2 + 1e9, fth_search_memory_bound(&plan, &w), 1e-12);
+  return 0;
+}
+
+/* Memory pruning: on a node too small for any placement's weights, every
+ * strategy is pruned or refused, nothing is timed, and the closest to fitting
+ * is still reported (the search re-runs exhaustively when nothing fits). */
+static int nothing_fits(void) {
+  fth_search_def d = problem(0, 1e6);
+  fth_search_hit top[4];
+  int n = 0;
+  fth_search_stats st, ex;
+  fth_error err;
+  FTH_ENSURE(fth_search_run(&d, top, 4, &n, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(0, n);
+  FTH_ENSURE(st.shortfall_bytes < HUGE_VAL);
+  d.prune = FTH_PRUNE_OFF;
+  FTH_ENSURE(fth_search_run(&d, top, 4, &n, &ex, &err) == FTH_OK);
+  FTH_ENSURE(ex.no_fit > 0);
+  FTH_ENSURE(st.shortfall_bytes == ex.shortfall_bytes);
+  FTH_ENSURE_EQ_INT(ex.smallest_shortfall.index, st.smallest_shortfall.index);
+  FTH_ENSURE_EQ_INT(ex.no_fit, st.no_fit);
+  return 0;
+}
+
+/* Offload as a search knob: on a node whose HBM holds no strategy of the
+ * dense toy, a host tier (50 GB/s, 64 GB) makes some fit, each with the
+ * fastest placement of weights, activations and optimizer states that fits;
+ * the pruned search (minimal placements only) keeps the exhaustive best N;
+ * evaluating a hit alone gives its step time. */
+static int offload_search(void) {
+  fth_search_def d = problem(0, 0.03e9);
+  d.node.tier[FTH_TIER_HOST].bw_per_stack_bytes_per_s = 50e9;
+  d.node.tier[FTH_TIER_HOST].size_per_stack_bytes = 64e9;
+  d.node.tier[FTH_TIER_HOST].num_stacks = 1;
+  d.node.tier[FTH_TIER_HOST].efficiency = 1.0;
+  d.node.has_tier[FTH_TIER_HOST] = 1;
+  fth_search_hit top[TOP_N];
+  int n = 0;
+  fth_search_stats st;
+  fth_error err;
+  FTH_ENSURE(fth_search_run(&d, top, TOP_N, &n, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(0, n); /* nothing fits in 30 MB of HBM */
+  d.space.offload_tier = FTH_TIER_HOST;
+  FTH_ENSURE(fth_search_run(&d, top, TOP_N, &n, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(TOP_N, n);
+  for (int i = 0; i < n; i++) {
+    const fth_search_hit *h = &top[i];
+    int moved = (h->offload_weights == FTH_TIER_HOST) + (h->offload_activations == FTH_TIER_HOST) +
+                (h->offload_optimizer == FTH_TIER_HOST);
+    FTH_ENSURE(moved > 0);
+    fth_search_hit one;
+    fth_train_result r;
+    FTH_ENSURE(fth_search_eval_one(&d, h, &one, &r, &err) == FTH_OK);
+    FTH_ENSURE(r.mem.fits);
+    FTH_ENSURE_NEAR(h->step_time_s, r.step_time_s, 1e-12);
+  }
+  long long p;
+  FTH_RUN(same_hits(&d, TOP_N, &p));
+  FTH_RUN(same_hits(&d, 1, &p));
+  /* a tier the search does not offload to is refused by eval_one */
+  fth_search_hit bad = top[0], one;
+  fth_train_result r;
+  bad.offload_weights = FTH_TIER_NVME;
+  FTH_ENSURE(fth_search_eval_one(&d, &bad, &one, &r, &err) == FTH_EINVAL);
+  return 0;
+}
+
 int search_test(void) {
+  FTH_RUN(offload_search());
+  FTH_RUN(time_bound_by_hand());
+  FTH_RUN(rate_bound_by_hand());
+  FTH_RUN(memory_bound_by_hand());
+  FTH_RUN(nothing_fits());
   FTH_RUN(against_brute_force(0, 0.25e9));
   FTH_RUN(against_brute_force(1, 0.4e9));
   FTH_RUN(automatic_lists());

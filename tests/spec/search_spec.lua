@@ -146,6 +146,11 @@ describe("fathom search (command line)", function()
     assert.are.equal(0, r.code, r.stderr)
     assert.matches("recommendation", r.stdout)
     assert.matches("strategies considered on 128 x 8 GPUs", r.stdout)
+    assert.matches("bounds skipped what could not enter the best", r.stdout)
+    -- every outcome counted where every strategy is timed
+    r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "1024",
+      "--global-batch", "1536", "--seq", "2048", "--no-prune")
+    assert.are.equal(0, r.code, r.stderr)
     assert.matches("do not fit", r.stdout)
   end)
 

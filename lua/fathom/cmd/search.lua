@@ -31,7 +31,7 @@ local spec = {
     "tpot", "ttft", "throughput" }, help = "what to rank by [default: step_time; inference: throughput]" },
   { name = "top", arg = "K", integer = { 1, 1000 }, default = 10, help = "strategies to show" },
   { name = "fix", arg = "K=V,...", multi = true,
-    help = "fix dimensions, e.g. tp=8,pp=4 (tp, pp, cp, ep, tp_moe, vs, mb, ...)" },
+    help = "fix dimensions, e.g. tp=8,pp=4 (tp, pp, cp, ep, tp_moe, vs, mb, offload=off|TIER, ...)" },
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
@@ -39,6 +39,8 @@ local spec = {
     help = "processes that share the search (same result as one; one for a small space) "
       .. "[default: the core count; under mpirun: the ranks]" },
   { name = "workers", arg = "N", integer = { 1, args.max_workers() }, help = "the same as --jobs" },
+  { name = "no-prune", flag = true,
+    help = "time every strategy (the bounds that skip strategies never change the best N; this checks it)" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
   { name = "help", flag = true, help = "this help" },
 }
@@ -47,12 +49,12 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--batch-rounding exact|down] [--seq S] [--gen N]\n" ..
   "                     [--objective OBJ] [--top K] [--memory-reserve SIZE]\n" ..
-  "                     [--latency-bound S] [--fix tp=8,pp=4] [--format table|yaml|json|csv]\n" ..
+  "                     [--latency-bound S] [--fix tp=8,pp=4] [--no-prune] [--format table|yaml|json|csv]\n" ..
   "                     [--jobs N]\n\n" ..
   "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
   "interleaved with virtual stages, ZB-H1, DualPipe; stages split between pod and\n" ..
   "cluster), DP with ZeRO-1/2/3, EP split between scale-up and scale-out, CP, SP,\n" ..
-  "micro-batch and recomputation; prunes what does not tile or fit (memory is checked\n" ..
+  "micro-batch, recomputation and offload; prunes what does not tile or fit (memory is checked\n" ..
   "before time) and ranks the rest. Infeasible counts are reported. Models and nodes are\n" ..
   "found by name in configs/.\n\n" ..
   "Micro-batch: every size up to " .. search.MB_MAX .. " that divides the local batch (global batch / DP);\n" ..
@@ -61,6 +63,13 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "each strategy runs the largest batch <= B that is a multiple of DP x micro-batch (and\n" ..
   "of what its schedule needs), every micro-batch up to the local batch is tried, the\n" ..
   "table shows the batch per row and strategies rank by time per sequence.\n\n" ..
+  "Strategies that provably cannot enter the best K are skipped (bounds on memory and\n" ..
+  "step time computed before timing; README \"Exact pruning\"): the result is the\n" ..
+  "exhaustive search's, which --no-prune runs.\n\n" ..
+  "Offload: weights (w), saved activations (a) and optimizer states (o) may each move to the\n" ..
+  "node's host memory; each strategy takes the fastest placement of them that fits (the\n" ..
+  "offload column). --fix offload=off keeps them on the GPU, --fix offload=nvme (any\n" ..
+  "memory tier of the node) offloads there.\n\n" ..
   args.usage(spec) .. "\n"
 
 local function parse_fix(list)
@@ -89,7 +98,7 @@ local function table_text(res, system, top, rounded)
     rows[#rows + 1] = { i, h.tp, h.pp .. (h.vs > 1 and ("x" .. h.vs) or ""), h.dp,
       h.ep > 1 and (h.ep .. (h.ep_su < h.ep and ("(" .. h.ep_su .. ")") or "")) or "-",
       h.ep > 1 and h.tp_moe or "-", h.cp,
-      h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off",
+      h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off", search.offload_label(h),
       units.bytes(h.peak_bytes), units.bytes(h.headroom_bytes), units.time(h.step_time_s),
       units.percent(h.mfu),
       units.percent(h.bubble_fraction), units.time(h.exposed_s.tp + h.exposed_s.tp_moe),
@@ -97,17 +106,23 @@ local function table_text(res, system, top, rounded)
     if rounded then table.insert(rows[#rows], 10, h.batch) end
   end
   local header = { "#", "TP", "PP", "DP", "EP(pod)", "TPe", "CP", "schedule", "mb", "recompute", "ZeRO",
-    "SP", "mem/GPU", "free", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }
+    "SP", "offload", "mem/GPU", "free", "step", "MFU", "bubble", "exp.TP", "exp.EP", "exp.PP", "exp.DP" }
   if rounded then table.insert(header, 10, "batch") end
   local out = { tablefmt.render(header, rows) }
   local s = res.stats
   local tiers = {}
   for t, n in pairs(s.no_fit_by_tier or {}) do tiers[#tiers + 1] = string.format("%s %d", t, n) end
   table.sort(tiers)
-  out[#out + 1] = string.format("\n%d strategies considered on %d x %d GPUs: %d timed, %d do not tile, " ..
-    "%d refused by the model, %d do not fit%s.\n", s.considered or 0, system.num_pods, system.pod_size,
-    s.evaluated or 0, s.not_tiling or 0, s.invalid or 0, s.no_fit or 0,
-    #tiers > 0 and (" (" .. table.concat(tiers, ", ") .. ")") or "")
+  if s.pruning == "on" then -- how many were timed depends on the processes' split
+    out[#out + 1] = string.format("\n%d strategies considered on %d x %d GPUs; bounds skipped what could not " ..
+      "enter the best %d (--no-prune times and counts every one).\n", s.considered or 0, system.num_pods,
+      system.pod_size, res.top or #res.hits)
+  else
+    out[#out + 1] = string.format("\n%d strategies considered on %d x %d GPUs: %d timed, %d do not tile, " ..
+      "%d refused by the model, %d do not fit%s.\n", s.considered or 0, system.num_pods, system.pod_size,
+      s.evaluated or 0, s.not_tiling or 0, s.invalid or 0, s.no_fit or 0,
+      #tiers > 0 and (" (" .. table.concat(tiers, ", ") .. ")") or "")
+  end
   if #res.hits > 0 then
     out[#out + 1] = "\nrecommendation: #1 because\n"
     local runner = search.runner_up(res.hits)
@@ -211,7 +226,7 @@ function searches.training(opts, extra, row)
     seq = opts.seq and math.tointeger(opts.seq), objective = objective,
     top = math.max(opts.top, 2), fix = parse_fix(opts.fix),
     workload = opts.workload or row.search_workload, batch_rounding = opts.batch_rounding,
-    memory_reserve_bytes = opts.memory_reserve,
+    memory_reserve_bytes = opts.memory_reserve, prune = opts.no_prune and "off" or "on",
   })
   for _, t in ipairs(def.space.tp) do
     if model.num_heads % t ~= 0 then
@@ -221,13 +236,23 @@ function searches.training(opts, extra, row)
   end
   local jobs = math.tointeger(opts.jobs or opts.workers) or require("fathom.parallel").default_jobs()
   local res = search.run(def, jobs)
+  res.top = math.tointeger(opts.top)
+  if #res.hits > 0 and def.prune ~= "off" then
+    -- With bounds on, which strategies each process times (and so every outcome count but
+    -- `considered`) depends on how the space was split: the output keeps only what every
+    -- split gives alike, so --jobs 1, --jobs N and mpirun write the same bytes.
+    res.stats = { considered = res.stats.considered, pruning = "on" }
+  end
   if #res.hits == 0 then
     local s = res.stats
     if s.smallest_shortfall then
       local h = s.smallest_shortfall
-      errors.raise("search: nothing fits: the closest (TP %d, PP %d, DP %d, EP %d, mb %d, recompute %s, %s) " ..
-        "needs %s more %s than the %s of each GPU", h.tp, h.pp, h.dp, h.ep, h.mb, h.recompute, h.dp_variant,
-        units.bytes(s.shortfall_bytes), h.overflow_tier or names.memory_tier[1], units.bytes(h.capacity_bytes))
+      local tier = h.overflow_tier or names.memory_tier[1]
+      local what = tier == names.memory_tier[1] and ("the " .. units.bytes(h.capacity_bytes) .. " of each GPU")
+        or "each GPU's share"
+      errors.raise("search: nothing fits: the closest (TP %d, PP %d, DP %d, EP %d, mb %d, recompute %s, %s, " ..
+        "offload %s) needs %s more %s than %s", h.tp, h.pp, h.dp, h.ep, h.mb, h.recompute, h.dp_variant,
+        search.offload_label(h), units.bytes(s.shortfall_bytes), tier, what)
     end
     errors.raise("search: no strategy tiles %d GPUs in %d-GPU pods for this model and batch " ..
       "(%d considered; try another --global-batch or --pod-size%s)", gpus, pod, s.considered or 0,
