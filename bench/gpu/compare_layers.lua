@@ -138,7 +138,7 @@ function M.recipe(precision)
 end
 
 -- A 1- or 2-layer model of the row's shape on one GPU: the result table of the core.
-local function evaluate(state, lib, row, layers, recipe)
+local function evaluate(lib, row, layers, recipe)
   local case = { id = row.shape, system = { gpu = "H100 SXM", num_gpus = 1, gpus_per_node = 8 },
     model = { name = row.shape, arch = "swiglu rmsnorm rope untied", layers = layers, hidden = row.hidden,
       heads = row.heads, kv_heads = row.kv_heads, head_dim = row.head_dim, ffn = row.ffn, vocab = M.vocab },
@@ -155,17 +155,19 @@ local function evaluate(state, lib, row, layers, recipe)
   local ok, r = pcall(sc.evaluate, sc)
   if not ok then
     errors.pass(r)
-    if errors.is_input(r) then errors.raise("%s:%d: %s: %s", row.file, row.line, row.shape, errors.one_line(tostring(r))) end
+    if errors.is_input(r) then
+      errors.raise("%s:%d: %s: %s", row.file, row.line, row.shape, errors.one_line(tostring(r)))
+    end
     error(r, 0)
   end
   return r
 end
 
--- predict(state, lib, row) -> per-layer prediction {fwd_s, bwd_s, fwd_bwd_s, saved_bytes, parts, classes}
-local function predict(state, lib, row)
+-- predict(lib, row) -> per-layer prediction {fwd_s, bwd_s, fwd_bwd_s, saved_bytes, parts, classes}
+local function predict(lib, row)
   local recipe, note = M.recipe(row.precision)
-  local a = evaluate(state, lib, row, 1, recipe)
-  local b = evaluate(state, lib, row, 2, recipe)
+  local a = evaluate(lib, row, 1, recipe)
+  local b = evaluate(lib, row, 2, recipe)
   local pa, pb = a.per_microbatch, b.per_microbatch
   local p = { recipe = recipe, note = note,
     fwd_s = pb.forward_kernel_s - pa.forward_kernel_s,
@@ -208,7 +210,7 @@ function M.compare(opts)
     for _, r in ipairs(M.read(dir .. "/" .. name)) do
       local key = table.concat({ r.hidden, r.heads, r.kv_heads, r.head_dim, r.ffn, r.micro_batch, r.seq, r.precision,
         r.mode }, "|")
-      cache[key] = cache[key] or predict(state, lib, r)
+      cache[key] = cache[key] or predict(lib, r)
       local p = cache[key]
       r.run = name:match("^(run%w+)")
       r.pred = p
