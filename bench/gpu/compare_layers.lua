@@ -176,10 +176,10 @@ local function predict(lib, row)
     flops_fwd = 0 }
   for part, v in pairs(pb.forward) do p.flops_fwd = p.flops_fwd + v.flops - pa.forward[part].flops end
   p.fwd_bwd_s = p.fwd_s + p.bwd_s
-  -- kernel classes where the core exports them (per_microbatch.classes: gemm/attention/other)
-  if pb.classes then
-    p.classes = {}
-    for cls, v in pairs(pb.classes) do p.classes[cls] = v - pa.classes[cls] end
+  -- kernel time by kind (gemm, attention, other), forward + backward, as the profiler splits it
+  p.classes = {}
+  for _, pass in ipairs({ "forward_classes", "backward_classes" }) do
+    for cls, v in pairs(pb[pass]) do p.classes[cls] = (p.classes[cls] or 0) + v - pa[pass][cls] end
   end
   return p
 end
