@@ -31,8 +31,9 @@ local BANDS = {
   -- rowwise costed as fp8_current until the core has a rowwise recipe: it quantises every
   -- operand twice, so the 8B TP8 shard (0.59) is slower than fathom's per-tensor casts.
   ["fp8_rowwise/compile"] = { fwd_bwd = { 0.8, 1.1 }, row = { 0.5, 1.4 }, fwd = { 1.1, 1.45 } },
-  -- eager BF16 over-predicted: eager_elementwise prices FP32 norm chains, PyTorch 2.11's
-  -- F.rms_norm is one fused kernel (the TP8 shards, most tokens per hidden, are 1.5-1.65x).
+  -- eager BF16 over-predicted: eager_elementwise prices FP32 norm chains (36 B per element at
+  -- BF16), PyTorch 2.11's F.rms_norm is one fused kernel (4 B); the TP8 shards, with the most
+  -- norm elements per GEMM FLOP (32K tokens x 4096 against a 1/8 FFN), are 1.5-1.65x.
   ["bf16/eager"] = { fwd_bwd = { 1.1, 1.45 }, row = { 0.9, 1.8 }, fwd = { 1.2, 1.6 } },
   -- eager FP8 under-predicted: the unfused amax/scale/cast/transpose chain moves 4-8x the bytes
   -- of the fused cast the recipe prices (rowwise twice over).
