@@ -42,6 +42,8 @@ M.dir = "validation/measurements/h100_sxm/layers"
 M.files = { "run1_layers.csv", "run1b_layers.csv", "run2_profiled_layers.csv" }
 M.node, M.generation, M.vocab = "H100_SXM", "hopper", 128256
 
+M.precisions = { bf16 = true, fp8_tensorwise = true, fp8_rowwise = true }
+M.modes = { eager = true, compile = true }
 local numeric = { "hidden", "heads", "kv_heads", "head_dim", "ffn", "micro_batch", "seq", "fwd_s", "fwd_bwd_s",
   "gemm_flops_fwd", "attn_flops_fwd", "saved_activation_bytes", "peak_extra_bytes", "prof_gemm_s", "prof_attn_s",
   "prof_other_s" }
@@ -112,6 +114,12 @@ function M.read(path)
             else
               r[k] = nil
             end
+          end
+          local bad = not M.precisions[r.precision] and "precision" or not M.modes[r.mode] and "mode"
+          if bad then
+            f:close()
+            errors.raise("%s:%d: %s: '%s' is not one fathom maps (%s)", path, ln, bad, tostring(r[bad]),
+              bad == "mode" and "eager, compile" or "bf16, fp8_tensorwise, fp8_rowwise")
           end
           rows[#rows + 1] = r
         end
