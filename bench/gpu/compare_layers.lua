@@ -233,13 +233,19 @@ function M.compare(opts)
   for _, r in ipairs(rows) do
     local g = r.precision .. "/" .. r.mode
     if not groups[g] then
-      groups[g] = { fwd = {}, fwd_bwd = {}, saved = {} }
+      groups[g] = { fwd = {}, fwd_bwd = {}, saved = {}, gemm = {}, attention = {}, other = {} }
       order[#order + 1] = g
     end
     local t = groups[g]
     t.fwd[#t.fwd + 1] = r.ratio_fwd
     t.fwd_bwd[#t.fwd_bwd + 1] = r.ratio_fwd_bwd
     if r.ratio_saved then t.saved[#t.saved + 1] = r.ratio_saved end
+    if r.prof_gemm_s then
+      local c = r.pred.classes
+      t.gemm[#t.gemm + 1] = c.gemm / r.prof_gemm_s
+      t.attention[#t.attention + 1] = c.attention / r.prof_attn_s
+      t.other[#t.other + 1] = c.other / r.prof_other_s
+    end
   end
   local summary = { calibration = from, kernels = kernels, order = order, groups = {} }
   for _, g in ipairs(order) do
@@ -248,6 +254,9 @@ function M.compare(opts)
       return { median = median(xs), min = math.min(table.unpack(xs)), max = math.max(table.unpack(xs)) }
     end
     summary.groups[g] = { n = #t.fwd, fwd = stats(t.fwd), fwd_bwd = stats(t.fwd_bwd),
+      -- the profiled rows' kernel classes, predicted / measured (nil without a profile)
+      gemm = #t.gemm > 0 and stats(t.gemm) or nil, attention = #t.attention > 0 and stats(t.attention) or nil,
+      other = #t.other > 0 and stats(t.other) or nil,
       saved = #t.saved > 0 and stats(t.saved) or nil }
   end
   return rows, summary
@@ -274,7 +283,7 @@ end
 M.split_headers = { "shape", "precision", "mode", "GEMM ms", "pred", "attention ms", "pred", "other ms", "pred" }
 
 -- split_rows(rows) -> the profiled rows' GEMM / attention / other kernel time (fwd+bwd), measured
--- and fathom's (fathom's where the core exports kernel classes, else "-")
+-- and fathom's (per_microbatch.forward_classes + backward_classes)
 function M.split_rows(rows)
   local out = {}
   for _, r in ipairs(rows) do
@@ -289,7 +298,7 @@ function M.split_rows(rows)
 end
 
 M.summary_headers = { "precision/mode", "rows", "fwd median", "fwd range", "fwd+bwd median", "fwd+bwd range",
-  "saved median", "saved range" }
+  "saved median", "saved range", "GEMM", "attention", "other" }
 
 function M.summary_rows(summary)
   local out = {}
@@ -297,7 +306,8 @@ function M.summary_rows(summary)
     local s = summary.groups[g]
     local function range(t) return t and string.format("%.2f-%.2f", t.min, t.max) or "-" end
     out[#out + 1] = { g, s.n, x(s.fwd.median), range(s.fwd), x(s.fwd_bwd.median), range(s.fwd_bwd),
-      x(s.saved and s.saved.median), range(s.saved) }
+      x(s.saved and s.saved.median), range(s.saved), x(s.gemm and s.gemm.median),
+      x(s.attention and s.attention.median), x(s.other and s.other.median) }
   end
   return out
 end

@@ -41,11 +41,16 @@ local BANDS = {
   ["fp8_rowwise/eager"] = { fwd_bwd = { 0.45, 0.75 }, row = { 0.3, 0.8 }, fwd = { 0.7, 0.95 } },
 }
 
--- fathom's GEMM / attention / other split against the profiler's, compiled BF16 (median of
--- predicted / measured over the 6 profiled shapes): GEMMs 1.28-1.37 (efficiency 0.601 of the
--- BF16 peak against the 0.74-0.80 measured), attention 0.57-0.84 (0.652 against 0.44-0.55),
--- other 0.32-1.15.
-local SPLIT_BANDS = { gemm = { 1.15, 1.45 }, attention = { 0.65, 0.95 } }
+-- fathom's GEMM / attention / other split against the profiler's (median of predicted /
+-- measured over the 6 profiled shapes; compare_layers.lua prints them as the summary's last
+-- columns). Compiled BF16: GEMMs 1.30 (1.28-1.37: efficiency 0.601 of the BF16 peak against
+-- the 0.74-0.80 measured), attention 0.72 (0.57-0.84: 0.652 against 0.44-0.55), other 0.60
+-- (0.32-1.15). FP8 tensorwise: GEMMs 1.50 (fp8_efficiency 0.487 against 0.69-0.72), other
+-- 0.52 (the casts at half the traffic Inductor's casts move).
+local SPLIT_BANDS = {
+  ["bf16/compile"] = { gemm = { 1.15, 1.45 }, attention = { 0.6, 0.9 }, other = { 0.4, 0.85 } },
+  ["fp8_tensorwise/compile"] = { gemm = { 1.3, 1.7 }, attention = { 0.6, 0.95 }, other = { 0.35, 0.75 } },
+}
 
 local function inside(v, band) return v >= band[1] and v <= band[2] end
 
@@ -97,22 +102,18 @@ describe("bench/gpu/compare_layers.lua: fathom per layer vs the measured H100 la
     assert.is_true(#violations("fp8_tensorwise/compile", rows23, summary23) > 0)
   end)
 
-  it("the kernel classes partition the predicted layer time; GEMM and attention against the profile", function()
-    local ratios = { gemm = {}, attention = {} }
+  it("the kernel classes partition the predicted layer time; GEMM, attention, other against the profile", function()
     for _, r in ipairs(rows) do
       local c = r.pred.classes
       assert.is_true(c.gemm > 0 and c.attention > 0 and c.other > 0)
       assert.is_near(r.pred.fwd_bwd_s, c.gemm + c.attention + c.other, 1e-9 * r.pred.fwd_bwd_s)
-      if r.prof_gemm_s and r.precision == "bf16" and r.mode == "compile" then
-        ratios.gemm[#ratios.gemm + 1] = c.gemm / r.prof_gemm_s
-        ratios.attention[#ratios.attention + 1] = c.attention / r.prof_attn_s
-      end
     end
-    assert.are.equal(6, #ratios.gemm)
-    for cls, band in pairs(SPLIT_BANDS) do
-      local m = compare.median(ratios[cls])
-      assert.is_true(inside(m, band), string.format("bf16/compile %s median %.3f outside [%.2f, %.2f]", cls, m,
-        band[1], band[2]))
+    for group, bands in pairs(SPLIT_BANDS) do
+      for cls, band in pairs(bands) do
+        local m = summary.groups[group][cls].median
+        assert.is_true(inside(m, band), string.format("%s %s median %.3f outside [%.2f, %.2f]", group, cls, m,
+          band[1], band[2]))
+      end
     end
   end)
 
