@@ -145,7 +145,8 @@ function M.recipe(precision)
   errors.raise("precision '%s' is not one fathom maps (bf16, fp8_tensorwise, fp8_rowwise)", tostring(precision))
 end
 
--- A 1- or 2-layer model of the row's shape on one GPU: the result table of the core.
+-- evaluate(lib, row, layers, recipe) -> the core's result for a `layers`-layer model of the
+-- row's shape on one GPU.
 local function evaluate(lib, row, layers, recipe)
   local case = { id = row.shape, system = { gpu = "H100 SXM", num_gpus = 1, gpus_per_node = 8 },
     model = { name = row.shape, arch = "swiglu rmsnorm rope untied", layers = layers, hidden = row.hidden,
@@ -170,6 +171,7 @@ local function evaluate(lib, row, layers, recipe)
   end
   return r
 end
+M.evaluate = evaluate
 
 -- predict(lib, row) -> per-layer prediction {fwd_s, bwd_s, fwd_bwd_s, saved_bytes, parts, classes}
 local function predict(lib, row)

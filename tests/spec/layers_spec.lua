@@ -117,6 +117,25 @@ describe("bench/gpu/compare_layers.lua: fathom per layer vs the measured H100 la
     end
   end)
 
+  it("per layer = 2 layers - 1 layer: the kernel time and saved activations are linear in layers", function()
+    local validate = require("fathom.validate")
+    local calibration = require("fathom.calibration")
+    local state = validate.state()
+    local lib = validate.calibrated_lib(state, compare.node, (calibration.lookup("hopper", "2025", state.settings)))
+    local row = rows[1]
+    local r = {}
+    for n = 1, 3 do r[n] = compare.evaluate(lib, row, n, "none") end
+    local function d(n, f) return f(r[n + 1]) - f(r[n]) end
+    for _, f in ipairs({
+      function(x) return x.per_microbatch.forward_kernel_s end,
+      function(x) return x.per_microbatch.backward_kernel_s end,
+      function(x) return x.memory.components.saved_activations end,
+    }) do
+      assert.is_true(d(1, f) > 0)
+      assert.is_near(d(1, f), d(2, f), 1e-9 * d(1, f))
+    end
+  end)
+
   it("a layer costs the same in every run of a configuration (one prediction per shape)", function()
     local seen = {}
     for _, r in ipairs(rows) do
