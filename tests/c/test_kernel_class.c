@@ -15,6 +15,7 @@
  *    "other"; the attention core is unchanged. */
 #include "fth_phase.h"
 #include "fth_train.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 #include <string.h>
@@ -122,6 +123,46 @@ static int step(void) {
   return 0;
 }
 
+/* An MoE block (8 experts, top-2, plain two-GEMM expert MLP): the fixed cost
+ * per expert of a grouped GEMM (expert_gemm_s) is GEMM time. Raising it from
+ * 0 to 1 us adds 8 experts x 2 GEMMs x 1 us = 16 us forward and twice that
+ * backward (dgrad and wgrad): 48 us, all of it in the GEMM class. */
+static int moe(void) {
+  fth_node_def n = node();
+  fth_topology_def t = tfx_tp_only(1, 100e9);
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 1;
+  m.num_heads = 16;
+  m.vocab_size = 1024;
+  m.max_seq_len = 1024;
+  m.num_experts = 8;
+  m.top_k = 2;
+  m.expert_ffn_hidden = 512;
+  fth_train_def w = tfx_serial_work(1, 1024);
+  fth_train_plan p;
+  fth_error err;
+  fth_train_result r0, r1;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &r0);
+  n.compute.expert_gemm_s = 1e-6;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &r1);
+  double dk = (r1.fwd_kernel_s + r1.bwd_kernel_s) - (r0.fwd_kernel_s + r0.bwd_kernel_s);
+  FTH_ENSURE_NEAR(48e-6, dk, 1e-9);
+  FTH_ENSURE_NEAR(dk, total(&r1, FTH_KERNEL_GEMM) - total(&r0, FTH_KERNEL_GEMM), 1e-9);
+  FTH_ENSURE_NEAR(total(&r0, FTH_KERNEL_OTHER), total(&r1, FTH_KERNEL_OTHER), 1e-12);
+  FTH_ENSURE_NEAR(total(&r0, FTH_KERNEL_ATTENTION), total(&r1, FTH_KERNEL_ATTENTION), 1e-12);
+  double f = 0, b = 0;
+  for (int c = 0; c < FTH_KERNEL_CLASS_COUNT; c++) {
+    f += r1.fwd_class_s[c];
+    b += r1.bwd_class_s[c];
+  }
+  FTH_ENSURE_NEAR(r1.fwd_kernel_s, f, 1e-12);
+  FTH_ENSURE_NEAR(r1.bwd_kernel_s, b, 1e-12);
+  return 0;
+}
+
 int kernel_class_test(void) {
-  return accumulator() || step();
+  return accumulator() || step() || moe();
 }
