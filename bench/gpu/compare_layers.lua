@@ -173,7 +173,7 @@ local function evaluate(lib, row, layers, recipe)
 end
 M.evaluate = evaluate
 
--- predict(lib, row) -> per-layer prediction {fwd_s, bwd_s, fwd_bwd_s, saved_bytes, parts, classes}
+-- predict(lib, row) -> per-layer prediction {fwd_s, bwd_s, fwd_bwd_s, saved_bytes, flops_fwd, classes}
 local function predict(lib, row)
   local recipe, note = M.recipe(row.precision)
   local a = evaluate(lib, row, 1, recipe)
@@ -226,6 +226,9 @@ function M.compare(opts)
       r.pred = p
       r.ratio_fwd = p.fwd_s / r.fwd_s
       r.ratio_fwd_bwd = p.fwd_bwd_s / r.fwd_bwd_s
+      -- the same layer? fathom's forward FLOPs (GEMMs, attention, element-wise) against the
+      -- benchmark's GEMM + causal attention count
+      r.ratio_flops = r.gemm_flops_fwd and r.attn_flops_fwd and p.flops_fwd / (r.gemm_flops_fwd + r.attn_flops_fwd)
       r.ratio_saved = r.saved_activation_bytes and r.saved_activation_bytes > 0 and p.saved_bytes /
         r.saved_activation_bytes or nil
       rows[#rows + 1] = r
@@ -336,7 +339,7 @@ local function records(rows)
       recipe = p.recipe, fwd_s = r.fwd_s, pred_fwd_s = p.fwd_s, ratio_fwd = r.ratio_fwd,
       fwd_bwd_s = r.fwd_bwd_s, pred_fwd_bwd_s = p.fwd_bwd_s, ratio_fwd_bwd = r.ratio_fwd_bwd,
       saved_activation_bytes = r.saved_activation_bytes, pred_saved_bytes = p.saved_bytes,
-      ratio_saved = r.ratio_saved, prof_gemm_s = r.prof_gemm_s, pred_gemm_s = c.gemm,
+      ratio_saved = r.ratio_saved, ratio_flops_fwd = r.ratio_flops, prof_gemm_s = r.prof_gemm_s, pred_gemm_s = c.gemm,
       prof_attn_s = r.prof_attn_s, pred_attn_s = c.attention, prof_other_s = r.prof_other_s,
       pred_other_s = c.other, note = p.note }
   end
