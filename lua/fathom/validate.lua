@@ -214,6 +214,8 @@ local function calibrated_lib(state, node, setting, power_limit)
   return lib
 end
 
+M.calibrated_lib = calibrated_lib -- bench/gpu/compare_layers.lua prices layers on the same library
+
 local function node_peak(lib, node, bytes)
   local c = lib.compute[lib.nodes[node].device_compute]
   if bytes <= 1 and (c.fp8_nominal or 0) > 0 then return c.fp8_nominal end

@@ -63,6 +63,16 @@ static void add(const fth_block_env *e, fth_phase *ph, fth_flop_part part, fth_k
   fth_phase_add_kernel(&e->k, ph, part, k, weight_bytes);
 }
 
+/* GEMMs and the attention core, named for the kernel-class split (fth_phase.h). */
+static void add_gemm(const fth_block_env *e, fth_phase *ph, fth_flop_part part, fth_kernel_cost k,
+                     double weight_bytes) {
+  fth_phase_add_kernel_class(&e->k, ph, part, FTH_KERNEL_GEMM, k, weight_bytes);
+}
+
+static void add_attn(const fth_block_env *e, fth_phase *ph, fth_kernel_cost k) {
+  fth_phase_add_kernel_class(&e->k, ph, FTH_FLOP_ATTENTION, FTH_KERNEL_ATTENTION, k, 0.0);
+}
+
 static void scale_cost(fth_kernel_cost *k, double s) {
   k->flops *= s;
   k->bytes *= s;
@@ -167,7 +177,7 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
     k.compute_s = rate > 0 ? k.flops / rate : HUGE_VAL;
     k.memory_s = e->kv_bw > 0 ? k.bytes / e->kv_bw : HUGE_VAL;
     k.time_s = fth_max(k.compute_s, k.memory_s);
-    add(e, fwd, FTH_FLOP_ATTENTION, k, 0.0);
+    add_attn(e, fwd, k);
     fwd->kv_memory_s += k.memory_s;
     return;
   }
@@ -194,15 +204,12 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
     k.compute_s *= win;
     k.time_s = fth_max(k.compute_s, k.memory_s);
   }
-  add(e, fwd, FTH_FLOP_ATTENTION, k, 0.0);
+  add_attn(e, fwd, k);
   if (!e->flash_attention) {
     double scores = reqs * heads * q * ctx; /* full matrix: unfused kernels mask, not skip */
     double per = 6.0 * e->act_bytes + 1.0;
-    add(e, fwd, FTH_FLOP_ATTENTION, fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, per),
-        0.0);
-    if (bwd)
-      add(e, bwd, FTH_FLOP_ATTENTION,
-          fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS_BW, 2.0 * per), 0.0);
+    add_attn(e, fwd, fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, per));
+    if (bwd) add_attn(e, bwd, fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS_BW, 2.0 * per));
   }
   if (bwd) {
     double f = e->flash_attention ? FLASH_BWD_FLOPS : UNFUSED_BWD_FLOPS;
@@ -211,7 +218,7 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
     kb.compute_s *= f;
     kb.bytes *= 2.0;
     kb.memory_s *= 2.0;
-    add(e, bwd, FTH_FLOP_ATTENTION, kb, 0.0);
+    add_attn(e, bwd, kb);
   }
 }
 
@@ -427,10 +434,12 @@ void fth_block_recompute_modules(const fth_block_env *e, int moe, unsigned mods,
     double gb = q8 ? e->k.gemm_bytes : ab, heads = sh->heads / l->tp;
     double qin = m->q_lora_rank > 0 ? m->q_lora_rank : h;
     double kv_out = heads * ((double)m->qk_nope_head_dim + sh->d_v);
-    add(e, rec, FTH_FLOP_ATTENTION, fth_kernel_gemm(genv, tokens, heads * sh->d_qk, qin, 1, gb),
-        qin * heads * sh->d_qk * gb);
-    add(e, rec, FTH_FLOP_ATTENTION, fth_kernel_gemm(genv, tokens, kv_out, m->kv_lora_rank, 1, gb),
-        m->kv_lora_rank * kv_out * gb);
+    add_gemm(e, rec, FTH_FLOP_ATTENTION,
+             fth_kernel_gemm(genv, tokens, heads * sh->d_qk, qin, 1, gb),
+             qin * heads * sh->d_qk * gb);
+    add_gemm(e, rec, FTH_FLOP_ATTENTION,
+             fth_kernel_gemm(genv, tokens, kv_out, m->kv_lora_rank, 1, gb),
+             m->kv_lora_rank * kv_out * gb);
   }
   if ((mods & FTH_RECOMPUTE_MOD_MOE_ACT) && moe) {
     double gate = m->gated_mlp ? 3.0 : 2.0;
@@ -462,19 +471,21 @@ void fth_block_head(const fth_block_env *e, double requests, double q, int embed
     fth_kernel_cost k = fth_kernel_gemm(&e->k.env, requests, v, h, 1, ab);
     k.bytes += h * v * (e->weight_bytes - ab);
     if (e->k.env.mem_bw_bytes_per_s > 0) k.memory_s = k.bytes / e->k.env.mem_bw_bytes_per_s;
-    add(e, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * e->weight_bytes);
+    add_gemm(e, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * e->weight_bytes);
     if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
     return;
   }
-  add(e, fwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, v, h, 1, ab), h * v * ab);
+  add_gemm(e, fwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, v, h, 1, ab),
+           h * v * ab);
   fth_kernel_cost ks = fth_kernel_elementwise(&e->k.env, tokens * v, LOSS_FLOPS, 4.0 + ab);
   add(e, fwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
   if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
   if (bwd == NULL) return;
-  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, h, v, 1, ab), h * v * ab);
+  add_gemm(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, h, v, 1, ab),
+           h * v * ab);
   if (!(e->k.lora_rank > 0)) { /* LoRA freezes the head: no weight gradient */
     double before = bwd->kernel_s;
-    add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, h, v, tokens, 1, ab), 0.0);
+    add_gemm(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, h, v, tokens, 1, ab), 0.0);
     bwd->wgrad_s += bwd->kernel_s - before;
   }
   add(e, bwd, FTH_FLOP_UNEMBEDDING, ks, 0.0);
@@ -486,13 +497,14 @@ void fth_block_mtp(const fth_block_env *e, double requests, double q, fth_phase 
   const double h = e->model->d_model, tokens = requests * q, ab = e->act_bytes;
   const double out = h / e->lay->tp;
   fth_block_head(e, requests, q, 1, fwd, bwd);
-  add(e, fwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, out, 2.0 * h, 1, ab),
-      2.0 * h * out * ab);
+  add_gemm(e, fwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, out, 2.0 * h, 1, ab),
+           2.0 * h * out * ab);
   if (bwd == NULL) return;
-  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, 2.0 * h, out, 1, ab),
-      2.0 * h * out * ab);
+  add_gemm(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, tokens, 2.0 * h, out, 1, ab),
+           2.0 * h * out * ab);
   double before = bwd->kernel_s;
-  add(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, 2.0 * h, out, tokens, 1, ab), 0.0);
+  add_gemm(e, bwd, FTH_FLOP_UNEMBEDDING, fth_kernel_gemm(&e->k.env, 2.0 * h, out, tokens, 1, ab),
+           0.0);
   bwd->wgrad_s += bwd->kernel_s - before;
 }
 
@@ -507,10 +519,10 @@ void fth_block_recompute_attention(const fth_block_env *e, double requests, doub
   fth_kernel_cost k =
       fth_kernel_attention(&env, requests, heads, kvh, seq, seq, sh->d_qk, sh->d_v, 0, e->act_bytes);
   scale_cost(&k, layers / l->cp);
-  add(e, rec, FTH_FLOP_ATTENTION, k, 0.0);
+  add_attn(e, rec, k);
   double scores = layers * requests * heads * seq * seq / l->cp;
-  add(e, rec, FTH_FLOP_ATTENTION,
-      fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, 6.0 * e->act_bytes + 1.0), 0.0);
+  add_attn(e, rec,
+           fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, 6.0 * e->act_bytes + 1.0));
 }
 
 void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q,

@@ -10,12 +10,23 @@ const char *fth_flop_part_name(fth_flop_part p) {
   return (p >= 0 && p < FTH_FLOP_PART_COUNT) ? part_names[p] : NULL;
 }
 
+static const char *const class_names[FTH_KERNEL_CLASS_COUNT] = {"gemm", "attention", "other"};
+
+const char *fth_kernel_class_name(fth_kernel_class c) {
+  return (c >= 0 && c < FTH_KERNEL_CLASS_COUNT) ? class_names[c] : NULL;
+}
+
 double fth_overlap(double a, double b, double e) {
   return a + b - e * fth_min(a, b);
 }
 
 void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
                           fth_kernel_cost k, double weight_bytes) {
+  fth_phase_add_kernel_class(c, ph, part, FTH_KERNEL_OTHER, k, weight_bytes);
+}
+
+void fth_phase_add_kernel_class(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
+                                fth_kernel_class cls, fth_kernel_cost k, double weight_bytes) {
   /* Weight operands are read from their own tier (offloaded weights stream
    * from host memory): their bytes move at that tier's bandwidth. */
   double mem_s = k.memory_s;
@@ -31,6 +42,7 @@ void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part p
   ph->compute_s[part] += k.compute_s;
   ph->memory_s[part] += mem_s;
   ph->kernel_s += t;
+  ph->class_s[cls] += t;
   if (k.compute_s >= mem_s)
     ph->compute_bound_s += t;
   else
@@ -57,6 +69,7 @@ void fth_phase_scale(fth_phase *ph, double s) {
     ph->memory_s[i] *= s;
   }
   ph->kernel_s *= s;
+  for (int i = 0; i < FTH_KERNEL_CLASS_COUNT; i++) ph->class_s[i] *= s;
   ph->compute_bound_s *= s;
   ph->memory_bound_s *= s;
   ph->wgrad_s *= s;
@@ -77,6 +90,7 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
     a->memory_s[i] += b->memory_s[i];
   }
   a->kernel_s += b->kernel_s;
+  for (int i = 0; i < FTH_KERNEL_CLASS_COUNT; i++) a->class_s[i] += b->class_s[i];
   a->compute_bound_s += b->compute_bound_s;
   a->memory_bound_s += b->memory_bound_s;
   a->wgrad_s += b->wgrad_s;
@@ -126,6 +140,13 @@ static void cast(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part, doub
  * sum into y (read y and the update, write y: 3 elements moved per output element).
  * Backward: dB = (A x)^T dy and d(Ax) = dy B^T, dA = x^T d(Ax) and dx += d(Ax) A^T
  * (the same 3-element sum into dx). The base weight gets no gradient. */
+/* One adapter GEMM at the activation width, `wbytes` of its traffic from the weights. */
+static void lora_gemm(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part, double m, double n,
+                      double k, double ab, double wbytes) {
+  fth_phase_add_kernel_class(c, ph, part, FTH_KERNEL_GEMM, fth_kernel_gemm(&c->env, m, n, k, 1, ab),
+                             wbytes);
+}
+
 static void lora(const fth_phase_ctx *c, const fth_layer_shape *sh, double tokens, double tp,
                  double ab, fth_phase *fwd, fth_phase *bwd) {
   const double r = c->lora_rank;
@@ -135,19 +156,17 @@ static void lora(const fth_phase_ctx *c, const fth_layer_shape *sh, double token
     double in = l->shard == FTH_SHARD_ROW ? l->in / tp : l->in;
     double out = l->shard == FTH_SHARD_COLUMN ? l->out / tp : l->out;
     fth_flop_part part = l->part == FTH_PART_ATTN ? FTH_FLOP_ATTENTION : FTH_FLOP_MLP;
-    fth_phase_add_kernel(c, fwd, part, fth_kernel_gemm(&c->env, tokens, r, in, 1, ab), in * r * ab);
-    fth_phase_add_kernel(c, fwd, part, fth_kernel_gemm(&c->env, tokens, out, r, 1, ab),
-                         r * out * ab);
+    lora_gemm(c, fwd, part, tokens, r, in, ab, in * r * ab);   /* A x */
+    lora_gemm(c, fwd, part, tokens, out, r, ab, r * out * ab); /* B (A x) */
     fth_phase_add_kernel(c, fwd, part, fth_kernel_elementwise(&c->env, tokens * out, 2.0, 3.0 * ab),
                          0.0);
     if (bwd == NULL) continue;
     double before = bwd->kernel_s;
-    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, r, out, tokens, 1, ab), 0.0);
-    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, in, r, tokens, 1, ab), 0.0);
+    lora_gemm(c, bwd, part, r, out, tokens, ab, 0.0); /* dB */
+    lora_gemm(c, bwd, part, in, r, tokens, ab, 0.0);  /* dA */
     bwd->wgrad_s += bwd->kernel_s - before;
-    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, tokens, r, out, 1, ab),
-                         r * out * ab);
-    fth_phase_add_kernel(c, bwd, part, fth_kernel_gemm(&c->env, tokens, in, r, 1, ab), in * r * ab);
+    lora_gemm(c, bwd, part, tokens, r, out, ab, r * out * ab); /* d(A x) */
+    lora_gemm(c, bwd, part, tokens, in, r, ab, in * r * ab);   /* dx */
     fth_phase_add_kernel(c, bwd, part, fth_kernel_elementwise(&c->env, tokens * in, 1.0, 3.0 * ab),
                          0.0);
   }
@@ -181,20 +200,22 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
       cast(c, fwd, part, mtok * in * batch);                   /* X */
       cast(c, fwd, part, wbytes * c->weight_cast_share);      /* W, once per step */
     }
-    fth_phase_add_kernel(c, fwd, part, k, wbytes * wgt);
+    fth_phase_add_kernel_class(c, fwd, part, FTH_KERNEL_GEMM, k, wbytes * wgt);
     /* A grouped GEMM over `batch` local experts pays a fixed cost per expert;
      * it hides nothing and is hidden by nothing. */
     double per_expert = l->part == FTH_PART_EXPERT ? batch * genv->expert_gemm_s : 0.0;
     fwd->kernel_s += per_expert;
+    fwd->class_s[FTH_KERNEL_GEMM] += per_expert;
     if (bwd == NULL) continue;
     bwd->kernel_s += 2.0 * per_expert; /* dgrad and wgrad */
+    bwd->class_s[FTH_KERNEL_GEMM] += 2.0 * per_expert;
     if (q) cast(c, bwd, part, mtok * out * batch); /* dY */
     fth_kernel_cost kd = fth_kernel_gemm(genv, mtok, in, out, batch, gb);
-    fth_phase_add_kernel(c, bwd, part, kd, wbytes * gb);
+    fth_phase_add_kernel_class(c, bwd, part, FTH_KERNEL_GEMM, kd, wbytes * gb);
     if (c->lora_rank > 0) continue; /* frozen: no weight gradient (adapters below) */
     fth_kernel_cost kw = fth_kernel_gemm(genv, in, out, mtok, batch, gb);
     double before = bwd->kernel_s;
-    fth_phase_add_kernel(c, bwd, part, kw, 0.0);
+    fth_phase_add_kernel_class(c, bwd, part, FTH_KERNEL_GEMM, kw, 0.0);
     bwd->wgrad_s += bwd->kernel_s - before;
   }
   if (c->lora_rank > 0) lora(c, sh, tokens, tp, ab, fwd, bwd);

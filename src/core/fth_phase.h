@@ -21,6 +21,16 @@ typedef enum fth_flop_part {
 
 const char *fth_flop_part_name(fth_flop_part p); ///< "attention", "mlp", "embedding", "unembedding"
 
+/// Kinds of kernel, as a profiler's kernel names split a pass's time (the
+/// measured layers' GEMM / attention / other split, validation/measurements).
+typedef enum fth_kernel_class {
+  FTH_KERNEL_GEMM = 0,  ///< dense and grouped GEMMs: linears, LM head, MLA re-projections
+  FTH_KERNEL_ATTENTION, ///< the attention core (fused, or unfused score GEMMs and softmax)
+  FTH_KERNEL_OTHER,     ///< element-wise: norms, RoPE, activation, adds, casts, router, loss
+  FTH_KERNEL_CLASS_COUNT
+} fth_kernel_class;
+
+const char *fth_kernel_class_name(fth_kernel_class c); ///< "gemm", "attention", "other"
 
 typedef struct fth_phase {
   double flops[FTH_FLOP_PART_COUNT];
@@ -28,6 +38,7 @@ typedef struct fth_phase {
   double compute_s[FTH_FLOP_PART_COUNT];
   double memory_s[FTH_FLOP_PART_COUNT];
   double kernel_s;                    ///< kernels with compute/memory overlap applied
+  double class_s[FTH_KERNEL_CLASS_COUNT]; ///< kernel_s by kind of kernel (sums to kernel_s)
   double compute_bound_s;             ///< time of kernels limited by compute
   double memory_bound_s;              ///< time of kernels limited by memory
   double wgrad_s;         ///< of kernel_s, weight-gradient GEMMs (what ZB schedules move)
@@ -59,9 +70,12 @@ typedef struct fth_phase_ctx {
 double fth_overlap(double a, double b, double e);
 
 /// Add kernel `k` to `ph` under `part`; `weight_bytes` of its traffic come from the
-/// weights' tier.
+/// weights' tier. Its time counts as an element-wise kernel (FTH_KERNEL_OTHER).
 void fth_phase_add_kernel(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
                           fth_kernel_cost k, double weight_bytes);
+/// The same for a kernel of class `cls` (GEMMs and the attention core say so).
+void fth_phase_add_kernel_class(const fth_phase_ctx *c, fth_phase *ph, fth_flop_part part,
+                                fth_kernel_class cls, fth_kernel_cost k, double weight_bytes);
 /// Add one collective of `kind` taking `time_s` for `bytes`; the first call of
 /// a kind names its op and algorithm in the report.
 void fth_phase_add_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op, fth_coll_algo algo,

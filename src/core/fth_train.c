@@ -669,6 +669,10 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   }
   r->fwd_kernel_s = fwd.kernel_s;
   r->bwd_kernel_s = bwd.kernel_s + rec.kernel_s;
+  for (int i = 0; i < FTH_KERNEL_CLASS_COUNT; i++) {
+    r->fwd_class_s[i] = fwd.class_s[i];
+    r->bwd_class_s[i] = bwd.class_s[i] + rec.class_s[i];
+  }
   r->microbatches = mbs;
   layer_comm(p, &fwd, &bwd, &rec, (const double(*)[FTH_COMM_KIND_COUNT])ex, r);
 

@@ -104,6 +104,8 @@ typedef struct fth_train_result {
   double fwd_bytes[FTH_FLOP_PART_COUNT], bwd_bytes[FTH_FLOP_PART_COUNT];
   double fwd_memory_s[FTH_FLOP_PART_COUNT], bwd_memory_s[FTH_FLOP_PART_COUNT];
   double fwd_kernel_s, bwd_kernel_s; ///< kernels only (compute/memory overlapped), per micro-batch
+  /// the same by kind of kernel (fth_kernel_class); bwd includes the recomputation
+  double fwd_class_s[FTH_KERNEL_CLASS_COUNT], bwd_class_s[FTH_KERNEL_CLASS_COUNT];
   /* memory */
   fth_memory_footprint mem;
   double params_per_gpu; ///< parameters held (before ZeRO-3 sharding)

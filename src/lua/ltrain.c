@@ -118,6 +118,14 @@ static int plan_evaluate(lua_State *L) {
   lua_setfield(L, -2, "backward");
   setnum(L, "forward_kernel_s", r.fwd_kernel_s);
   setnum(L, "backward_kernel_s", r.bwd_kernel_s);
+  /* kernel time by kind of kernel (gemm, attention, other): a profiler's split */
+  for (int pass = 0; pass < 2; pass++) {
+    const double *cls = pass ? r.bwd_class_s : r.fwd_class_s;
+    lua_createtable(L, 0, FTH_KERNEL_CLASS_COUNT);
+    for (int i = 0; i < FTH_KERNEL_CLASS_COUNT; i++)
+      setnum(L, fth_kernel_class_name((fth_kernel_class)i), cls[i]);
+    lua_setfield(L, -2, pass ? "backward_classes" : "forward_classes");
+  }
   lua_setfield(L, -2, "per_microbatch");
   lcheck_push_footprint(L, &r.mem);
   lua_setfield(L, -2, "memory");
