@@ -159,6 +159,8 @@ local function evaluate(lib, row, layers, recipe)
   local w = docs.workload
   w.precision_recipe, w.flash_attention, w.recompute = recipe, true, "none"
   w.eager_elementwise = row.mode == "eager"
+  -- the casts as the measured mode wrote them: Inductor's Triton kernels, or eager op chains
+  w.cast_kernels = row.mode == "eager" and "eager" or "compiled"
   local sc = scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical, model = docs.model,
     workload = w })
   local ok, r = pcall(sc.evaluate, sc)
