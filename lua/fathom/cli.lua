@@ -19,6 +19,8 @@ local commands = {
     summary = "MoE routing from a distribution, and its all-to-all: closed form, packet simulation" },
   { name = "analyze", module = "fathom.cmd.analyze",
     summary = "ScaleScope-compatible analysis of a scenario and its sweep (step time, memory, comm)" },
+  { name = "serve", module = "fathom.cmd.serve",
+    summary = "request-level serving simulation: latency percentiles, throughput, goodput, capacity" },
   { name = "validate", module = "fathom.cmd.validate",
     summary = "predicted vs measured over the published cases (per-source error summary)" },
   { name = "show", module = "fathom.cmd.show",

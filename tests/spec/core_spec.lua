@@ -127,7 +127,8 @@ describe("fathom.core", function()
 
   it("every bound function is documented in README.md and used by a spec", function()
     local names = {}
-    for _, file in ipairs({ "lfathom", "lyaml", "ltrain", "linfer", "lsearch", "lroute", "lcollective" }) do
+    for _, file in ipairs({ "lfathom", "lyaml", "ltrain", "linfer", "lsearch", "lroute", "lcollective",
+      "lserve" }) do
       local f = assert(io.open("src/lua/" .. file .. ".c"))
       for name in f:read("a"):gmatch('{"([%w_]+)",%s*[%w_]+}') do
         if not name:match("^__") then names[name] = true end

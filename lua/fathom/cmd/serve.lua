@@ -1,0 +1,228 @@
+-- fathom serve: request-level serving simulation of a deployment, and capacity search.
+local args = require("fathom.args")
+local errors = require("fathom.errors")
+local names = require("fathom.names")
+local output = require("fathom.output")
+local serve = require("fathom.serve")
+local tablefmt = require("fathom.format.table")
+local units = require("fathom.units")
+local util = require("fathom.format.util")
+
+local M = {}
+
+local ARRIVAL = names.key("serve_arrival")
+
+local spec = {
+  { name = "model", arg = "NAME|FILE", required = true,
+    help = "a model of configs/models (e.g. llama3.1_70b) or a file" },
+  { name = "hardware", arg = "NODE", required = true, help = "a node of the hardware library (e.g. H100_SXM)" },
+  { name = "hardware-lib", arg = "FILE", help = "hardware library [default: configs/hardware/hardware_library.yaml]" },
+  { name = "workload", arg = "FILE", help = "decode spec for precisions and efficiencies "
+    .. "[default: inference_decode_specs/search_default.yaml]" },
+  { name = "tp", arg = "N", integer = { 1, 4096 }, default = 1, help = "tensor parallelism per replica" },
+  { name = "pp", arg = "N", integer = { 1, 4096 }, default = 1, help = "pipeline stages per replica" },
+  { name = "ep", arg = "N", integer = { 1, 4096 }, default = 1,
+    help = "expert parallelism (MoE) over the replica's GPUs" },
+  { name = "pod-size", arg = "K", integer = { 1, 4096 }, default = 8, help = "GPUs per scale-up pod" },
+  { name = "replicas", arg = "N", integer = { 1, 65536 }, default = 1, help = "engine replicas" },
+  { name = "routing", arg = "R", choices = names.serve_routing, default = names.serve_routing[1],
+    help = "how requests pick a replica" },
+  { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
+  { name = "arrival", arg = "A", choices = names.serve_arrival, help = "arrival process [default: "
+    .. names.serve_arrival[1] .. " with --qps, " .. ARRIVAL.closed .. " with --concurrency]" },
+  { name = "burstiness", arg = "CV", number = true, help = "gamma arrivals: coefficient of variation of the gaps" },
+  { name = "concurrency", arg = "N", integer = { 1, 100000000 }, help = "closed loop: users, each sending "
+    .. "its next request when the last is answered" },
+  { name = "think-time", arg = "S", number = true, help = "closed loop: a user's pause between requests (s)" },
+  { name = "requests", arg = "N", integer = { 1, 100000000 }, default = 1000, help = "requests simulated" },
+  { name = "input-tokens", arg = "LEN", default = "512",
+    help = "prompt tokens: N or KIND:k=v,... (" .. table.concat(names.serve_length, ", ")
+      .. "), e.g. lognormal:mean=512,sigma=0.5" },
+  { name = "output-tokens", arg = "LEN", default = "128", help = "generated tokens, as --input-tokens" },
+  { name = "policy", arg = "P", choices = names.serve_policy, default = names.serve_policy[1],
+    help = "batching policy" },
+  { name = "max-batch", arg = "N", integer = { 1, 65536 }, default = 256, help = "requests in flight per replica" },
+  { name = "max-batch-tokens", arg = "N", integer = { 1, 1073741824 }, default = 8192,
+    help = "tokens per iteration (the chunked policy's budget)" },
+  { name = "block-size", arg = "T", integer = { 1, 65536 }, default = 16, help = "tokens per KV-cache page" },
+  { name = "watermark", arg = "F", number = true, help = "share of KV pages kept free at admission [default: 0.01]" },
+  { name = "slo-ttft", arg = "S", number = true, help = "time-to-first-token bound (s) for goodput" },
+  { name = "slo-tpot", arg = "S", number = true, help = "time-per-output-token bound (s) for goodput" },
+  { name = "find-max-qps", flag = true, help = "search the highest --qps whose SLO attainment is >= --target" },
+  { name = "target", arg = "F", number = true, default = 0.9, help = "SLO attainment --find-max-qps needs" },
+  { name = "seed", arg = "N", integer = { 0, 9007199254740992 }, default = 1, help = "random seed" },
+  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
+  { name = "output-file", arg = "FILE", help = "write the output here (whole or not at all)" },
+  { name = "help", flag = true, help = "this help" },
+}
+
+M.usage = "usage: fathom serve --model NAME|FILE --hardware NODE [--tp N --pp N --ep N] [--replicas N]\n" ..
+  "                    (--qps RATE [--arrival A] | --concurrency N) [--requests N]\n" ..
+  "                    [--input-tokens LEN] [--output-tokens LEN] [--policy P]\n" ..
+  "                    [--slo-ttft S] [--slo-tpot S] [--find-max-qps] [--seed N]\n" ..
+  "                    [--format table|yaml|json|csv] [--output-file FILE]\n\n" ..
+  "Simulates a stream of requests through N replicas of an inference engine (TP x PP\n" ..
+  "GPUs each), event by event: arrivals, batching (continuous: prefill first, whole\n" ..
+  "prompts; chunked: decode first with prompt chunks under a token budget; static:\n" ..
+  "batches run to completion), a paged KV cache sized by the memory model (preemption by\n" ..
+  "recompute when it is full), each iteration costed by fathom's C core. Reports TTFT,\n" ..
+  "TPOT, end-to-end and queueing latency (mean, p50, p90, p99), throughput, goodput under\n" ..
+  "the SLOs, KV-cache peak and preemptions. The same seed gives the same output, byte for\n" ..
+  "byte. --find-max-qps searches the highest rate meeting the SLOs for --target of the\n" ..
+  "requests.\n\n" ..
+  args.usage(spec) .. "\n"
+
+-- Core field paths -> the flag that sets them, so a refusal names what the user typed.
+local flag_of = { rate_per_s = "--qps", concurrency = "--concurrency", think_s = "--think-time",
+  burstiness = "--burstiness", requests = "--requests", input = "--input-tokens", output = "--output-tokens",
+  max_batch = "--max-batch", max_batch_tokens = "--max-batch-tokens", block_tokens = "--block-size",
+  watermark = "--watermark", replicas = "--replicas", slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot",
+  kv_capacity_tokens = "KV cache", seed = "--seed" }
+
+local function flag_error(e)
+  if not errors.is_core(e) then error(e, 0) end
+  local path = tostring(e.path or "")
+  local head = path:match("^serve%.(.*)$") or path
+  local top, rest = head:match("^([%w_]+)(.*)$")
+  local flag = top and flag_of[top]
+  if flag then errors.raise("serve: %s%s: %s", flag, rest ~= "" and (" " .. rest:sub(2)) or "", e.msg) end
+  errors.raise("serve: %s", tostring(e))
+end
+
+local function protect(f, ...)
+  local res = table.pack(pcall(f, ...))
+  if not res[1] then flag_error(res[2]) end
+  return table.unpack(res, 2, res.n)
+end
+
+local function stats_row(label, s)
+  return { label, units.time(s.mean), units.time(s.p50), units.time(s.p90), units.time(s.p99), units.time(s.max) }
+end
+
+local function text(r, ctx)
+  local out = {}
+  out[#out + 1] = string.format("%s on %s: %d replica%s x %d GPU%s (TP %d, PP %d%s), %s batching\n",
+    ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
+    ctx.tp, ctx.pp, ctx.ep > 1 and (", EP " .. ctx.ep) or "", ctx.policy)
+  out[#out + 1] = string.format("%d requests, %s, seed %d\nprompts %s tokens, outputs %s tokens\n\n",
+    r.requests_completed, ctx.load, ctx.seed, ctx.input, ctx.output)
+  out[#out + 1] = tablefmt.render({ "latency", "mean", "p50", "p90", "p99", "max" }, {
+    stats_row("TTFT", r.ttft_s), stats_row("TPOT", r.tpot_s), stats_row("E2E", r.e2e_s),
+    stats_row("queue", r.queue_s) })
+  local t = r.throughput
+  out[#out + 1] = string.format("\nthroughput  %.4g requests/s, %.4g input and %.4g output tokens/s (%.4g per GPU)\n",
+    t.requests_per_s, t.input_tokens_per_s, t.output_tokens_per_s, t.output_tokens_per_s_per_gpu)
+  if ctx.slo ~= "" then
+    out[#out + 1] = string.format("goodput     %.4g requests/s: %s of the requests within %s\n",
+      r.goodput.requests_per_s, units.percent(r.goodput.slo_attainment), ctx.slo)
+  end
+  out[#out + 1] = string.format("KV cache    peak %s of %s tokens per replica, %d preemption%s\n",
+    units.percent(r.kv_cache.peak_fraction), units.count(r.kv_cache.capacity_tokens):gsub("%s+$", ""),
+    r.preemptions, r.preemptions == 1 and "" or "s")
+  out[#out + 1] = string.format("engine      %d iterations, mean batch %.4g requests / %.4g tokens, busy %s\n",
+    r.iterations, r.mean_batch.requests, r.mean_batch.tokens, units.percent(r.busy_fraction))
+  if ctx.max_qps then
+    out[#out + 1] = string.format("\ncapacity    %.4g requests/s meet the SLOs for >= %s of the requests " ..
+      "(%d simulations; the figures above are at that rate)\n", ctx.max_qps, units.percent(ctx.target), ctx.steps)
+  end
+  return table.concat(out)
+end
+
+local order = { "requests_completed", "duration_s", "throughput", "ttft_s", "tpot_s", "e2e_s", "queue_s", "goodput",
+  "kv_cache", "preemptions", "iterations", "mean_batch", "busy_fraction", "mean_in_system", "max_qps" }
+
+-- csv: one row, the nested fields flattened to dotted columns.
+local function flat(r)
+  local row = {}
+  local function walk(prefix, v)
+    if type(v) == "table" then
+      for _, k in ipairs(util.keys(v)) do walk(prefix == "" and k or (prefix .. "." .. k), v[k]) end
+    else
+      row[prefix] = v
+    end
+  end
+  walk("", r)
+  return { row }
+end
+
+function M.main(argv)
+  local opts, extra = args.parse(argv, spec, "serve")
+  if opts.help then
+    io.stdout:write(M.usage)
+    return 0
+  end
+  if #extra > 0 then errors.raise("serve: unexpected argument '%s' (see 'fathom serve --help')", extra[1]) end
+  local arrival = opts.arrival or (opts.concurrency and ARRIVAL.closed or names.serve_arrival[1])
+  if arrival == ARRIVAL.closed then
+    if not opts.concurrency then errors.raise("serve: --arrival %s needs --concurrency N", arrival) end
+    if opts.qps then errors.raise("serve: --qps and --concurrency exclude each other (open or closed loop)") end
+    if opts.find_max_qps then errors.raise("serve: --find-max-qps searches an open-loop rate: drop --concurrency") end
+  elseif not opts.qps and not opts.find_max_qps then
+    errors.raise("serve: give --qps RATE (open loop) or --concurrency N (closed loop)")
+  elseif opts.concurrency then
+    errors.raise("serve: --concurrency is for the closed loop; with --qps use --arrival poisson|gamma|fixed")
+  end
+  if opts.qps and opts.qps <= 0 then errors.raise("serve: --qps must be > 0 requests/s, got %s", opts.qps) end
+  for _, k in ipairs({ "slo_ttft", "slo_tpot" }) do
+    if opts[k] and opts[k] <= 0 then
+      errors.raise("serve: --%s must be > 0 seconds, got %s", k:gsub("_", "-"), tostring(opts[k]))
+    end
+  end
+  if not (opts.target > 0 and opts.target <= 1) then
+    errors.raise("serve: --target must be a share in (0, 1], got %s", tostring(opts.target))
+  end
+  local a = {
+    model = opts.model, hardware = opts.hardware, hardware_lib = opts.hardware_lib, workload = opts.workload,
+    tp = opts.tp, pp = opts.pp, ep = opts.ep, pod_size = opts.pod_size,
+    requests = opts.requests, seed = opts.seed, arrival = arrival, rate_per_s = opts.qps,
+    burstiness = opts.burstiness, concurrency = opts.concurrency, think_s = opts.think_time,
+    input = serve.parse_length(opts.input_tokens, "serve: --input-tokens"),
+    output = serve.parse_length(opts.output_tokens, "serve: --output-tokens"),
+    policy = opts.policy, max_batch = opts.max_batch, max_batch_tokens = opts.max_batch_tokens,
+    block_tokens = opts.block_size, watermark = opts.watermark, replicas = opts.replicas, routing = opts.routing,
+    slo_ttft_s = opts.slo_ttft, slo_tpot_s = opts.slo_tpot,
+  }
+  local plan, info = serve.engine(a)
+  a.plan = plan
+  for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size" }) do
+    a[k] = nil
+  end
+  -- An SLO no request can meet even alone is an input error, not a zero goodput.
+  if opts.slo_ttft or opts.slo_tpot then
+    local ttft, tpot = protect(serve.lone, serve.definition(a), plan)
+    if opts.slo_ttft and opts.slo_ttft < ttft then
+      errors.raise("serve: --slo-ttft %g s is below the %s a lone request of the mean prompt takes to its " ..
+        "first token: no load meets it", opts.slo_ttft, units.time(ttft))
+    end
+    if opts.slo_tpot and opts.slo_tpot < tpot then
+      errors.raise("serve: --slo-tpot %g s is below the %s per output token of a lone request: no load meets it",
+        opts.slo_tpot, units.time(tpot))
+    end
+  end
+  local r, max_qps, steps
+  if opts.find_max_qps then
+    max_qps, r, steps = protect(serve.find_max_qps, a, opts.target)
+    r.max_qps = max_qps
+  else
+    r = protect(serve.run, a)
+  end
+  util.ordered(r, order)
+  local fmt = opts.format
+  local slo = {}
+  if opts.slo_ttft then slo[#slo + 1] = "TTFT " .. units.time(opts.slo_ttft) end
+  if opts.slo_tpot then slo[#slo + 1] = "TPOT " .. units.time(opts.slo_tpot) end
+  if fmt == "table" then
+    local load = arrival == ARRIVAL.closed and string.format("%d users (closed loop)", opts.concurrency)
+      or string.format("%s arrivals at %.4g/s", arrival, max_qps or opts.qps)
+    local body = text(r, { model = info.model, hardware = opts.hardware, replicas = opts.replicas, gpus = info.gpus,
+      tp = opts.tp, pp = opts.pp, ep = opts.ep, policy = opts.policy, load = load, seed = opts.seed,
+      input = serve.describe_length(a.input), output = serve.describe_length(a.output),
+      slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target, steps = steps and #steps })
+    if opts.output_file then output.write_file(opts.output_file, body) else io.stdout:write(body) end
+  else
+    output.write(fmt == "csv" and flat(r) or r, fmt, opts.output_file)
+  end
+  return 0
+end
+
+return M

@@ -1,0 +1,236 @@
+-- fathom.serve: request-level serving studies over the C simulator (fth_serve).
+--
+--   local serve = require("fathom.serve")
+--   local r = serve.run{ model = "llama3.1_70b", hardware = "H100_SXM", tp = 4, replicas = 2,
+--     rate_per_s = 4, input = "lognormal:mean=512,sigma=0.5", output = 128,
+--     policy = "chunked", slo_ttft_s = 1, slo_tpot_s = 0.05 }
+--   print(r.ttft_s.p99, r.throughput.output_tokens_per_s_per_gpu, r.goodput.slo_attainment)
+--
+-- The engine is one replica's decode plan (core.infer_compile) for the model on TP x PP
+-- GPUs of the node (EP over them for MoE models), built as `fathom search` builds its
+-- inference deployments; every engine iteration is costed by the core's mixed-batch
+-- iteration (prefill chunks and decodes, each with its own context), and the KV cache
+-- holds what the memory model leaves after weights, transient and reserve.
+local analysis = require("fathom.analysis")
+local core = require("fathom.core")
+local errors = require("fathom.errors")
+local names = require("fathom.names")
+local passes = require("fathom.passes")
+local search = require("fathom.search")
+local spec = require("fathom.spec")
+
+local M = {}
+
+local LEN = names.key("serve_length")
+
+-- Parameters each length distribution takes (the core's fth_serve_dist fields).
+local dist_params = {
+  [LEN.fixed] = { "mean" },
+  [LEN.uniform] = { "min", "max" },
+  [LEN.normal] = { "mean", "sigma", "min", "max" },
+  [LEN.lognormal] = { "mean", "sigma", "min", "max" },
+  [LEN.zipf] = { "s", "min", "max" },
+}
+
+-- parse_length(text, what) -> distribution table {kind =, mean =, ...}: a number of
+-- tokens ("512") or "KIND:key=value,..." ("lognormal:mean=512,sigma=0.5",
+-- "uniform:min=16,max=1024", "zipf:s=1.2,min=16,max=4096"). `what` names the input in
+-- errors ("--input-tokens").
+function M.parse_length(text, what)
+  if type(text) == "table" then return text end
+  local n = tonumber(text)
+  if n then return { kind = LEN.fixed, mean = n } end
+  local kind, rest = tostring(text):match("^([%a_]+):(.*)$")
+  if not kind then kind, rest = tostring(text), "" end
+  local params = dist_params[kind]
+  if not params then
+    errors.raise("%s: expected a number of tokens or KIND:key=value,... with KIND one of %s, got '%s'%s", what,
+      table.concat(names.serve_length, ", "), tostring(text), errors.suggest(kind, names.serve_length))
+  end
+  local out = { kind = kind }
+  for item in rest:gmatch("[^,]+") do
+    local k, v = item:match("^%s*([%a_]+)%s*=%s*(%S+)%s*$")
+    local ok = false
+    for _, p in ipairs(params) do if p == k then ok = true end end
+    if not k or not ok then
+      errors.raise("%s: %s takes %s, got '%s'%s", what, kind, table.concat(params, "=, ") .. "=", item,
+        k and errors.suggest(k, params) or "")
+    end
+    local num = tonumber(v)
+    if not num or num ~= num or num == math.huge or num == -math.huge then
+      errors.raise("%s: %s=%s: expected a finite number", what, k, v)
+    end
+    out[k] = num
+  end
+  for _, p in ipairs(params) do
+    local needed = p ~= "min" and (p ~= "max" or kind == LEN.uniform or kind == LEN.zipf)
+    if needed and out[p] == nil then
+      errors.raise("%s: %s needs %s= (%s)", what, kind, p, table.concat(params, "=, ") .. "=")
+    end
+  end
+  return out
+end
+
+-- describe_length(dist) -> short text of a distribution table ("512", "lognormal(mean 512, sigma 0.5)").
+function M.describe_length(d)
+  if d.kind == LEN.fixed then return string.format("%g", d.mean) end
+  local parts = {}
+  for _, p in ipairs(dist_params[d.kind] or {}) do
+    if d[p] ~= nil then parts[#parts + 1] = string.format("%s %g", p, d[p]) end
+  end
+  return string.format("%s(%s)", d.kind, table.concat(parts, ", "))
+end
+
+local function model_path(name)
+  if not name:find("/") and not name:match("%.ya?ml$") then return "models/" .. name .. ".yaml" end
+  return name
+end
+
+-- engine{model=, hardware=, tp=, pp=, ep=, pod_size=, hardware_lib=, workload=} ->
+-- plan (fathom.InferPlan), info {model, gpus, moe}. One replica: TP x PP GPUs of `hardware`
+-- (pods of pod_size, default 8), experts over EP of them; the workload is the decode
+-- search default (FP8 weights and KV cache, BF16 activations) unless given.
+function M.engine(a)
+  local tp, pp, ep = a.tp or 1, a.pp or 1, a.ep or 1
+  for _, k in ipairs({ "tp", "pp", "ep" }) do
+    local v = math.tointeger(a[k] or 1)
+    if not v or v < 1 or v > 4096 then errors.raise("serve: %s must be an integer in [1, 4096], got %s", k, a[k]) end
+  end
+  local gpus = tp * pp
+  local pod = math.min(math.tointeger(a.pod_size or 8) or 8, gpus)
+  if gpus % pod ~= 0 then errors.raise("serve: TP x PP = %d GPUs is not a whole number of %d-GPU pods", gpus, pod) end
+  local lib = spec.hardware_library(analysis.resolve(a.hardware_lib or "hardware/hardware_library.yaml"))
+  local system = search.system(lib, a.hardware, gpus, pod)
+  local model = spec.model(analysis.resolve(model_path(tostring(a.model))))
+  local moe = (model.num_regular_experts or 0) > 1
+  if ep > 1 and not moe then
+    errors.raise("serve: --ep %d needs an MoE model; %s has no routed experts", ep, model.name or a.model)
+  end
+  if model.num_heads % tp ~= 0 then
+    errors.raise("serve: TP=%d does not divide the %d attention heads of %s", tp, model.num_heads,
+      model.name or a.model)
+  end
+  local topo = search.infer_topology(system, tp, pp, ep, moe)
+  if not topo then
+    errors.raise("serve: TP %d x PP %d with EP %d does not tile %d GPUs in %d-GPU pods", tp, pp, ep, gpus, pod)
+  end
+  local row = passes.of_pass("decode")
+  local w = row.load(analysis.resolve(a.workload or row.search_workload))
+  w.global_batch_size, w.micro_batch_size = 1, 1
+  w.source_table, model.source_table = nil, nil
+  local plan = row.compile(system.node, topo, model, w)
+  return plan, { model = model.name or a.model, gpus = gpus, moe = moe, max_seq_len = model.max_seq_len }
+end
+
+-- The keys run() takes: the simulator's (core.serve_run) and the engine's.
+local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size" }
+local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
+  "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
+  "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost" }
+
+local known = {}
+for _, k in ipairs(engine_keys) do known[k] = true end
+for _, k in ipairs(sim_keys) do known[k] = true end
+known.plan = true
+
+-- definition(a) -> the core's serve table from run()'s arguments (lengths parsed).
+function M.definition(a)
+  local all = {}
+  for k in pairs(known) do all[#all + 1] = k end
+  table.sort(all)
+  for k in pairs(a) do
+    if not known[k] then
+      errors.raise("serve: unknown key '%s'%s", tostring(k), errors.suggest(tostring(k), all))
+    end
+  end
+  local def = {}
+  for _, k in ipairs(sim_keys) do def[k] = a[k] end
+  if def.input ~= nil then def.input = M.parse_length(def.input, "input") end
+  if def.output ~= nil then def.output = M.parse_length(def.output, "output") end
+  return def
+end
+
+-- run{...} -> metrics table (SI units; see README "Serving"), and with per_request =
+-- true a second table of per-request columns. Keys: the engine's (model, hardware,
+-- tp, pp, ep, pod_size, hardware_lib, workload) or `plan` (a compiled decode plan) or
+-- `cost = {base_s, per_token_s}`; and the simulation's (requests, seed, arrival,
+-- rate_per_s, burstiness, concurrency, think_s, input, output, policy, max_batch,
+-- max_batch_tokens, block_tokens, kv_capacity_tokens, watermark, replicas, routing,
+-- gpus_per_replica, slo_ttft_s, slo_tpot_s).
+function M.run(a)
+  local def = M.definition(a)
+  local plan = a.plan
+  if not plan and a.model then plan = M.engine(a) end
+  return core.serve_run(def, plan)
+end
+
+-- lone(def, plan) -> TTFT and TPOT of one request of the mean lengths alone: the
+-- lowest latencies the deployment can give.
+function M.lone(def, plan)
+  local one = {}
+  for k, v in pairs(def) do one[k] = v end
+  local function mean_of(d)
+    if not d then return nil end
+    local m = d.mean or ((d.min or 1) + (d.max or d.min or 1)) / 2
+    return { kind = LEN.fixed, mean = math.max(1, math.floor(m + 0.5)) }
+  end
+  one.input, one.output = mean_of(def.input), mean_of(def.output)
+  one.requests, one.arrival, one.rate_per_s, one.replicas = 1, nil, 1, 1
+  one.slo_ttft_s, one.slo_tpot_s, one.per_request = nil, nil, nil
+  local r = core.serve_run(one, plan)
+  return r.ttft_s.mean, r.tpot_s.count > 0 and r.tpot_s.mean or 0
+end
+
+-- find_max_qps(a, target) -> rate, result at that rate, steps {rate, slo_attainment}:
+-- the highest open-loop rate whose SLO attainment (requests within both bounds) is at
+-- least `target` (default 0.9), by doubling from 1 request/s (or halving) to bracket
+-- it, then bisecting to 1%. The same seed at every rate.
+function M.find_max_qps(a, target)
+  target = target or 0.9
+  local def = M.definition(a)
+  local plan = a.plan
+  if not plan and a.model then plan = M.engine(a) end
+  if not def.slo_ttft_s and not def.slo_tpot_s then
+    errors.raise("serve: --find-max-qps needs --slo-ttft and/or --slo-tpot")
+  end
+  local steps = {}
+  local function at(rate)
+    def.rate_per_s = rate
+    local r = core.serve_run(def, plan)
+    steps[#steps + 1] = { rate_per_s = rate, slo_attainment = r.goodput.slo_attainment }
+    return r.goodput.slo_attainment >= target, r
+  end
+  local lo, hi, best = nil, nil, nil
+  local rate = def.rate_per_s or 1
+  local ok, r = at(rate)
+  if ok then
+    lo, best = rate, r
+    for _ = 1, 40 do
+      rate = rate * 2
+      ok, r = at(rate)
+      if not ok then hi = rate break end
+      lo, best = rate, r
+    end
+    if not hi then errors.raise("serve: every rate up to %g requests/s meets the SLOs", lo) end
+  else
+    hi = rate
+    for _ = 1, 40 do
+      rate = rate / 2
+      ok, r = at(rate)
+      if ok then lo, best = rate, r break end
+      hi = rate
+    end
+    if not lo then
+      errors.raise("serve: no rate down to %g requests/s meets the SLOs (attainment %.3g < %g)", hi,
+        steps[#steps].slo_attainment, target)
+    end
+  end
+  while (hi - lo) / lo > 0.01 do
+    local mid = (lo + hi) / 2
+    ok, r = at(mid)
+    if ok then lo, best = mid, r else hi = mid end
+  end
+  return lo, best, steps
+end
+
+return M

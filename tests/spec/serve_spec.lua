@@ -1,0 +1,253 @@
+-- fathom.serve and `fathom serve`: the request-level serving simulation (fth_serve).
+local core = require("fathom.core")
+local h = require("helpers")
+local json = require("fathom.format.json")
+local serve = require("fathom.serve")
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local ENGINE = { "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--tp", "4" }
+
+local function serve_cli(...)
+  local a = { "serve" }
+  for _, v in ipairs(ENGINE) do a[#a + 1] = v end
+  for _, v in ipairs({ ... }) do a[#a + 1] = v end
+  return h.run(table.unpack(a))
+end
+
+describe("fathom.serve", function()
+  describe("#parse_length()", function()
+    local cases = {
+      { "512", { kind = "fixed", mean = 512 } },
+      { "lognormal:mean=512,sigma=0.5", { kind = "lognormal", mean = 512, sigma = 0.5 } },
+      { "uniform:min=16,max=1024", { kind = "uniform", min = 16, max = 1024 } },
+      { "normal:mean=100,sigma=10,min=50", { kind = "normal", mean = 100, sigma = 10, min = 50 } },
+      { "zipf:s=1.2,min=16,max=4096", { kind = "zipf", s = 1.2, min = 16, max = 4096 } },
+    }
+    for _, c in ipairs(cases) do
+      it(c[1], function() assert.are.same(c[2], serve.parse_length(c[1], "x")) end)
+    end
+    local bad = {
+      { "lognorm:mean=5", "did you mean 'lognormal'" },
+      { "lognormal:mean=512,sigm=1", "did you mean 'sigma'" },
+      { "lognormal:mean=512", "needs sigma=" },
+      { "uniform:min=3", "needs max=" },
+      { "normal:mean=abc,sigma=1", "expected a finite number" },
+    }
+    for _, c in ipairs(bad) do
+      it("refuses " .. c[1], function()
+        assert.error_matches(function() serve.parse_length(c[1], "x") end, c[2], 1, true)
+      end)
+    end
+  end)
+
+  describe("#run()", function()
+    -- An affine cost, A + B tokens per iteration (A = 10 ms, B = 0.1 ms): a lone request of
+    -- 100 prompt and 11 output tokens has its first token after the 100-token prefill (20 ms)
+    -- and the rest after ten decode iterations of 10.1 ms each.
+    local cost = { base_s = 0.010, per_token_s = 0.0001 }
+    it("a lone request: TTFT the prefill iteration, TPOT a decode iteration", function()
+      local r = serve.run({ cost = cost, kv_capacity_tokens = 1e6, requests = 1, input = 100, output = 11 })
+      h.near(0.020, r.ttft_s.mean, 1e-12, "ttft")
+      h.near(0.0101, r.tpot_s.mean, 1e-12, "tpot")
+      h.near(0.121, r.e2e_s.max, 1e-12, "e2e")
+      assert.are.equal(0, r.queue_s.max)
+      assert.are.equal(1, r.requests_completed)
+    end)
+
+    it("gives per-request columns", function()
+      local _, q = core.serve_run({ cost = cost, kv_capacity_tokens = 1e6, requests = 3, arrival = "fixed",
+        rate_per_s = 1, per_request = true, input = { kind = "fixed", mean = 100 },
+        output = { kind = "fixed", mean = 11 } })
+      assert.are.same({ 0, 1, 2 }, q.arrival_s)
+      assert.are.same({ 100, 100, 100 }, q.input)
+      h.near(2.121, q.done_s[3], 1e-12, "done")
+    end)
+
+    it("refuses unknown keys and bad values with their path", function()
+      assert.error_matches(function() serve.run({ cost = cost, rate_per_sec = 1 }) end, "did you mean 'rate_per_s'",
+        1, true)
+      assert.error_matches(function() serve.run({ cost = cost, kv_capacity_tokens = 1e6, rate_per_s = -1 }) end,
+        "rate_per_s: expected a rate > 0", 1, true)
+      assert.error_matches(function() serve.run({ cost = cost, kv_capacity_tokens = 1e6, policy = "eager" }) end,
+        "policy: expected one of continuous", 1, true)
+      assert.error_matches(function() serve.run({ kv_capacity_tokens = 1e6 }) end, "expected an inference plan", 1,
+        true)
+    end)
+
+    it("at low load TTFT is the prefill pass of one request and TPOT the batch-1 decode step", function()
+      -- The engine's plan, and the prefill and decode passes analyze would evaluate for one
+      -- request of 1000 prompt and 65 output tokens (decode: contexts 1001 .. 1064).
+      local a = { model = "llama3.1_70b", hardware = "H100_SXM", tp = 4 }
+      local plan = serve.engine(a)
+      local r = serve.run({ plan = plan, requests = 4, arrival = "fixed", rate_per_s = 0.5, input = 1000,
+        output = 65 })
+      assert.are.equal(0, r.queue_s.max)
+      local spec = require("fathom.spec")
+      local search = require("fathom.search")
+      local system = search.system(spec.hardware_library("configs/hardware/hardware_library.yaml"), "H100_SXM", 4, 4)
+      local topo = search.infer_topology(system, 4, 1, 1, false)
+      local model = spec.model("configs/models/llama3.1_70b.yaml")
+      model.source_table = nil
+      local node = system.node
+      -- the decode search default's precisions and efficiencies, as the engine uses them
+      local wp = { seq_length = 1000, global_batch_size = 1, micro_batch_size = 1, float_size_bytes = 2,
+        weight_float_size_bytes = 1, kv_cache_float_size_bytes = 1, comp_comm_efficiency = 0.0,
+        comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.0 }
+      local prefill = core.infer_compile(node, topo, model, wp, "prefill"):evaluate()
+      h.near(prefill.ttft_s, r.ttft_s.mean, 1e-9, "ttft")
+      local wd = {}
+      for k, v in pairs(wp) do wd[k] = v end
+      wd.seq_length, wd.prefill_seq_len, wd.num_generated_tokens = nil, 1000, 64
+      local decode = core.infer_compile(node, topo, model, wd, "decode"):evaluate()
+      h.near(decode.tpot_s, r.tpot_s.mean, 1e-6, "tpot")
+    end)
+
+    it("Little's law: mean requests in the system = throughput x mean time in system", function()
+      local r = serve.run({ cost = cost, kv_capacity_tokens = 1e5, requests = 4000, rate_per_s = 30,
+        policy = "chunked", max_batch_tokens = 512, input = "lognormal:mean=400,sigma=0.6",
+        output = "uniform:min=8,max=128", replicas = 2, routing = "least_outstanding" })
+      h.near(r.throughput.requests_per_s * r.e2e_s.mean, r.mean_in_system, 0.01, "L")
+    end)
+
+    it("latency grows without bound past capacity", function()
+      -- one request at a time, each 20 ms (100-token prefill, one output token), one every 10 ms
+      local base = { cost = cost, kv_capacity_tokens = 1e6, arrival = "fixed", rate_per_s = 100, max_batch = 1,
+        input = 100, output = 1 }
+      local means = {}
+      for _, n in ipairs({ 500, 1000, 2000 }) do
+        base.requests = n
+        means[#means + 1] = serve.run(base).queue_s.mean
+      end
+      -- request i waits i x 10 ms: mean (n - 1) x 5 ms
+      h.near(2.495, means[1], 1e-9, "500")
+      h.near(4.995, means[2], 1e-9, "1000")
+      h.near(9.995, means[3], 1e-9, "2000")
+    end)
+
+    it("find_max_qps() brackets the capacity: the rate found meets the target, 2% more does not", function()
+      local a = { cost = cost, kv_capacity_tokens = 1e6, requests = 400, input = 200, output = 20,
+        policy = "chunked", max_batch_tokens = 1024, slo_ttft_s = 0.2, slo_tpot_s = 0.05 }
+      local rate, r, steps = serve.find_max_qps(a, 0.9)
+      assert.is_true(r.goodput.slo_attainment >= 0.9)
+      assert.is_true(#steps >= 3)
+      a.rate_per_s = rate * 1.1
+      assert.is_true(serve.run(a).goodput.slo_attainment < 0.9 or rate * 1.1 > steps[#steps].rate_per_s)
+    end)
+  end)
+end)
+
+describe("fathom serve", function()
+  it("is deterministic: the same seed gives the same bytes, another seed other numbers", function()
+    local args = { "--qps", "4", "--requests", "300", "--input-tokens", "lognormal:mean=512,sigma=0.5",
+      "--output-tokens", "zipf:s=1.1,min=8,max=512", "--policy", "chunked", "--format", "json" }
+    local a = serve_cli(table.unpack(args))
+    local b = serve_cli(table.unpack(args))
+    assert.are.equal(0, a.code, a.stderr)
+    assert.are.equal(a.stdout, b.stdout)
+    args[#args + 1] = "--seed"
+    args[#args + 1] = "2"
+    local c = serve_cli(table.unpack(args))
+    assert.are_not.equal(a.stdout, c.stdout)
+    local r = json.decode(a.stdout)
+    assert.are.equal(300, r.requests_completed)
+    for _, k in ipairs({ "requests_per_s", "input_tokens_per_s", "output_tokens_per_s",
+      "output_tokens_per_s_per_gpu" }) do
+      assert.is_number(r.throughput[k], k)
+    end
+    for _, m in ipairs({ "ttft_s", "tpot_s", "e2e_s", "queue_s" }) do
+      for _, k in ipairs({ "mean", "p50", "p90", "p99" }) do assert.is_number(r[m][k], m .. "." .. k) end
+    end
+    assert.is_number(r.goodput.slo_attainment)
+    assert.is_number(r.kv_cache.peak_fraction)
+    assert.are.equal(0, r.preemptions)
+    h.near(r.throughput.requests_per_s * r.e2e_s.mean, r.mean_in_system, 0.01, "Little")
+  end)
+
+  it("runs closed loops, csv and yaml", function()
+    local r = serve_cli("--concurrency", "8", "--requests", "64", "--format", "csv")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.is_truthy(r.stdout:find("ttft_s.p99", 1, true))
+    r = serve_cli("--concurrency", "8", "--requests", "64", "--format", "yaml", "--policy", "static")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.is_truthy(r.stdout:find("requests_completed: 64", 1, true))
+  end)
+
+  it("--find-max-qps reports the rate and meets the target there", function()
+    local r = serve_cli("--requests", "300", "--input-tokens", "512", "--output-tokens", "64", "--policy", "chunked",
+      "--slo-ttft", "0.3", "--slo-tpot", "0.03", "--find-max-qps", "--format", "json")
+    assert.are.equal(0, r.code, r.stderr)
+    local v = json.decode(r.stdout)
+    assert.is_true(v.max_qps > 1)
+    assert.is_true(v.goodput.slo_attainment >= 0.9)
+  end)
+
+  local bad = {
+    { { "--qps", "-1" }, "--qps must be > 0" },
+    { { "--qps", "1", "--input-tokens", "gauss:mean=3" }, "--input-tokens: expected a number of tokens or KIND" },
+    { { "--qps", "1", "--policy", "eager" }, "--policy' must be one of continuous, chunked, static" },
+    { { "--qps", "1", "--slo-ttft", "0.001" }, "--slo-ttft 0.001 s is below the" },
+    { { "--qps", "1", "--concurrency", "4" }, "--qps and --concurrency exclude each other" },
+    { {}, "give --qps RATE (open loop) or --concurrency N" },
+    { { "--qps", "1", "--tp", "3" }, "TP=3 does not divide the 64 attention heads" },
+    { { "--qps", "1", "--input-tokens", "2000000", "--requests", "1" }, "needs 2000000 prompt + 128 output tokens" },
+    { { "--qps", "1", "--max-batch", "0" }, "--max-batch must be a positive integer" },
+    { { "--qps", "1", "--arrival", "gamma", "--burstiness", "0" }, "--burstiness: expected a coefficient" },
+    { { "--qps", "1", "--find-max-qps" }, "--find-max-qps needs --slo-ttft" },
+  }
+  for _, c in ipairs(bad) do
+    it("refuses " .. table.concat(c[1], " ") .. " in one line, exit 2", function()
+      local r = serve_cli(table.unpack(c[1]))
+      assert.are.equal(2, r.code, r.stderr)
+      assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+      assert.is_truthy(r.stderr:find(c[2], 1, true), r.stderr)
+    end)
+  end
+
+  it("refuses an unknown model and node by name", function()
+    local r = h.run("serve", "--model", "llama9", "--hardware", "H100_SXM", "--qps", "1")
+    assert.are.equal(2, r.code)
+    assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+    r = h.run("serve", "--model", "llama3.1_70b", "--hardware", "H100_SMX", "--qps", "1")
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("did you mean 'H100_SXM'", 1, true), r.stderr)
+  end)
+
+  it("--output-file writes the whole output, and nothing on failure", function()
+    local out = os.tmpname()
+    os.remove(out)
+    local r = serve_cli("--qps", "2", "--requests", "50", "--output-file", out, "--format", "json")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal(50, json.decode(read(out)).requests_completed)
+    os.remove(out)
+    r = serve_cli("--qps", "2", "--requests", "50", "--output-file", out, "--slo-ttft", "1e-6")
+    assert.are.equal(2, r.code)
+    assert.is_nil(io.open(out, "rb"))
+  end)
+
+  it("README's serve outputs are what fathom prints", function()
+    local text = read("README.md")
+    local n = 0
+    for body in text:gmatch("```\n(%$ fathom serve.-)```") do
+      local lines = {}
+      for l in body:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+      local cmd, i = lines[1]:gsub("^%$ fathom ", ""), 2
+      while cmd:sub(-1) == "\\" do
+        cmd = cmd:sub(1, -2) .. " " .. lines[i]:gsub("^%s+", "")
+        i = i + 1
+      end
+      local args = {}
+      for w in cmd:gmatch("%S+") do args[#args + 1] = w end
+      local r = h.run(table.unpack(args))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.equal(table.concat(lines, "\n", i) .. "\n", r.stdout)
+      n = n + 1
+    end
+    assert.is_true(n >= 1)
+  end)
+end)
