@@ -81,6 +81,152 @@ function M.describe_length(d)
   return string.format("%s(%s)", d.kind, table.concat(parts, ", "))
 end
 
+-- Column names a replayed trace may use (lower-cased), per field: fathom's own, Vidur's
+-- (arrived_at, num_prefill_tokens, num_decode_tokens) and the usual others.
+local trace_columns = {
+  arrival_s = { "arrival_s", "arrival_time", "arrived_at", "timestamp", "time_s" },
+  input = { "input_tokens", "input", "prompt_tokens", "num_prefill_tokens", "context_tokens" },
+  output = { "output_tokens", "output", "completion_tokens", "num_decode_tokens", "generated_tokens" },
+}
+local trace_fields = { "arrival_s", "input", "output" }
+
+local function column_of(name)
+  name = name:lower():gsub("^%s+", ""):gsub("%s+$", "")
+  for _, f in ipairs(trace_fields) do
+    for _, alias in ipairs(trace_columns[f]) do if alias == name then return f end end
+  end
+  return nil
+end
+
+-- load_trace(path) -> {arrival_s = {...}, input = {...}, output = {...}} from a CSV file with
+-- a header row or a JSON-lines file (one object per line), by extension (.jsonl/.json:
+-- JSON lines). Arrival times are seconds, shifted so the first row arrives at 0; rows must
+-- be in arrival order. A bad row is refused as "file:line:col: reason".
+function M.load_trace(path)
+  local f, err = io.open(path, "rb")
+  if not f then errors.raise("cannot read trace '%s': %s", path, tostring(err)) end
+  local text = f:read("a")
+  f:close()
+  local cols = { arrival_s = {}, input = {}, output = {} }
+  local jsonl = path:match("%.jsonl?$") ~= nil
+  local header, lineno = nil, 0
+  local function fail(line, col, fmt, ...)
+    errors.raise("%s:%d:%d: " .. fmt, path, line, col, ...)
+  end
+  local function add(line, values, cols_at)
+    for _, fld in ipairs(trace_fields) do
+      local v = values[fld]
+      local n = tonumber(v)
+      if n == nil or n ~= n or n == math.huge or n == -math.huge then
+        fail(line, cols_at[fld] or 1, "%s: expected a number, got %s", fld,
+          v == nil and "nothing" or ("'" .. tostring(v) .. "'"))
+      end
+      if fld ~= "arrival_s" and (math.tointeger(n) == nil or n < 1 or n > 2 ^ 30) then
+        fail(line, cols_at[fld], "%s: expected a token count, an integer in [1, 2^30], got %s", fld, tostring(v))
+      end
+      local list = cols[fld]
+      if fld == "arrival_s" and #list > 0 and n < list[#list] then
+        fail(line, cols_at[fld], "arrival %s is before the previous row's %s: rows must be in arrival order",
+          tostring(v), tostring(list[#list]))
+      end
+      list[#list + 1] = fld == "arrival_s" and n or math.tointeger(n)
+    end
+  end
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    lineno = lineno + 1
+    line = line:gsub("\r$", "")
+    if line:match("^%s*$") then goto continue end
+    if jsonl then
+      local obj, jerr = require("fathom.format.json").decode(line, path .. ":" .. lineno)
+      if type(obj) ~= "table" then fail(lineno, 1, "expected a JSON object%s", jerr and (" (" .. jerr .. ")") or "") end
+      local values, at = {}, {}
+      for k, v in pairs(obj) do
+        local fld = type(k) == "string" and column_of(k)
+        if fld then
+          values[fld] = v
+          at[fld] = (line:find('"' .. k .. '"', 1, true)) or 1
+        end
+      end
+      add(lineno, values, at)
+    elseif not header then
+      header = {}
+      for cell in (line .. ","):gmatch("([^,]*),") do header[#header + 1] = column_of(cell) or false end
+      for _, fld in ipairs(trace_fields) do
+        local found = false
+        for _, hf in ipairs(header) do if hf == fld then found = true end end
+        if not found then
+          fail(lineno, 1, "the header names no %s column (%s)", fld, table.concat(trace_columns[fld], ", "))
+        end
+      end
+    else
+      local values, at, col, i = {}, {}, 1, 0
+      for cell in (line .. ","):gmatch("([^,]*),") do
+        i = i + 1
+        local fld = header[i]
+        if fld then
+          values[fld] = cell:match("^%s*(.-)%s*$")
+          at[fld] = col
+        end
+        col = col + #cell + 1
+      end
+      add(lineno, values, at)
+    end
+    ::continue::
+  end
+  if #cols.arrival_s == 0 then errors.raise("%s: the trace has no rows", path) end
+  local t0 = cols.arrival_s[1]
+  for i, t in ipairs(cols.arrival_s) do cols.arrival_s[i] = t - t0 end
+  return cols
+end
+
+-- scale_trace(trace, rate) -> a copy whose arrival times are stretched so that its mean
+-- rate ((rows - 1) / span) is `rate` requests/s: the trace's burstiness at another load.
+function M.scale_trace(trace, rate)
+  local a, n = trace.arrival_s, #trace.arrival_s
+  local span = a[n] - a[1]
+  if n < 2 or span <= 0 then errors.raise("serve: a trace needs two distinct arrival times to be run at a rate") end
+  local k = (n - 1) / span / rate
+  local out = { arrival_s = {}, input = trace.input, output = trace.output }
+  for i, t in ipairs(a) do out.arrival_s[i] = t * k end
+  return out
+end
+
+-- trace_events(q) -> a Chrome/Perfetto trace (ui.perfetto.dev) of request lifetimes from
+-- run()'s per-request columns: one process per replica, one track per request, spans
+-- "queued" (arrival to first scheduled), "prefill" (to the first token), "decode" (to the
+-- last), with the request's lengths and preemptions as arguments.
+M.MAX_TRACE_REQUESTS = 300000
+function M.trace_events(q)
+  local n = #q.arrival_s
+  if n > M.MAX_TRACE_REQUESTS then
+    errors.raise("serve: --trace-file of %d requests is over the limit of %d (about 150 MB); trace fewer --requests",
+      n, M.MAX_TRACE_REQUESTS)
+  end
+  local ev, replicas = {}, {}
+  local function span(name, i, t0, t1)
+    if t1 > t0 then
+      ev[#ev + 1] = { name = name, cat = "request", ph = "X", pid = q.replica[i] + 1, tid = i, ts = t0 * 1e6,
+        dur = (t1 - t0) * 1e6, args = { input = q.input[i], output = q.output[i], preemptions = q.preemptions[i] } }
+    end
+  end
+  for i = 1, n do
+    replicas[q.replica[i] + 1] = true
+    span("queued", i, q.arrival_s[i], q.admit_s[i])
+    span("prefill", i, q.admit_s[i], q.first_token_s[i])
+    span("decode", i, q.first_token_s[i], q.done_s[i])
+  end
+  for r in pairs(replicas) do
+    ev[#ev + 1] = { name = "process_name", ph = "M", pid = r, args = { name = "replica " .. (r - 1) } }
+  end
+  table.sort(ev, function(x, y)
+    if x.ph ~= y.ph then return x.ph == "M" end
+    if x.ph == "M" then return x.pid < y.pid end
+    if x.ts ~= y.ts then return x.ts < y.ts end
+    return x.tid < y.tid
+  end)
+  return { traceEvents = ev, displayTimeUnit = "ms" }
+end
+
 local function model_path(name)
   if not name:find("/") and not name:match("%.ya?ml$") then return "models/" .. name .. ".yaml" end
   return name
@@ -126,7 +272,7 @@ end
 local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
-  "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost" }
+  "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost", "trace" }
 
 local known = {}
 for _, k in ipairs(engine_keys) do known[k] = true end
@@ -147,6 +293,7 @@ function M.definition(a)
   for _, k in ipairs(sim_keys) do def[k] = a[k] end
   if def.input ~= nil then def.input = M.parse_length(def.input, "input") end
   if def.output ~= nil then def.output = M.parse_length(def.output, "output") end
+  if type(def.trace) == "string" then def.trace = M.load_trace(def.trace) end
   return def
 end
 
@@ -156,11 +303,13 @@ end
 -- `cost = {base_s, per_token_s}`; and the simulation's (requests, seed, arrival,
 -- rate_per_s, burstiness, concurrency, think_s, input, output, policy, max_batch,
 -- max_batch_tokens, block_tokens, kv_capacity_tokens, watermark, replicas, routing,
--- gpus_per_replica, slo_ttft_s, slo_tpot_s).
+-- gpus_per_replica, slo_ttft_s, slo_tpot_s); `trace` (a path or load_trace()'s columns)
+-- replays a request trace, its arrivals stretched to rate_per_s when that is given.
 function M.run(a)
   local def = M.definition(a)
   local plan = a.plan
   if not plan and a.model then plan = M.engine(a) end
+  if def.trace and def.rate_per_s then def.trace = M.scale_trace(def.trace, def.rate_per_s) end
   return core.serve_run(def, plan)
 end
 
@@ -194,8 +343,10 @@ function M.find_max_qps(a, target)
     errors.raise("serve: --find-max-qps needs --slo-ttft and/or --slo-tpot")
   end
   local steps = {}
+  local trace = def.trace
   local function at(rate)
     def.rate_per_s = rate
+    if trace then def.trace = M.scale_trace(trace, rate) end
     local r = core.serve_run(def, plan)
     steps[#steps + 1] = { rate_per_s = rate, slo_attainment = r.goodput.slo_attainment }
     return r.goodput.slo_attainment >= target, r

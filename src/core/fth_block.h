@@ -37,7 +37,7 @@ typedef struct fth_block_env {
   double dispatch_bytes;    ///< width of routed copies in dispatch (0 = act_bytes); combine: act_bytes
   double comm_compute_share; ///< share of the compute units the EP kernels hold in MoE blocks (0 = none)
   int ep_per_node;          ///< the dispatcher sends a token once per node it reaches (DeepEP)
-  int skip_attention; ///< 1: fth_block_pass leaves the attention core out (fth_block_attention adds it)
+  int skip_attention; ///< 1: fth_block_pass leaves out the attention core (fth_block_attention)
 } fth_block_env;
 
 /// One block for `requests` sequences, `q` new tokens each on this GPU (s / CP

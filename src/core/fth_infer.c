@@ -263,7 +263,8 @@ double fth_infer_kv_capacity_tokens(const fth_infer_plan *p) {
   fth_infer_result r;
   double per_token = kv_elems_per_token(p) * p->inf.kv_bytes / p->layout.cp;
   footprint(p, per_token, &r);
-  double room = fth_footprint_room_units(&r.mem, p->inf.footprint_tier, FTH_MEM_KV_CACHE, per_token);
+  double room =
+      fth_footprint_room_units(&r.mem, p->inf.footprint_tier, FTH_MEM_KV_CACHE, per_token);
   return room > 0 ? room : 0.0;
 }
 

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const arrival_names[FTH_ARRIVAL_COUNT] = {"poisson", "gamma", "fixed",
-                                                             "closed"};
+static const char *const arrival_names[FTH_ARRIVAL_COUNT] = {"poisson", "gamma", "fixed", "closed"};
 static const char *const dist_names[FTH_LEN_COUNT] = {"fixed", "uniform", "normal", "lognormal",
                                                       "zipf"};
 static const char *const policy_names[FTH_POLICY_COUNT] = {"continuous", "chunked", "static"};
@@ -82,7 +81,8 @@ static fth_status check_dist(const fth_serve_dist *d, const char *what, fth_erro
   char path[64];
 #define FAIL(field, ...)                                                                           \
   (snprintf(path, sizeof path, "%s.%s", what, field), fth_fail(err, FTH_EINVAL, path, __VA_ARGS__))
-  if (d->kind < 0 || d->kind >= FTH_LEN_COUNT) return FAIL("kind", "unknown distribution %d", d->kind);
+  if (d->kind < 0 || d->kind >= FTH_LEN_COUNT)
+    return FAIL("kind", "unknown distribution %d", d->kind);
   if (!(d->min >= 1 && d->min <= MAX_TOKENS))
     return FAIL("min", "expected a number in [1, 2^30], got %g", d->min);
   if (!(d->max == 0 || (d->max >= d->min && d->max <= MAX_TOKENS)))
@@ -108,6 +108,31 @@ static fth_status check_dist(const fth_serve_dist *d, const char *what, fth_erro
     break;
   }
 #undef FAIL
+  return FTH_OK;
+}
+
+static fth_status check_trace(const fth_serve_def *d, fth_error *err) {
+  char path[64];
+  double last = 0;
+  for (int64_t i = 0; d->trace != NULL && i < d->requests; i++) {
+    const fth_serve_trace_row *t = &d->trace[i];
+    const double len[2] = {t->input, t->output};
+    static const char *const field[2] = {"input", "output"};
+    if (!(t->arrival_s >= last && isfinite(t->arrival_s))) {
+      snprintf(path, sizeof path, "trace[%lld].arrival_s", (long long)i);
+      return fth_fail(err, FTH_EINVAL, path,
+                      "expected a time >= %g s (the rows in arrival order), got %g", last,
+                      t->arrival_s);
+    }
+    last = t->arrival_s;
+    for (int k = 0; k < 2; k++) {
+      if (!(len[k] >= 1 && len[k] <= MAX_TOKENS && len[k] == floor(len[k]))) {
+        snprintf(path, sizeof path, "trace[%lld].%s", (long long)i, field[k]);
+        return fth_fail(err, FTH_EINVAL, path, "expected tokens, an integer in [1, 2^30], got %g",
+                        len[k]);
+      }
+    }
+  }
   return FTH_OK;
 }
 
@@ -141,7 +166,8 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
   if (!(d->max_batch_tokens >= 1 && d->max_batch_tokens <= MAX_TOKENS))
     return fth_fail(err, FTH_EINVAL, "max_batch_tokens", "expected tokens in [1, 2^30], got %g",
                     d->max_batch_tokens);
-  if (!(d->block_tokens >= 1 && d->block_tokens <= 65536 && d->block_tokens == floor(d->block_tokens)))
+  if (!(d->block_tokens >= 1 && d->block_tokens <= 65536 &&
+        d->block_tokens == floor(d->block_tokens)))
     return fth_fail(err, FTH_EINVAL, "block_tokens", "expected an integer in [1, 65536], got %g",
                     d->block_tokens);
   if (!(d->kv_capacity_tokens >= d->block_tokens && isfinite(d->kv_capacity_tokens)))
@@ -164,7 +190,7 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "slo_ttft_s", "expected seconds >= 0, got %g", d->slo_ttft_s);
   if (!(d->slo_tpot_s >= 0 && isfinite(d->slo_tpot_s)))
     return fth_fail(err, FTH_EINVAL, "slo_tpot_s", "expected seconds >= 0, got %g", d->slo_tpot_s);
-  return FTH_OK;
+  return check_trace(d, err);
 }
 
 /* ---- random numbers ------------------------------------------------------------------------ */
@@ -318,7 +344,8 @@ static size_t align8(size_t n) {
 /* Workspace: requests | replicas | running lists | chunk scratch | values to sort. */
 size_t fth_serve_workspace_bytes(const fth_serve_def *d) {
   if (d->requests < 1 || d->requests > 100000000 || d->replicas < 1 ||
-      d->replicas > FTH_SERVE_MAX_REPLICAS || d->max_batch < 1 || d->max_batch > FTH_SERVE_MAX_BATCH)
+      d->replicas > FTH_SERVE_MAX_REPLICAS || d->max_batch < 1 ||
+      d->max_batch > FTH_SERVE_MAX_BATCH)
     return 0;
   size_t n = (size_t)d->requests, r = (size_t)d->replicas, b = (size_t)d->max_batch;
   return align8(n * sizeof(fth_serve_request)) + align8(r * sizeof(replica)) +
@@ -512,7 +539,8 @@ static fth_status start_iteration(sim *s, replica *r, fth_error *err) {
   if (s->batch.decode_requests == 0 && s->batch.num_chunks == 0) return FTH_OK; /* idle */
   double dt = s->cost(s->cost_ctx, &s->batch);
   if (!(dt > 0 && isfinite(dt)))
-    return fth_fail(err, FTH_ERANGE, "cost", "an iteration of %g decodes and %d prompt chunks "
+    return fth_fail(err, FTH_ERANGE, "cost",
+                    "an iteration of %g decodes and %d prompt chunks "
                     "costs %g s: expected a positive finite time",
                     s->batch.decode_requests, s->batch.num_chunks, dt);
   double tokens = s->batch.decode_requests;
@@ -677,7 +705,8 @@ static void summarise(sim *s, double *v, fth_serve_result *o) {
   stats(v, metric(s, M_E2E, v), &o->e2e_s);
   stats(v, metric(s, M_QUEUE, v), &o->queue_s);
   int32_t peak = 0;
-  for (int32_t k = 0; k < d->replicas; k++) peak = peak > s->rep[k].peak_used ? peak : s->rep[k].peak_used;
+  for (int32_t k = 0; k < d->replicas; k++)
+    peak = peak > s->rep[k].peak_used ? peak : s->rep[k].peak_used;
   o->kv_peak_fraction = (double)peak / s->total_blocks;
   o->kv_capacity_tokens = s->total_blocks * d->block_tokens;
   o->preemptions = s->preemptions;
@@ -703,14 +732,19 @@ static fth_status draw_requests(sim *s, fth_error *err) {
     memset(q, 0, sizeof *q);
     q->admit_s = q->first_token_s = q->done_s = -1;
     q->next = -1;
-    q->input = draw_len(&d->input, &ri);
-    q->output = draw_len(&d->output, &ro);
+    const fth_serve_trace_row *row = d->trace ? &d->trace[i] : NULL;
+    q->input = row ? (int32_t)row->input : draw_len(&d->input, &ri);
+    q->output = row ? (int32_t)row->output : draw_len(&d->output, &ro);
     q->target = q->input;
     if (blocks_for(s, (double)q->input + q->output) > s->total_blocks)
       return fth_fail(err, FTH_EINVAL, "kv_capacity_tokens",
                       "request %lld needs %d prompt + %d output tokens of KV cache, a replica "
                       "holds %g: bound the lengths or add memory",
                       (long long)i, q->input, q->output, s->total_blocks * d->block_tokens);
+    if (row && d->arrival != FTH_ARRIVAL_CLOSED) {
+      q->arrival_s = row->arrival_s;
+      continue;
+    }
     switch (d->arrival) {
     case FTH_ARRIVAL_CLOSED:
       q->arrival_s = i < d->concurrency ? 0.0 : HUGE_VAL;
@@ -803,7 +837,8 @@ double fth_serve_plan_cost(const void *ctx, const fth_infer_batch *b) {
   double hop = 0;
   if (g->n > 0) {
     double bytes = tokens * p->model.d_model * p->inf.act_bytes;
-    hop = fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, bytes, g->lv, g->n, &p->inf.coll).time_s;
+    hop =
+        fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, bytes, g->lv, g->n, &p->inf.coll).time_s;
   }
   return l->pp * stage + (l->pp - 1) * hop;
 }

@@ -58,7 +58,7 @@ typedef enum fth_serve_dist_kind {
   FTH_LEN_COUNT
 } fth_serve_dist_kind;
 
-const char *fth_serve_dist_name(fth_serve_dist_kind k); ///< "fixed", "uniform", ...
+const char *fth_serve_dist_name(fth_serve_dist_kind k);     ///< "fixed", "uniform", ...
 fth_serve_dist_kind fth_serve_dist_parse(const char *name); ///< FTH_LEN_COUNT if unknown
 
 /// A token-length distribution; draws are rounded to integers >= 1.
@@ -78,32 +78,40 @@ typedef enum fth_serve_policy {
   FTH_POLICY_COUNT
 } fth_serve_policy;
 
-const char *fth_serve_policy_name(fth_serve_policy p); ///< "continuous", "chunked", "static"
+const char *fth_serve_policy_name(fth_serve_policy p);     ///< "continuous", "chunked", "static"
 fth_serve_policy fth_serve_policy_parse(const char *name); ///< FTH_POLICY_COUNT if unknown
 
 typedef enum fth_serve_routing {
   FTH_ROUTE_ROUND_ROBIN = 0,
-  FTH_ROUTE_LEAST_OUTSTANDING, ///< fewest requests routed and not finished; ties to the lowest index
+  FTH_ROUTE_LEAST_OUTSTANDING, ///< fewest requests routed and not finished; ties to the lowest
+                               ///< index
   FTH_ROUTE_COUNT
 } fth_serve_routing;
 
-const char *fth_serve_routing_name(fth_serve_routing r); ///< "round_robin", "least_outstanding"
+const char *fth_serve_routing_name(fth_serve_routing r);     ///< "round_robin", "least_outstanding"
 fth_serve_routing fth_serve_routing_parse(const char *name); ///< FTH_ROUTE_COUNT if unknown
+
+/// One request of a replayed trace (Vidur's and the Azure LLM traces' columns).
+typedef struct fth_serve_trace_row {
+  double arrival_s; ///< >= 0, non-decreasing down the trace
+  double input;     ///< prompt tokens, an integer in [1, 2^30]
+  double output;    ///< output tokens, an integer in [1, 2^30]
+} fth_serve_trace_row;
 
 /// Largest batch (requests per iteration) and replica count accepted.
 #define FTH_SERVE_MAX_BATCH    65536
 #define FTH_SERVE_MAX_REPLICAS 65536
 
 typedef struct fth_serve_def {
-  int64_t requests;          ///< requests simulated, >= 1
-  uint64_t seed;             ///< of every draw
+  int64_t requests; ///< requests simulated, >= 1
+  uint64_t seed;    ///< of every draw
   fth_serve_arrival arrival;
-  double rate_per_s;         ///< open loop: mean arrival rate, whole deployment
-  double burstiness;         ///< gamma: coefficient of variation of the gaps (1 = Poisson)
-  int64_t concurrency;       ///< closed loop: users
-  double think_s;            ///< closed loop: a user's pause between reply and next request
-  fth_serve_dist input;      ///< prompt tokens
-  fth_serve_dist output;     ///< generated tokens (the first comes out of the prefill)
+  double rate_per_s;     ///< open loop: mean arrival rate, whole deployment
+  double burstiness;     ///< gamma: coefficient of variation of the gaps (1 = Poisson)
+  int64_t concurrency;   ///< closed loop: users
+  double think_s;        ///< closed loop: a user's pause between reply and next request
+  fth_serve_dist input;  ///< prompt tokens
+  fth_serve_dist output; ///< generated tokens (the first comes out of the prefill)
   fth_serve_policy policy;
   int max_batch;             ///< requests in flight per replica (vLLM max_num_seqs)
   double max_batch_tokens;   ///< tokens per iteration (vLLM max_num_batched_tokens)
@@ -112,9 +120,13 @@ typedef struct fth_serve_def {
   double watermark;          ///< share of the pages kept free when admitting (vLLM 0.01)
   int replicas;
   fth_serve_routing routing;
-  double gpus_per_replica;   ///< for throughput per GPU
-  double slo_ttft_s;         ///< 0 = no bound
-  double slo_tpot_s;         ///< 0 = no bound
+  double gpus_per_replica; ///< for throughput per GPU
+  double slo_ttft_s;       ///< 0 = no bound
+  double slo_tpot_s;       ///< 0 = no bound
+  /// Replay: `requests` rows, caller-owned (NULL: draw lengths and arrivals). The rows'
+  /// lengths replace the distributions; their arrival times the open-loop process (a
+  /// closed loop keeps its users and takes only the lengths).
+  const fth_serve_trace_row *trace;
 } fth_serve_def;
 
 /// Defaults: 1000 Poisson requests at 1/s, prompts 512 and outputs 128 tokens
@@ -123,7 +135,8 @@ typedef struct fth_serve_def {
 /// capacity must be set (0 refuses).
 fth_serve_def fth_serve_def_default(void);
 
-/// Validate; paths name the field ("rate_per_s", "input.sigma").
+/// Validate; paths name the field ("rate_per_s", "input.sigma", "trace[3].input": rows
+/// counted from 0).
 fth_status fth_serve_check(const fth_serve_def *d, fth_error *err);
 
 /// The cost of one engine iteration of a replica, in seconds (> 0 and finite
@@ -140,16 +153,16 @@ double fth_serve_plan_cost(const void *plan, const fth_infer_batch *batch);
 /// One request's life (times in seconds from the start; -1 until it happens).
 typedef struct fth_serve_request {
   double arrival_s, admit_s, first_token_s, done_s;
-  int32_t input, output;   ///< tokens
-  int32_t ctx;             ///< tokens whose keys and values are cached
-  int32_t target;          ///< tokens to prefill before decoding (the prompt, or more after preemption)
-  int32_t generated;       ///< output tokens so far
-  int32_t sched;           ///< tokens scheduled in the replica's current iteration
-  int32_t blocks;          ///< KV pages held
-  int32_t next;            ///< the next request in its replica's waiting queue (-1: none)
+  int32_t input, output; ///< tokens
+  int32_t ctx;           ///< tokens whose keys and values are cached
+  int32_t target;    ///< tokens to prefill before decoding (the prompt, or more after preemption)
+  int32_t generated; ///< output tokens so far
+  int32_t sched;     ///< tokens scheduled in the replica's current iteration
+  int32_t blocks;    ///< KV pages held
+  int32_t next;      ///< the next request in its replica's waiting queue (-1: none)
   int32_t replica;
   int32_t preemptions;
-  int32_t state;           ///< 0 not arrived, 1 waiting, 2 running, 3 done
+  int32_t state; ///< 0 not arrived, 1 waiting, 2 running, 3 done
   int32_t pad_;
 } fth_serve_request;
 
@@ -162,20 +175,20 @@ typedef struct fth_serve_result {
   int64_t requests_completed;
   double duration_s; ///< first arrival to last reply
   double requests_per_s, input_tokens_per_s, output_tokens_per_s, output_tokens_per_s_per_gpu;
-  fth_serve_stats ttft_s;  ///< arrival to first token
-  fth_serve_stats tpot_s;  ///< (reply - first token) / (output - 1), requests with output > 1
-  fth_serve_stats e2e_s;   ///< arrival to last token
-  fth_serve_stats queue_s; ///< arrival to first scheduled
+  fth_serve_stats ttft_s;        ///< arrival to first token
+  fth_serve_stats tpot_s;        ///< (reply - first token) / (output - 1), requests with output > 1
+  fth_serve_stats e2e_s;         ///< arrival to last token
+  fth_serve_stats queue_s;       ///< arrival to first scheduled
   double goodput_requests_per_s; ///< requests meeting both SLOs per second (DistServe)
   double slo_attainment;         ///< their share of the requests
   double kv_peak_fraction;       ///< most KV pages in use on any replica / pages per replica
   double kv_capacity_tokens;     ///< per replica, whole pages
   int64_t preemptions;
-  int64_t iterations;            ///< engine iterations, all replicas
-  double mean_batch_requests;    ///< requests per iteration, mean over iterations
-  double mean_batch_tokens;      ///< tokens per iteration
-  double busy_fraction;          ///< replica time spent in iterations / (replicas x duration)
-  double mean_in_system;         ///< time-average requests arrived and not done (Little's L)
+  int64_t iterations;         ///< engine iterations, all replicas
+  double mean_batch_requests; ///< requests per iteration, mean over iterations
+  double mean_batch_tokens;   ///< tokens per iteration
+  double busy_fraction;       ///< replica time spent in iterations / (replicas x duration)
+  double mean_in_system;      ///< time-average requests arrived and not done (Little's L)
 } fth_serve_result;
 
 /// Bytes of workspace fth_serve_run needs for `d` (0 if `d` is out of range).

@@ -169,6 +169,57 @@ static void push_requests(lua_State *L, const fth_serve_request *q, int64_t n) {
   }
 }
 
+/* def.trace = {arrival_s = {...}, input = {...}, output = {...}}: the rows, in a
+ * userdata left on the stack (the caller's allocation of the input); NULL when absent.
+ * Its length sets def->requests. */
+static const fth_serve_trace_row *read_trace(lua_State *L, int idx, fth_serve_def *d) {
+  if (lua_getfield(L, idx, "trace") != LUA_TTABLE) {
+    if (!lua_isnil(L, -1))
+      lbind_fail(L, FTH_EINVAL, "trace", "expected a table of columns, got %s",
+                 luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return NULL;
+  }
+  int t = lua_gettop(L);
+  static const char *const cols[3] = {"arrival_s", "input", "output"};
+  lua_Integer n = -1;
+  for (int c = 0; c < 3; c++) {
+    if (lua_getfield(L, t, cols[c]) != LUA_TTABLE)
+      lbind_fail(L, FTH_EINVAL, "trace", "expected a column '%s' (an array)", cols[c]);
+    lua_Integer m = (lua_Integer)lua_rawlen(L, -1);
+    if (n >= 0 && m != n)
+      lbind_fail(L, FTH_EINVAL, "trace", "columns of %lld and %lld rows", (long long)n,
+                 (long long)m);
+    n = m;
+    lua_pop(L, 1);
+  }
+  if (n < 1 || n > 100000000)
+    lbind_fail(L, FTH_EINVAL, "trace", "expected 1 to 1e8 rows, got %lld", (long long)n);
+  fth_serve_trace_row *rows = (fth_serve_trace_row *)lua_newuserdatauv(
+      L, sizeof(fth_serve_trace_row) * (size_t)n, 0); /* trace rows */
+  lua_replace(L, t);                                  /* rows */
+  int r = lua_gettop(L);
+  lua_getfield(L, idx, "trace"); /* rows trace */
+  for (int c = 0; c < 3; c++) {
+    lua_getfield(L, -1, cols[c]); /* rows trace col */
+    for (lua_Integer i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      int ok;
+      double v = lua_tonumberx(L, -1, &ok);
+      if (!ok)
+        lbind_fail(L, FTH_EINVAL, "trace", "row %lld: %s is not a number", (long long)i, cols[c]);
+      double *dst = c == 0 ? &rows[i].arrival_s : c == 1 ? &rows[i].input : &rows[i].output;
+      *dst = v;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, r); /* rows */
+  d->requests = (int64_t)n;
+  d->trace = rows;
+  return rows;
+}
+
 /* (def [, plan]) -> result table [, requests table] */
 static int core_serve_run(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -176,12 +227,14 @@ static int core_serve_run(lua_State *L) {
   if (!lua_isnoneornil(L, 2)) plan = (const fth_infer_plan *)luaL_checkudata(L, 2, INFER_PLAN);
   fth_serve_def d;
   read_serve(L, 1, plan, &d);
+  read_trace(L, 1, &d); /* [rows] */
   affine_cost ac = {0, 0};
   if (lua_getfield(L, 1, "cost") == LUA_TTABLE) {
     ac.base_s = lcheck_number(L, -1, "cost", "base_s", 0);
     ac.per_token_s = lcheck_number(L, -1, "cost", "per_token_s", 0);
   } else if (plan == NULL) {
-    lbind_fail(L, FTH_EINVAL, "cost", "expected an inference plan or cost = {base_s =, per_token_s =}");
+    lbind_fail(L, FTH_EINVAL, "cost",
+               "expected an inference plan or cost = {base_s =, per_token_s =}");
   }
   lua_pop(L, 1);
   int per_request = lcheck_bool(L, 1, "serve", "per_request", 0);

@@ -457,6 +457,37 @@ static int goodput_and_checks(void) {
   return 0;
 }
 
+static int trace_replay(void) {
+  /* A replayed trace sets each request's arrival and lengths: the first
+   * (100 + 11 tokens at 0.5 s) runs alone as single_request's (e2e 121 ms);
+   * the second arrives at 2 s and has 50 prompt tokens and one output token:
+   * done after its 15 ms prefill. */
+  affine c = {0.010, 0.0001};
+  const fth_serve_trace_row rows[2] = {{0.5, 100, 11}, {2.0, 50, 1}};
+  fth_serve_def d = base_def();
+  d.requests = 2;
+  d.trace = rows;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  const fth_serve_request *q = fth_serve_requests(ws);
+  FTH_ENSURE_NEAR(0.5 + 0.121, q[0].done_s, 1e-12);
+  FTH_ENSURE_NEAR(2.015, q[1].done_s, 1e-12);
+  FTH_ENSURE_NEAR(1.515, r.duration_s, 1e-12);
+  free(ws);
+  /* Rows out of order, or a length that is not a token count, are refused by row. */
+  const fth_serve_trace_row bad[2] = {{1.0, 100, 11}, {0.5, 50, 1}};
+  d.trace = bad;
+  fth_error err;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL &&
+             strcmp(err.path, "trace[1].arrival_s") == 0);
+  const fth_serve_trace_row frac[1] = {{0, 10.5, 1}};
+  d.trace = frac;
+  d.requests = 1;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL && strcmp(err.path, "trace[0].input") == 0);
+  return 0;
+}
+
 int serve_test(void) {
   FTH_RUN(mixed_iteration());
   FTH_RUN(kv_capacity());
@@ -468,5 +499,6 @@ int serve_test(void) {
   FTH_RUN(chunked_and_static());
   FTH_RUN(routing_and_determinism());
   FTH_RUN(goodput_and_checks());
+  FTH_RUN(trace_replay());
   return 0;
 }

@@ -193,7 +193,7 @@ describe("fathom serve", function()
     { { "--qps", "1", "--policy", "eager" }, "--policy' must be one of continuous, chunked, static" },
     { { "--qps", "1", "--slo-ttft", "0.001" }, "--slo-ttft 0.001 s is below the" },
     { { "--qps", "1", "--concurrency", "4" }, "--qps and --concurrency exclude each other" },
-    { {}, "give --qps RATE (open loop) or --concurrency N" },
+    { {}, "give --qps RATE (open loop), --concurrency N (closed loop) or --replay FILE" },
     { { "--qps", "1", "--tp", "3" }, "TP=3 does not divide the 64 attention heads" },
     { { "--qps", "1", "--input-tokens", "2000000", "--requests", "1" }, "needs 2000000 prompt + 128 output tokens" },
     { { "--qps", "1", "--max-batch", "0" }, "--max-batch must be a positive integer" },
@@ -228,6 +228,55 @@ describe("fathom serve", function()
     r = serve_cli("--qps", "2", "--requests", "50", "--output-file", out, "--slo-ttft", "1e-6")
     assert.are.equal(2, r.code)
     assert.is_nil(io.open(out, "rb"))
+  end)
+
+  local function write_tmp(text, ext)
+    local path = os.tmpname() .. ext
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+    return path
+  end
+
+  it("--replay runs a CSV or JSON-lines trace, and --trace-file draws each request's life", function()
+    local csv = write_tmp("arrival_s,input_tokens,output_tokens\n100,512,16\n100.5,256,8\n103,1024,4\n", ".csv")
+    local jsonl = write_tmp('{"arrived_at": 0, "num_prefill_tokens": 512, "num_decode_tokens": 16}\n' ..
+      '{"arrived_at": 0.5, "num_prefill_tokens": 256, "num_decode_tokens": 8}\n' ..
+      '{"arrived_at": 3, "num_prefill_tokens": 1024, "num_decode_tokens": 4}\n', ".jsonl")
+    local trace = os.tmpname()
+    local a = serve_cli("--replay", csv, "--format", "json", "--trace-file", trace)
+    local b = serve_cli("--replay", jsonl, "--format", "json")
+    assert.are.equal(0, a.code, a.stderr)
+    assert.are.equal(a.stdout, b.stdout) -- the same trace, shifted to start at 0
+    local r = json.decode(a.stdout)
+    assert.are.equal(3, r.requests_completed)
+    local ev = json.decode(read(trace)).traceEvents
+    local spans = {}
+    for _, e in ipairs(ev) do if e.ph == "X" then spans[#spans + 1] = e.name .. math.tointeger(e.tid) end end
+    -- the lone first request has no queueing span; each has a prefill and a decode
+    assert.are.same({ "prefill1", "decode1", "prefill2", "decode2", "prefill3", "decode3" }, spans)
+    -- stretched to 10 requests/s, the same rows arrive within 0.2 s
+    local c = json.decode(serve_cli("--replay", csv, "--qps", "10", "--format", "json").stdout)
+    assert.is_true(c.duration_s < r.duration_s)
+    for _, p in ipairs({ csv, jsonl, trace }) do os.remove(p) end
+  end)
+
+  it("--replay refuses a malformed row with file:line:col", function()
+    local cases = {
+      { "arrival_s,input_tokens,output_tokens\n0,512,16\n1,25x,8\n", ".csv", ":3:3: input: expected a number" },
+      { "arrival_s,input_tokens,output_tokens\n5,512,16\n1,256,8\n", ".csv", ":3:1: arrival 1 is before" },
+      { "arrival_s,prompt\n0,1\n", ".csv", ":1:1: the header names no input column" },
+      { '{"arrival_s": 0, "input": 5, "output": 0}\n', ".jsonl", ":1:30: output: expected a token count" },
+      { '{"arrival_s": 0, "input": 5,\n', ".jsonl", ":1:1: expected a JSON object" },
+    }
+    for _, c in ipairs(cases) do
+      local path = write_tmp(c[1], c[2])
+      local r = serve_cli("--replay", path)
+      os.remove(path)
+      assert.are.equal(2, r.code, r.stderr)
+      assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+      assert.is_truthy(r.stderr:find(path .. c[3], 1, true), r.stderr)
+    end
   end)
 
   it("README's serve outputs are what fathom prints", function()

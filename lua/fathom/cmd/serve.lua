@@ -34,7 +34,10 @@ local spec = {
   { name = "concurrency", arg = "N", integer = { 1, 100000000 }, help = "closed loop: users, each sending "
     .. "its next request when the last is answered" },
   { name = "think-time", arg = "S", number = true, help = "closed loop: a user's pause between requests (s)" },
-  { name = "requests", arg = "N", integer = { 1, 100000000 }, default = 1000, help = "requests simulated" },
+  { name = "requests", arg = "N", integer = { 1, 100000000 },
+    help = "requests simulated [default: 1000; with --replay, the trace's rows]" },
+  { name = "replay", arg = "FILE", help = "replay a request trace (CSV with a header, or .jsonl): arrival time "
+    .. "(s), input and output tokens per row; --qps stretches its arrivals to that mean rate" },
   { name = "input-tokens", arg = "LEN", default = "512",
     help = "prompt tokens: N or KIND:k=v,... (" .. table.concat(names.serve_length, ", ")
       .. "), e.g. lognormal:mean=512,sigma=0.5" },
@@ -53,6 +56,8 @@ local spec = {
   { name = "seed", arg = "N", integer = { 0, 9007199254740992 }, default = 1, help = "random seed" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
   { name = "output-file", arg = "FILE", help = "write the output here (whole or not at all)" },
+  { name = "trace-file", arg = "FILE", help = "write a Perfetto/Chrome trace of the request lifetimes "
+    .. "(queued, prefill, decode; one track per request, one process per replica)" },
   { name = "help", flag = true, help = "this help" },
 }
 
@@ -104,8 +109,8 @@ local function text(r, ctx)
   out[#out + 1] = string.format("%s on %s: %d replica%s x %d GPU%s (TP %d, PP %d%s), %s batching\n",
     ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
     ctx.tp, ctx.pp, ctx.ep > 1 and (", EP " .. ctx.ep) or "", ctx.policy)
-  out[#out + 1] = string.format("%d requests, %s, seed %d\nprompts %s tokens, outputs %s tokens\n\n",
-    r.requests_completed, ctx.load, ctx.seed, ctx.input, ctx.output)
+  out[#out + 1] = string.format("%d requests, %s, seed %d\n%s\n\n", r.requests_completed, ctx.load, ctx.seed,
+    ctx.lengths)
   out[#out + 1] = tablefmt.render({ "latency", "mean", "p50", "p90", "p99", "max" }, {
     stats_row("TTFT", r.ttft_s), stats_row("TPOT", r.tpot_s), stats_row("E2E", r.e2e_s),
     stats_row("queue", r.queue_s) })
@@ -157,8 +162,8 @@ function M.main(argv)
     if not opts.concurrency then errors.raise("serve: --arrival %s needs --concurrency N", arrival) end
     if opts.qps then errors.raise("serve: --qps and --concurrency exclude each other (open or closed loop)") end
     if opts.find_max_qps then errors.raise("serve: --find-max-qps searches an open-loop rate: drop --concurrency") end
-  elseif not opts.qps and not opts.find_max_qps then
-    errors.raise("serve: give --qps RATE (open loop) or --concurrency N (closed loop)")
+  elseif not opts.qps and not opts.find_max_qps and not opts.replay then
+    errors.raise("serve: give --qps RATE (open loop), --concurrency N (closed loop) or --replay FILE")
   elseif opts.concurrency then
     errors.raise("serve: --concurrency is for the closed loop; with --qps use --arrival poisson|gamma|fixed")
   end
@@ -174,7 +179,7 @@ function M.main(argv)
   local a = {
     model = opts.model, hardware = opts.hardware, hardware_lib = opts.hardware_lib, workload = opts.workload,
     tp = opts.tp, pp = opts.pp, ep = opts.ep, pod_size = opts.pod_size,
-    requests = opts.requests, seed = opts.seed, arrival = arrival, rate_per_s = opts.qps,
+    requests = opts.requests or 1000, seed = opts.seed, arrival = arrival, rate_per_s = opts.qps,
     burstiness = opts.burstiness, concurrency = opts.concurrency, think_s = opts.think_time,
     input = serve.parse_length(opts.input_tokens, "serve: --input-tokens"),
     output = serve.parse_length(opts.output_tokens, "serve: --output-tokens"),
@@ -182,6 +187,14 @@ function M.main(argv)
     block_tokens = opts.block_size, watermark = opts.watermark, replicas = opts.replicas, routing = opts.routing,
     slo_ttft_s = opts.slo_ttft, slo_tpot_s = opts.slo_tpot,
   }
+  if opts.replay then
+    local tr = serve.load_trace(opts.replay)
+    local n = math.min(opts.requests or #tr.input, #tr.input)
+    for _, k in ipairs({ "arrival_s", "input", "output" }) do
+      for i = #tr[k], n + 1, -1 do tr[k][i] = nil end
+    end
+    a.trace, a.requests = tr, n
+  end
   local plan, info = serve.engine(a)
   a.plan = plan
   for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size" }) do
@@ -204,7 +217,12 @@ function M.main(argv)
     max_qps, r, steps = protect(serve.find_max_qps, a, opts.target)
     r.max_qps = max_qps
   else
-    r = protect(serve.run, a)
+    a.per_request = opts.trace_file ~= nil
+    local q
+    r, q = protect(serve.run, a)
+    if q then
+      output.write_file(opts.trace_file, require("fathom.format.json").encode(serve.trace_events(q)) .. "\n")
+    end
   end
   util.ordered(r, order)
   local fmt = opts.format
@@ -213,10 +231,13 @@ function M.main(argv)
   if opts.slo_tpot then slo[#slo + 1] = "TPOT " .. units.time(opts.slo_tpot) end
   if fmt == "table" then
     local load = arrival == ARRIVAL.closed and string.format("%d users (closed loop)", opts.concurrency)
+      or opts.replay and string.format("replay of %s%s", opts.replay,
+        (max_qps or opts.qps) and string.format(" at %.4g/s", max_qps or opts.qps) or "")
       or string.format("%s arrivals at %.4g/s", arrival, max_qps or opts.qps)
     local body = text(r, { model = info.model, hardware = opts.hardware, replicas = opts.replicas, gpus = info.gpus,
       tp = opts.tp, pp = opts.pp, ep = opts.ep, policy = opts.policy, load = load, seed = opts.seed,
-      input = serve.describe_length(a.input), output = serve.describe_length(a.output),
+      lengths = a.trace and "prompt and output lengths from the trace" or string.format(
+        "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
       slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target, steps = steps and #steps })
     if opts.output_file then output.write_file(opts.output_file, body) else io.stdout:write(body) end
   else
