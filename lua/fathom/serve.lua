@@ -265,14 +265,17 @@ function M.engine(a)
   w.global_batch_size, w.micro_batch_size = 1, 1
   w.source_table, model.source_table = nil, nil
   local plan = row.compile(system.node, topo, model, w)
-  return plan, { model = model.name or a.model, gpus = gpus, moe = moe, max_seq_len = model.max_seq_len }
+  return plan, { model = model.name or a.model, gpus = gpus, moe = moe, lib = lib, system = system }
 end
 
 -- The keys run() takes: the simulator's (core.serve_run) and the engine's.
-local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size" }
+local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size",
+  "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
-  "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost", "trace" }
+  "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost", "trace",
+  "prefill_replicas", "prefill_kv_capacity_tokens", "prefill_gpus_per_replica", "kv_transfer_bytes_per_token",
+  "kv_link_bw_bytes_per_s", "kv_link_latency_s" }
 
 local known = {}
 for _, k in ipairs(engine_keys) do known[k] = true end
@@ -305,17 +308,51 @@ end
 -- max_batch_tokens, block_tokens, kv_capacity_tokens, watermark, replicas, routing,
 -- gpus_per_replica, slo_ttft_s, slo_tpot_s); `trace` (a path or load_trace()'s columns)
 -- replays a request trace, its arrivals stretched to rate_per_s when that is given.
-function M.run(a)
+-- build(a) -> def, plan, prefill_plan, info, prefill_info: the core's arguments, and
+-- engine() facts of each pool (info: nil when `a` gives a plan or a cost). A disaggregated deployment
+-- (prefill_replicas > 0) runs prompts on prefill replicas of prefill_tp/pp/ep on
+-- prefill_hardware (each defaulting to the decode replicas'), and moves each prompt's KV
+-- over `kv_link` (an interconnect of the hardware library; default the decode node's
+-- scale-out), every GPU of the prefill replica sending its shard on its own link.
+function M.build(a)
   local def = M.definition(a)
-  local plan = a.plan
-  if not plan and a.model then plan = M.engine(a) end
-  if def.trace and def.rate_per_s then def.trace = M.scale_trace(def.trace, def.rate_per_s) end
-  return core.serve_run(def, plan)
+  local plan, info = a.plan, nil
+  if not plan and a.model then plan, info = M.engine(a) end
+  local pplan, pinfo = a.prefill_plan, info
+  if (def.prefill_replicas or 0) > 0 and info then
+    if not pplan and (a.prefill_tp or a.prefill_pp or a.prefill_ep or a.prefill_hardware) then
+      pplan, pinfo = M.engine({ model = a.model, hardware = a.prefill_hardware or a.hardware,
+        hardware_lib = a.hardware_lib, workload = a.workload, pod_size = a.pod_size, tp = a.prefill_tp or a.tp,
+        pp = a.prefill_pp or a.pp, ep = a.prefill_ep or a.ep })
+    end
+    if def.kv_link_bw_bytes_per_s == nil then
+      local ic = pinfo.system.scale_out
+      if a.kv_link then
+        ic = info.lib.interconnect[a.kv_link]
+        if not ic then
+          local all = {}
+          for k in pairs(info.lib.interconnect) do all[#all + 1] = k end
+          table.sort(all)
+          errors.raise("serve: kv_link: no interconnect '%s' in the hardware library%s", tostring(a.kv_link),
+            errors.suggest(tostring(a.kv_link), all))
+        end
+      end
+      def.kv_link_bw_bytes_per_s = ic.bandwidth_nominal * (ic.num_links or 1) * (ic.efficiency or 1) * pinfo.gpus
+      def.kv_link_latency_s = def.kv_link_latency_s or ic.latency_sec or 0
+    end
+  end
+  return def, plan, pplan, info, pinfo
 end
 
--- lone(def, plan) -> TTFT and TPOT of one request of the mean lengths alone: the
--- lowest latencies the deployment can give.
-function M.lone(def, plan)
+function M.run(a)
+  local def, plan, pplan = M.build(a)
+  if def.trace and def.rate_per_s then def.trace = M.scale_trace(def.trace, def.rate_per_s) end
+  return core.serve_run(def, plan, pplan)
+end
+
+-- lone(def, plan [, prefill_plan]) -> TTFT and TPOT of one request of the mean lengths
+-- alone: the lowest latencies the deployment can give.
+function M.lone(def, plan, pplan)
   local one = {}
   for k, v in pairs(def) do one[k] = v end
   local function mean_of(d)
@@ -325,8 +362,9 @@ function M.lone(def, plan)
   end
   one.input, one.output = mean_of(def.input), mean_of(def.output)
   one.requests, one.arrival, one.rate_per_s, one.replicas = 1, nil, 1, 1
-  one.slo_ttft_s, one.slo_tpot_s, one.per_request = nil, nil, nil
-  local r = core.serve_run(one, plan)
+  one.slo_ttft_s, one.slo_tpot_s, one.per_request, one.trace = nil, nil, nil, nil
+  if one.prefill_replicas then one.prefill_replicas = 1 end
+  local r = core.serve_run(one, plan, pplan)
   return r.ttft_s.mean, r.tpot_s.count > 0 and r.tpot_s.mean or 0
 end
 
@@ -336,9 +374,7 @@ end
 -- it, then bisecting to 1%. The same seed at every rate.
 function M.find_max_qps(a, target)
   target = target or 0.9
-  local def = M.definition(a)
-  local plan = a.plan
-  if not plan and a.model then plan = M.engine(a) end
+  local def, plan, pplan = M.build(a)
   if not def.slo_ttft_s and not def.slo_tpot_s then
     errors.raise("serve: --find-max-qps needs --slo-ttft and/or --slo-tpot")
   end
@@ -347,7 +383,7 @@ function M.find_max_qps(a, target)
   local function at(rate)
     def.rate_per_s = rate
     if trace then def.trace = M.scale_trace(trace, rate) end
-    local r = core.serve_run(def, plan)
+    local r = core.serve_run(def, plan, pplan)
     steps[#steps + 1] = { rate_per_s = rate, slo_attainment = r.goodput.slo_attainment }
     return r.goodput.slo_attainment >= target, r
   end

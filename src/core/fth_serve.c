@@ -190,6 +190,31 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "slo_ttft_s", "expected seconds >= 0, got %g", d->slo_ttft_s);
   if (!(d->slo_tpot_s >= 0 && isfinite(d->slo_tpot_s)))
     return fth_fail(err, FTH_EINVAL, "slo_tpot_s", "expected seconds >= 0, got %g", d->slo_tpot_s);
+  if (d->prefill_replicas < 0 || d->prefill_replicas > FTH_SERVE_MAX_REPLICAS)
+    return fth_fail(err, FTH_EINVAL, "prefill_replicas", "expected an integer in [0, %d], got %d",
+                    FTH_SERVE_MAX_REPLICAS, d->prefill_replicas);
+  if (d->prefill_replicas > 0) {
+    if (d->policy == FTH_POLICY_STATIC)
+      return fth_fail(err, FTH_ENOTSUP, "policy",
+                      "static batching runs prefill and decode together: not disaggregated");
+    if (d->prefill_kv_capacity_tokens != 0 && !(d->prefill_kv_capacity_tokens >= d->block_tokens &&
+                                                isfinite(d->prefill_kv_capacity_tokens)))
+      return fth_fail(err, FTH_EINVAL, "prefill_kv_capacity_tokens",
+                      "expected at least one page (%g tokens), got %g", d->block_tokens,
+                      d->prefill_kv_capacity_tokens);
+    if (!(d->prefill_gpus_per_replica >= 0 && isfinite(d->prefill_gpus_per_replica)))
+      return fth_fail(err, FTH_EINVAL, "prefill_gpus_per_replica", "expected a number >= 0, got %g",
+                      d->prefill_gpus_per_replica);
+    if (!(d->kv_transfer_bytes_per_token >= 0 && isfinite(d->kv_transfer_bytes_per_token)))
+      return fth_fail(err, FTH_EINVAL, "kv_transfer_bytes_per_token", "expected bytes >= 0, got %g",
+                      d->kv_transfer_bytes_per_token);
+    if (!fth_positive(d->kv_link_bw_bytes_per_s))
+      return fth_fail(err, FTH_EINVAL, "kv_link_bw_bytes_per_s", "expected bytes/s > 0, got %g",
+                      d->kv_link_bw_bytes_per_s);
+    if (!(d->kv_link_latency_s >= 0 && isfinite(d->kv_link_latency_s)))
+      return fth_fail(err, FTH_EINVAL, "kv_link_latency_s", "expected seconds >= 0, got %g",
+                      d->kv_link_latency_s);
+  }
   return check_trace(d, err);
 }
 
@@ -308,7 +333,7 @@ static int32_t draw_len(const fth_serve_dist *d, rng *r) {
 
 /* ---- the simulation ------------------------------------------------------------------------ */
 
-enum { ST_NEW = 0, ST_WAITING = 1, ST_RUNNING = 2, ST_DONE = 3 };
+enum { ST_NEW = 0, ST_WAITING = 1, ST_RUNNING = 2, ST_DONE = 3, ST_TRANSFER = 4 };
 
 typedef struct replica {
   double busy_until;
@@ -316,8 +341,14 @@ typedef struct replica {
   int32_t head, tail; /* waiting queue, linked through fth_serve_request.next */
   int32_t nrun;
   int32_t free_blocks, peak_used;
+  int32_t total_blocks, wm_blocks;
+  int32_t prefill;              /* 1: a prefill replica of a disaggregated deployment */
+  int32_t xfer_head, xfer_tail; /* KV transfers on its link, in order of arrival */
+  double link_free_s;
   int64_t outstanding;
   int32_t *run; /* running requests in admission order, max_batch of them */
+  fth_serve_cost_fn cost;
+  const void *cost_ctx;
 } replica;
 
 typedef struct sim {
@@ -327,10 +358,9 @@ typedef struct sim {
   fth_serve_request *req;
   replica *rep;
   fth_infer_chunk *chunks;
-  int32_t total_blocks;
-  int32_t wm_blocks;
+  int32_t nrep; /* decode (or aggregated) replicas, then prefill replicas */
   double now;
-  int64_t completed, issued, next_arrival, rr;
+  int64_t completed, issued, next_arrival, rr, rr_prefill;
   int64_t in_system;
   double area, busy_s, batch_requests, batch_tokens;
   int64_t preemptions, iterations;
@@ -347,7 +377,9 @@ size_t fth_serve_workspace_bytes(const fth_serve_def *d) {
       d->replicas > FTH_SERVE_MAX_REPLICAS || d->max_batch < 1 ||
       d->max_batch > FTH_SERVE_MAX_BATCH)
     return 0;
-  size_t n = (size_t)d->requests, r = (size_t)d->replicas, b = (size_t)d->max_batch;
+  if (d->prefill_replicas < 0 || d->prefill_replicas > FTH_SERVE_MAX_REPLICAS) return 0;
+  size_t n = (size_t)d->requests, r = (size_t)d->replicas + (size_t)d->prefill_replicas;
+  size_t b = (size_t)d->max_batch;
   return align8(n * sizeof(fth_serve_request)) + align8(r * sizeof(replica)) +
          align8(r * b * sizeof(int32_t)) + align8(b * sizeof(fth_infer_chunk)) +
          align8(n * sizeof(double));
@@ -391,7 +423,7 @@ static int grow(sim *s, replica *r, fth_serve_request *q, double tokens) {
   if (need > r->free_blocks) return 0;
   r->free_blocks -= need;
   q->blocks += need;
-  int32_t used = s->total_blocks - r->free_blocks;
+  int32_t used = r->total_blocks - r->free_blocks;
   if (used > r->peak_used) r->peak_used = used;
   return 1;
 }
@@ -446,7 +478,8 @@ static void add_decode(sim *s, fth_serve_request *q, int scheduled) {
  * free unless the replica runs nothing (it always fits alone). */
 static int admissible(const sim *s, const replica *r, int32_t need) {
   if (need > r->free_blocks) return 0;
-  return r->nrun == 0 || r->free_blocks - need >= s->wm_blocks;
+  (void)s;
+  return r->nrun == 0 || r->free_blocks - need >= r->wm_blocks;
 }
 
 static void admit(sim *s, replica *r, int32_t i) {
@@ -465,8 +498,20 @@ static void schedule_decodes(sim *s, replica *r) {
   }
 }
 
+/* Requests whose KV came from a prefill replica: admitted straight to decoding. */
+static void admit_ready(sim *s, replica *r) {
+  while (r->head >= 0 && r->nrun < s->d->max_batch) {
+    fth_serve_request *q = &s->req[r->head];
+    if (q->ctx < q->target || q->ctx == 0) return;
+    if (!admissible(s, r, blocks_for(s, q->ctx + 1.0))) return;
+    admit(s, r, pop_front(s, r));
+    grow(s, r, q, q->ctx + 1.0);
+  }
+}
+
 static void schedule_continuous(sim *s, replica *r) {
   double tokens = 0;
+  admit_ready(s, r);
   while (r->head >= 0 && r->nrun < s->d->max_batch) {
     fth_serve_request *q = &s->req[r->head];
     if (s->batch.num_chunks > 0 && tokens + q->target > s->d->max_batch_tokens) break;
@@ -481,6 +526,7 @@ static void schedule_continuous(sim *s, replica *r) {
 }
 
 static void schedule_chunked(sim *s, replica *r) {
+  admit_ready(s, r);
   schedule_decodes(s, r);
   double budget = s->d->max_batch_tokens - s->batch.decode_requests;
   for (int32_t k = 0; k < r->nrun && budget >= 1; k++) {
@@ -537,7 +583,7 @@ static fth_status start_iteration(sim *s, replica *r, fth_error *err) {
     break;
   }
   if (s->batch.decode_requests == 0 && s->batch.num_chunks == 0) return FTH_OK; /* idle */
-  double dt = s->cost(s->cost_ctx, &s->batch);
+  double dt = r->cost(r->cost_ctx, &s->batch);
   if (!(dt > 0 && isfinite(dt)))
     return fth_fail(err, FTH_ERANGE, "cost",
                     "an iteration of %g decodes and %d prompt chunks "
@@ -554,21 +600,64 @@ static fth_status start_iteration(sim *s, replica *r, fth_error *err) {
   return FTH_OK;
 }
 
-static void route(sim *s, int32_t i) {
-  const fth_serve_def *d = s->d;
-  int32_t best = 0;
-  if (d->routing == FTH_ROUTE_LEAST_OUTSTANDING) {
-    for (int32_t k = 1; k < d->replicas; k++)
+/* Queue request i on a replica of [lo, lo + n): round-robin by `rr`, or the
+ * least outstanding. */
+static void route_to(sim *s, int32_t i, int32_t lo, int32_t n, int64_t *rr) {
+  int32_t best = lo;
+  if (s->d->routing == FTH_ROUTE_LEAST_OUTSTANDING) {
+    for (int32_t k = lo + 1; k < lo + n; k++)
       if (s->rep[k].outstanding < s->rep[best].outstanding) best = k;
   } else {
-    best = (int32_t)(s->rr++ % d->replicas);
+    best = lo + (int32_t)((*rr)++ % n);
   }
   fth_serve_request *q = &s->req[i];
   q->replica = best;
   q->state = ST_WAITING;
   s->rep[best].outstanding++;
-  s->in_system++;
   push_back(s, &s->rep[best], i);
+}
+
+/* An arrival: to the prefill pool when there is one. */
+static void route(sim *s, int32_t i) {
+  const fth_serve_def *d = s->d;
+  s->in_system++;
+  if (d->prefill_replicas > 0)
+    route_to(s, i, d->replicas, d->prefill_replicas, &s->rr_prefill);
+  else
+    route_to(s, i, 0, d->replicas, &s->rr);
+}
+
+/* A prefill replica hands request q over: its pages are freed and its KV
+ * queues on the replica's link (transfers one after another, each taking
+ * latency + bytes / bandwidth). */
+static void hand_over(sim *s, replica *r, int32_t i) {
+  const fth_serve_def *d = s->d;
+  fth_serve_request *q = &s->req[i];
+  release(r, q);
+  r->outstanding--;
+  q->state = ST_TRANSFER;
+  double start = fth_max(s->now, r->link_free_s);
+  r->link_free_s = start + q->ctx * d->kv_transfer_bytes_per_token / d->kv_link_bw_bytes_per_s;
+  q->kv_ready_s = r->link_free_s + d->kv_link_latency_s;
+  q->next = -1;
+  if (r->xfer_tail >= 0)
+    s->req[r->xfer_tail].next = i;
+  else
+    r->xfer_head = i;
+  r->xfer_tail = i;
+}
+
+/* KV transfers done by now reach the decode pool. */
+static void deliver(sim *s) {
+  for (int32_t k = 0; k < s->nrep; k++) {
+    replica *r = &s->rep[k];
+    while (r->xfer_head >= 0 && s->req[r->xfer_head].kv_ready_s <= s->now) {
+      int32_t i = r->xfer_head;
+      r->xfer_head = s->req[i].next;
+      if (r->xfer_head < 0) r->xfer_tail = -1;
+      route_to(s, i, 0, s->d->replicas, &s->rr);
+    }
+  }
 }
 
 static void issue_closed(sim *s) {
@@ -613,6 +702,8 @@ static void finish_iteration(sim *s, replica *r) {
     fth_serve_request *q = &s->req[r->run[k]];
     if (q->state == ST_DONE)
       release(r, q);
+    else if (r->prefill && q->ctx >= q->target)
+      hand_over(s, r, r->run[k]); /* its first token is out: decode elsewhere */
     else
       r->run[m++] = r->run[k];
   }
@@ -694,9 +785,11 @@ static void summarise(sim *s, double *v, fth_serve_result *o) {
     o->requests_per_s = (double)s->completed / dur;
     o->input_tokens_per_s = in_tok / dur;
     o->output_tokens_per_s = out_tok / dur;
-    o->output_tokens_per_s_per_gpu = o->output_tokens_per_s / (d->replicas * d->gpus_per_replica);
+    double pg = d->prefill_gpus_per_replica > 0 ? d->prefill_gpus_per_replica : d->gpus_per_replica;
+    o->output_tokens_per_s_per_gpu =
+        o->output_tokens_per_s / (d->replicas * d->gpus_per_replica + d->prefill_replicas * pg);
     o->goodput_requests_per_s = (double)good / dur;
-    o->busy_fraction = s->busy_s / (d->replicas * dur);
+    o->busy_fraction = s->busy_s / (s->nrep * dur);
     o->mean_in_system = s->area / dur;
   }
   o->slo_attainment = (double)good / (double)d->requests;
@@ -704,11 +797,11 @@ static void summarise(sim *s, double *v, fth_serve_result *o) {
   stats(v, metric(s, M_TPOT, v), &o->tpot_s);
   stats(v, metric(s, M_E2E, v), &o->e2e_s);
   stats(v, metric(s, M_QUEUE, v), &o->queue_s);
-  int32_t peak = 0;
+  /* The decode (or only) pool's cache: where requests live longest. */
   for (int32_t k = 0; k < d->replicas; k++)
-    peak = peak > s->rep[k].peak_used ? peak : s->rep[k].peak_used;
-  o->kv_peak_fraction = (double)peak / s->total_blocks;
-  o->kv_capacity_tokens = s->total_blocks * d->block_tokens;
+    o->kv_peak_fraction =
+        fth_max(o->kv_peak_fraction, (double)s->rep[k].peak_used / s->rep[k].total_blocks);
+  o->kv_capacity_tokens = s->rep[0].total_blocks * d->block_tokens;
   o->preemptions = s->preemptions;
   o->iterations = s->iterations;
   if (s->iterations > 0) {
@@ -730,17 +823,23 @@ static fth_status draw_requests(sim *s, fth_error *err) {
   for (int64_t i = 0; i < d->requests; i++) {
     fth_serve_request *q = &s->req[i];
     memset(q, 0, sizeof *q);
-    q->admit_s = q->first_token_s = q->done_s = -1;
+    q->admit_s = q->first_token_s = q->done_s = q->kv_ready_s = -1;
     q->next = -1;
     const fth_serve_trace_row *row = d->trace ? &d->trace[i] : NULL;
     q->input = row ? (int32_t)row->input : draw_len(&d->input, &ri);
     q->output = row ? (int32_t)row->output : draw_len(&d->output, &ro);
     q->target = q->input;
-    if (blocks_for(s, (double)q->input + q->output) > s->total_blocks)
+    const replica *dec = &s->rep[0], *pre = &s->rep[s->nrep - 1];
+    if (blocks_for(s, (double)q->input + q->output) > dec->total_blocks)
       return fth_fail(err, FTH_EINVAL, "kv_capacity_tokens",
                       "request %lld needs %d prompt + %d output tokens of KV cache, a replica "
                       "holds %g: bound the lengths or add memory",
-                      (long long)i, q->input, q->output, s->total_blocks * d->block_tokens);
+                      (long long)i, q->input, q->output, dec->total_blocks * d->block_tokens);
+    if (d->prefill_replicas > 0 && blocks_for(s, q->input) > pre->total_blocks)
+      return fth_fail(err, FTH_EINVAL, "prefill_kv_capacity_tokens",
+                      "request %lld's %d prompt tokens do not fit a prefill replica's KV cache "
+                      "(%g tokens)",
+                      (long long)i, q->input, pre->total_blocks * d->block_tokens);
     if (row && d->arrival != FTH_ARRIVAL_CLOSED) {
       q->arrival_s = row->arrival_s;
       continue;
@@ -779,9 +878,9 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
   sim s;
   memset(&s, 0, sizeof s);
   s.d = d;
-  s.cost = cost;
-  s.cost_ctx = cost_ctx;
-  size_t n = (size_t)d->requests, nr = (size_t)d->replicas, b = (size_t)d->max_batch;
+  size_t n = (size_t)d->requests, nr = (size_t)d->replicas + (size_t)d->prefill_replicas;
+  size_t b = (size_t)d->max_batch;
+  s.nrep = (int32_t)nr;
   char *p = (char *)ws;
   s.req = (fth_serve_request *)p;
   p += align8(n * sizeof(fth_serve_request));
@@ -793,22 +892,31 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
   p += align8(b * sizeof(fth_infer_chunk));
   double *values = (double *)p;
   s.batch.chunks = s.chunks;
-  double blocks = floor(d->kv_capacity_tokens / d->block_tokens);
-  s.total_blocks = blocks > 2147483647.0 ? 2147483647 : (int32_t)blocks;
-  s.wm_blocks = (int32_t)ceil(d->watermark * s.total_blocks);
   for (size_t k = 0; k < nr; k++) {
     replica *r = &s.rep[k];
     memset(r, 0, sizeof *r);
-    r->head = r->tail = -1;
-    r->free_blocks = s.total_blocks;
+    r->prefill = k >= (size_t)d->replicas;
+    double cap = r->prefill && d->prefill_kv_capacity_tokens > 0 ? d->prefill_kv_capacity_tokens
+                                                                 : d->kv_capacity_tokens;
+    double blocks = floor(cap / d->block_tokens);
+    r->total_blocks = blocks > 2147483647.0 ? 2147483647 : (int32_t)blocks;
+    r->wm_blocks = (int32_t)ceil(d->watermark * r->total_blocks);
+    r->free_blocks = r->total_blocks;
+    r->head = r->tail = r->xfer_head = r->xfer_tail = -1;
     r->run = runs + k * b;
+    r->cost = r->prefill && d->prefill_cost ? d->prefill_cost : cost;
+    r->cost_ctx = r->prefill && d->prefill_cost ? d->prefill_cost_ctx : cost_ctx;
   }
   if (draw_requests(&s, err) != FTH_OK) return err->status;
   while (s.completed < d->requests) {
     double ta = s.next_arrival < s.issued ? s.req[s.next_arrival].arrival_s : HUGE_VAL;
     double t = ta;
-    for (size_t k = 0; k < nr; k++)
-      if (s.rep[k].busy && s.rep[k].busy_until < t) t = s.rep[k].busy_until;
+    for (size_t k = 0; k < nr; k++) {
+      const replica *r = &s.rep[k];
+      if (r->busy && r->busy_until < t) t = r->busy_until;
+      if (r->xfer_head >= 0 && s.req[r->xfer_head].kv_ready_s < t)
+        t = s.req[r->xfer_head].kv_ready_s;
+    }
     if (t == HUGE_VAL) /* cannot happen: every request fits a replica alone */
       return fth_fail(err, FTH_ERANGE, "requests", "the simulation stalled with %lld of %lld done",
                       (long long)s.completed, (long long)d->requests);
@@ -816,6 +924,7 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
     s.now = t;
     for (size_t k = 0; k < nr; k++)
       if (s.rep[k].busy && s.rep[k].busy_until == t) finish_iteration(&s, &s.rep[k]);
+    deliver(&s);
     while (s.next_arrival < s.issued && s.req[s.next_arrival].arrival_s <= s.now)
       route(&s, (int32_t)s.next_arrival++);
     for (size_t k = 0; k < nr; k++)

@@ -91,6 +91,10 @@ typedef enum fth_serve_routing {
 const char *fth_serve_routing_name(fth_serve_routing r);     ///< "round_robin", "least_outstanding"
 fth_serve_routing fth_serve_routing_parse(const char *name); ///< FTH_ROUTE_COUNT if unknown
 
+/// The cost of one engine iteration of a replica, in seconds (> 0 and finite
+/// for a non-empty batch).
+typedef double (*fth_serve_cost_fn)(const void *ctx, const fth_infer_batch *batch);
+
 /// One request of a replayed trace (Vidur's and the Azure LLM traces' columns).
 typedef struct fth_serve_trace_row {
   double arrival_s; ///< >= 0, non-decreasing down the trace
@@ -123,6 +127,18 @@ typedef struct fth_serve_def {
   double gpus_per_replica; ///< for throughput per GPU
   double slo_ttft_s;       ///< 0 = no bound
   double slo_tpot_s;       ///< 0 = no bound
+  /// Prefill/decode disaggregation (DistServe, Zhong et al. 2024; Splitwise): > 0 puts
+  /// prompts on a pool of this many prefill replicas, whose first token is the request's;
+  /// its KV cache then crosses the prefill replica's link (one transfer at a time:
+  /// latency + bytes / bandwidth) to the `replicas` decode replicas, which decode.
+  int prefill_replicas;
+  fth_serve_cost_fn prefill_cost; ///< the prefill pool's iteration cost (NULL: `cost`)
+  const void *prefill_cost_ctx;
+  double prefill_kv_capacity_tokens;  ///< per prefill replica (0: kv_capacity_tokens)
+  double prefill_gpus_per_replica;    ///< (0: gpus_per_replica)
+  double kv_transfer_bytes_per_token; ///< KV of one token over every layer: what moves
+  double kv_link_bw_bytes_per_s;      ///< a prefill replica's outgoing bandwidth
+  double kv_link_latency_s;
   /// Replay: `requests` rows, caller-owned (NULL: draw lengths and arrivals). The rows'
   /// lengths replace the distributions; their arrival times the open-loop process (a
   /// closed loop keeps its users and takes only the lengths).
@@ -138,10 +154,6 @@ fth_serve_def fth_serve_def_default(void);
 /// Validate; paths name the field ("rate_per_s", "input.sigma", "trace[3].input": rows
 /// counted from 0).
 fth_status fth_serve_check(const fth_serve_def *d, fth_error *err);
-
-/// The cost of one engine iteration of a replica, in seconds (> 0 and finite
-/// for a non-empty batch).
-typedef double (*fth_serve_cost_fn)(const void *ctx, const fth_infer_batch *batch);
 
 /// The cost function of a compiled inference plan (`ctx` is the
 /// fth_infer_plan): fth_infer_iteration_mixed of the slowest stage; with PP
@@ -160,10 +172,11 @@ typedef struct fth_serve_request {
   int32_t sched;     ///< tokens scheduled in the replica's current iteration
   int32_t blocks;    ///< KV pages held
   int32_t next;      ///< the next request in its replica's waiting queue (-1: none)
-  int32_t replica;
+  int32_t replica;   ///< its (last) replica: decode pool 0 .. replicas - 1, prefill pool after
   int32_t preemptions;
-  int32_t state; ///< 0 not arrived, 1 waiting, 2 running, 3 done
+  int32_t state; ///< 0 not arrived, 1 waiting, 2 running, 3 done, 4 KV in transfer
   int32_t pad_;
+  double kv_ready_s; ///< disaggregated: when its KV reached the decode pool (-1: not yet)
 } fth_serve_request;
 
 typedef struct fth_serve_stats {

@@ -1,5 +1,5 @@
 /* lserve.c: request-level serving simulation, fathom.core.
- *   core.serve_run(def [, plan]) -> result table [, requests table]
+ *   core.serve_run(def [, plan [, prefill_plan]]) -> result table [, requests table]
  * `plan` is a fathom.InferPlan (core.infer_compile): every engine iteration is
  * costed by fth_serve_plan_cost, and the KV capacity and GPUs per replica
  * default to the plan's. Without a plan, `def.cost = {base_s =, per_token_s =}`
@@ -56,12 +56,19 @@ static double read_count(lua_State *L, int t, const char *key, double def, doubl
   return v;
 }
 
-static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan, fth_serve_def *d) {
+static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan,
+                       const fth_infer_plan *prefill, fth_serve_def *d) {
   const char *w = "serve";
   *d = fth_serve_def_default();
   if (plan) {
     d->kv_capacity_tokens = fth_infer_kv_capacity_tokens(plan);
     d->gpus_per_replica = plan->layout.num_gpus;
+    d->kv_transfer_bytes_per_token =
+        fth_model_kv_cache_elems_per_token(&plan->model) * plan->inf.kv_bytes;
+  }
+  if (prefill) {
+    d->prefill_kv_capacity_tokens = fth_infer_kv_capacity_tokens(prefill);
+    d->prefill_gpus_per_replica = prefill->layout.num_gpus;
   }
   d->requests = (int64_t)read_count(L, idx, "requests", (double)d->requests, 1e8);
   double seed = lcheck_number(L, idx, w, "seed", (double)d->seed);
@@ -88,6 +95,20 @@ static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan, fth_se
   d->gpus_per_replica = lcheck_number(L, idx, w, "gpus_per_replica", d->gpus_per_replica);
   d->slo_ttft_s = lcheck_number(L, idx, w, "slo_ttft_s", d->slo_ttft_s);
   d->slo_tpot_s = lcheck_number(L, idx, w, "slo_tpot_s", d->slo_tpot_s);
+  double pr = lcheck_number(L, idx, w, "prefill_replicas", 0);
+  if (!(pr >= 0 && pr <= FTH_SERVE_MAX_REPLICAS && pr == floor(pr)))
+    lbind_fail(L, FTH_EINVAL, "prefill_replicas", "expected an integer in [0, %d], got %.14g",
+               FTH_SERVE_MAX_REPLICAS, pr);
+  d->prefill_replicas = (int)pr;
+  d->prefill_kv_capacity_tokens =
+      lcheck_number(L, idx, w, "prefill_kv_capacity_tokens", d->prefill_kv_capacity_tokens);
+  d->prefill_gpus_per_replica =
+      lcheck_number(L, idx, w, "prefill_gpus_per_replica", d->prefill_gpus_per_replica);
+  d->kv_transfer_bytes_per_token =
+      lcheck_number(L, idx, w, "kv_transfer_bytes_per_token", d->kv_transfer_bytes_per_token);
+  d->kv_link_bw_bytes_per_s =
+      lcheck_number(L, idx, w, "kv_link_bw_bytes_per_s", d->kv_link_bw_bytes_per_s);
+  d->kv_link_latency_s = lcheck_number(L, idx, w, "kv_link_latency_s", d->kv_link_latency_s);
 }
 
 static void setnum(lua_State *L, const char *k, double v) {
@@ -220,13 +241,19 @@ static const fth_serve_trace_row *read_trace(lua_State *L, int idx, fth_serve_de
   return rows;
 }
 
-/* (def [, plan]) -> result table [, requests table] */
+/* (def [, plan [, prefill_plan]]) -> result table [, requests table] */
 static int core_serve_run(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
-  const fth_infer_plan *plan = NULL;
+  const fth_infer_plan *plan = NULL, *prefill = NULL;
   if (!lua_isnoneornil(L, 2)) plan = (const fth_infer_plan *)luaL_checkudata(L, 2, INFER_PLAN);
+  if (!lua_isnoneornil(L, 3)) prefill = (const fth_infer_plan *)luaL_checkudata(L, 3, INFER_PLAN);
+  lua_settop(L, 3);
   fth_serve_def d;
-  read_serve(L, 1, plan, &d);
+  read_serve(L, 1, plan, prefill, &d);
+  if (prefill) {
+    d.prefill_cost = fth_serve_plan_cost;
+    d.prefill_cost_ctx = prefill;
+  }
   read_trace(L, 1, &d); /* [rows] */
   affine_cost ac = {0, 0};
   if (lua_getfield(L, 1, "cost") == LUA_TTABLE) {

@@ -488,6 +488,55 @@ static int trace_replay(void) {
   return 0;
 }
 
+static int disaggregated(void) {
+  /* One prefill and one decode replica (A = 10 ms, B = 0.1 ms each), KV of
+   * 1000 B per token over a 1 MB/s link with 5 ms latency. A request of 100
+   * prompt and 11 output tokens: its first token after the 20 ms prefill,
+   * its KV (100 kB) at the decode replica 100 + 5 ms later, then ten decodes
+   * of 10.1 ms: done at 0.02 + 0.105 + 0.101 = 0.226 s. */
+  affine c = {0.010, 0.0001};
+  fth_serve_def d = base_def();
+  d.requests = 1;
+  d.input.mean = 100;
+  d.output.mean = 11;
+  d.prefill_replicas = 1;
+  d.kv_transfer_bytes_per_token = 1000;
+  d.kv_link_bw_bytes_per_s = 1e6;
+  d.kv_link_latency_s = 0.005;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_NEAR(0.020, r.ttft_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(0.226, r.e2e_s.mean, 1e-12);
+  FTH_ENSURE_NEAR((0.226 - 0.020) / 10, r.tpot_s.mean, 1e-12);
+  const fth_serve_request *q = fth_serve_requests(ws);
+  FTH_ENSURE_NEAR(0.125, q[0].kv_ready_s, 1e-12);
+  FTH_ENSURE_EQ_INT(0, q[0].replica); /* it ends on the decode replica */
+  free(ws);
+  /* Two at once: prefilled together (200 tokens: 30 ms), their transfers one
+   * after the other on the link: ready at 0.03 + 0.1 + 0.005 = 0.135 s and
+   * 0.03 + 0.2 + 0.005 = 0.235 s. The first decodes alone until 0.236 s; the
+   * second, queued at 0.235 s, starts then: done at 0.337 s. */
+  d.requests = 2;
+  d.arrival = FTH_ARRIVAL_CLOSED;
+  d.concurrency = 2;
+  ws = ws_for(&d);
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  q = fth_serve_requests(ws);
+  FTH_ENSURE_NEAR(0.030, q[1].first_token_s, 1e-12);
+  FTH_ENSURE_NEAR(0.235, q[1].kv_ready_s, 1e-12);
+  FTH_ENSURE_NEAR(0.236, q[0].done_s, 1e-9);
+  FTH_ENSURE_NEAR(0.337, q[1].done_s, 1e-9);
+  /* Per GPU: two replicas of one GPU each share the output tokens. */
+  FTH_ENSURE_NEAR(22 / 0.337 / 2, r.output_tokens_per_s_per_gpu, 1e-9);
+  /* Static batching cannot be split into pools. */
+  d.policy = FTH_POLICY_STATIC;
+  fth_error err;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_ENOTSUP && strcmp(err.path, "policy") == 0);
+  free(ws);
+  return 0;
+}
+
 int serve_test(void) {
   FTH_RUN(mixed_iteration());
   FTH_RUN(kv_capacity());
@@ -500,5 +549,6 @@ int serve_test(void) {
   FTH_RUN(routing_and_determinism());
   FTH_RUN(goodput_and_checks());
   FTH_RUN(trace_replay());
+  FTH_RUN(disaggregated());
   return 0;
 }

@@ -32,7 +32,21 @@ describe("fathom.serve", function()
     for _, c in ipairs(cases) do
       it(c[1], function() assert.are.same(c[2], serve.parse_length(c[1], "x")) end)
     end
-    local bad = {
+    it("--prefill-replicas disaggregates: decodes no longer wait behind prompts", function()
+    local args = { "--replicas", "2", "--qps", "6", "--requests", "500", "--input-tokens", "2048", "--output-tokens",
+      "128", "--policy", "chunked", "--format", "json" }
+    local agg = json.decode(serve_cli(table.unpack(args)).stdout)
+    args[#args + 1] = "--prefill-replicas"
+    args[#args + 1] = "1"
+    local r = serve_cli(table.unpack(args))
+    assert.are.equal(0, r.code, r.stderr)
+    local dis = json.decode(r.stdout)
+    assert.is_true(dis.tpot_s.p99 < agg.tpot_s.p99)
+    -- three replicas of 4 GPUs now share the output tokens
+    h.near(dis.throughput.output_tokens_per_s / 12, dis.throughput.output_tokens_per_s_per_gpu, 1e-12, "per GPU")
+  end)
+
+  local bad = {
       { "lognorm:mean=5", "did you mean 'lognormal'" },
       { "lognormal:mean=512,sigm=1", "did you mean 'sigma'" },
       { "lognormal:mean=512", "needs sigma=" },
@@ -106,6 +120,18 @@ describe("fathom.serve", function()
       wd.seq_length, wd.prefill_seq_len, wd.num_generated_tokens = nil, 1000, 64
       local decode = core.infer_compile(node, topo, model, wd, "decode"):evaluate()
       h.near(decode.tpot_s, r.tpot_s.mean, 1e-6, "tpot")
+    end)
+
+    it("disaggregated: the first token from the prefill pool, the KV over the link, decodes after", function()
+      -- 20 ms prefill; 100 tokens x 1000 B at 1 MB/s + 5 ms; ten 10.1 ms decodes (test_serve.c)
+      local r = serve.run({ cost = cost, kv_capacity_tokens = 1e6, requests = 1, input = 100, output = 11,
+        prefill_replicas = 1, kv_transfer_bytes_per_token = 1000, kv_link_bw_bytes_per_s = 1e6,
+        kv_link_latency_s = 0.005 })
+      h.near(0.020, r.ttft_s.mean, 1e-12, "ttft")
+      h.near(0.226, r.e2e_s.mean, 1e-12, "e2e")
+      assert.error_matches(function()
+        serve.run({ cost = cost, kv_capacity_tokens = 1e6, requests = 1, prefill_replicas = 1 })
+      end, "kv_link_bw_bytes_per_s: expected bytes/s > 0", 1, true)
     end)
 
     it("Little's law: mean requests in the system = throughput x mean time in system", function()
@@ -187,6 +213,20 @@ describe("fathom serve", function()
     assert.is_true(v.goodput.slo_attainment >= 0.9)
   end)
 
+  it("--prefill-replicas disaggregates: decodes no longer wait behind prompts", function()
+    local args = { "--replicas", "2", "--qps", "6", "--requests", "500", "--input-tokens", "2048", "--output-tokens",
+      "128", "--policy", "chunked", "--format", "json" }
+    local agg = json.decode(serve_cli(table.unpack(args)).stdout)
+    args[#args + 1] = "--prefill-replicas"
+    args[#args + 1] = "1"
+    local r = serve_cli(table.unpack(args))
+    assert.are.equal(0, r.code, r.stderr)
+    local dis = json.decode(r.stdout)
+    assert.is_true(dis.tpot_s.p99 < agg.tpot_s.p99)
+    -- three replicas of 4 GPUs now share the output tokens
+    h.near(dis.throughput.output_tokens_per_s / 12, dis.throughput.output_tokens_per_s_per_gpu, 1e-12, "per GPU")
+  end)
+
   local bad = {
     { { "--qps", "-1" }, "--qps must be > 0" },
     { { "--qps", "1", "--input-tokens", "gauss:mean=3" }, "--input-tokens: expected a number of tokens or KIND" },
@@ -199,6 +239,9 @@ describe("fathom serve", function()
     { { "--qps", "1", "--max-batch", "0" }, "--max-batch must be a positive integer" },
     { { "--qps", "1", "--arrival", "gamma", "--burstiness", "0" }, "--burstiness: expected a coefficient" },
     { { "--qps", "1", "--find-max-qps" }, "--find-max-qps needs --slo-ttft" },
+    { { "--qps", "1", "--prefill-tp", "8" }, "--prefill-tp needs --prefill-replicas N" },
+    { { "--qps", "1", "--prefill-replicas", "1", "--kv-link", "ib_nrd" }, "did you mean 'ib_ndr'" },
+    { { "--qps", "1", "--prefill-replicas", "1", "--policy", "static" }, "it cannot be disaggregated" },
   }
   for _, c in ipairs(bad) do
     it("refuses " .. table.concat(c[1], " ") .. " in one line, exit 2", function()

@@ -25,6 +25,13 @@ local spec = {
     help = "expert parallelism (MoE) over the replica's GPUs" },
   { name = "pod-size", arg = "K", integer = { 1, 4096 }, default = 8, help = "GPUs per scale-up pod" },
   { name = "replicas", arg = "N", integer = { 1, 65536 }, default = 1, help = "engine replicas" },
+  { name = "prefill-replicas", arg = "N", integer = { 1, 65536 }, help = "disaggregate: N prefill "
+    .. "replicas (--replicas decode ones); each prompt's KV moves to a decode replica over --kv-link" },
+  { name = "prefill-tp", arg = "N", integer = { 1, 4096 }, help = "TP of a prefill replica [default: --tp]" },
+  { name = "prefill-pp", arg = "N", integer = { 1, 4096 }, help = "PP of a prefill replica [default: --pp]" },
+  { name = "prefill-hardware", arg = "NODE", help = "node of the prefill replicas [default: --hardware]" },
+  { name = "kv-link", arg = "NAME", help = "interconnect of the hardware library the KV crosses, one per "
+    .. "prefill GPU [default: the node's scale-out]" },
   { name = "routing", arg = "R", choices = names.serve_routing, default = names.serve_routing[1],
     help = "how requests pick a replica" },
   { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
@@ -109,6 +116,11 @@ local function text(r, ctx)
   out[#out + 1] = string.format("%s on %s: %d replica%s x %d GPU%s (TP %d, PP %d%s), %s batching\n",
     ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
     ctx.tp, ctx.pp, ctx.ep > 1 and (", EP " .. ctx.ep) or "", ctx.policy)
+  local p = ctx.prefill
+  if p then
+    out[#out + 1] = string.format("prefill on %d replica%s x %d GPU%s of %s (TP %d, PP %d), KV over %s\n",
+      p.replicas, p.replicas == 1 and "" or "s", p.gpus, p.gpus == 1 and "" or "s", p.hardware, p.tp, p.pp, p.link)
+  end
   out[#out + 1] = string.format("%d requests, %s, seed %d\n%s\n\n", r.requests_completed, ctx.load, ctx.seed,
     ctx.lengths)
   out[#out + 1] = tablefmt.render({ "latency", "mean", "p50", "p90", "p99", "max" }, {
@@ -186,7 +198,16 @@ function M.main(argv)
     policy = opts.policy, max_batch = opts.max_batch, max_batch_tokens = opts.max_batch_tokens,
     block_tokens = opts.block_size, watermark = opts.watermark, replicas = opts.replicas, routing = opts.routing,
     slo_ttft_s = opts.slo_ttft, slo_tpot_s = opts.slo_tpot,
+    prefill_replicas = opts.prefill_replicas, prefill_tp = opts.prefill_tp, prefill_pp = opts.prefill_pp,
+    prefill_hardware = opts.prefill_hardware, kv_link = opts.kv_link,
   }
+  if not opts.prefill_replicas then
+    for _, k in ipairs({ "prefill_tp", "prefill_pp", "prefill_hardware", "kv_link" }) do
+      if opts[k] then errors.raise("serve: --%s needs --prefill-replicas N", k:gsub("_", "-")) end
+    end
+  elseif opts.policy == names.key("serve_policy").static then
+    errors.raise("serve: --policy static runs prefill and decode together: it cannot be disaggregated")
+  end
   if opts.replay then
     local tr = serve.load_trace(opts.replay)
     local n = math.min(opts.requests or #tr.input, #tr.input)
@@ -195,14 +216,16 @@ function M.main(argv)
     end
     a.trace, a.requests = tr, n
   end
-  local plan, info = serve.engine(a)
-  a.plan = plan
-  for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size" }) do
+  local def, plan, pplan, info, pinfo = serve.build(a)
+  a.plan, a.prefill_plan = plan, pplan
+  a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
+  for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size", "prefill_tp",
+    "prefill_pp", "prefill_hardware", "kv_link" }) do
     a[k] = nil
   end
   -- An SLO no request can meet even alone is an input error, not a zero goodput.
   if opts.slo_ttft or opts.slo_tpot then
-    local ttft, tpot = protect(serve.lone, serve.definition(a), plan)
+    local ttft, tpot = protect(serve.lone, serve.definition(a), plan, pplan)
     if opts.slo_ttft and opts.slo_ttft < ttft then
       errors.raise("serve: --slo-ttft %g s is below the %s a lone request of the mean prompt takes to its " ..
         "first token: no load meets it", opts.slo_ttft, units.time(ttft))
@@ -235,6 +258,11 @@ function M.main(argv)
         (max_qps or opts.qps) and string.format(" at %.4g/s", max_qps or opts.qps) or "")
       or string.format("%s arrivals at %.4g/s", arrival, max_qps or opts.qps)
     local body = text(r, { model = info.model, hardware = opts.hardware, replicas = opts.replicas, gpus = info.gpus,
+      prefill = opts.prefill_replicas and {
+        replicas = opts.prefill_replicas, gpus = pinfo.gpus, hardware = opts.prefill_hardware or opts.hardware,
+        tp = opts.prefill_tp or opts.tp, pp = opts.prefill_pp or opts.pp,
+        link = string.format("%s/s, %s", units.bandwidth(def.kv_link_bw_bytes_per_s):gsub("B/s$", "B"),
+          units.time(def.kv_link_latency_s)) },
       tp = opts.tp, pp = opts.pp, ep = opts.ep, policy = opts.policy, load = load, seed = opts.seed,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
