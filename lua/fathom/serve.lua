@@ -274,7 +274,8 @@ local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
   "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost", "trace",
-  "prefill_replicas", "prefill_kv_capacity_tokens", "prefill_gpus_per_replica", "kv_transfer_bytes_per_token",
+  "prefix_hit_ratio", "prefill_replicas", "prefill_kv_capacity_tokens", "prefill_gpus_per_replica",
+  "kv_transfer_bytes_per_token",
   "kv_link_bw_bytes_per_s", "kv_link_latency_s" }
 
 local known = {}

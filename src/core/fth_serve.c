@@ -190,6 +190,9 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "slo_ttft_s", "expected seconds >= 0, got %g", d->slo_ttft_s);
   if (!(d->slo_tpot_s >= 0 && isfinite(d->slo_tpot_s)))
     return fth_fail(err, FTH_EINVAL, "slo_tpot_s", "expected seconds >= 0, got %g", d->slo_tpot_s);
+  if (!(d->prefix_hit_ratio >= 0 && d->prefix_hit_ratio < 1))
+    return fth_fail(err, FTH_EINVAL, "prefix_hit_ratio", "expected a share in [0, 1), got %g",
+                    d->prefix_hit_ratio);
   if (d->prefill_replicas < 0 || d->prefill_replicas > FTH_SERVE_MAX_REPLICAS)
     return fth_fail(err, FTH_EINVAL, "prefill_replicas", "expected an integer in [0, %d], got %d",
                     FTH_SERVE_MAX_REPLICAS, d->prefill_replicas);
@@ -440,7 +443,7 @@ static void preempt_last(sim *s, replica *r) {
   int32_t i = r->run[--r->nrun];
   fth_serve_request *q = &s->req[i];
   release(r, q);
-  q->ctx = 0;
+  q->ctx = q->cached; /* the shared prompt prefix stays in the prefix cache */
   q->target = q->input + q->generated;
   q->sched = 0;
   q->state = ST_WAITING;
@@ -514,12 +517,13 @@ static void schedule_continuous(sim *s, replica *r) {
   admit_ready(s, r);
   while (r->head >= 0 && r->nrun < s->d->max_batch) {
     fth_serve_request *q = &s->req[r->head];
-    if (s->batch.num_chunks > 0 && tokens + q->target > s->d->max_batch_tokens) break;
+    int32_t c = q->target - q->ctx; /* the prompt less its cached prefix */
+    if (s->batch.num_chunks > 0 && tokens + c > s->d->max_batch_tokens) break;
     if (!admissible(s, r, blocks_for(s, q->target))) break;
     admit(s, r, pop_front(s, r));
     grow(s, r, q, q->target);
-    add_chunk(s, q, q->target);
-    tokens += q->target;
+    add_chunk(s, q, c);
+    tokens += c;
   }
   if (s->batch.num_chunks > 0) return; /* prefill first: the decodes wait */
   schedule_decodes(s, r);
@@ -539,10 +543,10 @@ static void schedule_chunked(sim *s, replica *r) {
   }
   while (r->head >= 0 && r->nrun < s->d->max_batch && budget >= 1) {
     fth_serve_request *q = &s->req[r->head];
-    int32_t c = (int32_t)fth_min(q->target, floor(budget));
-    if (!admissible(s, r, blocks_for(s, c))) break;
+    int32_t c = (int32_t)fth_min(q->target - q->ctx, floor(budget));
+    if (!admissible(s, r, blocks_for(s, (double)q->ctx + c))) break;
     admit(s, r, pop_front(s, r));
-    grow(s, r, q, c);
+    grow(s, r, q, (double)q->ctx + c);
     add_chunk(s, q, c);
     budget -= c;
   }
@@ -557,7 +561,7 @@ static void schedule_static(sim *s, replica *r) {
       if (blocks_for(s, whole) > r->free_blocks) break;
       admit(s, r, pop_front(s, r));
       grow(s, r, q, whole);
-      add_chunk(s, q, q->target);
+      add_chunk(s, q, q->target - q->ctx);
     }
     return;
   }
@@ -829,6 +833,10 @@ static fth_status draw_requests(sim *s, fth_error *err) {
     q->input = row ? (int32_t)row->input : draw_len(&d->input, &ri);
     q->output = row ? (int32_t)row->output : draw_len(&d->output, &ro);
     q->target = q->input;
+    /* Prefix caching (vLLM automatic prefix caching, SGLang RadixAttention): the
+     * hit share of the prompt is found cached, and only the rest is computed. */
+    q->cached = (int32_t)fmin(floor(d->prefix_hit_ratio * q->input), q->input - 1.0);
+    q->ctx = q->cached;
     const replica *dec = &s->rep[0], *pre = &s->rep[s->nrep - 1];
     if (blocks_for(s, (double)q->input + q->output) > dec->total_blocks)
       return fth_fail(err, FTH_EINVAL, "kv_capacity_tokens",

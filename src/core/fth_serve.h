@@ -127,6 +127,7 @@ typedef struct fth_serve_def {
   double gpus_per_replica; ///< for throughput per GPU
   double slo_ttft_s;       ///< 0 = no bound
   double slo_tpot_s;       ///< 0 = no bound
+  double prefix_hit_ratio; ///< share of each prompt found in the prefix cache, [0, 1)
   /// Prefill/decode disaggregation (DistServe, Zhong et al. 2024; Splitwise): > 0 puts
   /// prompts on a pool of this many prefill replicas, whose first token is the request's;
   /// its KV cache then crosses the prefill replica's link (one transfer at a time:
@@ -174,8 +175,8 @@ typedef struct fth_serve_request {
   int32_t next;      ///< the next request in its replica's waiting queue (-1: none)
   int32_t replica;   ///< its (last) replica: decode pool 0 .. replicas - 1, prefill pool after
   int32_t preemptions;
-  int32_t state; ///< 0 not arrived, 1 waiting, 2 running, 3 done, 4 KV in transfer
-  int32_t pad_;
+  int32_t state;     ///< 0 not arrived, 1 waiting, 2 running, 3 done, 4 KV in transfer
+  int32_t cached;    ///< prompt tokens found in the prefix cache
   double kv_ready_s; ///< disaggregated: when its KV reached the decode pool (-1: not yet)
 } fth_serve_request;
 

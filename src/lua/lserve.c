@@ -95,6 +95,7 @@ static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan,
   d->gpus_per_replica = lcheck_number(L, idx, w, "gpus_per_replica", d->gpus_per_replica);
   d->slo_ttft_s = lcheck_number(L, idx, w, "slo_ttft_s", d->slo_ttft_s);
   d->slo_tpot_s = lcheck_number(L, idx, w, "slo_tpot_s", d->slo_tpot_s);
+  d->prefix_hit_ratio = lcheck_number(L, idx, w, "prefix_hit_ratio", d->prefix_hit_ratio);
   double pr = lcheck_number(L, idx, w, "prefill_replicas", 0);
   if (!(pr >= 0 && pr <= FTH_SERVE_MAX_REPLICAS && pr == floor(pr)))
     lbind_fail(L, FTH_EINVAL, "prefill_replicas", "expected an integer in [0, %d], got %.14g",

@@ -537,6 +537,36 @@ static int disaggregated(void) {
   return 0;
 }
 
+static int prefix_cache(void) {
+  /* Half of a 100-token prompt found in the prefix cache: the prefill
+   * computes 50 tokens against 50 cached (10 ms + 5 ms), the KV holds all
+   * 100 plus the decodes. */
+  affine c = {0.010, 0.0001};
+  fth_serve_def d = base_def();
+  d.requests = 1;
+  d.input.mean = 100;
+  d.output.mean = 11;
+  d.prefix_hit_ratio = 0.5;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_NEAR(0.015, r.ttft_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(0.0101, r.tpot_s.mean, 1e-12);
+  FTH_ENSURE_EQ_INT(50, fth_serve_requests(ws)[0].cached);
+  /* The toy plan: the prefill of 50 new tokens at context 50. */
+  fth_infer_plan p;
+  FTH_RUN(toy_plan(&p, 1e12));
+  d.kv_capacity_tokens = fth_infer_kv_capacity_tokens(&p);
+  FTH_RUN(run(&d, fth_serve_plan_cost, &p, ws, &r));
+  fth_phase ph;
+  FTH_ENSURE_NEAR(fth_infer_iteration(&p, 1, 50, 50, &ph, NULL), r.ttft_s.mean, 1e-12);
+  d.prefix_hit_ratio = 1.0;
+  fth_error err;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL && strcmp(err.path, "prefix_hit_ratio") == 0);
+  free(ws);
+  return 0;
+}
+
 int serve_test(void) {
   FTH_RUN(mixed_iteration());
   FTH_RUN(kv_capacity());
@@ -550,5 +580,6 @@ int serve_test(void) {
   FTH_RUN(goodput_and_checks());
   FTH_RUN(trace_replay());
   FTH_RUN(disaggregated());
+  FTH_RUN(prefix_cache());
   return 0;
 }

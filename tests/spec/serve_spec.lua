@@ -239,6 +239,7 @@ describe("fathom serve", function()
     { { "--qps", "1", "--max-batch", "0" }, "--max-batch must be a positive integer" },
     { { "--qps", "1", "--arrival", "gamma", "--burstiness", "0" }, "--burstiness: expected a coefficient" },
     { { "--qps", "1", "--find-max-qps" }, "--find-max-qps needs --slo-ttft" },
+    { { "--qps", "1", "--prefix-hit", "1" }, "--prefix-hit: expected a share in [0, 1)" },
     { { "--qps", "1", "--prefill-tp", "8" }, "--prefill-tp needs --prefill-replicas N" },
     { { "--qps", "1", "--prefill-replicas", "1", "--kv-link", "ib_nrd" }, "did you mean 'ib_ndr'" },
     { { "--qps", "1", "--prefill-replicas", "1", "--policy", "static" }, "it cannot be disaggregated" },

@@ -56,6 +56,8 @@ local spec = {
     help = "tokens per iteration (the chunked policy's budget)" },
   { name = "block-size", arg = "T", integer = { 1, 65536 }, default = 16, help = "tokens per KV-cache page" },
   { name = "watermark", arg = "F", number = true, help = "share of KV pages kept free at admission [default: 0.01]" },
+  { name = "prefix-hit", arg = "F", number = true, help = "share of each prompt found in the prefix cache, "
+    .. "[0, 1): only the rest is prefilled" },
   { name = "slo-ttft", arg = "S", number = true, help = "time-to-first-token bound (s) for goodput" },
   { name = "slo-tpot", arg = "S", number = true, help = "time-per-output-token bound (s) for goodput" },
   { name = "find-max-qps", flag = true, help = "search the highest --qps whose SLO attainment is >= --target" },
@@ -88,7 +90,8 @@ M.usage = "usage: fathom serve --model NAME|FILE --hardware NODE [--tp N --pp N 
 local flag_of = { rate_per_s = "--qps", concurrency = "--concurrency", think_s = "--think-time",
   burstiness = "--burstiness", requests = "--requests", input = "--input-tokens", output = "--output-tokens",
   max_batch = "--max-batch", max_batch_tokens = "--max-batch-tokens", block_tokens = "--block-size",
-  watermark = "--watermark", replicas = "--replicas", slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot",
+  watermark = "--watermark", replicas = "--replicas", prefix_hit_ratio = "--prefix-hit",
+  slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot",
   kv_capacity_tokens = "KV cache", seed = "--seed" }
 
 local function flag_error(e)
@@ -197,7 +200,7 @@ function M.main(argv)
     output = serve.parse_length(opts.output_tokens, "serve: --output-tokens"),
     policy = opts.policy, max_batch = opts.max_batch, max_batch_tokens = opts.max_batch_tokens,
     block_tokens = opts.block_size, watermark = opts.watermark, replicas = opts.replicas, routing = opts.routing,
-    slo_ttft_s = opts.slo_ttft, slo_tpot_s = opts.slo_tpot,
+    slo_ttft_s = opts.slo_ttft, slo_tpot_s = opts.slo_tpot, prefix_hit_ratio = opts.prefix_hit,
     prefill_replicas = opts.prefill_replicas, prefill_tp = opts.prefill_tp, prefill_pp = opts.prefill_pp,
     prefill_hardware = opts.prefill_hardware, kv_link = opts.kv_link,
   }
