@@ -232,6 +232,105 @@ local function model_path(name)
   return name
 end
 
+-- The serving spec (`fathom serve SPEC.yaml`): run()'s keys, a `prefill` section for a
+-- disaggregated deployment and `replay` (a trace file, relative to the spec).
+local POLICY = names.key("serve_policy")
+local length_schema = {
+  kind = { type = "string", required = true, choices = names.serve_length },
+  mean = { type = "number", above = 0 }, sigma = { type = "number", min = 0 }, min = { type = "number", min = 1 },
+  max = { type = "number", min = 1 }, s = { type = "number", above = 0 },
+}
+local spec_schema = {
+  model = { type = "string", required = true, hint = "a model of configs/models or a file" },
+  hardware = { type = "string", required = true, hint = "a node of the hardware library" },
+  hardware_lib = { type = "string" }, workload = { type = "string" },
+  tp = { type = "integer", min = 1, max = 4096 }, pp = { type = "integer", min = 1, max = 4096 },
+  ep = { type = "integer", min = 1, max = 4096 }, pod_size = { type = "integer", min = 1, max = 4096 },
+  replicas = { type = "integer", min = 1, max = 65536 }, routing = { type = "string", choices = names.serve_routing },
+  arrival = { type = "string", choices = names.serve_arrival }, rate_per_s = { type = "number", above = 0 },
+  burstiness = { type = "number", min = 0.01, max = 100 }, concurrency = { type = "integer", min = 1 },
+  think_s = { type = "number", min = 0 }, requests = { type = "integer", min = 1, max = 100000000 },
+  seed = { type = "integer", min = 0 }, input = { type = "any" }, output = { type = "any" },
+  policy = { type = "string", choices = names.serve_policy }, max_batch = { type = "integer", min = 1, max = 65536 },
+  max_batch_tokens = { type = "integer", min = 1 }, block_tokens = { type = "integer", min = 1, max = 65536 },
+  watermark = { type = "number", min = 0, below = 1 }, prefix_hit_ratio = { type = "number", min = 0, below = 1 },
+  slo_ttft_s = { type = "number", above = 0 }, slo_tpot_s = { type = "number", above = 0 },
+  prefill = { type = "table" }, replay = { type = "string", hint = "a CSV or JSON-lines trace" },
+}
+local prefill_schema = {
+  replicas = { type = "integer", min = 1, max = 65536, required = true }, tp = { type = "integer", min = 1 },
+  pp = { type = "integer", min = 1 }, ep = { type = "integer", min = 1 }, hardware = { type = "string" },
+  kv_link = { type = "string", hint = "an interconnect of the hardware library" },
+}
+
+-- load_spec(path) -> run()'s arguments from a serving spec (a path, or one under
+-- configs/), every value checked where it is written ("file:line:col: key: reason"):
+-- names of models, nodes and links included.
+function M.load_spec(path)
+  path = analysis.resolve(path) -- as given, else under fathom's configs/
+  local doc = require("fathom.config").load_mapping(path, "serving spec")
+  local a = require("fathom.check").fields(doc, "", spec_schema)
+  for _, k in ipairs({ "input", "output" }) do
+    local v = doc[k]
+    if type(v) == "table" then
+      a[k] = require("fathom.check").fields(v, k, length_schema)
+    elseif v ~= nil then
+      local ok, d = pcall(M.parse_length, v, k)
+      if not ok then
+        local msg = tostring(type(d) == "table" and d.msg or d):gsub("^" .. k .. ": ", "")
+        errors.at(doc, k, k, "%s", msg)
+      end
+      a[k] = d
+    end
+  end
+  local lib_path = analysis.resolve(a.hardware_lib or "hardware/hardware_library.yaml")
+  local lib = spec.hardware_library(lib_path)
+  require("fathom.check").ref(doc, "hardware", "hardware", lib.nodes, "node")
+  local mp = analysis.resolve(model_path(a.model))
+  if not io.open(mp, "rb") then
+    errors.at(doc, "model", "model", "no model '%s' (configs/models/NAME.yaml or a file)", a.model)
+  end
+  if a.prefill then
+    local p = require("fathom.check").fields(doc.prefill, "prefill", prefill_schema)
+    if p.hardware then require("fathom.check").ref(doc.prefill, "hardware", "prefill.hardware", lib.nodes, "node") end
+    if p.kv_link then
+      require("fathom.check").ref(doc.prefill, "kv_link", "prefill.kv_link", lib.interconnect, "interconnect")
+    end
+    if a.policy == POLICY.static then
+      errors.at(doc, "policy", "policy", "static batching runs prefill and decode together: not disaggregated")
+    end
+    a.prefill_replicas, a.prefill_tp, a.prefill_pp, a.prefill_ep = p.replicas, p.tp, p.pp, p.ep
+    a.prefill_hardware, a.kv_link = p.hardware, p.kv_link
+    a.prefill = nil
+  end
+  if a.replay then
+    local dir = path:match("^(.*/)[^/]*$") or ""
+    local file = a.replay:sub(1, 1) == "/" and a.replay or dir .. a.replay
+    if not io.open(file, "rb") then errors.at(doc, "replay", "replay", "cannot read trace '%s'", file) end
+    a.trace = M.load_trace(file)
+    a.replay = nil
+  end
+  a.doc = doc
+  return a
+end
+
+-- at_spec(a, e): re-raise a core refusal `e` at the spec key it names, when `a` came
+-- from a spec file; otherwise as it is.
+function M.at_spec(a, e)
+  local doc = a and a.doc
+  if doc and errors.is_core(e) then
+    local path = tostring(e.path or ""):gsub("^serve%.", "")
+    local top = path:match("^([%w_]+)")
+    -- a request too long for the KV cache: the lengths are what the spec wrote
+    if (top == "kv_capacity_tokens" or top == "prefill_kv_capacity_tokens") and doc.input ~= nil then
+      top, path = "input", "input"
+    end
+    if top and doc[top] ~= nil then errors.at(doc, top, path, "%s", e.msg) end
+  end
+  error(e, 0)
+end
+
+
 -- engine{model=, hardware=, tp=, pp=, ep=, pod_size=, hardware_lib=, workload=} ->
 -- plan (fathom.InferPlan), info {model, gpus, moe}. One replica: TP x PP GPUs of `hardware`
 -- (pods of pod_size, default 8), experts over EP of them; the workload is the decode
@@ -282,6 +381,7 @@ local known = {}
 for _, k in ipairs(engine_keys) do known[k] = true end
 for _, k in ipairs(sim_keys) do known[k] = true end
 known.plan = true
+known.doc = true -- load_spec()'s document, for positions
 
 -- definition(a) -> the core's serve table from run()'s arguments (lengths parsed).
 function M.definition(a)

@@ -323,6 +323,43 @@ describe("fathom serve", function()
     end
   end)
 
+  it("takes a serving spec: the same deployment as the flags, byte for byte; flags override it", function()
+    local file = "configs/serve_specs/llama3.1_70b_disaggregated.yaml"
+    local a = h.run("serve", file, "--requests", "300", "--format", "json")
+    local b = serve_cli("--replicas", "2", "--qps", "8", "--requests", "300", "--input-tokens",
+      "lognormal:mean=1024,sigma=0.5", "--output-tokens", "lognormal:mean=256,sigma=0.5", "--policy", "chunked",
+      "--max-batch-tokens", "2048", "--slo-ttft", "0.5", "--slo-tpot", "0.05", "--prefill-replicas", "1",
+      "--prefill-tp", "8", "--kv-link", "ib_ndr", "--format", "json")
+    assert.are.equal(0, a.code, a.stderr)
+    assert.are.equal(b.stdout, a.stdout)
+    local t = h.run("serve", "serve_specs/llama3.1_70b_disaggregated.yaml", "--requests", "50")
+    assert.are.equal(0, t.code, t.stderr)
+    assert.is_truthy(t.stdout:find("prefill on 1 replica x 8 GPUs of H100_SXM (TP 8, PP 1)", 1, true))
+  end)
+
+  it("refuses a bad serving spec in one line with file:line:col", function()
+    local base = "model: llama3.1_70b\nhardware: H100_SXM\ntp: 4\nrequests: 20\nseed: 3\n"
+    local cases = {
+      { "rate_per_s: -2\n", ":6:13: rate_per_s: expected a value > 0" },
+      { "concurrency: 4\narrival: closed\nthink_s: -1\n", ":8:10: think_s: expected a value >= 0" },
+      { "rate_per_s: 2\nprefill: {replicas: 1, kv_link: nvlnk4}\n",
+        ":7:33: prefill.kv_link: unknown interconnect 'nvlnk4'" },
+      { "polcy: chunked\n", ":6:1: polcy: unknown key (did you mean 'policy'?)" },
+      { "rate_per_s: 2\nslo_ttft_s: 0.0001\n", ":7:13: slo_ttft_s: 0.0001 s is below the" },
+      { "rate_per_s: 2\ninput: 5000000\n", ":7:8: input: request 0 needs 5000000 prompt" },
+      { "rate_per_s: 2\ninput: {kind: zipf, s: 1.1}\n", ":7:8: input.max: zipf lengths need an upper" },
+      { "replay: nowhere.csv\n", ":6:9: replay: cannot read trace" },
+    }
+    for _, c in ipairs(cases) do
+      local path = write_tmp(base .. c[1], ".yaml")
+      local r = h.run("serve", path)
+      os.remove(path)
+      assert.are.equal(2, r.code, r.stderr)
+      assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+      assert.is_truthy(r.stderr:find(path .. c[2], 1, true), r.stderr)
+    end
+  end)
+
   it("README's serve outputs are what fathom prints", function()
     local text = read("README.md")
     local n = 0

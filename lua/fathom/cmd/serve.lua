@@ -13,18 +13,18 @@ local M = {}
 local ARRIVAL = names.key("serve_arrival")
 
 local spec = {
-  { name = "model", arg = "NAME|FILE", required = true,
+  { name = "model", arg = "NAME|FILE",
     help = "a model of configs/models (e.g. llama3.1_70b) or a file" },
-  { name = "hardware", arg = "NODE", required = true, help = "a node of the hardware library (e.g. H100_SXM)" },
+  { name = "hardware", arg = "NODE", help = "a node of the hardware library (e.g. H100_SXM)" },
   { name = "hardware-lib", arg = "FILE", help = "hardware library [default: configs/hardware/hardware_library.yaml]" },
   { name = "workload", arg = "FILE", help = "decode spec for precisions and efficiencies "
     .. "[default: inference_decode_specs/search_default.yaml]" },
-  { name = "tp", arg = "N", integer = { 1, 4096 }, default = 1, help = "tensor parallelism per replica" },
-  { name = "pp", arg = "N", integer = { 1, 4096 }, default = 1, help = "pipeline stages per replica" },
-  { name = "ep", arg = "N", integer = { 1, 4096 }, default = 1,
-    help = "expert parallelism (MoE) over the replica's GPUs" },
-  { name = "pod-size", arg = "K", integer = { 1, 4096 }, default = 8, help = "GPUs per scale-up pod" },
-  { name = "replicas", arg = "N", integer = { 1, 65536 }, default = 1, help = "engine replicas" },
+  { name = "tp", arg = "N", integer = { 1, 4096 }, help = "tensor parallelism per replica [default: 1]" },
+  { name = "pp", arg = "N", integer = { 1, 4096 }, help = "pipeline stages per replica [default: 1]" },
+  { name = "ep", arg = "N", integer = { 1, 4096 },
+    help = "expert parallelism (MoE) over the replica's GPUs [default: 1]" },
+  { name = "pod-size", arg = "K", integer = { 1, 4096 }, help = "GPUs per scale-up pod [default: 8]" },
+  { name = "replicas", arg = "N", integer = { 1, 65536 }, help = "engine replicas [default: 1]" },
   { name = "prefill-replicas", arg = "N", integer = { 1, 65536 }, help = "disaggregate: N prefill "
     .. "replicas (--replicas decode ones); each prompt's KV moves to a decode replica over --kv-link" },
   { name = "prefill-tp", arg = "N", integer = { 1, 4096 }, help = "TP of a prefill replica [default: --tp]" },
@@ -32,8 +32,8 @@ local spec = {
   { name = "prefill-hardware", arg = "NODE", help = "node of the prefill replicas [default: --hardware]" },
   { name = "kv-link", arg = "NAME", help = "interconnect of the hardware library the KV crosses, one per "
     .. "prefill GPU [default: the node's scale-out]" },
-  { name = "routing", arg = "R", choices = names.serve_routing, default = names.serve_routing[1],
-    help = "how requests pick a replica" },
+  { name = "routing", arg = "R", choices = names.serve_routing,
+    help = "how requests pick a replica [default: " .. names.serve_routing[1] .. "]" },
   { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
   { name = "arrival", arg = "A", choices = names.serve_arrival, help = "arrival process [default: "
     .. names.serve_arrival[1] .. " with --qps, " .. ARRIVAL.closed .. " with --concurrency]" },
@@ -45,16 +45,16 @@ local spec = {
     help = "requests simulated [default: 1000; with --replay, the trace's rows]" },
   { name = "replay", arg = "FILE", help = "replay a request trace (CSV with a header, or .jsonl): arrival time "
     .. "(s), input and output tokens per row; --qps stretches its arrivals to that mean rate" },
-  { name = "input-tokens", arg = "LEN", default = "512",
+  { name = "input-tokens", arg = "LEN",
     help = "prompt tokens: N or KIND:k=v,... (" .. table.concat(names.serve_length, ", ")
-      .. "), e.g. lognormal:mean=512,sigma=0.5" },
-  { name = "output-tokens", arg = "LEN", default = "128", help = "generated tokens, as --input-tokens" },
-  { name = "policy", arg = "P", choices = names.serve_policy, default = names.serve_policy[1],
-    help = "batching policy" },
-  { name = "max-batch", arg = "N", integer = { 1, 65536 }, default = 256, help = "requests in flight per replica" },
-  { name = "max-batch-tokens", arg = "N", integer = { 1, 1073741824 }, default = 8192,
-    help = "tokens per iteration (the chunked policy's budget)" },
-  { name = "block-size", arg = "T", integer = { 1, 65536 }, default = 16, help = "tokens per KV-cache page" },
+      .. "), e.g. lognormal:mean=512,sigma=0.5 [default: 512]" },
+  { name = "output-tokens", arg = "LEN", help = "generated tokens, as --input-tokens [default: 128]" },
+  { name = "policy", arg = "P", choices = names.serve_policy,
+    help = "batching policy [default: " .. names.serve_policy[1] .. "]" },
+  { name = "max-batch", arg = "N", integer = { 1, 65536 }, help = "requests in flight per replica [default: 256]" },
+  { name = "max-batch-tokens", arg = "N", integer = { 1, 1073741824 },
+    help = "tokens per iteration (the chunked policy's budget) [default: 8192]" },
+  { name = "block-size", arg = "T", integer = { 1, 65536 }, help = "tokens per KV-cache page [default: 16]" },
   { name = "watermark", arg = "F", number = true, help = "share of KV pages kept free at admission [default: 0.01]" },
   { name = "prefix-hit", arg = "F", number = true, help = "share of each prompt found in the prefix cache, "
     .. "[0, 1): only the rest is prefilled" },
@@ -62,7 +62,7 @@ local spec = {
   { name = "slo-tpot", arg = "S", number = true, help = "time-per-output-token bound (s) for goodput" },
   { name = "find-max-qps", flag = true, help = "search the highest --qps whose SLO attainment is >= --target" },
   { name = "target", arg = "F", number = true, default = 0.9, help = "SLO attainment --find-max-qps needs" },
-  { name = "seed", arg = "N", integer = { 0, 9007199254740992 }, default = 1, help = "random seed" },
+  { name = "seed", arg = "N", integer = { 0, 9007199254740992 }, help = "random seed [default: 1]" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
   { name = "output-file", arg = "FILE", help = "write the output here (whole or not at all)" },
   { name = "trace-file", arg = "FILE", help = "write a Perfetto/Chrome trace of the request lifetimes "
@@ -70,7 +70,7 @@ local spec = {
   { name = "help", flag = true, help = "this help" },
 }
 
-M.usage = "usage: fathom serve --model NAME|FILE --hardware NODE [--tp N --pp N --ep N] [--replicas N]\n" ..
+M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--tp N --pp N --ep N] [--replicas N]\n" ..
   "                    (--qps RATE [--arrival A] | --concurrency N) [--requests N]\n" ..
   "                    [--input-tokens LEN] [--output-tokens LEN] [--policy P]\n" ..
   "                    [--slo-ttft S] [--slo-tpot S] [--find-max-qps] [--seed N]\n" ..
@@ -84,6 +84,11 @@ M.usage = "usage: fathom serve --model NAME|FILE --hardware NODE [--tp N --pp N 
   "the SLOs, KV-cache peak and preemptions. The same seed gives the same output, byte for\n" ..
   "byte. --find-max-qps searches the highest rate meeting the SLOs for --target of the\n" ..
   "requests.\n\n" ..
+  "SPEC.yaml gives the same settings as keys (model, hardware, tp, pp, ep, replicas, routing,\n" ..
+  "arrival, rate_per_s, burstiness, concurrency, think_s, requests, seed, input, output,\n" ..
+  "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio,\n" ..
+  "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
+  "flags given beside it override its values.\n\n" ..
   args.usage(spec) .. "\n"
 
 -- Core field paths -> the flag that sets them, so a refusal names what the user typed.
@@ -104,9 +109,15 @@ local function flag_error(e)
   errors.raise("serve: %s", tostring(e))
 end
 
+local spec_of -- the serving spec's run() table, when there is one (its positions)
+
 local function protect(f, ...)
   local res = table.pack(pcall(f, ...))
-  if not res[1] then flag_error(res[2]) end
+  if not res[1] then
+    local _, e = pcall(serve.at_spec, spec_of, res[2]) -- at the spec's key, or the error as it was
+    if e ~= res[2] then error(e, 0) end
+    flag_error(res[2])
+  end
   return table.unpack(res, 2, res.n)
 end
 
@@ -171,13 +182,36 @@ function M.main(argv)
     io.stdout:write(M.usage)
     return 0
   end
-  if #extra > 0 then errors.raise("serve: unexpected argument '%s' (see 'fathom serve --help')", extra[1]) end
-  local arrival = opts.arrival or (opts.concurrency and ARRIVAL.closed or names.serve_arrival[1])
+  if #extra > 1 then errors.raise("serve: unexpected argument '%s' (see 'fathom serve --help')", extra[2]) end
+  -- The spec file's settings, then the flags given beside it.
+  local a = extra[1] and serve.load_spec(extra[1]) or {}
+  local from_flags = { model = "model", hardware = "hardware", hardware_lib = "hardware_lib", workload = "workload",
+    tp = "tp", pp = "pp", ep = "ep", pod_size = "pod_size", replicas = "replicas", routing = "routing",
+    qps = "rate_per_s", arrival = "arrival", burstiness = "burstiness", concurrency = "concurrency",
+    think_time = "think_s", requests = "requests", policy = "policy", max_batch = "max_batch",
+    max_batch_tokens = "max_batch_tokens", block_size = "block_tokens", watermark = "watermark",
+    prefix_hit = "prefix_hit_ratio", slo_ttft = "slo_ttft_s", slo_tpot = "slo_tpot_s", seed = "seed",
+    prefill_replicas = "prefill_replicas", prefill_tp = "prefill_tp", prefill_pp = "prefill_pp",
+    prefill_hardware = "prefill_hardware", kv_link = "kv_link" }
+  for flag, key in pairs(from_flags) do
+    if opts[flag] ~= nil then a[key] = opts[flag] end
+  end
+  if opts.input_tokens then a.input = serve.parse_length(opts.input_tokens, "serve: --input-tokens") end
+  if opts.output_tokens then a.output = serve.parse_length(opts.output_tokens, "serve: --output-tokens") end
+  if opts.concurrency and not opts.arrival and a.arrival ~= ARRIVAL.closed then a.arrival = ARRIVAL.closed end
+  if opts.qps and not opts.arrival and a.arrival == ARRIVAL.closed then a.arrival = nil end
+  for _, k in ipairs({ "model", "hardware" }) do
+    if not a[k] then errors.raise("serve: missing required option '--%s' (or a spec file)", k) end
+  end
+  a.input = a.input or serve.parse_length("512", "input")
+  a.output = a.output or serve.parse_length("128", "output")
+  local arrival = a.arrival or (a.concurrency and ARRIVAL.closed or names.serve_arrival[1])
+  a.arrival = arrival
   if arrival == ARRIVAL.closed then
-    if not opts.concurrency then errors.raise("serve: --arrival %s needs --concurrency N", arrival) end
+    if not a.concurrency then errors.raise("serve: --arrival %s needs --concurrency N", arrival) end
     if opts.qps then errors.raise("serve: --qps and --concurrency exclude each other (open or closed loop)") end
     if opts.find_max_qps then errors.raise("serve: --find-max-qps searches an open-loop rate: drop --concurrency") end
-  elseif not opts.qps and not opts.find_max_qps and not opts.replay then
+  elseif not a.rate_per_s and not opts.find_max_qps and not (opts.replay or a.trace) then
     errors.raise("serve: give --qps RATE (open loop), --concurrency N (closed loop) or --replay FILE")
   elseif opts.concurrency then
     errors.raise("serve: --concurrency is for the closed loop; with --qps use --arrival poisson|gamma|fixed")
@@ -191,51 +225,52 @@ function M.main(argv)
   if not (opts.target > 0 and opts.target <= 1) then
     errors.raise("serve: --target must be a share in (0, 1], got %s", tostring(opts.target))
   end
-  local a = {
-    model = opts.model, hardware = opts.hardware, hardware_lib = opts.hardware_lib, workload = opts.workload,
-    tp = opts.tp, pp = opts.pp, ep = opts.ep, pod_size = opts.pod_size,
-    requests = opts.requests or 1000, seed = opts.seed, arrival = arrival, rate_per_s = opts.qps,
-    burstiness = opts.burstiness, concurrency = opts.concurrency, think_s = opts.think_time,
-    input = serve.parse_length(opts.input_tokens, "serve: --input-tokens"),
-    output = serve.parse_length(opts.output_tokens, "serve: --output-tokens"),
-    policy = opts.policy, max_batch = opts.max_batch, max_batch_tokens = opts.max_batch_tokens,
-    block_tokens = opts.block_size, watermark = opts.watermark, replicas = opts.replicas, routing = opts.routing,
-    slo_ttft_s = opts.slo_ttft, slo_tpot_s = opts.slo_tpot, prefix_hit_ratio = opts.prefix_hit,
-    prefill_replicas = opts.prefill_replicas, prefill_tp = opts.prefill_tp, prefill_pp = opts.prefill_pp,
-    prefill_hardware = opts.prefill_hardware, kv_link = opts.kv_link,
-  }
-  if not opts.prefill_replicas then
+  if not a.prefill_replicas then
     for _, k in ipairs({ "prefill_tp", "prefill_pp", "prefill_hardware", "kv_link" }) do
-      if opts[k] then errors.raise("serve: --%s needs --prefill-replicas N", k:gsub("_", "-")) end
+      if a[k] then errors.raise("serve: --%s needs --prefill-replicas N", k:gsub("_", "-")) end
     end
-  elseif opts.policy == names.key("serve_policy").static then
+  elseif a.policy == names.key("serve_policy").static then
     errors.raise("serve: --policy static runs prefill and decode together: it cannot be disaggregated")
   end
-  if opts.replay then
-    local tr = serve.load_trace(opts.replay)
-    local n = math.min(opts.requests or #tr.input, #tr.input)
+  if opts.replay then a.trace = serve.load_trace(opts.replay) end
+  if a.trace then
+    local tr = a.trace
+    local n = math.min(a.requests or #tr.input, #tr.input)
     for _, k in ipairs({ "arrival_s", "input", "output" }) do
       for i = #tr[k], n + 1, -1 do tr[k][i] = nil end
     end
-    a.trace, a.requests = tr, n
+    a.requests = n
   end
-  local def, plan, pplan, info, pinfo = serve.build(a)
+  local spec_doc = a.doc
+  spec_of = spec_doc and a or nil
+  local show = { hardware = a.hardware, replicas = a.replicas or 1, tp = a.tp or 1, pp = a.pp or 1, ep = a.ep or 1,
+    policy = a.policy or names.serve_policy[1], seed = a.seed or 1, prefill_replicas = a.prefill_replicas,
+    prefill_hardware = a.prefill_hardware or a.hardware, prefill_tp = a.prefill_tp or a.tp or 1,
+    prefill_pp = a.prefill_pp or a.pp or 1, slo_ttft = a.slo_ttft_s, slo_tpot = a.slo_tpot_s,
+    replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency }
+  local def, plan, pplan, info, pinfo = protect(serve.build, a)
   a.plan, a.prefill_plan = plan, pplan
   a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
   for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size", "prefill_tp",
     "prefill_pp", "prefill_hardware", "kv_link" }) do
     a[k] = nil
   end
+  a.doc = spec_doc
   -- An SLO no request can meet even alone is an input error, not a zero goodput.
-  if opts.slo_ttft or opts.slo_tpot then
+  if show.slo_ttft or show.slo_tpot then
     local ttft, tpot = protect(serve.lone, serve.definition(a), plan, pplan)
-    if opts.slo_ttft and opts.slo_ttft < ttft then
-      errors.raise("serve: --slo-ttft %g s is below the %s a lone request of the mean prompt takes to its " ..
-        "first token: no load meets it", opts.slo_ttft, units.time(ttft))
+    local msg
+    if show.slo_ttft and show.slo_ttft < ttft then
+      msg = string.format("%g s is below the %s a lone request of the mean prompt takes to its first token: " ..
+        "no load meets it", show.slo_ttft, units.time(ttft))
+      if spec_doc and spec_doc.slo_ttft_s then errors.at(spec_doc, "slo_ttft_s", "slo_ttft_s", "%s", msg) end
+      errors.raise("serve: --slo-ttft %s", msg)
     end
-    if opts.slo_tpot and opts.slo_tpot < tpot then
-      errors.raise("serve: --slo-tpot %g s is below the %s per output token of a lone request: no load meets it",
-        opts.slo_tpot, units.time(tpot))
+    if show.slo_tpot and show.slo_tpot < tpot then
+      msg = string.format("%g s is below the %s per output token of a lone request: no load meets it",
+        show.slo_tpot, units.time(tpot))
+      if spec_doc and spec_doc.slo_tpot_s then errors.at(spec_doc, "slo_tpot_s", "slo_tpot_s", "%s", msg) end
+      errors.raise("serve: --slo-tpot %s", msg)
     end
   end
   local r, max_qps, steps
@@ -253,20 +288,20 @@ function M.main(argv)
   util.ordered(r, order)
   local fmt = opts.format
   local slo = {}
-  if opts.slo_ttft then slo[#slo + 1] = "TTFT " .. units.time(opts.slo_ttft) end
-  if opts.slo_tpot then slo[#slo + 1] = "TPOT " .. units.time(opts.slo_tpot) end
+  if show.slo_ttft then slo[#slo + 1] = "TTFT " .. units.time(show.slo_ttft) end
+  if show.slo_tpot then slo[#slo + 1] = "TPOT " .. units.time(show.slo_tpot) end
   if fmt == "table" then
-    local load = arrival == ARRIVAL.closed and string.format("%d users (closed loop)", opts.concurrency)
-      or opts.replay and string.format("replay of %s%s", opts.replay,
-        (max_qps or opts.qps) and string.format(" at %.4g/s", max_qps or opts.qps) or "")
-      or string.format("%s arrivals at %.4g/s", arrival, max_qps or opts.qps)
-    local body = text(r, { model = info.model, hardware = opts.hardware, replicas = opts.replicas, gpus = info.gpus,
-      prefill = opts.prefill_replicas and {
-        replicas = opts.prefill_replicas, gpus = pinfo.gpus, hardware = opts.prefill_hardware or opts.hardware,
-        tp = opts.prefill_tp or opts.tp, pp = opts.prefill_pp or opts.pp,
+    local rate = max_qps or a.rate_per_s
+    local load = arrival == ARRIVAL.closed and string.format("%d users (closed loop)", show.concurrency)
+      or show.replay and string.format("replay of %s%s", show.replay, rate and string.format(" at %.4g/s", rate) or "")
+      or string.format("%s arrivals at %.4g/s", arrival, rate)
+    local body = text(r, { model = info.model, hardware = show.hardware, replicas = show.replicas, gpus = info.gpus,
+      prefill = show.prefill_replicas and {
+        replicas = show.prefill_replicas, gpus = pinfo.gpus, hardware = show.prefill_hardware,
+        tp = show.prefill_tp, pp = show.prefill_pp,
         link = string.format("%s/s, %s", units.bandwidth(def.kv_link_bw_bytes_per_s):gsub("B/s$", "B"),
           units.time(def.kv_link_latency_s)) },
-      tp = opts.tp, pp = opts.pp, ep = opts.ep, policy = opts.policy, load = load, seed = opts.seed,
+      tp = show.tp, pp = show.pp, ep = show.ep, policy = show.policy, load = load, seed = show.seed,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
       slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target, steps = steps and #steps })
