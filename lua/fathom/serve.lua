@@ -211,7 +211,8 @@ function M.trace_events(q)
   end
   for i = 1, n do
     replicas[q.replica[i] + 1] = true
-    span("queued", i, q.arrival_s[i], q.admit_s[i])
+    span("retrieval", i, q.arrival_s[i], q.ready_s[i])
+    span("queued", i, q.ready_s[i], q.admit_s[i])
     span("prefill", i, q.admit_s[i], q.first_token_s[i])
     span("decode", i, q.first_token_s[i], q.done_s[i])
   end
@@ -256,6 +257,18 @@ local spec_schema = {
   watermark = { type = "number", min = 0, below = 1 }, prefix_hit_ratio = { type = "number", min = 0, below = 1 },
   slo_ttft_s = { type = "number", above = 0 }, slo_tpot_s = { type = "number", above = 0 },
   prefill = { type = "table" }, replay = { type = "string", hint = "a CSV or JSON-lines trace" },
+  retrieval = { type = "table" }, kv_fetch = { type = "table" }, thinking_tokens = { type = "integer", min = 0 },
+}
+local retrieval_schema = {
+  servers = { type = "integer", min = 1, required = true }, s = { type = "number", min = 0 },
+  embed_s = { type = "number", min = 0 }, corpus_vectors = { type = "number", min = 0 },
+  dim = { type = "integer", min = 1 }, flops_per_s = { type = "number", above = 0 },
+  efficiency = { type = "number", above = 0, max = 1 }, tokens = { type = "integer", min = 0 },
+}
+local kv_fetch_schema = {
+  share = { type = "number", min = 0, below = 1, required = true },
+  tier = { type = "string", choices = names.memory_tier },
+  latency_s = { type = "number", min = 0 },
 }
 local prefill_schema = {
   replicas = { type = "integer", min = 1, max = 65536, required = true }, tp = { type = "integer", min = 1 },
@@ -303,6 +316,8 @@ function M.load_spec(path)
     a.prefill_hardware, a.kv_link = p.hardware, p.kv_link
     a.prefill = nil
   end
+  if a.retrieval then a.retrieval = require("fathom.check").fields(doc.retrieval, "retrieval", retrieval_schema) end
+  if a.kv_fetch then a.kv_fetch = require("fathom.check").fields(doc.kv_fetch, "kv_fetch", kv_fetch_schema) end
   if a.replay then
     local dir = path:match("^(.*/)[^/]*$") or ""
     local file = a.replay:sub(1, 1) == "/" and a.replay or dir .. a.replay
@@ -369,12 +384,13 @@ end
 
 -- The keys run() takes: the simulator's (core.serve_run) and the engine's.
 local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size",
-  "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan" }
+  "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan", "retrieval", "kv_fetch" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
   "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost", "trace",
   "prefix_hit_ratio", "prefill_replicas", "prefill_kv_capacity_tokens", "prefill_gpus_per_replica",
-  "kv_transfer_bytes_per_token",
+  "kv_transfer_bytes_per_token", "retrieval_servers", "retrieval_s", "retrieval_tokens", "kv_fetch_share",
+  "kv_fetch_bw_bytes_per_s", "kv_fetch_latency_s", "thinking_tokens",
   "kv_link_bw_bytes_per_s", "kv_link_latency_s" }
 
 local known = {}
@@ -442,7 +458,42 @@ function M.build(a)
       def.kv_link_latency_s = def.kv_link_latency_s or ic.latency_sec or 0
     end
   end
+  if a.retrieval then
+    local rt = a.retrieval
+    def.retrieval_servers = rt.servers or 1
+    def.retrieval_s = M.retrieval_seconds(rt)
+    def.retrieval_tokens = rt.tokens or 0
+  end
+  if a.kv_fetch and info then
+    -- the KV of the prompt's shared part from a memory tier of the node (every GPU of the
+    -- replica reading its shard from its own share of the tier)
+    local tier_name = a.kv_fetch.tier or names.key("memory_tier").remote_memory
+    local tier = info.system.node.device_memory_tiers[tier_name]
+    if not tier then
+      local have = {}
+      for k in pairs(info.system.node.device_memory_tiers) do have[#have + 1] = k end
+      table.sort(have)
+      errors.raise("serve: kv_fetch.tier: the node has no %s (it has %s)", tostring(tier_name),
+        table.concat(have, ", "))
+    end
+    def.kv_fetch_share = a.kv_fetch.share
+    def.kv_fetch_bw_bytes_per_s = tier.bandwidth_per_stack_nominal * (tier.num_stack or 1) * (tier.efficiency or 1)
+      * info.gpus
+    def.kv_fetch_latency_s = a.kv_fetch.latency_s or 0
+  end
   return def, plan, pplan, info, pinfo
+end
+
+-- retrieval_seconds{embed_s =, corpus_vectors =, dim =, flops_per_s =, efficiency =} -> the
+-- service time of one RAG query on one retrieval server: embedding the query (embed_s),
+-- then an exhaustive inner-product search of the corpus (FAISS IndexFlatIP: 2 x vectors
+-- x dim FLOPs at flops_per_s x efficiency; an ANN index would scan a fraction), or `s`
+-- when given outright.
+function M.retrieval_seconds(rt)
+  if rt.s then return rt.s end
+  local flops = 2 * (rt.corpus_vectors or 0) * (rt.dim or 768)
+  local rate = (rt.flops_per_s or 1e12) * (rt.efficiency or 0.5)
+  return (rt.embed_s or 0) + flops / rate
 end
 
 function M.run(a)

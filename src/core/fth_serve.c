@@ -190,6 +190,35 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "slo_ttft_s", "expected seconds >= 0, got %g", d->slo_ttft_s);
   if (!(d->slo_tpot_s >= 0 && isfinite(d->slo_tpot_s)))
     return fth_fail(err, FTH_EINVAL, "slo_tpot_s", "expected seconds >= 0, got %g", d->slo_tpot_s);
+  if (d->retrieval_servers < 0 || d->retrieval_servers > 1000000)
+    return fth_fail(err, FTH_EINVAL, "retrieval_servers", "expected an integer in [0, 1e6], got %d",
+                    d->retrieval_servers);
+  if (d->retrieval_servers > 0 && !(d->retrieval_s >= 0 && isfinite(d->retrieval_s)))
+    return fth_fail(err, FTH_EINVAL, "retrieval_s", "expected seconds >= 0, got %g",
+                    d->retrieval_s);
+  if (!(d->retrieval_tokens >= 0 && d->retrieval_tokens <= MAX_TOKENS &&
+        d->retrieval_tokens == floor(d->retrieval_tokens)))
+    return fth_fail(err, FTH_EINVAL, "retrieval_tokens", "expected an integer in [0, 2^30], got %g",
+                    d->retrieval_tokens);
+  if (!(d->thinking_tokens >= 0 && d->thinking_tokens <= MAX_TOKENS &&
+        d->thinking_tokens == floor(d->thinking_tokens)))
+    return fth_fail(err, FTH_EINVAL, "thinking_tokens", "expected an integer in [0, 2^30], got %g",
+                    d->thinking_tokens);
+  if (!(d->kv_fetch_share >= 0 && d->kv_fetch_share < 1))
+    return fth_fail(err, FTH_EINVAL, "kv_fetch_share", "expected a share in [0, 1), got %g",
+                    d->kv_fetch_share);
+  if (d->kv_fetch_share > 0) {
+    if (!fth_positive(d->kv_fetch_bw_bytes_per_s))
+      return fth_fail(err, FTH_EINVAL, "kv_fetch_bw_bytes_per_s", "expected bytes/s > 0, got %g",
+                      d->kv_fetch_bw_bytes_per_s);
+    if (!(d->kv_fetch_latency_s >= 0 && isfinite(d->kv_fetch_latency_s)))
+      return fth_fail(err, FTH_EINVAL, "kv_fetch_latency_s", "expected seconds >= 0, got %g",
+                      d->kv_fetch_latency_s);
+    if (!(d->kv_transfer_bytes_per_token > 0 && isfinite(d->kv_transfer_bytes_per_token)))
+      return fth_fail(err, FTH_EINVAL, "kv_transfer_bytes_per_token",
+                      "a KV fetch needs the KV bytes per token, got %g",
+                      d->kv_transfer_bytes_per_token);
+  }
   if (!(d->prefix_hit_ratio >= 0 && d->prefix_hit_ratio < 1))
     return fth_fail(err, FTH_EINVAL, "prefix_hit_ratio", "expected a share in [0, 1), got %g",
                     d->prefix_hit_ratio);
@@ -362,6 +391,8 @@ typedef struct sim {
   replica *rep;
   fth_infer_chunk *chunks;
   int32_t nrep; /* decode (or aggregated) replicas, then prefill replicas */
+  double *ring; /* retrieval servers' free times, in the order they serve */
+  double fetch_free_s;
   double now;
   int64_t completed, issued, next_arrival, rr, rr_prefill;
   int64_t in_system;
@@ -664,8 +695,33 @@ static void deliver(sim *s) {
   }
 }
 
+/* The stages before the engine, crossed in arrival order (call in that order).
+ * Retrieval: M identical servers, FIFO, fixed service time, so the server a
+ * request gets is the one the request M places before it got (round robin):
+ * done = max(arrival, done of request i - M) + service. KV fetch: one link,
+ * FIFO: done = max(ready, link free) + latency + bytes / bandwidth. */
+static void pre_stages(sim *s, int64_t i) {
+  const fth_serve_def *d = s->d;
+  fth_serve_request *q = &s->req[i];
+  double t = q->arrival_s;
+  if (d->retrieval_servers > 0) {
+    double *slot = &s->ring[i % d->retrieval_servers];
+    t = fth_max(t, *slot) + d->retrieval_s;
+    *slot = t;
+  }
+  if (d->kv_fetch_share > 0 && q->cached > 0) {
+    double start = fth_max(t, s->fetch_free_s);
+    s->fetch_free_s =
+        start + q->cached * d->kv_transfer_bytes_per_token / d->kv_fetch_bw_bytes_per_s;
+    t = s->fetch_free_s + d->kv_fetch_latency_s;
+  }
+  q->ready_s = t;
+}
+
 static void issue_closed(sim *s) {
-  if (s->issued < s->d->requests) s->req[s->issued++].arrival_s = s->now + s->d->think_s;
+  if (s->issued >= s->d->requests) return;
+  s->req[s->issued].arrival_s = s->now + s->d->think_s;
+  pre_stages(s, s->issued++);
 }
 
 static void produce(sim *s, replica *r, fth_serve_request *q) {
@@ -832,10 +888,14 @@ static fth_status draw_requests(sim *s, fth_error *err) {
     const fth_serve_trace_row *row = d->trace ? &d->trace[i] : NULL;
     q->input = row ? (int32_t)row->input : draw_len(&d->input, &ri);
     q->output = row ? (int32_t)row->output : draw_len(&d->output, &ro);
+    q->input = (int32_t)fmin(MAX_TOKENS, q->input + d->retrieval_tokens);
+    q->output = (int32_t)fmin(MAX_TOKENS, q->output + d->thinking_tokens);
     q->target = q->input;
     /* Prefix caching (vLLM automatic prefix caching, SGLang RadixAttention): the
      * hit share of the prompt is found cached, and only the rest is computed. */
-    q->cached = (int32_t)fmin(floor(d->prefix_hit_ratio * q->input), q->input - 1.0);
+    /* KV fetched from a remote tier stands in for the computed prefix the same way. */
+    double hit = fth_max(d->prefix_hit_ratio, d->kv_fetch_share);
+    q->cached = (int32_t)fmin(floor(hit * q->input), q->input - 1.0);
     q->ctx = q->cached;
     const replica *dec = &s->rep[0], *pre = &s->rep[s->nrep - 1];
     if (blocks_for(s, (double)q->input + q->output) > dec->total_blocks)
@@ -872,6 +932,7 @@ static fth_status draw_requests(sim *s, fth_error *err) {
   s->issued = d->arrival == FTH_ARRIVAL_CLOSED
                   ? (d->concurrency < d->requests ? d->concurrency : d->requests)
                   : d->requests;
+  for (int64_t i = 0; i < s->issued; i++) pre_stages(s, i);
   return FTH_OK;
 }
 
@@ -899,6 +960,10 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
   s.chunks = (fth_infer_chunk *)p;
   p += align8(b * sizeof(fth_infer_chunk));
   double *values = (double *)p;
+  /* The retrieval ring lives in `values` until the summary needs it: request i
+   * uses slot i mod M, below min(M, requests). */
+  memset(values, 0, n * sizeof(double));
+  s.ring = values;
   s.batch.chunks = s.chunks;
   for (size_t k = 0; k < nr; k++) {
     replica *r = &s.rep[k];
@@ -917,7 +982,7 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
   }
   if (draw_requests(&s, err) != FTH_OK) return err->status;
   while (s.completed < d->requests) {
-    double ta = s.next_arrival < s.issued ? s.req[s.next_arrival].arrival_s : HUGE_VAL;
+    double ta = s.next_arrival < s.issued ? s.req[s.next_arrival].ready_s : HUGE_VAL;
     double t = ta;
     for (size_t k = 0; k < nr; k++) {
       const replica *r = &s.rep[k];
@@ -933,7 +998,7 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
     for (size_t k = 0; k < nr; k++)
       if (s.rep[k].busy && s.rep[k].busy_until == t) finish_iteration(&s, &s.rep[k]);
     deliver(&s);
-    while (s.next_arrival < s.issued && s.req[s.next_arrival].arrival_s <= s.now)
+    while (s.next_arrival < s.issued && s.req[s.next_arrival].ready_s <= s.now)
       route(&s, (int32_t)s.next_arrival++);
     for (size_t k = 0; k < nr; k++)
       if (!s.rep[k].busy && start_iteration(&s, &s.rep[k], err) != FTH_OK) return err->status;

@@ -144,6 +144,16 @@ typedef struct fth_serve_def {
   /// lengths replace the distributions; their arrival times the open-loop process (a
   /// closed loop keeps its users and takes only the lengths).
   const fth_serve_trace_row *trace;
+  /* Stages before the engine (as HERMES, the Heterogeneous Multi-stage LLM inference
+   * Execution Simulator, models them: RAG, KV retrieval), each a FIFO queue crossed in
+   * arrival order; reasoning lengthens the output. */
+  int retrieval_servers;          ///< > 0: a retrieval stage of this many servers (e.g. CPUs)
+  double retrieval_s;             ///< one query's service time there (embedding + vector search)
+  double retrieval_tokens;        ///< tokens the retrieved passages add to every prompt
+  double kv_fetch_share;          ///< share of the prompt whose KV is fetched, not computed, [0, 1)
+  double kv_fetch_bw_bytes_per_s; ///< the remote tier's bandwidth (one fetch at a time)
+  double kv_fetch_latency_s;
+  double thinking_tokens; ///< reasoning tokens generated before the answer (output += them)
 } fth_serve_def;
 
 /// Defaults: 1000 Poisson requests at 1/s, prompts 512 and outputs 128 tokens
@@ -178,6 +188,7 @@ typedef struct fth_serve_request {
   int32_t state;     ///< 0 not arrived, 1 waiting, 2 running, 3 done, 4 KV in transfer
   int32_t cached;    ///< prompt tokens found in the prefix cache
   double kv_ready_s; ///< disaggregated: when its KV reached the decode pool (-1: not yet)
+  double ready_s;    ///< when it reaches the engine: after retrieval and KV fetch (else arrival)
 } fth_serve_request;
 
 typedef struct fth_serve_stats {

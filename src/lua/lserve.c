@@ -110,6 +110,18 @@ static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan,
   d->kv_link_bw_bytes_per_s =
       lcheck_number(L, idx, w, "kv_link_bw_bytes_per_s", d->kv_link_bw_bytes_per_s);
   d->kv_link_latency_s = lcheck_number(L, idx, w, "kv_link_latency_s", d->kv_link_latency_s);
+  double rs = lcheck_number(L, idx, w, "retrieval_servers", 0);
+  if (!(rs >= 0 && rs <= 1000000 && rs == floor(rs)))
+    lbind_fail(L, FTH_EINVAL, "retrieval_servers", "expected an integer in [0, 1e6], got %.14g",
+               rs);
+  d->retrieval_servers = (int)rs;
+  d->retrieval_s = lcheck_number(L, idx, w, "retrieval_s", d->retrieval_s);
+  d->retrieval_tokens = lcheck_number(L, idx, w, "retrieval_tokens", d->retrieval_tokens);
+  d->kv_fetch_share = lcheck_number(L, idx, w, "kv_fetch_share", d->kv_fetch_share);
+  d->kv_fetch_bw_bytes_per_s =
+      lcheck_number(L, idx, w, "kv_fetch_bw_bytes_per_s", d->kv_fetch_bw_bytes_per_s);
+  d->kv_fetch_latency_s = lcheck_number(L, idx, w, "kv_fetch_latency_s", d->kv_fetch_latency_s);
+  d->thinking_tokens = lcheck_number(L, idx, w, "thinking_tokens", d->thinking_tokens);
 }
 
 static void setnum(lua_State *L, const char *k, double v) {
@@ -168,13 +180,15 @@ static void push_result(lua_State *L, const fth_serve_result *r) {
 
 /* Columns of the per-request table: one array per field. */
 static void push_requests(lua_State *L, const fth_serve_request *q, int64_t n) {
-  static const char *const num_cols[] = {"arrival_s", "admit_s", "first_token_s", "done_s"};
+  static const char *const num_cols[] = {"arrival_s", "admit_s", "first_token_s", "done_s",
+                                         "ready_s"};
   static const char *const int_cols[] = {"input", "output", "replica", "preemptions"};
   lua_createtable(L, 0, 8);
-  for (int c = 0; c < 4; c++) {
+  for (int c = 0; c < 5; c++) {
     lua_createtable(L, (int)n, 0);
     for (int64_t i = 0; i < n; i++) {
-      const double v[4] = {q[i].arrival_s, q[i].admit_s, q[i].first_token_s, q[i].done_s};
+      const double v[5] = {q[i].arrival_s, q[i].admit_s, q[i].first_token_s, q[i].done_s,
+                           q[i].ready_s};
       lua_pushnumber(L, v[c]);
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }

@@ -567,6 +567,56 @@ static int prefix_cache(void) {
   return 0;
 }
 
+static int pre_stages(void) {
+  affine c = {0.010, 0.0001};
+  fth_serve_def d = base_def();
+  /* Retrieval on 2 servers of 100 ms each, four requests at 0: two reach the
+   * engine at 0.1 s, two at 0.2 s; the first two (100 + 64 retrieved prompt
+   * tokens each, one output token) are prefilled together: 10 ms + 328 x 0.1
+   * ms, TTFT 0.1428 s. */
+  d.requests = 4;
+  d.arrival = FTH_ARRIVAL_CLOSED;
+  d.concurrency = 4;
+  d.input.mean = 100;
+  d.output.mean = 1;
+  d.retrieval_servers = 2;
+  d.retrieval_s = 0.1;
+  d.retrieval_tokens = 64;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  const fth_serve_request *q = fth_serve_requests(ws);
+  FTH_ENSURE_NEAR(0.1, q[1].ready_s, 1e-12);
+  FTH_ENSURE_NEAR(0.2, q[2].ready_s, 1e-12);
+  FTH_ENSURE_EQ_INT(164, q[0].input);
+  FTH_ENSURE_NEAR(0.1428, q[0].first_token_s, 1e-12);
+  free(ws);
+  /* KV fetch: half of a 100-token prompt (50 tokens x 1000 B) over 1 MB/s
+   * with 10 ms latency: at the engine at 0.06 s, then the 50 uncomputed
+   * tokens (15 ms): TTFT 0.075 s. Reasoning: 10 thinking tokens on top of
+   * 11: 20 decodes of 10.1 ms after the first token. */
+  d = base_def();
+  d.requests = 1;
+  d.input.mean = 100;
+  d.output.mean = 11;
+  d.kv_fetch_share = 0.5;
+  d.kv_transfer_bytes_per_token = 1000;
+  d.kv_fetch_bw_bytes_per_s = 1e6;
+  d.kv_fetch_latency_s = 0.01;
+  d.thinking_tokens = 10;
+  ws = ws_for(&d);
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_NEAR(0.075, r.ttft_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(0.075 + 20 * 0.0101, r.e2e_s.mean, 1e-12);
+  FTH_ENSURE_EQ_INT(21, fth_serve_requests(ws)[0].output);
+  fth_error err;
+  d.kv_fetch_bw_bytes_per_s = 0;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL &&
+             strcmp(err.path, "kv_fetch_bw_bytes_per_s") == 0);
+  free(ws);
+  return 0;
+}
+
 int serve_test(void) {
   FTH_RUN(mixed_iteration());
   FTH_RUN(kv_capacity());
@@ -581,5 +631,6 @@ int serve_test(void) {
   FTH_RUN(trace_replay());
   FTH_RUN(disaggregated());
   FTH_RUN(prefix_cache());
+  FTH_RUN(pre_stages());
   return 0;
 }

@@ -360,6 +360,41 @@ describe("fathom serve", function()
     end
   end)
 
+  it("stages before the engine: retrieval, KV fetch, thinking tokens", function()
+    local base = { "--qps", "2", "--requests", "200", "--format", "json" }
+    local plain = json.decode(serve_cli(table.unpack(base)).stdout)
+    local function with(...)
+      local a = { table.unpack(base) }
+      for _, v in ipairs({ ... }) do a[#a + 1] = v end
+      local r = serve_cli(table.unpack(a))
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout)
+    end
+    -- retrieval adds at least its 50 ms to every TTFT, and its tokens to every prompt
+    local rag = with("--rag-servers", "8", "--rag-time", "0.05", "--rag-tokens", "512")
+    assert.is_true(rag.ttft_s.p50 > plain.ttft_s.p50 + 0.05)
+    h.near(plain.throughput.input_tokens_per_s * 1024 / 512, rag.throughput.input_tokens_per_s, 0.02, "tokens")
+    -- half the prompt's KV from the CXL pool: less to prefill, TTFT down
+    assert.is_true(with("--kv-fetch-share", "0.5").ttft_s.p50 < plain.ttft_s.p50)
+    -- thinking tokens: 128 + 256 outputs
+    h.near(plain.throughput.output_tokens_per_s * 3, with("--thinking-tokens", "256").throughput.output_tokens_per_s,
+      0.02, "outputs")
+  end)
+
+  it("the HERMES-style scenario: RAG and reasoning cost capacity, KV from CXL adds it", function()
+    local svg = os.tmpname()
+    local r = h.run("scenario", "run", "hermes_serving", svg)
+    assert.are.equal(0, r.code, r.stderr)
+    local cap = {}
+    for name, c in r.stdout:gmatch("\n(%a[%w ]-)%s%s+%S+ m?s%s+%S+ m?s%s+%S+ m?s%s+([%d.]+)") do
+      cap[name] = tonumber(c)
+    end
+    assert.is_true(cap["RAG on CPU"] < cap.plain and cap.reasoning < cap.plain and cap["KV from CXL"] > cap.plain,
+      r.stdout)
+    assert.is_truthy(read(svg):find("capacity at SLO (requests/s)", 1, true))
+    os.remove(svg)
+  end)
+
   it("README's serve outputs are what fathom prints", function()
     local text = read("README.md")
     local n = 0

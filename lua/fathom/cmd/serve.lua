@@ -58,6 +58,15 @@ local spec = {
   { name = "watermark", arg = "F", number = true, help = "share of KV pages kept free at admission [default: 0.01]" },
   { name = "prefix-hit", arg = "F", number = true, help = "share of each prompt found in the prefix cache, "
     .. "[0, 1): only the rest is prefilled" },
+  { name = "rag-servers", arg = "N", integer = { 1, 1000000 }, help = "a retrieval stage before the engine: "
+    .. "N servers (FIFO), each query taking --rag-time" },
+  { name = "rag-time", arg = "S", number = true, help = "one retrieval query's time (s) [default: 0.03]" },
+  { name = "rag-tokens", arg = "N", integer = { 0, 1073741824 }, help = "tokens retrieval adds to each prompt" },
+  { name = "kv-fetch-share", arg = "F", number = true, help = "share of each prompt whose KV is fetched from "
+    .. "--kv-fetch-tier instead of computed, [0, 1)" },
+  { name = "kv-fetch-tier", arg = "TIER", choices = names.memory_tier,
+    help = "memory tier of the node the KV comes from [default: remote_memory]" },
+  { name = "thinking-tokens", arg = "N", integer = { 0, 1073741824 }, help = "reasoning tokens before each answer" },
   { name = "slo-ttft", arg = "S", number = true, help = "time-to-first-token bound (s) for goodput" },
   { name = "slo-tpot", arg = "S", number = true, help = "time-per-output-token bound (s) for goodput" },
   { name = "find-max-qps", flag = true, help = "search the highest --qps whose SLO attainment is >= --target" },
@@ -96,7 +105,8 @@ local flag_of = { rate_per_s = "--qps", concurrency = "--concurrency", think_s =
   burstiness = "--burstiness", requests = "--requests", input = "--input-tokens", output = "--output-tokens",
   max_batch = "--max-batch", max_batch_tokens = "--max-batch-tokens", block_tokens = "--block-size",
   watermark = "--watermark", replicas = "--replicas", prefix_hit_ratio = "--prefix-hit",
-  slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot",
+  slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot", kv_fetch_share = "--kv-fetch-share",
+  retrieval_s = "--rag-time", thinking_tokens = "--thinking-tokens",
   kv_capacity_tokens = "KV cache", seed = "--seed" }
 
 local function flag_error(e)
@@ -135,8 +145,10 @@ local function text(r, ctx)
     out[#out + 1] = string.format("prefill on %d replica%s x %d GPU%s of %s (TP %d, PP %d), KV over %s\n",
       p.replicas, p.replicas == 1 and "" or "s", p.gpus, p.gpus == 1 and "" or "s", p.hardware, p.tp, p.pp, p.link)
   end
-  out[#out + 1] = string.format("%d requests, %s, seed %d\n%s\n\n", r.requests_completed, ctx.load, ctx.seed,
+  out[#out + 1] = string.format("%d requests, %s, seed %d\n%s\n", r.requests_completed, ctx.load, ctx.seed,
     ctx.lengths)
+  if ctx.stages ~= "" then out[#out + 1] = ctx.stages .. "\n" end
+  out[#out + 1] = "\n"
   out[#out + 1] = tablefmt.render({ "latency", "mean", "p50", "p90", "p99", "max" }, {
     stats_row("TTFT", r.ttft_s), stats_row("TPOT", r.tpot_s), stats_row("E2E", r.e2e_s),
     stats_row("queue", r.queue_s) })
@@ -197,6 +209,16 @@ function M.main(argv)
     if opts[flag] ~= nil then a[key] = opts[flag] end
   end
   if opts.input_tokens then a.input = serve.parse_length(opts.input_tokens, "serve: --input-tokens") end
+  if opts.rag_servers or opts.rag_time or opts.rag_tokens then
+    if not opts.rag_servers then errors.raise("serve: --rag-time and --rag-tokens need --rag-servers N") end
+    if opts.rag_time and opts.rag_time < 0 then errors.raise("serve: --rag-time must be >= 0 s") end
+    a.retrieval = { servers = opts.rag_servers, s = opts.rag_time or 0.03, tokens = opts.rag_tokens or 0 }
+  end
+  if opts.kv_fetch_share or opts.kv_fetch_tier then
+    if not opts.kv_fetch_share then errors.raise("serve: --kv-fetch-tier needs --kv-fetch-share F") end
+    a.kv_fetch = { share = opts.kv_fetch_share, tier = opts.kv_fetch_tier }
+  end
+  if opts.thinking_tokens then a.thinking_tokens = opts.thinking_tokens end
   if opts.output_tokens then a.output = serve.parse_length(opts.output_tokens, "serve: --output-tokens") end
   if opts.concurrency and not opts.arrival and a.arrival ~= ARRIVAL.closed then a.arrival = ARRIVAL.closed end
   if opts.qps and not opts.arrival and a.arrival == ARRIVAL.closed then a.arrival = nil end
@@ -251,6 +273,9 @@ function M.main(argv)
   local def, plan, pplan, info, pinfo = protect(serve.build, a)
   a.plan, a.prefill_plan = plan, pplan
   a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
+  -- what build() derived from the engine, kept so later runs need no engine facts
+  a.kv_fetch_share, a.kv_fetch_bw_bytes_per_s = def.kv_fetch_share, def.kv_fetch_bw_bytes_per_s
+  a.kv_fetch_latency_s, a.kv_fetch = def.kv_fetch_latency_s, nil
   for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size", "prefill_tp",
     "prefill_pp", "prefill_hardware", "kv_link" }) do
     a[k] = nil
@@ -291,6 +316,18 @@ function M.main(argv)
   if show.slo_ttft then slo[#slo + 1] = "TTFT " .. units.time(show.slo_ttft) end
   if show.slo_tpot then slo[#slo + 1] = "TPOT " .. units.time(show.slo_tpot) end
   if fmt == "table" then
+    local stages = {}
+    if def.retrieval_servers and def.retrieval_servers > 0 then
+      stages[#stages + 1] = string.format("retrieval on %d servers (%s a query, +%d prompt tokens)",
+        def.retrieval_servers, units.time(def.retrieval_s), def.retrieval_tokens or 0)
+    end
+    if def.kv_fetch_share and def.kv_fetch_share > 0 then
+      stages[#stages + 1] = string.format("%s of each prompt's KV fetched at %s/s",
+        units.percent(def.kv_fetch_share), units.bandwidth(def.kv_fetch_bw_bytes_per_s):gsub("B/s$", "B"))
+    end
+    if def.thinking_tokens and def.thinking_tokens > 0 then
+      stages[#stages + 1] = string.format("%d thinking tokens per request", def.thinking_tokens)
+    end
     local rate = max_qps or a.rate_per_s
     local load = arrival == ARRIVAL.closed and string.format("%d users (closed loop)", show.concurrency)
       or show.replay and string.format("replay of %s%s", show.replay, rate and string.format(" at %.4g/s", rate) or "")
@@ -304,7 +341,8 @@ function M.main(argv)
       tp = show.tp, pp = show.pp, ep = show.ep, policy = show.policy, load = load, seed = show.seed,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
-      slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target, steps = steps and #steps })
+      stages = table.concat(stages, "\n"), slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target,
+      steps = steps and #steps })
     if opts.output_file then output.write_file(opts.output_file, body) else io.stdout:write(body) end
   else
     output.write(fmt == "csv" and flat(r) or r, fmt, opts.output_file)
