@@ -484,6 +484,21 @@ function M.build(a)
   return def, plan, pplan, info, pinfo
 end
 
+-- economics(r, gpus, power_w, price_per_gpu_hour [, pue]) -> {energy_j_per_output_token,
+-- cost_per_million_output_tokens} of a run: fathom's goodput model's energy (GPUs x power
+-- x time x PUE) and cost (GPUs x time x price) over the run's duration (no failures), per
+-- output token. power_w is the board's rating: an upper bound at partial load. Either
+-- field is absent when its input is (power 0, price nil).
+function M.economics(r, gpus, power_w, price, pue)
+  local g = core.goodput({ gpu_mtbf_s = math.huge, gpu_power_w = power_w or 0, pue = pue or 1,
+    price_per_gpu_hour = price or 0 }, gpus, r.duration_s)
+  local tokens = r.throughput.output_tokens_per_s * r.duration_s
+  local out = {}
+  if (power_w or 0) > 0 then out.energy_j_per_output_token = g.energy_j / tokens end
+  if price then out.cost_per_million_output_tokens = g.cost / tokens * 1e6 end
+  return out
+end
+
 -- retrieval_seconds{embed_s =, corpus_vectors =, dim =, flops_per_s =, efficiency =} -> the
 -- service time of one RAG query on one retrieval server: embedding the query (embed_s),
 -- then an exhaustive inner-product search of the corpus (FAISS IndexFlatIP: 2 x vectors

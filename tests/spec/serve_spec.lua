@@ -195,6 +195,16 @@ describe("fathom serve", function()
     h.near(r.throughput.requests_per_s * r.e2e_s.mean, r.mean_in_system, 0.01, "Little")
   end)
 
+  it("economics: energy at the rated 700 W of 4 H100s and the price per GPU-hour, per output token", function()
+    local r = serve_cli("--qps", "4", "--requests", "200", "--price-per-gpu-hour", "2.5", "--pue", "1.2",
+      "--format", "json")
+    assert.are.equal(0, r.code, r.stderr)
+    local v = json.decode(r.stdout)
+    local tok_s = v.throughput.output_tokens_per_s
+    h.near(4 * 700 * 1.2 / tok_s, v.economics.energy_j_per_output_token, 1e-9, "J/token")
+    h.near(4 * 2.5 / 3600 / tok_s * 1e6, v.economics.cost_per_million_output_tokens, 1e-9, "cost")
+  end)
+
   it("runs closed loops, csv and yaml", function()
     local r = serve_cli("--concurrency", "8", "--requests", "64", "--format", "csv")
     assert.are.equal(0, r.code, r.stderr)

@@ -69,6 +69,8 @@ local spec = {
   { name = "thinking-tokens", arg = "N", integer = { 0, 1073741824 }, help = "reasoning tokens before each answer" },
   { name = "slo-ttft", arg = "S", number = true, help = "time-to-first-token bound (s) for goodput" },
   { name = "slo-tpot", arg = "S", number = true, help = "time-per-output-token bound (s) for goodput" },
+  { name = "price-per-gpu-hour", arg = "P", number = true, help = "for the cost per million output tokens" },
+  { name = "pue", arg = "F", number = true, help = "data-centre PUE for the energy per token [default: 1]" },
   { name = "find-max-qps", flag = true, help = "search the highest --qps whose SLO attainment is >= --target" },
   { name = "target", arg = "F", number = true, default = 0.9, help = "SLO attainment --find-max-qps needs" },
   { name = "seed", arg = "N", integer = { 0, 9007199254740992 }, help = "random seed [default: 1]" },
@@ -164,6 +166,17 @@ local function text(r, ctx)
     r.preemptions, r.preemptions == 1 and "" or "s")
   out[#out + 1] = string.format("engine      %d iterations, mean batch %.4g requests / %.4g tokens, busy %s\n",
     r.iterations, r.mean_batch.requests, r.mean_batch.tokens, units.percent(r.busy_fraction))
+  local e = r.economics
+  if e then
+    local parts = {}
+    if e.energy_j_per_output_token then
+      parts[#parts + 1] = string.format("%.4g J per output token (at rated power)", e.energy_j_per_output_token)
+    end
+    if e.cost_per_million_output_tokens then
+      parts[#parts + 1] = string.format("%.4g per million output tokens", e.cost_per_million_output_tokens)
+    end
+    out[#out + 1] = "economics   " .. table.concat(parts, ", ") .. "\n"
+  end
   if ctx.max_qps then
     out[#out + 1] = string.format("\ncapacity    %.4g requests/s meet the SLOs for >= %s of the requests " ..
       "(%d simulations; the figures above are at that rate)\n", ctx.max_qps, units.percent(ctx.target), ctx.steps)
@@ -172,7 +185,7 @@ local function text(r, ctx)
 end
 
 local order = { "requests_completed", "duration_s", "throughput", "ttft_s", "tpot_s", "e2e_s", "queue_s", "goodput",
-  "kv_cache", "preemptions", "iterations", "mean_batch", "busy_fraction", "mean_in_system", "max_qps" }
+  "kv_cache", "preemptions", "iterations", "mean_batch", "busy_fraction", "mean_in_system", "economics", "max_qps" }
 
 -- csv: one row, the nested fields flattened to dotted columns.
 local function flat(r)
@@ -310,6 +323,14 @@ function M.main(argv)
       output.write_file(opts.trace_file, require("fathom.format.json").encode(serve.trace_events(q)) .. "\n")
     end
   end
+  if opts.price_per_gpu_hour and opts.price_per_gpu_hour < 0 then
+    errors.raise("serve: --price-per-gpu-hour must be >= 0, got %s", opts.price_per_gpu_hour)
+  end
+  if opts.pue and opts.pue < 1 then errors.raise("serve: --pue must be >= 1, got %s", opts.pue) end
+  local all_gpus = show.replicas * info.gpus + (show.prefill_replicas or 0) * (pinfo and pinfo.gpus or info.gpus)
+  local power = info.system.node.device_compute.power_watts
+  r.economics = serve.economics(r, all_gpus, power, opts.price_per_gpu_hour, opts.pue)
+  if next(r.economics) == nil then r.economics = nil end
   util.ordered(r, order)
   local fmt = opts.format
   local slo = {}
