@@ -379,7 +379,8 @@ function M.engine(a)
   w.global_batch_size, w.micro_batch_size = 1, 1
   w.source_table, model.source_table = nil, nil
   local plan = row.compile(system.node, topo, model, w)
-  return plan, { model = model.name or a.model, gpus = gpus, moe = moe, lib = lib, system = system }
+  return plan, { model = model.name or a.model, gpus = gpus, moe = moe, lib = lib, system = system,
+    heads = model.num_heads }
 end
 
 -- The keys run() takes: the simulator's (core.serve_run) and the engine's.
@@ -585,6 +586,157 @@ function M.find_max_qps(a, target)
     if ok then lo, best = mid, r else hi = mid end
   end
   return lo, best, steps
+end
+
+-- search_deployments(a, gpus, opts) -> {deployments, points, front}: every way to serve
+-- the model `a` describes on `gpus` GPUs of its node: TP of powers of two dividing the
+-- heads, replicas = gpus / TP, each batching policy (opts.policies), and, when
+-- opts.disaggregated, every split of the replicas into prefill and decode pools; each
+-- gets its capacity at a's SLOs (find_max_qps with opts.target), ranked by capacity per
+-- GPU. For the Pareto front (NVIDIA AIConfigurator's axes), each deployment is also run at
+-- opts.loads (shares of its capacity): output tokens/s per GPU against tokens/s per user
+-- (1 / mean TPOT); `front` keeps the points no other beats on both.
+function M.search_deployments(a, gpus, opts)
+  opts = opts or {}
+  local loads = opts.loads or { 0.25, 0.5, 0.75, 1.0 }
+  local deployments, points = {}, {}
+  local model_heads
+  do
+    local _, info = M.engine({ model = a.model, hardware = a.hardware, hardware_lib = a.hardware_lib,
+      workload = a.workload, tp = 1 })
+    model_heads = info.heads
+  end
+  local tp = 1
+  while tp <= gpus do
+    if gpus % tp == 0 and (not model_heads or model_heads % tp == 0) then
+      local replicas = gpus // tp
+      local splits = { 0 }
+      if opts.disaggregated then
+        for p = 1, replicas - 1 do splits[#splits + 1] = p end
+      end
+      for _, policy in ipairs(opts.policies or { names.serve_policy[1], names.serve_policy[2] }) do
+        for _, p in ipairs(splits) do
+          if not (p > 0 and policy == POLICY.static) then
+            local b = {}
+            for k, v in pairs(a) do b[k] = v end
+            b.tp, b.policy = tp, policy
+            b.replicas, b.prefill_replicas = replicas - p, p > 0 and p or nil
+            -- find_max_qps and run() compile the engine once per call (not per simulation)
+            local okr, rate, r = pcall(M.find_max_qps, b, opts.target)
+            if not okr and not errors.is_input(rate) then error(rate, 0) end -- a bug, not a refusal
+            if okr then
+              local d = { tp = tp, replicas = replicas - p, prefill_replicas = p, policy = policy,
+                gpus = gpus, capacity_per_s = rate, capacity_per_s_per_gpu = rate / gpus,
+                ttft_p99_s = r.ttft_s.p99, tpot_mean_s = r.tpot_s.mean,
+                output_tokens_per_s_per_gpu = r.throughput.output_tokens_per_s_per_gpu }
+              deployments[#deployments + 1] = d
+              for _, f in ipairs(loads) do
+                b.rate_per_s = rate * f
+                local rr = M.run(b)
+                if rr.tpot_s.mean > 0 then
+                  points[#points + 1] = { tp = tp, replicas = d.replicas, prefill_replicas = p, policy = policy,
+                    load = f, rate_per_s = rate * f,
+                    tokens_per_s_per_gpu = rr.throughput.output_tokens_per_s_per_gpu,
+                    tokens_per_s_per_user = 1 / rr.tpot_s.mean }
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+    tp = tp * 2
+  end
+  table.sort(deployments, function(x, y)
+    if x.capacity_per_s ~= y.capacity_per_s then return x.capacity_per_s > y.capacity_per_s end
+    if x.tp ~= y.tp then return x.tp < y.tp end
+    if x.prefill_replicas ~= y.prefill_replicas then return x.prefill_replicas < y.prefill_replicas end
+    return x.policy < y.policy
+  end)
+  local front = {}
+  for _, pt in ipairs(points) do
+    local beaten = false
+    for _, o in ipairs(points) do
+      if o ~= pt and o.tokens_per_s_per_gpu >= pt.tokens_per_s_per_gpu and o.tokens_per_s_per_user >=
+        pt.tokens_per_s_per_user and (o.tokens_per_s_per_gpu > pt.tokens_per_s_per_gpu or
+        o.tokens_per_s_per_user > pt.tokens_per_s_per_user) then
+        beaten = true
+        break
+      end
+    end
+    if not beaten then front[#front + 1] = pt end
+  end
+  table.sort(front, function(x, y) return x.tokens_per_s_per_user < y.tokens_per_s_per_user end)
+  return { deployments = deployments, points = points, front = front }
+end
+
+-- pareto_svg(res, title) -> SVG text: search_deployments()'s points (tokens/s per GPU
+-- against tokens/s per user), the front drawn as a line, a colour per TP.
+function M.pareto_svg(res, title)
+  local w, hgt, left, bottom, top, right = 760, 460, 80, 60, 50, 170
+  local pw, ph = w - left - right, hgt - top - bottom
+  local mx, my = 0, 0
+  for _, p in ipairs(res.points) do
+    mx = math.max(mx, p.tokens_per_s_per_user)
+    my = math.max(my, p.tokens_per_s_per_gpu)
+  end
+  mx, my = mx * 1.05, my * 1.05
+  local function X(v) return left + pw * v / mx end
+  local function Y(v) return top + ph - ph * v / my end
+  local out = { string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" ' ..
+    'font-family="sans-serif" font-size="12">', w, hgt) }
+  local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
+  local function esc(t) return (tostring(t):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;")) end
+  add('<text x="%d" y="22" font-size="14" text-anchor="middle">%s</text>', left + pw / 2, esc(title))
+  add('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="black"/>', left, top, pw, ph)
+  for k = 0, 4 do
+    add('<text x="%.1f" y="%d" text-anchor="middle">%.4g</text>', X(mx * k / 4), top + ph + 16, mx * k / 4)
+    add('<text x="%d" y="%.1f" text-anchor="end">%.4g</text>', left - 6, Y(my * k / 4) + 4, my * k / 4)
+  end
+  add('<text x="%d" y="%d" text-anchor="middle">%s</text>', left + pw / 2, top + ph + 40,
+    "output tokens/s per user (1 / mean TPOT)")
+  add('<text x="18" y="%d" transform="rotate(-90 18 %d)" text-anchor="middle">%s</text>', top + ph / 2,
+    top + ph / 2, "output tokens/s per GPU")
+  local colors = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1" }
+  local tps, seen = {}, {}
+  for _, p in ipairs(res.points) do
+    if not seen[p.tp] then
+      seen[p.tp] = true
+      tps[#tps + 1] = p.tp
+    end
+  end
+  table.sort(tps)
+  local color_of = {}
+  for i, t in ipairs(tps) do color_of[t] = colors[(i - 1) % #colors + 1] end
+  for _, p in ipairs(res.points) do
+    local shape = p.prefill_replicas > 0 and "rect" or "circle"
+    if shape == "circle" then
+      add('<circle cx="%.1f" cy="%.1f" r="4" fill="%s" fill-opacity="0.7"/>', X(p.tokens_per_s_per_user),
+        Y(p.tokens_per_s_per_gpu), color_of[p.tp])
+    else
+      add('<rect x="%.1f" y="%.1f" width="8" height="8" fill="%s" fill-opacity="0.7"/>',
+        X(p.tokens_per_s_per_user) - 4, Y(p.tokens_per_s_per_gpu) - 4, color_of[p.tp])
+    end
+  end
+  local pts = {}
+  for _, p in ipairs(res.front) do
+    pts[#pts + 1] = string.format("%.1f,%.1f", X(p.tokens_per_s_per_user), Y(p.tokens_per_s_per_gpu))
+  end
+  add('<polyline points="%s" fill="none" stroke="black" stroke-width="1.5"/>', table.concat(pts, " "))
+  local ly = top + 10
+  for _, t in ipairs(tps) do
+    add('<circle cx="%d" cy="%d" r="4" fill="%s"/><text x="%d" y="%d">TP %d</text>', left + pw + 20, ly,
+      color_of[t], left + pw + 30, ly + 4, t)
+    ly = ly + 18
+  end
+  add('<circle cx="%d" cy="%d" r="4" fill="gray"/><text x="%d" y="%d">aggregated</text>', left + pw + 20, ly,
+    left + pw + 30, ly + 4)
+  add('<rect x="%d" y="%d" width="8" height="8" fill="gray"/><text x="%d" y="%d">disaggregated</text>',
+    left + pw + 16, ly + 14, left + pw + 30, ly + 22)
+  add('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/><text x="%d" y="%d">Pareto front</text>',
+    left + pw + 12, ly + 40, left + pw + 26, ly + 40, left + pw + 30, ly + 44)
+  out[#out + 1] = "</svg>\n"
+  return table.concat(out, "\n")
 end
 
 return M

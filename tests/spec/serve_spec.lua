@@ -205,6 +205,30 @@ describe("fathom serve", function()
     h.near(4 * 2.5 / 3600 / tok_s * 1e6, v.economics.cost_per_million_output_tokens, 1e-9, "cost")
   end)
 
+  it("--search-gpus ranks the deployments by capacity and keeps a Pareto front", function()
+    local args = { "serve", "--model", "llama3.1_8b", "--hardware", "H100_SXM", "--search-gpus", "2", "--requests",
+      "100", "--slo-ttft", "0.5", "--slo-tpot", "0.05", "--disaggregated", "--format", "json" }
+    local r = h.run(table.unpack(args))
+    assert.are.equal(0, r.code, r.stderr)
+    local v = json.decode(r.stdout)
+    -- TP 1 x 2 and TP 2 x 1, two policies each; TP 1 split 1:1 into prefill and decode, two policies
+    assert.are.equal(6, #v.deployments)
+    for i = 2, #v.deployments do
+      assert.is_true(v.deployments[i].capacity_per_s <= v.deployments[i - 1].capacity_per_s)
+    end
+    for _, p in ipairs(v.front) do
+      for _, o in ipairs(v.points) do
+        assert.is_false(o.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu and
+          o.tokens_per_s_per_user > p.tokens_per_s_per_user)
+      end
+    end
+    args[#args] = "svg"
+    r = h.run(table.unpack(args))
+    assert.are.equal(0, r.code, r.stderr)
+    assert.is_truthy(r.stdout:find("Pareto front", 1, true))
+    assert.is_truthy(r.stdout:find("output tokens/s per GPU", 1, true))
+  end)
+
   it("runs closed loops, csv and yaml", function()
     local r = serve_cli("--concurrency", "8", "--requests", "64", "--format", "csv")
     assert.are.equal(0, r.code, r.stderr)
@@ -249,6 +273,9 @@ describe("fathom serve", function()
     { { "--qps", "1", "--max-batch", "0" }, "--max-batch must be a positive integer" },
     { { "--qps", "1", "--arrival", "gamma", "--burstiness", "0" }, "--burstiness: expected a coefficient" },
     { { "--qps", "1", "--find-max-qps" }, "--find-max-qps needs --slo-ttft" },
+    { { "--search-gpus", "8" }, "--search-gpus needs --slo-ttft" },
+    { { "--search-gpus", "8", "--slo-ttft", "1" }, "--search-gpus chooses --tp itself: drop it" },
+    { { "--qps", "1", "--format", "svg" }, "--format svg draws --search-gpus's Pareto front" },
     { { "--qps", "1", "--prefix-hit", "1" }, "--prefix-hit: expected a share in [0, 1)" },
     { { "--qps", "1", "--prefill-tp", "8" }, "--prefill-tp needs --prefill-replicas N" },
     { { "--qps", "1", "--prefill-replicas", "1", "--kv-link", "ib_nrd" }, "did you mean 'ib_ndr'" },

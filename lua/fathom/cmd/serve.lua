@@ -74,7 +74,11 @@ local spec = {
   { name = "find-max-qps", flag = true, help = "search the highest --qps whose SLO attainment is >= --target" },
   { name = "target", arg = "F", number = true, default = 0.9, help = "SLO attainment --find-max-qps needs" },
   { name = "seed", arg = "N", integer = { 0, 9007199254740992 }, help = "random seed [default: 1]" },
-  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
+  { name = "search-gpus", arg = "N", integer = { 1, 4096 }, help = "search the deployments of N GPUs: TP x "
+    .. "replicas x policy (and prefill:decode splits with --disaggregated), capacity at the SLOs, Pareto front" },
+  { name = "disaggregated", flag = true, help = "--search-gpus: also every prefill:decode split of the replicas" },
+  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv", "svg" }, default = "table",
+    help = "output (svg: --search-gpus's Pareto front)" },
   { name = "output-file", arg = "FILE", help = "write the output here (whole or not at all)" },
   { name = "trace-file", arg = "FILE", help = "write a Perfetto/Chrome trace of the request lifetimes "
     .. "(queued, prefill, decode; one track per request, one process per replica)" },
@@ -201,6 +205,58 @@ local function flat(r)
   return { row }
 end
 
+-- fathom serve --search-gpus N: the deployments ranked by capacity, and the Pareto front.
+function M.search(a, opts)
+  if not (a.slo_ttft_s or a.slo_tpot_s) then errors.raise("serve: --search-gpus needs --slo-ttft and/or --slo-tpot") end
+  for _, k in ipairs({ "tp", "replicas", "policy", "prefill_replicas", "qps", "concurrency", "replay" }) do
+    if opts[k] then errors.raise("serve: --search-gpus chooses --%s itself: drop it", k:gsub("_", "-")) end
+  end
+  a.requests = opts.requests or 300
+  a.arrival, a.rate_per_s = nil, nil
+  local res = protect(serve.search_deployments, a, opts.search_gpus, { disaggregated = opts.disaggregated,
+    target = opts.target })
+  if #res.deployments == 0 then
+    errors.raise("serve: no deployment of %d GPUs meets the SLOs for %s of the requests at any rate",
+      opts.search_gpus, units.percent(opts.target))
+  end
+  local title = string.format("%s on %d %s", a.model, opts.search_gpus, a.hardware)
+  if opts.format == "svg" then
+    local svg = serve.pareto_svg(res, title .. ": Pareto front")
+    if opts.output_file then output.write_file(opts.output_file, svg) else io.stdout:write(svg) end
+    return 0
+  end
+  if opts.format ~= "table" then
+    local v = { deployments = util.array(res.deployments), front = util.array(res.front),
+      points = util.array(res.points) }
+    output.write(opts.format == "csv" and res.deployments or v, opts.format, opts.output_file)
+    return 0
+  end
+  local rows = {}
+  for i, d in ipairs(res.deployments) do
+    rows[i] = { i, d.tp, d.replicas, d.prefill_replicas > 0 and d.prefill_replicas or "-", d.policy,
+      string.format("%.4g", d.capacity_per_s), string.format("%.4g", d.capacity_per_s_per_gpu),
+      string.format("%.4g", d.output_tokens_per_s_per_gpu), units.time(d.ttft_p99_s), units.time(d.tpot_mean_s) }
+  end
+  local out = { string.format("%s, SLOs %s for %s of %d requests per simulation\n\n", title,
+    table.concat({ a.slo_ttft_s and ("TTFT " .. units.time(a.slo_ttft_s)) or nil,
+      a.slo_tpot_s and ("TPOT " .. units.time(a.slo_tpot_s)) or nil }, " and "),
+    units.percent(opts.target), a.requests) }
+  out[#out + 1] = tablefmt.render({ "#", "TP", "replicas", "prefill", "policy", "capacity/s", "per GPU",
+    "tok/s/GPU", "p99 TTFT", "TPOT" }, rows)
+  local front = {}
+  for i, p in ipairs(res.front) do
+    front[i] = { string.format("%.4g", p.tokens_per_s_per_user), string.format("%.4g", p.tokens_per_s_per_gpu),
+      p.tp, p.replicas, p.prefill_replicas > 0 and p.prefill_replicas or "-", p.policy,
+      string.format("%.4g", p.rate_per_s) }
+  end
+  out[#out + 1] = "\nPareto front (output tokens/s per user vs per GPU; --format svg draws it):\n"
+  out[#out + 1] = tablefmt.render({ "tok/s/user", "tok/s/GPU", "TP", "replicas", "prefill", "policy", "rate/s" },
+    front)
+  local body = table.concat(out)
+  if opts.output_file then output.write_file(opts.output_file, body) else io.stdout:write(body) end
+  return 0
+end
+
 function M.main(argv)
   local opts, extra = args.parse(argv, spec, "serve")
   if opts.help then
@@ -246,7 +302,7 @@ function M.main(argv)
     if not a.concurrency then errors.raise("serve: --arrival %s needs --concurrency N", arrival) end
     if opts.qps then errors.raise("serve: --qps and --concurrency exclude each other (open or closed loop)") end
     if opts.find_max_qps then errors.raise("serve: --find-max-qps searches an open-loop rate: drop --concurrency") end
-  elseif not a.rate_per_s and not opts.find_max_qps and not (opts.replay or a.trace) then
+  elseif not a.rate_per_s and not opts.find_max_qps and not opts.search_gpus and not (opts.replay or a.trace) then
     errors.raise("serve: give --qps RATE (open loop), --concurrency N (closed loop) or --replay FILE")
   elseif opts.concurrency then
     errors.raise("serve: --concurrency is for the closed loop; with --qps use --arrival poisson|gamma|fixed")
@@ -277,6 +333,8 @@ function M.main(argv)
     a.requests = n
   end
   local spec_doc = a.doc
+  if opts.search_gpus then return M.search(a, opts) end
+  if opts.format == "svg" then errors.raise("serve: --format svg draws --search-gpus's Pareto front") end
   spec_of = spec_doc and a or nil
   local show = { hardware = a.hardware, replicas = a.replicas or 1, tp = a.tp or 1, pp = a.pp or 1, ep = a.ep or 1,
     policy = a.policy or names.serve_policy[1], seed = a.seed or 1, prefill_replicas = a.prefill_replicas,
