@@ -259,6 +259,15 @@ static void footprint(const fth_infer_plan *p, double kv_per_request, fth_infer_
   r->kv_bytes_per_request_per_gpu = kv_per_request;
 }
 
+double fth_infer_pp_hop_s(const fth_infer_plan *p, double tokens) {
+  const fth_group *g = &p->layout.group[FTH_COMM_PP];
+  if (g->n == 0) return 0.0;
+  fth_block_env e;
+  block_env(p, FTH_BLOCK_PREFILL, &e);
+  double bytes = fth_block_pp_message_bytes(&e, tokens);
+  return fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, bytes, g->lv, g->n, &p->inf.coll).time_s;
+}
+
 double fth_infer_kv_capacity_tokens(const fth_infer_plan *p) {
   fth_infer_result r;
   double per_token = kv_elems_per_token(p) * p->inf.kv_bytes / p->layout.cp;
@@ -275,14 +284,7 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   double m = p->microbatches, pp = l->pp;
   /* Pipeline hand-off of the micro-batch's [tokens, h] activations. */
   double q_hop = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
-  const fth_group *g = &l->group[FTH_COMM_PP];
-  fth_block_env e;
-  block_env(p, FTH_BLOCK_PREFILL, &e);
-  double hop_bytes = fth_block_pp_message_bytes(&e, d->micro_batch * q_hop);
-  double hop_raw =
-      g->n > 0 ? fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, hop_bytes, g->lv, g->n, &d->coll)
-                     .time_s
-               : 0.0;
+  double hop_raw = fth_infer_pp_hop_s(p, d->micro_batch * q_hop);
   double kv_tok_layers = kv_elems_per_token(p);
   if (p->pass == FTH_PASS_PREFILL) {
     double t =

@@ -113,6 +113,10 @@ typedef struct fth_infer_batch {
 double fth_infer_iteration_mixed(const fth_infer_plan *plan, const fth_infer_batch *batch,
                                  fth_phase *out, double *exposed);
 
+/// One pipeline hand-off (stage to stage) of `tokens` tokens' [tokens, h] activation, in
+/// seconds, not overlapped; 0 without PP.
+double fth_infer_pp_hop_s(const fth_infer_plan *plan, double tokens);
+
 /// KV-cache tokens one DP rank of the plan can hold: the room its KV tier has
 /// after the weights, the forward transient and the reserve, over the bytes
 /// one token's keys and values take on one GPU (the pages a serving engine's

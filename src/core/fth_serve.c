@@ -385,8 +385,6 @@ typedef struct replica {
 
 typedef struct sim {
   const fth_serve_def *d;
-  fth_serve_cost_fn cost;
-  const void *cost_ctx;
   fth_serve_request *req;
   replica *rep;
   fth_infer_chunk *chunks;
@@ -1015,12 +1013,5 @@ double fth_serve_plan_cost(const void *ctx, const fth_infer_batch *b) {
   if (l->pp <= 1) return stage;
   double tokens = b->decode_requests;
   for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
-  const fth_group *g = &l->group[FTH_COMM_PP];
-  double hop = 0;
-  if (g->n > 0) {
-    double bytes = tokens * p->model.d_model * p->inf.act_bytes;
-    hop =
-        fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, bytes, g->lv, g->n, &p->inf.coll).time_s;
-  }
-  return l->pp * stage + (l->pp - 1) * hop;
+  return l->pp * stage + (l->pp - 1) * fth_infer_pp_hop_s(p, tokens);
 }

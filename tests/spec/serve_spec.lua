@@ -96,30 +96,31 @@ describe("fathom.serve", function()
 
     it("at low load TTFT is the prefill pass of one request and TPOT the batch-1 decode step", function()
       -- The engine's plan, and the prefill and decode passes analyze would evaluate for one
-      -- request of 1000 prompt and 65 output tokens (decode: contexts 1001 .. 1064).
-      local a = { model = "llama3.1_70b", hardware = "H100_SXM", tp = 4 }
-      local plan = serve.engine(a)
-      local r = serve.run({ plan = plan, requests = 4, arrival = "fixed", rate_per_s = 0.5, input = 1000,
-        output = 65 })
-      assert.are.equal(0, r.queue_s.max)
+      -- request of 1000 prompt and 65 output tokens (decode: contexts 1001 .. 1064); with
+      -- PP 2 both pass through the two stages and one hand-off.
       local spec = require("fathom.spec")
       local search = require("fathom.search")
-      local system = search.system(spec.hardware_library("configs/hardware/hardware_library.yaml"), "H100_SXM", 4, 4)
-      local topo = search.infer_topology(system, 4, 1, 1, false)
+      local lib = spec.hardware_library("configs/hardware/hardware_library.yaml")
       local model = spec.model("configs/models/llama3.1_70b.yaml")
       model.source_table = nil
-      local node = system.node
       -- the decode search default's precisions and efficiencies, as the engine uses them
       local wp = { seq_length = 1000, global_batch_size = 1, micro_batch_size = 1, float_size_bytes = 2,
         weight_float_size_bytes = 1, kv_cache_float_size_bytes = 1, comp_comm_efficiency = 0.0,
         comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.0 }
-      local prefill = core.infer_compile(node, topo, model, wp, "prefill"):evaluate()
-      h.near(prefill.ttft_s, r.ttft_s.mean, 1e-9, "ttft")
       local wd = {}
       for k, v in pairs(wp) do wd[k] = v end
       wd.seq_length, wd.prefill_seq_len, wd.num_generated_tokens = nil, 1000, 64
-      local decode = core.infer_compile(node, topo, model, wd, "decode"):evaluate()
-      h.near(decode.tpot_s, r.tpot_s.mean, 1e-6, "tpot")
+      for _, pp in ipairs({ 1, 2 }) do
+        local r = serve.run({ model = "llama3.1_70b", hardware = "H100_SXM", tp = 4, pp = pp, requests = 4,
+          arrival = "fixed", rate_per_s = 0.5, input = 1000, output = 65 })
+        assert.are.equal(0, r.queue_s.max)
+        local system = search.system(lib, "H100_SXM", 4 * pp, 4 * pp)
+        local topo = search.infer_topology(system, 4, pp, 1, false)
+        local prefill = core.infer_compile(system.node, topo, model, wp, "prefill"):evaluate()
+        h.near(prefill.ttft_s, r.ttft_s.mean, 1e-9, "ttft, PP " .. pp)
+        local decode = core.infer_compile(system.node, topo, model, wd, "decode"):evaluate()
+        h.near(decode.tpot_s, r.tpot_s.mean, 1e-6, "tpot, PP " .. pp)
+      end
     end)
 
     it("disaggregated: the first token from the prefill pool, the KV over the link, decodes after", function()
