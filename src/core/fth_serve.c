@@ -814,7 +814,7 @@ static int64_t metric(const sim *s, int which, double *v) {
       v[n++] = q->done_s - q->arrival_s;
       break;
     default:
-      v[n++] = q->admit_s - q->arrival_s;
+      v[n++] = q->admit_s - q->ready_s; /* the engine's queue, stages before it aside */
       break;
     }
   }

@@ -203,7 +203,7 @@ typedef struct fth_serve_result {
   fth_serve_stats ttft_s;        ///< arrival to first token
   fth_serve_stats tpot_s;        ///< (reply - first token) / (output - 1), requests with output > 1
   fth_serve_stats e2e_s;         ///< arrival to last token
-  fth_serve_stats queue_s;       ///< arrival to first scheduled
+  fth_serve_stats queue_s;       ///< reaching the engine (after any stages) to first scheduled
   double goodput_requests_per_s; ///< requests meeting both SLOs per second (DistServe)
   double slo_attainment;         ///< their share of the requests
   double kv_peak_fraction;       ///< most KV pages in use on any replica / pages per replica

@@ -590,6 +590,10 @@ static int pre_stages(void) {
   FTH_ENSURE_NEAR(0.2, q[2].ready_s, 1e-12);
   FTH_ENSURE_EQ_INT(164, q[0].input);
   FTH_ENSURE_NEAR(0.1428, q[0].first_token_s, 1e-12);
+  /* Queueing counts from reaching the engine: the second pair, ready at 0.2 s
+   * after the first pair's prefill ended, waits for nothing. */
+  FTH_ENSURE(r.queue_s.max == 0.0);
+  FTH_ENSURE_NEAR(0.2, q[3].admit_s, 1e-12);
   free(ws);
   /* KV fetch: half of a 100-token prompt (50 tokens x 1000 B) over 1 MB/s
    * with 10 ms latency: at the engine at 0.06 s, then the 50 uncomputed
