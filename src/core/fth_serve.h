@@ -23,8 +23,13 @@
  *               its longest request is done; finished requests keep their slot
  *               (padding) and their KV pages, reserved whole at admission.
  * Requests go to replicas round-robin or to the one with the fewest
- * outstanding requests. Everything draws from one seeded xoshiro256**: the
- * same definition gives the same result, bit for bit.
+ * outstanding requests. Optional: a prefix cache (a hit share of every prompt
+ * not recomputed), prefill/decode disaggregation (a prefill pool, the KV moved
+ * over a link to the decode pool), stages before the engine (retrieval
+ * servers, a KV fetch from a remote tier) and reasoning tokens, a replayed
+ * trace instead of drawn requests. Arrivals, prompt and output lengths draw
+ * from three xoshiro256** streams of one seed: the same definition gives the
+ * same result, bit for bit.
  *
  * Memory: the simulation runs in a workspace the caller allocates once
  * (fth_serve_workspace_bytes: O(requests + replicas x max_batch)); nothing is
