@@ -688,7 +688,7 @@ function M.pareto_svg(res, title)
   local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
   local function esc(t) return (tostring(t):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;")) end
   add('<text x="%d" y="22" font-size="14" text-anchor="middle">%s</text>', left + pw / 2, esc(title))
-  add('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="black"/>', left, top, pw, ph)
+  add('<rect x="%d" y="%d" width="%d" height="%d" fill="white" fill-opacity="0" stroke="black"/>', left, top, pw, ph)
   for k = 0, 4 do
     add('<text x="%.1f" y="%d" text-anchor="middle">%.4g</text>', X(mx * k / 4), top + ph + 16, mx * k / 4)
     add('<text x="%d" y="%.1f" text-anchor="end">%.4g</text>', left - 6, Y(my * k / 4) + 4, my * k / 4)
@@ -722,7 +722,7 @@ function M.pareto_svg(res, title)
   for _, p in ipairs(res.front) do
     pts[#pts + 1] = string.format("%.1f,%.1f", X(p.tokens_per_s_per_user), Y(p.tokens_per_s_per_gpu))
   end
-  add('<polyline points="%s" fill="none" stroke="black" stroke-width="1.5"/>', table.concat(pts, " "))
+  add('<polyline points="%s" fill-opacity="0" stroke="black" stroke-width="1.5"/>', table.concat(pts, " "))
   local ly = top + 10
   for _, t in ipairs(tps) do
     add('<circle cx="%d" cy="%d" r="4" fill="%s"/><text x="%d" y="%d">TP %d</text>', left + pw + 20, ly,
