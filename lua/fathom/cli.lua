@@ -21,6 +21,8 @@ local commands = {
     summary = "ScaleScope-compatible analysis of a scenario and its sweep (step time, memory, comm)" },
   { name = "trace", module = "fathom.cmd.trace",
     summary = "execution traces of a training step: Chakra ET per rank (ASTRA-sim), Perfetto timeline" },
+  { name = "serve", module = "fathom.cmd.serve",
+    summary = "request-level serving simulation: latency percentiles, throughput, goodput, capacity" },
   { name = "validate", module = "fathom.cmd.validate",
     summary = "predicted vs measured over the published cases (per-source error summary)" },
   { name = "show", module = "fathom.cmd.show",

@@ -74,6 +74,10 @@ function M.trace(args)
   return require("fathom.trace").run(a)
 end
 
+-- serve{model=, hardware=, tp=, rate_per_s=, input=, output=, ...} -> serving metrics
+-- (fathom.serve: a request-level simulation; see README "Serving").
+function M.serve(args) return require("fathom.serve").run(args) end
+
 -- humanize(record) -> the record with readable times, bytes and FLOPs.
 M.humanize = report.humanize
 

@@ -6,7 +6,8 @@
 --   names.<enum>            canonical names in the core's order (dp_variant, pp_schedule,
 --                           recompute, kernel_model, collective_op, collective_algorithm,
 --                           topology_type, logical_tag, memory_tier, memory_component,
---                           comm_kind, flop_part, route_distribution, route_placement)
+--                           comm_kind, flop_part, route_distribution, route_placement,
+--                           serve_arrival, serve_length, serve_policy, serve_routing)
 --   names.aliases.<enum>    {alias = canonical}: other spellings the core accepts
 --                           (dp_variant FSDP = ZERO3; memory_component activations,
 --                           gradients); documented here and in src/lua/lnames.c only

@@ -464,6 +464,10 @@ local function infer_topology(system, tp, pp, ep, moe)
   return { dimensions = dims, logical = logical }
 end
 
+-- infer_topology(system, tp, pp, ep, moe) -> topology table of one inference deployment
+-- (TP and PP inside the pod first, DP fills), or nil when the degrees do not tile it.
+M.infer_topology = infer_topology
+
 -- run_inference{model=, system=, workload=, pass=, objective=, latency_bound=, fix=, top=}
 -- -> {hits, stats}. Objectives: "tpot" / "ttft" (smallest), "throughput" (most tokens/s,
 -- among strategies within latency_bound seconds per output or first token).

@@ -409,10 +409,17 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
    * expert) pairs per GPU (the mean load is the same on every GPU). */
   fth_phase_linears(&e->k, sh, tokens, l->tp, l->tp_moe, routed_copies(e, tokens) * l->tp_moe,
                     l->local_experts, e->act_bytes, e->weight_bytes, fwd, bwd);
-  attention(e, sh, requests, q, ctx, fwd, bwd);
+  if (!e->skip_attention) attention(e, sh, requests, q, ctx, fwd, bwd);
   if (e->mode != FTH_BLOCK_TRAIN) kv_append(e, sh, tokens, fwd);
   elementwise(e, moe, tokens, fwd, bwd);
   collectives(e, moe, tokens, fwd, bwd);
+}
+
+void fth_block_attention(const fth_block_env *e, int moe, double requests, double q, double ctx,
+                         fth_phase *fwd) {
+  fth_block_env held;
+  e = block_kernels(e, moe, &held);
+  attention(e, moe ? &e->lay->moe_shape : &e->lay->dense_shape, requests, q, ctx, fwd, NULL);
 }
 
 void fth_block_recompute_modules(const fth_block_env *e, int moe, unsigned mods, double requests,

@@ -37,6 +37,7 @@ typedef struct fth_block_env {
   double dispatch_bytes;    ///< width of routed copies in dispatch (0 = act_bytes); combine: act_bytes
   double comm_compute_share; ///< share of the compute units the EP kernels hold in MoE blocks (0 = none)
   int ep_per_node;          ///< the dispatcher sends a token once per node it reaches (DeepEP)
+  int skip_attention; ///< 1: fth_block_pass leaves out the attention core (fth_block_attention)
 } fth_block_env;
 
 /// One block for `requests` sequences, `q` new tokens each on this GPU (s / CP
@@ -44,6 +45,14 @@ typedef struct fth_block_env {
 /// cached context). `moe` picks the MoE block. `bwd` may be NULL (inference).
 void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
                     fth_phase *fwd, fth_phase *bwd);
+
+/// The attention core alone of one block for `requests` sequences of `q` new
+/// tokens against `ctx` (as fth_block_pass costs it), added to `fwd` (not
+/// cleared): for a batch whose requests attend to different contexts (a
+/// serving iteration mixing prefill chunks and decodes), whose other kernels
+/// fth_block_pass costs once for all its tokens with `skip_attention` set.
+void fth_block_attention(const fth_block_env *e, int moe, double requests, double q, double ctx,
+                         fth_phase *fwd);
 
 /// The LM head (and loss, in training) of the last stage for the micro-batch,
 /// and the embedding lookup when `embedding` (the stage holds the embedding

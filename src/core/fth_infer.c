@@ -168,6 +168,63 @@ double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_
   return t;
 }
 
+/* The stage (blocks[] dense and MoE) for a mixed batch: every block's
+ * kernels but attention over the batch's tokens, then each attention group. */
+static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, const int blocks[2],
+                          int head, fth_phase *out, double *x) {
+  fth_block_env e, ed, ep;
+  block_env(p, FTH_BLOCK_PREFILL, &e);
+  e.skip_attention = 1;
+  block_env(p, FTH_BLOCK_DECODE, &ed);
+  block_env(p, FTH_BLOCK_PREFILL, &ep);
+  double tokens = b->decode_requests, rows = b->decode_requests + b->num_chunks;
+  for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
+  fth_phase blk[2];
+  memset(blk, 0, sizeof blk);
+  for (int moe = 0; moe < 2; moe++) {
+    if (blocks[moe] == 0) continue;
+    fth_block_pass(&e, moe, 1.0, tokens, tokens, &blk[moe], NULL);
+    if (b->decode_requests > 0) /* linear in the context: the mean stands for each */
+      fth_block_attention(&ed, moe, b->decode_requests, 1.0,
+                          b->decode_context_sum / b->decode_requests, &blk[moe]);
+    for (int i = 0; i < b->num_chunks;) {
+      const fth_infer_chunk *c = &b->chunks[i];
+      int n = 1;
+      while (i + n < b->num_chunks && b->chunks[i + n].new_tokens == c->new_tokens &&
+             b->chunks[i + n].context == c->context)
+        n++;
+      fth_block_attention(&ep, moe, n, c->new_tokens, c->context + c->new_tokens, &blk[moe]);
+      i += n;
+    }
+  }
+  fth_block_stage(&e, blk, NULL, blocks, head, rows, tokens / rows, out, NULL);
+  return fth_phase_time(out, p->inf.comp_comm_eff, x);
+}
+
+double fth_infer_iteration_mixed(const fth_infer_plan *p, const fth_infer_batch *b, fth_phase *out,
+                                 double *exposed) {
+  double ex[FTH_COMM_KIND_COUNT], *x = exposed ? exposed : ex;
+  memset(out, 0, sizeof *out);
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) x[k] = 0.0;
+  if (b->decode_requests <= 0 && b->num_chunks <= 0) return 0.0;
+  const fth_layout *l = &p->layout;
+  int mid[2], last[2];
+  fth_block_stage_blocks(l, mid, last);
+  double t = mixed_stage(p, b, last, 1, out, x);
+  if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1])) {
+    /* the slower of the last stage (with the head) and the heaviest other */
+    fth_phase m;
+    double xm[FTH_COMM_KIND_COUNT];
+    double tm = mixed_stage(p, b, mid, 0, &m, xm);
+    if (tm > t) {
+      *out = m;
+      t = tm;
+      for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) x[k] = xm[k];
+    }
+  }
+  return t;
+}
+
 /* KV elements per token of the stage's blocks on one GPU. */
 static double kv_elems_per_token(const fth_infer_plan *p) {
   const fth_layout *l = &p->layout;
@@ -202,6 +259,24 @@ static void footprint(const fth_infer_plan *p, double kv_per_request, fth_infer_
   r->kv_bytes_per_request_per_gpu = kv_per_request;
 }
 
+double fth_infer_pp_hop_s(const fth_infer_plan *p, double tokens) {
+  const fth_group *g = &p->layout.group[FTH_COMM_PP];
+  if (g->n == 0) return 0.0;
+  fth_block_env e;
+  block_env(p, FTH_BLOCK_PREFILL, &e);
+  double bytes = fth_block_pp_message_bytes(&e, tokens);
+  return fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, bytes, g->lv, g->n, &p->inf.coll).time_s;
+}
+
+double fth_infer_kv_capacity_tokens(const fth_infer_plan *p) {
+  fth_infer_result r;
+  double per_token = kv_elems_per_token(p) * p->inf.kv_bytes / p->layout.cp;
+  footprint(p, per_token, &r);
+  double room =
+      fth_footprint_room_units(&r.mem, p->inf.footprint_tier, FTH_MEM_KV_CACHE, per_token);
+  return room > 0 ? room : 0.0;
+}
+
 void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   const fth_layout *l = &p->layout;
   const fth_infer_def *d = &p->inf;
@@ -209,14 +284,7 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
   double m = p->microbatches, pp = l->pp;
   /* Pipeline hand-off of the micro-batch's [tokens, h] activations. */
   double q_hop = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
-  const fth_group *g = &l->group[FTH_COMM_PP];
-  fth_block_env e;
-  block_env(p, FTH_BLOCK_PREFILL, &e);
-  double hop_bytes = fth_block_pp_message_bytes(&e, d->micro_batch * q_hop);
-  double hop_raw =
-      g->n > 0 ? fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, hop_bytes, g->lv, g->n, &d->coll)
-                     .time_s
-               : 0.0;
+  double hop_raw = fth_infer_pp_hop_s(p, d->micro_batch * q_hop);
   double kv_tok_layers = kv_elems_per_token(p);
   if (p->pass == FTH_PASS_PREFILL) {
     double t =

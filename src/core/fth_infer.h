@@ -90,4 +90,45 @@ void fth_infer_evaluate(const fth_infer_plan *plan, fth_infer_result *out);
 double fth_infer_iteration(const fth_infer_plan *plan, double requests, double new_tokens,
                            double context, fth_phase *out, double *exposed);
 
+/// A prefill chunk in a serving iteration: `new_tokens` prompt tokens of one
+/// request computed against `context` tokens already in its KV cache.
+typedef struct fth_infer_chunk {
+  double new_tokens;
+  double context;
+} fth_infer_chunk;
+
+/// One engine iteration's batch on one replica (per DP rank): decoding
+/// requests (one new token each) and prefill chunks, each with its own context.
+typedef struct fth_infer_batch {
+  double decode_requests;    ///< requests generating one token
+  double decode_context_sum; ///< sum over them of the tokens each attends to (cached + new)
+  const fth_infer_chunk *chunks; ///< caller-owned, `num_chunks` entries (may be NULL when 0)
+  int num_chunks;
+} fth_infer_batch;
+
+/// The time in seconds of one engine iteration of the slowest stage for a
+/// mixed batch (Sarathi-Serve: prefill chunks piggy-backed on decodes): the
+/// linears, element-wise work, KV appends and TP/EP collectives run once over
+/// all the batch's tokens; the attention core runs per context (decodes read
+/// their KV cache from its tier; each chunk attends to its context plus
+/// itself; chunks of equal size and context share one kernel); the LM head
+/// scores one token per request. `out` receives the stage's phase, `exposed`
+/// (may be NULL) each collective kind's exposed share. A batch of equal
+/// decodes (context c each) costs what fth_infer_iteration(p, n, 1, c) does,
+/// a batch of equal chunks what fth_infer_iteration(p, n, q, c) does. Pure,
+/// allocation-free; an empty batch costs 0.
+double fth_infer_iteration_mixed(const fth_infer_plan *plan, const fth_infer_batch *batch,
+                                 fth_phase *out, double *exposed);
+
+/// One pipeline hand-off (stage to stage) of `tokens` tokens' [tokens, h] activation, in
+/// seconds, not overlapped; 0 without PP.
+double fth_infer_pp_hop_s(const fth_infer_plan *plan, double tokens);
+
+/// KV-cache tokens one DP rank of the plan can hold: the room its KV tier has
+/// after the weights, the forward transient and the reserve, over the bytes
+/// one token's keys and values take on one GPU (the pages a serving engine's
+/// block manager hands out, vLLM's gpu_memory_utilization aside). 0 when
+/// nothing is left.
+double fth_infer_kv_capacity_tokens(const fth_infer_plan *plan);
+
 #endif

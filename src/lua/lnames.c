@@ -16,6 +16,7 @@
 #include "fth_phase.h"
 #include "fth_recipe.h"
 #include "fth_route.h"
+#include "fth_serve.h"
 #include "fth_schedule.h"
 #include "fth_topology.h"
 #include "fth_train.h"
@@ -62,6 +63,14 @@ NAME_OF(fth_recipe_name, fth_recipe)
 PARSE_OF(fth_recipe_parse)
 NAME_OF(fth_cast_kernels_name, fth_cast_kernels)
 PARSE_OF(fth_cast_kernels_parse)
+NAME_OF(fth_serve_arrival_name, fth_serve_arrival)
+PARSE_OF(fth_serve_arrival_parse)
+NAME_OF(fth_serve_dist_name, fth_serve_dist_kind)
+PARSE_OF(fth_serve_dist_parse)
+NAME_OF(fth_serve_policy_name, fth_serve_policy)
+PARSE_OF(fth_serve_policy_parse)
+NAME_OF(fth_serve_routing_name, fth_serve_routing)
+PARSE_OF(fth_serve_routing_parse)
 /* Recompute modules are bits: index i is bit 1 << i; unknown parses to 3. */
 static const char *recompute_module_name_i(int i) {
   return fth_recompute_module_name(1u << i);
@@ -118,6 +127,14 @@ static const enum_desc enums[LNAMES_COUNT] = {
                              fth_cast_kernels_parse_i, NULL},
     [LNAMES_RECOMPUTE_MODULE] = {"recompute_module", 3, recompute_module_name_i,
                                  recompute_module_parse_i, NULL},
+    [LNAMES_SERVE_ARRIVAL] = {"serve_arrival", FTH_ARRIVAL_COUNT, fth_serve_arrival_name_i,
+                              fth_serve_arrival_parse_i, NULL},
+    [LNAMES_SERVE_LENGTH] = {"serve_length", FTH_LEN_COUNT, fth_serve_dist_name_i,
+                             fth_serve_dist_parse_i, NULL},
+    [LNAMES_SERVE_POLICY] = {"serve_policy", FTH_POLICY_COUNT, fth_serve_policy_name_i,
+                             fth_serve_policy_parse_i, NULL},
+    [LNAMES_SERVE_ROUTING] = {"serve_routing", FTH_ROUTE_COUNT, fth_serve_routing_name_i,
+                              fth_serve_routing_parse_i, NULL},
 };
 
 int lnames_count(lnames_enum e) {

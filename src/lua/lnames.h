@@ -27,6 +27,10 @@ typedef enum lnames_enum {
   LNAMES_PRECISION_RECIPE,
   LNAMES_CAST_KERNELS,
   LNAMES_RECOMPUTE_MODULE, ///< index i names the module bit 1 << i
+  LNAMES_SERVE_ARRIVAL,
+  LNAMES_SERVE_LENGTH,
+  LNAMES_SERVE_POLICY,
+  LNAMES_SERVE_ROUTING,
   LNAMES_COUNT
 } lnames_enum;
 

@@ -128,7 +128,7 @@ describe("fathom.core", function()
   it("every bound function is documented in README.md and used by a spec", function()
     local names = {}
     for _, file in ipairs({ "lfathom", "lyaml", "ltrain", "linfer", "lsearch", "lroute", "lcollective", "ltrace",
-      "lprocess", "lmpi" }) do
+      "lprocess", "lmpi", "lserve" }) do
       local f = assert(io.open("src/lua/" .. file .. ".c"))
       for name in f:read("a"):gmatch('{"([%w_]+)",%s*[%w_]+}') do
         if not name:match("^__") then names[name] = true end

@@ -34,6 +34,10 @@ local allowed = {
     names = { histogram = true, mesh = true } },
   ["src/lua/lroute.c"] = { why = "the 'histogram' field and the 'mesh' table",
     names = { histogram = true, mesh = true } },
+  ["lua/fathom/cmd/serve.lua"] = { why = "the engine's degree keys; the result's 'kv_cache' section",
+    names = { tp = true, pp = true, ep = true, kv_cache = true } },
+  ["lua/fathom/serve.lua"] = { why = "the engine's degree keys", names = { tp = true, pp = true, ep = true } },
+  ["src/lua/lserve.c"] = { why = "the result's 'kv_cache' section", names = { kv_cache = true } },
 }
 
 local function read(path)
@@ -100,7 +104,8 @@ describe("fathom.names", function()
     assert.are.same({ "cast_kernels", "collective_algorithm", "collective_op", "comm_kind", "dp_variant", "flop_part",
       "kernel_model",
       "logical_tag", "memory_component", "memory_tier", "pp_schedule", "precision_recipe", "recompute",
-      "recompute_module", "route_distribution", "route_placement", "route_scheduler", "topology_type" }, enums())
+      "recompute_module", "route_distribution", "route_placement", "route_scheduler", "serve_arrival", "serve_length",
+      "serve_policy", "serve_routing", "topology_type" }, enums())
     for _, e in ipairs(enums()) do
       assert.is_true(#names[e] >= 2, e)
       for _, n in ipairs(names[e]) do assert.are.equal(n, names.canonical(e, n)) end
