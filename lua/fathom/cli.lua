@@ -15,6 +15,8 @@ local commands = {
     summary = "list the canned paper scenarios, or run one: fathom scenario run hoti25" },
   { name = "search", module = "fathom.cmd.search",
     summary = "the fastest parallelism strategies that fit, ranked and explained" },
+  { name = "estimate", module = "fathom.cmd.estimate",
+    summary = "one configuration from flags: step time and where it goes, memory per tier, fit" },
   { name = "route", module = "fathom.cmd.route",
     summary = "MoE routing from a distribution, and its all-to-all: closed form, packet simulation" },
   { name = "analyze", module = "fathom.cmd.analyze",

@@ -67,6 +67,25 @@ function M.headroom_bytes(fp)
   return t and (t.capacity_bytes - t.bytes) or nil
 end
 
+-- step_breakdown(r) -> where a training step's time goes (a core result's compute,
+-- exposed memory, recomputation, bubble, optimizer, offload and each kind of exposed
+-- communication, in seconds): the record's time.step_breakdown, estimate's table.
+function M.step_breakdown(r)
+  local breakdown = ordered({
+    compute_seconds = r.compute_s,
+    memory_exposed_seconds = r.memory_exposed_s,
+    recompute_seconds = r.recompute_s,
+    bubble_seconds = r.bubble_s,
+    optimizer_seconds = r.optimizer_s,
+    exposed_offload_seconds = r.offload_exposed_s,
+  }, { "compute_seconds", "memory_exposed_seconds", "recompute_seconds", "bubble_seconds",
+    "optimizer_seconds", "exposed_offload_seconds" })
+  for _, k in ipairs(comm_order) do
+    breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
+  end
+  return breakdown
+end
+
 -- prefill_times(time, r): a prefill record's own times (the pass mode's `times`).
 function M.prefill_times(time, r)
   time.time_to_first_token_seconds = r.ttft_s
@@ -197,18 +216,7 @@ function M.training_record(sc, r)
     expert_imbalance = w.expert_imbalance,
     routing = sc.routing_result,
   }, { "num_regular_experts", "experts_per_xpu", "ep_size", "complete_expert_sets" })
-  local breakdown = ordered({
-    compute_seconds = r.compute_s,
-    memory_exposed_seconds = r.memory_exposed_s,
-    recompute_seconds = r.recompute_s,
-    bubble_seconds = r.bubble_s,
-    optimizer_seconds = r.optimizer_s,
-    exposed_offload_seconds = r.offload_exposed_s,
-  }, { "compute_seconds", "memory_exposed_seconds", "recompute_seconds", "bubble_seconds",
-    "optimizer_seconds", "exposed_offload_seconds" })
-  for _, k in ipairs(comm_order) do
-    breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
-  end
+  local breakdown = M.step_breakdown(r)
   -- Failures, checkpoints, energy and cost (fth_goodput) when the workload asks.
   local run
   if w.reliability or w.cost or (sc.lib.compute[sc.lib.nodes[sc.physical.node_name].device_compute].power_watts
@@ -329,6 +337,8 @@ local keep_numeric = { total_time_seconds = true, float_size_bytes = true, expec
 local function humanize_value(key, v)
   if type(v) ~= "number" or keep_numeric[key] then return v end
   if key == "total_time" or key == "expected_time" or key:match("_seconds$") then return units.time(v) end
+  -- the core's and the search's own names: `step_time_s` is a time, `tokens_per_s` a rate
+  if key:match("_s$") and not key:match("_per_s$") then return units.time(v) end
   if key:match("bytes") then return units.bytes(v) end
   if key:match("flops$") then return units.flops(v) end
   if key:match("flops_per_second") then return units.flops_rate(v) end
