@@ -28,6 +28,7 @@ local allowed = {
   ["lua/fathom/report.lua"] = { why = "degree keys of a record's configuration", enum = "comm_kind" },
   ["lua/fathom/cmd/search.lua"] = { why = "column headers", names = { PP = true, CP = true } },
   ["lua/fathom/cmd/estimate.lua"] = { why = "degree keys of a strategy and its flags", enum = "comm_kind" },
+  ["lua/fathom/format/pareto.lua"] = { why = "SVG's fill=\"none\"", names = { none = true } },
   ["lua/fathom/precision.lua"] = { why = "'none': the recipe of plain BF16/FP32 (no FP8/FP4 GEMMs)",
     names = { none = true } },
   ["lua/fathom/cmd/analyze.lua"] = { why = "column headers", names = { PP = true } },

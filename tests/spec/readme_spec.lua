@@ -18,10 +18,11 @@ local function lines(s)
 end
 
 -- split a shown or printed search output into (head lines, rows, tail lines)
+-- (the head: the title, what was assumed, the column headers, down to the dashes under them)
 local function parts(ls)
   local head, rows, tail = {}, {}, {}
   local i = 1
-  while i <= #ls and #head < 4 do head[#head + 1] = ls[i]; i = i + 1 end
+  while i <= #ls and not (head[#head] or "x"):match("^%-[%- ]*$") do head[#head + 1] = ls[i]; i = i + 1 end
   while i <= #ls and ls[i] ~= "" do rows[#rows + 1] = ls[i]; i = i + 1 end
   while i <= #ls do tail[#tail + 1] = ls[i]; i = i + 1 end
   return head, rows, tail
