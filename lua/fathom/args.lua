@@ -124,7 +124,7 @@ end
 -- --raw-output; json, csv: raw SI numbers, units in the key names.
 M.FORMATS = { "table", "yaml", "json", "csv", "svg" }
 
--- output_options{svg = bool, default = "table", raw = bool, help = text} -> the rows of
+-- output_options{svg = bool, default = "table" (false: none), raw = bool, help = text} -> the rows of
 -- --format, --output-file and --raw-output, the one definition every command appends to
 -- its option table (fathom.output.emit reads them).
 function M.output_options(o)
@@ -134,7 +134,7 @@ function M.output_options(o)
     if f ~= "svg" or o.svg then choices[#choices + 1] = f end
   end
   local rows = {
-    { name = "format", arg = "FMT", choices = choices, default = o.default or "table",
+    { name = "format", arg = "FMT", choices = choices, default = o.default == nil and "table" or o.default or nil,
       help = o.help or "table: readable; yaml: readable units unless --raw-output; json, csv: raw SI numbers"
         .. (o.svg and "; svg: a plot" or "") },
     { name = "output-file", arg = "FILE", help = "write there (whole or not at all) instead of stdout" },

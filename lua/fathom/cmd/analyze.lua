@@ -19,22 +19,21 @@ local spec = {
   { name = "sweep-config", arg = "FILE", help = "sweep config YAML (omit for one point)" },
   { name = "pass-mode", arg = "MODE", choices = passes.names,
     default = passes.names[1], help = "what to model" },
-  { name = "output-file", arg = "FILE", help = "write every record here (whole or not at all)" },
-  { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
-  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv", "svg" },
-    help = "table (the summary), yaml, json, csv or svg (the sweep's step times as stacked bars); "
-      .. "to --output-file [default: yaml] or, without it, to stdout [default: table]" },
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }
+spec = args.with_output(spec, { svg = true, default = false,
+  help = "table (the summary), yaml (readable units unless --raw-output), json, csv (raw SI numbers) or svg "
+    .. "(the sweep's step times as stacked bars); to --output-file [default: yaml] or, without it, to stdout "
+    .. "[default: table]" })
 
 M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
   "                      [--pass-mode " .. table.concat(passes.names, "|") .. "] \\\n" ..
-  "                      [--output-file F] [--raw-output] [--format yaml|json|csv|svg] \\\n" ..
+  "                      [--output-file F] [--raw-output] [--format table|yaml|json|csv|svg] \\\n" ..
   "                      [--memory-reserve SIZE] [--trace-file F]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
   "sweep. Without --output-file, prints a summary table; with it, writes one\n" ..
@@ -90,7 +89,9 @@ function M.main(argv)
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end
   if opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
-    local n, first = analysis.stream(a, opts.output_file, opts.format, not opts.raw_output and report.humanize or nil)
+    -- readable units in YAML only: JSON and CSV carry raw SI numbers (units in the key names)
+    local n, first = analysis.stream(a, opts.output_file, opts.format,
+      (opts.format == "yaml" and not opts.raw_output) and report.humanize or nil)
     records, streamed = { first }, n
   else
     records = analysis.run(a)
@@ -113,7 +114,7 @@ function M.main(argv)
       #records == 1 and "" or "s", opts.output_file))
   elseif opts.output_file or (opts.format and opts.format ~= "table") then
     local out = records
-    if not opts.raw_output and opts.format ~= "svg" then
+    if opts.format == "yaml" and not opts.raw_output then
       out = {}
       for i, r in ipairs(records) do out[i] = report.humanize(r) end
     end

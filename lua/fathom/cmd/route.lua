@@ -39,13 +39,14 @@ local spec = {
   { name = "inter-bw", arg = "B", number = true, help = "bytes/s per link between clusters" },
   { name = "trace", arg = "FILE", help = "write the per-round trace here" },
   { name = "trace-format", arg = "FMT", choices = { "csv", "jsonl" }, default = "csv", help = "trace format" },
-  { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
   { name = "help", flag = true, help = "this help" },
 }
+spec = args.with_output(spec)
 
 M.usage = "usage: fathom route [--config FILE] [--experts E --top-k K --tokens N --gpus G]\n" ..
   "                    [--distribution uniform|hot|zipf|histogram ...] [mesh options]\n" ..
-  "                    [--trace FILE [--trace-format csv|jsonl]] [--format table|yaml|json]\n\n" ..
+  "                    [--trace FILE [--trace-format csv|jsonl]] [--format table|yaml|json|csv]\n" ..
+  "                    [--output-file F] [--raw-output]\n\n" ..
   "Routes tokens to experts from a seeded distribution, places experts on GPUs, and\n" ..
   "times the resulting all-to-all: the even-load closed form, a round-based packet\n" ..
   "simulation of a full mesh (links per pair, packet size, per-round delays, NIC caps,\n" ..
@@ -103,11 +104,7 @@ function M.main(argv)
   local router, mesh = route.config(doc, "")
   local res = route.run(router, mesh, opts.trace and { path = opts.trace, format = opts.trace_format })
   res.matrix = nil
-  if opts.format == "table" then
-    io.stdout:write(text(res, router))
-  else
-    output.write(res, opts.format)
-  end
+  output.emit(opts, { table = function() return text(res, router) end, data = function() return res end }, "route")
   return 0
 end
 

@@ -137,7 +137,8 @@ local function inputs_of(def, opts, gpus, pod, res, row)
   local basis
   if res.hits[1] then
     local _, r = core.search_eval(def, res.hits[1])
-    basis = r.mfu > 0 and r.achieved_flops_per_gpu / r.mfu or nil
+    -- 12 digits: the quotient of two rounded doubles, not a finer fact about the GPU
+    basis = r.mfu > 0 and tonumber(string.format("%.12g", r.achieved_flops_per_gpu / r.mfu)) or nil
   end
   return util.ordered({
     model = opts.model, hardware = opts.hardware, gpus = gpus, pod_size = pod, pass_mode = row.name,
@@ -174,7 +175,7 @@ end
 
 -- pareto_points(def, opts) -> every strategy among the fastest and the leanest that fit (up
 -- to PARETO_TOP of each), as {x = memory per GPU, y = step time, label}.
-local PARETO_TOP = 4096
+local PARETO_TOP = 1024
 local function pareto_points(def, opts)
   local seen, points = {}, {}
   for _, objective in ipairs({ "step_time", "headroom" }) do

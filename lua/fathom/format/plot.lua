@@ -25,14 +25,14 @@ function M.nice_ticks(lo, hi, n)
     step = m * mag
     if step >= raw then break end
   end
-  local first = math.floor(lo / step + 1e-9) * step
+  local k = math.floor(lo / step + 1e-9)
   local ticks = {}
-  local v = first
-  while v < hi + step * 0.5 do
-    ticks[#ticks + 1] = math.abs(v) < step * 1e-9 and 0 or v
-    if v >= hi - step * 1e-9 then break end
-    v = v + step
-  end
+  repeat
+    -- k x step, rounded to 12 digits: 3 x 0.1 is 0.3, not 0.30000000000000004
+    local v = tonumber(string.format("%.12g", k * step))
+    ticks[#ticks + 1] = v == 0 and 0 or v
+    k = k + 1
+  until v >= hi - step * 1e-9
   return ticks
 end
 
