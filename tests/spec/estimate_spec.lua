@@ -95,6 +95,15 @@ describe("fathom estimate", function()
     local bf = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1")
     local f8 = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--precision", "fp8_current")
     assert.is_true(f8.time.step_breakdown.compute_seconds < bf.time.step_breakdown.compute_seconds)
+    -- and MFU is measured against the GEMM precision's dense peak (hardware library, H100 SXM:
+    -- bf16_nominal 989.4e12, fp8_nominal 1978.9e12), so an FP8 run's MFU is not comparable
+    -- with a BF16 run's without saying so
+    assert.are.equal(989.4e12, bf.time.mfu_basis_flops_per_second_per_gpu)
+    assert.are.equal(1978.9e12, f8.time.mfu_basis_flops_per_second_per_gpu)
+    -- MFU = model FLOP/s per GPU / basis: the same model FLOPs per token in both, so the
+    -- MFU ratio is the tokens/s ratio over the basis ratio
+    h.near(f8.time.tokens_per_second / bf.time.tokens_per_second / (1978.9e12 / 989.4e12), f8.time.mfu / bf.time.mfu, 1e-9,
+      "MFU ratio")
   end)
 
   it("a configuration that does not fit is reported, not refused", function()

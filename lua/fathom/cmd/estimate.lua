@@ -196,12 +196,17 @@ local function training(opts, gpus, pod, row)
   end
   local hit, r = core.search_eval(def, strategy)
   local time = ordered({
-    step_time_seconds = r.step_time_s, mfu = r.mfu, hfu = r.hfu, tokens_per_second = r.tokens_per_s,
+    step_time_seconds = r.step_time_s, mfu = r.mfu, hfu = r.hfu,
+    -- what MFU is measured against: the dense peak at the GEMM precision (the core's basis)
+    mfu_basis_flops_per_second_per_gpu = r.mfu > 0 and tonumber(string.format("%.12g",
+      r.achieved_flops_per_gpu / r.mfu)) or nil,
+    tokens_per_second = r.tokens_per_s,
     tokens_per_second_per_gpu = r.tokens_per_s / gpus,
     total_time_seconds = r.total_time_s > 0 and r.total_time_s or nil,
     bubble_fraction = r.bubble_fraction, microbatches = math.tointeger(r.microbatches) or r.microbatches,
     step_breakdown = report.step_breakdown(r),
-  }, { "step_time_seconds", "mfu", "hfu", "tokens_per_second", "tokens_per_second_per_gpu", "total_time_seconds",
+  }, { "step_time_seconds", "mfu", "hfu", "mfu_basis_flops_per_second_per_gpu", "tokens_per_second",
+    "tokens_per_second_per_gpu", "total_time_seconds",
     "bubble_fraction", "microbatches", "step_breakdown" })
   local strat = ordered({ tp = hit.tp, pp = hit.pp, pp_in = hit.pp_in, dp = hit.dp, cp = hit.cp,
     ep = moe and hit.ep or nil,
@@ -299,8 +304,10 @@ local function table_text(rec)
   end
   out[#out + 1] = "strategy: " .. table.concat(parts, ", ") .. "\n\n"
   if t.step_time_seconds then
-    out[#out + 1] = string.format("step %s, MFU %s, %s tokens/s (%s per GPU), bubble %s\n\n",
-      units.time(t.step_time_seconds), units.percent(t.mfu), units.count(t.tokens_per_second),
+    out[#out + 1] = string.format("step %s, MFU %s of %s, %s tokens/s (%s per GPU), bubble %s\n\n",
+      units.time(t.step_time_seconds), units.percent(t.mfu),
+      t.mfu_basis_flops_per_second_per_gpu and units.flops_rate(t.mfu_basis_flops_per_second_per_gpu) or "-",
+      units.count(t.tokens_per_second),
       units.count(t.tokens_per_second_per_gpu), units.percent(t.bubble_fraction))
     local rows = {}
     local keys = {} -- the breakdown's own order, the exposed collectives in the core's order
