@@ -102,7 +102,8 @@ describe("fathom estimate", function()
     assert.are.equal(1978.9e12, f8.time.mfu_basis_flops_per_second_per_gpu)
     -- MFU = model FLOP/s per GPU / basis: the same model FLOPs per token in both, so the
     -- MFU ratio is the tokens/s ratio over the basis ratio
-    h.near(f8.time.tokens_per_second / bf.time.tokens_per_second / (1978.9e12 / 989.4e12), f8.time.mfu / bf.time.mfu, 1e-9,
+    local basis_ratio = 1978.9e12 / 989.4e12
+    h.near(f8.time.tokens_per_second / bf.time.tokens_per_second / basis_ratio, f8.time.mfu / bf.time.mfu, 1e-9,
       "MFU ratio")
   end)
 
