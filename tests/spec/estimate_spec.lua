@@ -195,7 +195,7 @@ describe("fathom estimate", function()
     local t0 = os.clock()
     local n = 10
     for _ = 1, n do cmd.estimate(opts) end
-    -- a loose bound (shared CI cores); measured about 5 ms on the development machine
+    -- a loose bound (shared CI cores); measured about 3 ms on the development machine
     assert.is_true((os.clock() - t0) / n < 0.05)
   end)
 
