@@ -220,6 +220,37 @@ describe("outputs", function()
       assert.is_true(nice, "tick step " .. step)
     end)
 
+    it("analyze --format svg: the title names model, system and pass mode; full labels; drawn parts only", function()
+      local sweep = os.tmpname()
+      local f = assert(io.open(sweep, "w"))
+      -- two swept keys ending in ".size": each bar's label must tell them apart
+      f:write("sweep:\n  physical_topology.dimensions.up.size: [2]\n  logical_topology.dimensions.TP_Attn.size: [2]\n"
+        .. "  workload_spec.micro_batch_size: [1, 2]\n")
+      f:close()
+      local r = run(ANALYZE, "--sweep-config", sweep, "--format", "svg")
+      os.remove(sweep)
+      assert.are.equal(0, r.code, r.stderr)
+      local svg = r.stdout
+      assert.matches('font%-size="14">toy_dense on TOY %(toy_2x2%), training: step time per sweep point</text>', svg)
+      assert.matches('class="y%-title">step time %(s%)</text>', svg)
+      assert.matches('class="x%-title">sweep point</text>', svg)
+      local labels = {}
+      for l in svg:gmatch('class="point">([^<]+)</text>') do labels[#labels + 1] = l end
+      assert.are.same({ "TP_Attn.size=2 up.size=2 workload_spec.micro_batch_size=1",
+        "TP_Attn.size=2 up.size=2 workload_spec.micro_batch_size=2" }, labels)
+      -- the legend lists what is drawn (a dense model on one pod: no expert parts, no bubble)
+      local legend, colours = {}, {}
+      for l in svg:gmatch('class="legend">([^<]+)</text>') do legend[#legend + 1] = l end
+      assert.are.same({ "compute", "memory (exposed)", "TP", "DP", "optimizer" }, legend)
+      for c in svg:gmatch('<rect x="%d+" y="%d+" width="10" height="10" fill="(#%x+)"/>') do
+        assert.is_nil(colours[c], "two legend entries share " .. c)
+        colours[c] = true
+      end
+      -- Okabe-Ito's first five, in order
+      assert.matches('fill="#0072B2"/>\n<text[^>]*>compute<', svg)
+      assert.matches('fill="#56B4E9"/>\n<text[^>]*>optimizer<', svg)
+    end)
+
     it("a serving search plots tokens/s per GPU", function()
       local r = h.run("search", "--model", "llama3.1_8b", "--hardware", "H100_SXM", "--gpus", "8", "--pass-mode",
         "inference_decode", "--format", "svg")

@@ -42,7 +42,7 @@ function M.tick_text(v)
   return s
 end
 
--- frame{width, height, title, x_label, y_label, x_ticks, y_ticks, legend = {{label, colour,
+-- frame{width, height, title, x_label, y_label, x_ticks (nil: none), y_ticks, legend = {{label, colour,
 -- shape = "rect"|"circle"}}, margin = {left, right, top, bottom}} -> out (a list of SVG
 -- lines, open), x(v) and y(v) (data to pixels) and the plot box.
 function M.frame(f)
@@ -50,7 +50,7 @@ function M.frame(f)
   local left, right, top, bottom = m.left or 80, m.right or 180, m.top or 50, m.bottom or 60
   local W, H = f.width or 720, f.height or 440
   local pw, ph = W - left - right, H - top - bottom
-  local xt, yt = f.x_ticks, f.y_ticks
+  local xt, yt = f.x_ticks or { 0, 1 }, f.y_ticks -- no x ticks: a categorical axis (bars)
   local x0, x1 = xt[1], xt[#xt]
   local y0, y1 = yt[1], yt[#yt]
   local function x(v) return left + pw * (v - x0) / ((x1 - x0) ~= 0 and (x1 - x0) or 1) end
@@ -67,7 +67,7 @@ function M.frame(f)
     out[#out + 1] = string.format('<text x="%d" y="%.1f" text-anchor="end">%s</text>', left - 6, y(v) + 4,
       M.tick_text(v))
   end
-  for _, v in ipairs(xt) do
+  for _, v in ipairs(f.x_ticks or {}) do
     out[#out + 1] = string.format('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>', x(v), top + ph,
       x(v), top + ph + 4)
     out[#out + 1] = string.format('<text x="%.1f" y="%d" text-anchor="middle">%s</text>', x(v), top + ph + 16,
