@@ -232,11 +232,17 @@ function M.training_record(sc, r)
         and math.min(comp.power_limit_watts, comp.power_watts or math.huge) or comp.power_watts or 0,
       pue = cost.pue or 1, price_per_gpu_hour = cost.usd_per_gpu_hour or 0,
     }, d.gpus, r.total_time_s)
+    -- Only what was modelled: failures with a reliability section, energy with a power
+    -- figure, money with a price; never goodput 100%, cost 0 or an infinite MTBF as facts.
+    local failures = rel.gpu_mtbf_hours ~= nil
     run = ordered({
-      expected_time = g.expected_time_s, expected_time_seconds = g.expected_time_s, goodput = g.goodput,
-      expected_failures = g.failures, system_mtbf_seconds = g.system_mtbf_s,
-      checkpoint_interval_seconds = g.interval_s, checkpoint_write_seconds = g.checkpoint_write_s,
-      energy_kwh = g.energy_j / 3.6e6, cost_usd = g.cost,
+      expected_time = failures and g.expected_time_s or nil,
+      expected_time_seconds = failures and g.expected_time_s or nil, goodput = failures and g.goodput or nil,
+      expected_failures = failures and g.failures or nil, system_mtbf_seconds = failures and g.system_mtbf_s or nil,
+      checkpoint_interval_seconds = failures and g.interval_s or nil,
+      checkpoint_write_seconds = failures and g.checkpoint_write_s or nil,
+      energy_kwh = g.energy_j > 0 and g.energy_j / 3.6e6 or nil,
+      cost_usd = (cost.usd_per_gpu_hour or 0) > 0 and g.cost or nil,
     }, { "expected_time", "expected_time_seconds", "goodput", "expected_failures", "system_mtbf_seconds",
       "checkpoint_interval_seconds", "checkpoint_write_seconds", "energy_kwh", "cost_usd" })
   end
