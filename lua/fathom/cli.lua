@@ -23,6 +23,8 @@ local commands = {
     summary = "ScaleScope-compatible analysis of a scenario and its sweep (step time, memory, comm)" },
   { name = "validate", module = "fathom.cmd.validate",
     summary = "predicted vs measured over the published cases (per-source error summary)" },
+  { name = "compare", module = "fathom.cmd.compare",
+    summary = "two results side by side: every field, B - A and the relative change" },
   { name = "show", module = "fathom.cmd.show",
     summary = "load a YAML/JSON input file and print it as YAML or JSON" },
 }

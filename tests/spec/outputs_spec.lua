@@ -122,17 +122,18 @@ describe("outputs", function()
     f:write("global_batch_size: 8\nmicro_batch_size: 2\nseq_length: 1024\ntotal_train_tokens: 1.0e10\n")
     f:close()
     local r = h.run("analyze", "--hardware-lib", "configs/hardware/hardware_library.yaml", "--physical-topology",
-      "configs/topology_zoo/physical/dgx_h100_1node.yaml", "--logical-topology", "configs/topology_zoo/logical/tp8.yaml",
-      "--workload-spec", w, "--model-spec", "configs/models/llama3.1_8b.yaml", "--format", "json")
+      "configs/topology_zoo/physical/dgx_h100_1node.yaml", "--logical-topology",
+      "configs/topology_zoo/logical/tp8.yaml", "--workload-spec", w, "--model-spec",
+      "configs/models/llama3.1_8b.yaml", "--format", "json")
     os.remove(w)
     assert.are.equal(0, r.code, r.stderr)
     local rec = json.decode(r.stdout)[1]
-    local run = rec.time.run_with_failures
+    local rwf = rec.time.run_with_failures
     -- the H100's power is in the library, so energy is modelled: 8 GPUs x 700 W x T (PUE 1), in kWh
-    h.near(8 * 700 * rec.time.total_time_seconds / 3.6e6, run.energy_kwh, 1e-12, "energy")
+    h.near(8 * 700 * rec.time.total_time_seconds / 3.6e6, rwf.energy_kwh, 1e-12, "energy")
     for _, k in ipairs({ "goodput", "expected_failures", "system_mtbf_seconds", "expected_time_seconds",
       "checkpoint_interval_seconds", "cost_usd" }) do
-      assert.is_nil(run[k], k)
+      assert.is_nil(rwf[k], k)
     end
   end)
 
