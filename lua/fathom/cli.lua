@@ -25,6 +25,9 @@ local commands = {
     summary = "predicted vs measured over the published cases (per-source error summary)" },
   { name = "compare", module = "fathom.cmd.compare",
     summary = "two results side by side: every field, B - A and the relative change" },
+  { name = "completion", module = "fathom.cmd.completion",
+    summary = "shell completion (bash or zsh) and the man page, generated from the commands' options" },
+  { name = "man", module = "fathom.cmd.man", summary = "the man page, fathom(1) in roff: fathom man | man -l -" },
   { name = "show", module = "fathom.cmd.show",
     summary = "load a YAML/JSON input file and print it as YAML or JSON" },
 }
@@ -44,6 +47,14 @@ end
 local function command_names()
   local out = {}
   for _, c in ipairs(commands) do out[#out + 1] = c.name end
+  return out
+end
+
+-- commands() -> the public commands, in help order: {name, module, summary} (completion
+-- scripts and the man page are generated from this list and each module's option table).
+function M.commands()
+  local out = {}
+  for i, c in ipairs(commands) do out[i] = c end
   return out
 end
 

@@ -29,6 +29,7 @@ spec = args.with_output(spec, { svg = true, default = false,
   help = "table (the summary), yaml (readable units unless --raw-output), json, csv (raw SI numbers) or svg "
     .. "(the sweep's step times as stacked bars); to --output-file [default: yaml] or, without it, to stdout "
     .. "[default: table]" })
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
@@ -40,6 +41,12 @@ M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logica
   "record per point (configuration, model_configuration, expert_placement, time,\n" ..
   "compute/memory traffic/communication per batch per XPU, ratios, memory_footprint).\n" ..
   "Relative paths are tried in the current directory, then in fathom's configs/.\n\n" ..
+  "examples:\n" ..
+  "  fathom analyze --hardware-lib hardware/hardware_library.yaml \\\n" ..
+  "      --physical-topology topology_zoo/physical/dgx_a100_1024.yaml \\\n" ..
+  "      --logical-topology topology_zoo/logical/tp8_pp8.yaml --model-spec models/gpt3_175b.yaml \\\n" ..
+  "      --workload-spec train_specs/gpt3_175b.yaml --sweep-config sweep_configs/tp_sweep.yaml\n" ..
+  "  (the same) --format csv --output-file sweep.csv\n\n" ..
   args.usage(spec) .. "\n"
 
 local function point_label(r)

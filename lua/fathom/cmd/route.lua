@@ -42,6 +42,7 @@ local spec = {
   { name = "help", flag = true, help = "this help" },
 }
 spec = args.with_output(spec)
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom route [--config FILE] [--experts E --top-k K --tokens N --gpus G]\n" ..
   "                    [--distribution uniform|hot|zipf|histogram ...] [mesh options]\n" ..
@@ -51,6 +52,9 @@ M.usage = "usage: fathom route [--config FILE] [--experts E --top-k K --tokens N
   "times the resulting all-to-all: the even-load closed form, a round-based packet\n" ..
   "simulation of a full mesh (links per pair, packet size, per-round delays, NIC caps,\n" ..
   "round-robin scheduling, optional two-level clusters), and the alpha-beta collective.\n\n" ..
+  "examples:\n" ..
+  "  fathom route --experts 256 --top-k 8 --gpus 64 --distribution hot --hot-ratio 0.25 --hot-weight 0.8\n" ..
+  "  fathom route --experts 64 --top-k 2 --gpus 8 --format json --output-file route.json\n\n" ..
   args.usage(spec) .. "\n"
 
 local router_flags = { tokens = "tokens", experts = "experts", top_k = "top_k", gpus = "gpus",

@@ -9,6 +9,7 @@ local util = require("fathom.format.util")
 local M = {}
 
 local list_spec = args.with_output({}, { raw = false })
+M.spec = list_spec -- the options of `scenario list` (completion and the man page read it)
 
 M.usage = [[
 usage: fathom scenario list [--format table|yaml|json|csv] [--output-file F]

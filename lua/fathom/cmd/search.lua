@@ -43,6 +43,7 @@ local spec = {
 spec = args.with_output(spec, { svg = true, help = "table: ranked and explained; yaml (readable units unless "
   .. "--raw-output), json, csv: the inputs searched and the hits, raw SI numbers; svg: the Pareto front of step "
   .. "time (decode: tokens/s per GPU) against memory per GPU" })
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..

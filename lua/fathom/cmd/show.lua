@@ -10,6 +10,7 @@ local M = {}
 
 local spec = args.with_output({}, { raw = false, default = "yaml",
   help = "table and yaml: the file as YAML; json; csv: one row, dotted keys" })
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom show [--format table|yaml|json|csv] [--output-file F] FILE...\n\n" ..
   "Loads each YAML or JSON file, with the same checks every command applies\n" ..

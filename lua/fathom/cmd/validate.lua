@@ -20,6 +20,7 @@ local spec = {
 }
 spec = args.with_output(spec, { help = "table: per case and per source; yaml, json: every "
   .. "case with its comparisons and the summaries; csv: one row per comparison" })
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--format table|yaml|json|csv]\n" ..
   "                       [--output-file F] [--raw-output]\n\n" ..
@@ -30,6 +31,9 @@ M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--forma
   "not fit\", the leave-one-source-out errors, and every skipped case with its reason.\n" ..
   "Calibration is one setting per GPU generation (the hardware library's efficiencies) and\n" ..
   "kernel library (lua/fathom/calibration.lua factors); nothing is tuned per case.\n\n" ..
+  "examples:\n" ..
+  "  fathom validate\n" ..
+  "  fathom validate --cases validation/korthikanti2022_cases.yaml --no-loso --format csv\n\n" ..
   args.usage(spec) .. "\n"
 
 local function default_cases()
