@@ -99,6 +99,11 @@ function M.each(a, fn)
   local docs, it, count = M.open(a)
   local base_lib
   local valid, first_err = 0, nil
+  -- a progress line on a terminal for long sweeps, cleared however the loop ends
+  local quiet -- nil: a terminal decides; one point needs no line
+  if count <= 1 then quiet = false end
+  local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points",
+    enabled = quiet })
   for i, pt in it do
     errors.check_interrupt() -- a signal caught under a point's pcall still stops the sweep
     local lib
@@ -132,6 +137,7 @@ function M.each(a, fn)
       local mt = getmetatable(rec)
       if mt and mt.__order and mt.__order[1] ~= "sweep_point" then table.insert(mt.__order, 1, "sweep_point") end
       fn(rec, i, count)
+      bar:update(i)
     end
   end
   if count > 1 and valid == 0 then

@@ -187,21 +187,16 @@ end
 
 local CHUNK_STRIDE = 2 ^ 40 -- enumeration indices of chunk c start at c x 2^40
 
--- stderr_is_terminal() -> whether a progress bar makes sense (asked once).
-local is_tty
-local function stderr_is_terminal()
-  if is_tty == nil then is_tty = os.execute("test -t 2") == true end
-  return is_tty
-end
-
 -- run(def, workers [, progress]) -> merged {hits, stats}: the same result for any worker
 -- count. The space is searched one TP degree at a time (each chunk split over the
 -- workers), which lets a progress bar advance on a terminal.
 function M.run(def, workers, progress)
   workers = workers or 1
-  if progress == nil then progress = stderr_is_terminal() end
   local tps = def.space.tp
   local parts = {}
+  -- on a terminal (progress nil) or when asked: a line with rate and ETA, cleared when done
+  local bar <close> = require("fathom.progress").new({ label = "searching", total = #tps, unit = "TP degrees",
+    enabled = progress })
   for c, tp in ipairs(tps) do
     local d = {}
     for k, v in pairs(def) do d[k] = v end
@@ -214,13 +209,7 @@ function M.run(def, workers, progress)
       part.stats.smallest_shortfall.index = part.stats.smallest_shortfall.index + (c - 1) * CHUNK_STRIDE
     end
     parts[#parts + 1] = part
-    if progress then
-      local width = 30
-      local done = math.floor(width * c / #tps)
-      io.stderr:write(string.format("\rsearching [%s%s] %d/%d TP degrees", string.rep("#", done),
-        string.rep(".", width - done), c, #tps))
-      if c == #tps then io.stderr:write("\n") end
-    end
+    bar:update(c)
   end
   return M.merge(parts, def.top or 100)
 end
