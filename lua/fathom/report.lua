@@ -352,13 +352,16 @@ local function humanize_value(key, v)
   return v
 end
 
--- humanize(rec) -> a copy with times, bytes and FLOPs as readable strings.
-function M.humanize(rec)
+-- humanize(rec) -> a copy with times, bytes and FLOPs as readable strings. A table under a
+-- time key (a search hit's `exposed_s`, per kind of communication) holds times.
+function M.humanize(rec, times)
   if type(rec) ~= "table" then return rec end
   local out = {}
   for k, v in pairs(rec) do
     if type(v) == "table" then
-      out[k] = M.humanize(v)
+      out[k] = M.humanize(v, type(k) == "string" and k:match("_s$") ~= nil and not k:match("_per_s$"))
+    elseif times and type(v) == "number" then
+      out[k] = units.time(v)
     else
       out[k] = type(k) == "string" and humanize_value(k, v) or v
     end

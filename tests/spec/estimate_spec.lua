@@ -186,6 +186,19 @@ describe("fathom estimate", function()
     end
   end)
 
+  it("every bad model fixture is refused with one line, no traceback (tests/fixtures/bad)", function()
+    local p = io.popen("ls tests/fixtures/bad/model_*.yaml tests/fixtures/bad/json_*.json")
+    for file in p:lines() do
+      local r = h.run("estimate", "--model", file, "--hardware", "H100_SXM", "--gpus", "8")
+      assert.are.equal(2, r.code, file .. ": " .. r.stderr)
+      assert.are.equal(1, h.count_lines(r.stderr), file .. ": " .. r.stderr)
+      assert.is_nil(r.stderr:find("traceback", 1, true), file)
+      assert.is_nil(r.stderr:find("internal error", 1, true), file)
+      assert.are.equal("", r.stdout, file)
+    end
+    p:close()
+  end)
+
   it("Llama-3.1 70B on 64 H100 (TP 8, PP 2) is estimated in well under 50 ms in-process", function()
     local cmd = require("fathom.cmd.estimate")
     local args = require("fathom.args")
