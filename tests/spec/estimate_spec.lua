@@ -180,6 +180,7 @@ describe("fathom estimate", function()
       { { "--tp", "8", "--gen", "5" }, "%-%-gen is for inference_decode" },
       { { "--zero", "ZERO4" }, "must be one of" },
       { { "--tp", "8", "--global-batch", "1023" }, "global_batch_size" },
+      { { "--pod-size", "6" }, "64 GPUs are not a whole number of 6%-GPU pods" },
     }
     for _, c in ipairs(cases) do
       it(table.concat(c[1], " "), function() one_line_refusal(est(table.unpack(c[1])), c[2]) end)

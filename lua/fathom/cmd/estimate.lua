@@ -359,6 +359,7 @@ M.table_text = table_text
 -- parse them (fathom.args), for scripts and specs.
 function M.estimate(opts)
   local gpus, pod = opts.gpus, math.min(opts.pod_size, opts.gpus)
+  if gpus % pod ~= 0 then fail("%d GPUs are not a whole number of %d-GPU pods (see --pod-size)", gpus, pod) end
   local row = passes.get(opts.pass_mode)
   if row.search == "training" then
     if opts.gen then fail("--gen is for inference_decode") end
