@@ -427,6 +427,10 @@ local function infer_topology(system, tp, pp, ep, moe)
   return { dimensions = dims, logical = logical }
 end
 
+-- infer_topology(system, tp, pp, ep, moe) -> the placement a serving strategy gets (nil when
+-- it does not tile): `fathom estimate` places one strategy exactly as the search does.
+M.infer_topology = infer_topology
+
 -- run_inference{model=, system=, workload=, pass=, objective=, latency_bound=, fix=, top=}
 -- -> {hits, stats}. Objectives: "tpot" / "ttft" (smallest), "throughput" (most tokens/s,
 -- among strategies within latency_bound seconds per output or first token).

@@ -145,7 +145,8 @@ local function memory_of(fp)
   return ordered({ components = ordered(comps, order), tiers = ordered(tiers, torder),
     peak_bytes = fp.peak_bytes, headroom_bytes = report.headroom_bytes(fp), fits = fp.fits,
     overflow_tier = fp.overflow_tier },
-    { "fits", "peak_bytes", "headroom_bytes", "overflow_tier", "components", "tiers" })
+    { "fits", "peak_bytes", "headroom_bytes", "overflow_tier", "kv_cache_bytes", "max_global_batch", "components",
+      "tiers" })
 end
 
 -- training(opts, gpus, pod) -> record {inputs, strategy, time, memory} (raw SI numbers).
@@ -253,27 +254,28 @@ local function inference(opts, gpus, pod, row)
   if not moe and opts.ep > 1 then
     fail("--ep needs a model with routed experts; %s has none", model.name or opts.model)
   end
-  -- the serving search's batch is sequences per rank in flight: micro-batch x PP
-  local per_rank = opts.micro_batch * opts.pp
-  local res = search.run_inference({ model = model, system = system, workload = w, pass = row.pass,
-    objective = "throughput", fix = { tp = opts.tp, pp = opts.pp, ep = opts.ep, batch = per_rank }, top = 1 })
-  local s, x = res.stats, res.hits[1]
-  if not x then
-    if s.no_fit > 0 then
-      fail("TP %d, PP %d, EP %d, batch %d does not fit in memory (%s); try a smaller --micro-batch or more --tp",
-        opts.tp, opts.pp, opts.ep, opts.micro_batch * opts.pp * dp, next(s.no_fit_by_tier) or TIER.xpu_memory)
-    end
-    if s.invalid > 0 then fail("TP %d, PP %d, EP %d is refused by the model (heads, layers or experts do not divide)",
-      opts.tp, opts.pp, opts.ep) end
+  -- placed as the serving search places it (fathom.search.infer_topology), compiled and
+  -- evaluated by the same core model; PP micro-batches in flight per replica, as there
+  local topo = search.infer_topology(system, opts.tp, opts.pp, opts.ep, moe)
+  if not topo then
     fail("TP %d, PP %d, EP %d does not tile %d GPUs in %d-GPU pods", opts.tp, opts.pp, opts.ep, gpus, pod)
   end
-  local time = ordered({ [row.latency:gsub("_s$", "_seconds")] = x.latency_s, tokens_per_second = x.tokens_per_s,
-    tokens_per_second_per_gpu = x.tokens_per_s_per_gpu }, { "tpot_seconds", "ttft_seconds", "tokens_per_second",
+  w.micro_batch_size = opts.micro_batch
+  w.global_batch_size = opts.micro_batch * opts.pp * dp
+  local ok, plan = pcall(row.compile, system.node, topo, model, w)
+  if not ok then
+    if errors.is_core(plan) then fail("%s", refusal(plan)) end
+    error(plan, 0)
+  end
+  local r = plan:evaluate()
+  local time = ordered({ [row.latency:gsub("_s$", "_seconds")] = r[row.latency], tokens_per_second = r.tokens_per_s,
+    tokens_per_second_per_gpu = r.tokens_per_s_per_gpu }, { "tpot_seconds", "ttft_seconds", "tokens_per_second",
     "tokens_per_second_per_gpu" })
-  local mem = ordered({ fits = true, peak_bytes = x.peak_bytes, headroom_bytes = x.headroom_bytes,
-    kv_cache_bytes = x.kv_cache_bytes, max_global_batch = x.max_global_batch },
-    { "fits", "peak_bytes", "headroom_bytes", "kv_cache_bytes", "max_global_batch" })
-  w.global_batch_size = x.batch
+  local mem = memory_of(r.memory)
+  mem.kv_cache_bytes, mem.max_global_batch = r.kv_cache_bytes_per_gpu, math.tointeger(r.max_global_batch) or
+    r.max_global_batch
+  local x = { tp = opts.tp, pp = opts.pp, dp = dp, ep = opts.ep, micro_batch = opts.micro_batch,
+    batch = w.global_batch_size }
   return ordered({ inputs = inputs_of(opts, gpus, pod, w, workload_file, row.name),
     strategy = ordered({ tp = x.tp, pp = x.pp, dp = x.dp, ep = moe and x.ep or nil, micro_batch = x.micro_batch,
       global_batch = x.batch }, { "tp", "pp", "dp", "ep", "micro_batch", "global_batch" }),
@@ -343,9 +345,11 @@ local function table_text(rec)
         x.fits and "yes" or "NO" }
     end
     out[#out + 1] = tablefmt.render({ "tier", "used", "capacity", "free", "fits" }, rows, { "l", "r", "r", "r", "l" })
-  else
-    out[#out + 1] = string.format("memory per GPU %s, KV cache %s, %s free\n", units.bytes(m.peak_bytes),
-      units.bytes(m.kv_cache_bytes), units.bytes(m.headroom_bytes))
+  end
+  if m.kv_cache_bytes then
+    out[#out + 1] = string.format("\nKV cache %s per GPU; %s\n", units.bytes(m.kv_cache_bytes),
+      (m.max_global_batch or 0) > 0 and ("the largest batch that fits: " .. m.max_global_batch)
+        or "no batch of this micro-batch fits")
   end
   out[#out + 1] = m.fits and string.format("\nfits: yes, %s free per GPU (reserve included)\n",
     units.bytes(m.headroom_bytes))
