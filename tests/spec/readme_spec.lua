@@ -107,6 +107,21 @@ describe("README.md Lua API fields", function()
     physical = "configs/topology_zoo/physical/dgx_h100_1node.yaml", logical = "configs/topology_zoo/logical/tp8.yaml",
     model = "configs/models/llama3.1_70b.yaml" }
 
+  it("every public name of fathom and fathom.search", function()
+    local missing = {}
+    for _, mod in ipairs({ { fathom, "fathom" }, { fathom.search, "fathom.search" } }) do
+      for k in pairs(mod[1]) do
+        local named = false
+        for _, after in ipairs({ "(", "{", "`" }) do named = named or api:find("." .. k .. after, 1, true) ~= nil end
+        if not api:find("`" .. k, 1, true) and not named then
+          missing[#missing + 1] = mod[2] .. "." .. k
+        end
+      end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
+
   it("training evaluate(), its comm items, per-micro-batch parts and memory", function()
     local sc = fathom.scenario({ hardware = base.hardware, physical = base.physical, logical = base.logical,
       model = "configs/models/llama3.1_8b.yaml", workload = "configs/train_specs/search_default.yaml" })
