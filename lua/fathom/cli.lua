@@ -26,7 +26,7 @@ local commands = {
   { name = "compare", module = "fathom.cmd.compare",
     summary = "two results side by side: every field, B - A and the relative change" },
   { name = "completion", module = "fathom.cmd.completion",
-    summary = "shell completion (bash or zsh) and the man page, generated from the commands' options" },
+    summary = "a completion script (bash or zsh), generated from the commands' options" },
   { name = "man", module = "fathom.cmd.man", summary = "the man page, fathom(1) in roff: fathom man | man -l -" },
   { name = "show", module = "fathom.cmd.show",
     summary = "load a YAML/JSON input file and print it as YAML or JSON" },
@@ -79,7 +79,7 @@ local function help_text()
     "commands:",
   }
   for _, c in ipairs(commands) do
-    lines[#lines + 1] = string.format("  %-10s %s", c.name, c.summary)
+    lines[#lines + 1] = string.format("  %-11s %s", c.name, c.summary)
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "global options: --help, --version, --debug (tracebacks for internal errors)"
