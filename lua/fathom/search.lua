@@ -309,8 +309,10 @@ function M.explain(a, b, system)
       b.vs > 1 and ("x" .. b.vs) or "")
   end
   if a.tp ~= b.tp then
+    -- exposed TP as the table's exp.TP column counts it: attention's and the experts' TP
     out[#out + 1] = string.format("TP=%d (exposed TP %s) vs TP=%d (%s); both stay inside the %d-GPU %s pod", a.tp,
-      units.time(a.exposed_s.tp), b.tp, units.time(b.exposed_s.tp), system.pod_size, system.up_name)
+      units.time(a.exposed_s.tp + a.exposed_s.tp_moe), b.tp, units.time(b.exposed_s.tp + b.exposed_s.tp_moe),
+      system.pod_size, system.up_name)
   end
   if a.ep ~= b.ep then
     out[#out + 1] = string.format("EP=%d (%d in the pod) exposes %s of all-to-all vs %s for EP=%d", a.ep, a.ep_su,

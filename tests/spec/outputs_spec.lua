@@ -178,6 +178,24 @@ describe("outputs", function()
       assert.are.equal(4, h.count_lines(v)) -- header + 3 hits
     end)
 
+    it("a single strategy is recommended without a runner-up it does not have", function()
+      local r = run(SEARCH, "--fix", "tp=8,pp=1,mb=1,recompute=none,dp=ZERO1,sp=true")
+      assert.are.equal(0, r.code, r.stderr)
+      assert.matches("\nrecommendation: #1:\n  %- the only strategy that fits\n$", r.stdout)
+    end)
+
+    it("the explanation's exposed TP is the table's exp.TP (attention's and the experts' TP)", function()
+      local search = require("fathom.search")
+      local function hit(tp, t, tm)
+        return { tp = tp, pp = 1, vs = 1, schedule = "1F1B", bubble_fraction = 0, ep = 8, ep_su = 8, cp = 1, mb = 1,
+          dp_variant = "ZERO1", recompute = "none", sp = true, batch = 8, step_time_s = 1, peak_bytes = 1,
+          exposed_s = { tp = t, tp_moe = tm, ep = 0, dp = 0, dp_moe = 0 } }
+      end
+      local why = search.explain(hit(8, 0.1, 0.2), hit(4, 0.05, 0.5), { pod_size = 8, up_name = "nvlink" })
+      -- 0.1 + 0.2 = 300 ms against 0.05 + 0.5 = 550 ms, as the exp.TP column shows them
+      assert.are.equal("TP=8 (exposed TP 300 ms) vs TP=4 (550 ms); both stay inside the 8-GPU nvlink pod", why[1])
+    end)
+
     it("a decode search's hits carry TPOT and no TTFT (not modelled there)", function()
       local r = h.run("search", "--model", "llama3.1_8b", "--hardware", "H100_SXM", "--gpus", "8", "--pass-mode",
         "inference_decode", "--top", "2", "--format", "json")

@@ -121,7 +121,8 @@ local function table_text(res, system, top, rounded)
     local runner = search.runner_up(res.hits)
     local rank = 2
     for i, h in ipairs(res.hits) do if h == runner then rank = i end end
-    out[#out] = string.format("\nrecommendation: #1; against #%d:\n", rank)
+    out[#out] = runner and string.format("\nrecommendation: #1; against #%d:\n", rank)
+      or "\nrecommendation: #1:\n" -- nothing to compare it with
     for _, reason in ipairs(search.explain(res.hits[1], runner, system)) do
       out[#out + 1] = "  - " .. reason .. "\n"
     end
