@@ -113,6 +113,11 @@ function M.each(a, fn, prep)
   local base_lib
   local valid, first_err = 0, nil
   local procs = count > 1 and parallel.processes(a.jobs, count, M.MIN_POINTS_PER_PROCESS) or 1
+  -- a progress line on a terminal for long sweeps, cleared however the loop ends
+  local quiet -- nil: a terminal decides; one point needs no line
+  if count <= 1 then quiet = false end
+  local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points",
+    enabled = quiet })
   local function eval(pt, keep_raw)
     local lib
     if pt.docs.hardware_lib == docs.hardware_lib then
@@ -154,6 +159,7 @@ function M.each(a, fn, prep)
       valid = valid + 1
     end
     fn(m[1], i, count)
+    bar:update(i)
   end
   if count == 1 then
     local _, pt = it()

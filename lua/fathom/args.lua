@@ -119,6 +119,43 @@ function M.parse(argv, spec, command)
   return opts, pos
 end
 
+-- The output formats, one list: every command takes --format from it (svg only where
+-- the command draws a plot). table: the readable view; yaml: readable units unless
+-- --raw-output; json, csv: raw SI numbers, units in the key names.
+M.FORMATS = { "table", "yaml", "json", "csv", "svg" }
+
+-- output_options{svg = bool, default = "table" (false: none), raw = bool, help = text} -> the rows of
+-- --format, --output-file and --raw-output, the one definition every command appends to
+-- its option table (fathom.output.emit reads them).
+function M.output_options(o)
+  o = o or {}
+  local choices = {}
+  for _, f in ipairs(M.FORMATS) do
+    if f ~= "svg" or o.svg then choices[#choices + 1] = f end
+  end
+  local rows = {
+    { name = "format", arg = "FMT", choices = choices, default = o.default == nil and "table" or o.default or nil,
+      help = o.help or "table: readable; yaml: readable units unless --raw-output; json, csv: raw SI numbers"
+        .. (o.svg and "; svg: a plot" or "") },
+    { name = "output-file", arg = "FILE", help = "write there (whole or not at all) instead of stdout" },
+  }
+  if o.raw ~= false then
+    rows[#rows + 1] = { name = "raw-output", flag = true, help = "yaml: plain SI numbers instead of readable units" }
+  end
+  return rows
+end
+
+-- with_output(spec, o) -> spec with output_options(o) appended before its --help row.
+function M.with_output(spec, o)
+  local out, help = {}, nil
+  for _, row in ipairs(spec) do
+    if row.name == "help" then help = row else out[#out + 1] = row end
+  end
+  for _, row in ipairs(M.output_options(o)) do out[#out + 1] = row end
+  out[#out + 1] = help or { name = "help", flag = true, help = "this help" }
+  return out
+end
+
 -- usage(spec) -> option help text, one option per line.
 function M.usage(spec)
   local lines = {}

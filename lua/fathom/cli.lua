@@ -15,6 +15,8 @@ local commands = {
     summary = "list the canned paper scenarios, or run one: fathom scenario run hoti25" },
   { name = "search", module = "fathom.cmd.search",
     summary = "the fastest parallelism strategies that fit, ranked and explained" },
+  { name = "estimate", module = "fathom.cmd.estimate",
+    summary = "one configuration from flags: step time and where it goes, memory per tier, fit" },
   { name = "route", module = "fathom.cmd.route",
     summary = "MoE routing from a distribution, and its all-to-all: closed form, packet simulation" },
   { name = "analyze", module = "fathom.cmd.analyze",
@@ -25,6 +27,11 @@ local commands = {
     summary = "request-level serving simulation: latency percentiles, throughput, goodput, capacity" },
   { name = "validate", module = "fathom.cmd.validate",
     summary = "predicted vs measured over the published cases (per-source error summary)" },
+  { name = "compare", module = "fathom.cmd.compare",
+    summary = "two results side by side: every field, B - A and the relative change" },
+  { name = "completion", module = "fathom.cmd.completion",
+    summary = "a completion script (bash or zsh), generated from the commands' options" },
+  { name = "man", module = "fathom.cmd.man", summary = "the man page, fathom(1) in roff: fathom man | man -l -" },
   { name = "show", module = "fathom.cmd.show",
     summary = "load a YAML/JSON input file and print it as YAML or JSON" },
 }
@@ -42,6 +49,14 @@ end
 local function command_names()
   local out = {}
   for _, c in ipairs(commands) do out[#out + 1] = c.name end
+  return out
+end
+
+-- commands() -> the public commands, in help order: {name, module, summary} (completion
+-- scripts and the man page are generated from this list and each module's option table).
+function M.commands()
+  local out = {}
+  for i, c in ipairs(commands) do out[i] = c end
   return out
 end
 
@@ -66,7 +81,7 @@ local function help_text()
     "commands:",
   }
   for _, c in ipairs(commands) do
-    lines[#lines + 1] = string.format("  %-10s %s", c.name, c.summary)
+    lines[#lines + 1] = string.format("  %-11s %s", c.name, c.summary)
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "global options: --help, --version, --debug (tracebacks for internal errors)"

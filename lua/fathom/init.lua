@@ -27,8 +27,9 @@ M.errors = errors
 -- fathom.parallel.map(points, fn [, {jobs}]): per-point work over local processes or MPI ranks.
 M.parallel = require("fathom.parallel")
 
--- load(path) -> table: any YAML or JSON input file, positions kept for errors.
-M.load = config.load_file
+-- load(path) -> table: any YAML or JSON input file, positions kept for errors; a relative
+-- path is tried here, then under fathom's configs/ (as every command and scenario{} do).
+function M.load(path) return config.load_file(type(path) == "string" and analysis.resolve(path) or path) end
 
 -- load_hardware(path|table) -> checked hardware library.
 function M.load_hardware(src) return spec.hardware_library(type(src) == "string" and analysis.resolve(src) or src) end
@@ -77,6 +78,30 @@ end
 -- serve{model=, hardware=, tp=, rate_per_s=, input=, output=, ...} -> serving metrics
 -- (fathom.serve: a request-level simulation; see README "Serving").
 function M.serve(args) return require("fathom.serve").run(args) end
+
+-- search: the strategy search (fathom.search): search.prepare{model=, node=, gpus=, pod_size=,
+-- workload=, global_batch=, seq=, fix=, objective=, top=, batch_rounding=, memory_reserve_bytes=}
+-- -> def, model, system; search.run(def [, workers]) -> {hits, stats}; search.explain(a, b, system);
+-- search.run_inference{...} for prefill/decode. README "Lua API" lists the fields of hits.
+M.search = require("fathom.search")
+
+-- estimate{model=, hardware=, gpus=, tp=, pp=, ...} -> the record `fathom estimate --format
+-- json` prints (inputs, strategy, time, memory; raw SI numbers). Keys are the command's flags
+-- with '_' for '-' (micro_batch, pod_size, pass_mode), checked as the flags are (one parser).
+function M.estimate(t)
+  local args = require("fathom.args")
+  local cmd = require("fathom.cmd.estimate")
+  local keys, argv = {}, {}
+  for k in pairs(t) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    argv[#argv + 1] = "--" .. k:gsub("_", "-")
+    argv[#argv + 1] = tostring(t[k])
+  end
+  local rec = cmd.estimate((args.parse(argv, cmd.spec, "estimate")))
+  rec.model_name, rec.node = nil, nil
+  return rec
+end
 
 -- humanize(record) -> the record with readable times, bytes and FLOPs.
 M.humanize = report.humanize

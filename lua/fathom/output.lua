@@ -145,4 +145,36 @@ function M.write(value, format, path)
   end
 end
 
+-- emit(opts, views): write one result in the format `opts.format` (table when nil) to
+-- `opts.output_file`, whole, or to stdout. `views` gives the result per format:
+--   table = function() -> text; data = function() -> value (raw SI numbers: json; yaml
+--   readable through fathom.report.humanize unless opts.raw_output); csv = function() ->
+--   rows (default: data()); svg = function() -> SVG text; yaml = function() -> text (a
+--   command's own YAML, instead of data()'s).
+-- A format the command has no view for is an input error naming the command.
+function M.emit(opts, views, command)
+  local format = opts.format or "table"
+  local text
+  if format == "table" and views.table then
+    text = views.table()
+  elseif format == "svg" and views.svg then
+    text = views.svg()
+  elseif format == "csv" and (views.csv or views.data) then
+    text = M.render((views.csv or views.data)(), "csv")
+  elseif format == "yaml" and views.yaml then
+    text = views.yaml()
+  elseif (format == "json" or format == "yaml") and views.data then
+    local v = views.data()
+    if format == "yaml" and not opts.raw_output then v = require("fathom.report").humanize(v) end
+    text = M.render(v, format)
+  else
+    errors.raise("%s: no %s output (see 'fathom %s --help')", command or "fathom", format, command or "")
+  end
+  if opts.output_file then
+    M.write_file(opts.output_file, text)
+  else
+    io.stdout:write(text)
+  end
+end
+
 return M

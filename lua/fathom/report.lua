@@ -67,6 +67,25 @@ function M.headroom_bytes(fp)
   return t and (t.capacity_bytes - t.bytes) or nil
 end
 
+-- step_breakdown(r) -> where a training step's time goes (a core result's compute,
+-- exposed memory, recomputation, bubble, optimizer, offload and each kind of exposed
+-- communication, in seconds): the record's time.step_breakdown, estimate's table.
+function M.step_breakdown(r)
+  local breakdown = ordered({
+    compute_seconds = r.compute_s,
+    memory_exposed_seconds = r.memory_exposed_s,
+    recompute_seconds = r.recompute_s,
+    bubble_seconds = r.bubble_s,
+    optimizer_seconds = r.optimizer_s,
+    exposed_offload_seconds = r.offload_exposed_s,
+  }, { "compute_seconds", "memory_exposed_seconds", "recompute_seconds", "bubble_seconds",
+    "optimizer_seconds", "exposed_offload_seconds" })
+  for _, k in ipairs(comm_order) do
+    breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
+  end
+  return breakdown
+end
+
 -- prefill_times(time, r): a prefill record's own times (the pass mode's `times`).
 function M.prefill_times(time, r)
   time.time_to_first_token_seconds = r.ttft_s
@@ -197,18 +216,7 @@ function M.training_record(sc, r)
     expert_imbalance = w.expert_imbalance,
     routing = sc.routing_result,
   }, { "num_regular_experts", "experts_per_xpu", "ep_size", "complete_expert_sets" })
-  local breakdown = ordered({
-    compute_seconds = r.compute_s,
-    memory_exposed_seconds = r.memory_exposed_s,
-    recompute_seconds = r.recompute_s,
-    bubble_seconds = r.bubble_s,
-    optimizer_seconds = r.optimizer_s,
-    exposed_offload_seconds = r.offload_exposed_s,
-  }, { "compute_seconds", "memory_exposed_seconds", "recompute_seconds", "bubble_seconds",
-    "optimizer_seconds", "exposed_offload_seconds" })
-  for _, k in ipairs(comm_order) do
-    breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
-  end
+  local breakdown = M.step_breakdown(r)
   -- Failures, checkpoints, energy and cost (fth_goodput) when the workload asks.
   local run
   if w.reliability or w.cost or (sc.lib.compute[sc.lib.nodes[sc.physical.node_name].device_compute].power_watts
@@ -224,11 +232,17 @@ function M.training_record(sc, r)
         and math.min(comp.power_limit_watts, comp.power_watts or math.huge) or comp.power_watts or 0,
       pue = cost.pue or 1, price_per_gpu_hour = cost.usd_per_gpu_hour or 0,
     }, d.gpus, r.total_time_s)
+    -- Only what was modelled: failures with a reliability section, energy with a power
+    -- figure, money with a price; never goodput 100%, cost 0 or an infinite MTBF as facts.
+    local failures = rel.gpu_mtbf_hours ~= nil
     run = ordered({
-      expected_time = g.expected_time_s, expected_time_seconds = g.expected_time_s, goodput = g.goodput,
-      expected_failures = g.failures, system_mtbf_seconds = g.system_mtbf_s,
-      checkpoint_interval_seconds = g.interval_s, checkpoint_write_seconds = g.checkpoint_write_s,
-      energy_kwh = g.energy_j / 3.6e6, cost_usd = g.cost,
+      expected_time = failures and g.expected_time_s or nil,
+      expected_time_seconds = failures and g.expected_time_s or nil, goodput = failures and g.goodput or nil,
+      expected_failures = failures and g.failures or nil, system_mtbf_seconds = failures and g.system_mtbf_s or nil,
+      checkpoint_interval_seconds = failures and g.interval_s or nil,
+      checkpoint_write_seconds = failures and g.checkpoint_write_s or nil,
+      energy_kwh = g.energy_j > 0 and g.energy_j / 3.6e6 or nil,
+      cost_usd = (cost.usd_per_gpu_hour or 0) > 0 and g.cost or nil,
     }, { "expected_time", "expected_time_seconds", "goodput", "expected_failures", "system_mtbf_seconds",
       "checkpoint_interval_seconds", "checkpoint_write_seconds", "energy_kwh", "cost_usd" })
   end
@@ -329,6 +343,8 @@ local keep_numeric = { total_time_seconds = true, float_size_bytes = true, expec
 local function humanize_value(key, v)
   if type(v) ~= "number" or keep_numeric[key] then return v end
   if key == "total_time" or key == "expected_time" or key:match("_seconds$") then return units.time(v) end
+  -- the core's and the search's own names: `step_time_s` is a time, `tokens_per_s` a rate
+  if key:match("_s$") and not key:match("_per_s$") then return units.time(v) end
   if key:match("bytes") then return units.bytes(v) end
   if key:match("flops$") then return units.flops(v) end
   if key:match("flops_per_second") then return units.flops_rate(v) end
@@ -336,13 +352,16 @@ local function humanize_value(key, v)
   return v
 end
 
--- humanize(rec) -> a copy with times, bytes and FLOPs as readable strings.
-function M.humanize(rec)
+-- humanize(rec) -> a copy with times, bytes and FLOPs as readable strings. A table under a
+-- time key (a search hit's `exposed_s`, per kind of communication) holds times.
+function M.humanize(rec, times)
   if type(rec) ~= "table" then return rec end
   local out = {}
   for k, v in pairs(rec) do
     if type(v) == "table" then
-      out[k] = M.humanize(v)
+      out[k] = M.humanize(v, type(k) == "string" and k:match("_s$") ~= nil and not k:match("_per_s$"))
+    elseif times and type(v) == "number" then
+      out[k] = units.time(v)
     else
       out[k] = type(k) == "string" and humanize_value(k, v) or v
     end

@@ -171,13 +171,6 @@ end
 
 local CHUNK_STRIDE = 2 ^ 40 -- enumeration indices of chunk c start at c x 2^40
 
--- stderr_is_terminal() -> whether a progress bar makes sense (asked once).
-local is_tty
-local function stderr_is_terminal()
-  if is_tty == nil then is_tty = os.execute("test -t 2") == true end
-  return is_tty
-end
-
 -- Below this many placements x settings a search runs in one process: a worker costs about a
 -- millisecond to fork and gather, and the core times ~10^6 strategies/s (README "Parallel").
 M.MIN_WORK_PER_PROCESS = 4000
@@ -198,12 +191,17 @@ end
 -- TP degree for its slots; the results merge by (objective, enumeration index). TP degrees go
 -- one at a time so the first process can draw a progress bar on a terminal.
 function M.run(def, jobs, progress)
-  if progress == nil then progress = stderr_is_terminal() end
   local parallel = require("fathom.parallel")
   local tps = def.space.tp
   local procs = parallel.processes(jobs or 1, M.work(def), M.MIN_WORK_PER_PROCESS)
   local parts = parallel.shares(procs, function(worker, workers)
     local mine = {}
+    -- the first process draws a line with rate and ETA (on a terminal, or when asked), cleared
+    -- when done
+    local enabled = progress
+    if not (worker == 0 and parallel.is_root()) then enabled = false end
+    local bar <close> = require("fathom.progress").new({ label = "searching", total = #tps, unit = "TP degrees",
+      enabled = enabled })
     for c, tp in ipairs(tps) do
       local d = {}
       for k, v in pairs(def) do d[k] = v end
@@ -217,13 +215,7 @@ function M.run(def, jobs, progress)
         part.stats.smallest_shortfall.index = part.stats.smallest_shortfall.index + (c - 1) * CHUNK_STRIDE
       end
       mine[#mine + 1] = part
-      if progress and worker == 0 and parallel.is_root() then
-        local width = 30
-        local done = math.floor(width * c / #tps)
-        io.stderr:write(string.format("\rsearching [%s%s] %d/%d TP degrees", string.rep("#", done),
-          string.rep(".", width - done), c, #tps))
-        if c == #tps then io.stderr:write("\n") end
-      end
+      bar:update(c)
     end
     return M.merge(mine, def.top or 100) -- the top of each process's slots holds its part of the top overall
   end)
@@ -340,8 +332,10 @@ function M.explain(a, b, system)
       b.vs > 1 and ("x" .. b.vs) or "")
   end
   if a.tp ~= b.tp then
+    -- exposed TP as the table's exp.TP column counts it: attention's and the experts' TP
     out[#out + 1] = string.format("TP=%d (exposed TP %s) vs TP=%d (%s); both stay inside the %d-GPU %s pod", a.tp,
-      units.time(a.exposed_s.tp), b.tp, units.time(b.exposed_s.tp), system.pod_size, system.up_name)
+      units.time(a.exposed_s.tp + a.exposed_s.tp_moe), b.tp, units.time(b.exposed_s.tp + b.exposed_s.tp_moe),
+      system.pod_size, system.up_name)
   end
   if a.ep ~= b.ep then
     out[#out + 1] = string.format("EP=%d (%d in the pod) exposes %s of all-to-all vs %s for EP=%d", a.ep, a.ep_su,
@@ -464,8 +458,8 @@ local function infer_topology(system, tp, pp, ep, moe)
   return { dimensions = dims, logical = logical }
 end
 
--- infer_topology(system, tp, pp, ep, moe) -> topology table of one inference deployment
--- (TP and PP inside the pod first, DP fills), or nil when the degrees do not tile it.
+-- infer_topology(system, tp, pp, ep, moe) -> the placement a serving strategy gets (nil when
+-- it does not tile): `fathom estimate` places one strategy exactly as the search does.
 M.infer_topology = infer_topology
 
 -- run_inference{model=, system=, workload=, pass=, objective=, latency_bound=, fix=, top=}

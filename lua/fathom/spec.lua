@@ -413,6 +413,8 @@ end
 -- model(src) -> normalised model table.
 function M.model(src)
   local doc = doc_of(src, "model spec")
+  local hf = require("fathom.hf")
+  if hf.is_hf(doc) then doc = hf.convert(doc) end -- a Hugging Face config.json
   local m = check.fields(doc, "", M.model_schema)
   local function need(cond, key, fmt, ...)
     if not cond then errors.at(doc, key, key, fmt, ...) end

@@ -13,6 +13,7 @@
 -- lists advance together.
 local check = require("fathom.check")
 local errors = require("fathom.errors")
+local util = require("fathom.format.util")
 
 local M = {}
 
@@ -234,10 +235,14 @@ function M.iterate(sweep_doc, docs)
         a = a - 1
       end
     end
-    local label = {}
+    local label, order = {}, {}
     for a, ax in ipairs(axes) do
-      for k, key in ipairs(ax.keys) do label[key] = ax.values[k][idx[a]] end
+      for k, key in ipairs(ax.keys) do
+        label[key] = ax.values[k][idx[a]]
+        order[#order + 1] = key
+      end
     end
+    util.ordered(label, order) -- sweep order, for labels and plots
     local copies = {}
     for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
     for _, key in ipairs(sorted_keys(label)) do

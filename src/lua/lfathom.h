@@ -43,6 +43,11 @@ void lbind_setfuncs(lua_State *L, const luaL_Reg *funcs);
 /// leaves the stack unchanged.
 void lbind_newclass(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods);
 
+/// Push a training result (fth_train.h) as the table plan:evaluate() returns
+/// (ltrain.c); core.search_eval returns the same shape.
+struct fth_train_result;
+void lfth_push_train_result(lua_State *L, const struct fth_train_result *r);
+
 #define FTH_OPENER(name) void lfth_open_##name(lua_State *L);
 #include "lua_openers.h"
 #undef FTH_OPENER

@@ -266,7 +266,7 @@ static int core_search(lua_State *L) {
   return 1;
 }
 
-/* (def, strategy) -> hit table */
+/* (def, strategy) -> hit table, result table (as plan:evaluate() gives it) */
 static int core_search_eval(lua_State *L) {
   fth_search_def *d = (fth_search_def *)lua_newuserdatauv(L, sizeof(fth_search_def), 0);
   read_def(L, 1, d);
@@ -295,7 +295,8 @@ static int core_search_eval(lua_State *L) {
   fth_error err;
   if (fth_search_eval_one(d, &s, &out, &r, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
   push_hit(L, &out);
-  return 1;
+  lfth_push_train_result(L, &r);
+  return 2;
 }
 
 /* () -> seconds on a monotonic clock: benchmarks time searches in-process

@@ -61,39 +61,37 @@ static void push_pass(lua_State *L, const double *flops, const double *cs, const
   }
 }
 
-/* (plan) -> result table */
-static int plan_evaluate(lua_State *L) {
-  const fth_train_plan *p = check_plan(L, 1);
-  fth_train_result r;
-  fth_train_evaluate(p, &r);
+/* Push a training result as a table (SI units, raw numbers): what plan:evaluate()
+ * and core.search_eval return, one shape for both. */
+void lfth_push_train_result(lua_State *L, const fth_train_result *r) {
   lua_createtable(L, 0, 40);
-  setnum(L, "step_time_s", r.step_time_s);
-  setnum(L, "fwd_s", r.fwd_s);
-  setnum(L, "bwd_s", r.bwd_s);
-  setnum(L, "compute_s", r.compute_s);
-  setnum(L, "memory_exposed_s", r.memory_exposed_s);
-  setnum(L, "recompute_s", r.recompute_s);
-  setnum(L, "bubble_s", r.bubble_s);
-  setnum(L, "optimizer_s", r.optimizer_s);
-  setnum(L, "exposed_comm_s", r.exposed_comm_s);
-  setnum(L, "offload_raw_s", r.offload_raw_s);
-  setnum(L, "offload_exposed_s", r.offload_exposed_s);
-  setnum(L, "busy_s", r.busy_s);
-  setnum(L, "microbatches", r.microbatches);
-  setnum(L, "bubble_fraction", r.bubble_fraction);
-  setnum(L, "tokens_per_step", r.tokens_per_step);
-  setnum(L, "steps", r.steps);
-  setnum(L, "total_time_s", r.total_time_s);
-  setnum(L, "tokens_per_s", r.tokens_per_s);
-  setnum(L, "model_flops_per_step", r.model_flops_per_step);
-  setnum(L, "hardware_flops_per_step", r.hardware_flops_per_step);
-  setnum(L, "mfu", r.mfu);
-  setnum(L, "hfu", r.hfu);
-  setnum(L, "achieved_flops_per_gpu", r.achieved_flops_per_gpu);
-  setnum(L, "params_per_gpu", r.params_per_gpu);
+  setnum(L, "step_time_s", r->step_time_s);
+  setnum(L, "fwd_s", r->fwd_s);
+  setnum(L, "bwd_s", r->bwd_s);
+  setnum(L, "compute_s", r->compute_s);
+  setnum(L, "memory_exposed_s", r->memory_exposed_s);
+  setnum(L, "recompute_s", r->recompute_s);
+  setnum(L, "bubble_s", r->bubble_s);
+  setnum(L, "optimizer_s", r->optimizer_s);
+  setnum(L, "exposed_comm_s", r->exposed_comm_s);
+  setnum(L, "offload_raw_s", r->offload_raw_s);
+  setnum(L, "offload_exposed_s", r->offload_exposed_s);
+  setnum(L, "busy_s", r->busy_s);
+  setnum(L, "microbatches", r->microbatches);
+  setnum(L, "bubble_fraction", r->bubble_fraction);
+  setnum(L, "tokens_per_step", r->tokens_per_step);
+  setnum(L, "steps", r->steps);
+  setnum(L, "total_time_s", r->total_time_s);
+  setnum(L, "tokens_per_s", r->tokens_per_s);
+  setnum(L, "model_flops_per_step", r->model_flops_per_step);
+  setnum(L, "hardware_flops_per_step", r->hardware_flops_per_step);
+  setnum(L, "mfu", r->mfu);
+  setnum(L, "hfu", r->hfu);
+  setnum(L, "achieved_flops_per_gpu", r->achieved_flops_per_gpu);
+  setnum(L, "params_per_gpu", r->params_per_gpu);
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
-    const fth_comm_item *c = &r.comm[k];
+    const fth_comm_item *c = &r->comm[k];
     lua_createtable(L, 0, 12);
     lua_pushstring(L, fth_coll_op_name(c->op));
     lua_setfield(L, -2, "op");
@@ -112,23 +110,31 @@ static int plan_evaluate(lua_State *L) {
   }
   lua_setfield(L, -2, "comm");
   lua_createtable(L, 0, 4);
-  push_pass(L, r.fwd_flops, r.fwd_compute_s, r.fwd_bytes, r.fwd_memory_s);
+  push_pass(L, r->fwd_flops, r->fwd_compute_s, r->fwd_bytes, r->fwd_memory_s);
   lua_setfield(L, -2, "forward");
-  push_pass(L, r.bwd_flops, r.bwd_compute_s, r.bwd_bytes, r.bwd_memory_s);
+  push_pass(L, r->bwd_flops, r->bwd_compute_s, r->bwd_bytes, r->bwd_memory_s);
   lua_setfield(L, -2, "backward");
-  setnum(L, "forward_kernel_s", r.fwd_kernel_s);
-  setnum(L, "backward_kernel_s", r.bwd_kernel_s);
+  setnum(L, "forward_kernel_s", r->fwd_kernel_s);
+  setnum(L, "backward_kernel_s", r->bwd_kernel_s);
   /* kernel time by kind of kernel (gemm, attention, other): a profiler's split */
   for (int pass = 0; pass < 2; pass++) {
-    const double *cls = pass ? r.bwd_class_s : r.fwd_class_s;
+    const double *cls = pass ? r->bwd_class_s : r->fwd_class_s;
     lua_createtable(L, 0, FTH_KERNEL_CLASS_COUNT);
     for (int i = 0; i < FTH_KERNEL_CLASS_COUNT; i++)
       setnum(L, fth_kernel_class_name((fth_kernel_class)i), cls[i]);
     lua_setfield(L, -2, pass ? "backward_classes" : "forward_classes");
   }
   lua_setfield(L, -2, "per_microbatch");
-  lcheck_push_footprint(L, &r.mem);
+  lcheck_push_footprint(L, &r->mem);
   lua_setfield(L, -2, "memory");
+}
+
+/* (plan) -> result table */
+static int plan_evaluate(lua_State *L) {
+  const fth_train_plan *p = check_plan(L, 1);
+  fth_train_result r;
+  fth_train_evaluate(p, &r);
+  lfth_push_train_result(L, &r);
   return 1;
 }
 

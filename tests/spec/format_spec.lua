@@ -97,8 +97,13 @@ describe("fathom.format.svg", function()
     assert.matches("</svg>\n$", text)
     assert.matches("invalid", text)
     assert.matches("tp=1", text)
-    -- the tallest bar fills the plot: 270 px of compute (1.5 / 2.0 x 270 = 202.5) and bubble (67.5)
-    assert.matches('height="202%.50" fill="#4e79a7"', text)
-    assert.matches('height="67%.50" fill="#bab0ac"', text)
+    -- the axis runs to a nice 2.0 (ticks 0, 0.5, ..., 2), so the tallest bar fills the 290 px
+    -- plot (520 - 50 top - 180 bottom): compute 1.5 / 2.0 x 290 = 217.5, bubble 72.5; the two
+    -- parts drawn take the palette's first two colours (Okabe-Ito blue and orange)
+    assert.matches('height="217%.50" fill="#0072B2"', text)
+    assert.matches('height="72%.50" fill="#E69F00"', text)
+    assert.matches('class="legend">compute<', text)
+    assert.matches('class="legend">bubble<', text)
+    assert.is_nil(text:find('class="legend">TP<', 1, true)) -- not drawn, not in the legend
   end)
 end)

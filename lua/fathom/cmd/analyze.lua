@@ -35,11 +35,6 @@ local spec = {}
 for _, o in ipairs(M.input_spec) do spec[#spec + 1] = o end
 table.insert(spec, 6, { name = "sweep-config", arg = "FILE", help = "sweep config YAML (omit for one point)" })
 for _, o in ipairs({
-  { name = "output-file", arg = "FILE", help = "write every record here (whole or not at all)" },
-  { name = "raw-output", flag = true, help = "plain numbers (seconds, bytes, FLOPs) instead of readable units" },
-  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv", "svg" },
-    help = "table (the summary), yaml, json, csv or svg (the sweep's step times as stacked bars); "
-      .. "to --output-file [default: yaml] or, without it, to stdout [default: table]" },
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0; "
       .. "replaces the workload's memory_reserve_bytes [default: 1GiB]" },
@@ -48,17 +43,28 @@ for _, o in ipairs({
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }) do spec[#spec + 1] = o end
+spec = args.with_output(spec, { svg = true, default = false,
+  help = "table (the summary), yaml (readable units unless --raw-output), json, csv (raw SI numbers) or svg "
+    .. "(the sweep's step times as stacked bars); to --output-file [default: yaml] or, without it, to stdout "
+    .. "[default: table]" })
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
   "                      [--pass-mode " .. table.concat(passes.names, "|") .. "] \\\n" ..
-  "                      [--output-file F] [--raw-output] [--format yaml|json|csv|svg] \\\n" ..
+  "                      [--output-file F] [--raw-output] [--format table|yaml|json|csv|svg] \\\n" ..
   "                      [--memory-reserve SIZE] [--trace-file F] [--jobs N]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
   "sweep. Without --output-file, prints a summary table; with it, writes one\n" ..
   "record per point (configuration, model_configuration, expert_placement, time,\n" ..
   "compute/memory traffic/communication per batch per XPU, ratios, memory_footprint).\n" ..
   "Relative paths are tried in the current directory, then in fathom's configs/.\n\n" ..
+  "examples:\n" ..
+  "  fathom analyze --hardware-lib hardware/hardware_library.yaml \\\n" ..
+  "      --physical-topology topology_zoo/physical/dgx_a100_1024.yaml \\\n" ..
+  "      --logical-topology topology_zoo/logical/tp8_pp8.yaml --model-spec models/gpt3_175b.yaml \\\n" ..
+  "      --workload-spec train_specs/gpt3_175b.yaml --sweep-config sweep_configs/tp_sweep.yaml\n" ..
+  "  (the same) --format csv --output-file sweep.csv\n\n" ..
   args.usage(spec) .. "\n"
 
 local function point_label(r)
@@ -106,7 +112,9 @@ function M.main(argv)
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end
   if opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
-    local n, first = analysis.stream(a, opts.output_file, opts.format, not opts.raw_output and report.humanize or nil)
+    -- readable units in YAML only: JSON and CSV carry raw SI numbers (units in the key names)
+    local n, first = analysis.stream(a, opts.output_file, opts.format,
+      (opts.format == "yaml" and not opts.raw_output) and report.humanize or nil)
     records, streamed = { first }, n
   else
     records = analysis.run(a)
@@ -129,7 +137,7 @@ function M.main(argv)
       #records == 1 and "" or "s", opts.output_file))
   elseif opts.output_file or (opts.format and opts.format ~= "table") then
     local out = records
-    if not opts.raw_output and opts.format ~= "svg" then
+    if opts.format == "yaml" and not opts.raw_output then
       out = {}
       for i, r in ipairs(records) do out[i] = report.humanize(r) end
     end

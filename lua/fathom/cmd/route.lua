@@ -66,13 +66,15 @@ local spec = {
     help = dflt("the seed closed form's round: a link moves link-bw x S a round (s)", MD.seed_window) },
   { name = "trace", arg = "FILE", help = "write the per-round trace here" },
   { name = "trace-format", arg = "FMT", choices = { "csv", "jsonl" }, default = "csv", help = "trace format" },
-  { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
   { name = "help", flag = true, help = "this help" },
 }
+spec = args.with_output(spec)
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom route [--config FILE] [--experts E --top-k K --tokens N --gpus G]\n" ..
   "                    [--distribution uniform|hot|zipf|histogram ...] [mesh options]\n" ..
-  "                    [--trace FILE [--trace-format csv|jsonl]] [--format table|yaml|json]\n\n" ..
+  "                    [--trace FILE [--trace-format csv|jsonl]] [--format table|yaml|json|csv]\n" ..
+  "                    [--output-file F] [--raw-output]\n\n" ..
   "Routes tokens to experts from a seeded distribution, places experts on GPUs, and\n" ..
   "times the resulting all-to-all four ways: fathom's closed form (the busiest port or\n" ..
   "link in whole rounds), the seed's closed form (moe_comms, as written), a round-based\n" ..
@@ -80,6 +82,9 @@ M.usage = "usage: fathom route [--config FILE] [--experts E --top-k K --tokens N
   "round robin; links per pair, packet size, per-round delays, NIC caps, clusters), and\n" ..
   "the alpha-beta direct all-to-all. The defaults are an H100-class fabric: a 450 GB/s\n" ..
   "NVLink port per GPU in clusters of 8, a 400 Gb/s NIC per GPU between them.\n\n" ..
+  "examples:\n" ..
+  "  fathom route --experts 256 --top-k 8 --gpus 64 --distribution hot --hot-ratio 0.25 --hot-weight 0.8\n" ..
+  "  fathom route --experts 64 --top-k 2 --gpus 8 --format json --output-file route.json\n\n" ..
   args.usage(spec) .. "\n"
 
 local router_flags = { tokens = "tokens", experts = "experts", top_k = "top_k", gpus = "gpus",
@@ -140,11 +145,8 @@ function M.main(argv)
   local router, mesh = route.config(doc, "")
   local res = route.run(router, mesh, opts.trace and { path = opts.trace, format = opts.trace_format })
   res.matrix = nil
-  if opts.format == "table" then
-    io.stdout:write(text(res, router, mesh))
-  else
-    output.write(res, opts.format)
-  end
+  output.emit(opts, { table = function() return text(res, router, mesh) end, data = function() return res end },
+    "route")
   return 0
 end
 

@@ -9,6 +9,10 @@ usage: fathom run SCRIPT.lua [ARGS...]
 Runs a Lua scenario script with fathom's library on the path
 (require "fathom" for the API). Inside the script, arg[0] is SCRIPT
 and arg[1..] its arguments, as with the lua interpreter.
+
+examples:
+  fathom run scenarios/gpt3_tp.lua
+  fathom scenarios/kv_offload.lua
 ]]
 
 function M.main(argv)

@@ -1,18 +1,31 @@
 -- fathom scenario list | run NAME [ARGS]: the canned scenarios shipped in scenarios/.
 -- A scenario is scenarios/NAME.lua or scenarios/NAME/compare.lua; its first comment
 -- line is its description.
+local args = require("fathom.args")
 local errors = require("fathom.errors")
+local output = require("fathom.output")
+local util = require("fathom.format.util")
 
 local M = {}
 
+local list_spec = args.with_output({}, { raw = false })
+M.spec = list_spec -- the options of `scenario list` (completion and the man page read it)
+
 M.usage = [[
-usage: fathom scenario list
+usage: fathom scenario list [--format table|yaml|json|csv] [--output-file F]
        fathom scenario run NAME [ARGS...]
 
 Canned scenarios reproduce published studies; run one, then copy and change its
 configs. Scenarios run with the current directory set to fathom's configs/ on the
 search path, so their relative config paths resolve wherever fathom is installed.
-]]
+A scenario's own flags (hoti25: --format json) follow its name.
+
+examples:
+  fathom scenario list --format json
+  fathom scenario run hoti25
+
+options of list:
+]] .. args.usage(list_spec) .. "\n"
 
 local function data_dir()
   local paths = package.loaded["fathom.paths"]
@@ -71,7 +84,17 @@ function M.main(argv)
   end
   if sub == nil then errors.raise("scenario: missing subcommand (list or run NAME; see 'fathom scenario --help')") end
   if sub == "list" then
-    for _, s in ipairs(M.list()) do io.stdout:write(string.format("%-12s %s\n", s.name, s.description)) end
+    local opts, extra = args.parse({ table.unpack(argv, 2) }, list_spec, "scenario list")
+    if #extra > 0 then errors.raise("scenario list: unexpected argument '%s'", extra[1]) end
+    local list = M.list()
+    output.emit(opts, {
+      table = function()
+        local out = {}
+        for _, s in ipairs(list) do out[#out + 1] = string.format("%-12s %s\n", s.name, s.description) end
+        return table.concat(out)
+      end,
+      data = function() return util.array(list) end,
+    }, "scenario list")
     return 0
   end
   if sub == "run" then

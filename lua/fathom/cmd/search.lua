@@ -1,9 +1,11 @@
 -- fathom search: the best parallelism strategies for a model on a system.
 local args = require("fathom.args")
+local core = require("fathom.core")
 local errors = require("fathom.errors")
 local names = require("fathom.names")
 local output = require("fathom.output")
 local passes = require("fathom.passes")
+local precision = require("fathom.precision")
 local search = require("fathom.search")
 local tablefmt = require("fathom.format.table")
 local units = require("fathom.units")
@@ -41,16 +43,19 @@ local spec = {
   { name = "workers", arg = "N", integer = { 1, args.max_workers() }, help = "the same as --jobs" },
   { name = "no-prune", flag = true,
     help = "time every strategy (the bounds that skip strategies never change the best N; this checks it)" },
-  { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv" }, default = "table", help = "output" },
   { name = "help", flag = true, help = "this help" },
 }
+spec = args.with_output(spec, { svg = true, help = "table: ranked and explained; yaml (readable units unless "
+  .. "--raw-output), json, csv: the inputs searched and the hits, raw SI numbers; svg: the Pareto front of step "
+  .. "time (decode: tokens/s per GPU) against memory per GPU" })
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--batch-rounding exact|down] [--seq S] [--gen N]\n" ..
   "                     [--objective OBJ] [--top K] [--memory-reserve SIZE]\n" ..
-  "                     [--latency-bound S] [--fix tp=8,pp=4] [--no-prune] [--format table|yaml|json|csv]\n" ..
-  "                     [--jobs N]\n\n" ..
+  "                     [--latency-bound S] [--fix tp=8,pp=4] [--no-prune] [--format table|yaml|json|csv|svg]\n" ..
+  "                     [--output-file F] [--raw-output] [--jobs N]\n\n" ..
   "Enumerates TP (attention and experts), PP (every pipeline schedule: GPipe, 1F1B,\n" ..
   "interleaved with virtual stages, ZB-H1, DualPipe; stages split between pod and\n" ..
   "cluster), DP with ZeRO-1/2/3, EP split between scale-up and scale-out, CP, SP,\n" ..
@@ -70,6 +75,12 @@ M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--po
   "node's host memory; each strategy takes the fastest placement of them that fits (the\n" ..
   "offload column). --fix offload=off keeps them on the GPU, --fix offload=nvme (any\n" ..
   "memory tier of the node) offloads there.\n\n" ..
+  "The header states what was assumed: precision, workload file, objective, what MFU is\n" ..
+  "measured against, the memory reserve.\n\n" ..
+  "examples:\n" ..
+  "  fathom search --model llama3.1_70b --hardware H100_SXM --gpus 64 --global-batch 512\n" ..
+  "  fathom search --model gpt3_175b --hardware A100_80GB_SXM --gpus 1024 --fix tp=8,pp=8 --format json\n" ..
+  "  fathom search --model llama3.1_70b --hardware H100_SXM --gpus 64 --format svg --output-file pareto.svg\n\n" ..
   args.usage(spec) .. "\n"
 
 local function parse_fix(list)
@@ -128,12 +139,81 @@ local function table_text(res, system, top, rounded)
     local runner = search.runner_up(res.hits)
     local rank = 2
     for i, h in ipairs(res.hits) do if h == runner then rank = i end end
-    out[#out] = string.format("\nrecommendation: #1; against #%d:\n", rank)
+    out[#out] = runner and string.format("\nrecommendation: #1; against #%d:\n", rank)
+      or "\nrecommendation: #1:\n" -- nothing to compare it with
     for _, reason in ipairs(search.explain(res.hits[1], runner, system)) do
       out[#out + 1] = "  - " .. reason .. "\n"
     end
   end
   return table.concat(out)
+end
+
+-- inputs_of(def, opts, gpus, pod, res, row) -> what the search assumed and searched, recorded
+-- in every format: precision, workload, objective, batch, the --fix pins, the reserve and
+-- what MFU is measured against (the dense peak at the GEMM precision: the best hit's
+-- achieved FLOP/s over its MFU, so it is the core's own basis).
+local function inputs_of(def, opts, gpus, pod, res, row)
+  local w = def.workload
+  local basis
+  if res.hits[1] then
+    local _, r = core.search_eval(def, res.hits[1])
+    -- 12 digits: the quotient of two rounded doubles, not a finer fact about the GPU
+    basis = r.mfu > 0 and tonumber(string.format("%.12g", r.achieved_flops_per_gpu / r.mfu)) or nil
+  end
+  return util.ordered({
+    model = opts.model, hardware = opts.hardware, gpus = gpus, pod_size = pod, pass_mode = row.name,
+    workload = opts.workload or row.search_workload, precision = precision.describe(w),
+    global_batch = w.global_batch_size, seq_length = w.seq_length, batch_rounding = def.batch_rounding,
+    objective = def.objective, fix = #opts.fix > 0 and table.concat(opts.fix, ",") or nil,
+    memory_reserve_bytes = math.tointeger(w.memory_reserve_bytes) or w.memory_reserve_bytes,
+    memory_fragmentation_fraction = w.memory_fragmentation_fraction,
+    mfu_basis_flops_per_second_per_gpu = basis,
+  }, { "model", "hardware", "gpus", "pod_size", "pass_mode", "workload", "precision", "global_batch", "seq_length",
+    "batch_rounding", "objective", "fix", "memory_reserve_bytes", "memory_fragmentation_fraction",
+    "mfu_basis_flops_per_second_per_gpu" })
+end
+
+-- assumptions_line(inputs) -> the header's lines under the title: what the numbers below assume.
+local function assumptions_line(i)
+  return string.format("assumed: %s, workload %s, ranked by %s\n" ..
+    "MFU against %s per GPU (the dense peak at the GEMM precision); memory reserve %s + %s%% of activations per GPU\n",
+    i.precision, i.workload, i.objective == "headroom" and "free memory" or "step time",
+    i.mfu_basis_flops_per_second_per_gpu and units.flops_rate(i.mfu_basis_flops_per_second_per_gpu) or "-",
+    units.bytes(i.memory_reserve_bytes), string.format("%.3g", 100 * i.memory_fragmentation_fraction))
+end
+
+-- csv_rows(inputs, hits) -> one row per hit: its rank, the inputs searched, the hit.
+local function csv_rows(inputs, hits)
+  local rows = {}
+  for i, h in ipairs(hits) do
+    local row = { rank = i, inputs = inputs }
+    for k, v in pairs(h) do row[k] = v end
+    rows[i] = util.ordered(row, { "rank", "inputs" }) -- then the hit's fields, sorted
+  end
+  return rows
+end
+
+-- pareto_points(def, opts) -> every strategy among the fastest and the leanest that fit (up
+-- to PARETO_TOP of each), as {x = memory per GPU, y = step time, label}.
+local PARETO_TOP = 1024
+local function pareto_points(def, opts)
+  local seen, points = {}, {}
+  for _, objective in ipairs({ "step_time", "headroom" }) do
+    local d = {}
+    for k, v in pairs(def) do d[k] = v end
+    d.objective, d.top = objective, PARETO_TOP
+    for _, h in ipairs(search.run(d, math.tointeger(opts.jobs or opts.workers) or 1, false).hits) do
+      local key = string.format("%d/%d/%d/%d/%d/%d/%d/%d/%d/%s/%s/%s/%s", h.tp, h.pp, h.pp_in, h.cp, h.ep, h.ep_su,
+        h.tp_moe, h.vs, h.mb, h.schedule, h.recompute, h.dp_variant, tostring(h.sp))
+      if not seen[key] then
+        seen[key] = true
+        points[#points + 1] = { x = h.peak_bytes, y = h.step_time_s, label = string.format(
+          "TP%d PP%d%s DP%d%s mb%d %s %s %s", h.tp, h.pp, h.vs > 1 and ("x" .. h.vs) or "", h.dp,
+          h.ep > 1 and (" EP" .. h.ep) or "", h.mb, h.recompute, h.dp_variant, h.pp > 1 and h.schedule or "") }
+      end
+    end
+  end
+  return points
 end
 
 local function inference(opts, gpus, pod, row)
@@ -163,24 +243,59 @@ local function inference(opts, gpus, pod, row)
       opts.latency_bound and " within the latency bound" or "", res.stats.considered, res.stats.no_fit,
       res.stats.over_latency)
   end
-  if opts.format ~= "table" then
-    output.write({ hits = util.array(res.hits), stats = res.stats }, opts.format == "csv" and "json" or opts.format)
-    return 0
+  local inputs = util.ordered({ model = opts.model, hardware = opts.hardware, gpus = gpus, pod_size = pod,
+    pass_mode = row.name, workload = opts.workload or row.search_workload, seq_length = w[row.context_key],
+    generated_tokens = w.num_generated_tokens, objective = objective, latency_bound_seconds = opts.latency_bound,
+    fix = #opts.fix > 0 and table.concat(opts.fix, ",") or nil,
+    memory_reserve_bytes = math.tointeger(w.memory_reserve_bytes) or w.memory_reserve_bytes },
+    { "model", "hardware", "gpus", "pod_size", "pass_mode", "workload", "seq_length", "generated_tokens", "objective",
+      "latency_bound_seconds", "fix", "memory_reserve_bytes" })
+  local function table_view()
+    local rows = {}
+    for i, x in ipairs(res.hits) do
+      rows[i] = { i, x.tp, x.pp, x.dp, x.ep > 1 and x.ep or "-", x.batch, units.time(x.latency_s),
+        string.format("%.0f", x.tokens_per_s), string.format("%.0f", x.tokens_per_s_per_gpu), units.bytes(x.peak_bytes),
+        units.bytes(x.headroom_bytes), units.bytes(x.kv_cache_bytes) }
+    end
+    local s = res.stats
+    return string.format("%s %s on %d %s (%d-GPU pods), %s\n", model.name or opts.model, pass, gpus,
+      opts.hardware, pod, objective == "throughput" and "most tokens/s" or ("lowest " .. objective)) ..
+      string.format("assumed: workload %s, memory reserve %s per GPU\n\n", inputs.workload,
+        units.bytes(inputs.memory_reserve_bytes)) ..
+      tablefmt.render({ "#", "TP", "PP", "DP", "EP", "batch", row.latency_label,
+        "tokens/s", "tok/s/GPU", "mem/GPU", "free", "KV/GPU" }, rows) ..
+      string.format("\n%d strategies considered: %d evaluated, %d do not tile, %d refused, " ..
+        "%d do not fit, %d over the latency bound.\n", s.considered, s.evaluated, s.not_tiling, s.invalid, s.no_fit,
+        s.over_latency)
   end
-  local rows = {}
-  for i, x in ipairs(res.hits) do
-    rows[i] = { i, x.tp, x.pp, x.dp, x.ep > 1 and x.ep or "-", x.batch, units.time(x.latency_s),
-      string.format("%.0f", x.tokens_per_s), string.format("%.0f", x.tokens_per_s_per_gpu), units.bytes(x.peak_bytes),
-      units.bytes(x.headroom_bytes), units.bytes(x.kv_cache_bytes) }
+  for i, x in ipairs(res.hits) do -- each pass's own latency only: a decode's TTFT is not modelled here
+    local h = {}
+    for k, v in pairs(x) do h[k] = v end
+    if row.latency ~= "ttft_s" then h.ttft_s = nil end
+    if row.latency ~= "tpot_s" then h.tpot_s = nil end
+    res.hits[i] = h
   end
-  io.stdout:write(string.format("%s %s on %d %s (%d-GPU pods), %s\n\n", model.name or opts.model, pass, gpus,
-    opts.hardware, pod, objective == "throughput" and "most tokens/s" or ("lowest " .. objective)))
-  io.stdout:write(tablefmt.render({ "#", "TP", "PP", "DP", "EP", "batch", row.latency_label,
-    "tokens/s", "tok/s/GPU", "mem/GPU", "free", "KV/GPU" }, rows))
-  local s = res.stats
-  io.stdout:write(string.format("\n%d strategies considered: %d evaluated, %d do not tile, %d refused, " ..
-    "%d do not fit, %d over the latency bound.\n", s.considered, s.evaluated, s.not_tiling, s.invalid, s.no_fit,
-    s.over_latency))
+  output.emit(opts, {
+    table = table_view,
+    data = function()
+      return util.ordered({ inputs = inputs, hits = util.array(res.hits), stats = res.stats },
+        { "inputs", "hits", "stats" })
+    end,
+    csv = function() return csv_rows(inputs, res.hits) end,
+    svg = function()
+      local all = search.run_inference({ model = model, system = system, workload = w, pass = pass,
+        objective = objective, latency_bound = opts.latency_bound, fix = parse_fix(opts.fix), top = PARETO_TOP })
+      local points = {}
+      for i, x in ipairs(all.hits) do
+        points[i] = { x = x.peak_bytes, y = x.tokens_per_s_per_gpu, label = string.format("TP%d PP%d DP%d%s batch %d",
+          x.tp, x.pp, x.dp, x.ep > 1 and (" EP" .. x.ep) or "", x.batch) }
+      end
+      return require("fathom.format.pareto").encode({ points = points, x_scale = 2 ^ 30, maximize = true,
+        title = string.format("%s on %d %s, %s: tokens/s per GPU against memory per GPU", model.name or opts.model,
+          gpus, opts.hardware, row.name),
+        x_label = "memory per GPU (GiB)", y_label = "tokens/s per GPU" })
+    end,
+  }, "search")
   return 0
 end
 
@@ -259,21 +374,36 @@ function searches.training(opts, extra, row)
       def.batch_rounding == "exact" and ", or --batch-rounding down" or "")
   end
   local rounded = def.batch_rounding == "down"
-  if opts.format == "table" then
-    io.stdout:write(string.format("%s on %d %s (%d-GPU pods), batch %s%d x %d tokens%s\n\n", model.name or opts.model,
-      gpus, opts.hardware, pod, rounded and "up to " or "", def.workload.global_batch_size, def.workload.seq_length,
-      rounded and " (rounded down per strategy, ranked by time per sequence)" or ""))
-    io.stdout:write(table_text(res, system, math.tointeger(opts.top), rounded))
-  else
+  local inputs = inputs_of(def, opts, gpus, pod, res, row)
+  local function hits_of(list, top)
     local hits = {}
-    for i, h in ipairs(res.hits) do
-      if i > opts.top then break end
+    for i, h in ipairs(list) do
+      if i > top then break end
       hits[i] = h
     end
-    local v = { hits = util.array(hits), stats = res.stats,
-      recommendation = util.array(search.explain(res.hits[1], search.runner_up(res.hits), system)) }
-    output.write(opts.format == "csv" and hits or v, opts.format)
+    return hits
   end
+  output.emit(opts, {
+    table = function()
+      return string.format("%s on %d %s (%d-GPU pods), batch %s%d x %d tokens%s\n", model.name or opts.model,
+        gpus, opts.hardware, pod, rounded and "up to " or "", def.workload.global_batch_size, def.workload.seq_length,
+        rounded and " (rounded down per strategy, ranked by time per sequence)" or "") ..
+        assumptions_line(inputs) .. "\n" .. table_text(res, system, opts.top, rounded)
+    end,
+    data = function()
+      return util.ordered({ inputs = inputs, hits = util.array(hits_of(res.hits, opts.top)), stats = res.stats,
+        recommendation = util.array(search.explain(res.hits[1], search.runner_up(res.hits), system)) },
+        { "inputs", "hits", "stats", "recommendation" })
+    end,
+    csv = function() return csv_rows(inputs, hits_of(res.hits, opts.top)) end,
+    svg = function()
+      local points = pareto_points(def, opts)
+      return require("fathom.format.pareto").encode({ points = points, x_scale = 2 ^ 30,
+        title = string.format("%s on %d %s, training: step time against memory per GPU", model.name or opts.model,
+          gpus, opts.hardware),
+        x_label = "memory per GPU (GiB)", y_label = "step time (s)" })
+    end,
+  }, "search")
   return 0
 end
 

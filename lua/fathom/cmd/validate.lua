@@ -16,13 +16,14 @@ local spec = {
     help = "hardware library (datasheet figures and the calibrated efficiencies)" },
   { name = "no-loso", flag = true, help = "leave out the leave-one-source-out errors (refits per source)" },
   { name = "fit", flag = true, help = "refit the per-generation calibration and print it" },
-  { name = "format", arg = "FMT", choices = { "table", "yaml", "json" }, default = "table", help = "output" },
-  { name = "output-file", arg = "FILE", help = "write here instead of stdout" },
   { name = "help", flag = true, help = "this help" },
 }
+spec = args.with_output(spec, { help = "table: per case and per source; yaml, json: every "
+  .. "case with its comparisons and the summaries; csv: one row per comparison" })
+M.spec = spec -- the option table (completion and the man page read it)
 
-M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--format table|yaml|json]\n" ..
-  "                       [--output-file F]\n\n" ..
+M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--format table|yaml|json|csv]\n" ..
+  "                       [--output-file F] [--raw-output]\n\n" ..
   "Runs every complete case of the measurement files (validation/published_cases.yaml,\n" ..
   "validation/modern_cases.yaml and validation/korthikanti2022_cases.yaml unless --cases is\n" ..
   "given) that fathom can model and prints predicted vs measured per case, per source the\n" ..
@@ -30,6 +31,9 @@ M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--forma
   "not fit\", the leave-one-source-out errors, and every skipped case with its reason.\n" ..
   "Calibration is one setting per GPU generation (the hardware library's efficiencies) and\n" ..
   "kernel library (lua/fathom/calibration.lua factors); nothing is tuned per case.\n\n" ..
+  "examples:\n" ..
+  "  fathom validate\n" ..
+  "  fathom validate --cases validation/korthikanti2022_cases.yaml --no-loso --format csv\n\n" ..
   args.usage(spec) .. "\n"
 
 local function default_cases()
@@ -135,18 +139,29 @@ function M.main(argv)
   local files = (opts.cases and #opts.cases > 0) and opts.cases or default_cases()
   local res = validate.run(files, opts.hardware_lib and analysis.resolve(opts.hardware_lib),
     { loso = not opts.no_loso, fit = opts.fit })
-  if opts.format == "table" then
-    local t = text(res)
-    if opts.output_file then output.write_file(opts.output_file, t) else io.stdout:write(t) end
-  else
-    util.array(res.cases)
-    util.array(res.skipped)
-    for _, c in ipairs(res.cases) do
-      util.array(c.comparisons)
-      if c.notes then util.array(c.notes) end
-    end
-    output.write(res, opts.format, opts.output_file)
+  util.array(res.cases)
+  util.array(res.skipped)
+  for _, c in ipairs(res.cases) do
+    util.array(c.comparisons)
+    if c.notes then util.array(c.notes) end
   end
+  output.emit(opts, {
+    table = function() return text(res) end,
+    data = function() return res end,
+    csv = function() -- one row per comparison: the case's identity, then what was compared
+      local rows = {}
+      for _, c in ipairs(res.cases) do
+        for _, m in ipairs(c.comparisons or {}) do
+          rows[#rows + 1] = util.ordered({ id = c.id, source = c.source, framework = c.framework,
+            workload = c.workload, calibration = c.calibration, fits = c.fits, class = m.class, metric = m.metric,
+            unit = m.unit, predicted = m.predicted, measured = m.measured, relative_error = m.relative_error },
+            { "id", "source", "framework", "workload", "calibration", "fits", "class", "metric", "unit", "predicted",
+              "measured", "relative_error" })
+        end
+      end
+      return rows
+    end,
+  }, "validate")
   return 0
 end
 

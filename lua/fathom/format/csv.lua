@@ -4,8 +4,17 @@ local util = require("fathom.format.util")
 
 local M = {}
 
+-- an array of tables (a list of records) flattens by position, prefix.1.key, not into
+-- the text of its tables
+local function holds_tables(v)
+  for _, x in ipairs(v) do
+    if type(x) == "table" then return true end
+  end
+  return false
+end
+
 local function flatten(prefix, v, out, order)
-  if type(v) == "table" and not util.is_array(v) then
+  if type(v) == "table" and (not util.is_array(v) or holds_tables(v)) then
     for _, k in ipairs(util.keys(v)) do
       flatten(prefix == "" and tostring(k) or (prefix .. "." .. tostring(k)), v[k], out, order)
     end

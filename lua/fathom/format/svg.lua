@@ -1,83 +1,163 @@
 -- fathom.format.svg: a sweep as a stacked bar chart of the step time per point
 -- (compute, exposed memory, recomputation, each kind of exposed communication,
--- bubble, optimizer), a self-contained SVG file. Takes raw analyze records.
+-- bubble, optimizer), a self-contained SVG file. Takes raw analyze records. The
+-- title names the model, the system and the pass mode; bars are labelled with their
+-- full key=value pairs in sweep order; the legend lists the parts drawn, in the
+-- colour-blind-safe palette of fathom.format.plot.
+local plot = require("fathom.format.plot")
+local util = require("fathom.format.util")
+local esc = plot.esc
+
 local M = {}
 
+-- The parts of a training step, in stacking order (the analyze record's step_breakdown keys).
 local parts = {
-  { "compute_seconds", "compute", "#4e79a7" },
-  { "memory_exposed_seconds", "memory (exposed)", "#a0cbe8" },
-  { "recompute_seconds", "recompute", "#f28e2b" },
-  { "exposed_tp_seconds", "TP", "#e15759" },
-  { "exposed_tp_moe_seconds", "TP (experts)", "#ff9d9a" },
-  { "exposed_ep_seconds", "EP all-to-all", "#b07aa1" },
-  { "exposed_cp_seconds", "CP", "#d4a6c8" },
-  { "exposed_pp_seconds", "PP", "#59a14f" },
-  { "exposed_dp_seconds", "DP", "#edc948" },
-  { "exposed_dp_moe_seconds", "DP (experts)", "#f1ce63" },
-  { "exposed_offload_seconds", "activation offload", "#9c755f" },
-  { "bubble_seconds", "bubble", "#bab0ac" },
-  { "optimizer_seconds", "optimizer", "#79706e" },
+  { "compute_seconds", "compute" },
+  { "memory_exposed_seconds", "memory (exposed)" },
+  { "recompute_seconds", "recompute" },
+  { "exposed_tp_seconds", "TP" },
+  { "exposed_tp_moe_seconds", "TP (experts)" },
+  { "exposed_ep_seconds", "EP all-to-all" },
+  { "exposed_cp_seconds", "CP" },
+  { "exposed_pp_seconds", "PP" },
+  { "exposed_dp_seconds", "DP" },
+  { "exposed_dp_moe_seconds", "DP (experts)" },
+  { "exposed_offload_seconds", "activation offload" },
+  { "bubble_seconds", "bubble" },
+  { "optimizer_seconds", "optimizer" },
 }
 
-local function esc(s)
-  return (tostring(s):gsub("[<>&\"]", { ["<"] = "&lt;", [">"] = "&gt;", ["&"] = "&amp;", ['"'] = "&quot;" }))
+-- An inference record has no breakdown: one bar of its own latency.
+local latencies = {
+  { "time_per_output_token_seconds", "time per output token" },
+  { "time_to_first_token_seconds", "time to first token" },
+}
+
+-- short_keys(records) -> key -> the shortest dotted suffix (two components at least) that
+-- still tells it apart from every other swept key ("PP.size" and "TP_Attn.size", never
+-- "size" for both).
+local function short_keys(records)
+  local keys, seen = {}, {}
+  for _, r in ipairs(records) do
+    for k in pairs(r.sweep_point or {}) do
+      if not seen[k] then
+        seen[k] = true
+        keys[#keys + 1] = k
+      end
+    end
+  end
+  local out = {}
+  for _, k in ipairs(keys) do
+    local parts_k = {}
+    for p in k:gmatch("[^%.]+") do parts_k[#parts_k + 1] = p end
+    for n = math.min(2, #parts_k), #parts_k do -- two components at least: "TP_Attn.size", not "size"
+      local suffix = table.concat(parts_k, ".", #parts_k - n + 1)
+      local unique = true
+      for _, other in ipairs(keys) do
+        if other ~= k and (other == suffix or other:sub(-#suffix - 1) == "." .. suffix) then unique = false end
+      end
+      if unique then
+        out[k] = suffix
+        break
+      end
+    end
+    out[k] = out[k] or k
+  end
+  return out
 end
 
-local function label_of(rec, i)
-  local keys = {}
-  for k, v in pairs(rec.sweep_point or {}) do keys[#keys + 1] = (k:match("[^%.]+$") or k) .. "=" .. tostring(v) end
-  table.sort(keys)
-  return #keys > 0 and table.concat(keys, " ") or ("point " .. i)
+local function label_of(rec, i, short)
+  local sp = rec.sweep_point or {}
+  local items = {}
+  for _, k in ipairs(util.keys(sp)) do items[#items + 1] = (short[k] or k) .. "=" .. tostring(sp[k]) end
+  return #items > 0 and table.concat(items, " ") or ("point " .. i)
+end
+
+local function value(t, key)
+  return t and type(t[key]) == "number" and t[key] or 0
+end
+
+-- bar_parts(rec) -> list of {key, label} it stacks, and the table its values are in.
+local function bar_parts(rec)
+  if rec.time and rec.time.step_breakdown then return parts, rec.time.step_breakdown end
+  for _, l in ipairs(latencies) do
+    if rec.time and type(rec.time[l[1]]) == "number" then return { l }, rec.time end
+  end
+  return {}, {}
+end
+
+-- title_of(records) -> "model on node (topology), pass mode: step time per sweep point".
+local function title_of(records)
+  for _, r in ipairs(records) do
+    if r.configuration then
+      local c, m = r.configuration, r.model_configuration or {}
+      local what = (r.time and r.time.step_breakdown) and "step time" or "latency"
+      return string.format("%s on %s%s, %s: %s per sweep point", m.name or "model", c.node or "?",
+        c.physical_topology and (" (" .. c.physical_topology .. ")") or "", c.pass_mode or "training", what)
+    end
+  end
+  return "step time per sweep point"
 end
 
 -- encode(records) -> SVG text. Records must carry raw numbers (as analyze writes them).
 function M.encode(records)
-  if records.configuration then records = { records } end
+  if records.configuration or records.error then records = { records } end
   local n = #records
-  local W, H, left, top, bottom = math.max(480, 120 + 70 * n), 420, 70, 40, 110
-  local plot_h = H - top - bottom
-  local max_t = 0
+  local short = short_keys(records)
+  -- the parts drawn: those with time in some record, in stacking order, each its colour
+  local drawn, used, max_t, y_label = {}, {}, 0, "step time (s)"
   for _, r in ipairs(records) do
-    if r.time and type(r.time.step_time_seconds) == "number" then max_t = math.max(max_t, r.time.step_time_seconds) end
+    local ps, t = bar_parts(r)
+    local total = 0
+    for _, p in ipairs(ps) do
+      local v = value(t, p[1])
+      total = total + v
+      if v > 0 then used[p[1]] = true end
+    end
+    if ps[1] and ps[1] ~= parts[1] then y_label = "latency (s)" end
+    max_t = math.max(max_t, total)
   end
-  if max_t <= 0 then max_t = 1 end
-  local out = {
-    string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" ' ..
-      'font-size="11">', W + 150, H),
-    string.format('<text x="%d" y="20" font-size="14">step time per sweep point (s)</text>', left),
-    string.format('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>', left, top, left, top + plot_h),
-    string.format('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>', left, top + plot_h, W, top + plot_h),
-  }
-  for k = 0, 4 do
-    local v = max_t * k / 4
-    local y = top + plot_h - plot_h * k / 4
-    out[#out + 1] = string.format('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>', left - 5, y + 4, v)
+  local colour = {}
+  for _, p in ipairs(parts) do
+    if used[p[1]] then
+      drawn[#drawn + 1] = p
+    end
   end
-  local bw = math.min(50, (W - left - 20) / n * 0.7)
+  for _, l in ipairs(latencies) do
+    if used[l[1]] then drawn[#drawn + 1] = l end
+  end
+  local legend = {}
+  for i, p in ipairs(drawn) do
+    colour[p[1]] = plot.palette[i] or plot.palette[#plot.palette]
+    legend[i] = { p[2], colour[p[1]] }
+  end
+  local W = math.max(640, 260 + 70 * n)
+  local out, _, y, box = plot.frame({ title = title_of(records), x_label = "sweep point", y_label = y_label,
+    y_ticks = plot.nice_ticks(0, max_t > 0 and max_t or 1), legend = legend, width = W,
+    height = 520, margin = { bottom = 180 } })
+  local slot = box.width / math.max(n, 1)
+  local bw = math.min(50, slot * 0.7)
   for i, r in ipairs(records) do
-    local x = left + 10 + (i - 1) * (W - left - 20) / n
-    local y = top + plot_h
+    local x = box.left + (i - 1) * slot + (slot - bw) / 2
+    local base = box.top + box.height
     if r.error or not r.time then
-      out[#out + 1] = string.format('<text x="%.1f" y="%.1f" fill="#999">invalid</text>', x, y - 5)
+      out[#out + 1] = string.format('<text x="%.1f" y="%.1f" fill="#555555">invalid</text>', x, base - 5)
     else
-      local b = r.time.step_breakdown
-      for _, p in ipairs(parts) do
-        local v = type(b[p[1]]) == "number" and b[p[1]] or 0
-        local hgt = plot_h * v / max_t
-        if hgt > 0 then
-          y = y - hgt
+      local ps, t = bar_parts(r)
+      local top = base
+      for _, p in ipairs(ps) do
+        local v = value(t, p[1])
+        if v > 0 then
+          local hgt = base - y(v) -- pixels for v (y(0) is the base line)
+          top = top - hgt
           out[#out + 1] = string.format('<rect x="%.1f" y="%.2f" width="%.1f" height="%.2f" fill="%s">' ..
-            '<title>%s: %.6g s</title></rect>', x, y, bw, hgt, p[3], esc(p[2]), v)
+            '<title>%s: %.6g s</title></rect>', x, top, bw, hgt, colour[p[1]], plot.esc(p[2]), v)
         end
       end
     end
-    out[#out + 1] = string.format('<text x="%.1f" y="%d" transform="rotate(40 %.1f %d)">%s</text>', x,
-      top + plot_h + 14, x, top + plot_h + 14, esc(label_of(r, i)))
-  end
-  for k, p in ipairs(parts) do
-    local y = top + (k - 1) * 16
-    out[#out + 1] = string.format('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>', W + 10, y, p[3])
-    out[#out + 1] = string.format('<text x="%d" y="%d">%s</text>', W + 25, y + 9, esc(p[2]))
+    local lx, ly = x + bw / 2, base + 14
+    out[#out + 1] = string.format('<text x="%.1f" y="%d" transform="rotate(35 %.1f %d)" class="point">%s</text>', lx,
+      ly, lx, ly, plot.esc(label_of(r, i, short)))
   end
   out[#out + 1] = "</svg>"
   return table.concat(out, "\n") .. "\n"

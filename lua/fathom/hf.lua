@@ -1,0 +1,120 @@
+-- fathom.hf: a Hugging Face `config.json` as a fathom model spec, wherever a model spec
+-- is accepted (spec.model: `--model path/to/config.json`, `model_spec`, scenario{model=}).
+-- One row per model_type: which HF keys give fathom's fields. The keys are those of the
+-- transformers configuration classes (LlamaConfig, MistralConfig, MixtralConfig,
+-- Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig).
+-- Not modelled, and so left out of the counts: biases (Qwen2's QKV, gpt-oss's), norms'
+-- weights beyond fathom's own, sliding-window attention and attention sinks (gpt-oss),
+-- partial rotary embeddings (Nemotron; no parameters).
+local errors = require("fathom.errors")
+
+local M = {}
+
+-- Every family: the dense transformer's keys.
+local function common(c)
+  return {
+    d_model = c.hidden_size, n_layers = c.num_hidden_layers, num_heads = c.num_attention_heads,
+    num_kv_heads = c.num_key_value_heads or c.num_attention_heads, ffn_hidden_size = c.intermediate_size,
+    gated_mlp = true, max_sequence_length = c.max_position_embeddings, vocab_size = c.vocab_size,
+    tied_embeddings = c.tie_word_embeddings == true,
+    -- an explicit head_dim that differs from hidden / heads (Qwen3, gpt-oss)
+    head_dim = c.head_dim and c.hidden_size and c.num_attention_heads and
+      c.head_dim * c.num_attention_heads ~= c.hidden_size and c.head_dim or nil,
+  }
+end
+
+local function dense(c) return common(c) end
+
+-- Mixtral: every layer MoE, the experts as wide as intermediate_size.
+local function mixtral(c)
+  local m = common(c)
+  m.num_regular_experts, m.num_selected_experts = c.num_local_experts, c.num_experts_per_tok
+  m.expert_ffn_hidden_size = c.intermediate_size
+  return m
+end
+
+-- Qwen3-MoE: experts of moe_intermediate_size every decoder_sparse_step layers (1 in the
+-- published models, with no mlp_only_layers), no shared expert.
+local function qwen3_moe(c)
+  local m = common(c)
+  m.num_regular_experts, m.num_selected_experts = c.num_experts, c.num_experts_per_tok
+  m.expert_ffn_hidden_size = c.moe_intermediate_size
+  m.moe_layer_interval = c.decoder_sparse_step or 1
+  return m
+end
+
+-- DeepSeek-V3 / R1: MLA, first_k_dense_replace dense layers, shared and routed experts,
+-- node-limited routing groups, multi-token prediction modules.
+local function deepseek_v3(c)
+  local m = common(c)
+  m.num_kv_heads = nil -- MLA: the latent KV, not GQA
+  m.num_regular_experts, m.num_selected_experts = c.n_routed_experts, c.num_experts_per_tok
+  m.num_shared_experts = c.n_shared_experts
+  m.expert_ffn_hidden_size = c.moe_intermediate_size
+  m.first_dense_layers = c.first_k_dense_replace
+  m.moe_layer_interval = c.moe_layer_freq
+  m.n_group, m.topk_group = c.n_group, c.topk_group
+  m.num_nextn_predict_layers = c.num_nextn_predict_layers
+  m.q_lora_rank, m.kv_lora_rank = c.q_lora_rank, c.kv_lora_rank
+  m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim = c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim
+  return m
+end
+
+-- gpt-oss: every layer MoE (SwiGLU experts of intermediate_size), explicit head_dim.
+local function gpt_oss(c)
+  local m = common(c)
+  m.num_regular_experts = c.num_local_experts
+  m.num_selected_experts = c.num_experts_per_tok or c.experts_per_token
+  m.expert_ffn_hidden_size = c.intermediate_size
+  return m
+end
+
+-- Nemotron (Nemotron-4, Minitron): a plain MLP with squared ReLU, not gated.
+local function nemotron(c)
+  local m = common(c)
+  m.gated_mlp = c.hidden_act ~= "relu2" and c.hidden_act ~= "relu"
+  return m
+end
+
+-- model_type -> converter (transformers' names).
+M.families = {
+  llama = dense, mistral = dense, qwen2 = dense, qwen3 = dense,
+  mixtral = mixtral, qwen3_moe = qwen3_moe, deepseek_v3 = deepseek_v3, gpt_oss = gpt_oss, nemotron = nemotron,
+}
+
+local function family_names()
+  local out = {}
+  for k in pairs(M.families) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+-- is_hf(doc) -> whether a loaded document is a Hugging Face config (it names a model_type
+-- or architectures, and none of fathom's own keys).
+function M.is_hf(doc)
+  return type(doc) == "table" and doc.d_model == nil and (doc.model_type ~= nil or doc.architectures ~= nil)
+end
+
+-- convert(doc) -> a fathom model spec (a plain table spec.model checks); an unknown
+-- model_type or a missing key is an input error at the config's position.
+function M.convert(doc)
+  local t = doc.model_type
+  local f = M.families[t]
+  if not f then
+    errors.at(doc, doc.model_type ~= nil and "model_type" or "architectures", "model_type",
+      "'%s' is not a model type fathom imports (%s); write a model spec instead (README \"Inputs\")",
+      tostring(t), table.concat(family_names(), ", "))
+  end
+  for _, k in ipairs({ "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size" }) do
+    if doc[k] == nil then errors.at(doc, "model_type", k, "a %s config.json needs '%s'", t, k) end
+  end
+  local m = f(doc)
+  local name = doc._name_or_path or doc.name_or_path
+  m.name = type(name) == "string" and name:match("([^/]+)$") or t
+  for k, v in pairs(m) do
+    if v == nil then m[k] = nil end
+  end
+  return m
+end
+
+return M
