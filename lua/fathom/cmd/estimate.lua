@@ -61,6 +61,9 @@ local spec = args.with_output({
     .. "[default: the workload's; search_default: bf16]" },
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0 [default: 1GiB]" },
+  { name = "offload", arg = "TIER", help = "training: let weights, saved activations and optimizer states move to "
+    .. "this memory tier of the node when they do not fit (the least that fits, as the search does), or off "
+    .. "[default: off: everything on the accelerator]" },
   { name = "help", flag = true, help = "this help" },
 })
 
@@ -161,7 +164,7 @@ local function training(opts, gpus, pod, row)
   local workload_file = opts.workload or row.search_workload
   local fix = { tp = opts.tp, pp = opts.pp, cp = opts.cp, ep = opts.ep, tp_moe = opts.tp_moe, vs = opts.vs,
     mb = opts.micro_batch, recompute = opts.recompute, dp = names.canonical("dp_variant", opts.zero),
-    schedule = sched, sp = { sp } }
+    schedule = sched, sp = { sp }, offload = opts.offload or "off" }
   if opts.pp_in then fix.pp_in = opts.pp_in end
   local def, model, system = search.prepare({
     model = opts.model, hardware = opts.hardware_lib, node = opts.hardware, gpus = gpus, pod_size = pod,

@@ -84,6 +84,7 @@ local spec = {
     .. "(queued, prefill, decode; one track per request, one process per replica)" },
   { name = "help", flag = true, help = "this help" },
 }
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--tp N --pp N --ep N] [--replicas N]\n" ..
   "                    (--qps RATE [--arrival A] | --concurrency N) [--requests N]\n" ..
@@ -104,6 +105,10 @@ M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--
   "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio,\n" ..
   "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
   "flags given beside it override its values.\n\n" ..
+  "examples:\n" ..
+  "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --replicas 2 --qps 8 --policy chunked\n" ..
+  "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --slo-ttft 0.5 --slo-tpot 0.05 --find-max-qps\n" ..
+  "  fathom serve configs/serve_specs/llama3.1_70b_disaggregated.yaml --format json\n\n" ..
   args.usage(spec) .. "\n"
 
 -- Core field paths -> the flag that sets them, so a refusal names what the user typed.

@@ -22,6 +22,7 @@ for _, o in ipairs({
   { name = "memory-reserve", arg = "SIZE", bytes = true, help = "as for analyze" },
   { name = "help", flag = true, help = "this help" },
 }) do spec[#spec + 1] = o end
+M.spec = spec -- the option table (completion and the man page read it)
 
 M.usage = "usage: fathom trace --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                    --workload-spec F --model-spec F [--pass-mode training] \\\n" ..
@@ -32,6 +33,14 @@ M.usage = "usage: fathom trace --hardware-lib F --physical-topology F --logical-
   "rank with its compute nodes (FLOPs, bytes, duration from fathom's kernel model),\n" ..
   "collectives (type, size, communicator group) and pipeline sends and receives in the\n" ..
   "schedule's order, plus ASTRA-sim's comm-group file; or as a Perfetto timeline.\n\n" ..
+  "examples:\n" ..
+  "  fathom trace --hardware-lib tests/fixtures/tiny/hardware.yaml \\\n" ..
+  "      --physical-topology tests/fixtures/chakra/physical.yaml \\\n" ..
+  "      --logical-topology tests/fixtures/chakra/logical.yaml \\\n" ..
+  "      --workload-spec tests/fixtures/chakra/train.yaml --model-spec tests/fixtures/chakra/model.yaml \\\n" ..
+  "      --output-dir traces          # one DIR/fathom.<rank>.et per rank, plus the comm groups\n" ..
+  "  (the same) --classes --output-dir traces       # one file per distinct rank class\n" ..
+  "  (the same) --format perfetto --output-file step.json\n\n" ..
   args.usage(spec) .. "\n"
 
 local function mib(b) return b / 2 ^ 20 end
