@@ -1,6 +1,7 @@
 /* fth_route.c: seeded MoE router and round-based full-mesh all-to-all
  * simulator (fth_route.h). */
 #include "fth_route.h"
+#include "fth_rng.h"
 
 #include <math.h>
 #include <string.h>
@@ -129,46 +130,9 @@ fth_status fth_route_check(const fth_route_def *d, fth_error *err) {
   return FTH_OK;
 }
 
-/* xoshiro256** (Blackman & Vigna 2018), seeded by splitmix64: reproducible
- * on every platform. */
-typedef struct rng {
-  uint64_t s[4];
-} rng;
-
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-static double rng_unit(rng *r) {
-  return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static int rng_below(rng *r, int n) {
-  return (int)(rng_unit(r) * n);
+/* An index in [0, n) from the core's generator (fth_rng.h). */
+static int rng_below(fth_rng *r, int n) {
+  return (int)(fth_rng_unit(r) * n);
 }
 
 /* Walker's alias method (Vose 1991): O(1) draws from E weights. */
@@ -214,9 +178,9 @@ static void alias_build(alias_table *t, const double *w, int n) {
   t->n = n;
 }
 
-static int alias_draw(const alias_table *t, rng *r) {
+static int alias_draw(const alias_table *t, fth_rng *r) {
   int i = rng_below(r, t->n);
-  return rng_unit(r) < t->prob[i] ? i : t->alias[i];
+  return fth_rng_unit(r) < t->prob[i] ? i : t->alias[i];
 }
 
 typedef struct route_scratch {
@@ -365,8 +329,8 @@ fth_status fth_route_run(const fth_route_def *d, double *expert_load, double *gp
   static const route_scratch zero; /* read-only template; each call has its own scratch */
   route_scratch sc = zero;
   const int E = d->experts, G = d->gpus, K = d->top_k;
-  rng r;
-  rng_seed(&r, d->seed);
+  fth_rng r;
+  fth_rng_seed(&r, d->seed);
   /* The hot experts (and the Zipf ranks) are the lowest expert ids, as in the
    * seed simulator: with contiguous placement they share the first GPUs, the
    * worst case a placement (round-robin, replicated_hot, eplb) is there to fix. */

@@ -1,5 +1,6 @@
 /* fth_serve.c: request-level serving simulation (fth_serve.h). */
 #include "fth_serve.h"
+#include "fth_rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -250,61 +251,22 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
   return check_trace(d, err);
 }
 
-/* ---- random numbers ------------------------------------------------------------------------ */
-
-/* xoshiro256** (Blackman & Vigna 2018), seeded by splitmix64: reproducible
- * on every platform (the same generator as fth_route.c's router). */
-typedef struct rng {
-  uint64_t s[4];
-} rng;
-
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-/* Uniform in [0, 1). */
-static double rng_unit(rng *r) {
-  return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
+/* ---- random numbers (the core's generator, fth_rng.h) ------------------------------------- */
 
 /* Uniform in (0, 1]: safe under log. */
-static double rng_open(rng *r) {
-  return 1.0 - rng_unit(r);
+static double rng_open(fth_rng *r) {
+  return 1.0 - fth_rng_unit(r);
 }
 
 /* Standard normal, Box-Muller (one of the pair; the other is dropped so each
  * draw consumes exactly two numbers). */
-static double rng_normal(rng *r) {
-  double u = rng_open(r), v = rng_unit(r);
+static double rng_normal(fth_rng *r) {
+  double u = rng_open(r), v = fth_rng_unit(r);
   return sqrt(-2.0 * log(u)) * cos(2.0 * 3.14159265358979323846 * v);
 }
 
 /* Gamma(k, 1), Marsaglia & Tsang 2000; k < 1 through Gamma(k + 1) U^(1/k). */
-static double rng_gamma(rng *r, double k) {
+static double rng_gamma(fth_rng *r, double k) {
   double boost = 1.0;
   if (k < 1.0) {
     boost = pow(rng_open(r), 1.0 / k);
@@ -327,13 +289,13 @@ static double clamp_len(const fth_serve_dist *d, double x) {
   return x;
 }
 
-static int32_t draw_len(const fth_serve_dist *d, rng *r) {
+static int32_t draw_len(const fth_serve_dist *d, fth_rng *r) {
   double x = d->mean;
   switch (d->kind) {
   case FTH_LEN_FIXED:
     break;
   case FTH_LEN_UNIFORM:
-    x = d->min + floor(rng_unit(r) * (d->max - d->min + 1.0));
+    x = d->min + floor(fth_rng_unit(r) * (d->max - d->min + 1.0));
     break;
   case FTH_LEN_NORMAL:
     x = d->mean + d->sigma * rng_normal(r);
@@ -346,7 +308,7 @@ static int32_t draw_len(const fth_serve_dist *d, rng *r) {
     /* Inverse CDF of the continuous power law x^-s on [min, max + 1),
      * floored: a discrete Zipf to within the floor (Clauset et al. 2009,
      * Sec. D, the usual approximation). */
-    double a = d->min, b = d->max + 1.0, u = rng_unit(r);
+    double a = d->min, b = d->max + 1.0, u = fth_rng_unit(r);
     if (fabs(d->s - 1.0) < 1e-12) {
       x = a * pow(b / a, u);
     } else {
@@ -873,10 +835,10 @@ static void summarise(sim *s, double *v, fth_serve_result *o) {
  * draws as they were. */
 static fth_status draw_requests(sim *s, fth_error *err) {
   const fth_serve_def *d = s->d;
-  rng ra, ri, ro;
-  rng_seed(&ra, d->seed);
-  rng_seed(&ri, d->seed ^ 0x5851F42D4C957F2Dull);
-  rng_seed(&ro, d->seed ^ 0x14057B7EF767814Full);
+  fth_rng ra, ri, ro;
+  fth_rng_seed(&ra, d->seed);
+  fth_rng_seed(&ri, d->seed ^ 0x5851F42D4C957F2Dull);
+  fth_rng_seed(&ro, d->seed ^ 0x14057B7EF767814Full);
   double t = 0, k = 1.0 / (d->burstiness * d->burstiness);
   for (int64_t i = 0; i < d->requests; i++) {
     fth_serve_request *q = &s->req[i];
