@@ -606,6 +606,9 @@ function M.search_deployments(a, gpus, opts)
       workload = a.workload, tp = 1 })
     model_heads = info.heads
   end
+  -- every deployment of `gpus`: TP that divides the heads, replicas of it, policies, and
+  -- with opts.disaggregated every prefill:decode split
+  local cands = {}
   local tp = 1
   while tp <= gpus do
     if gpus % tp == 0 and (not model_heads or model_heads % tp == 0) then
@@ -617,35 +620,46 @@ function M.search_deployments(a, gpus, opts)
       for _, policy in ipairs(opts.policies or { names.serve_policy[1], names.serve_policy[2] }) do
         for _, p in ipairs(splits) do
           if not (p > 0 and policy == POLICY.static) then
-            local b = {}
-            for k, v in pairs(a) do b[k] = v end
-            b.tp, b.policy = tp, policy
-            b.replicas, b.prefill_replicas = replicas - p, p > 0 and p or nil
-            -- find_max_qps and run() compile the engine once per call (not per simulation)
-            local okr, rate, r = pcall(M.find_max_qps, b, opts.target)
-            if not okr and not errors.is_input(rate) then error(rate, 0) end -- a bug, not a refusal
-            if okr then
-              local d = { tp = tp, replicas = replicas - p, prefill_replicas = p, policy = policy,
-                gpus = gpus, capacity_per_s = rate, capacity_per_s_per_gpu = rate / gpus,
-                ttft_p99_s = r.ttft_s.p99, tpot_mean_s = r.tpot_s.mean,
-                output_tokens_per_s_per_gpu = r.throughput.output_tokens_per_s_per_gpu }
-              deployments[#deployments + 1] = d
-              for _, f in ipairs(loads) do
-                b.rate_per_s = rate * f
-                local rr = M.run(b)
-                if rr.tpot_s.mean > 0 then
-                  points[#points + 1] = { tp = tp, replicas = d.replicas, prefill_replicas = p, policy = policy,
-                    load = f, rate_per_s = rate * f,
-                    tokens_per_s_per_gpu = rr.throughput.output_tokens_per_s_per_gpu,
-                    tokens_per_s_per_user = 1 / rr.tpot_s.mean }
-                end
-              end
-            end
+            cands[#cands + 1] = { tp = tp, replicas = replicas, p = p, policy = policy }
           end
         end
       end
     end
     tp = tp * 2
+  end
+  -- each deployment's capacity and its load points, over local processes or MPI ranks
+  -- (fathom.parallel: the same answer, in the same order, for any number of them)
+  local done = require("fathom.parallel").map(cands, function(c)
+    local b = {}
+    for k, v in pairs(a) do b[k] = v end
+    b.tp, b.policy = c.tp, c.policy
+    b.replicas, b.prefill_replicas = c.replicas - c.p, c.p > 0 and c.p or nil
+    -- find_max_qps and run() compile the engine once per call (not per simulation)
+    local okr, rate, r = pcall(M.find_max_qps, b, opts.target)
+    if not okr and not errors.is_input(rate) then error(rate, 0) end -- a bug, not a refusal
+    if not okr then return { refused = true } end
+    local d = { tp = c.tp, replicas = c.replicas - c.p, prefill_replicas = c.p, policy = c.policy,
+      gpus = gpus, capacity_per_s = rate, capacity_per_s_per_gpu = rate / gpus,
+      ttft_p99_s = r.ttft_s.p99, tpot_mean_s = r.tpot_s.mean,
+      output_tokens_per_s_per_gpu = r.throughput.output_tokens_per_s_per_gpu }
+    local pts = {}
+    for _, f in ipairs(loads) do
+      b.rate_per_s = rate * f
+      local rr = M.run(b)
+      if rr.tpot_s.mean > 0 then
+        pts[#pts + 1] = { tp = c.tp, replicas = d.replicas, prefill_replicas = c.p, policy = c.policy,
+          load = f, rate_per_s = rate * f,
+          tokens_per_s_per_gpu = rr.throughput.output_tokens_per_s_per_gpu,
+          tokens_per_s_per_user = 1 / rr.tpot_s.mean }
+      end
+    end
+    return { deployment = d, points = pts }
+  end, { jobs = opts.jobs })
+  for _, x in ipairs(done) do
+    if not x.refused then
+      deployments[#deployments + 1] = x.deployment
+      for _, pt in ipairs(x.points) do points[#points + 1] = pt end
+    end
   end
   table.sort(deployments, function(x, y)
     if x.capacity_per_s ~= y.capacity_per_s then return x.capacity_per_s > y.capacity_per_s end

@@ -226,6 +226,15 @@ describe("fathom serve", function()
     local svg = serve.pareto_svg(v, "Pareto front")
     assert.is_truthy(svg:find("output tokens/s per GPU", 1, true))
     assert.is_truthy(svg:find("<polyline", 1, true))
+    -- shared over processes (fathom.parallel): the same bytes with 1 and 2
+    args[#args + 1] = "--jobs"
+    args[#args + 1] = "1"
+    local one = h.run(table.unpack(args))
+    args[#args] = "2"
+    local two = h.run(table.unpack(args))
+    assert.are.equal(0, two.code, two.stderr)
+    assert.are.equal(r.stdout, one.stdout)
+    assert.are.equal(one.stdout, two.stdout)
   end)
 
   it("runs closed loops, csv and yaml", function()

@@ -76,6 +76,9 @@ local spec = {
   { name = "seed", arg = "N", integer = { 0, 9007199254740992 }, help = "random seed [default: 1]" },
   { name = "search-gpus", arg = "N", integer = { 1, 4096 }, help = "search the deployments of N GPUs: TP x "
     .. "replicas x policy (and prefill:decode splits with --disaggregated), capacity at the SLOs, Pareto front" },
+  { name = "jobs", arg = "N", integer = { 1, args.max_workers() },
+    help = "--search-gpus: processes that share the deployments (same output as one) [default: the core count; "
+      .. "under mpirun: the ranks]" },
   { name = "disaggregated", flag = true, help = "--search-gpus: also every prefill:decode split of the replicas" },
   { name = "format", arg = "FMT", choices = { "table", "yaml", "json", "csv", "svg" }, default = "table",
     help = "output (svg: --search-gpus's Pareto front)" },
@@ -218,7 +221,8 @@ function M.search(a, opts)
   end
   a.requests = opts.requests or 300
   a.arrival, a.rate_per_s = nil, nil
-  local res = protect(serve.search_deployments, a, opts.search_gpus, { disaggregated = opts.disaggregated,
+  local res = protect(serve.search_deployments, a, opts.search_gpus, { jobs = opts.jobs,
+    disaggregated = opts.disaggregated,
     target = opts.target })
   if #res.deployments == 0 then
     errors.raise("serve: no deployment of %d GPUs meets the SLOs for %s of the requests at any rate",
