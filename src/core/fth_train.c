@@ -152,6 +152,19 @@ void fth_train_stage_params(const fth_train_plan *p, double *dense, double *expe
   *expert = p->layout.stage_expert_params;
 }
 
+/* The parameters each DP view (dense over DP_Attn, experts over DP_MoE) holds and the
+ * ones of them that train: all of them, or under LoRA the adapters only (the frozen
+ * base is gathered by ZeRO-3 but never reduced or updated). */
+static void dp_views(const fth_train_plan *p, double views[2], double trained[2]) {
+  const fth_layout *l = &p->layout;
+  const double lora = p->stage_lora_params;
+  const int tuned = p->work.lora_rank > 0;
+  views[0] = l->stage_dense_params + lora;
+  views[1] = l->stage_expert_params;
+  trained[0] = tuned ? lora : l->stage_dense_params;
+  trained[1] = tuned ? 0.0 : l->stage_expert_params;
+}
+
 /* ---- memory ------------------------------------------------------------------------------ */
 
 void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
@@ -175,13 +188,13 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
     wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
   /* LoRA (Hu et al. 2021): the base is frozen, stored at the compute width with no
    * gradient, master copy or moments; only the adapters train. */
-  double lora = p->stage_lora_params;
-  double train_dense = w->lora_rank > 0 ? lora : dense, train_expert = w->lora_rank > 0 ? 0 : expert;
-  out->bytes[FTH_MEM_WEIGHTS] = copies * ((dense + lora) * wb / d.weights + expert * wb / e.weights);
+  double views[2], trained[2];
+  dp_views(p, views, trained);
+  out->bytes[FTH_MEM_WEIGHTS] = copies * (views[0] * wb / d.weights + views[1] * wb / e.weights);
   out->bytes[FTH_MEM_GRADIENTS] =
-      copies * (train_dense * gb / d.gradients + train_expert * gb / e.gradients);
+      copies * (trained[0] * gb / d.gradients + trained[1] * gb / e.gradients);
   out->bytes[FTH_MEM_OPTIMIZER] =
-      copies * (train_dense * opt_per / d.optimizer + train_expert * opt_per / e.optimizer);
+      copies * (trained[0] * opt_per / d.optimizer + trained[1] * opt_per / e.optimizer);
 
   /* Saved activations: per-token bytes per block, times tokens of a
    * micro-batch, blocks on the stage and micro-batches in flight on the first
@@ -498,10 +511,8 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
                           fth_train_result *r) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
-  const double dense = l->stage_dense_params, expert = l->stage_expert_params;
-  const double lora = p->stage_lora_params, tuned = w->lora_rank > 0;
-  const double views[2] = {dense + lora, expert};
-  const double trained[2] = {tuned ? lora : dense, tuned ? 0.0 : expert};
+  double views[2], trained[2];
+  dp_views(p, views, trained);
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   double t[2], raw = 0, gather = 0;
   for (int i = 0; i < 2; i++) {
@@ -537,7 +548,7 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   fth_tier ot = w->traffic_tier[FTH_MEM_OPTIMIZER];
   double bw = p->node.has_tier[ot] ? fth_memory_bw_bytes_per_s(&p->node.tier[ot]) : 0;
   r->optimizer_s = bw > 0 ? upd * per / bw : HUGE_VAL;
-  r->params_per_gpu = dense + lora + expert;
+  r->params_per_gpu = views[0] + views[1];
 }
 
 /* Offloaded activations and gradients (saved_activations, gradient_buffers
@@ -624,9 +635,8 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
       out[k] += mbs * blocks * (passes * f.comm_bytes[k] + b.comm_bytes[k] + rec.comm_bytes[k]);
   }
   if (l->pp > 1) out[FTH_COMM_PP] = pp_message(p, &e) / (pp_scattered(p) ? l->tp : 1) * pp_sends(p);
-  const double tuned = w->lora_rank > 0, lora = p->stage_lora_params;
-  const double views[2] = {l->stage_dense_params + lora, l->stage_expert_params};
-  const double trained[2] = {tuned ? lora : l->stage_dense_params, tuned ? 0.0 : l->stage_expert_params};
+  double views[2], trained[2];
+  dp_views(p, views, trained);
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   for (int i = 0; i < 2; i++) {
     const fth_group *g = &l->group[kinds[i]];
