@@ -295,7 +295,8 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
     r->time_s = (m + pp - 1) * t + (pp - 1) * hop;
     r->pp_s = (pp - 1) * hop;
     r->tokens_per_s = d->global_batch * d->prompt_len / r->time_s;
-    footprint(p, d->prompt_len / l->cp * kv_tok_layers * d->kv_bytes, r);
+    footprint(p, d->prompt_len / l->cp * kv_tok_layers * d->kv_bytes *
+                     fth_model_window_kv_share(&p->model, d->prompt_len), r);
   } else {
     /* Decode costs are linear in the context, so the mean context gives the
      * mean step; first and last steps are reported too. */
@@ -315,7 +316,7 @@ void fth_infer_evaluate(const fth_infer_plan *p, fth_infer_result *r) {
     r->time_s = d->gen_tokens * r->tpot_s;
     r->pp_s = d->gen_tokens * (pp - 1) * hop;
     r->tokens_per_s = d->global_batch / r->tpot_s;
-    footprint(p, c1 * kv_tok_layers * d->kv_bytes, r);
+    footprint(p, c1 * kv_tok_layers * d->kv_bytes * fth_model_window_kv_share(&p->model, c1), r);
   }
   r->kv_read_s = r->pass.kv_memory_s;
   r->weights_read_s = r->pass.weight_memory_s;

@@ -288,6 +288,13 @@ double fth_model_window_share(const fth_model_def *d, double q_len, double kv_le
   return full > 0 ? 1.0 - windowed + windowed * win / full : 1.0;
 }
 
+double fth_model_window_kv_share(const fth_model_def *d, double ctx) {
+  if (!(d->attention_window > 0) || d->attention_window >= ctx || !(ctx > 0)) return 1.0;
+  double k = d->full_attention_interval;
+  double windowed = k >= 1 ? (k - 1.0) / k : 1.0;
+  return 1.0 - windowed + windowed * d->attention_window / ctx;
+}
+
 fth_layer_flops fth_model_layer_flops(const fth_model_def *d, int moe, double seq) {
   fth_layer_flops f;
   memset(&f, 0, sizeof f);

@@ -164,6 +164,11 @@ typedef struct fth_layer_flops {
 /// layers (1 without windows; the layers' mix as every stage had it).
 double fth_model_window_share(const fth_model_def *d, double q_len, double kv_len);
 
+/// The KV cache positions a request of `ctx` tokens keeps with the model's sliding windows,
+/// over ctx, averaged over the layers: windowed layers keep their last attention_window
+/// (vLLM's and SGLang's hybrid KV managers free the rest); 1 without windows.
+double fth_model_window_kv_share(const fth_model_def *d, double ctx);
+
 fth_layer_flops fth_model_layer_flops(const fth_model_def *def, int moe, double seq);
 
 /// Embedding lookup is free of FLOPs; the LM head is a GEMM of 2 h V FLOP per token forward.

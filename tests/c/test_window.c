@@ -62,6 +62,13 @@ int window_test(void) {
   FTH_ENSURE_NEAR(0.5 + 0.5 * 2.625 / 4.5, fth_model_window_share(&m, 8, 8), 1e-15);
   m.full_attention_interval = 0;
   FTH_ENSURE_NEAR(2.625 / 4.5, fth_model_window_share(&m, 8, 8), 1e-15);
+  /* The KV cache a request keeps: alternating layers (interval 2) at w = 3, 8 tokens:
+   * 0.5 + 0.5 x 3 / 8 = 0.6875; every layer windowed: 3 / 8; shorter than the window: 1. */
+  m.full_attention_interval = 2;
+  FTH_ENSURE_NEAR(0.6875, fth_model_window_kv_share(&m, 8), 1e-15);
+  m.full_attention_interval = 0;
+  FTH_ENSURE_NEAR(0.375, fth_model_window_kv_share(&m, 8), 1e-15);
+  FTH_ENSURE(fth_model_window_kv_share(&m, 2) == 1.0);
   /* a window as long as the sequence changes nothing */
   FTH_ENSURE(fth_model_window_share(&m, 3, 3) == 1.0);
   /* the model FLOPs of the attention core follow: 2 heads (d_qk + d_v) keys per token */

@@ -43,6 +43,22 @@ describe("inference pass modes", function()
     end
   end)
 
+  it("sliding windows keep only their window in the KV cache and read only it", function()
+    local model = fathom.load_model(base.model)
+    model.source_table = nil
+    local sc = fathom.scenario(with(base, { model = model, pass_mode = "inference_decode",
+      workload = "configs/inference_decode_specs/llama3.1_70b_decode.yaml" }))
+    local full = sc:evaluate()
+    model.attention_window, model.full_attention_interval = 512, 2
+    local win = fathom.scenario(with(base, { model = model, pass_mode = "inference_decode",
+      workload = "configs/inference_decode_specs/llama3.1_70b_decode.yaml" })):evaluate()
+    -- 2,560 tokens of context at the end, half the layers keeping 512 of them:
+    -- 0.5 + 0.5 x 512 / 2560 = 0.6 of the full cache (52,428,800 B per request per GPU)
+    h.near(0.6 * 52428800, win.kv_bytes_per_request_per_gpu, 1e-12, "windowed KV per request")
+    assert.is_true(win.kv_read_s < full.kv_read_s)
+    assert.is_true(win.max_global_batch > full.max_global_batch)
+  end)
+
   it("moving the KV cache to a CXL pool (remote_memory) slows decode", function()
     local near = fathom.scenario(with(base, { workload = "configs/inference_decode_specs/llama3.1_70b_decode.yaml",
       pass_mode = "inference_decode" })):evaluate()
