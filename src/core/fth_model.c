@@ -279,20 +279,28 @@ fth_param_count fth_model_params(const fth_model_def *d) {
   return c;
 }
 
+double fth_model_windowed_share(const fth_model_def *d) {
+  if (!(d->attention_window > 0)) return 0.0;
+  double k = d->full_attention_interval;
+  return k >= 1 ? (k - 1.0) / k : 1.0; /* every k-th layer full, the rest windowed */
+}
+
+double fth_window_kept_tokens(double tokens, double window, double windowed_share) {
+  if (!(window > 0) || window >= tokens) return tokens;
+  return (1.0 - windowed_share) * tokens + windowed_share * window;
+}
+
 double fth_model_window_share(const fth_model_def *d, double q_len, double kv_len) {
   if (!(d->attention_window > 0) || d->attention_window >= kv_len) return 1.0;
-  double k = d->full_attention_interval;
-  double windowed = k >= 1 ? (k - 1.0) / k : 1.0; /* share of layers that are windowed */
+  double windowed = fth_model_windowed_share(d);
   double full = fth_kernel_causal_keys(q_len, kv_len, 0.0);
   double win = fth_kernel_causal_keys(q_len, kv_len, d->attention_window);
   return full > 0 ? 1.0 - windowed + windowed * win / full : 1.0;
 }
 
 double fth_model_window_kv_share(const fth_model_def *d, double ctx) {
-  if (!(d->attention_window > 0) || d->attention_window >= ctx || !(ctx > 0)) return 1.0;
-  double k = d->full_attention_interval;
-  double windowed = k >= 1 ? (k - 1.0) / k : 1.0;
-  return 1.0 - windowed + windowed * d->attention_window / ctx;
+  if (!(ctx > 0)) return 1.0;
+  return fth_window_kept_tokens(ctx, d->attention_window, fth_model_windowed_share(d)) / ctx;
 }
 
 fth_layer_flops fth_model_layer_flops(const fth_model_def *d, int moe, double seq) {

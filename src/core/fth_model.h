@@ -164,6 +164,13 @@ typedef struct fth_layer_flops {
 /// layers (1 without windows; the layers' mix as every stage had it).
 double fth_model_window_share(const fth_model_def *d, double q_len, double kv_len);
 
+/// Share of the layers that attend through a sliding window (0 without one).
+double fth_model_windowed_share(const fth_model_def *d);
+
+/// KV positions kept for `tokens` tokens when a `windowed_share` of the layers keep only
+/// their last `window` ((1 - f) tokens + f min(tokens, window); window <= 0: all).
+double fth_window_kept_tokens(double tokens, double window, double windowed_share);
+
 /// The KV cache positions a request of `ctx` tokens keeps with the model's sliding windows,
 /// over ctx, averaged over the layers: windowed layers keep their last attention_window
 /// (vLLM's and SGLang's hybrid KV managers free the rest); 1 without windows.

@@ -1,5 +1,6 @@
 /* fth_serve.c: request-level serving simulation (fth_serve.h). */
 #include "fth_serve.h"
+#include "fth_model.h"
 #include "fth_rng.h"
 
 #include <math.h>
@@ -171,6 +172,12 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
         d->block_tokens == floor(d->block_tokens)))
     return fth_fail(err, FTH_EINVAL, "block_tokens", "expected an integer in [1, 65536], got %g",
                     d->block_tokens);
+  if (!(d->kv_window_tokens >= 0 && isfinite(d->kv_window_tokens)))
+    return fth_fail(err, FTH_EINVAL, "kv_window_tokens", "expected tokens >= 0, got %g",
+                    d->kv_window_tokens);
+  if (!(d->kv_windowed_share >= 0 && d->kv_windowed_share <= 1))
+    return fth_fail(err, FTH_EINVAL, "kv_windowed_share", "expected a share in [0, 1], got %g",
+                    d->kv_windowed_share);
   if (!(d->kv_capacity_tokens >= d->block_tokens && isfinite(d->kv_capacity_tokens)))
     return fth_fail(err, FTH_EINVAL, "kv_capacity_tokens",
                     "expected at least one page (%g tokens), got %g: the weights leave no room "
@@ -383,8 +390,11 @@ const fth_serve_request *fth_serve_requests(const void *ws) {
   return (const fth_serve_request *)ws;
 }
 
+/* Pages for `tokens` tokens of one request: windowed layers keep only their window
+ * (fth_window_kept_tokens; vLLM's hybrid KV manager), counted in full-layer tokens. */
 static int32_t blocks_for(const sim *s, double tokens) {
-  return (int32_t)ceil(tokens / s->d->block_tokens);
+  double kept = fth_window_kept_tokens(tokens, s->d->kv_window_tokens, s->d->kv_windowed_share);
+  return (int32_t)ceil(kept / s->d->block_tokens);
 }
 
 static void push_back(sim *s, replica *r, int32_t i) {

@@ -126,6 +126,8 @@ typedef struct fth_serve_def {
   double max_batch_tokens;   ///< tokens per iteration (vLLM max_num_batched_tokens)
   double block_tokens;       ///< tokens per KV page
   double kv_capacity_tokens; ///< KV tokens one replica holds (fth_infer_kv_capacity_tokens)
+  double kv_window_tokens;   ///< sliding window of the windowed layers (0: none)
+  double kv_windowed_share;  ///< share of the layers that keep only their window, [0, 1]
   double watermark;          ///< share of the pages kept free when admitting (vLLM 0.01)
   int replicas;
   fth_serve_routing routing;

@@ -62,6 +62,8 @@ static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan,
   *d = fth_serve_def_default();
   if (plan) {
     d->kv_capacity_tokens = fth_infer_kv_capacity_tokens(plan);
+    d->kv_window_tokens = plan->model.attention_window;
+    d->kv_windowed_share = fth_model_windowed_share(&plan->model);
     d->gpus_per_replica = plan->layout.num_gpus;
     d->kv_transfer_bytes_per_token =
         fth_model_kv_cache_elems_per_token(&plan->model) * plan->inf.kv_bytes;

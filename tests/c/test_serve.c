@@ -321,6 +321,23 @@ static int preemption(void) {
   FTH_ENSURE_NEAR(0.338, q[0].done_s, 1e-12);
   FTH_ENSURE_NEAR(0.5028, q[1].done_s, 1e-12);
   FTH_ENSURE_NEAR(1.0, r.kv_peak_fraction, 1e-12);
+  /* The same two requests on a model whose every layer keeps a 16-token window: each
+   * holds at most one page (fth_window_kept_tokens: min(49, 16) = 16 tokens), two pages
+   * of the four in all, so nothing is preempted: both decode together, 32 more steps
+   * after the prefill: 13.2 + 32 x 10.2 = 339.6 ms. */
+  d.kv_window_tokens = 16;
+  d.kv_windowed_share = 1.0;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_EQ_INT(0, r.preemptions);
+  FTH_ENSURE_NEAR(0.3396, q[1].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.5, r.kv_peak_fraction, 1e-12);
+  d.kv_windowed_share = 1.5;
+  fth_error werr;
+  FTH_ENSURE(fth_serve_run(&d, affine_cost, &c, ws, fth_serve_workspace_bytes(&d), &r, &werr) ==
+             FTH_EINVAL);
+  FTH_ENSURE(strcmp(werr.path, "kv_windowed_share") == 0);
+  d.kv_window_tokens = 0;
+  d.kv_windowed_share = 0;
   /* A request that cannot fit a replica alone is refused. */
   d.output.mean = 100;
   fth_error err;
