@@ -226,16 +226,28 @@ static int core_mesh_simulate(lua_State *L) {
 }
 
 /* (mesh, bytes_per_pair) -> seconds, rounds */
-static int core_mesh_closed_form(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  fth_mesh_def mesh;
-  read_mesh(L, 1, &mesh);
+/* The mesh at `idx`, checked (nodes: the matrix's when > 0); raises on a bad one. */
+static void checked_mesh(lua_State *L, int idx, int nodes, fth_mesh_def *mesh) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  read_mesh(L, idx, mesh);
+  if (nodes > 0) mesh->nodes = nodes;
   fth_error err;
-  if (fth_mesh_check(&mesh, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
-  double rounds;
-  lua_pushnumber(L, fth_mesh_closed_form_s(&mesh, luaL_checknumber(L, 2), &rounds));
+  if (fth_mesh_check(mesh, &err) != FTH_OK) lbind_raise(L, NULL, &err);
+}
+
+/* seconds, rounds: what every closed form returns */
+static int push_time_rounds(lua_State *L, double s, double rounds) {
+  lua_pushnumber(L, s);
   lua_pushnumber(L, rounds);
   return 2;
+}
+
+static int core_mesh_closed_form(lua_State *L) {
+  fth_mesh_def mesh;
+  checked_mesh(L, 1, 0, &mesh);
+  double rounds;
+  double t = fth_mesh_closed_form_s(&mesh, luaL_checknumber(L, 2), &rounds);
+  return push_time_rounds(L, t, rounds);
 }
 
 /* ({{bytes, ...}, ...}) -> matrix: n rows of n bytes (row = source) */
@@ -264,30 +276,21 @@ static int core_byte_matrix(lua_State *L) {
 
 /* (mesh, matrix) -> seconds, rounds */
 static int core_mesh_busiest(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
   byte_matrix *m = (byte_matrix *)luaL_checkudata(L, 2, BYTE_MATRIX);
   fth_mesh_def mesh;
-  read_mesh(L, 1, &mesh);
-  mesh.nodes = m->n;
-  fth_error err;
-  if (fth_mesh_check(&mesh, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  checked_mesh(L, 1, m->n, &mesh);
   double rounds;
-  lua_pushnumber(L, fth_mesh_busiest_s(&mesh, m->data, &rounds));
-  lua_pushnumber(L, rounds);
-  return 2;
+  double t = fth_mesh_busiest_s(&mesh, m->data, &rounds);
+  return push_time_rounds(L, t, rounds);
 }
 
 /* (mesh, load_per_node) -> seconds, rounds */
 static int core_mesh_seed_closed_form(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
   fth_mesh_def mesh;
-  read_mesh(L, 1, &mesh);
-  fth_error err;
-  if (fth_mesh_check(&mesh, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  checked_mesh(L, 1, 0, &mesh);
   double rounds;
-  lua_pushnumber(L, fth_mesh_seed_closed_form_s(&mesh, luaL_checknumber(L, 2), &rounds));
-  lua_pushnumber(L, rounds);
-  return 2;
+  double t = fth_mesh_seed_closed_form_s(&mesh, luaL_checknumber(L, 2), &rounds);
+  return push_time_rounds(L, t, rounds);
 }
 
 /* (matrix, src, dst) -> bytes */

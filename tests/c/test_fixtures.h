@@ -4,6 +4,7 @@
 #define TEST_FIXTURES_H
 
 #include "fth_hardware.h"
+#include "fth_model.h"
 #include "fth_topology.h"
 #include "fth_workload.h"
 
@@ -18,6 +19,45 @@ static inline fth_node_def tfx_node(void) {
   n.tier[FTH_TIER_XPU].efficiency = 1.0;
   n.has_tier[FTH_TIER_XPU] = 1;
   return n;
+}
+
+/* tfx_node with an FP8 rate twice the BF16 one (200 TFLOP/s): the recipe tests'. */
+static inline fth_node_def tfx_fp8_node(void) {
+  fth_node_def n = tfx_node();
+  n.compute.flops_per_s[FTH_PREC_FP8] = 200e12;
+  return n;
+}
+
+/* One block: h 1024, 16 heads, plain MLP 4096, vocab 1024, sequences up to 1024 (the
+ * recipe, kernel-class and LoRA tests derive their numbers from it). */
+static inline fth_model_def tfx_block_model(void) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 1;
+  m.num_heads = 16;
+  m.vocab_size = 1024;
+  m.max_seq_len = 1024;
+  return m;
+}
+
+/* Four blocks of h 1024, 16 heads, vocab 32000, up to 4096 tokens (inference tests). */
+static inline fth_model_def tfx_infer_model(void) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 4;
+  m.num_heads = 16;
+  m.vocab_size = 32000;
+  m.max_seq_len = 4096;
+  return m;
+}
+
+/* One GPU, its one dimension at 100 GB/s (no logical dimensions: all of it DP 1). */
+static inline fth_topology_def tfx_one_gpu(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 1;
+  t.phys[0].size = 1;
+  t.phys[0].link.bw_bytes_per_s = 1e11;
+  return t;
 }
 
 /* One switched dimension of `size` GPUs at `bw` bytes/s and no latency, all

@@ -2,6 +2,7 @@
  * HBM 1 TB/s) with the toy dense model (h 1024, 4 layers, 16 heads of 64,
  * plain MLP f 4096, V 32000) on one GPU. */
 #include "fth_infer.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 #include <string.h>
@@ -23,28 +24,10 @@ static fth_node_def node(double hbm_bw) {
   return n;
 }
 
-static fth_topology_def one_gpu(void) {
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 1;
-  t.phys[0].size = 1;
-  t.phys[0].link.bw_bytes_per_s = 1e11;
-  return t;
-}
-
-static fth_model_def toy(void) {
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 4;
-  m.num_heads = 16;
-  m.vocab_size = 32000;
-  m.max_seq_len = 4096;
-  return m;
-}
-
 static int decode_memory_bound(void) {
   fth_node_def n = node(1e12);
-  fth_topology_def t = one_gpu();
-  fth_model_def m = toy();
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
   fth_infer_def d = fth_infer_def_default();
   d.global_batch = 1;
   d.micro_batch = 1;
@@ -111,8 +94,8 @@ static int decode_memory_bound(void) {
 
 static int prefill_compute_bound(void) {
   fth_node_def n = node(1e18); /* memory effectively free: every kernel compute-bound */
-  fth_topology_def t = one_gpu();
-  fth_model_def m = toy();
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
   fth_infer_def d = fth_infer_def_default();
   d.global_batch = 8;
   d.micro_batch = 8;
@@ -153,8 +136,8 @@ static int prefill_compute_bound(void) {
 
 static int refusals(void) {
   fth_node_def n = node(1e12);
-  fth_topology_def t = one_gpu();
-  fth_model_def m = toy();
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
   fth_infer_def d = fth_infer_def_default();
   fth_infer_plan p;
   fth_error err;

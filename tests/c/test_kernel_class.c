@@ -58,38 +58,14 @@ static int accumulator(void) {
   return 0;
 }
 
-static fth_node_def node(void) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
-  n.compute.flops_per_s[FTH_PREC_FP8] = 200e12;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e12;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 80e9;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
-  return n;
-}
-
 static double total(const fth_train_result *r, fth_kernel_class c) {
   return r->fwd_class_s[c] + r->bwd_class_s[c];
 }
 
 static int step(void) {
-  fth_node_def n = node();
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 1;
-  t.phys[0].type = FTH_TOPO_SWITCHED;
-  t.phys[0].size = 1;
-  t.phys[0].link.bw_bytes_per_s = 100e9;
-  t.num_logical = 1;
-  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 1};
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 1;
-  m.num_heads = 16;
-  m.vocab_size = 1024;
-  m.max_seq_len = 1024;
+  fth_node_def n = tfx_fp8_node();
+  fth_topology_def t = tfx_tp_only(1, 100e9);
+  fth_model_def m = tfx_block_model();
   fth_train_def w = fth_train_def_default();
   w.global_batch = 1;
   w.micro_batch = 1;
@@ -128,7 +104,7 @@ static int step(void) {
  * 0 to 1 us adds 8 experts x 2 GEMMs x 1 us = 16 us forward and twice that
  * backward (dgrad and wgrad): 48 us, all of it in the GEMM class. */
 static int moe(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_fp8_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
   fth_model_def m = fth_model_def_default();
   m.d_model = 1024;

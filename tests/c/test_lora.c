@@ -17,20 +17,10 @@
 
 #include <string.h>
 
-static fth_model_def model(void) {
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 1;
-  m.num_heads = 16;
-  m.vocab_size = 1024;
-  m.max_seq_len = 1024;
-  return m;
-}
-
 int lora_test(void) {
   fth_node_def n = tfx_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
-  fth_model_def m = model();
+  fth_model_def m = tfx_block_model();
   fth_train_def w = tfx_serial_work(1, 1024);
   fth_train_plan p;
   fth_error err;

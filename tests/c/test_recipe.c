@@ -13,22 +13,10 @@
  * (fp8_current compiled 13.8, fp8_rowwise eager 95). */
 #include "fth_recipe.h"
 #include "fth_train.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 #include <string.h>
-
-static fth_node_def node(void) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
-  n.compute.flops_per_s[FTH_PREC_FP8] = 200e12;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e12;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 80e9;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
-  return n;
-}
 
 static int table(void) {
   const fth_cast_kernels F = FTH_CAST_FUSED;
@@ -51,7 +39,7 @@ static int table(void) {
   FTH_ENSURE(fth_recipe_parse("fp8") == FTH_RECIPE_COUNT);
   /* FP4 falls back to FP8 where the chip has no FP4 rate, at FP8's
    * efficiency; a per-precision efficiency applies to its own rate only. */
-  fth_node_def n = node();
+  fth_node_def n = tfx_fp8_node();
   FTH_ENSURE_NEAR(200e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP4), 1e-15);
   n.compute.prec_efficiency[FTH_PREC_FP8] = 0.5;
   FTH_ENSURE_NEAR(100e12, fth_compute_flops_per_s(&n.compute, FTH_PREC_FP8), 1e-15);
@@ -73,20 +61,9 @@ static int table(void) {
  *   29,360,128 elements x 4 B / 1e12 B/s = 117.440512 us.
  * Attention, norms, the head and the loss do not change. */
 static int step(void) {
-  fth_node_def n = node();
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 1;
-  t.phys[0].type = FTH_TOPO_SWITCHED;
-  t.phys[0].size = 1;
-  t.phys[0].link.bw_bytes_per_s = 100e9;
-  t.num_logical = 1;
-  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 1};
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 1;
-  m.num_heads = 16;
-  m.vocab_size = 1024;
-  m.max_seq_len = 1024;
+  fth_node_def n = tfx_fp8_node();
+  fth_topology_def t = tfx_tp_only(1, 100e9);
+  fth_model_def m = tfx_block_model();
   fth_train_def w = fth_train_def_default();
   w.global_batch = 1;
   w.micro_batch = 1;

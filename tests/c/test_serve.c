@@ -4,6 +4,7 @@
  * discrete-event simulator (fth_serve) under costs simple enough to follow by
  * hand: an iteration of T tokens takes A + B T seconds. */
 #include "fth_serve.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 #include <stdlib.h>
@@ -21,28 +22,10 @@ static fth_node_def toy_node(double hbm_bw) {
   return n;
 }
 
-static fth_topology_def toy_one_gpu(void) {
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 1;
-  t.phys[0].size = 1;
-  t.phys[0].link.bw_bytes_per_s = 1e11;
-  return t;
-}
-
-static fth_model_def toy_model(void) {
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 4;
-  m.num_heads = 16;
-  m.vocab_size = 32000;
-  m.max_seq_len = 4096;
-  return m;
-}
-
 static int toy_plan(fth_infer_plan *p, double hbm_bw) {
   fth_node_def n = toy_node(hbm_bw);
-  fth_topology_def t = toy_one_gpu();
-  fth_model_def m = toy_model();
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
   fth_infer_def d = fth_infer_def_default();
   d.context_len = 1023;
   d.gen_tokens = 1;
