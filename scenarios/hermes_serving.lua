@@ -77,7 +77,7 @@ local function svg(res)
   end
   local group = plot_w / #res
   local bar = group / 5
-  local colors = { "#4e79a7", "#f28e2b", "#59a14f" }
+  local colors = require("fathom.format.plot").palette
   for i, x in ipairs(res) do
     local x0 = left + (i - 1) * group + bar
     local vals = { x.ttft_p99_s / max_s, x.e2e_p99_s / max_s, x.capacity_per_s / max_c }

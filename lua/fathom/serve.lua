@@ -700,7 +700,8 @@ function M.pareto_svg(res, title)
   local out = { string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" ' ..
     'font-family="sans-serif" font-size="12">', w, hgt) }
   local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
-  local function esc(t) return (tostring(t):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;")) end
+  local plot = require("fathom.format.plot")
+  local esc = plot.esc
   add('<text x="%d" y="22" font-size="14" text-anchor="middle">%s</text>', left + pw / 2, esc(title))
   add('<rect x="%d" y="%d" width="%d" height="%d" fill="white" fill-opacity="0" stroke="black"/>', left, top, pw, ph)
   for k = 0, 4 do
@@ -711,7 +712,7 @@ function M.pareto_svg(res, title)
     "output tokens/s per user (1 / mean TPOT)")
   add('<text x="18" y="%d" transform="rotate(-90 18 %d)" text-anchor="middle">%s</text>', top + ph / 2,
     top + ph / 2, "output tokens/s per GPU")
-  local colors = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1" }
+  local colors = plot.palette -- colour-blind-safe (Okabe-Ito), one owner
   local tps, seen = {}, {}
   for _, p in ipairs(res.points) do
     if not seen[p.tp] then
