@@ -60,7 +60,8 @@ end
 -- the sweep; it is raised (exit 2, no output).
 function M.open(a)
   local docs = {
-    hardware_lib = load(a.hardware_lib, "hardware library"),
+    hardware_lib = type(a.hardware_lib) == "table" and a.hardware_lib -- an overlay too (fathom calibrate)
+      or require("fathom.calibration").load_library(M.resolve(a.hardware_lib)),
     physical_topology = load(a.physical, "physical topology"),
     logical_topology = load(a.logical, "logical topology"),
     workload_spec = load(a.workload, "workload spec"),

@@ -192,18 +192,145 @@ function M.from_library(doc, gpus)
       if ref.efficiency then settings[g.generation] = { [M.reference_of(g.generation)] = ref } end
     end
   end
+  -- an overlay written by `fathom calibrate --library K` holds K's setting, not the
+  -- reference's: K's row is the library's values, the reference follows by K's factors
+  for gen, cal in pairs(type(doc.calibrated) == "table" and doc.calibrated or {}) do
+    local rows, k = settings[gen], type(cal) == "table" and cal.kernels and tostring(cal.kernels)
+    local rk = M.reference_of(gen)
+    if rows and k and k ~= rk then
+      local own, f = rows[rk], M.factors_of(gen)[k]
+      rows[rk] = nil
+      rows[k] = own
+      if f then
+        local ref = M.copy_row(own)
+        for _, key in ipairs({ "efficiency", "fp8_efficiency", "attention_efficiency" }) do
+          if ref[key] and f[key] then ref[key] = ref[key] / f[key] end
+        end
+        if ref.fp4_efficiency and f.fp8_efficiency then ref.fp4_efficiency = ref.fp4_efficiency / f.fp8_efficiency end
+        rows[rk] = ref
+      end
+    end
+  end
   for gen, rows in pairs(settings) do
     local ref = rows[M.reference_of(gen)]
-    local from, seen = gen, {}
-    while from and not M.factors[from] and not seen[from] do
-      seen[from] = true
-      from = M.derived[from] and M.derived[from].from
-    end
-    for k, f in pairs(from and M.factors[from] or {}) do
+    for k, f in pairs(ref and M.factors_of(gen) or {}) do
       if not rows[k] then rows[k] = M.apply(ref, f) end
     end
   end
   return settings
+end
+
+-- factors_of(generation) -> the kernel-library factors of a generation, else of the one it
+-- derives from ({} when none).
+function M.factors_of(gen)
+  local from, seen = gen, {}
+  while from and not M.factors[from] and not seen[from] do
+    seen[from] = true
+    from = M.derived[from] and M.derived[from].from
+  end
+  return from and M.factors[from] or {}
+end
+
+-- Overlays -----------------------------------------------------------------------------------
+-- A hardware-library overlay (what `fathom calibrate` writes) is a YAML mapping with
+--   base: PATH            the library it changes (relative to the overlay's folder, else as
+--                         --hardware-lib resolves it: configs/)
+--   components: {compute|memory|interconnect: {NAME: {key: value}}}   keys replaced
+--   nodes: {NAME: {key: value}}                                      keys replaced
+--   calibrated: {GENERATION: {kernels: K, ...}}  which kernel library the compute
+--                         efficiencies of that GPU generation were fitted for (validate reads
+--                         them as K's setting; analyze, search and estimate use them as given)
+--   description: TEXT
+-- Anything a library accepts can be changed; a name the base lacks is an error at the
+-- overlay's line. Every command that takes --hardware-lib takes an overlay (one loader).
+
+local overlay_keys = { base = true, components = true, nodes = true, calibrated = true, description = true,
+  notes = true }
+
+-- merge_into(base, over) -> over's mapping with base's keys it lacks filled in (over's
+-- table is kept, so an error in a value it sets points at the overlay's line)
+local function merge_into(base, over)
+  for k, v in pairs(base) do
+    if over[k] == nil then over[k] = v end
+  end
+  return over
+end
+
+-- load_library(path [, seen]) -> the hardware library document at path, its overlays
+-- (`base:`) applied. Errors name the overlay's file, line and column.
+function M.load_library(path, seen)
+  local config = require("fathom.config")
+  local errors = require("fathom.errors")
+  local doc = config.load_mapping(path, "hardware library")
+  if doc.base == nil then return doc end
+  seen = seen or {}
+  if seen[path] then errors.at(doc, "base", "base", "overlays form a cycle through %s", path) end
+  seen[path] = true
+  for k in pairs(doc) do
+    if not overlay_keys[k] then
+      errors.at_key(doc, k, tostring(k), "unknown key in a hardware-library overlay (hint: base, components, " ..
+        "nodes, calibrated, description)")
+    end
+  end
+  if type(doc.base) ~= "string" then errors.at(doc, "base", "base", "expected the path of a hardware library") end
+  local dir = path:match("^(.*)/[^/]*$")
+  local base_path = doc.base
+  if base_path:sub(1, 1) ~= "/" and dir then
+    local f = io.open(dir .. "/" .. base_path, "r")
+    if f then
+      f:close()
+      base_path = dir .. "/" .. base_path
+    end
+  end
+  base_path = require("fathom.analysis").resolve(base_path)
+  local f = io.open(base_path, "r")
+  if not f then
+    errors.at(doc, "base", "base", "no hardware library at '%s' (hint: a path relative to the overlay, " ..
+      "or hardware/hardware_library.yaml)", doc.base)
+  end
+  f:close()
+  local base = M.load_library(base_path, seen)
+  local out = {}
+  for k, v in pairs(base) do out[k] = v end
+  out.components = {}
+  for kind, defs in pairs(base.components or {}) do out.components[kind] = defs end
+  local comps = doc.components
+  if comps ~= nil and type(comps) ~= "table" then errors.at(doc, "components", "components", "expected a mapping") end
+  for kind, defs in pairs(comps or {}) do
+    local into = base.components and base.components[kind]
+    if not into then
+      errors.at_key(comps, kind, "components." .. tostring(kind), "no such component kind in the base library " ..
+        "(hint: compute, memory, interconnect)")
+    end
+    local merged = {}
+    for name, def in pairs(into) do merged[name] = def end
+    for name, def in pairs(defs) do
+      local path_s = "components." .. kind .. "." .. tostring(name)
+      if not into[name] then errors.at_key(defs, name, path_s, "the base library has no %s '%s'", kind, name) end
+      if type(def) ~= "table" then errors.at(defs, name, path_s, "expected a mapping of keys to replace") end
+      merged[name] = merge_into(into[name], def)
+    end
+    out.components[kind] = merged
+  end
+  if doc.nodes ~= nil then
+    if type(doc.nodes) ~= "table" then errors.at(doc, "nodes", "nodes", "expected a mapping") end
+    out.nodes = {}
+    for name, def in pairs(base.nodes or {}) do out.nodes[name] = def end
+    for name, def in pairs(doc.nodes) do
+      if type(def) ~= "table" then errors.at(doc.nodes, name, "nodes." .. tostring(name), "expected a mapping") end
+      out.nodes[name] = base.nodes[name] and merge_into(base.nodes[name], def) or def
+    end
+  end
+  if doc.calibrated ~= nil then
+    if type(doc.calibrated) ~= "table" then errors.at(doc, "calibrated", "calibrated", "expected a mapping") end
+    local cal = {}
+    for g, v in pairs(base.calibrated or {}) do cal[g] = v end
+    for g, v in pairs(doc.calibrated) do cal[g] = v end
+    out.calibrated = cal
+  end
+  out.description = doc.description or base.description
+  out.base = nil
+  return out
 end
 
 -- to_factors(settings) -> references {generation = setting}, factors {generation = {kernels =

@@ -27,6 +27,8 @@ local commands = {
     summary = "request-level serving simulation: latency percentiles, throughput, goodput, capacity" },
   { name = "validate", module = "fathom.cmd.validate",
     summary = "predicted vs measured over the published cases (per-source error summary)" },
+  { name = "calibrate", module = "fathom.cmd.calibrate",
+    summary = "fit a GPU's efficiencies to your measurements; write a hardware-library overlay" },
   { name = "compare", module = "fathom.cmd.compare",
     summary = "two results side by side: every field, B - A and the relative change" },
   { name = "completion", module = "fathom.cmd.completion",

@@ -341,12 +341,14 @@ end
 
 -- hardware_library(src) -> lib {compute = {}, memory = {}, interconnect = {}, nodes = {}, doc = doc}
 function M.hardware_library(src)
-  local doc = doc_of(src, "hardware library")
+  -- a path may name an overlay of another library (fathom.calibration.load_library)
+  local doc = type(src) == "table" and src or require("fathom.calibration").load_library(src)
   check.fields(doc, "", {
     components = { type = "table", required = true },
     nodes = { type = "table", required = true },
     description = { type = "string" },
     notes = { type = "any" },
+    calibrated = { type = "table" }, -- which kernel library an overlay's efficiencies are for
   })
   local comps = doc.components
   check.fields(comps, "components", {

@@ -606,7 +606,7 @@ end
 
 function M.state(lib_path)
   lib_path = lib_path or require("fathom.analysis").resolve("hardware/hardware_library.yaml")
-  local doc = config.load_mapping(lib_path, "hardware library")
+  local doc = calibration.load_library(lib_path) -- an overlay too (fathom calibrate)
   -- the calibration: each GPU generation's reference row from the library, the other
   -- kernel libraries by fathom.calibration's factors
   return { lib_doc = doc, libs = {}, settings = calibration.from_library(doc, cases.gpus) }
@@ -625,26 +625,7 @@ local function loss(recs)
   return n > 0 and s / n or 0
 end
 
--- golden-section search for the minimum of f over [lo, hi]
-local function golden(f, lo, hi, iters)
-  local r = (math.sqrt(5) - 1) / 2
-  local a, b = lo, hi
-  local c, d = b - r * (b - a), a + r * (b - a)
-  local fc, fd = f(c), f(d)
-  for _ = 1, iters do
-    if fc < fd then
-      b, d, fd = d, c, fc
-      c = b - r * (b - a)
-      fc = f(c)
-    else
-      a, c, fc = c, d, fd
-      d = a + r * (b - a)
-      fd = f(d)
-    end
-  end
-  if fc < fd then return c, fc end
-  return d, fd
-end
+local golden = require("fathom.fit").golden
 
 -- a kernel library gets its own row only with this many cases; fewer fall back to its
 -- nearest calibrated neighbour (fathom.calibration.lookup)
