@@ -143,7 +143,7 @@ local function fit_on(state, jobs, gen, library, base, params, opts)
     local e = log_errors(state, jobs, settings_with(base, gen, library, t))
     return fit.mean_abs(list_of(e, #jobs)) or 0
   end
-  local x = fit.minimize(loss, params, { rounds = 1, iters = opts.iters or 12 })
+  local x = opts.start or fit.minimize(loss, params, { rounds = 1, iters = opts.iters or 12 })
   if #params == 1 then return fit.minimize(loss, params, { rounds = 1, iters = 6 + (opts.iters or 12) }) end
   return fit.nelder_mead(loss, params, x, { step = opts.step or 0.03, max_evals = opts.max_evals or 120 })
 end
@@ -210,8 +210,8 @@ function M.run(o)
   local se = fit.std_errors(function(t)
     return list_of(log_errors(state, jobs, settings_with(base, gen, library, t)), #jobs)
   end, x, names)
-  -- leave-one-out: each case (or fold) predicted by a refit on the others, started at the
-  -- full fit inside +-0.1 of it (one round: the full fit is a good start)
+  -- leave-one-out: each case (or fold) predicted by a refit on the others: the simplex
+  -- started at the full fit, inside +-0.1 of it (dropping one case moves the fit little)
   local loo = {}
   local folds = math.min(#jobs, M.max_loo_folds)
   if o.loo ~= false and #jobs >= 2 then
@@ -225,7 +225,7 @@ function M.run(o)
         p2[i] = { name = p.name, lo = math.max(p.lo, x[p.name] - 0.1), hi = math.min(p.hi, x[p.name] + 0.1),
           start = x[p.name] }
       end
-      local xf = fit_on(state, rest, gen, library, base, p2, { iters = 8, step = 0.02, max_evals = 40 })
+      local xf = fit_on(state, rest, gen, library, base, p2, { start = x, iters = 8, step = 0.02, max_evals = 40 })
       local ef = log_errors(state, own, settings_with(base, gen, library, xf))
       for j, i in ipairs(idx) do loo[i] = ef[j] end
     end
