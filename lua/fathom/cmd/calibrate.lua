@@ -50,10 +50,11 @@ local function apct(x) return x and string.format("%.1f%%", 100 * x) or "-" end
 local function f3(x) return x and string.format("%.3f", x) or "-" end
 
 local function text(res, files, overlay_path)
-  local out = {}
-  out[#out + 1] = string.format("calibrate %s: generation %s, kernel library %s%s; %d cases of %s", res.gpu,
-    res.generation, res.library, res.reference and " (the generation's reference; other libraries follow by " ..
-      "their factors)" or "", #res.cases, table.concat(files, ", "))
+  local out = setmetatable({}, { __newindex = function(t, k, v) -- tables end in a newline: one blank line
+    rawset(t, k, (tostring(v):gsub("\n$", "")))
+  end })
+  out[#out + 1] = string.format("calibrate %s: generation %s, kernel library %s%s, %d cases of %s", res.gpu,
+    res.generation, res.library, res.reference and " (its reference)" or "", #res.cases, table.concat(files, ", "))
   out[#out + 1] = ""
   local rows = {}
   for _, k in ipairs(calibrate.keys) do
