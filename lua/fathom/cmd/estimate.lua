@@ -166,6 +166,18 @@ local function training(opts, gpus, pod, row)
     mb = opts.micro_batch, recompute = opts.recompute, dp = names.canonical("dp_variant", opts.zero),
     schedule = sched, sp = { sp }, offload = opts.offload or "off" }
   if opts.pp_in then fix.pp_in = opts.pp_in end
+  if opts.offload then
+    -- --offload in estimate's words (the search would name its own --fix); the tiers are the search's
+    local lib = require("fathom.spec").hardware_library(require("fathom.analysis").resolve(opts.hardware_lib
+      or "hardware/hardware_library.yaml"))
+    local choices = search.offload_choices(search.system(lib, opts.hardware, gpus, pod))
+    local ok = false
+    for _, c in ipairs(choices) do ok = ok or c == opts.offload end
+    if not ok then
+      fail("--offload %s: expected one of %s (off, or a memory tier %s has)%s", opts.offload,
+        table.concat(choices, ", "), opts.hardware, errors.suggest(opts.offload, choices))
+    end
+  end
   local def, model, system = search.prepare({
     model = opts.model, hardware = opts.hardware_lib, node = opts.hardware, gpus = gpus, pod_size = pod,
     global_batch = opts.global_batch, seq = opts.seq, objective = "step_time", top = 1, fix = fix,
