@@ -117,6 +117,7 @@ end
 
 -- log errors of the primary metric, in job order (nil for a case the model rejects)
 local function log_errors(state, jobs, settings)
+  if state.tick then state.tick() end -- the progress line
   local recs = validate.evaluate(state, jobs, settings)
   local by = {}
   for _, r in ipairs(recs) do by[r.id] = r end
@@ -203,6 +204,18 @@ function M.run(o)
     local r = validate.fit_ranges[k]
     params[#params + 1] = { name = k, lo = r[1], hi = r[2], start = shipped[k] or shipped.efficiency }
   end
+  -- a progress line on a terminal: evaluations of the case set, at most what the fit,
+  -- the uncertainty and the leave-one-out refits may take (the simplex often stops sooner)
+  local folds = math.min(#jobs, M.max_loo_folds)
+  local loo_on = o.loo ~= false and #jobs >= 2
+  local total = 1 + #params * 14 + 120 + #params + 1 + 2 * #params + (loo_on and folds * (41 + #params) or 0)
+  local done = 0
+  local bar <close> = require("fathom.progress").new({ label = "calibrate", total = total, unit = "fits",
+    enabled = o.progress })
+  state.tick = function()
+    done = math.min(done + 1, total)
+    bar:update(done)
+  end
   local x = fit_on(state, jobs, gen, library, base, params)
   for k, v in pairs(x) do x[k] = round3(v) end
   local fitted_settings = settings_with(base, gen, library, x)
@@ -213,8 +226,7 @@ function M.run(o)
   -- leave-one-out: each case (or fold) predicted by a refit on the others: the simplex
   -- started at the full fit, inside +-0.1 of it (dropping one case moves the fit little)
   local loo = {}
-  local folds = math.min(#jobs, M.max_loo_folds)
-  if o.loo ~= false and #jobs >= 2 then
+  if loo_on then
     for f = 1, folds do
       local rest, own, idx = {}, {}, {}
       for i, job in ipairs(jobs) do

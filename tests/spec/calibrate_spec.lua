@@ -8,6 +8,13 @@ local fit = require("fathom.fit")
 
 local CASES = { "--cases", "validation/modern_cases.yaml", "--cases", "validation/published_cases.yaml" }
 
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 local function write(text)
   local p = os.tmpname()
   local f = assert(io.open(p, "w"))
@@ -169,10 +176,22 @@ describe("fathom calibrate", function()
     -- attention within 0.05 and its 1 sigma (~0.2: it is a small share of these steps, so the
     -- cases pin it loosely)
     local p = write(WRONG)
-    local r = run("--gpu", "H100", "--source", "dgxc_benchmarking", "--no-loo", "--hardware-lib", p,
-      "--format", "json")
+    -- with the progress line forced on (as on a terminal): it goes to stderr, cleared at the end
+    local err = os.tmpname()
+    local cmd = "FATHOM_PROGRESS=1 " .. h.shell_quote(h.bin())
+    for _, a in ipairs({ "calibrate", CASES[1], CASES[2], CASES[3], CASES[4], "--gpu", "H100", "--source",
+      "dgxc_benchmarking", "--no-loo", "--hardware-lib", p, "--format", "json" }) do
+      cmd = cmd .. " " .. h.shell_quote(a)
+    end
+    local pipe = io.popen(cmd .. " 2>" .. err)
+    local r = { stdout = pipe:read("a") }
+    r.code = select(3, pipe:close())
+    r.stderr = read(err)
+    os.remove(err)
     os.remove(p)
     assert.are.equal(0, r.code, r.stderr)
+    assert.matches("^\r\27%[Kcalibrate %d+/%d+ %(%d+%%%), [%d.]+ fits/s, ETA ", r.stderr)
+    assert.matches("\r\27%[K$", r.stderr)
     local res = json.decode(r.stdout)
     assert.are.equal("hopper", res.generation)
     assert.are.equal("2025", res.library)
@@ -251,7 +270,7 @@ describe("fathom calibrate", function()
   end)
 
   it("prints what README.md shows", function()
-    local readme = assert(io.open("README.md")):read("a")
+    local readme = read("README.md")
     local cmd, shown = readme:match("```\n%$ fathom (calibrate [^\n]*)\n(.-)```")
     assert.is_string(cmd)
     local a = {}
