@@ -53,7 +53,7 @@ local function pick(list, opts, where)
       end
       table.sort(names)
       errors.raise("%s: no case has source '%s' (hint: sources there: %s)", where, opts.source,
-        #names > 0 and table.concat(names, ", ") or "none")
+        #names > 0 and table.concat(names, ", ") or "no case names one")
     end
     list = keep
   end
@@ -72,7 +72,7 @@ local function pick(list, opts, where)
     table.sort(names)
     errors.raise("%s: no case fathom can model ran on GPU '%s'%s (hint: GPUs there: %s)", where, opts.gpu,
       opts.library and (" with kernel library '" .. opts.library .. "'") or "",
-      #names > 0 and table.concat(names, ", ") or "none")
+      #names > 0 and table.concat(names, ", ") or "no case names one")
   end
   local gl = {}
   for g in pairs(gens) do gl[#gl + 1] = g end
