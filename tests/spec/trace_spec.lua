@@ -91,6 +91,8 @@ local function written(over, opts)
   return tr, raw, dir, s
 end
 
+local function dual(info) return info.schedule == "DUALPIPE" and info.chunks == 2 end
+
 -- The checks every layout must pass, on every rank of the job.
 local function check_job(tr, raw, dir)
   local info = tr:info()
@@ -112,6 +114,7 @@ local function check_job(tr, raw, dir)
     assert.are.equal(0, s.recvs_unused) -- every received hand-off is waited for
     local stage = tr:stage(r)
     assert.are.equal(tostring(stage), s.metadata["fathom.stage"])
+    assert.are.equal(tostring(info.chunks), s.metadata["fathom.chunks"])
     -- Every collective's group holds the rank and has its dimension's size.
     local bytes = {}
     for _, c in ipairs(s.colls) do
@@ -151,10 +154,22 @@ local function check_job(tr, raw, dir)
       end
       assert.is_true(found, string.format("rank %d's send to %d (tag %d) is received", r, snd[2], snd[3]))
     end
-    -- a forward and a backward hand-off per micro-batch at each boundary the stage touches
-    local ends = (tr:stage(r) > 0 and 1 or 0) + (tr:stage(r) < info.stages - 1 and 1 or 0)
-    assert.are.equal(ends * m, #d[r + 1].sends)
-    assert.are.equal(ends * m, #d[r + 1].recvs)
+    -- a forward and a backward hand-off per micro-batch through each chunk, but for the ends of
+    -- the line: interleaved v chunks, 2v - [first stage] - [last stage] per micro-batch; DualPipe
+    -- half the micro-batches through each of its two stages, 2 - [first] - [last]; 1F1B v = 1
+    local per = dual(info) and 1 or info.chunks
+    local s = tr:stage(r)
+    local want = info.stages > 1 and m * (2 * per - (s == 0 and 1 or 0) - (s == info.stages - 1 and 1 or 0)) or 0
+    assert.are.equal(want, #d[r + 1].sends)
+    assert.are.equal(want, #d[r + 1].recvs)
+    -- every send is to a neighbouring stage (a wrap: the last stage to the first), and no tag repeats
+    local tags = {}
+    for _, snd in ipairs(d[r + 1].sends) do
+      local to = tr:stage(snd[2])
+      assert.is_true(math.abs(to - s) == 1 or (info.chunks > 1 and math.abs(to - s) == info.stages - 1))
+      assert.is_nil(tags[snd[2] .. ":" .. snd[3]], "one hand-off per tag")
+      tags[snd[2] .. ":" .. snd[3]] = true
+    end
   end
   -- The last stage (the slower: it carries the LM head) is the one the step model times:
   -- its compute nodes sum to m (forward + backward kernels) + the optimizer, to the microsecond,
@@ -170,12 +185,15 @@ local function check_job(tr, raw, dir)
       h.near(rec.bytes_per_step, last.kind_bytes[kind] or 0, 1e-6, kind .. " bytes per step")
     end
   end
-  if info.stages > 1 then -- every boundary's sends, both directions, are the record's PP bytes
+  if info.stages > 1 then -- every boundary's sends, both directions, are the record's PP messages:
+    -- 2 m per boundary of the line of v x PP virtual stages (DualPipe: two lines of PP, m / 2 each)
     local sent = 0
     for s = 0, info.stages - 1 do
       for _, snd in ipairs(by_stage[s][1].sends) do sent = sent + snd[4] end
     end
-    h.near(r0.comm.pp.bytes_per_step * (info.stages - 1), sent, 1e-9, "pp bytes per step")
+    local handoffs = dual(info) and 2 * m * (info.stages - 1) or 2 * m * (info.chunks * info.stages - 1)
+    h.near(r0.comm.pp.bytes_per_call * handoffs, sent, 1e-9, "pp bytes per step")
+    if info.chunks == 1 then h.near(r0.comm.pp.bytes_per_step * (info.stages - 1), sent, 1e-9) end
   end
   return d, by_stage
 end
@@ -490,21 +508,50 @@ describe("fathom trace (command line)", function()
     end)
   end
 
-  it("refuses a schedule it does not lay out, naming the file and key", function()
-    local w = os.tmpname()
-    local f = assert(io.open(w, "w"))
-    f:write("global_batch_size: 16\nmicro_batch_size: 1\nseq_length: 1024\npp_spec: {variant: DUALPIPE}\n")
-    f:close()
-    local dir = tmpdir()
-    local r = h.run("trace", "--hardware-lib", HW, "--physical-topology", F .. "physical.yaml",
-      "--logical-topology", F .. "logical.yaml", "--workload-spec", w, "--model-spec", F .. "model.yaml",
-      "--output-dir", dir .. "/t")
-    assert.are.equal(2, r.code, r.stderr)
-    assert.matches(":%d+:%d+: pp_spec.variant: a trace lays out", r.stderr)
-    assert.are.same({}, listdir(dir))
-    rmdir(dir)
-    os.remove(w)
-  end)
+  -- Requests the chunked schedules cannot lay out: one line naming the file and key, exit 2, no files.
+  local chunk_bad = {
+    { "virtual stages that do not divide a stage's layers",
+      "pp_spec: {variant: INTERLEAVED, virtual_stages: 2}\n", { n_layers = 6 },
+      ":%d+:%d+: pp_spec.virtual_stages: a trace splits each stage's layers evenly into its 2 model chunks, " ..
+      "but stage 0 has 3 layers" },
+    { "a DualPipe with fewer than 2 x PP micro-batches", "global_batch_size: 8\npp_spec: {variant: DUALPIPE}\n",
+      nil, ":%d+:%d+: global_batch_size: a trace cannot lay out DUALPIPE: .*at least 2 x PP = 4" },
+    { "a rank outside the job (DualPipe)", "pp_spec: {variant: DUALPIPE}\n", nil,
+      "rank 16 is outside the job", { "--ranks", "0,16" } },
+    { "a rank outside the job (interleaved)", "pp_spec: {variant: INTERLEAVED, virtual_stages: 2}\n", nil,
+      "rank 99 is outside the job", { "--ranks", "99" } },
+  }
+  for _, c in ipairs(chunk_bad) do
+    it("refuses " .. c[1] .. " with one line, exit 2 and no files", function()
+      local w = os.tmpname()
+      local f = assert(io.open(w, "w"))
+      local base = "global_batch_size: 16\nmicro_batch_size: 1\nseq_length: 1024\n"
+      if c[2]:find("global_batch_size", 1, true) then base = "micro_batch_size: 1\nseq_length: 1024\n" end
+      f:write(base .. c[2])
+      f:close()
+      local model = F .. "model.yaml"
+      if c[3] then
+        model = os.tmpname()
+        local src = slurp(F .. "model.yaml"):gsub("n_layers: 4", "n_layers: " .. c[3].n_layers)
+        local mf = assert(io.open(model, "w"))
+        mf:write(src)
+        mf:close()
+      end
+      local dir = tmpdir()
+      local a = { "trace", "--hardware-lib", HW, "--physical-topology", F .. "physical.yaml",
+        "--logical-topology", F .. "logical.yaml", "--workload-spec", w, "--model-spec", model,
+        "--output-dir", dir .. "/t" }
+      for _, x in ipairs(c[5] or {}) do a[#a + 1] = x end
+      local r = h.run(table.unpack(a))
+      assert.are.equal(2, r.code, r.stderr)
+      assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+      assert.matches(c[4], r.stderr)
+      assert.are.same({}, listdir(dir))
+      rmdir(dir)
+      os.remove(w)
+      if c[3] then os.remove(model) end
+    end)
+  end
 end)
 
 describe("README.md execution traces", function()
