@@ -328,6 +328,161 @@ pp_spec: {variant: GPIPE}
     assert.is_true(t_end > 0 and t_end <= 2 * raw.result.step_time_s)
   end)
 
+  -- A workload file from its text (removed by the caller).
+  local function workload(text)
+    local w = os.tmpname()
+    local f = assert(io.open(w, "w"))
+    f:write("global_batch_size: 16\nmicro_batch_size: 1\nseq_length: 1024\nfloat_size_bytes: 2\n" ..
+      "full_precision_param_float_size: 4\nrecompute: selective\nsequence_parallel: true\n" ..
+      "dp_spec: {variant: ZERO1}\n" .. text)
+    f:close()
+    return w
+  end
+
+  -- The Perfetto timeline of a chunked schedule: on every stage its passes in order, none
+  -- overlapping, each after the pass it receives from (tr:hop) plus one hand-off; returns
+  -- per stage the passes (with start and end) and the idle time before the last pass ends.
+  local function timeline(tr, raw)
+    local fmt = require("fathom.format.trace")
+    local ev = fmt.pipeline_events(tr, raw.result)
+    local info = tr:info()
+    local by = {}
+    for _, e in ipairs(ev) do
+      if e.ph == "X" and e.tid == 1 and (e.cat == "forward" or e.cat == "backward" or e.cat == "bubble") then
+        by[e.pid - 1] = by[e.pid - 1] or {}
+        table.insert(by[e.pid - 1], e)
+      end
+    end
+    local ends, out = {}, {}
+    for s = 0, info.stages - 1 do
+      out[s] = { passes = {}, idle_us = 0 }
+      local t, k = 0, 0
+      for _, e in ipairs(by[s]) do
+        assert.is_true(e.ts >= t - 1e-6, "passes on a stage do not overlap")
+        t = e.ts + e.dur
+        if e.cat == "bubble" then
+          out[s].idle_us = out[s].idle_us + e.dur
+        else
+          local fwd, mb, c = tr:pass(s, k)
+          assert.are.same({ fwd, mb, c }, { e.cat == "forward", e.args.microbatch, e.args.chunk })
+          k = k + 1
+          table.insert(out[s].passes, { fwd = fwd, mb = mb, chunk = c, ts = e.ts, te = t, first = #by[s] })
+          ends[(fwd and "F" or "B") .. s .. ":" .. c .. ":" .. mb] = t
+        end
+      end
+      assert.are.equal(info.stage_passes, k)
+      out[s].first = by[s][1]
+    end
+    for s = 0, info.stages - 1 do
+      for _, q in ipairs(out[s].passes) do
+        local from, fc = tr:hop(s, q.fwd, q.mb, q.chunk, false)
+        if from then
+          local t_in = ends[(q.fwd and "F" or "B") .. from .. ":" .. fc .. ":" .. q.mb]
+          assert.is_true(q.ts >= t_in + 1e6 * info.pp_hop_s - 1e-6, "a pass starts after its input arrives")
+        end
+      end
+    end
+    return out
+  end
+
+  it("interleaved, v = 2: chunk-aware passes, the wrap from the last stage, the same checks hold", function()
+    local w = workload("pp_spec: {variant: INTERLEAVED, virtual_stages: 2}\n")
+    local tr, raw, dir = written({ workload = w })
+    local info = tr:info()
+    assert.are.same({ "INTERLEAVED", 2, 16 }, { info.schedule, info.chunks, info.stage_passes })
+    local d, by_stage = check_job(tr, raw, dir)
+    -- Stage 0 (Megatron-LM's order, test_trace.c): F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 ... The hand-off
+    -- tags are 2 (mb x v + the lower virtual stage's chunk) + [gradient]: F0.0 -> 0, F1.0 -> 4,
+    -- F0.1 (virtual stage 2 -> 3) -> 2, F1.1 -> 6, F2.0 -> 8, and B0.1's gradient (virtual stage
+    -- 2 -> 1, the wrap back to stage 1's chunk 0) -> 2 (0 x 2 + 0) + 1 = 1.
+    local s0 = by_stage[0][1]
+    local tags = {}
+    for i = 1, 6 do tags[i] = s0.sends[i][3] end
+    assert.are.same({ 0, 4, 2, 6, 8, 1 }, tags)
+    -- chunk 1 of stage 1 holds the model's last block and the head: its pass is the longest
+    local st = {}
+    for s = 0, 1 do for c = 0, 1 do st[#st + 1] = tr:stage_time(s, c).forward_kernel_s end end
+    assert.is_true(st[4] > st[1] and st[4] > st[2] and st[4] > st[3])
+    -- the chunks of a stage add up to the stage
+    h.near(tr:stage_time(1).backward_kernel_s, tr:stage_time(1, 0).backward_kernel_s +
+      tr:stage_time(1, 1).backward_kernel_s, 1e-12)
+    -- Perfetto: stage 1 first idles for stage 0's first chunk-0 forward plus one hand-off, then
+    -- its passes follow the schedule; interleaving leaves less idle time than 1F1B on the same job
+    local tl = timeline(tr, raw)
+    assert.are.equal("forward", tl[0].first.cat)
+    assert.are.equal("bubble", tl[1].first.cat)
+    h.near(1e6 * (tr:stage_time(0, 0).forward_s + info.pp_hop_s), tl[1].first.dur, 1e-9)
+    local w1 = workload("pp_spec: {variant: 1F1B}\n")
+    local tr1, raw1 = trace.compile(inputs({ workload = w1 }))
+    local tl1 = timeline(tr1, raw1)
+    assert.is_true(tl[1].idle_us < tl1[1].idle_us,
+      string.format("interleaved idles %.0f us, 1F1B %.0f us", tl[1].idle_us, tl1[1].idle_us))
+    rmdir(dir)
+    os.remove(w)
+    os.remove(w1)
+  end)
+
+  it("DualPipe on 2 stages: every rank holds both stages, half the micro-batches from each end", function()
+    local w = workload("pp_spec: {variant: DUALPIPE}\n")
+    local tr, raw, dir = written({ workload = w })
+    local info = tr:info()
+    assert.are.same({ "DUALPIPE", 2, 8 }, { info.schedule, info.chunks, info.stage_passes })
+    local _, by_stage = check_job(tr, raw, dir)
+    -- stage i and 1 - i on one rank: both ranks compute the same, to the microsecond
+    assert.is_true(math.abs(by_stage[0][1].compute_us - by_stage[1][1].compute_us) <= 1)
+    h.near(tr:stage_time(0, 1).backward_kernel_s, tr:stage_time(1, 0).backward_kernel_s, 1e-12)
+    -- micro-batches 0, 1 enter at stage 0 and leave from stage 1; 2, 3 the other way
+    local s0 = by_stage[0][1]
+    for _, snd in ipairs(s0.sends) do
+      local mb, grad = snd[3] // 2, snd[3] % 2 == 1
+      -- rank 0 sends forward activations of its own micro-batches and gradients of the others
+      assert.are.equal(mb >= 2, grad)
+    end
+    -- Perfetto: both ends start at once (no fill bubble on either stage)
+    local tl = timeline(tr, raw)
+    assert.are.equal("forward", tl[0].first.cat)
+    assert.are.equal("forward", tl[1].first.cat)
+    assert.are.equal(0, tl[1].first.ts)
+    rmdir(dir)
+    os.remove(w)
+  end)
+
+  it("DualPipe on 4 stages: middle ranks pair two stages and wait for both ends", function()
+    local l = os.tmpname()
+    local f = assert(io.open(l, "w"))
+    f:write([[
+name: tp2_pp4_dp2_ep2
+dimensions:
+  - {logical_tag: TP_Attn, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: PP, maps_to_physical_dimension_name: up, size: 4}
+  - {logical_tag: EP_SU, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: DP_Attn, maps_to_physical_dimension_name: out, size: 2}
+  - {logical_tag: DP_MoE, maps_to_physical_dimension_name: out, size: 2}
+]])
+    f:close()
+    local w = workload("pp_spec: {variant: DUALPIPE}\n")
+    local tr, raw, dir = written({ workload = w, logical = l })
+    local info = tr:info()
+    assert.are.same({ 4, 8, 2 }, { info.stages, info.microbatches, info.chunks })
+    local _, by_stage = check_job(tr, raw, dir)
+    -- stage 1 holds model stages 1 and 2 (4 - 1 - 1): it talks to stages 0 and 2 in both lines
+    local peers = {}
+    for _, snd in ipairs(by_stage[1][1].sends) do peers[tr:stage(snd[2])] = true end
+    assert.are.same({ [0] = true, [2] = true }, peers)
+    -- the first and the last rank hold the same pair of model stages (0 and 3)
+    assert.is_true(math.abs(by_stage[0][1].compute_us - by_stage[3][1].compute_us) <= 1)
+    -- Perfetto: the ends start at once, the middle ranks wait for the first hand-off
+    local tl = timeline(tr, raw)
+    assert.are.equal("forward", tl[0].first.cat)
+    assert.are.equal("forward", tl[3].first.cat)
+    assert.are.equal("bubble", tl[1].first.cat)
+    assert.are.equal("bubble", tl[2].first.cat)
+    h.near(1e6 * (tr:stage_time(0, 0).forward_s + info.pp_hop_s), tl[1].first.dur, 1e-9)
+    rmdir(dir)
+    os.remove(w)
+    os.remove(l)
+  end)
+
   it("ZeRO-3 (weights gathered for every pass, gradients reduce-scattered after each backward)", function()
     local w = os.tmpname()
     local f = assert(io.open(w, "w"))
