@@ -390,7 +390,7 @@ pp_spec: {variant: GPIPE}
     local tr, raw, dir = written({ workload = w })
     local info = tr:info()
     assert.are.same({ "INTERLEAVED", 2, 16 }, { info.schedule, info.chunks, info.stage_passes })
-    local d, by_stage = check_job(tr, raw, dir)
+    local _, by_stage = check_job(tr, raw, dir)
     -- Stage 0 (Megatron-LM's order, test_trace.c): F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 ... The hand-off
     -- tags are 2 (mb x v + the lower virtual stage's chunk) + [gradient]: F0.0 -> 0, F1.0 -> 4,
     -- F0.1 (virtual stage 2 -> 3) -> 2, F1.1 -> 6, F2.0 -> 8, and B0.1's gradient (virtual stage
