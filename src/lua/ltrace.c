@@ -12,6 +12,8 @@
  *                                               (whom the pass receives from / sends to, out false / true)
  *   trace:stage_time(stage [, chunk]) -> {forward_s, backward_s, forward_kernel_s, backward_kernel_s,
  *                               comm = {<kind> = {forward_raw_s, forward_exposed_s, ...}}}
+ *   trace:network() -> {{type, size, bandwidth_bytes_per_s, latency_s}, ...} (physical dimensions,
+ *                      innermost first; bandwidth per GPU per direction, efficiency applied)
  *   trace:write_rank(rank, path) -> stats | nil, message   (Chakra ET of the rank to path)
  * Bad ranks and kinds raise; an I/O failure returns nil and a message. */
 #include <errno.h>
@@ -209,6 +211,25 @@ static int trace_stage_time(lua_State *L) {
   return 1;
 }
 
+/* (trace) -> the physical dimensions, as ASTRA-sim's network file wants them */
+static int trace_network(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  const fth_topology_def *topo = lt->t.plan ? &lt->t.plan->topo : &lt->t.infer->topo;
+  lua_createtable(L, topo->num_phys, 0);
+  for (int d = 0; d < topo->num_phys; d++) {
+    const fth_phys_dim_def *pd = &topo->phys[d];
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, fth_topo_type_name(pd->type));
+    lua_setfield(L, -2, "type");
+    lua_pushinteger(L, pd->size);
+    lua_setfield(L, -2, "size");
+    setnum(L, "bandwidth_bytes_per_s", fth_link_bw_bytes_per_s(&pd->link));
+    setnum(L, "latency_s", pd->link.latency_s);
+    lua_rawseti(L, -2, d + 1);
+  }
+  return 1;
+}
+
 typedef struct file_sink {
   FILE *f;
   int err;
@@ -279,6 +300,7 @@ static const luaL_Reg trace_methods[] = {{"info", trace_info},
                                          {"pass", trace_pass},
                                          {"hop", trace_hop},
                                          {"stage_time", trace_stage_time},
+                                         {"network", trace_network},
                                          {"write_rank", trace_write_rank},
                                          {NULL, NULL}};
 
