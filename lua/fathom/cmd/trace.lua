@@ -76,10 +76,10 @@ function M.main(argv)
   local ranks = opts.ranks and trace.parse_ranks(opts.ranks, tr:info().ranks) or nil
   local s = trace.write_chakra(tr, opts.output_dir, { prefix = opts.prefix, ranks = ranks, classes = opts.classes,
     astra_configs = opts.astra_configs })
-  local extra = opts.classes and "the comm groups and the rank -> class map" or "the comm groups"
-  if opts.astra_configs then extra = extra .. " and ASTRA-sim's network, system and memory files" end
+  local what = opts.classes and "the comm groups and the rank -> class map" or "the comm groups"
+  if opts.astra_configs then what = what .. " and ASTRA-sim's network, system and memory files" end
   io.stderr:write(string.format("fathom: wrote %d Chakra trace%s (%d nodes, %.1f MiB) and %s to %s\n", s.ranks,
-    s.ranks == 1 and "" or "s", math.floor(s.nodes), mib(s.bytes), extra, opts.output_dir))
+    s.ranks == 1 and "" or "s", math.floor(s.nodes), mib(s.bytes), what, opts.output_dir))
   return 0
 end
 
