@@ -745,30 +745,33 @@ describe("fathom trace (command line)", function()
 end)
 
 describe("README.md execution traces", function()
-  it("shows what fathom trace prints today", function()
+  it("shows what fathom trace prints today, in every '$ fathom trace' block", function()
     local f = assert(io.open("README.md", "rb"))
     local text = f:read("a")
     f:close()
-    local body = text:match("```\n(%$ fathom trace.-)```")
-    assert.is_truthy(body, "a '$ fathom trace' block in README.md")
-    local cmd, shown = {}, {}
-    local continued = true
-    for line in body:gmatch("([^\n]*)\n") do
-      if continued then
-        local part = line:gsub("^%$ fathom ", ""):gsub("^%s+", "")
-        continued = part:sub(-1) == "\\"
-        cmd[#cmd + 1] = continued and part:sub(1, -2) or part
-      else
-        shown[#shown + 1] = line
+    local n = 0
+    for body in text:gmatch("```\n(%$ fathom trace.-)```") do
+      n = n + 1
+      local cmd, shown = {}, {}
+      local continued = true
+      for line in body:gmatch("([^\n]*)\n") do
+        if continued then
+          local part = line:gsub("^%$ fathom ", ""):gsub("^%s+", "")
+          continued = part:sub(-1) == "\\"
+          cmd[#cmd + 1] = continued and part:sub(1, -2) or part
+        else
+          shown[#shown + 1] = line
+        end
       end
+      local args = {}
+      for a in table.concat(cmd, " "):gmatch("%S+") do args[#args + 1] = a end
+      local out = args[#args]
+      rmdir(out)
+      local r = h.run(table.unpack(args))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.same(shown, { (r.stderr:gsub("\n$", "")) })
+      rmdir(out)
     end
-    local args = {}
-    for a in table.concat(cmd, " "):gmatch("%S+") do args[#args + 1] = a end
-    local out = args[#args]
-    rmdir(out)
-    local r = h.run(table.unpack(args))
-    assert.are.equal(0, r.code, r.stderr)
-    assert.are.same(shown, { (r.stderr:gsub("\n$", "")) })
-    rmdir(out)
+    assert.are.equal(2, n, "the README's '$ fathom trace' blocks")
   end)
 end)
