@@ -151,7 +151,7 @@ static fth_topology_def toy_topo(void) {
   return t;
 }
 
-static int toy_plan(fth_train_plan *plan) {
+static int toy_plan_of(fth_train_plan *plan, fth_pp_schedule sched, int virt) {
   fth_node_def node = fth_node_def_default();
   node.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
   node.compute.efficiency = 1.0;
@@ -171,7 +171,8 @@ static int toy_plan(fth_train_plan *plan) {
   w.global_batch = 8; /* / DP 2 / micro-batch 1 = 4 micro-batches */
   w.micro_batch = 1;
   w.seq_len = 1024;
-  w.pp = FTH_PP_1F1B;
+  w.pp = sched;
+  w.virtual_stages = virt;
   w.dp = FTH_DP_DDP;
   w.recompute = FTH_RECOMPUTE_NONE;
   w.sequence_parallel = 0;
@@ -179,6 +180,8 @@ static int toy_plan(fth_train_plan *plan) {
   FTH_ENSURE(fth_train_compile(plan, &node, &topo, &m, &w, &err) == FTH_OK);
   return 0;
 }
+
+static int toy_plan(fth_train_plan *plan) { return toy_plan_of(plan, FTH_PP_1F1B, 1); }
 
 typedef struct mem_sink {
   size_t bytes;
@@ -369,10 +372,73 @@ static int dualpipe_order(void) {
   return 0;
 }
 
+/* The toy under interleaving (v = 2: a block per chunk) and DualPipe. */
+static int chunked_trace(void) {
+  static fth_train_plan plan, plan1;
+  static fth_trace t, t1;
+  static uint8_t buf[8192];
+  fth_error err;
+  FTH_RUN(toy_plan_of(&plan1, FTH_PP_1F1B, 1));
+  FTH_ENSURE(fth_trace_compile(&t1, &plan1, &err) == FTH_OK);
+  fth_trace_stats s0, s1, st;
+  mem_sink ms;
+  memset(&ms, 0, sizeof ms);
+  FTH_ENSURE(fth_trace_write_rank(&t1, 0, buf, sizeof buf, sink, &ms, &s0, &err) == FTH_OK);
+  FTH_ENSURE(fth_trace_write_rank(&t1, 2, buf, sizeof buf, sink, &ms, &s1, &err) == FTH_OK);
+
+  /* Interleaved, stage 0 (rank 0), per micro-batch: F chunk 0 = a block's 4
+   * nodes (attention, MLP, a TP all-reduce after each) + its send = 5; F chunk
+   * 1 receives the wrap from stage 1's chunk 0 and all-gathers it over TP
+   * (no sequence parallelism) = 2 + 4 + 1 = 7; B chunk 1 the same 7 (its
+   * gradient goes back over the wrap); B chunk 0 = 2 + 4 = 6, no send: 25 x 4
+   * micro-batches + a DP bucket per chunk's block (2) + the optimizer = 103.
+   * Sends: 3 of the 4 passes, m (2v - 1) = 12. Its compute is stage 0's under
+   * 1F1B: the same blocks, cut in two. */
+  FTH_RUN(toy_plan_of(&plan, FTH_PP_INTERLEAVED, 2));
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  FTH_ENSURE(t.chunks == 2 && t.stage_passes == 16);
+  FTH_ENSURE(fth_trace_write_rank(&t, 0, buf, sizeof buf, sink, &ms, &st, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(103.0, st.nodes, 0);
+  FTH_ENSURE_NEAR(12.0, st.send_nodes, 0);
+  FTH_ENSURE_NEAR(12.0, st.recv_nodes, 0);
+  FTH_ENSURE(fabs(st.compute_us - s0.compute_us) <= 1.0);
+  fth_trace_piece pc;
+  fth_trace_piece_of(&t, 1, 1, &pc); /* stage 1's chunk 1: its second block and the head */
+  FTH_ENSURE(pc.model_stage == 1 && pc.lo == 1 && pc.hi == 2 && pc.head);
+  /* The wrap: stage 1's chunk 0 forward sends to stage 0's chunk 1 with tag
+   * 2 (mb x 2 + 0): micro-batch 3 -> 12; the gradient of stage 0's chunk 1
+   * goes back with 13. */
+  fth_pp_pass q = {1, 3, 0};
+  int ps, pch, tag;
+  FTH_ENSURE(fth_trace_hop(&t, 1, &q, 1, &ps, &pch, &tag) && ps == 0 && pch == 1 && tag == 12);
+  q = (fth_pp_pass){0, 3, 1};
+  FTH_ENSURE(fth_trace_hop(&t, 0, &q, 1, &ps, &pch, &tag) && ps == 1 && pch == 0 && tag == 13);
+  q = (fth_pp_pass){1, 3, 1}; /* the last virtual stage's forward sends nothing */
+  FTH_ENSURE(!fth_trace_hop(&t, 1, &q, 1, &ps, &pch, &tag));
+
+  /* DualPipe on 2 stages: each rank holds stage 0 and stage 1 and passes half
+   * the 4 micro-batches through each: its compute is the mean of the two
+   * 1F1B stages' (2 c0 + 2 c1 + the optimizer); it sends a hand-off per
+   * micro-batch: 2 forward activations of its own, 2 gradients of the others'. */
+  FTH_RUN(toy_plan_of(&plan, FTH_PP_DUALPIPE, 1));
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  FTH_ENSURE(t.chunks == 2 && t.stage_passes == 8);
+  for (int r = 0; r < 8; r += 2) { /* ranks 0 and 4 of stage 0, 2 and 6 of stage 1 */
+    FTH_ENSURE(fth_trace_write_rank(&t, r, buf, sizeof buf, sink, &ms, &st, &err) == FTH_OK);
+    FTH_ENSURE(fabs(st.compute_us - (s0.compute_us + s1.compute_us) / 2) <= 1.0);
+    FTH_ENSURE_NEAR(4.0, st.send_nodes, 0);
+    FTH_ENSURE_NEAR(4.0, st.recv_nodes, 0);
+  }
+  fth_trace_piece_of(&t, 0, 1, &pc); /* rank 0's chunk 1 is stage 1, with the head */
+  FTH_ENSURE(pc.model_stage == 1 && pc.lo == 0 && pc.hi == 2 && pc.head);
+  return 0;
+}
+
 int trace_test(void) {
   FTH_RUN(schedule_order());
   FTH_RUN(interleaved_order());
   FTH_RUN(dualpipe_order());
+  FTH_RUN(chunked_trace());
   FTH_RUN(varints());
   FTH_RUN(attributes());
   FTH_RUN(node_message());
