@@ -438,8 +438,13 @@ pp_spec: {variant: GPIPE}
       -- rank 0 sends forward activations of its own micro-batches and gradients of the others
       assert.are.equal(mb >= 2, grad)
     end
-    -- Perfetto: both ends start at once (no fill bubble on either stage)
+    -- Perfetto: both ends start at once (no fill bubble on either stage); a rank is named by both stages
     local tl = timeline(tr, raw)
+    local named = {}
+    for _, e in ipairs(require("fathom.format.trace").pipeline_events(tr, raw.result)) do
+      if e.name == "process_name" then named[e.pid] = e.args.name end
+    end
+    assert.are.same({ "stage 0 (and 1)", "stage 1 (and 0)" }, named)
     assert.are.equal("forward", tl[0].first.cat)
     assert.are.equal("forward", tl[1].first.cat)
     assert.are.equal(0, tl[1].first.ts)

@@ -198,7 +198,10 @@ function M.pipeline_events(tr, r)
       add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed, r.optimizer_s, {})
     end
     t_end = math.max(t_end, free[s] + dp_exposed + (info.training and r.optimizer_s or 0))
-    ev[#ev + 1] = { name = "process_name", ph = "M", pid = s + 1, args = { name = string.format("stage %d", s) } }
+    -- DualPipe: the rank of stage s also runs stage S - 1 - s of the other direction
+    local pname = (info.schedule == PP.DUALPIPE and C == 2) and string.format("stage %d (and %d)", s, S - 1 - s)
+      or string.format("stage %d", s)
+    ev[#ev + 1] = { name = "process_name", ph = "M", pid = s + 1, args = { name = pname } }
     ev[#ev + 1] = { name = "process_sort_index", ph = "M", pid = s + 1, args = { sort_index = s } }
     ev[#ev + 1] = { name = "thread_name", ph = "M", pid = s + 1, tid = 1, args = { name = "compute" } }
     for i, k in ipairs(KIND_TRACKS) do
