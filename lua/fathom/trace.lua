@@ -112,8 +112,11 @@ end
 -- ASTRA-sim's analytical network shapes for fathom's topology types, and the share of a GPU's
 -- bandwidth one of its links carries there: a ring splits it between two neighbours, a mesh
 -- among its size - 1 peers (as fathom's collectives do, fth_topology.h); a switch gives it whole.
-local ASTRA_SHAPE = { switched = "Switch", full_flat = "Switch", two_tier = "Switch", ring = "Ring", torus = "Ring",
-  mesh = "FullyConnected" }
+local TOPO = names.key("topology_type")
+local ASTRA_SHAPE = { [TOPO.switched] = "Switch", [TOPO.full_flat] = "Switch", [TOPO.two_tier] = "Switch",
+  [TOPO.ring] = "Ring", [TOPO.torus] = "Ring", [TOPO.mesh] = "FullyConnected" }
+-- ASTRA-sim's name of its ring collectives (Sys.cc), its own spelling, not fathom's enum
+local ASTRA_RING_IMPL = string.lower("Ring")
 
 -- astra_network(tr) -> the text of ASTRA-sim's analytical network file (congestion-unaware) for
 -- the trace's physical topology: one entry per dimension of more than one GPU, innermost first
@@ -145,7 +148,7 @@ function M.astra_system(tr)
   local n = 0
   for _, d in ipairs(tr:network()) do n = n + ((d.size > 1) and 1 or 0) end
   local impl = {}
-  for i = 1, math.max(n, 1) do impl[i] = '"ring"' end
+  for i = 1, math.max(n, 1) do impl[i] = '"' .. ASTRA_RING_IMPL .. '"' end
   local list = "[" .. table.concat(impl, ", ") .. "]"
   return "{\n" ..
     '  "scheduling-policy": "LIFO",\n  "endpoint-delay": 10,\n  "active-chunks-per-dimension": 1,\n' ..
