@@ -109,8 +109,59 @@ local function classes(tr, n)
   return rep, map
 end
 
+-- ASTRA-sim's analytical network shapes for fathom's topology types, and the share of a GPU's
+-- bandwidth one of its links carries there: a ring splits it between two neighbours, a mesh
+-- among its size - 1 peers (as fathom's collectives do, fth_topology.h); a switch gives it whole.
+local TOPO = names.key("topology_type")
+local ASTRA_SHAPE = { [TOPO.switched] = "Switch", [TOPO.full_flat] = "Switch", [TOPO.two_tier] = "Switch",
+  [TOPO.ring] = "Ring", [TOPO.torus] = "Ring", [TOPO.mesh] = "FullyConnected" }
+-- ASTRA-sim's name of its ring collectives (Sys.cc), its own spelling, not fathom's enum
+local ASTRA_RING_IMPL = string.lower("Ring")
+
+-- astra_network(tr) -> the text of ASTRA-sim's analytical network file (congestion-unaware) for
+-- the trace's physical topology: one entry per dimension of more than one GPU, innermost first
+-- (fathom's rank order, which is ASTRA-sim's), bandwidth in GB/s of 2^30 bytes as ASTRA-sim
+-- reads it (NetworkFunction.cpp bw_GBps_to_Bpns), latency in ns.
+function M.astra_network(tr)
+  local shape, npus, bw, lat = {}, {}, {}, {}
+  local dims = tr:network()
+  for _, d in ipairs(dims) do
+    if d.size > 1 or (#dims == 1) then
+      local kind = ASTRA_SHAPE[d.type] or "Switch"
+      local share = kind == "Ring" and 0.5 or (kind == "FullyConnected" and 1 / (d.size - 1) or 1)
+      shape[#shape + 1] = kind
+      npus[#npus + 1] = string.format("%d", d.size)
+      bw[#bw + 1] = string.format("%.4f", d.bandwidth_bytes_per_s * share / 2 ^ 30)
+      lat[#lat + 1] = string.format("%.1f", d.latency_s * 1e9)
+    end
+  end
+  return "# ASTRA-sim analytical network, written by fathom trace from the physical topology\n" ..
+    "topology: [ " .. table.concat(shape, ", ") .. " ]\n" ..
+    "npus_count: [ " .. table.concat(npus, ", ") .. " ]\n" ..
+    "bandwidth: [ " .. table.concat(bw, ", ") .. " ]  # GB/s (2^30 bytes), per link\n" ..
+    "latency: [ " .. table.concat(lat, ", ") .. " ]  # ns\n"
+end
+
+-- astra_system(tr) -> ASTRA-sim's system file: ring collectives on every dimension and the
+-- roofline off, so compute nodes take fathom's durations (duration_micros) as written.
+function M.astra_system(tr)
+  local n = 0
+  for _, d in ipairs(tr:network()) do n = n + ((d.size > 1) and 1 or 0) end
+  local impl = {}
+  for i = 1, math.max(n, 1) do impl[i] = '"' .. ASTRA_RING_IMPL .. '"' end
+  local list = "[" .. table.concat(impl, ", ") .. "]"
+  return "{\n" ..
+    '  "scheduling-policy": "LIFO",\n  "endpoint-delay": 10,\n  "active-chunks-per-dimension": 1,\n' ..
+    '  "preferred-dataset-splits": 1,\n' ..
+    '  "all-reduce-implementation": ' .. list .. ',\n  "all-gather-implementation": ' .. list .. ',\n' ..
+    '  "reduce-scatter-implementation": ' .. list .. ',\n  "all-to-all-implementation": ' .. list .. ',\n' ..
+    '  "collective-optimization": "localBWAware",\n  "boost-mode": 0,\n  "roofline-enabled": 0\n}\n'
+end
+
 -- write_chakra(tr, dir, opts) -> summary {files, ranks, bytes, nodes, stats = {[rank] = stats}}.
--- opts: prefix, ranks (list of 0-based ranks, default all), classes (bool), keep_stats (bool).
+-- opts: prefix, ranks (list of 0-based ranks, default all), classes (bool), keep_stats (bool),
+-- astra_configs (bool: also DIR/<prefix>.network.yml, .system.json and .remote_memory.json,
+-- the configuration files ASTRA-sim's analytical backend replays the traces with).
 function M.write_chakra(tr, dir, opts)
   opts = opts or {}
   local prefix = opts.prefix or M.DEFAULT_PREFIX
@@ -158,6 +209,11 @@ function M.write_chakra(tr, dir, opts)
       if not cok then errors.raise("cannot write '%s': %s", final, tostring(cerr)) end
     end
     text_file("comm_groups.json", function(w) write_groups(w, tr, n) end)
+    if opts.astra_configs then
+      text_file("network.yml", function(w) w:write(M.astra_network(tr)) end)
+      text_file("system.json", function(w) w:write(M.astra_system(tr)) end)
+      text_file("remote_memory.json", function(w) w:write('{\n  "memory-type": "NO_MEMORY_EXPANSION"\n}\n') end)
+    end
     if map then
       text_file("classes.json", function(w)
         local cls = {}
@@ -182,7 +238,7 @@ function M.write_chakra(tr, dir, opts)
 end
 
 -- run{hardware, physical, logical, workload, model, pass_mode, format = "chakra"|"perfetto",
---     output_dir | output_file, prefix, ranks = {...} | "0,4-7", classes} -> summary:
+--     output_dir | output_file, prefix, ranks = {...} | "0,4-7", classes, astra_configs} -> summary:
 -- what `fathom trace` does, for scripts (fathom.trace{...}). Input paths as fathom.analysis takes.
 function M.run(a)
   local tr, raw = M.compile({ hardware_lib = a.hardware_lib or a.hardware, physical = a.physical,
@@ -199,7 +255,8 @@ function M.run(a)
   if not a.output_dir then errors.raise("trace: format chakra needs output_dir") end
   local ranks = a.ranks
   if type(ranks) == "string" then ranks = M.parse_ranks(ranks, tr:info().ranks) end
-  return M.write_chakra(tr, a.output_dir, { prefix = a.prefix, ranks = ranks, classes = a.classes })
+  return M.write_chakra(tr, a.output_dir, { prefix = a.prefix, ranks = ranks, classes = a.classes,
+    astra_configs = a.astra_configs })
 end
 
 -- write_perfetto(tr, raw, path): the Chrome / Perfetto timeline of the step, every pipeline

@@ -1,6 +1,7 @@
 /* fth_schedule.c: the schedule table (fth_schedule.h). */
 #include "fth_schedule.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* name, interleaved, holds_all, inflight_extra, even_stages, stage_a, stage_b,
@@ -77,4 +78,123 @@ double fth_pp_inflight(fth_pp_schedule s, int stages, double micro, int virt) {
    * times more activations on the first stage. */
   if (v > 1) inflight *= 1.0 + (p - 1.0) / (p * v);
   return inflight;
+}
+
+/* ---- the order of passes on each GPU -------------------------------------------------------- */
+
+int fth_pp_order_chunks(fth_pp_schedule s, int stages, int virt) {
+  if (stages <= 1) return 1;
+  if (s == FTH_PP_DUALPIPE) return 2;
+  return (int)fth_pp_chunks(s, virt);
+}
+
+int fth_pp_order_check(fth_pp_schedule s, int stages, int micro, int virt, char *why, size_t n) {
+  if (stages > 1 && s == FTH_PP_DUALPIPE && (stages % 2 != 0 || micro % 2 != 0 || micro < 2 * stages)) {
+    /* dualpipe.py: num_ranks % 2 == 0, num_chunks % 2 == 0, num_chunks >= num_ranks * 2 */
+    snprintf(why, n, "DualPipe's order needs an even PP and an even number of micro-batches of at "
+             "least 2 x PP = %d, got PP = %d and %d (raise the global batch or lower the micro-batch)",
+             2 * stages, stages, micro);
+    return -1;
+  }
+  if (fth_pp_order_chunks(s, stages, virt) > 1 && s == FTH_PP_INTERLEAVED && micro % stages != 0) {
+    snprintf(why, n, "the interleaved order needs micro-batches (%d) to be a multiple of PP = %d",
+             micro, stages);
+    return -1;
+  }
+  return 0;
+}
+
+long fth_pp_order_passes(fth_pp_schedule s, int stages, int micro, int virt) {
+  int v = fth_pp_order_chunks(s, stages, virt);
+  return s == FTH_PP_DUALPIPE && v == 2 ? 2L * micro : 2L * micro * v;
+}
+
+/* DualPipe on GPU r of p: the steps of dualpipe.py's step(), each a count
+ * and a pattern of passes, phase 0 the micro-batches fed from this GPU's end
+ * of the pipeline, phase 1 those from the other end (items: 0 F0, 1 F1, 2 B0,
+ * 3 B1). Weight passes (W) are inside their backward here. */
+static void dualpipe_pass(int p, int m, int r, long k, fth_pp_pass *out) {
+  const int h = p / 2, hr = r < p - 1 - r ? r : p - 1 - r, half = m / 2;
+  static const int pat[7][4] = {{0}, {0, 1}, {3, 1}, {0, 3, 1, 2}, {3, 1, 2}, {3, 2}, {2}};
+  static const int len[7] = {1, 2, 2, 4, 3, 2, 1};
+  const long cnt[7] = {2L * (h - hr - 1), hr + 1, h - hr - 1, (long)half - p + hr + 1, h - hr - 1,
+                       hr + 1, h - hr - 1};
+  long seen[4] = {0, 0, 0, 0};
+  int item = 2;
+  for (int i = 0; i < 7; i++) {
+    long n = cnt[i] * len[i];
+    if (k >= n) {
+      for (int j = 0; j < len[i]; j++) seen[pat[i][j]] += cnt[i];
+      k -= n;
+      continue;
+    }
+    long reps = k / len[i];
+    int at = (int)(k % len[i]);
+    for (int j = 0; j < len[i]; j++) seen[pat[i][j]] += reps + (j < at);
+    item = pat[i][at];
+    break;
+  }
+  int phase = item & 1;
+  out->fwd = item < 2;
+  /* dualpipe.py flips the phase on the second half: phase 0 is the module fed from its end */
+  out->chunk = phase ^ (r >= h);
+  out->mb = (int)seen[item] + (out->chunk ? half : 0);
+}
+
+void fth_pp_order_pass(fth_pp_schedule s, int stages, int micro, int virt, int stage, long k,
+                       fth_pp_pass *out) {
+  const int p = stages, m = micro, v = fth_pp_order_chunks(s, stages, virt);
+  out->chunk = 0;
+  if (s == FTH_PP_DUALPIPE && v == 2) {
+    dualpipe_pass(p, m, stage, k, out);
+    return;
+  }
+  /* Warm-up forwards, then one forward one backward, then the remaining backwards. */
+  long total = (long)m * v, warm;
+  if (v > 1) /* Megatron-LM: 2 (p - s - 1) + (v - 1) p, all of them when m == p */
+    warm = m == p ? total : 2L * (p - stage - 1) + (long)(v - 1) * p;
+  else
+    warm = s == FTH_PP_GPIPE ? m : p - stage - 1;
+  if (warm > total) warm = total;
+  long f, b = -1, j = k - warm, steady = total - warm;
+  if (k < warm) {
+    f = k;
+  } else if (j < 2 * steady) {
+    f = j % 2 == 0 ? warm + j / 2 : -1;
+    b = j % 2 == 0 ? -1 : j / 2;
+  } else {
+    f = -1;
+    b = j - steady;
+  }
+  out->fwd = f >= 0;
+  long i = out->fwd ? f : b, group = (long)p * v;
+  /* Megatron-LM's get_model_chunk_id: p micro-batches through chunk 0, then
+   * the same p through chunk 1, ...; backwards from the last chunk. */
+  out->mb = (int)((i / group) * p + i % p);
+  int c = (int)((i % group) / p);
+  out->chunk = out->fwd ? c : v - 1 - c;
+}
+
+int fth_pp_order_position(fth_pp_schedule s, int stages, int virt, int stage, int chunk, int *line) {
+  if (s == FTH_PP_DUALPIPE && fth_pp_order_chunks(s, stages, virt) == 2) {
+    *line = chunk;
+    return chunk ? stages - 1 - stage : stage;
+  }
+  *line = 0;
+  return chunk * stages + stage;
+}
+
+int fth_pp_order_at(fth_pp_schedule s, int stages, int virt, int line, int position, int *stage,
+                    int *chunk) {
+  int v = fth_pp_order_chunks(s, stages, virt);
+  if (s == FTH_PP_DUALPIPE && v == 2) {
+    if (position < 0 || position >= stages || line < 0 || line > 1) return -1;
+    *chunk = line;
+    *stage = line ? stages - 1 - position : position;
+    return 0;
+  }
+  if (line != 0 || position < 0 || position >= stages * v) return -1;
+  *stage = position % stages;
+  *chunk = position / stages;
+  return 0;
 }

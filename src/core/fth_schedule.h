@@ -63,4 +63,44 @@ double fth_pp_inflight(fth_pp_schedule s, int stages, double micro, int virt);
 /// Chunks per GPU the schedule runs: v for interleaved rows, else 1.
 double fth_pp_chunks(fth_pp_schedule s, int virt);
 
+/* ---- the order of passes on each GPU (execution traces, fth_trace.h) ----------------------- */
+
+/// One pass of a schedule on one GPU: the forward or the backward (its weight
+/// gradients included) of micro-batch `mb` through model chunk `chunk`.
+typedef struct fth_pp_pass {
+  int fwd;   ///< 1 forward, 0 backward
+  int mb;    ///< 0-based; DualPipe: 0 .. m/2 - 1 enter at the first GPU, m/2 .. m - 1 at the last
+  int chunk; ///< interleaved: 0 .. v - 1; DualPipe: 0 (stage i), 1 (stage PP - 1 - i); else 0
+} fth_pp_pass;
+
+/// Model chunks each GPU runs passes of: v (interleaved, PP > 1), 2 (DualPipe), else 1.
+int fth_pp_order_chunks(fth_pp_schedule s, int stages, int virt);
+
+/// 0 when the schedule's order exists for these numbers, else -1 with why in
+/// `why` (DualPipe's own assertion: an even m >= 2 PP; interleaved: m a multiple of PP).
+int fth_pp_order_check(fth_pp_schedule s, int stages, int micro, int virt, char *why, size_t n);
+
+/// Pass k (0 <= k < 2 m x chunks / (DualPipe: 2)) of GPU `stage` in the
+/// schedule's order: GPipe all forwards then all backwards; 1F1B and ZB-H1
+/// p - s - 1 warm-up forwards, then one forward one backward; interleaved
+/// Megatron-LM's order (Narayanan et al. 2021 Sec. 2.2, forward_backward_
+/// pipelining_with_interleaving); DualPipe the eight steps of DeepSeek's
+/// reference implementation (github.com/deepseek-ai/DualPipe, dualpipe.py),
+/// each forward-backward pair as its forward then its backward. O(1).
+void fth_pp_order_pass(fth_pp_schedule s, int stages, int micro, int virt, int stage, long k,
+                       fth_pp_pass *out);
+
+/// Passes per GPU per step: 2 m x chunks (DualPipe: 2 m, half through each chunk).
+long fth_pp_order_passes(fth_pp_schedule s, int stages, int micro, int virt);
+
+/// Where chunk `chunk` of GPU `stage` sits on its line of virtual stages: the
+/// line (DualPipe: 0 fed from the first GPU, 1 from the last; else 0) and
+/// the position on it (interleaved chunk c x PP + stage; DualPipe line 1: PP - 1 - stage).
+int fth_pp_order_position(fth_pp_schedule s, int stages, int virt, int stage, int chunk, int *line);
+
+/// The GPU and chunk at `position` of `line`; -1 (and nothing set) when the
+/// line has no such position.
+int fth_pp_order_at(fth_pp_schedule s, int stages, int virt, int line, int position, int *stage,
+                    int *chunk);
+
 #endif

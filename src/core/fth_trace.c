@@ -158,6 +158,9 @@ fth_status fth_trace_compile_infer(fth_trace *t, const fth_infer_plan *p, fth_er
   if (whole_microbatches(p->microbatches, err) != FTH_OK) return err->status;
   t->microbatches = (int)p->microbatches;
   t->passes = 1;
+  t->schedule = FTH_PP_1F1B;
+  t->virt = t->chunks = 1;
+  t->stage_passes = t->microbatches;
   fth_infer_trace_work(p, &t->work);
   return geometry(t, &p->topo, err);
 }
@@ -168,13 +171,27 @@ fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *p, fth_error *e
   t->plan = p;
   t->layout = &p->layout;
   t->passes = 2;
-  fth_pp_schedule s = p->work.pp;
-  if (p->layout.pp > 1 && (s == FTH_PP_INTERLEAVED || s == FTH_PP_DUALPIPE))
-    return fth_fail(err, FTH_ENOTSUP, "workload.pp_spec.variant",
-                    "a trace lays out GPIPE, 1F1B and ZB_H1 schedules, not %s",
-                    fth_pp_schedule_name(s));
   if (whole_microbatches(p->microbatches, err) != FTH_OK) return err->status;
   t->microbatches = (int)p->microbatches;
+  t->schedule = p->work.pp;
+  t->virt = p->work.virtual_stages;
+  const int pp = p->layout.pp;
+  t->chunks = fth_pp_order_chunks(t->schedule, pp, t->virt);
+  char why[160];
+  if (fth_pp_order_check(t->schedule, pp, t->microbatches, t->virt, why, sizeof why) != 0)
+    return fth_fail(err, FTH_ENOTSUP, "workload.global_batch_size", "a trace cannot lay out %s: %s",
+                    fth_pp_schedule_name(t->schedule), why);
+  if (t->schedule == FTH_PP_INTERLEAVED && t->chunks > 1)
+    for (int s = 0; s < pp; s++) {
+      int layers, moe;
+      fth_layout_stage_layers(&p->layout, &p->model, s, &layers, &moe);
+      if (layers % t->chunks != 0)
+        return fth_fail(err, FTH_ENOTSUP, "workload.pp_spec.virtual_stages",
+                        "a trace splits each stage's layers evenly into its %d model chunks, but "
+                        "stage %d has %d layers (choose virtual stages dividing the layers per stage)",
+                        t->chunks, s, layers);
+    }
+  t->stage_passes = fth_pp_order_passes(t->schedule, pp, t->microbatches, t->virt);
   fth_train_trace_work(p, &t->work);
   fth_train_evaluate(p, &t->res);
   return geometry(t, &p->topo, err);
@@ -190,6 +207,34 @@ static void stage_blocks(const fth_trace *t, int s, int blocks[2]) {
   fth_layout_stage_layers(t->layout, &t->infer->model, s, &layers, &moe);
   blocks[0] = layers - moe;
   blocks[1] = moe;
+}
+
+void fth_trace_piece_of(const fth_trace *t, int stage, int chunk, fth_trace_piece *out) {
+  memset(out, 0, sizeof *out);
+  const int dual = t->chunks == 2 && t->schedule == FTH_PP_DUALPIPE;
+  out->model_stage = dual && chunk == 1 ? t->pp - 1 - stage : stage;
+  stage_blocks(t, out->model_stage, out->blocks);
+  int nb = out->blocks[0] + out->blocks[1];
+  int v = dual ? 1 : t->chunks, c = dual ? 0 : chunk;
+  /* Interleaved: chunk c holds the c-th even share of the stage's blocks (its
+   * MTP modules, on the last stage, go to the shares as they fall). */
+  out->lo = (int)((long)c * nb / v);
+  out->hi = (int)((long)(c + 1) * nb / v);
+  out->head = out->model_stage == t->pp - 1 && c == v - 1;
+}
+
+int fth_trace_hop(const fth_trace *t, int stage, const fth_pp_pass *q, int out, int *peer_stage,
+                  int *peer_chunk, int *tag) {
+  int line;
+  int pos = fth_pp_order_position(t->schedule, t->pp, t->virt, stage, q->chunk, &line);
+  int peer = pos + ((q->fwd != 0) == (out != 0) ? 1 : -1);
+  if (t->pp <= 1 ||
+      fth_pp_order_at(t->schedule, t->pp, t->virt, line, peer, peer_stage, peer_chunk) != 0)
+    return 0;
+  int lower = pos < peer ? pos : peer;
+  int per_line = t->schedule == FTH_PP_DUALPIPE ? 1 : t->chunks; /* chunks along one line */
+  *tag = 2 * (q->mb * per_line + lower / t->pp) + !q->fwd;
+  return 1;
 }
 
 /* ---- writing one rank ----------------------------------------------------------------------- */
@@ -439,135 +484,151 @@ static dp_plan dp_of(const fth_trace *t) {
 }
 
 /* ZeRO-3's per-pass weight gathers (before) or gradient reduce-scatters (after). */
-static uint64_t zero3(emitter *e, const dp_plan *d, int gather, const char *tag, uint64_t prev) {
+static uint64_t zero3(emitter *e, const dp_plan *d, int gather, double scale, const char *tag,
+                      uint64_t prev) {
   if (!e->t->plan || e->t->plan->work.dp != FTH_DP_ZERO3) return prev;
   const fth_comm_kind kinds[2] = {FTH_COMM_DP, FTH_COMM_DP_MOE};
   char name[64];
   for (int i = 0; i < 2; i++) {
     snprintf(name, sizeof name, "%s.zero3_%s", tag, gather ? "gather" : "reduce");
     prev = coll(e, name, kinds[i], gather ? FTH_COLL_ALL_GATHER : FTH_COLL_REDUCE_SCATTER,
-                gather ? d->gather[i] : d->grad[i], prev, NONE);
+                scale * (gather ? d->gather[i] : d->grad[i]), prev, NONE);
   }
   return prev;
 }
 
 /* What one rank's step shares across its passes. */
 typedef struct step_ctx {
-  int blocks[2], nb, last, prev_rank, next_rank, dense_dp, expert_dp;
+  int nb_all, moe_all, bucket_j, bucket_jm, dense_dp, expert_dp;
+  double zscale; /* ZeRO-3 bytes per pass: the record's per micro-batch over the chunks passed */
   dp_plan dp;
   uint64_t chain, bucket_last[2];
 } step_ctx;
 
-/* One forward (fwd) or backward pass of micro-batch i on the rank's stage. */
-static void pass(emitter *e, step_ctx *c, int fwd, int i) {
+/* The last micro-batch through `chunk` (DualPipe: each end feeds half). */
+static int last_mb(const fth_trace *t, int chunk) {
+  const int m = t->microbatches;
+  if (t->schedule == FTH_PP_DUALPIPE && t->chunks == 2) return chunk ? m - 1 : m / 2 - 1;
+  return m - 1;
+}
+
+/* One forward or backward pass of micro-batch q->mb through chunk q->chunk. */
+static void pass(emitter *e, step_ctx *c, const fth_pp_pass *q) {
   const fth_train_work *wk = &e->t->work;
-  const int m = e->t->microbatches, nb = c->nb;
+  fth_trace_piece piece, *pc = &piece;
+  fth_trace_piece_of(e->t, e->stage, q->chunk, pc);
+  const int fwd = q->fwd;
   char tag[32], name[64];
-  snprintf(tag, sizeof tag, "%s%d", fwd ? "F" : "B", i);
+  if (e->t->chunks > 1)
+    snprintf(tag, sizeof tag, "%s%d.c%d", fwd ? "F" : "B", q->mb, q->chunk);
+  else
+    snprintf(tag, sizeof tag, "%s%d", fwd ? "F" : "B", q->mb);
   /* Receive the activation (forward) or its gradient (backward): posted
    * without dependencies, so the receive can land before the pass starts;
    * the pass's first node waits for it. */
-  int from = fwd ? c->prev_rank : c->next_rank;
-  if (from >= 0) {
+  int ps, pch, ptag;
+  if (fth_trace_hop(e->t, e->stage, q, 0, &ps, &pch, &ptag)) {
     snprintf(name, sizeof name, "%s.recv", tag);
-    uint64_t got = p2p(e, name, 0, from, 2 * i + !fwd, wk->pp_bytes, NONE);
+    uint64_t got = p2p(e, name, 0, fth_trace_stage_peer(e->t, e->rank, ps), ptag, wk->pp_bytes, NONE);
     if (wk->pp_gather_bytes > 0) {
       snprintf(name, sizeof name, "%s.pp_gather", tag);
       got = coll(e, name, FTH_COMM_TP, FTH_COLL_ALL_GATHER, wk->pp_gather_bytes, got, NONE);
     }
     e->input = got;
   }
-  c->chain = zero3(e, &c->dp, 1, tag, c->chain);
+  c->chain = zero3(e, &c->dp, 1, c->zscale, tag, c->chain);
   if (fwd) {
-    for (int b = 0; b < nb; b++) {
-      int moe = b >= c->blocks[0];
+    for (int b = pc->lo; b < pc->hi; b++) {
+      int moe = b >= pc->blocks[0];
       snprintf(name, sizeof name, "%s.b%d", tag, b);
       c->chain = block_pass(e, &wk->fwd[moe], moe, 0, name, c->chain);
     }
-    if (c->last) {
+    if (pc->head) {
       snprintf(name, sizeof name, "%s.head", tag);
       c->chain = whole_pass(e, &wk->head_fwd, name, c->chain);
     }
   } else {
-    if (c->last) {
+    if (pc->head) {
       snprintf(name, sizeof name, "%s.head", tag);
       c->chain = whole_pass(e, &wk->head_bwd, name, c->chain);
     }
-    for (int b = nb - 1; b >= 0; b--) {
-      int moe = b >= c->blocks[0];
+    const int last = q->mb == last_mb(e->t, q->chunk);
+    for (int b = pc->hi - 1; b >= pc->lo; b--) {
+      int moe = b >= pc->blocks[0];
       snprintf(name, sizeof name, "%s.b%d.rec", tag, b);
       c->chain = whole_pass(e, &wk->rec[moe], name, c->chain);
       snprintf(name, sizeof name, "%s.b%d", tag, b);
       c->chain = block_pass(e, &wk->bwd[moe], moe, 1, name, c->chain);
-      if (i != m - 1) continue;
-      /* The last backward issues the gradient buckets as their blocks finish
-       * (Li et al. 2020, PyTorch DDP), one after another on the DP stream. */
-      int j = nb - 1 - b;
+      if (!last) continue;
+      /* The chunk's last backward issues the gradient buckets as their blocks
+       * finish (Li et al. 2020, PyTorch DDP), one after another on the DP stream. */
       if (c->dense_dp) {
+        int j = c->bucket_j++;
         snprintf(name, sizeof name, "%s.dp_bucket%d", tag, j);
-        c->bucket_last[0] = coll(e, name, FTH_COMM_DP, c->dp.op[0], bucket(c->dp.grad[0], j, nb),
+        c->bucket_last[0] = coll(e, name, FTH_COMM_DP, c->dp.op[0], bucket(c->dp.grad[0], j, c->nb_all),
                                  c->chain, c->bucket_last[0]);
       }
       if (c->expert_dp && moe) {
-        int jm = c->blocks[1] - 1 - (b - c->blocks[0]);
+        int jm = c->bucket_jm++;
         snprintf(name, sizeof name, "%s.dp_moe_bucket%d", tag, jm);
         c->bucket_last[1] = coll(e, name, FTH_COMM_DP_MOE, c->dp.op[1],
-                                 bucket(c->dp.grad[1], jm, c->blocks[1]), c->chain,
-                                 c->bucket_last[1]);
+                                 bucket(c->dp.grad[1], jm, c->moe_all), c->chain, c->bucket_last[1]);
       }
     }
-    c->chain = zero3(e, &c->dp, 0, tag, c->chain);
+    c->chain = zero3(e, &c->dp, 0, c->zscale, tag, c->chain);
   }
-  int to = fwd ? c->next_rank : c->prev_rank;
-  if (to >= 0) {
+  if (fth_trace_hop(e->t, e->stage, q, 1, &ps, &pch, &ptag)) {
     snprintf(name, sizeof name, "%s.send", tag);
-    p2p(e, name, 1, to, 2 * i + !fwd, wk->pp_bytes, c->chain);
+    p2p(e, name, 1, fth_trace_stage_peer(e->t, e->rank, ps), ptag, wk->pp_bytes, c->chain);
   }
 }
 
-/* The schedule's order on a stage: `warm` forwards, then one forward one
- * backward, then the remaining backwards (GPipe: every forward first). */
-void fth_trace_pass(const fth_trace *t, int stage, int k, int *fwd, int *mb) {
+void fth_trace_pass(const fth_trace *t, int stage, long k, fth_pp_pass *out) {
   if (!t->plan) { /* inference: forwards only, in order */
-    *fwd = 1;
-    *mb = k;
+    out->fwd = 1;
+    out->mb = (int)k;
+    out->chunk = 0;
     return;
   }
-  const int m = t->microbatches, last = t->pp - stage - 1;
-  const int warm = t->plan->work.pp == FTH_PP_GPIPE ? m : (last < m ? last : m);
-  if (k < warm) {
-    *fwd = 1;
-    *mb = k;
-    return;
-  }
-  int j = k - warm, steady = m - warm;
-  if (j < 2 * steady) {
-    *fwd = j % 2 == 0;
-    *mb = *fwd ? warm + j / 2 : j / 2;
-  } else {
-    *fwd = 0;
-    *mb = j - steady;
+  fth_pp_order_pass(t->schedule, t->pp, t->microbatches, t->virt, stage, k, out);
+}
+
+/* Add `n` blocks' phases of one kind (forward, backward, recomputation). */
+static void add_blocks(const fth_train_work *wk, int moe, double n, fth_phase ph[3]) {
+  if (n <= 0) return;
+  const fth_phase *src[3] = {&wk->fwd[moe], &wk->bwd[moe], &wk->rec[moe]};
+  for (int i = 0; i < 3; i++) {
+    fth_phase x = *src[i];
+    fth_phase_scale(&x, n);
+    fth_phase_add(&ph[i], &x);
   }
 }
 
-void fth_trace_stage_time_of(const fth_trace *t, int stage, fth_trace_stage_time *out) {
+void fth_trace_stage_time_of(const fth_trace *t, int stage, int chunk, fth_trace_stage_time *out) {
   const fth_train_work *wk = &t->work;
   memset(out, 0, sizeof *out);
-  int blocks[2];
-  stage_blocks(t, stage, blocks);
   fth_phase ph[3]; /* forward, backward, recomputation */
   memset(ph, 0, sizeof ph);
-  for (int moe = 0; moe < 2; moe++) {
-    const fth_phase *src[3] = {&wk->fwd[moe], &wk->bwd[moe], &wk->rec[moe]};
-    for (int i = 0; i < 3 && blocks[moe] > 0; i++) {
-      fth_phase x = *src[i];
-      fth_phase_scale(&x, blocks[moe]);
-      fth_phase_add(&ph[i], &x);
+  /* The chunks a micro-batch's share passes through, each with its weight:
+   * all of them (interleaved), half each (DualPipe: two stages, half the
+   * micro-batches through each), or just `chunk`. */
+  const int dual = t->schedule == FTH_PP_DUALPIPE && t->chunks == 2;
+  int c0 = chunk < 0 ? 0 : chunk, c1 = chunk < 0 ? t->chunks - 1 : chunk;
+  double w = chunk < 0 && dual ? 0.5 : 1.0;
+  for (int c = c0; c <= c1; c++) {
+    fth_trace_piece pc;
+    fth_trace_piece_of(t, stage, c, &pc);
+    int dense = (pc.hi < pc.blocks[0] ? pc.hi : pc.blocks[0]) - pc.lo;
+    if (dense < 0) dense = 0;
+    add_blocks(wk, 0, w * dense, ph);
+    add_blocks(wk, 1, w * (pc.hi - pc.lo - dense), ph);
+    if (pc.head) {
+      fth_phase hf = wk->head_fwd, hb = wk->head_bwd;
+      fth_phase_scale(&hf, w);
+      fth_phase_scale(&hb, w);
+      fth_phase_add(&ph[0], &hf);
+      fth_phase_add(&ph[1], &hb);
     }
-  }
-  if (stage == t->pp - 1) {
-    fth_phase_add(&ph[0], &wk->head_fwd);
-    fth_phase_add(&ph[1], &wk->head_bwd);
   }
   for (int i = 0; i < 3; i++) {
     double ex[FTH_COMM_KIND_COUNT];
@@ -604,35 +665,39 @@ fth_status fth_trace_write_rank(const fth_trace *t, int rank, uint8_t *buf, size
     snprintf(e.pg[k], sizeof e.pg[k], "%ld", id);
   }
   const fth_train_plan *p = t->plan; /* NULL for inference */
-  const int s = e.stage, pp = t->pp, m = t->microbatches;
-  char meta[4][32];
+  const int s = e.stage, m = t->microbatches;
+  char meta[5][32];
   snprintf(meta[0], sizeof meta[0], "%d", rank);
   snprintf(meta[1], sizeof meta[1], "%d", s);
   snprintf(meta[2], sizeof meta[2], "%d", t->ranks);
   snprintf(meta[3], sizeof meta[3], "%d", m);
-  const char *keys[5] = {"fathom.rank", "fathom.stage", "fathom.ranks", "fathom.microbatches",
-                         "fathom.schedule"};
+  snprintf(meta[4], sizeof meta[4], "%d", t->chunks);
+  const char *keys[6] = {"fathom.rank", "fathom.stage", "fathom.ranks", "fathom.microbatches",
+                         "fathom.schedule", "fathom.chunks"};
   const char *what = p ? fth_pp_schedule_name(p->work.pp)
                        : (t->infer->pass == FTH_PASS_DECODE ? "decode iteration" : "prefill");
-  const char *vals[5] = {meta[0], meta[1], meta[2], meta[3], what};
-  fth_chakra_metadata(&e.out, keys, vals, 5);
+  const char *vals[6] = {meta[0], meta[1], meta[2], meta[3], what, meta[4]};
+  fth_chakra_metadata(&e.out, keys, vals, 6);
 
   step_ctx c;
   memset(&c, 0, sizeof c);
-  stage_blocks(t, s, c.blocks);
-  c.nb = c.blocks[0] + c.blocks[1];
-  c.last = s == pp - 1;
+  for (int ch = 0; ch < t->chunks; ch++) {
+    fth_trace_piece piece, *pc = &piece;
+    fth_trace_piece_of(t, s, ch, pc);
+    int dense = (pc->hi < pc->blocks[0] ? pc->hi : pc->blocks[0]) - pc->lo;
+    c.nb_all += pc->hi - pc->lo;
+    c.moe_all += pc->hi - pc->lo - (dense > 0 ? dense : 0);
+  }
   c.dp = dp_of(t);
+  c.zscale = 2.0 * m / (double)(t->stage_passes > 0 ? t->stage_passes : 1);
   const int zero3_dp = p && p->work.dp == FTH_DP_ZERO3;
-  c.dense_dp = c.dp.grad[0] > 0 && !zero3_dp && c.nb > 0;
-  c.expert_dp = c.dp.grad[1] > 0 && !zero3_dp && c.blocks[1] > 0;
-  c.prev_rank = s > 0 ? fth_trace_stage_peer(t, rank, s - 1) : -1;
-  c.next_rank = s < pp - 1 ? fth_trace_stage_peer(t, rank, s + 1) : -1;
+  c.dense_dp = c.dp.grad[0] > 0 && !zero3_dp && c.nb_all > 0;
+  c.expert_dp = c.dp.grad[1] > 0 && !zero3_dp && c.moe_all > 0;
   c.chain = c.bucket_last[0] = c.bucket_last[1] = NONE;
-  for (int k = 0; k < t->passes * m && !e.failed; k++) {
-    int fwd, mb;
-    fth_trace_pass(t, s, k, &fwd, &mb);
-    pass(&e, &c, fwd, mb);
+  for (long k = 0; k < t->stage_passes && !e.failed; k++) {
+    fth_pp_pass q;
+    fth_trace_pass(t, s, k, &q);
+    pass(&e, &c, &q);
   }
   if (!p) { /* inference: the iteration ends with its last forward */
     flush(&e);
@@ -647,7 +712,7 @@ fth_status fth_trace_write_rank(const fth_trace *t, int rank, uint8_t *buf, size
   if (p->work.dp == FTH_DP_ZERO1 || p->work.dp == FTH_DP_ZERO2) {
     uint64_t g = coll(&e, "optimizer.dp_gather", FTH_COMM_DP, FTH_COLL_ALL_GATHER, c.dp.gather[0],
                       opt, NONE);
-    if (c.blocks[1] > 0)
+    if (c.moe_all > 0)
       coll(&e, "optimizer.dp_moe_gather", FTH_COMM_DP_MOE, FTH_COLL_ALL_GATHER, c.dp.gather[1], g,
            NONE);
   }

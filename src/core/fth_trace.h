@@ -16,15 +16,18 @@
  * comm-group file ASTRA-sim reads (--comm-group-configuration).
  *
  * One step (Narayanan et al. 2021): the schedule's order of forward and
- * backward passes on the rank's stage (GPipe: all forwards then all
- * backwards; 1F1B: p - s - 1 warm-up forwards, then one forward one backward;
- * ZB-H1 is written in 1F1B order, its weight-gradient passes inside the
- * backward). Each pass: the activation (gradient) received from the previous
- * (next) stage, every block's kernels as compute nodes with the layer
- * collectives between them, the hand-off sent on. The last micro-batch's
- * backward issues the data-parallel gradient buckets (one per block, the
- * record's bytes split evenly, chained in issue order); then the optimizer
- * and, under ZeRO-1/2, the all-gather of the updated weights. ZeRO-3 gathers
+ * backward passes on the rank (fth_pp_order_pass, the schedule table's one
+ * owner of it: GPipe, 1F1B, ZB-H1 with its weight-gradient passes inside the
+ * backward, interleaved with v model chunks per rank, DualPipe with stages i
+ * and PP - 1 - i on rank i and half the micro-batches fed from each end).
+ * Each pass: the activation (gradient) received from the previous (next)
+ * virtual stage, the chunk's blocks' kernels as compute nodes with the layer
+ * collectives between them, the hand-off sent on (interleaved: the last
+ * stage's chunk k hands on to the first stage's chunk k + 1). Each chunk's
+ * last backward issues the data-parallel gradient buckets of its blocks (one
+ * per block, the record's bytes split evenly over the rank's blocks, chained
+ * in issue order); then the optimizer and, under ZeRO-1/2, the all-gather of
+ * the updated weights. ZeRO-3 gathers
  * the weights before every pass and reduce-scatters after every backward. */
 #ifndef FTH_TRACE_H
 #define FTH_TRACE_H
@@ -52,6 +55,10 @@ typedef struct fth_trace {
   fth_train_result res;              ///< training's step (DP record, optimizer)
   int ranks, pp, microbatches;
   int passes;                        ///< per micro-batch: 2 (forward, backward) or 1 (inference)
+  fth_pp_schedule schedule;          ///< training's (inference: 1F1B, forwards only)
+  int virt;                          ///< the workload's virtual stages
+  int chunks;                        ///< model chunks per rank (fth_pp_order_chunks)
+  long stage_passes;                 ///< passes each rank runs (fth_pp_order_passes)
   int group_size[FTH_COMM_KIND_COUNT]; ///< the layout's
   fth_trace_factor factor[2][FTH_TRACE_MAX_FACTORS]; ///< per view (0 attention, 1 expert)
   int n_factor[2];
@@ -72,8 +79,9 @@ typedef struct fth_trace_stats {
 typedef int (*fth_trace_sink)(void *ctx, const uint8_t *data, size_t n);
 
 /// Compile the trace of `plan`'s step. FTH_ENOTSUP for what the trace
-/// does not lay out (interleaved and DualPipe schedules, micro-batches not
-/// whole), FTH_EINVAL if the groups it derives disagree with the layout's.
+/// does not lay out (micro-batches not whole; virtual stages that do not
+/// divide a stage's layers; a DualPipe with fewer than 2 PP micro-batches),
+/// FTH_EINVAL if the groups it derives disagree with the layout's.
 fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *plan, fth_error *err);
 
 /// Compile the trace of one iteration of an inference plan: every micro-batch's
@@ -93,10 +101,26 @@ int fth_trace_group(const fth_trace *t, fth_comm_kind kind, int rank, int *membe
 /// The rank at stage `stage` with every other coordinate of `rank`.
 int fth_trace_stage_peer(const fth_trace *t, int rank, int stage);
 
-/// Pass k (0 <= k < passes x microbatches) of `stage` in the schedule's order
-/// (inference: the forwards in micro-batch order):
-/// *fwd 1 for a forward, 0 for a backward; *mb its micro-batch.
-void fth_trace_pass(const fth_trace *t, int stage, int k, int *fwd, int *mb);
+/// Pass k (0 <= k < stage_passes) of `stage` in the schedule's order
+/// (fth_pp_order_pass; inference: the forwards in micro-batch order).
+void fth_trace_pass(const fth_trace *t, int stage, long k, fth_pp_pass *out);
+
+/// The neighbour a pass of (stage, chunk) receives from (`out` 0) or sends
+/// to (`out` 1): its stage and chunk, and the hand-off's tag, the same on
+/// both ends (2 (mb x v + the lower virtual stage's chunk) + 1 for a
+/// gradient); 0 when there is none (the ends of the line).
+int fth_trace_hop(const fth_trace *t, int stage, const fth_pp_pass *q, int out, int *peer_stage,
+                  int *peer_chunk, int *tag);
+
+/// What chunk `chunk` of `stage` computes: blocks [lo, hi) of model stage
+/// `model_stage` (interleaved: an even share of the stage's; DualPipe chunk 1:
+/// all of stage PP - 1 - stage), and the LM head when it is the last.
+typedef struct fth_trace_piece {
+  int model_stage, lo, hi, head;
+  int blocks[2]; ///< the model stage's dense and routed blocks (dense first)
+} fth_trace_piece;
+
+void fth_trace_piece_of(const fth_trace *t, int stage, int chunk, fth_trace_piece *out);
 
 /// One micro-batch's passes on a stage, as the step model times them
 /// (fth_phase_time_blocking: kernels with the layer collectives overlapped as
@@ -108,7 +132,9 @@ typedef struct fth_trace_stage_time {
   double comm_exposed_s[2][FTH_COMM_KIND_COUNT]; ///< of which exposed
 } fth_trace_stage_time;
 
-void fth_trace_stage_time_of(const fth_trace *t, int stage, fth_trace_stage_time *out);
+/// `chunk` -1: the stage's whole share of a micro-batch (DualPipe: the mean
+/// of its two stages, as the step model times it); else one chunk's pass.
+void fth_trace_stage_time_of(const fth_trace *t, int stage, int chunk, fth_trace_stage_time *out);
 
 /// Stream the Chakra trace of `rank` (GlobalMetadata, then its nodes) to
 /// `sink` through `buf` (scratch of `cap` bytes, at least 4 KiB); fills

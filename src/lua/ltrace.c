@@ -1,14 +1,19 @@
 /* ltrace.c: execution traces of a training step, `fathom.Trace` (fth_trace.h).
  *   core.trace_compile(plan) -> trace           (a fathom.TrainPlan or InferPlan, kept alive by it)
- *   trace:info() -> {ranks, stages, microbatches, passes, training, pp_hop_s,
+ *   trace:info() -> {ranks, stages, microbatches, passes, training, pp_hop_s, schedule, chunks,
+ *                    stage_passes,
  *                    group_size = {<kind> = n, ...}}
  *   trace:stage(rank) -> stage                  (ranks and stages are 0-based, as in the files)
  *   trace:group(kind, rank) -> id, {members}    (kind: a comm_kind name; id 0 when no group)
  *   trace:group_id(kind, rank) -> id            (cheap: no member list)
  *   trace:stage_peer(rank, stage) -> rank       (the rank of `stage` with rank's other coordinates)
- *   trace:pass(stage, k) -> forward, mb         (the k-th pass of the stage's schedule; 0-based)
- *   trace:stage_time(stage) -> {forward_s, backward_s, forward_kernel_s, backward_kernel_s,
+ *   trace:pass(stage, k) -> forward, mb, chunk  (the k-th pass of the stage's schedule; 0-based)
+ *   trace:hop(stage, forward, mb, chunk, out) -> stage, chunk, tag | nil
+ *                                               (whom the pass receives from / sends to, out false / true)
+ *   trace:stage_time(stage [, chunk]) -> {forward_s, backward_s, forward_kernel_s, backward_kernel_s,
  *                               comm = {<kind> = {forward_raw_s, forward_exposed_s, ...}}}
+ *   trace:network() -> {{type, size, bandwidth_bytes_per_s, latency_s}, ...} (physical dimensions,
+ *                      innermost first; bandwidth per GPU per direction, efficiency applied)
  *   trace:write_rank(rank, path) -> stats | nil, message   (Chakra ET of the rank to path)
  * Bad ranks and kinds raise; an I/O failure returns nil and a message. */
 #include <errno.h>
@@ -82,6 +87,12 @@ static int trace_info(lua_State *L) {
   lua_pushboolean(L, lt->t.plan != NULL);
   lua_setfield(L, -2, "training");
   setnum(L, "pp_hop_s", lt->t.work.pp_hop_s);
+  lua_pushstring(L, fth_pp_schedule_name(lt->t.schedule));
+  lua_setfield(L, -2, "schedule");
+  lua_pushinteger(L, lt->t.chunks);
+  lua_setfield(L, -2, "chunks");
+  lua_pushinteger(L, lt->t.stage_passes);
+  lua_setfield(L, -2, "stage_passes");
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
     lua_pushinteger(L, lt->t.group_size[k]);
@@ -142,24 +153,46 @@ static int check_stage(lua_State *L, const ltrace *lt, int idx) {
   return (int)s;
 }
 
-/* (trace, stage, k) -> forward (boolean), micro-batch (0-based) */
+/* (trace, stage, k) -> forward (boolean), micro-batch, chunk (0-based) */
 static int trace_pass(lua_State *L) {
   const ltrace *lt = check_trace(L, 1);
   int s = check_stage(L, lt, 2);
   lua_Integer k = luaL_checkinteger(L, 3);
-  luaL_argcheck(L, k >= 0 && k < (lua_Integer)lt->t.passes * lt->t.microbatches, 3, "no such pass");
-  int fwd, mb;
-  fth_trace_pass(&lt->t, s, (int)k, &fwd, &mb);
-  lua_pushboolean(L, fwd);
-  lua_pushinteger(L, mb);
-  return 2;
+  luaL_argcheck(L, k >= 0 && k < (lua_Integer)lt->t.stage_passes, 3, "no such pass");
+  fth_pp_pass q;
+  fth_trace_pass(&lt->t, s, (long)k, &q);
+  lua_pushboolean(L, q.fwd);
+  lua_pushinteger(L, q.mb);
+  lua_pushinteger(L, q.chunk);
+  return 3;
+}
+
+/* (trace, stage, forward, mb, chunk, out) -> stage, chunk, tag | nil */
+static int trace_hop(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  int s = check_stage(L, lt, 2);
+  fth_pp_pass q = {lua_toboolean(L, 3), (int)luaL_checkinteger(L, 4), (int)luaL_checkinteger(L, 5)};
+  luaL_argcheck(L, q.mb >= 0 && q.mb < lt->t.microbatches, 4, "no such micro-batch");
+  luaL_argcheck(L, q.chunk >= 0 && q.chunk < lt->t.chunks, 5, "no such chunk");
+  int ps, pc, tag;
+  if (!fth_trace_hop(&lt->t, s, &q, lua_toboolean(L, 6), &ps, &pc, &tag)) {
+    luaL_pushfail(L);
+    return 1;
+  }
+  lua_pushinteger(L, ps);
+  lua_pushinteger(L, pc);
+  lua_pushinteger(L, tag);
+  return 3;
 }
 
 /* (trace, stage) -> stage time table */
 static int trace_stage_time(lua_State *L) {
   const ltrace *lt = check_trace(L, 1);
   fth_trace_stage_time st;
-  fth_trace_stage_time_of(&lt->t, check_stage(L, lt, 2), &st);
+  int s = check_stage(L, lt, 2);
+  lua_Integer c = luaL_optinteger(L, 3, -1);
+  luaL_argcheck(L, c >= -1 && c < lt->t.chunks, 3, "no such chunk");
+  fth_trace_stage_time_of(&lt->t, s, (int)c, &st);
   lua_createtable(L, 0, 5);
   setnum(L, "forward_s", st.pass_s[0]);
   setnum(L, "backward_s", st.pass_s[1]);
@@ -175,6 +208,25 @@ static int trace_stage_time(lua_State *L) {
     lua_setfield(L, -2, fth_comm_kind_name((fth_comm_kind)k));
   }
   lua_setfield(L, -2, "comm");
+  return 1;
+}
+
+/* (trace) -> the physical dimensions, as ASTRA-sim's network file wants them */
+static int trace_network(lua_State *L) {
+  const ltrace *lt = check_trace(L, 1);
+  const fth_topology_def *topo = lt->t.plan ? &lt->t.plan->topo : &lt->t.infer->topo;
+  lua_createtable(L, topo->num_phys, 0);
+  for (int d = 0; d < topo->num_phys; d++) {
+    const fth_phys_dim_def *pd = &topo->phys[d];
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, fth_topo_type_name(pd->type));
+    lua_setfield(L, -2, "type");
+    lua_pushinteger(L, pd->size);
+    lua_setfield(L, -2, "size");
+    setnum(L, "bandwidth_bytes_per_s", fth_link_bw_bytes_per_s(&pd->link));
+    setnum(L, "latency_s", pd->link.latency_s);
+    lua_rawseti(L, -2, d + 1);
+  }
   return 1;
 }
 
@@ -246,7 +298,9 @@ static const luaL_Reg trace_methods[] = {{"info", trace_info},
                                          {"group_id", trace_group_id},
                                          {"stage_peer", trace_stage_peer},
                                          {"pass", trace_pass},
+                                         {"hop", trace_hop},
                                          {"stage_time", trace_stage_time},
+                                         {"network", trace_network},
                                          {"write_rank", trace_write_rank},
                                          {NULL, NULL}};
 

@@ -151,7 +151,7 @@ static fth_topology_def toy_topo(void) {
   return t;
 }
 
-static int toy_plan(fth_train_plan *plan) {
+static int toy_plan_of(fth_train_plan *plan, fth_pp_schedule sched, int virt) {
   fth_node_def node = fth_node_def_default();
   node.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
   node.compute.efficiency = 1.0;
@@ -171,7 +171,8 @@ static int toy_plan(fth_train_plan *plan) {
   w.global_batch = 8; /* / DP 2 / micro-batch 1 = 4 micro-batches */
   w.micro_batch = 1;
   w.seq_len = 1024;
-  w.pp = FTH_PP_1F1B;
+  w.pp = sched;
+  w.virtual_stages = virt;
   w.dp = FTH_DP_DDP;
   w.recompute = FTH_RECOMPUTE_NONE;
   w.sequence_parallel = 0;
@@ -179,6 +180,8 @@ static int toy_plan(fth_train_plan *plan) {
   FTH_ENSURE(fth_train_compile(plan, &node, &topo, &m, &w, &err) == FTH_OK);
   return 0;
 }
+
+static int toy_plan(fth_train_plan *plan) { return toy_plan_of(plan, FTH_PP_1F1B, 1); }
 
 typedef struct mem_sink {
   size_t bytes;
@@ -238,8 +241,10 @@ static int toy_trace(void) {
   FTH_ENSURE_EQ_INT(4, st.recv_nodes);
   FTH_ENSURE_EQ_INT(s.bytes, st.bytes);
   FTH_ENSURE(s.calls > 1); /* ~5 KiB through 4 KiB of buffer: streamed in pieces */
-  /* The file opens with GlobalMetadata: a frame length, then field 1 "0.0.4". */
-  FTH_ENSURE(s.head[1] == 0x0a && s.head[2] == 0x05 && s.head[3] == '0');
+  /* The file opens with GlobalMetadata: a frame length (a varint), then field 1 "0.0.4". */
+  int at = 0;
+  while (s.head[at] & 0x80) at++;
+  FTH_ENSURE(s.head[at + 1] == 0x0a && s.head[at + 2] == 0x05 && s.head[at + 3] == '0');
   /* Compute sums to the step model's kernels: 4 micro-batches x 2 blocks x
    * (forward + backward) + the optimizer, to the microsecond. */
   double want_us = 1e6 * (4 * 2 * (t.work.fwd[0].kernel_s + t.work.bwd[0].kernel_s) +
@@ -258,7 +263,7 @@ static int toy_trace(void) {
   /* The last stage's passes, timed as the step model times its slowest stage
    * (the last here: it adds the LM head to the same two blocks). */
   fth_trace_stage_time st_last;
-  fth_trace_stage_time_of(&t, 1, &st_last);
+  fth_trace_stage_time_of(&t, 1, -1, &st_last);
   FTH_ENSURE_NEAR(t.res.fwd_s, st_last.pass_s[0], 1e-12);
   FTH_ENSURE_NEAR(t.res.bwd_s, st_last.pass_s[1], 1e-12);
   /* Refusals: a rank outside the job; a failing sink. */
@@ -279,18 +284,161 @@ static int schedule_order(void) {
   FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
   const int want0[8][2] = {{1, 0}, {1, 1}, {0, 0}, {1, 2}, {0, 1}, {1, 3}, {0, 2}, {0, 3}};
   const int want1[8][2] = {{1, 0}, {0, 0}, {1, 1}, {0, 1}, {1, 2}, {0, 2}, {1, 3}, {0, 3}};
+  FTH_ENSURE(t.stage_passes == 8 && t.chunks == 1);
   for (int k = 0; k < 8; k++) {
-    int fwd, mb;
-    fth_trace_pass(&t, 0, k, &fwd, &mb);
-    FTH_ENSURE(fwd == want0[k][0] && mb == want0[k][1]);
-    fth_trace_pass(&t, 1, k, &fwd, &mb);
-    FTH_ENSURE(fwd == want1[k][0] && mb == want1[k][1]);
+    fth_pp_pass q;
+    fth_trace_pass(&t, 0, k, &q);
+    FTH_ENSURE(q.fwd == want0[k][0] && q.mb == want0[k][1] && q.chunk == 0);
+    fth_trace_pass(&t, 1, k, &q);
+    FTH_ENSURE(q.fwd == want1[k][0] && q.mb == want1[k][1] && q.chunk == 0);
   }
+  return 0;
+}
+
+/* "F3.1" is the forward of micro-batch 3 through chunk 1; "B" a backward. */
+static int order_is(fth_pp_schedule s, int p, int m, int v, int stage, const char *want) {
+  char got[512];
+  size_t n = 0;
+  long total = fth_pp_order_passes(s, p, m, v);
+  for (long k = 0; k < total && n + 16 < sizeof got; k++) {
+    fth_pp_pass q;
+    fth_pp_order_pass(s, p, m, v, stage, k, &q);
+    n += (size_t)snprintf(got + n, sizeof got - n, "%s%c%d.%d", k ? " " : "", q.fwd ? 'F' : 'B', q.mb,
+                          q.chunk);
+  }
+  if (strcmp(got, want) != 0) fprintf(stderr, "stage %d: got  %s\n         want %s\n", stage, got, want);
+  return strcmp(got, want) == 0;
+}
+
+/* Interleaved 1F1B, p = 2, v = 2, m = 4 (Megatron-LM's
+ * forward_backward_pipelining_with_interleaving): forward k runs chunk
+ * (k mod pv) / p on micro-batch (k / pv) p + k mod p, backward k the chunks
+ * from the last; stage s warms up with 2 (p - s - 1) + (v - 1) p forwards:
+ * 4 on stage 0, 2 on stage 1. Forwards: 0.0 1.0 0.1 1.1 2.0 3.0 2.1 3.1;
+ * backwards: 0.1 1.1 0.0 1.0 2.1 3.1 2.0 3.0. */
+static int interleaved_order(void) {
+  FTH_ENSURE(fth_pp_order_chunks(FTH_PP_INTERLEAVED, 2, 2) == 2);
+  FTH_ENSURE(fth_pp_order_passes(FTH_PP_INTERLEAVED, 2, 4, 2) == 16);
+  FTH_ENSURE(order_is(FTH_PP_INTERLEAVED, 2, 4, 2, 0,
+                      "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 "
+                      "B2.1 B3.1 B2.0 B3.0"));
+  FTH_ENSURE(order_is(FTH_PP_INTERLEAVED, 2, 4, 2, 1,
+                      "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 "
+                      "F3.1 B3.1 B2.0 B3.0"));
+  /* m == p: every forward first (Megatron-LM's all-warm-up case). */
+  FTH_ENSURE(order_is(FTH_PP_INTERLEAVED, 2, 2, 2, 1, "F0.0 F1.0 F0.1 F1.1 B0.1 B1.1 B0.0 B1.0"));
+  /* v = 1 is plain 1F1B; one stage has one chunk whatever v says. */
+  FTH_ENSURE(order_is(FTH_PP_INTERLEAVED, 2, 2, 1, 0, "F0.0 F1.0 B0.0 B1.0"));
+  FTH_ENSURE(fth_pp_order_chunks(FTH_PP_INTERLEAVED, 1, 4) == 1);
+  /* Placement: stage 1's chunk 0 is virtual stage 1, chunk 1 is 1 x 2 + 1 = 3;
+   * virtual stage 2 is stage 0's chunk 1 (the wrap from the last stage). */
+  int line, st, ch;
+  FTH_ENSURE(fth_pp_order_position(FTH_PP_INTERLEAVED, 2, 2, 1, 1, &line) == 3 && line == 0);
+  FTH_ENSURE(fth_pp_order_at(FTH_PP_INTERLEAVED, 2, 2, 0, 2, &st, &ch) == 0 && st == 0 && ch == 1);
+  FTH_ENSURE(fth_pp_order_at(FTH_PP_INTERLEAVED, 2, 2, 0, 4, &st, &ch) == -1);
+  char why[160];
+  FTH_ENSURE(fth_pp_order_check(FTH_PP_INTERLEAVED, 4, 6, 2, why, sizeof why) == -1);
+  FTH_ENSURE(strstr(why, "multiple of PP = 4") != NULL);
+  return 0;
+}
+
+/* DualPipe, p = 4, m = 8 (dualpipe.py's step(): half_num_chunks = 4,
+ * num_half_ranks = 2). Rank 0 (half_rank 0): step 1 two F0, step 2 one F0 F1,
+ * step 3 one B1 F1, step 4 (4 - 4 + 0 + 1 = 1) F0 B1 F1 B0, step 5 one
+ * B1 F1 B0, step 6 one B1 B0, step 7 one B0. Phase 0 is chunk 0 (stage 0, fed
+ * micro-batches 0-3), phase 1 chunk 1 (stage 3 of the other direction,
+ * micro-batches 4-7). Rank 1 (half_rank 1): step 2 twice, step 4 twice,
+ * step 6 twice. Rank 2 mirrors rank 1 with the phases flipped. */
+static int dualpipe_order(void) {
+  FTH_ENSURE(fth_pp_order_chunks(FTH_PP_DUALPIPE, 4, 1) == 2);
+  FTH_ENSURE(fth_pp_order_passes(FTH_PP_DUALPIPE, 4, 8, 1) == 16);
+  FTH_ENSURE(order_is(FTH_PP_DUALPIPE, 4, 8, 1, 0,
+                      "F0.0 F1.0 F2.0 F4.1 B4.1 F5.1 F3.0 B5.1 F6.1 B0.0 B6.1 F7.1 "
+                      "B1.0 B7.1 B2.0 B3.0"));
+  FTH_ENSURE(order_is(FTH_PP_DUALPIPE, 4, 8, 1, 1,
+                      "F0.0 F4.1 F1.0 F5.1 F2.0 B4.1 F6.1 B0.0 F3.0 B5.1 F7.1 B1.0 "
+                      "B6.1 B2.0 B7.1 B3.0"));
+  FTH_ENSURE(order_is(FTH_PP_DUALPIPE, 4, 8, 1, 2,
+                      "F4.1 F0.0 F5.1 F1.0 F6.1 B0.0 F2.0 B4.1 F7.1 B1.0 F3.0 B5.1 "
+                      "B2.0 B6.1 B3.0 B7.1"));
+  /* Placement: rank 1 holds stage 1 (line 0) and stage 4 - 1 - 1 = 2 of line 1. */
+  int line, st, ch;
+  FTH_ENSURE(fth_pp_order_position(FTH_PP_DUALPIPE, 4, 1, 1, 1, &line) == 2 && line == 1);
+  FTH_ENSURE(fth_pp_order_at(FTH_PP_DUALPIPE, 4, 1, 1, 0, &st, &ch) == 0 && st == 3 && ch == 1);
+  char why[160];
+  FTH_ENSURE(fth_pp_order_check(FTH_PP_DUALPIPE, 4, 6, 1, why, sizeof why) == -1);
+  FTH_ENSURE(strstr(why, "at least 2 x PP = 8") != NULL);
+  FTH_ENSURE(fth_pp_order_check(FTH_PP_DUALPIPE, 4, 8, 1, why, sizeof why) == 0);
+  return 0;
+}
+
+/* The toy under interleaving (v = 2: a block per chunk) and DualPipe. */
+static int chunked_trace(void) {
+  static fth_train_plan plan, plan1;
+  static fth_trace t, t1;
+  static uint8_t buf[8192];
+  fth_error err;
+  FTH_RUN(toy_plan_of(&plan1, FTH_PP_1F1B, 1));
+  FTH_ENSURE(fth_trace_compile(&t1, &plan1, &err) == FTH_OK);
+  fth_trace_stats s0, s1, st;
+  mem_sink ms;
+  memset(&ms, 0, sizeof ms);
+  FTH_ENSURE(fth_trace_write_rank(&t1, 0, buf, sizeof buf, sink, &ms, &s0, &err) == FTH_OK);
+  FTH_ENSURE(fth_trace_write_rank(&t1, 2, buf, sizeof buf, sink, &ms, &s1, &err) == FTH_OK);
+
+  /* Interleaved, stage 0 (rank 0), per micro-batch: F chunk 0 = a block's 4
+   * nodes (attention, MLP, a TP all-reduce after each) + its send = 5; F chunk
+   * 1 receives the wrap from stage 1's chunk 0 and all-gathers it over TP
+   * (no sequence parallelism) = 2 + 4 + 1 = 7; B chunk 1 the same 7 (its
+   * gradient goes back over the wrap); B chunk 0 = 2 + 4 = 6, no send: 25 x 4
+   * micro-batches + a DP bucket per chunk's block (2) + the optimizer = 103.
+   * Sends: 3 of the 4 passes, m (2v - 1) = 12. Its compute is stage 0's under
+   * 1F1B: the same blocks, cut in two. */
+  FTH_RUN(toy_plan_of(&plan, FTH_PP_INTERLEAVED, 2));
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  FTH_ENSURE(t.chunks == 2 && t.stage_passes == 16);
+  FTH_ENSURE(fth_trace_write_rank(&t, 0, buf, sizeof buf, sink, &ms, &st, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(103.0, st.nodes, 0);
+  FTH_ENSURE_NEAR(12.0, st.send_nodes, 0);
+  FTH_ENSURE_NEAR(12.0, st.recv_nodes, 0);
+  FTH_ENSURE(fabs(st.compute_us - s0.compute_us) <= 1.0);
+  fth_trace_piece pc;
+  fth_trace_piece_of(&t, 1, 1, &pc); /* stage 1's chunk 1: its second block and the head */
+  FTH_ENSURE(pc.model_stage == 1 && pc.lo == 1 && pc.hi == 2 && pc.head);
+  /* The wrap: stage 1's chunk 0 forward sends to stage 0's chunk 1 with tag
+   * 2 (mb x 2 + 0): micro-batch 3 -> 12; the gradient of stage 0's chunk 1
+   * goes back with 13. */
+  fth_pp_pass q = {1, 3, 0};
+  int ps, pch, tag;
+  FTH_ENSURE(fth_trace_hop(&t, 1, &q, 1, &ps, &pch, &tag) && ps == 0 && pch == 1 && tag == 12);
+  q = (fth_pp_pass){0, 3, 1};
+  FTH_ENSURE(fth_trace_hop(&t, 0, &q, 1, &ps, &pch, &tag) && ps == 1 && pch == 0 && tag == 13);
+  q = (fth_pp_pass){1, 3, 1}; /* the last virtual stage's forward sends nothing */
+  FTH_ENSURE(!fth_trace_hop(&t, 1, &q, 1, &ps, &pch, &tag));
+
+  /* DualPipe on 2 stages: each rank holds stage 0 and stage 1 and passes half
+   * the 4 micro-batches through each: its compute is the mean of the two
+   * 1F1B stages' (2 c0 + 2 c1 + the optimizer); it sends a hand-off per
+   * micro-batch: 2 forward activations of its own, 2 gradients of the others'. */
+  FTH_RUN(toy_plan_of(&plan, FTH_PP_DUALPIPE, 1));
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  FTH_ENSURE(t.chunks == 2 && t.stage_passes == 8);
+  for (int r = 0; r < 8; r += 2) { /* ranks 0 and 4 of stage 0, 2 and 6 of stage 1 */
+    FTH_ENSURE(fth_trace_write_rank(&t, r, buf, sizeof buf, sink, &ms, &st, &err) == FTH_OK);
+    FTH_ENSURE(fabs(st.compute_us - (s0.compute_us + s1.compute_us) / 2) <= 1.0);
+    FTH_ENSURE_NEAR(4.0, st.send_nodes, 0);
+    FTH_ENSURE_NEAR(4.0, st.recv_nodes, 0);
+  }
+  fth_trace_piece_of(&t, 0, 1, &pc); /* rank 0's chunk 1 is stage 1, with the head */
+  FTH_ENSURE(pc.model_stage == 1 && pc.lo == 0 && pc.hi == 2 && pc.head);
   return 0;
 }
 
 int trace_test(void) {
   FTH_RUN(schedule_order());
+  FTH_RUN(interleaved_order());
+  FTH_RUN(dualpipe_order());
+  FTH_RUN(chunked_trace());
   FTH_RUN(varints());
   FTH_RUN(attributes());
   FTH_RUN(node_message());

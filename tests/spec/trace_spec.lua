@@ -91,6 +91,8 @@ local function written(over, opts)
   return tr, raw, dir, s
 end
 
+local function dual(info) return info.schedule == "DUALPIPE" and info.chunks == 2 end
+
 -- The checks every layout must pass, on every rank of the job.
 local function check_job(tr, raw, dir)
   local info = tr:info()
@@ -112,6 +114,7 @@ local function check_job(tr, raw, dir)
     assert.are.equal(0, s.recvs_unused) -- every received hand-off is waited for
     local stage = tr:stage(r)
     assert.are.equal(tostring(stage), s.metadata["fathom.stage"])
+    assert.are.equal(tostring(info.chunks), s.metadata["fathom.chunks"])
     -- Every collective's group holds the rank and has its dimension's size.
     local bytes = {}
     for _, c in ipairs(s.colls) do
@@ -151,10 +154,22 @@ local function check_job(tr, raw, dir)
       end
       assert.is_true(found, string.format("rank %d's send to %d (tag %d) is received", r, snd[2], snd[3]))
     end
-    -- a forward and a backward hand-off per micro-batch at each boundary the stage touches
-    local ends = (tr:stage(r) > 0 and 1 or 0) + (tr:stage(r) < info.stages - 1 and 1 or 0)
-    assert.are.equal(ends * m, #d[r + 1].sends)
-    assert.are.equal(ends * m, #d[r + 1].recvs)
+    -- a forward and a backward hand-off per micro-batch through each chunk, but for the ends of
+    -- the line: interleaved v chunks, 2v - [first stage] - [last stage] per micro-batch; DualPipe
+    -- half the micro-batches through each of its two stages, 2 - [first] - [last]; 1F1B v = 1
+    local per = dual(info) and 1 or info.chunks
+    local s = tr:stage(r)
+    local want = info.stages > 1 and m * (2 * per - (s == 0 and 1 or 0) - (s == info.stages - 1 and 1 or 0)) or 0
+    assert.are.equal(want, #d[r + 1].sends)
+    assert.are.equal(want, #d[r + 1].recvs)
+    -- every send is to a neighbouring stage (a wrap: the last stage to the first), and no tag repeats
+    local tags = {}
+    for _, snd in ipairs(d[r + 1].sends) do
+      local to = tr:stage(snd[2])
+      assert.is_true(math.abs(to - s) == 1 or (info.chunks > 1 and math.abs(to - s) == info.stages - 1))
+      assert.is_nil(tags[snd[2] .. ":" .. snd[3]], "one hand-off per tag")
+      tags[snd[2] .. ":" .. snd[3]] = true
+    end
   end
   -- The last stage (the slower: it carries the LM head) is the one the step model times:
   -- its compute nodes sum to m (forward + backward kernels) + the optimizer, to the microsecond,
@@ -170,12 +185,15 @@ local function check_job(tr, raw, dir)
       h.near(rec.bytes_per_step, last.kind_bytes[kind] or 0, 1e-6, kind .. " bytes per step")
     end
   end
-  if info.stages > 1 then -- every boundary's sends, both directions, are the record's PP bytes
+  if info.stages > 1 then -- every boundary's sends, both directions, are the record's PP messages:
+    -- 2 m per boundary of the line of v x PP virtual stages (DualPipe: two lines of PP, m / 2 each)
     local sent = 0
     for s = 0, info.stages - 1 do
       for _, snd in ipairs(by_stage[s][1].sends) do sent = sent + snd[4] end
     end
-    h.near(r0.comm.pp.bytes_per_step * (info.stages - 1), sent, 1e-9, "pp bytes per step")
+    local handoffs = dual(info) and 2 * m * (info.stages - 1) or 2 * m * (info.chunks * info.stages - 1)
+    h.near(r0.comm.pp.bytes_per_call * handoffs, sent, 1e-9, "pp bytes per step")
+    if info.chunks == 1 then h.near(r0.comm.pp.bytes_per_step * (info.stages - 1), sent, 1e-9) end
   end
   return d, by_stage
 end
@@ -308,6 +326,166 @@ pp_spec: {variant: GPIPE}
       assert.are.equal(2 * info.microbatches, n)
     end
     assert.is_true(t_end > 0 and t_end <= 2 * raw.result.step_time_s)
+  end)
+
+  -- A workload file from its text (removed by the caller).
+  local function workload(text)
+    local w = os.tmpname()
+    local f = assert(io.open(w, "w"))
+    f:write("global_batch_size: 16\nmicro_batch_size: 1\nseq_length: 1024\nfloat_size_bytes: 2\n" ..
+      "full_precision_param_float_size: 4\nrecompute: selective\nsequence_parallel: true\n" ..
+      "dp_spec: {variant: ZERO1}\n" .. text)
+    f:close()
+    return w
+  end
+
+  -- The Perfetto timeline of a chunked schedule: on every stage its passes in order, none
+  -- overlapping, each after the pass it receives from (tr:hop) plus one hand-off; returns
+  -- per stage the passes (with start and end) and the idle time before the last pass ends.
+  local function timeline(tr, raw)
+    local fmt = require("fathom.format.trace")
+    local ev = fmt.pipeline_events(tr, raw.result)
+    local info = tr:info()
+    local by = {}
+    for _, e in ipairs(ev) do
+      if e.ph == "X" and e.tid == 1 and (e.cat == "forward" or e.cat == "backward" or e.cat == "bubble") then
+        by[e.pid - 1] = by[e.pid - 1] or {}
+        table.insert(by[e.pid - 1], e)
+      end
+    end
+    local ends, out = {}, {}
+    for s = 0, info.stages - 1 do
+      out[s] = { passes = {}, idle_us = 0 }
+      local t, k = 0, 0
+      for _, e in ipairs(by[s]) do
+        assert.is_true(e.ts >= t - 1e-6, "passes on a stage do not overlap")
+        t = e.ts + e.dur
+        if e.cat == "bubble" then
+          out[s].idle_us = out[s].idle_us + e.dur
+        else
+          local fwd, mb, c = tr:pass(s, k)
+          assert.are.same({ fwd, mb, c }, { e.cat == "forward", e.args.microbatch, e.args.chunk })
+          k = k + 1
+          table.insert(out[s].passes, { fwd = fwd, mb = mb, chunk = c, ts = e.ts, te = t, first = #by[s] })
+          ends[(fwd and "F" or "B") .. s .. ":" .. c .. ":" .. mb] = t
+        end
+      end
+      assert.are.equal(info.stage_passes, k)
+      out[s].first = by[s][1]
+    end
+    for s = 0, info.stages - 1 do
+      for _, q in ipairs(out[s].passes) do
+        local from, fc = tr:hop(s, q.fwd, q.mb, q.chunk, false)
+        if from then
+          local t_in = ends[(q.fwd and "F" or "B") .. from .. ":" .. fc .. ":" .. q.mb]
+          assert.is_true(q.ts >= t_in + 1e6 * info.pp_hop_s - 1e-6, "a pass starts after its input arrives")
+        end
+      end
+    end
+    return out
+  end
+
+  it("interleaved, v = 2: chunk-aware passes, the wrap from the last stage, the same checks hold", function()
+    local w = workload("pp_spec: {variant: INTERLEAVED, virtual_stages: 2}\n")
+    local tr, raw, dir = written({ workload = w })
+    local info = tr:info()
+    assert.are.same({ "INTERLEAVED", 2, 16 }, { info.schedule, info.chunks, info.stage_passes })
+    local _, by_stage = check_job(tr, raw, dir)
+    -- Stage 0 (Megatron-LM's order, test_trace.c): F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 ... The hand-off
+    -- tags are 2 (mb x v + the lower virtual stage's chunk) + [gradient]: F0.0 -> 0, F1.0 -> 4,
+    -- F0.1 (virtual stage 2 -> 3) -> 2, F1.1 -> 6, F2.0 -> 8, and B0.1's gradient (virtual stage
+    -- 2 -> 1, the wrap back to stage 1's chunk 0) -> 2 (0 x 2 + 0) + 1 = 1.
+    local s0 = by_stage[0][1]
+    local tags = {}
+    for i = 1, 6 do tags[i] = s0.sends[i][3] end
+    assert.are.same({ 0, 4, 2, 6, 8, 1 }, tags)
+    -- chunk 1 of stage 1 holds the model's last block and the head: its pass is the longest
+    local st = {}
+    for s = 0, 1 do for c = 0, 1 do st[#st + 1] = tr:stage_time(s, c).forward_kernel_s end end
+    assert.is_true(st[4] > st[1] and st[4] > st[2] and st[4] > st[3])
+    -- the chunks of a stage add up to the stage
+    h.near(tr:stage_time(1).backward_kernel_s, tr:stage_time(1, 0).backward_kernel_s +
+      tr:stage_time(1, 1).backward_kernel_s, 1e-12)
+    -- Perfetto: stage 1 first idles for stage 0's first chunk-0 forward plus one hand-off, then
+    -- its passes follow the schedule; interleaving leaves less idle time than 1F1B on the same job
+    local tl = timeline(tr, raw)
+    assert.are.equal("forward", tl[0].first.cat)
+    assert.are.equal("bubble", tl[1].first.cat)
+    h.near(1e6 * (tr:stage_time(0, 0).forward_s + info.pp_hop_s), tl[1].first.dur, 1e-9)
+    local w1 = workload("pp_spec: {variant: 1F1B}\n")
+    local tr1, raw1 = trace.compile(inputs({ workload = w1 }))
+    local tl1 = timeline(tr1, raw1)
+    assert.is_true(tl[1].idle_us < tl1[1].idle_us,
+      string.format("interleaved idles %.0f us, 1F1B %.0f us", tl[1].idle_us, tl1[1].idle_us))
+    rmdir(dir)
+    os.remove(w)
+    os.remove(w1)
+  end)
+
+  it("DualPipe on 2 stages: every rank holds both stages, half the micro-batches from each end", function()
+    local w = workload("pp_spec: {variant: DUALPIPE}\n")
+    local tr, raw, dir = written({ workload = w })
+    local info = tr:info()
+    assert.are.same({ "DUALPIPE", 2, 8 }, { info.schedule, info.chunks, info.stage_passes })
+    local _, by_stage = check_job(tr, raw, dir)
+    -- stage i and 1 - i on one rank: both ranks compute the same, to the microsecond
+    assert.is_true(math.abs(by_stage[0][1].compute_us - by_stage[1][1].compute_us) <= 1)
+    h.near(tr:stage_time(0, 1).backward_kernel_s, tr:stage_time(1, 0).backward_kernel_s, 1e-12)
+    -- micro-batches 0, 1 enter at stage 0 and leave from stage 1; 2, 3 the other way
+    local s0 = by_stage[0][1]
+    for _, snd in ipairs(s0.sends) do
+      local mb, grad = snd[3] // 2, snd[3] % 2 == 1
+      -- rank 0 sends forward activations of its own micro-batches and gradients of the others
+      assert.are.equal(mb >= 2, grad)
+    end
+    -- Perfetto: both ends start at once (no fill bubble on either stage); a rank is named by both stages
+    local tl = timeline(tr, raw)
+    local named = {}
+    for _, e in ipairs(require("fathom.format.trace").pipeline_events(tr, raw.result)) do
+      if e.name == "process_name" then named[e.pid] = e.args.name end
+    end
+    assert.are.same({ "stage 0 (and 1)", "stage 1 (and 0)" }, named)
+    assert.are.equal("forward", tl[0].first.cat)
+    assert.are.equal("forward", tl[1].first.cat)
+    assert.are.equal(0, tl[1].first.ts)
+    rmdir(dir)
+    os.remove(w)
+  end)
+
+  it("DualPipe on 4 stages: middle ranks pair two stages and wait for both ends", function()
+    local l = os.tmpname()
+    local f = assert(io.open(l, "w"))
+    f:write([[
+name: tp2_pp4_dp2_ep2
+dimensions:
+  - {logical_tag: TP_Attn, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: PP, maps_to_physical_dimension_name: up, size: 4}
+  - {logical_tag: EP_SU, maps_to_physical_dimension_name: up, size: 2}
+  - {logical_tag: DP_Attn, maps_to_physical_dimension_name: out, size: 2}
+  - {logical_tag: DP_MoE, maps_to_physical_dimension_name: out, size: 2}
+]])
+    f:close()
+    local w = workload("pp_spec: {variant: DUALPIPE}\n")
+    local tr, raw, dir = written({ workload = w, logical = l })
+    local info = tr:info()
+    assert.are.same({ 4, 8, 2 }, { info.stages, info.microbatches, info.chunks })
+    local _, by_stage = check_job(tr, raw, dir)
+    -- stage 1 holds model stages 1 and 2 (4 - 1 - 1): it talks to stages 0 and 2 in both lines
+    local peers = {}
+    for _, snd in ipairs(by_stage[1][1].sends) do peers[tr:stage(snd[2])] = true end
+    assert.are.same({ [0] = true, [2] = true }, peers)
+    -- the first and the last rank hold the same pair of model stages (0 and 3)
+    assert.is_true(math.abs(by_stage[0][1].compute_us - by_stage[3][1].compute_us) <= 1)
+    -- Perfetto: the ends start at once, the middle ranks wait for the first hand-off
+    local tl = timeline(tr, raw)
+    assert.are.equal("forward", tl[0].first.cat)
+    assert.are.equal("forward", tl[3].first.cat)
+    assert.are.equal("bubble", tl[1].first.cat)
+    assert.are.equal("bubble", tl[2].first.cat)
+    h.near(1e6 * (tr:stage_time(0, 0).forward_s + info.pp_hop_s), tl[1].first.dur, 1e-9)
+    rmdir(dir)
+    os.remove(w)
+    os.remove(l)
   end)
 
   it("ZeRO-3 (weights gathered for every pass, gradients reduce-scattered after each backward)", function()
@@ -456,6 +634,41 @@ describe("fathom trace (command line)", function()
     rmdir(dir)
   end)
 
+  it("writes ASTRA-sim's network, system and memory files with --astra-configs", function()
+    local dir = tmpdir()
+    local r = h.run(cli_args({ "--output-dir", dir .. "/t", "--ranks", "0", "--astra-configs" }))
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("and ASTRA%-sim's network, system and memory files to", r.stderr)
+    assert.are.same({ "fathom.0.et", "fathom.comm_groups.json", "fathom.network.yml", "fathom.remote_memory.json",
+      "fathom.system.json" }, listdir(dir .. "/t"))
+    -- the TOY node: 8 GPUs on a 100e9 B/s link (1 us), 2 domains on a 10e9 B/s NIC (5 us); ASTRA-sim
+    -- reads GB/s of 2^30 bytes: 100e9 / 2^30 = 93.1323, 10e9 / 2^30 = 9.3132
+    local net = slurp(dir .. "/t/fathom.network.yml")
+    assert.matches("topology: %[ Switch, Switch %]", net)
+    assert.matches("npus_count: %[ 8, 2 %]", net)
+    assert.matches("bandwidth: %[ 93.1323, 9.3132 %]", net)
+    assert.matches("latency: %[ 1000.0, 5000.0 %]", net)
+    local sys = json.decode(slurp(dir .. "/t/fathom.system.json"))
+    assert.are.equal(0, sys["roofline-enabled"])
+    assert.are.same({ "ring", "ring" }, sys["all-to-all-implementation"])
+    assert.are.equal("NO_MEMORY_EXPANSION", json.decode(slurp(dir .. "/t/fathom.remote_memory.json"))["memory-type"])
+    rmdir(dir)
+  end)
+
+  it("astra_network(): a ring dimension gives each of its two links half a GPU's bandwidth", function()
+    local p = os.tmpname()
+    local f = assert(io.open(p, "w"))
+    local ring = slurp(F .. "physical.yaml"):gsub("topology_type: switched\n    size: 8",
+      "topology_type: ring\n    size: 8")
+    f:write(ring)
+    f:close()
+    local tr = trace.compile(inputs({ physical = p }))
+    local net = trace.astra_network(tr)
+    assert.matches("topology: %[ Ring, Switch %]", net)
+    assert.matches("bandwidth: %[ 46.5661, 9.3132 %]", net) -- 50e9 / 2^30
+    os.remove(p)
+  end)
+
   it("writes the Perfetto timeline to --output-file", function()
     local out = os.tmpname()
     local r = h.run(cli_args({ "--format", "perfetto", "--output-file", out }))
@@ -490,48 +703,80 @@ describe("fathom trace (command line)", function()
     end)
   end
 
-  it("refuses a schedule it does not lay out, naming the file and key", function()
-    local w = os.tmpname()
-    local f = assert(io.open(w, "w"))
-    f:write("global_batch_size: 16\nmicro_batch_size: 1\nseq_length: 1024\npp_spec: {variant: DUALPIPE}\n")
-    f:close()
-    local dir = tmpdir()
-    local r = h.run("trace", "--hardware-lib", HW, "--physical-topology", F .. "physical.yaml",
-      "--logical-topology", F .. "logical.yaml", "--workload-spec", w, "--model-spec", F .. "model.yaml",
-      "--output-dir", dir .. "/t")
-    assert.are.equal(2, r.code, r.stderr)
-    assert.matches(":%d+:%d+: pp_spec.variant: a trace lays out", r.stderr)
-    assert.are.same({}, listdir(dir))
-    rmdir(dir)
-    os.remove(w)
-  end)
+  -- Requests the chunked schedules cannot lay out: one line naming the file and key, exit 2, no files.
+  local chunk_bad = {
+    { "virtual stages that do not divide a stage's layers",
+      "pp_spec: {variant: INTERLEAVED, virtual_stages: 2}\n", { n_layers = 6 },
+      ":%d+:%d+: pp_spec.virtual_stages: a trace splits each stage's layers evenly into its 2 model chunks, " ..
+      "but stage 0 has 3 layers" },
+    { "a DualPipe with fewer than 2 x PP micro-batches", "global_batch_size: 8\npp_spec: {variant: DUALPIPE}\n",
+      nil, ":%d+:%d+: global_batch_size: a trace cannot lay out DUALPIPE: .*at least 2 x PP = 4" },
+    { "a rank outside the job (DualPipe)", "pp_spec: {variant: DUALPIPE}\n", nil,
+      "rank 16 is outside the job", { "--ranks", "0,16" } },
+    { "a rank outside the job (interleaved)", "pp_spec: {variant: INTERLEAVED, virtual_stages: 2}\n", nil,
+      "rank 99 is outside the job", { "--ranks", "99" } },
+  }
+  for _, c in ipairs(chunk_bad) do
+    it("refuses " .. c[1] .. " with one line, exit 2 and no files", function()
+      local w = os.tmpname()
+      local f = assert(io.open(w, "w"))
+      local base = "global_batch_size: 16\nmicro_batch_size: 1\nseq_length: 1024\n"
+      if c[2]:find("global_batch_size", 1, true) then base = "micro_batch_size: 1\nseq_length: 1024\n" end
+      f:write(base .. c[2])
+      f:close()
+      local model = F .. "model.yaml"
+      if c[3] then
+        model = os.tmpname()
+        local src = slurp(F .. "model.yaml"):gsub("n_layers: 4", "n_layers: " .. c[3].n_layers)
+        local mf = assert(io.open(model, "w"))
+        mf:write(src)
+        mf:close()
+      end
+      local dir = tmpdir()
+      local a = { "trace", "--hardware-lib", HW, "--physical-topology", F .. "physical.yaml",
+        "--logical-topology", F .. "logical.yaml", "--workload-spec", w, "--model-spec", model,
+        "--output-dir", dir .. "/t" }
+      for _, x in ipairs(c[5] or {}) do a[#a + 1] = x end
+      local r = h.run(table.unpack(a))
+      assert.are.equal(2, r.code, r.stderr)
+      assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+      assert.matches(c[4], r.stderr)
+      assert.are.same({}, listdir(dir))
+      rmdir(dir)
+      os.remove(w)
+      if c[3] then os.remove(model) end
+    end)
+  end
 end)
 
 describe("README.md execution traces", function()
-  it("shows what fathom trace prints today", function()
+  it("shows what fathom trace prints today, in every '$ fathom trace' block", function()
     local f = assert(io.open("README.md", "rb"))
     local text = f:read("a")
     f:close()
-    local body = text:match("```\n(%$ fathom trace.-)```")
-    assert.is_truthy(body, "a '$ fathom trace' block in README.md")
-    local cmd, shown = {}, {}
-    local continued = true
-    for line in body:gmatch("([^\n]*)\n") do
-      if continued then
-        local part = line:gsub("^%$ fathom ", ""):gsub("^%s+", "")
-        continued = part:sub(-1) == "\\"
-        cmd[#cmd + 1] = continued and part:sub(1, -2) or part
-      else
-        shown[#shown + 1] = line
+    local n = 0
+    for body in text:gmatch("```\n(%$ fathom trace.-)```") do
+      n = n + 1
+      local cmd, shown = {}, {}
+      local continued = true
+      for line in body:gmatch("([^\n]*)\n") do
+        if continued then
+          local part = line:gsub("^%$ fathom ", ""):gsub("^%s+", "")
+          continued = part:sub(-1) == "\\"
+          cmd[#cmd + 1] = continued and part:sub(1, -2) or part
+        else
+          shown[#shown + 1] = line
+        end
       end
+      local args = {}
+      for a in table.concat(cmd, " "):gmatch("%S+") do args[#args + 1] = a end
+      local out = args[#args]
+      rmdir(out)
+      local r = h.run(table.unpack(args))
+      assert.are.equal(0, r.code, r.stderr)
+      assert.are.same(shown, { (r.stderr:gsub("\n$", "")) })
+      rmdir(out)
     end
-    local args = {}
-    for a in table.concat(cmd, " "):gmatch("%S+") do args[#args + 1] = a end
-    local out = args[#args]
-    rmdir(out)
-    local r = h.run(table.unpack(args))
-    assert.are.equal(0, r.code, r.stderr)
-    assert.are.same(shown, { (r.stderr:gsub("\n$", "")) })
-    rmdir(out)
+    assert.are.equal(2, n, "the README's '$ fathom trace' blocks")
   end)
 end)

@@ -19,6 +19,9 @@ for _, o in ipairs({
   { name = "classes", flag = true,
     help = "chakra: one file per distinct rank class (pipeline stage) and DIR/<prefix>.classes.json, "
       .. "the rank -> class map" },
+  { name = "astra-configs", flag = true,
+    help = "chakra: also DIR/<prefix>.network.yml, .system.json and .remote_memory.json, ASTRA-sim's "
+      .. "analytical-backend configuration for the topology" },
   { name = "memory-reserve", arg = "SIZE", bytes = true, help = "as for analyze" },
   { name = "help", flag = true, help = "this help" },
 }) do spec[#spec + 1] = o end
@@ -60,8 +63,8 @@ function M.main(argv)
     errors.raise("trace: --output-file is for --format perfetto; use --output-dir")
   end
   if not chakra and not opts.output_file then errors.raise("trace: --format perfetto needs --output-file F") end
-  if not chakra and (opts.output_dir or opts.ranks or opts.classes) then
-    errors.raise("trace: --output-dir, --ranks and --classes are for --format chakra")
+  if not chakra and (opts.output_dir or opts.ranks or opts.classes or opts.astra_configs) then
+    errors.raise("trace: --output-dir, --ranks, --classes and --astra-configs are for --format chakra")
   end
   if opts.ranks and opts.classes then errors.raise("trace: --ranks and --classes exclude each other") end
   local tr, raw = trace.compile(analyze.inputs_of(opts))
@@ -71,10 +74,12 @@ function M.main(argv)
     return 0
   end
   local ranks = opts.ranks and trace.parse_ranks(opts.ranks, tr:info().ranks) or nil
-  local s = trace.write_chakra(tr, opts.output_dir, { prefix = opts.prefix, ranks = ranks, classes = opts.classes })
+  local s = trace.write_chakra(tr, opts.output_dir, { prefix = opts.prefix, ranks = ranks, classes = opts.classes,
+    astra_configs = opts.astra_configs })
+  local what = opts.classes and "the comm groups and the rank -> class map" or "the comm groups"
+  if opts.astra_configs then what = what .. " and ASTRA-sim's network, system and memory files" end
   io.stderr:write(string.format("fathom: wrote %d Chakra trace%s (%d nodes, %.1f MiB) and %s to %s\n", s.ranks,
-    s.ranks == 1 and "" or "s", math.floor(s.nodes), mib(s.bytes),
-    opts.classes and "the comm groups and the rank -> class map" or "the comm groups", opts.output_dir))
+    s.ranks == 1 and "" or "s", math.floor(s.nodes), mib(s.bytes), what, opts.output_dir))
   return 0
 end
 

@@ -111,8 +111,9 @@ for i, k in ipairs(KIND_TRACKS) do TID[k[1]] = i + 1 end
 
 -- pipeline_events(tr, r) -> events, end_s: one training step of every pipeline stage, laid out
 -- from the core's trace `tr` (fathom.core.trace_compile): each stage's passes in its schedule's
--- order (tr:pass), each starting when the stage is free and its input has arrived (the previous
--- stage's forward, the next stage's backward, plus one hand-off, info.pp_hop_s), so the bubble
+-- order (tr:pass: micro-batch and model chunk), each starting when the stage is free and its input
+-- has arrived (the pass it receives from, tr:hop: the previous virtual stage's forward, the next
+-- one's backward, plus one hand-off, info.pp_hop_s), so the bubble
 -- falls where the schedule puts it and is drawn there; inside each pass, every kind of layer
 -- collective on its own track, hidden part from the pass's start and exposed part at its end
 -- (tr:stage_time); the PP hand-offs after each pass; the DP traffic of the step (record `r`):
@@ -120,10 +121,10 @@ for i, k in ipairs(KIND_TRACKS) do TID[k[1]] = i + 1 end
 -- (inference: the iteration's forwards only).
 function M.pipeline_events(tr, r)
   local info = tr:info()
-  local S, m, hop, np = info.stages, info.microbatches, info.pp_hop_s, info.passes
-  if 8 * S * np * m > M.MAX_EVENTS then
-    require("fathom.errors").raise("trace: %d stages x %d micro-batches make about %d events, over the limit " ..
-      "of %d", S, m, 8 * S * np * m, M.MAX_EVENTS)
+  local S, hop, np, C = info.stages, info.pp_hop_s, info.stage_passes, info.chunks
+  if 8 * S * np > M.MAX_EVENTS then
+    require("fathom.errors").raise("trace: %d stages x %d passes make about %d events, over the limit " ..
+      "of %d", S, np, 8 * S * np, M.MAX_EVENTS)
   end
   local ev = {}
   local function add(name, cat, pid, tid, start_s, dur_s, args)
@@ -132,45 +133,51 @@ function M.pipeline_events(tr, r)
         args = args }
     end
   end
+  -- done[forward][stage x C + chunk][mb]: when that pass ended
   local times, nextk, free, done, last_b = {}, {}, {}, { [true] = {}, [false] = {} }, {}
   for s = 0, S - 1 do
-    times[s] = tr:stage_time(s)
+    times[s] = {}
+    for c = 0, C - 1 do
+      times[s][c] = tr:stage_time(s, c)
+      done[true][s * C + c], done[false][s * C + c] = {}, {}
+    end
     nextk[s], free[s] = 0, 0
-    done[true][s], done[false][s] = {}, {}
   end
-  local left = S * np * m
+  local left = S * np
   while left > 0 do
     local progress = false
     for s = 0, S - 1 do
-      while nextk[s] < np * m do
-        local fwd, mb = tr:pass(s, nextk[s])
-        local from = fwd and s - 1 or s + 1
+      while nextk[s] < np do
+        local fwd, mb, c = tr:pass(s, nextk[s])
+        local from, from_c = tr:hop(s, fwd, mb, c, false)
         local ready = 0
-        if from >= 0 and from < S then
-          local t = done[fwd][from][mb]
+        if from then
+          local t = done[fwd][from * C + from_c][mb]
           if not t then break end
           ready = t + hop
         end
         local start = math.max(free[s], ready)
         add("bubble", "bubble", s + 1, 1, free[s], start - free[s], { seconds = start - free[s] })
-        local st = times[s]
+        local st = times[s][c]
         local dur = fwd and st.forward_s or st.backward_s
         local dir = fwd and "forward" or "backward"
-        add(string.format("%s %d", dir, mb), dir, s + 1, 1, start, dur,
-          { microbatch = mb, kernels_s = fwd and st.forward_kernel_s or st.backward_kernel_s })
+        local label = C > 1 and string.format("%s %d.%d", dir, mb, c) or string.format("%s %d", dir, mb)
+        add(label, dir, s + 1, 1, start, dur,
+          { microbatch = mb, chunk = c, kernels_s = fwd and st.forward_kernel_s or st.backward_kernel_s })
         for i, k in ipairs(KIND_TRACKS) do
-          local c = st.comm[k[1]]
-          local raw, exposed = c[dir .. "_raw_s"], c[dir .. "_exposed_s"]
+          local cm = st.comm[k[1]]
+          local raw, exposed = cm[dir .. "_raw_s"], cm[dir .. "_exposed_s"]
           add("hidden", "comm", s + 1, i + 1, start, raw - exposed, { kind = k[1] })
           add("exposed", "comm", s + 1, i + 1, start + dur - exposed, exposed, { kind = k[1] })
         end
-        local to = fwd and s + 1 or s - 1
-        if to >= 0 and to < S then
-          add(string.format("%s %d to stage %d", fwd and "send" or "send grad", mb, to), "comm", s + 1,
-            TID[COMM.pp], start + dur, hop, { microbatch = mb })
+        local to, to_c = tr:hop(s, fwd, mb, c, true)
+        if to then
+          add(string.format("%s %d to stage %d%s", fwd and "send" or "send grad", mb, to,
+            C > 1 and string.format(" chunk %d", to_c) or ""), "comm", s + 1, TID[COMM.pp], start + dur, hop,
+            { microbatch = mb })
         end
         if not fwd then last_b[s] = start end
-        done[fwd][s][mb] = start + dur
+        done[fwd][s * C + c][mb] = start + dur
         free[s] = start + dur
         nextk[s] = nextk[s] + 1
         left = left - 1
@@ -191,7 +198,10 @@ function M.pipeline_events(tr, r)
       add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed, r.optimizer_s, {})
     end
     t_end = math.max(t_end, free[s] + dp_exposed + (info.training and r.optimizer_s or 0))
-    ev[#ev + 1] = { name = "process_name", ph = "M", pid = s + 1, args = { name = string.format("stage %d", s) } }
+    -- DualPipe: the rank of stage s also runs stage S - 1 - s of the other direction
+    local pname = (info.schedule == PP.DUALPIPE and C == 2) and string.format("stage %d (and %d)", s, S - 1 - s)
+      or string.format("stage %d", s)
+    ev[#ev + 1] = { name = "process_name", ph = "M", pid = s + 1, args = { name = pname } }
     ev[#ev + 1] = { name = "process_sort_index", ph = "M", pid = s + 1, args = { sort_index = s } }
     ev[#ev + 1] = { name = "thread_name", ph = "M", pid = s + 1, tid = 1, args = { name = "compute" } }
     for i, k in ipairs(KIND_TRACKS) do
