@@ -93,8 +93,10 @@ local function parse_fix(list)
       if v == "true" or v == "false" then n = v == "true" end
       if n == nil then n = v end
       if type(n) == "number" then n = math.tointeger(n) or n end
-      if type(n) == "number" and (math.type(n) ~= "integer" or n < 1 or n > search.fix_max(k)) then
-        errors.raise("search: --fix %s=%s: expected a positive integer up to %d", k, v, search.fix_max(k))
+      local lo = search.zero_ok[k] and 0 or 1
+      if type(n) == "number" and (math.type(n) ~= "integer" or n < lo or n > search.fix_max(k)) then
+        errors.raise("search: --fix %s=%s: expected %s integer up to %d", k, v,
+          lo == 0 and "a non-negative" or "a positive", search.fix_max(k))
       end
       fix[k] = n
     end
