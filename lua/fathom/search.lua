@@ -397,8 +397,17 @@ function M.explain(a, b, system)
       100 * (tb / ta - 1))
     return out
   end
-  out[#out + 1] = string.format("step %s vs %s (%.1f%% faster)", units.time(a.step_time_s), units.time(b.step_time_s),
-    100 * (b.step_time_s / a.step_time_s - 1))
+  local ta, tb = units.time(a.step_time_s), units.time(b.step_time_s)
+  if ta == tb then -- alike at four digits: more of them, or say they are equal
+    if a.step_time_s == b.step_time_s then
+      out[#out + 1] = string.format("step %s, the same", ta)
+      return out
+    end
+    ta, tb = string.format("%.7g s", a.step_time_s), string.format("%.7g s", b.step_time_s)
+    out[#out + 1] = string.format("step %s vs %s (%.2g%% faster)", ta, tb, 100 * (b.step_time_s / a.step_time_s - 1))
+    return out
+  end
+  out[#out + 1] = string.format("step %s vs %s (%.1f%% faster)", ta, tb, 100 * (b.step_time_s / a.step_time_s - 1))
   return out
 end
 
