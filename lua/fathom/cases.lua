@@ -483,6 +483,9 @@ function M.parallelism(case, fw)
     p.vpp = layers // (p.pp * lpvs)
   end
   if p.pp == 1 then p.vpp = 1 end
+  -- Megatron-Core's uneven split: fewer layers beside the embedding and the LM head
+  p.first_layers = p.pp > 1 and M.count(par.num_layers_in_first_pipeline_stage) or nil
+  p.last_layers = p.pp > 1 and M.count(par.num_layers_in_last_pipeline_stage) or nil
   -- sharded data parallelism: fsdp (a degree, true or a strategy name), zero_stage, or
   -- the framework's distributed optimizer
   local fsdp = par.fsdp
@@ -617,7 +620,8 @@ function M.training_docs(case)
     sequence_parallel = p.sp and p.tp > 1,
     dp_spec = { variant = p.dp_variant },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),
-      virtual_stages = p.vpp > 1 and p.vpp or nil },
+      virtual_stages = p.vpp > 1 and p.vpp or nil,
+      num_layers_in_first_pipeline_stage = p.first_layers, num_layers_in_last_pipeline_stage = p.last_layers },
     comp_comm_efficiency = fw.comp_comm_efficiency,
     comp_mem_efficiency = fw.comp_mem_efficiency,
     comm_mem_efficiency = fw.comm_mem_efficiency,

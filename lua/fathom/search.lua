@@ -56,6 +56,14 @@ function M.fix_max(k)
   return (k == "mb" or k == "batch") and 65536 or k == "vs" and 256 or 1024
 end
 
+-- Knobs whose values start at 0 (every other numeric --fix value is >= 1).
+M.zero_ok = { trim_first = true, trim_last = true }
+
+-- Uneven pipeline splits searched by default: 0..TRIM_MAX layers taken off the even split's
+-- first stage (beside the embedding) and off its last (beside the LM head), each pair a
+-- strategy, the layers going to the middle stages (README "Uneven pipeline splits").
+M.TRIM_MAX = 1
+
 -- The recompute modes searched unless --fix names others: every mode but PyTorch's per-op
 -- selective checkpointing, a policy of one framework (torchtitan) rather than a choice every
 -- training stack offers; `--fix recompute=op` adds it.
@@ -118,7 +126,13 @@ function M.space(model, system, workload, fix)
     schedule = copy(enums.pp_schedule),
     sp = { false, true },
     offload = M.default_offload(system),
+    trim_first = {},
+    trim_last = {},
   }
+  for t = 0, M.TRIM_MAX do
+    s.trim_first[#s.trim_first + 1] = t
+    s.trim_last[#s.trim_last + 1] = t
+  end
   -- TP: every divisor of the pod that divides the heads, up to the whole scale-up domain
   -- (an NVL72 or a 144-GPU pod runs TP 12, 24, 36, 72 where the heads allow).
   for _, t in ipairs(divisors(pod)) do
@@ -134,7 +148,8 @@ function M.space(model, system, workload, fix)
     s.tp_moe = powers_of_two_dividing(pod, 8)
     s.ep = cap(powers_of_two_dividing(model.num_regular_experts, 1024), 32)
   end
-  local numeric = { tp = true, cp = true, pp = true, pp_in = true, tp_moe = true, ep = true, vs = true, mb = true }
+  local numeric = { tp = true, cp = true, pp = true, pp_in = true, tp_moe = true, ep = true, vs = true, mb = true,
+    trim_first = true, trim_last = true }
   local choices = { recompute = copy(enums.recompute), dp = s.dp, schedule = s.schedule,
     offload = M.offload_choices(system) }
   for k, v in pairs(fix or {}) do
@@ -149,8 +164,10 @@ function M.space(model, system, workload, fix)
     local list = type(v) == "table" and v or { v }
     for _, x in ipairs(list) do
       local hi = M.fix_max(k)
-      if numeric[k] and (math.type(x) ~= "integer" or x < 1 or x > hi) then
-        errors.raise("search: --fix %s=%s: expected a positive integer up to %d", k, tostring(x), hi)
+      local lo = M.zero_ok[k] and 0 or 1
+      if numeric[k] and (math.type(x) ~= "integer" or x < lo or x > hi) then
+        errors.raise("search: --fix %s=%s: expected %s integer up to %d", k, tostring(x),
+          lo == 0 and "a non-negative" or "a positive", hi)
       end
       if choices[k] then
         local ok = false
@@ -222,7 +239,8 @@ function M.run(def, jobs, progress)
   return M.merge(parts, def.top or 100)
 end
 
-local int_fields = { "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs", "mb", "batch", "index" }
+local int_fields = { "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs", "mb", "batch", "index",
+  "trim_first", "trim_last", "first_stage_layers", "last_stage_layers" }
 
 -- JSON brings integers back as floats: restore them so every worker's hits look alike.
 local function integers(h)
@@ -314,7 +332,8 @@ function M.runner_up(hits)
   for i = 2, #hits do
     local b = hits[i]
     if b.tp ~= a.tp or b.pp ~= a.pp or b.vs ~= a.vs or b.dp ~= a.dp or b.ep ~= a.ep or b.cp ~= a.cp
-      or b.schedule ~= a.schedule or b.mb ~= a.mb or b.batch ~= a.batch then
+      or b.schedule ~= a.schedule or b.mb ~= a.mb or b.batch ~= a.batch or b.trim_first ~= a.trim_first
+      or b.trim_last ~= a.trim_last then
       return b
     end
   end
@@ -326,10 +345,21 @@ function M.explain(a, b, system)
   if not b then return { "the only strategy that fits" } end
   local out = {}
   local function pct(x) return string.format("%.1f%%", 100 * x) end
+  -- two shares that print alike are told apart with more digits, or said to be equal
+  local function pcts(x, y)
+    if pct(x) ~= pct(y) then return pct(x), pct(y) end
+    if x == y then return pct(x), "the same" end
+    return string.format("%.4f%%", 100 * x), string.format("%.4f%%", 100 * y)
+  end
   if a.pp ~= b.pp or a.vs ~= b.vs or a.schedule ~= b.schedule then
+    local pa, pb = pcts(a.bubble_fraction, b.bubble_fraction)
     out[#out + 1] = string.format("PP=%d %s%s has a %s bubble vs %s for PP=%d %s%s", a.pp, a.schedule,
-      a.vs > 1 and ("x" .. a.vs) or "", pct(a.bubble_fraction), pct(b.bubble_fraction), b.pp, b.schedule,
+      a.vs > 1 and ("x" .. a.vs) or "", pa, pb, b.pp, b.schedule,
       b.vs > 1 and ("x" .. b.vs) or "")
+  end
+  if (a.trim_first or 0) ~= (b.trim_first or 0) or (a.trim_last or 0) ~= (b.trim_last or 0) then
+    out[#out + 1] = string.format("pipeline split: %d layers on the first stage and %d on the last vs %d and %d",
+      a.first_stage_layers or 0, a.last_stage_layers or 0, b.first_stage_layers or 0, b.last_stage_layers or 0)
   end
   if a.tp ~= b.tp then
     -- exposed TP as the table's exp.TP column counts it: attention's and the experts' TP
@@ -367,8 +397,17 @@ function M.explain(a, b, system)
       100 * (tb / ta - 1))
     return out
   end
-  out[#out + 1] = string.format("step %s vs %s (%.1f%% faster)", units.time(a.step_time_s), units.time(b.step_time_s),
-    100 * (b.step_time_s / a.step_time_s - 1))
+  local ta, tb = units.time(a.step_time_s), units.time(b.step_time_s)
+  if ta == tb then -- alike at four digits: more of them, or say they are equal
+    if a.step_time_s == b.step_time_s then
+      out[#out + 1] = string.format("step %s, the same", ta)
+      return out
+    end
+    ta, tb = string.format("%.7g s", a.step_time_s), string.format("%.7g s", b.step_time_s)
+    out[#out + 1] = string.format("step %s vs %s (%.2g%% faster)", ta, tb, 100 * (b.step_time_s / a.step_time_s - 1))
+    return out
+  end
+  out[#out + 1] = string.format("step %s vs %s (%.1f%% faster)", ta, tb, 100 * (b.step_time_s / a.step_time_s - 1))
   return out
 end
 

@@ -302,6 +302,12 @@ M.dp_spec_schema = { variant = { type = "string", choices = names.with_aliases("
 M.pp_spec_schema = {
   variant = { type = "string", choices = names.pp_schedule, default = TRAIN.pp_variant },
   virtual_stages = { type = "integer", min = 1, default = TRAIN.virtual_stages },
+  -- Megatron-Core's names: layers of the first / last stage, the others share the rest
+  -- (0: the even split; README "Uneven pipeline splits")
+  num_layers_in_first_pipeline_stage = { type = "integer", min = 0,
+    default = TRAIN.num_layers_in_first_pipeline_stage, hint = "layers, 0 for the even split" },
+  num_layers_in_last_pipeline_stage = { type = "integer", min = 0,
+    default = TRAIN.num_layers_in_last_pipeline_stage, hint = "layers, 0 for the even split" },
 }
 M.moe_spec_schema = {
   num_colocated_experts = { type = "integer", min = 1 },
@@ -586,6 +592,8 @@ function M.train(src)
     dp_variant = names.canonical("dp_variant", dp.variant),
     pp_variant = pp.variant,
     virtual_stages = pp.virtual_stages,
+    num_layers_in_first_pipeline_stage = pp.num_layers_in_first_pipeline_stage,
+    num_layers_in_last_pipeline_stage = pp.num_layers_in_last_pipeline_stage,
     expert_imbalance = moe.expert_imbalance,
     routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,

@@ -42,39 +42,70 @@ static void ep_group(const fth_topology_def *topo, const double *tag_bytes, fth_
 /* The stages' layers. PP not dividing them, the stages short of a layer
  * are the last (it carries the LM head and loss), then the first (the
  * embedding), then the others from the back, as Llama 3 balanced its
- * pipeline (Llama Team 2024 Sec. 3.3.2). MoE blocks are counted where they
- * really are (leading dense layers, every k-th layer MoE). The heaviest stage
- * but the last (the most MoE blocks, then the most layers) and the last stage
- * are kept: a step model takes the slower of the two. */
-/* Layers of stage s (of pp) and the first layer's index: stage s is short
- * when it is among the `slack` stages taken in the order last, first,
- * pp - 2, pp - 3, ... */
-static int stage_size(int pp, int lps, int slack, int s) {
-  int rank = s == pp - 1 ? 0 : (s == 0 ? 1 : pp - s);
-  return lps - (pp > 1 && rank < slack ? 1 : 0);
+ * pipeline (Llama Team 2024 Sec. 3.3.2). Counts asked of the first and the
+ * last stage (fth_layout_split, Megatron-Core's
+ * num_layers_in_first_pipeline_stage / ..._last_pipeline_stage) take those
+ * stages out, and the others share the rest by the same rule. MoE blocks are
+ * counted where they really are (leading dense layers, every k-th layer MoE).
+ * The heaviest stage but the last (the most MoE blocks, then the most layers)
+ * and the last stage are kept: a step model takes the slower of the two. */
+/* Shortness rank of stage s: the last 0, the first 1, a middle stage pp - s. */
+static int short_rank(int pp, int s) {
+  return s == pp - 1 ? 0 : (s == 0 ? 1 : pp - s);
+}
+
+/* Layers of stage s under the layout's split. */
+static int stage_size(const fth_layout *l, int n_layers, int s) {
+  const int pp = l->pp;
+  const int fset = pp > 1 && l->split_first > 0, lset = pp > 1 && l->split_last > 0;
+  if (fset && s == 0) return l->split_first;
+  if (lset && s == pp - 1) return l->split_last;
+  int free_stages = pp - fset - lset;
+  int rest = n_layers - (fset ? l->split_first : 0) - (lset ? l->split_last : 0);
+  int per = (int)fth_ceil_div((double)rest, (double)free_stages);
+  int slack = per * free_stages - rest;
+  /* free stages shorter in rank than s: the last, the first, then middle
+   * stages behind s */
+  int r = short_rank(pp, s), before = 0;
+  if (pp > 1 && !lset && r > 0) before++;
+  if (pp > 1 && !fset && r > 1) before++;
+  if (s > 0 && s < pp - 1) before += pp - 2 - s;
+  return per - (before < slack ? 1 : 0);
+}
+
+int fth_layout_stage_size(const fth_layout *l, const fth_model_def *m, int s) {
+  return stage_size(l, m->n_layers, s);
 }
 
 void fth_layout_stage_layers(const fth_layout *l, const fth_model_def *m, int s, int *layers,
                              int *moe) {
-  int pp = l->pp, lps = (int)fth_ceil_div((double)m->n_layers, (double)pp);
-  int slack = pp * lps - m->n_layers, first = 0;
-  for (int i = 0; i < s; i++) first += stage_size(pp, lps, slack, i);
-  *layers = stage_size(pp, lps, slack, s);
+  int first = 0;
+  for (int i = 0; i < s; i++) first += stage_size(l, m->n_layers, i);
+  *layers = stage_size(l, m->n_layers, s);
   *moe = fth_model_num_moe_in(m, first, first + *layers);
 }
 
 static void stages(fth_layout *l, const fth_model_def *m) {
-  int pp = l->pp, lps = (int)fth_ceil_div((double)m->n_layers, (double)pp);
-  int slack = pp * lps - m->n_layers; /* < pp */
-  l->layers_per_stage = lps;
+  int pp = l->pp;
   int first = 0;
+  l->layers_per_stage = 0;
   l->moe_layers_per_stage = -1;
+  l->mid_stage_layers = l->mid_stage_moe = 0;
+  int mid_seen = 0;
   for (int s = 0; s < pp; s++) {
-    int n = stage_size(pp, lps, slack, s);
+    int n = stage_size(l, m->n_layers, s);
     int moe = fth_model_num_moe_in(m, first, first + n);
+    if (n > l->layers_per_stage) l->layers_per_stage = n;
     if (s == 0) {
       l->first_stage_layers = n;
       l->first_stage_moe = moe;
+    }
+    if (s > 0 && s < pp - 1 &&
+        (!mid_seen || moe > l->mid_stage_moe ||
+         (moe == l->mid_stage_moe && n > l->mid_stage_layers))) {
+      l->mid_stage_layers = n;
+      l->mid_stage_moe = moe;
+      mid_seen = 1;
     }
     if (s == pp - 1) {
       l->last_stage_layers = n;
@@ -102,9 +133,7 @@ static void stage_params(fth_layout *l, const fth_model_def *m) {
                             ms->params_shared) / tp;
   const double experts = l->local_experts * ms->params_per_expert / l->tp_moe;
   /* The embedding sits on the first stage, the LM head on the last (both
-   * when PP = 1). The busiest stage is the heaviest other stage with the
-   * embedding (the first, at most) or the last with the head, whichever
-   * holds more. The final norm's weights are replicated over TP. */
+   * when PP = 1). The final norm's weights are replicated over TP. */
   double emb = l->params.embedding / tp, head = l->params.lm_head / tp + l->params.final_norm;
   int last_dense = l->last_stage_layers - l->last_stage_moe;
   double d_last = last_dense * dense_block + l->last_stage_moe * moe_block + head;
@@ -122,12 +151,47 @@ static void stage_params(fth_layout *l, const fth_model_def *m) {
     l->stage_expert_params = e_last;
     return;
   }
-  double d_mid = l->dense_layers_per_stage * dense_block + l->moe_layers_per_stage * moe_block +
-                 emb;
-  double e_mid = l->moe_layers_per_stage * experts;
-  int mid = d_mid + e_mid > d_last + e_last;
-  l->stage_dense_params = mid ? d_mid : d_last;
-  l->stage_expert_params = mid ? e_mid : e_last;
+  /* The first stage with the embedding, the heaviest middle stage, the last
+   * with the head: the one holding the most parameters. */
+  int first_dense = l->first_stage_layers - l->first_stage_moe;
+  double d_first = first_dense * dense_block + l->first_stage_moe * moe_block + emb;
+  double e_first = l->first_stage_moe * experts;
+  int mid_dense = l->mid_stage_layers - l->mid_stage_moe;
+  double d_mid = mid_dense * dense_block + l->mid_stage_moe * moe_block;
+  double e_mid = l->mid_stage_moe * experts;
+  l->stage_dense_params = d_last;
+  l->stage_expert_params = e_last;
+  if (d_first + e_first > l->stage_dense_params + l->stage_expert_params) {
+    l->stage_dense_params = d_first;
+    l->stage_expert_params = e_first;
+  }
+  if (d_mid + e_mid > l->stage_dense_params + l->stage_expert_params) {
+    l->stage_dense_params = d_mid;
+    l->stage_expert_params = e_mid;
+  }
+}
+
+fth_status fth_layout_split(fth_layout *l, const fth_model_def *m, int first, int last,
+                            const char *path, fth_error *err) {
+  const int pp = l->pp, n = m->n_layers;
+  if (first < 0 || last < 0)
+    return fth_fail(err, FTH_EINVAL, path, "expected layer counts >= 0, got first %d, last %d",
+                    first, last);
+  if ((first > 0 || last > 0) && pp < 2)
+    return fth_fail(err, FTH_ETILE, path,
+                    "first / last stage layer counts need a pipeline (PP >= 2), got PP = %d", pp);
+  int set = (first > 0) + (last > 0), rest = n - first - last, free_stages = pp - set;
+  if (first + last > n || (free_stages == 0 && rest != 0) || (free_stages > 0 && rest < free_stages))
+    return fth_fail(err, FTH_ETILE, path,
+                    "%d layers on the first stage and %d on the last leave %d for the other %d "
+                    "stages of PP = %d (each needs at least one; with two stages the counts add up "
+                    "to n_layers = %d)",
+                    first, last, rest, free_stages, pp, n);
+  l->split_first = first;
+  l->split_last = last;
+  stages(l, m);
+  stage_params(l, m);
+  return FTH_OK;
 }
 
 static const fth_logical_tag kind_tags[FTH_COMM_KIND_COUNT] = {

@@ -45,6 +45,8 @@ typedef struct fth_layout {
   int last_stage_moe;         ///< of which MoE blocks
   int first_stage_layers;     ///< the first stage's (with the embedding)
   int first_stage_moe;        ///< of which MoE blocks
+  int split_first, split_last; ///< layers asked of the first / last stage (0: the even rule)
+  int mid_stage_layers, mid_stage_moe; ///< the heaviest stage between them (0 when PP <= 2)
   double local_experts; ///< routed experts per GPU per MoE layer (E / EP)
   double ffn_hidden;    ///< dense MLP width (ffn_hidden_size, else mlp_ratio x d_model)
   double expert_ffn;    ///< one expert's width (expert_ffn_hidden_size, else ffn_hidden)
@@ -60,10 +62,24 @@ fth_status fth_layout_make(fth_layout *lay, const fth_topology_def *topo,
                            const fth_model_def *model, fth_error *err);
 
 /// Layers of pipeline stage `s` (0-based, < lay->pp) and how many of them are
-/// MoE blocks, by the stage split fth_layout_make uses (the short stages are
-/// the last, the first, then the others from the back).
+/// MoE blocks, by the layout's split (fth_layout_make's even rule: the short
+/// stages are the last, the first, then the others from the back; or the
+/// counts fth_layout_split set).
 void fth_layout_stage_layers(const fth_layout *lay, const fth_model_def *model, int s, int *layers,
                              int *moe);
+
+/// Layers of pipeline stage `s` (O(1); fth_layout_stage_layers also counts its MoE blocks).
+int fth_layout_stage_size(const fth_layout *lay, const fth_model_def *model, int s);
+
+/// Re-split the layers with `first` layers on the first stage and `last` on
+/// the last (Megatron-Core's num_layers_in_first_pipeline_stage and
+/// ..._last_pipeline_stage; 0: that end follows the even rule), the others
+/// sharing the rest as evenly as they can (the short ones from the back).
+/// With two stages one count decides the other. Every stage keeps at least one
+/// layer. Re-derives the stage fields and the busiest stage's parameters;
+/// FTH_ETILE (path `path`) when the counts do not fit the layers.
+fth_status fth_layout_split(fth_layout *lay, const fth_model_def *model, int first, int last,
+                            const char *path, fth_error *err);
 
 /// Re-derives every group's bandwidth with the links shared by traffic
 /// (fth_topology_group_by_traffic), from each communication kind's bytes per

@@ -198,3 +198,11 @@ int fth_pp_order_at(fth_pp_schedule s, int stages, int virt, int line, int posit
   *chunk = position / stages;
   return 0;
 }
+
+double fth_pp_inflight_stage(fth_pp_schedule s, int stages, int stage, double micro, int virt) {
+  const fth_schedule *r = fth_schedule_get(s);
+  if (r == NULL) return 0.0;
+  if (r->holds_all || fth_pp_chunks(s, virt) > 1 || r->even_stages || r->inflight_extra > 0)
+    return fth_pp_inflight(s, stages, micro, virt);
+  return fth_min(micro, (double)(stages - stage));
+}

@@ -60,6 +60,13 @@ double fth_pp_bubble_s(fth_pp_schedule s, int stages, int virt, double fwd_s, do
 /// (Korthikanti et al. 2022, Sec. 4.2.3); DualPipe min(m, p) + 1.
 double fth_pp_inflight(fth_pp_schedule s, int stages, double micro, int virt);
 
+/// Micro-batches whose activations stage `stage` (0-based) holds at peak:
+/// 1F1B and ZB-H1 min(m, p - stage) (stage s runs p - s warm-up forwards,
+/// Narayanan et al. 2021 Sec. 2.2.1); every other row as its first stage
+/// (GPipe holds all m everywhere; interleaved and DualPipe ranks hold chunks
+/// of several stages: the first stage's count bounds them).
+double fth_pp_inflight_stage(fth_pp_schedule s, int stages, int stage, double micro, int virt);
+
 /// Chunks per GPU the schedule runs: v for interleaved rows, else 1.
 double fth_pp_chunks(fth_pp_schedule s, int virt);
 

@@ -98,6 +98,8 @@ static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train
   h->offload_activations = p->work.footprint_tier[FTH_MEM_ACTIVATIONS];
   h->offload_optimizer = p->work.footprint_tier[FTH_MEM_OPTIMIZER];
   h->dp = p->layout.dp;
+  h->first_layers = p->layout.first_stage_layers;
+  h->last_layers = p->layout.last_stage_layers;
   h->batch = p->work.global_batch;
   h->step_time_s = r->step_time_s;
   h->mfu = r->mfu;
@@ -137,7 +139,16 @@ static int in_space(const fth_search_space *s, int tp, int pp, int vs, int sc, i
                     int sp) {
   if (!in(s->recompute_mask, rc) || !in(s->dp_mask, dv) || !in(s->sp_mask, sp)) return 0;
   if (sp && tp == 1) return 0; /* sequence parallelism needs TP */
-  if (pp == 1) return sc == FTH_PP_1F1B && vs == 1;
+  /* Without a pipeline the plain schedules are one forward-backward loop: the
+   * strategy takes 1F1B when the space has it, else GPIPE, else ZB_H1, so that
+   * a pinned schedule (--fix schedule=GPIPE) is the one every hit reports. */
+  if (pp == 1) {
+    int plain = in(s->schedule_mask, FTH_PP_1F1B)    ? FTH_PP_1F1B
+                : in(s->schedule_mask, FTH_PP_GPIPE) ? FTH_PP_GPIPE
+                : in(s->schedule_mask, FTH_PP_ZB_H1) ? FTH_PP_ZB_H1
+                                                     : -1;
+    return sc == plain && vs == 1;
+  }
   if (!in(s->schedule_mask, sc)) return 0;
   return fth_schedule_get((fth_pp_schedule)sc)->interleaved ? vs > 1 : vs == 1;
 }
@@ -155,8 +166,45 @@ static int in_space(const fth_search_space *s, int tp, int pp, int vs, int sc, i
 typedef struct enum_ctx {
   int layer_div[MAX_DIVISORS], n_layer_div;
   int vs_slots, mb_slots, mb_max;
-  long long slots; /* per placement */
+  int n_trim_first, n_trim_last; /* split slots: every (trim_first, trim_last) pair */
+  long long slots;  /* per placement and split */
+  long long stride; /* per placement: slots x splits */
 } enum_ctx;
+
+static int trim_first_at(const fth_search_space *s, int i) {
+  return s->n_trim_first > 0 ? s->trim_first[i] : 0;
+}
+
+static int trim_last_at(const fth_search_space *s, int i) {
+  return s->n_trim_last > 0 ? s->trim_last[i] : 0;
+}
+
+int fth_search_split(int n_layers, int pp, int trim_first, int trim_last, int *first, int *last) {
+  *first = *last = 0;
+  if (trim_first == 0 && trim_last == 0) return 1;
+  if (pp < 2 || trim_first < 0 || trim_last < 0) return 0;
+  /* the even split's ends (fth_layout.c: the last is short first, then the first) */
+  int lps = (int)fth_ceil_div((double)n_layers, (double)pp), slack = pp * lps - n_layers;
+  int first0 = lps - (slack >= 2 ? 1 : 0), last0 = lps - (slack >= 1 ? 1 : 0);
+  if (pp == 2) {
+    if (trim_first > 0 && trim_last > 0) return 0; /* the same split as a smaller pair */
+    if (trim_first > 0) *first = first0 - trim_first;
+    if (trim_last > 0) *last = last0 - trim_last;
+    return trim_first > 0 ? *first >= 1 : *last >= 1;
+  }
+  *first = first0 - trim_first;
+  *last = last0 - trim_last;
+  return *first >= 1 && *last >= 1;
+}
+
+/* Splits of the space that exist for pp stages. */
+static int valid_splits(const enum_ctx *c, const fth_search_space *s, int n_layers, int pp) {
+  int n = 0, f, l;
+  for (int i = 0; i < c->n_trim_first; i++)
+    for (int j = 0; j < c->n_trim_last; j++)
+      n += fth_search_split(n_layers, pp, trim_first_at(s, i), trim_last_at(s, j), &f, &l);
+  return n;
+}
 
 static int divisors(int n, int *out, int cap) {
   int k = 0, hi = 0;
@@ -199,7 +247,7 @@ static double batch_for(const fth_search_def *d, int dp, int pp, int vs, int mb,
 /* Strategies of the space for one placement when it is refused as a whole:
  * one per (vs, schedule, recompute, DP variant, SP), times the listed
  * micro-batches (an automatic list has no values without a DP: once). */
-static long long count_variants(const enum_ctx *c, const fth_search_space *s, int n_layers, int tp,
+static long long count_split_variants(const enum_ctx *c, const fth_search_space *s, int n_layers, int tp,
                                 int pp) {
   long long n = 0;
   for (int vi = 0; vi < c->vs_slots; vi++) {
@@ -211,6 +259,12 @@ static long long count_variants(const enum_ctx *c, const fth_search_space *s, in
           for (int sp = 0; sp < N_SP; sp++) n += in_space(s, tp, pp, vs, sc, rc, dv, sp);
   }
   return n * (s->n_mb > 0 ? s->n_mb : 1);
+}
+
+/* ... over every split of the space that exists for PP. */
+static long long count_variants(const enum_ctx *c, const fth_search_space *s, int n_layers, int tp,
+                                int pp) {
+  return count_split_variants(c, s, n_layers, tp, pp) * valid_splits(c, s, n_layers, pp);
 }
 
 /* Does (tp, cp, pp, pp_in, tp_moe, ep) tile the pods? Products are taken in
@@ -291,6 +345,13 @@ double fth_search_memory_bound(const fth_train_plan *plan, const fth_train_def *
   p.work.dp = FTH_DP_ZERO3;
   p.work.pp = FTH_PP_1F1B;
   p.work.recipe = FTH_RECIPE_NONE;
+  /* the split `work` asks for (the plan may hold another's) */
+  fth_error e;
+  if ((p.layout.split_first != work->pp_first_layers ||
+       p.layout.split_last != work->pp_last_layers) &&
+      fth_layout_split(&p.layout, &p.model, work->pp_first_layers, work->pp_last_layers, "split",
+                       &e) != FTH_OK)
+    return 0.0; /* no such split: no bound */
   fth_memory_footprint fp;
   fth_train_footprint(&p, &fp);
   const fth_tier *tier = p.work.footprint_tier;
@@ -484,6 +545,7 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   const int prune = d->prune == FTH_PRUNE_ON && d->objective == FTH_OBJ_STEP_TIME && dominated;
   const int audit = d->prune == FTH_PRUNE_AUDIT;
   const int n_off = searched ? 8 : 1;
+  const int uneven = d->work.pp_first_layers > 0 || d->work.pp_last_layers > 0;
   /* The automatic micro-batches: divisors of the local batch (exact), every
    * size up to it (down: each strategy rounds its own batch); none when the
    * request is smaller than DP or (exact) not a multiple of it. */
@@ -493,7 +555,7 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     if (down || local == floor(local)) mb_hi = (int)fmin(floor(local), (double)c->mb_max);
     if (mb_hi == 0) {
       /* counted as one refused strategy per (vs, schedule, recompute, DP variant, SP) */
-      long long n = count_variants(c, s, n_layers, tp, pp);
+      long long n = count_split_variants(c, s, n_layers, tp, pp);
       st->considered += n;
       st->not_tiling += n;
       return;
@@ -525,7 +587,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
         for (int vi = 0; vi < c->vs_slots; vi++) {
           const int vs = vs_at(c, s, n_layers, pp, vi);
           if (vs == 0) continue;
-          const int splits = vs_splits(n_layers, pp, vs);
+          /* an uneven split runs one chunk per GPU (fth_train_rework) */
+          const int splits = vs_splits(n_layers, pp, vs) && !(uneven && vs > 1);
           const long long my0 = slot + ((long long)vi * c->mb_slots + mi) * N_INNER;
           for (int sc = 0; sc < N_SCHED; sc++) {
             /* the DP variants of (vs, sc, rc, sp) in the space (their positions):
@@ -671,11 +734,24 @@ static fth_status context(const fth_search_def *d, enum_ctx *c, fth_error *err) 
       s->n_mb > FTH_SEARCH_MAX_VALUES)
     return fth_fail(err, FTH_EINVAL, "space", "vs and mb take 0 (automatic) to %d values",
                     FTH_SEARCH_MAX_VALUES);
+  if (s->n_trim_first < 0 || s->n_trim_first > FTH_SEARCH_MAX_VALUES || s->n_trim_last < 0 ||
+      s->n_trim_last > FTH_SEARCH_MAX_VALUES)
+    return fth_fail(err, FTH_EINVAL, "space", "trims take 0 ({0}) to %d values",
+                    FTH_SEARCH_MAX_VALUES);
+  for (int i = 0; i < s->n_trim_first + s->n_trim_last; i++) {
+    int v = i < s->n_trim_first ? s->trim_first[i] : s->trim_last[i - s->n_trim_first];
+    if (v < 0 || v > FTH_SEARCH_TRIM_MAX)
+      return fth_fail(err, FTH_EINVAL, i < s->n_trim_first ? "space.trim_first" : "space.trim_last",
+                      "expected layers in [0, %d], got %d", FTH_SEARCH_TRIM_MAX, v);
+  }
+  c->n_trim_first = s->n_trim_first > 0 ? s->n_trim_first : 1;
+  c->n_trim_last = s->n_trim_last > 0 ? s->n_trim_last : 1;
   c->n_layer_div = divisors(d->model.n_layers, c->layer_div, MAX_DIVISORS);
   c->mb_max = s->mb_max > 0 ? s->mb_max : FTH_SEARCH_MB_MAX;
   c->vs_slots = s->n_vs > 0 ? s->n_vs : c->n_layer_div;
   c->mb_slots = s->n_mb > 0 ? s->n_mb : c->mb_max;
   c->slots = (long long)c->vs_slots * c->mb_slots * N_INNER;
+  c->stride = c->slots * c->n_trim_first * c->n_trim_last;
   return FTH_OK;
 }
 
@@ -698,21 +774,24 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
   if (context(d, &ctx, err) != FTH_OK) return err->status;
   int n_tpm = moe ? s->n_tp_moe : 1, n_ep = moe ? s->n_ep : 1;
   const double placements = (double)s->n_tp * s->n_cp * s->n_pp * s->n_pp_in * n_tpm * n_ep;
-  if (placements * (double)ctx.slots >= (double)FTH_SEARCH_MAX_SLOTS)
+  if (placements * (double)ctx.stride >= (double)FTH_SEARCH_MAX_SLOTS)
     return fth_fail(err, FTH_EINVAL, "space",
                     "%.3g enumeration positions: at most 2^40 (fix some dimensions)",
-                    placements * (double)ctx.slots);
+                    placements * (double)ctx.stride);
   long long index = 0;
   fth_train_plan plan;
+  /* the def with each split's workload (a copy: the caller's stays as given) */
+  fth_search_def split_copy = *d;
+  fth_search_def *split_def = &split_copy;
   for (int a = 0; a < s->n_tp; a++)
     for (int b = 0; b < s->n_cp; b++)
       for (int c = 0; c < s->n_pp; c++)
         for (int e = 0; e < s->n_pp_in; e++)
           for (int f = 0; f < n_tpm; f++)
-            for (int g = 0; g < n_ep; g++, index += ctx.slots) {
+            for (int g = 0; g < n_ep; g++, index += ctx.stride) {
               /* Workers split by placement: its variants share one compiled plan
                * and the bounds' reference evaluations. */
-              if ((index / ctx.slots) % workers != d->worker) continue;
+              if ((index / ctx.stride) % workers != d->worker) continue;
               fth_search_hit proto;
               memset(&proto, 0, sizeof proto);
               proto.tp = s->tp[a];
@@ -733,6 +812,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
               w.pp = FTH_PP_1F1B;
               w.virtual_stages = 1;
               w.micro_batch = 1;
+              w.pp_first_layers = w.pp_last_layers = 0; /* each split sets its own */
               fth_error e2;
               memset(&plan, 0, sizeof plan);
               /* A refusal of the workload alone (batch divisibility at micro-batch 1)
@@ -743,7 +823,22 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                            e2.status == FTH_ETILE);
                 continue;
               }
-              run_variants(d, &ctx, &plan, &proto, index, top, top_cap, n_top, st);
+              /* Every split of the space: its own workload, so that the bounds'
+               * reference evaluations are of that split (exact per split). */
+              for (int i = 0; i < ctx.n_trim_first; i++)
+                for (int j = 0; j < ctx.n_trim_last; j++) {
+                  int first, last;
+                  proto.trim_first = trim_first_at(s, i);
+                  proto.trim_last = trim_last_at(s, j);
+                  if (!fth_search_split(m->n_layers, proto.pp, proto.trim_first, proto.trim_last,
+                                        &first, &last))
+                    continue; /* not a strategy: counted nowhere */
+                  split_def->work.pp_first_layers = first;
+                  split_def->work.pp_last_layers = last;
+                  run_variants(split_def, &ctx, &plan, &proto,
+                               index + ((long long)i * ctx.n_trim_last + j) * ctx.slots, top,
+                               top_cap, n_top, st);
+                }
             }
   /* Only the memory bound prunes while fewer than N are kept: when nothing
    * fits, run again without it, for the counts and the closest to fitting. */
@@ -770,8 +865,16 @@ fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s,
     return fth_fail(err, FTH_ETILE, "strategy.vs",
                     "%d virtual stages do not split %d layers over PP = %d into whole chunks",
                     s->vs, d->model.n_layers, s->pp);
+  int first, last;
+  if (!fth_search_split(d->model.n_layers, s->pp, s->trim_first, s->trim_last, &first, &last))
+    return fth_fail(err, FTH_ETILE, "strategy.trim",
+                    "trimming %d layers off the first stage and %d off the last does not split %d "
+                    "layers over PP = %d (a stage left empty, both ends of two stages, or no pipeline)",
+                    s->trim_first, s->trim_last, d->model.n_layers, s->pp);
   fth_topology_def t = place(d, s->tp, s->cp, s->pp, s->pp_in, s->tp_moe, ep_su, ep_so, moe);
   fth_train_def w = d->work;
+  w.pp_first_layers = first;
+  w.pp_last_layers = last;
   w.pp = (fth_pp_schedule)s->schedule;
   w.virtual_stages = s->vs;
   w.micro_batch = s->mb;

@@ -62,7 +62,17 @@ typedef struct fth_search_space {
   /// needed can only slow a step down through the transfers, except for
   /// accounting artefacts (a slower pass widening a DP overlap window).
   int offload_tier;
+  /// Uneven pipeline splits (fth_layout_split): layers taken off the even
+  /// split's first stage (trim_first) and last stage (trim_last), each pair a
+  /// strategy; the layers go to the middle stages (with two stages, to the
+  /// other end: a pair trimming both ends does not exist there); (0, 0) is the
+  /// even split, the only one without a pipeline and with v > 1 virtual stages.
+  /// n_* = 0: {0} only. Values in [0, FTH_SEARCH_TRIM_MAX].
+  int trim_first[FTH_SEARCH_MAX_VALUES], n_trim_first;
+  int trim_last[FTH_SEARCH_MAX_VALUES], n_trim_last;
 } fth_search_space;
+
+#define FTH_SEARCH_TRIM_MAX 1024 ///< largest trim a space may list
 
 /// Whether bounds may skip strategies (the best N are the same either way).
 typedef enum fth_prune_mode {
@@ -80,6 +90,8 @@ typedef enum fth_search_objective {
 typedef struct fth_search_hit {
   int tp, cp, pp, pp_in, dp, tp_moe, ep, ep_su, vs, mb;
   int schedule, recompute, dp_variant, sp;
+  int trim_first, trim_last;   ///< the split's trims (fth_search_space)
+  int first_layers, last_layers; ///< layers of the first and the last stage it runs
   /// where the weights, saved activations and optimizer states live (fth_tier;
   /// FTH_TIER_XPU: on the accelerator)
   int offload_weights, offload_activations, offload_optimizer;
@@ -131,6 +143,13 @@ typedef struct fth_search_def {
   int worker, workers;
   fth_prune_mode prune; ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
 } fth_search_def;
+
+/// The first / last stage layer counts (fth_layout_split's `first`, `last`;
+/// 0: that end by the even rule) of the split that trims `trim_first` layers
+/// off the even split's first stage and `trim_last` off its last, for
+/// n_layers over pp stages; 0 when that split does not exist (a stage left
+/// empty, both ends trimmed with two stages, any trim without a pipeline).
+int fth_search_split(int n_layers, int pp, int trim_first, int trim_last, int *first, int *last);
 
 /// Run the search. `top` receives up to `top_cap` best hits, best first
 /// (ties by enumeration index); `*n_top` their count. Allocation-free.

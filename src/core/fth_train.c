@@ -41,6 +41,20 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   const fth_model_def *m = &p->model;
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
+  /* The stage split the workload asks for (re-split only when it changes:
+   * a search reworks many variants of one split). */
+  if (l->split_first != w->pp_first_layers || l->split_last != w->pp_last_layers) {
+    if (fth_layout_split(&p->layout, m, w->pp_first_layers, w->pp_last_layers,
+                         "workload.pp_spec", err) != FTH_OK)
+      return err->status;
+  }
+  /* Interleaved chunks are equal slices of equal stages (an uneven split with
+   * v > 1 is not modelled). */
+  if ((w->pp_first_layers > 0 || w->pp_last_layers > 0) && w->virtual_stages > 1)
+    return fth_fail(err, FTH_ETILE, "workload.pp_spec.virtual_stages",
+                    "an uneven pipeline split (first / last stage layer counts) runs one chunk "
+                    "per GPU, got %d virtual stages",
+                    w->virtual_stages);
   /* In doubles: PP x virtual stages may exceed an int. */
   double chunks = (double)l->pp * w->virtual_stages;
   if (m->n_layers < chunks)
@@ -167,6 +181,32 @@ static void dp_views(const fth_train_plan *p, double views[2], double trained[2]
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
+/* Saved activations of the stage holding the most: per stage, its blocks'
+ * bytes per micro-batch times the micro-batches it holds in flight
+ * (fth_pp_inflight_stage: under 1F1B stage s holds min(m, p - s), so an
+ * uneven split that gives the first stage fewer layers lightens the stage
+ * that holds the most). Each component of the footprint is taken at the
+ * stage where it is largest (parameters: fth_layout's busiest stage), an
+ * upper bound of the most-loaded stage's footprint, equal to it when one
+ * stage is the heaviest in every part (an even split: the first). */
+static double stage_activation_bytes(const fth_train_plan *p, double tokens) {
+  const fth_train_def *w = &p->work;
+  const fth_layout *l = &p->layout;
+  const fth_model_def *m = &p->model;
+  double most = 0.0;
+  int first = 0;
+  for (int s = 0; s < l->pp; s++) {
+    int n = fth_layout_stage_size(l, m, s);
+    int moe = fth_model_num_moe_in(m, first, first + n);
+    first += n;
+    double per_mb =
+        tokens * ((n - moe) * p->act_bytes_per_token[0] + moe * p->act_bytes_per_token[1]);
+    double held = fth_pp_inflight_stage(w->pp, l->pp, s, p->microbatches, w->virtual_stages);
+    most = fth_max(most, per_mb * held);
+  }
+  return most;
+}
+
 void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   const fth_train_def *w = &p->work;
   const fth_model_def *m = &p->model;
@@ -202,8 +242,7 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double tokens = w->micro_batch * w->seq_len / l->cp;
   double per_mb = tokens * (l->dense_layers_per_stage * p->act_bytes_per_token[0] +
                             l->moe_layers_per_stage * p->act_bytes_per_token[1]);
-  double inflight = fth_pp_inflight(w->pp, l->pp, p->microbatches, w->virtual_stages);
-  out->bytes[FTH_MEM_ACTIVATIONS] = per_mb * inflight;
+  out->bytes[FTH_MEM_ACTIVATIONS] = stage_activation_bytes(p, tokens);
 
   /* Transients: forward, the largest live intermediate (fp32 logits of the
    * vocabulary shard on the last stage, or the MLP's inner activation);

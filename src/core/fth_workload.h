@@ -25,6 +25,10 @@ typedef struct fth_train_def {
   fth_dp_variant dp;
   fth_pp_schedule pp;
   int virtual_stages; ///< interleaved schedule: model chunks per GPU (>= 1)
+  /// `pp_spec.num_layers_in_first_pipeline_stage` / `..._last_pipeline_stage`
+  /// (Megatron-Core's names): layers of the first / last stage, the others
+  /// sharing the rest (fth_layout_split); 0 = the even split
+  int pp_first_layers, pp_last_layers;
   fth_recompute recompute;
   unsigned recompute_modules; ///< FTH_RECOMPUTE_MOD_* bits re-run on top of none / selective
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)

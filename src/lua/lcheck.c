@@ -374,6 +374,12 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->pp = (fth_pp_schedule)lnames_check(L, idx, w, "pp_variant", LNAMES_PP_SCHEDULE, out->pp);
   out->virtual_stages = lcheck_int_range(L, idx, "workload.pp_spec", "virtual_stages",
                                          out->virtual_stages, 1, LCHECK_MAX_VIRTUAL_STAGES);
+  out->pp_first_layers =
+      lcheck_int_range(L, idx, "workload.pp_spec", "num_layers_in_first_pipeline_stage",
+                       out->pp_first_layers, 0, LCHECK_MAX_LAYERS);
+  out->pp_last_layers =
+      lcheck_int_range(L, idx, "workload.pp_spec", "num_layers_in_last_pipeline_stage",
+                       out->pp_last_layers, 0, LCHECK_MAX_LAYERS);
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
   if (lua_getfield(L, idx, "recompute_modules") == LUA_TTABLE) {

@@ -5,7 +5,8 @@
  * def = {node, scale_up, scale_out (links), scale_up_type, scale_out_type, pod_size,
  *        num_pods, model, workload, space = {tp = {...}, cp, pp, pp_in, tp_moe, ep, vs, mb,
  *        recompute, dp, schedule = lists of core.names.recompute / dp_variant / pp_schedule,
- *        sp = {false, true}, mb_max = N, offload = "off"|tier name}, objective =
+ *        sp = {false, true}, mb_max = N, offload = "off"|tier name, trim_first = {0, 1, ...},
+ *        trim_last = {...} (layers off the even split's first / last stage)}, objective =
  * "step_time"|"headroom", top = N, batch_rounding = "exact"|"down", worker = i, workers = n, prune
  * = "on"|"off"|"audit" (off: exhaustive; audit: exhaustive, counting stats.bound_violations)} vs
  * and mb may be "auto" instead of a list: the values then follow from each placement (fth_search.h:
@@ -57,6 +58,32 @@ static void read_ints(lua_State *L, int t, const char *key, int *out, int *n, in
   }
   lua_pop(L, 1);
   if (*n == 0) lbind_fail(L, FTH_EINVAL, path, "empty");
+}
+
+/* space[key]: a list of layer counts in [0, FTH_SEARCH_TRIM_MAX]; absent: n = 0 ({0}). */
+static void read_trims(lua_State *L, int t, const char *key, int *out, int *n) {
+  char path[64];
+  *n = 0;
+  if (lua_getfield(L, t, key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  int len = (int)lua_rawlen(L, -1);
+  snprintf(path, sizeof path, "space.%s", key);
+  if (len > FTH_SEARCH_MAX_VALUES)
+    lbind_fail(L, FTH_EINVAL, path, "at most %d values", FTH_SEARCH_MAX_VALUES);
+  for (int i = 1; i <= len; i++) {
+    lua_rawgeti(L, -1, i);
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || v < 0 || v > FTH_SEARCH_TRIM_MAX) {
+      snprintf(path, sizeof path, "space.%s[%d]", key, i);
+      lbind_fail(L, FTH_EINVAL, path, "expected layers in [0, %d]", FTH_SEARCH_TRIM_MAX);
+    }
+    out[(*n)++] = (int)v;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
 }
 
 /* space[key] as a bit mask over enum `e` (e < 0: booleans, false -> bit 0, true -> bit 1). */
@@ -125,6 +152,8 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
   s->dp_mask = read_mask(L, sp, "dp", LNAMES_DP_VARIANT, 1 << FTH_DP_DDP);
   s->schedule_mask = read_mask(L, sp, "schedule", LNAMES_PP_SCHEDULE, 1 << FTH_PP_1F1B);
   s->sp_mask = read_mask(L, sp, "sp", -1, 1);
+  read_trims(L, sp, "trim_first", s->trim_first, &s->n_trim_first);
+  read_trims(L, sp, "trim_last", s->trim_last, &s->n_trim_last);
   /* offload: a tier name, or "off" (the workload's own tier maps) */
   const char *off = lcheck_string(L, sp, "space", "offload", "off");
   if (strcmp(off, "off") == 0) {
@@ -188,6 +217,10 @@ static void push_hit(lua_State *L, const fth_search_hit *h) {
   setint(L, "vs", h->vs);
   setint(L, "mb", h->mb);
   setint(L, "batch", (long long)h->batch);
+  setint(L, "trim_first", h->trim_first);
+  setint(L, "trim_last", h->trim_last);
+  setint(L, "first_stage_layers", h->first_layers);
+  setint(L, "last_stage_layers", h->last_layers);
   lua_pushstring(L, lnames_name(LNAMES_PP_SCHEDULE, h->schedule));
   lua_setfield(L, -2, "schedule");
   lua_pushstring(L, lnames_name(LNAMES_RECOMPUTE, h->recompute));
@@ -286,6 +319,8 @@ static int core_search_eval(lua_State *L) {
   s.recompute = lnames_check(L, 2, "strategy", "recompute", LNAMES_RECOMPUTE, FTH_RECOMPUTE_NONE);
   s.dp_variant = lnames_check(L, 2, "strategy", "dp_variant", LNAMES_DP_VARIANT, FTH_DP_DDP);
   s.sp = lcheck_bool(L, 2, "strategy", "sp", 0);
+  s.trim_first = lcheck_int_range(L, 2, "strategy", "trim_first", 0, 0, FTH_SEARCH_TRIM_MAX);
+  s.trim_last = lcheck_int_range(L, 2, "strategy", "trim_last", 0, 0, FTH_SEARCH_TRIM_MAX);
   s.offload_weights = lnames_check(L, 2, "strategy", "offload_weights", LNAMES_MEMORY_TIER, 0);
   s.offload_activations =
       lnames_check(L, 2, "strategy", "offload_activations", LNAMES_MEMORY_TIER, 0);

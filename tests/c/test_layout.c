@@ -244,7 +244,51 @@ static int hb_group(void) {
   return 0;
 }
 
+/* Splits asked of the ends (fth_layout_split). 10 layers on PP 4 (the moe_stages
+ * placement; MoE from layer 4): even 2 | 3 | 3 | 2 (short: the last, the first).
+ * First 1, last 1: the middle two share 8, 4 each. First 4, last 0: the other
+ * three share 6, 2 each. Last 4 only: 6 over three, 2 each: 2 | 2 | 2 | 4,
+ * MoE blocks {4..9}: stage 2 holds layers 4, 5 (2 MoE), the last 6..9 (4 MoE). */
+static int split_ends(void) {
+  fth_topology_def t = cluster();
+  fth_model_def m = moe_model();
+  fth_layout l;
+  fth_error err;
+  t.logical[0].size = 2;
+  t.logical[1].size = 4;
+  t.logical[4].size = 2;
+  m.n_layers = 10;
+  m.first_dense_layers = 4;
+  FTH_ENSURE(fth_layout_make(&l, &t, &m, &err) == FTH_OK);
+  const int want[4][4] = {{0, 0, 2, 3}, {1, 1, 1, 4}, {4, 0, 4, 2}, {0, 4, 2, 2}};
+  const int sizes[4][4] = {{2, 3, 3, 2}, {1, 4, 4, 1}, {4, 2, 2, 2}, {2, 2, 2, 4}};
+  for (int c = 0; c < 4; c++) {
+    FTH_ENSURE(fth_layout_split(&l, &m, want[c][0], want[c][1], "w", &err) == FTH_OK);
+    int total = 0;
+    for (int s = 0; s < 4; s++) {
+      FTH_ENSURE_EQ_INT(sizes[c][s], fth_layout_stage_size(&l, &m, s));
+      total += fth_layout_stage_size(&l, &m, s);
+    }
+    FTH_ENSURE_EQ_INT(10, total);
+  }
+  /* last 4: the heaviest but the last is stage 2 (2 MoE), the last holds 4 MoE */
+  FTH_ENSURE_EQ_INT(2, l.moe_layers_per_stage);
+  FTH_ENSURE_EQ_INT(4, l.last_stage_moe);
+  FTH_ENSURE_EQ_INT(4, l.layers_per_stage);
+  /* refusals: a stage left empty, counts beyond the layers, no pipeline */
+  FTH_ENSURE(fth_layout_split(&l, &m, 5, 4, "w", &err) == FTH_ETILE);
+  FTH_ENSURE(fth_layout_split(&l, &m, 11, 0, "w", &err) == FTH_ETILE);
+  FTH_ENSURE(fth_layout_split(&l, &m, -1, 0, "w", &err) == FTH_EINVAL);
+  t.logical[1].size = 1; /* PP 1 */
+  t.logical[0].size = 8;
+  t.logical[4].size = 8;
+  FTH_ENSURE(fth_layout_make(&l, &t, &m, &err) == FTH_OK);
+  FTH_ENSURE(fth_layout_split(&l, &m, 3, 0, "w", &err) == FTH_ETILE);
+  return 0;
+}
+
 int layout_test(void) {
+  FTH_RUN(split_ends());
   return layout_moe() || moe_stages() || layout_refusals() || moe_layer_count() || kv_per_gpu() || footprint() ||
          hb_group();
 }

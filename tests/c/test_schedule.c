@@ -4,6 +4,17 @@
 #include <string.h>
 
 int schedule_test(void) {
+  /* In flight per stage (Narayanan et al. 2021 Sec. 2.2.1): under 1F1B stage s
+   * of p = 4 runs p - s warm-up forwards: 4, 3, 2, 1 with m = 8; with m = 2 at
+   * most 2. GPipe holds all m = 8 on every stage; interleaved (v = 2) keeps the
+   * first stage's min(m, p)(1 + (p - 1)/(p v)) = 4 x 1.375 = 5.5 on all. */
+  for (int st = 0; st < 4; st++) {
+    FTH_ENSURE_NEAR(4.0 - st, fth_pp_inflight_stage(FTH_PP_1F1B, 4, st, 8, 1), 0);
+    FTH_ENSURE_NEAR(4.0 - st, fth_pp_inflight_stage(FTH_PP_ZB_H1, 4, st, 8, 1), 0);
+    FTH_ENSURE_NEAR(st < 2 ? 2.0 : 4.0 - st, fth_pp_inflight_stage(FTH_PP_1F1B, 4, st, 2, 1), 0);
+    FTH_ENSURE_NEAR(8.0, fth_pp_inflight_stage(FTH_PP_GPIPE, 4, st, 8, 1), 0);
+    FTH_ENSURE_NEAR(5.5, fth_pp_inflight_stage(FTH_PP_INTERLEAVED, 4, st, 8, 2), 1e-12);
+  }
   /* Narayanan et al. 2021 Eq. 1: bubble = (p - 1)(t_f + t_b).
    * p = 8, t_f = 1 ms, t_b = 2 ms (of which t_w = 0.8 ms weight gradients):
    * 7 x 3 ms = 21 ms for GPipe and 1F1B, which ignore the split. */

@@ -524,7 +524,144 @@ static int last_stage_lighter(void) {
   return 0;
 }
 
+
+/* Uneven pipeline splits on the toy (TP 2 on dim 0, PP on dim 1; no overlap,
+ * so every collective is exposed). Per micro-batch of 2 x 1024 tokens the
+ * toy_hand_derived numbers give, per layer: forward kernels 279.19384576 us
+ * (GEMMs and attention core, 27,919,384,576 FLOP at 100 TFLOP/s) + 58.720256
+ * us (element-wise, 58,720,256 B at 1 TB/s) + 2 TP all-reduces of 43.94304 us
+ * = 425.80018176 us; backward (51,539,607,552 + 2.5 x 2,149,580,800) / 1e14 =
+ * 569.13559552 us + 117.440512 us + 87.88608 us = 774.46218752 us. The LM head
+ * on the last stage: forward 671.08864 us (GEMM) + 196.608 us (cross-entropy
+ * bytes) = 867.69664 us, backward 1342.17728 + 196.608 = 1538.78528 us.
+ * Parameters per GPU: a layer 6,292,480, the embedding 16,384,000, the head
+ * 16,384,000 + the final norm 1,024. Saved activations: 22,560 B per token per
+ * layer x 2048 tokens = 46,202,880 B per layer per micro-batch; under 1F1B
+ * stage s holds min(m, p - s) micro-batches. */
+#define UN_LAYER_F 425.80018176e-6
+#define UN_LAYER_B 774.46218752e-6
+#define UN_HEAD_F  867.69664e-6
+#define UN_HEAD_B  1538.78528e-6
+#define UN_ACT     46202880.0
+#define UN_LAYER_P 6292480.0
+#define UN_EMB_P   16384000.0
+
+static int uneven_case(int pp, int layers, double gb, int first, int last, fth_train_plan *plan,
+                       fth_train_result *r) {
+  fth_node_def node = toy_node();
+  fth_topology_def topo = toy_topo();
+  topo.phys[1].size = pp;
+  topo.logical[1] = (fth_logical_dim_def){FTH_TAG_PP, 1, pp}; /* TP 2 x PP pp, DP 1 */
+  fth_model_def model = toy_model();
+  model.n_layers = layers;
+  fth_train_def w = toy_work();
+  w.global_batch = gb;
+  w.pp_first_layers = first;
+  w.pp_last_layers = last;
+  fth_error err;
+  if (fth_train_compile(plan, &node, &topo, &model, &w, &err) != FTH_OK) {
+    fprintf(stderr, "uneven_case: %s: %s\n", err.path, err.msg);
+    return 1;
+  }
+  fth_train_evaluate(plan, r);
+  return 0;
+}
+
+/* Two stages, 4 layers, 2 micro-batches. Even (2 | 2): the last stage, 2
+ * layers + head, is slowest: 2 (425.80018176 + 774.46218752) + 867.69664 +
+ * 1538.78528 = 4806.99665856 us against the first's 2400.52473856 us. Split
+ * 3 | 1: first 3 x 1200.26236928 = 3600.78710784 us, last 1200.26236928 +
+ * 2406.48192 = 3606.74428928 us, still the slower: t_f = 425.80018176 +
+ * 867.69664 = 1293.49682176 us, t_b = 774.46218752 + 1538.78528 =
+ * 2313.24746752 us. Step = (m + p - 1)(t_f + t_b) + exposed PP + optimizer,
+ * m = 2, p = 2 (1F1B bubble (p - 1)(t_f + t_b)), DP 1; the optimizer reads the
+ * busiest stage's parameters: 3 layers + embedding = 35,261,440 x 30 B at 1
+ * TB/s = 1.0578432 ms. Memory: weights 35,261,440 x 2 B = 70,522,880 B; saved
+ * activations max(3 layers x 2 in flight, 1 x 1) x 46,202,880 = 277,217,280
+ * B. Split 1 | 3 (fewer layers beside the embedding): activations max(1 x 2,
+ * 3 x 1) x 46,202,880 = 138,608,640 B, less than the even split's 2 x 2 x
+ * 46,202,880 = 184,811,520 B; weights the last's 3 layers + head = 35,262,464
+ * x 2 B = 70,524,928 B. */
+static int uneven_two_stages(void) {
+  fth_train_plan p;
+  fth_train_result even, r;
+  FTH_ENSURE(uneven_case(2, 4, 4, 0, 0, &p, &even) == 0);
+  FTH_ENSURE_NEAR(2.0 * UN_LAYER_F + UN_HEAD_F, even.fwd_s, 1e-9);
+  FTH_ENSURE_NEAR(2.0 * 2.0 * UN_ACT, even.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE(uneven_case(2, 4, 4, 3, 1, &p, &r) == 0);
+  FTH_ENSURE_EQ_INT(3, p.layout.first_stage_layers);
+  FTH_ENSURE_EQ_INT(1, p.layout.last_stage_layers);
+  FTH_ENSURE_NEAR(1293.49682176e-6, r.fwd_s, 1e-9);
+  FTH_ENSURE_NEAR(2313.24746752e-6, r.bwd_s, 1e-9);
+  FTH_ENSURE_NEAR(1.0578432e-3, r.optimizer_s, 1e-12);
+  FTH_ENSURE_NEAR(3.0 * (1293.49682176e-6 + 2313.24746752e-6) + 1.0578432e-3,
+                  r.step_time_s - r.comm[FTH_COMM_PP].exposed_s, 1e-9);
+  /* the same hand-offs as the even split's, all exposed */
+  FTH_ENSURE_NEAR(even.comm[FTH_COMM_PP].exposed_s, r.comm[FTH_COMM_PP].exposed_s, 1e-12);
+  FTH_ENSURE(r.step_time_s < even.step_time_s);
+  FTH_ENSURE_NEAR(70522880.0, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(277217280.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE(uneven_case(2, 4, 4, 1, 0, &p, &r) == 0); /* the last takes the other 3 */
+  FTH_ENSURE_EQ_INT(3, p.layout.last_stage_layers);
+  FTH_ENSURE_NEAR(138608640.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE_NEAR(70524928.0, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(3.0 * UN_LAYER_F + UN_HEAD_F, r.fwd_s, 1e-9);
+  return 0;
+}
+
+/* Four stages, 10 layers, 4 micro-batches, first 2 and last 1: the middle two
+ * share 7, 4 then 3 (the short one from the back): 2 | 4 | 3 | 1. The slowest
+ * is stage 1 (4 x 1200.26236928 = 4801.04947712 us against the last's
+ * 3606.74428928 us): t_f = 4 x 425.80018176 = 1703.20072704 us, t_b = 4 x
+ * 774.46218752 = 3097.84875008 us; step = (4 + 3)(t_f + t_b) + exposed PP +
+ * optimizer, the busiest stage's parameters the first's (2 layers +
+ * embedding = 28,968,960 against 25,169,920 and 22,677,504): 0.8690688 ms.
+ * Saved activations per stage (layers x in flight): 2 x 4, 4 x 3, 3 x 2, 1 x
+ * 1: stage 1's 12 x 46,202,880 = 554,434,560 B. Weights 28,968,960 x 2 B. */
+static int uneven_four_stages(void) {
+  fth_train_plan p;
+  fth_train_result r;
+  FTH_ENSURE(uneven_case(4, 10, 8, 2, 1, &p, &r) == 0);
+  int want[4] = {2, 4, 3, 1};
+  for (int s = 0; s < 4; s++) {
+    int layers, moe;
+    fth_layout_stage_layers(&p.layout, &p.model, s, &layers, &moe);
+    FTH_ENSURE_EQ_INT(want[s], layers);
+  }
+  FTH_ENSURE_NEAR(1703.20072704e-6, r.fwd_s, 1e-9);
+  FTH_ENSURE_NEAR(3097.84875008e-6, r.bwd_s, 1e-9);
+  FTH_ENSURE_NEAR(0.8690688e-3, r.optimizer_s, 1e-12);
+  FTH_ENSURE_NEAR(7.0 * (1703.20072704e-6 + 3097.84875008e-6) + 0.8690688e-3,
+                  r.step_time_s - r.comm[FTH_COMM_PP].exposed_s, 1e-9);
+  FTH_ENSURE_NEAR(554434560.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE_NEAR(2.0 * 28968960.0, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  /* Counts that leave a stage empty, or a pipeline of one, are refused. */
+  fth_train_def w = p.work;
+  fth_error err;
+  w.pp_first_layers = 5;
+  w.pp_last_layers = 4;
+  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_ETILE); /* 1 layer left for 2 stages */
+  FTH_ENSURE(strstr(err.path, "pp_spec") != NULL);
+  w.pp_first_layers = 2;
+  w.pp_last_layers = 1;
+  w.pp = FTH_PP_INTERLEAVED;
+  w.virtual_stages = 2;
+  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_ETILE); /* chunks of equal stages only */
+  /* back to the even split: 2 | 3 | 3 | 2 */
+  w = p.work;
+  w.pp = FTH_PP_1F1B;
+  w.virtual_stages = 1;
+  w.pp_first_layers = w.pp_last_layers = 0;
+  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(2, p.layout.first_stage_layers);
+  FTH_ENSURE_EQ_INT(3, p.layout.layers_per_stage);
+  FTH_ENSURE_EQ_INT(2, p.layout.last_stage_layers);
+  return 0;
+}
+
 int train_test(void) {
+  FTH_RUN(uneven_two_stages());
+  FTH_RUN(uneven_four_stages());
   FTH_RUN(last_stage_lighter());
   FTH_RUN(mtp_module());
   FTH_RUN(tp_overlap());

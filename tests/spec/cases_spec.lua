@@ -64,6 +64,12 @@ describe("fathom.cases", function()
     local p2 = assert(cases.parallelism(c2, frameworks.lookup("Megatron-LM (2021)")))
     assert.are.equal(64, p2.gpus)
     assert.are.equal(3, p2.vpp)
+    -- Megatron-Core's uneven split is carried as the case states it
+    c2.parallelism.num_layers_in_first_pipeline_stage = 10
+    c2.parallelism.num_layers_in_last_pipeline_stage = 11
+    local p3 = assert(cases.parallelism(c2, frameworks.lookup("Megatron-LM (2021)")))
+    assert.are.equal(10, p3.first_layers)
+    assert.are.equal(11, p3.last_layers)
     case.parallelism.fsdp = 0
     assert.are.equal("DDP", cases.parallelism(case, frameworks.lookup("torchtitan 2025")).dp_variant)
     case.parallelism.fsdp = nil

@@ -35,7 +35,8 @@ local function legal(p)
   local def = prepare(p)
   local s = def.space
   local v = {}
-  for _, k in ipairs({ "tp", "pp", "recompute", "dp", "schedule", "sp", "cp", "pp_in", "tp_moe", "ep" }) do
+  for _, k in ipairs({ "tp", "pp", "recompute", "dp", "schedule", "sp", "cp", "pp_in", "tp_moe", "ep", "trim_first",
+    "trim_last" }) do
     v[k] = s[k]
   end
   local layers, gpus, batch = def.model.n_layers, def.pod_size * def.num_pods, def.workload.global_batch_size
@@ -81,6 +82,18 @@ describe("the default search space is complete", function()
       assert.is_true(pinned >= 10, "pinned searches that found a strategy: " .. pinned)
     end)
   end
+
+  it("uneven pipeline splits are searched: a pinned trim runs that split", function()
+    local def = prepare(problems[1])
+    assert.are.same({ 0, 1 }, def.space.trim_first)
+    assert.are.same({ 0, 1 }, def.space.trim_last)
+    -- GPT-3's 96 layers on PP 8: 12 a stage; one fewer beside the embedding
+    local b = best(problems[1], { trim_first = 1, pp = 8 })
+    assert.are.equal(1, b.trim_first)
+    assert.are.equal(11, b.first_stage_layers)
+    b = best(problems[1], { trim_last = 1, pp = 8 })
+    assert.are.equal(11, b.last_stage_layers)
+  end)
 
   it("the holes of the old space are gone: micro-batch 3 and 6, virtual stages 3, 6 and 12 are searched", function()
     local def = prepare(problems[1])

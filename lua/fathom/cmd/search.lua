@@ -93,8 +93,10 @@ local function parse_fix(list)
       if v == "true" or v == "false" then n = v == "true" end
       if n == nil then n = v end
       if type(n) == "number" then n = math.tointeger(n) or n end
-      if type(n) == "number" and (math.type(n) ~= "integer" or n < 1 or n > search.fix_max(k)) then
-        errors.raise("search: --fix %s=%s: expected a positive integer up to %d", k, v, search.fix_max(k))
+      local lo = search.zero_ok[k] and 0 or 1
+      if type(n) == "number" and (math.type(n) ~= "integer" or n < lo or n > search.fix_max(k)) then
+        errors.raise("search: --fix %s=%s: expected %s integer up to %d", k, v,
+          lo == 0 and "a non-negative" or "a positive", search.fix_max(k))
       end
       fix[k] = n
     end
@@ -106,7 +108,10 @@ local function table_text(res, system, top, rounded)
   local rows = {}
   for i, h in ipairs(res.hits) do
     if i > top then break end
-    rows[#rows + 1] = { i, h.tp, h.pp .. (h.vs > 1 and ("x" .. h.vs) or ""), h.dp,
+    -- an uneven split shows its end stages' layers: "8[11|12]" = 11 on the first, 12 on the last
+    local split = ((h.trim_first or 0) > 0 or (h.trim_last or 0) > 0)
+      and string.format("[%d|%d]", h.first_stage_layers, h.last_stage_layers) or ""
+    rows[#rows + 1] = { i, h.tp, h.pp .. (h.vs > 1 and ("x" .. h.vs) or "") .. split, h.dp,
       h.ep > 1 and (h.ep .. (h.ep_su < h.ep and ("(" .. h.ep_su .. ")") or "")) or "-",
       h.ep > 1 and h.tp_moe or "-", h.cp,
       h.pp > 1 and h.schedule or "-", h.mb, h.recompute, h.dp_variant, h.sp and "on" or "off", search.offload_label(h),
@@ -203,8 +208,9 @@ local function pareto_points(def, opts)
     for k, v in pairs(def) do d[k] = v end
     d.objective, d.top = objective, PARETO_TOP
     for _, h in ipairs(search.run(d, math.tointeger(opts.jobs or opts.workers) or 1, false).hits) do
-      local key = string.format("%d/%d/%d/%d/%d/%d/%d/%d/%d/%s/%s/%s/%s", h.tp, h.pp, h.pp_in, h.cp, h.ep, h.ep_su,
-        h.tp_moe, h.vs, h.mb, h.schedule, h.recompute, h.dp_variant, tostring(h.sp))
+      local key = string.format("%d/%d/%d/%d/%d/%d/%d/%d/%d/%s/%s/%s/%s/%d/%d", h.tp, h.pp, h.pp_in, h.cp, h.ep,
+        h.ep_su, h.tp_moe, h.vs, h.mb, h.schedule, h.recompute, h.dp_variant, tostring(h.sp), h.trim_first or 0,
+        h.trim_last or 0)
       if not seen[key] then
         seen[key] = true
         points[#points + 1] = { x = h.peak_bytes, y = h.step_time_s, label = string.format(
