@@ -1,6 +1,7 @@
 -- fathom.scenario: composing hardware, topologies, model and workload into
 -- one evaluable scenario, and mapping the C core's complaints back to the
 -- file, line and column they came from.
+local core = require("fathom.core")
 local errors = require("fathom.errors")
 local names = require("fathom.names")
 local passes = require("fathom.passes")
@@ -148,8 +149,12 @@ end
 -- micro-batch sends from every EP rank, routed from the distribution, over the EP group's
 -- levels as the core shares them (plan:group_levels, from a plan compiled without the
 -- override): GPU ports inside the EP_SU group and between groups, shared max-min fairly by
--- the flows (route.step_mesh). The step model then uses it for every dispatch and combine
--- instead of the alpha-beta cost.
+-- the flows (route.step_mesh). Dispatch and combine are timed apart, each at its own width
+-- (the dispatch at moe_dispatch_float_size_bytes with its 1x128 scales when narrower, the
+-- combine at float_size_bytes: DeepSeek-V3 Sec. 3.3.2); the combine's matrix is the
+-- dispatch's transposed, which on ports of the same bandwidth in and out takes the time of
+-- the same matrix at the combine's width. The step model uses them instead of the
+-- alpha-beta cost.
 function Scenario:simulate_all_to_all(routing, ep)
   local w, m = self.workload, self.model
   local tp, cp = 1, 1
@@ -165,17 +170,25 @@ function Scenario:simulate_all_to_all(routing, ep)
   local r = {}
   for k, v in pairs(routing) do r[k] = v end
   r.experts, r.top_k, r.gpus, r.tokens = m.num_regular_experts, m.num_selected_experts, ep, tokens
-  r.hidden, r.act_bytes = m.d_model, w.float_size_bytes
   r.packet_simulation, r.packet_size = nil, nil
   local route = require("fathom.route")
-  local per_gpu = tokens // ep * m.num_selected_experts * m.d_model * w.float_size_bytes
   local levels = plan:group_levels(names.key("comm_kind").ep)
-  local mesh = route.step_mesh(levels, plan:degrees().ep_su, routing.packet_size, per_gpu)
-  local router_def, mesh_def = route.config({ router = r, mesh = mesh })
-  local res = route.run(router_def, mesh_def, nil)
-  w.ep_all_to_all_sec = res.simulation.time_s
+  local function time(width)
+    r.hidden, r.act_bytes = m.d_model, width
+    local per_gpu = tokens // ep * m.num_selected_experts * m.d_model * width
+    local mesh = route.step_mesh(levels, plan:degrees().ep_su, routing.packet_size, per_gpu)
+    local router_def, mesh_def = route.config({ router = r, mesh = mesh })
+    return route.run(router_def, mesh_def, nil)
+  end
+  local act = w.float_size_bytes
+  local narrow = w.moe_dispatch_float_size_bytes
+  local res = time(act)
+  local dispatch = res
+  if narrow and narrow < act then dispatch = time(narrow + core.defaults.moe.dispatch_scale_bytes) end
+  w.ep_dispatch_sec, w.ep_combine_sec = dispatch.simulation.time_s, res.simulation.time_s
   self.routing_result.packet_simulation = { time_s = res.simulation.time_s, rounds = res.simulation.rounds,
-    alpha_beta_s = res.alpha_beta_s }
+    alpha_beta_s = res.alpha_beta_s, dispatch_s = dispatch.simulation.time_s,
+    dispatch_rounds = dispatch.simulation.rounds }
 end
 
 -- compile() -> C plan (cached). Input problems the core finds become input errors.

@@ -597,7 +597,11 @@ function M.train(src)
     expert_imbalance = moe.expert_imbalance,
     routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,
-    ep_all_to_all_sec = 0,
+    ep_dispatch_sec = 0,
+    ep_combine_sec = 0,
+    -- EPLB's redundant experts are held like experts (memory; fth_train.c dp_views)
+    moe_redundant_experts = moe.routing and moe.routing.placement == PLACE.eplb and moe.routing.redundant_experts
+      or 0,
     moe_dispatch_float_size_bytes = w.moe_dispatch_float_size_bytes,
     moe_comm_compute_fraction = w.moe_comm_compute_fraction,
     recompute = w.recompute,

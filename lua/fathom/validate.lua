@@ -249,7 +249,8 @@ local function evaluate_training(state, job, settings)
     peak = node_peak(lib, docs.gpu.node, docs.precision.gemm_bytes), recompute = docs.workload.recompute,
     layer_scale = docs.layer_scale or 1 }
   local rec = { id = case.id, source = case.source, workload = "training", fits = r.memory.fits,
-    calibration = from, framework = docs.fw.name, notes = docs.notes, comparisons = {} }
+    calibration = from, framework = docs.fw.name, notes = docs.notes, comparisons = {},
+    model = case.model and case.model.name, moe = (docs.model.num_regular_experts or 0) > 1 }
   for _, m in ipairs(case.measured or {}) do
     local row = M.metric(m.metric, m.unit)
     local value = tonumber(m.value)
@@ -588,6 +589,21 @@ function M.summarise(recs)
   return out
 end
 
+-- moe_summary(records) -> per model name {count, median_abs_error, p90_abs_error, no_fit} over
+-- the MoE training cases, and the same over all of them under "all MoE training cases"
+-- (issue 15: each MoE model within 15% median).
+M.MOE_ALL = "all MoE training cases"
+function M.moe_summary(recs)
+  local moe = {}
+  for _, c in ipairs(recs) do
+    if c.moe and c.workload == "training" then
+      moe[#moe + 1] = { source = tostring(c.model or c.id), relative_error = c.relative_error, fits = c.fits }
+      moe[#moe + 1] = { source = M.MOE_ALL, relative_error = c.relative_error, fits = c.fits }
+    end
+  end
+  return M.summarise(moe)
+end
+
 local function memory_summary(recs)
   local by = {}
   for _, c in ipairs(recs) do
@@ -763,6 +779,7 @@ function M.run(paths, lib_path, opts)
   out.cases, out.skipped = recs, skipped
   out.sources = M.summarise(recs)
   out.memory = memory_summary(recs)
+  out.moe_models = M.moe_summary(recs)
   local nofit = 0
   for _, c in ipairs(recs) do if c.fits == false then nofit = nofit + 1 end end
   out.no_fit = nofit

@@ -53,8 +53,6 @@
  * un-permutation that scatters the returned copies back and sums them with
  * their router weights: each reads and writes every copy once. Backward moves
  * the same again. */
-/* FP8 dispatch sends one fp32 scale per 128 elements of each token (DeepEP). */
-#define DISPATCH_SCALE_BYTES (4.0 / 128.0)
 #define ROUTER_FLOPS 10.0
 #define ROUTER_BYTES 8.0
 
@@ -334,7 +332,7 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
      * (DeepEP's per-token 1x128 scales): 1 + 4/128 bytes per element. */
     double routed = routed_copies(e, tokens) * h;
     double db = e->dispatch_bytes > 0 ? e->dispatch_bytes : e->act_bytes;
-    if (db < e->act_bytes) db += DISPATCH_SCALE_BYTES;
+    if (db < e->act_bytes) db += FTH_DISPATCH_SCALE_BYTES;
     double dispatch = routed * db, combined = routed * e->act_bytes;
     /* Every TP_MoE rank runs its slice of the same experts over all the
      * copies its group received: the gather's output (the byte convention
@@ -343,15 +341,23 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
     comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_ALL_GATHER, dispatch * l->tp_moe, 1.0, 1.0);
     comm(e, fwd, bwd, FTH_COMM_TP_MOE, FTH_COLL_REDUCE_SCATTER, combined * l->tp_moe, 1.0, 1.0);
     /* A packet-level simulation of the routed exchange may stand in for the
-     * alpha-beta cost (workload.ep_all_to_all_sec, from fathom.route). */
-    if (e->ep_a2a_override_s > 0 && l->group[FTH_COMM_EP].n > 0) {
+     * alpha-beta cost (workload.ep_dispatch_sec and ep_combine_sec, from
+     * fathom.route), each direction timed at its own bytes. Without a combine
+     * time the dispatch's is scaled by the bytes (both bandwidth-bound over
+     * the same ports: the combine is the dispatch's matrix transposed, which
+     * on ports of equal bandwidth in and out takes the same time per byte). */
+    if (e->ep_dispatch_override_s > 0 && l->group[FTH_COMM_EP].n > 0) {
       const double bytes[2] = {dispatch, combined};
+      const double secs[2] = {e->ep_dispatch_override_s,
+                              e->ep_combine_override_s > 0
+                                  ? e->ep_combine_override_s
+                                  : (dispatch > 0 ? e->ep_dispatch_override_s * combined / dispatch : 0)};
       for (int i = 0; i < 2; i++) {
-        fth_phase_add_comm(fwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes[i],
-                           e->ep_a2a_override_s, 1.0);
+        fth_phase_add_comm(fwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes[i], secs[i],
+                           1.0);
         if (bwd)
           fth_phase_add_comm(bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes[i],
-                             e->ep_a2a_override_s, 1.0);
+                             secs[i], 1.0);
       }
     } else {
       ep_all_to_all(e, fwd, bwd, dispatch, 1.0);

@@ -19,6 +19,9 @@ typedef enum fth_block_mode {
 } fth_block_mode;
 
 /// How a block runs: kernels, layout, widths and the collective parameters.
+/// FP8 dispatch sends one fp32 scale per 128 elements of each token (DeepEP): bytes per element.
+#define FTH_DISPATCH_SCALE_BYTES (4.0 / 128.0)
+
 typedef struct fth_block_env {
   fth_phase_ctx k;
   const fth_layout *lay;
@@ -33,7 +36,8 @@ typedef struct fth_block_env {
   int flash_attention;
   int sequence_parallel;
   int eager_elementwise; ///< 1: eager PyTorch element-wise ops (fp32 norm/RoPE chains, lone SiLU)
-  double ep_a2a_override_s; ///< time of one EP dispatch or combine, if simulated (0 = model)
+  double ep_dispatch_override_s; ///< time of one EP dispatch, if simulated (0 = model)
+  double ep_combine_override_s;  ///< time of one EP combine, if simulated (0 = dispatch's, by bytes)
   double dispatch_bytes;    ///< width of routed copies in dispatch (0 = act_bytes); combine: act_bytes
   double comm_compute_share; ///< share of the compute units the EP kernels hold in MoE blocks (0 = none)
   int ep_per_node;          ///< the dispatcher sends a token once per node it reaches (DeepEP)

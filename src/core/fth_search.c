@@ -482,7 +482,7 @@ static void reference_per_seq(const fth_search_def *d, fth_train_plan *plan, int
   f->flops = f->comm_s = 0.0;
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) f->flops += r.fwd_flops[i] + r.bwd_flops[i];
   for (int k = 0; k <= FTH_COMM_CP; k++)
-    if (!(k == FTH_COMM_EP && d->work.ep_a2a_override_s > 0))
+    if (!(k == FTH_COMM_EP && d->work.ep_dispatch_override_s > 0))
       f->comm_s += r.comm[k].raw_s / r.microbatches;
 }
 

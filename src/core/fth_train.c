@@ -68,6 +68,12 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   if (fth_layout_batch(l, w->global_batch, w->micro_batch, w->seq_len, &p->microbatches, err) !=
       FTH_OK)
     return err->status;
+  if (w->moe_redundant_experts > 0 &&
+      (m->num_experts <= 1 || fmod(w->moe_redundant_experts, (double)l->ep) != 0))
+    return fth_fail(err, FTH_EINVAL, "moe_redundant_experts",
+                    "%.0f redundant expert slots over EP = %d: EPLB needs a multiple of EP and "
+                    "a MoE model (num_regular_experts %d)",
+                    w->moe_redundant_experts, l->ep, m->num_experts);
   if (fth_schedule_get(w->pp)->even_stages && fmod(p->microbatches, 2.0) != 0)
     return fth_fail(err, FTH_ETILE, "workload.global_batch_size",
                     "%s feeds micro-batches from both ends: it needs an even number, got %.0f",
@@ -161,6 +167,12 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   return FTH_OK;
 }
 
+/* Expert slots per routed expert: (E + R) / E with EPLB's R redundant slots. */
+static double expert_slots(const fth_train_plan *p) {
+  const double e = p->model.num_experts;
+  return e > 1 ? (e + p->work.moe_redundant_experts) / e : 1.0;
+}
+
 void fth_train_stage_params(const fth_train_plan *p, double *dense, double *expert) {
   *dense = p->layout.stage_dense_params;
   *expert = p->layout.stage_expert_params;
@@ -173,10 +185,15 @@ static void dp_views(const fth_train_plan *p, double views[2], double trained[2]
   const fth_layout *l = &p->layout;
   const double lora = p->stage_lora_params;
   const int tuned = p->work.lora_rank > 0;
+  /* EPLB's redundant experts (github.com/deepseek-ai/EPLB): R extra slots over the
+   * EP group hold replicas of hot experts, each a whole expert (weights; in
+   * training its gradients, reduced with the original's, and optimizer states), so
+   * a GPU holds (E + R) / EP experts where it held E / EP. */
+  const double experts = l->stage_expert_params * expert_slots(p);
   views[0] = l->stage_dense_params + lora;
-  views[1] = l->stage_expert_params;
+  views[1] = experts;
   trained[0] = tuned ? lora : l->stage_dense_params;
-  trained[1] = tuned ? 0.0 : l->stage_expert_params;
+  trained[1] = tuned ? 0.0 : experts;
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -296,7 +313,8 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->sequence_parallel = w->sequence_parallel;
   e->eager_elementwise = w->eager_elementwise;
   e->k.lora_rank = w->lora_rank;
-  e->ep_a2a_override_s = w->ep_a2a_override_s;
+  e->ep_dispatch_override_s = w->ep_dispatch_override_s;
+  e->ep_combine_override_s = w->ep_combine_override_s;
   e->dispatch_bytes = w->moe_dispatch_bytes;
   e->ep_per_node = w->ep_dispatch_per_node;
   e->comm_compute_share = w->moe_comm_compute_share;

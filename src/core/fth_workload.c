@@ -128,8 +128,16 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
         w->moe_dispatch_bytes == 4))
     return fth_fail(err, FTH_EINVAL, "moe_dispatch_float_size_bytes", "expected 1, 2 or 4, got %g",
                     w->moe_dispatch_bytes);
-  if (!(w->ep_a2a_override_s >= 0))
-    return fth_fail(err, FTH_EINVAL, "ep_all_to_all_sec", "expected seconds >= 0, got %g",
-                    w->ep_a2a_override_s);
+  if (!(w->ep_dispatch_override_s >= 0 && w->ep_dispatch_override_s < HUGE_VAL))
+    return fth_fail(err, FTH_EINVAL, "ep_dispatch_sec", "expected seconds >= 0, got %g",
+                    w->ep_dispatch_override_s);
+  if (!(w->ep_combine_override_s >= 0 && w->ep_combine_override_s < HUGE_VAL))
+    return fth_fail(err, FTH_EINVAL, "ep_combine_sec", "expected seconds >= 0, got %g",
+                    w->ep_combine_override_s);
+  if (!(w->moe_redundant_experts >= 0 && w->moe_redundant_experts <= 65536 &&
+        w->moe_redundant_experts == floor(w->moe_redundant_experts)))
+    return fth_fail(err, FTH_EINVAL, "moe_redundant_experts",
+                    "expected a whole number of expert slots in [0, 65536], got %g",
+                    w->moe_redundant_experts);
   return fth_mem_reserve_check(&w->reserve, w->footprint_tier, err);
 }

@@ -47,7 +47,11 @@ typedef struct fth_train_def {
   fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   fth_cast_kernels cast_kernels; ///< how the recipe's casts are written (fused, compiled, eager)
   double lora_rank; ///< LoRA fine-tuning (Hu et al. 2021): adapter rank, base frozen; 0 = off
-  double ep_a2a_override_s;      ///< time of one EP dispatch or combine, if simulated (0 = model)
+  double ep_dispatch_override_s; ///< time of one EP dispatch, if simulated (0 = model)
+  double ep_combine_override_s;  ///< time of one EP combine, if simulated (0 = the dispatch's,
+                                 ///< scaled by the combine's bytes over the dispatch's)
+  double moe_redundant_experts;  ///< EPLB's redundant expert slots over the EP group (a multiple
+                                 ///< of EP): replicas held like experts (weights, gradients, states)
   double moe_dispatch_bytes;     ///< width of the routed copies in dispatch (0 = act_bytes)
   double moe_comm_compute_share; ///< share of compute units the EP kernels hold, in [0, 1)
   fth_mem_reserve reserve;       ///< runtime context and allocator slack per GPU

@@ -411,7 +411,11 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
       (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE, out->recipe);
   out->cast_kernels = (fth_cast_kernels)lnames_check(L, idx, w, "cast_kernels", LNAMES_CAST_KERNELS,
                                                      out->cast_kernels);
-  out->ep_a2a_override_s = lcheck_number(L, idx, w, "ep_all_to_all_sec", out->ep_a2a_override_s);
+  out->ep_dispatch_override_s =
+      lcheck_number(L, idx, w, "ep_dispatch_sec", out->ep_dispatch_override_s);
+  out->ep_combine_override_s = lcheck_number(L, idx, w, "ep_combine_sec", out->ep_combine_override_s);
+  out->moe_redundant_experts =
+      lcheck_number(L, idx, w, "moe_redundant_experts", out->moe_redundant_experts);
   out->moe_dispatch_bytes =
       lcheck_number(L, idx, w, "moe_dispatch_float_size_bytes", out->moe_dispatch_bytes);
   out->moe_comm_compute_share =

@@ -63,6 +63,9 @@ void lfth_open_defaults(lua_State *L) {
   lua_createtable(L, 0, 1); /* core defaults limits */
   setint(L, "num_nextn_predict_layers", FTH_MAX_MTP_LAYERS);
   lua_setfield(L, -2, "limits");
+  lua_createtable(L, 0, 1); /* core defaults moe: constants the Lua side needs */
+  setnum(L, "dispatch_scale_bytes", FTH_DISPATCH_SCALE_BYTES);
+  lua_setfield(L, -2, "moe");
   fth_train_def t = ldefaults_train();
   lua_createtable(L, 0, 16); /* core defaults train */
   COMMON(t);

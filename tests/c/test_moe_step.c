@@ -331,8 +331,72 @@ static int ep_overlap(void) {
   return 0;
 }
 
+/* Simulated all-to-all times (fathom.route's packet simulation): dispatch and
+ * combine each keep their own. 10 us a dispatch and 30 us a combine, one of
+ * each per pass, forward and backward, 2 micro-batches: 4 x 40 = 160 us of EP
+ * a step. Without a combine time and with an FP8 dispatch (540,672 B against
+ * the combine's 1,048,576 B, moe_step above) the combine takes the dispatch's
+ * time per byte: 10 us x 1,048,576 / 540,672 = 19.393939... us, so 4 x
+ * 29.393939... = 117.575757... us. Before, one time served both: 4 x 20 us. */
+static int ep_override(void) {
+  fth_node_def n = node();
+  fth_topology_def t = topo();
+  fth_model_def m = model();
+  fth_train_def w = work();
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_result r;
+  w.ep_dispatch_override_s = 10e-6;
+  w.ep_combine_override_s = 30e-6;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r);
+  FTH_ENSURE_NEAR(160e-6, r.comm[FTH_COMM_EP].raw_s, 1e-12);
+  w.ep_combine_override_s = 0;
+  w.moe_dispatch_bytes = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r);
+  FTH_ENSURE_NEAR(4.0 * (10e-6 + 10e-6 * 1048576.0 / 540672.0), r.comm[FTH_COMM_EP].raw_s, 1e-12);
+  FTH_ENSURE_NEAR(117.5757575757e-6, r.comm[FTH_COMM_EP].raw_s, 1e-12);
+  w.ep_combine_override_s = -1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  return 0;
+}
+
+/* EPLB's redundant experts in the footprint: 8 experts over EP 4 put 2 on a
+ * GPU, each 3 x h x f = 3 x 1024 x 512 = 1,572,864 parameters split over
+ * TP_MoE 2: 1,572,864 expert parameters a GPU. 4 redundant slots (one per EP
+ * rank) make it 12 / 8 = 1.5 times that: +786,432 parameters, each with a
+ * BF16 weight (+1,572,864 B), an fp32 gradient (+3,145,728 B) and Adam's fp32
+ * master and two moments (12 B: +9,437,184 B) under DDP (nothing sharded). */
+static int eplb_memory(void) {
+  fth_node_def n = node();
+  fth_topology_def t = topo();
+  fth_model_def m = model();
+  fth_train_def w = work();
+  w.dp = FTH_DP_DDP;
+  fth_train_plan plan;
+  fth_error err;
+  fth_memory_footprint base, eplb;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_footprint(&plan, &base);
+  w.moe_redundant_experts = 4;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_footprint(&plan, &eplb);
+  FTH_ENSURE_NEAR(1572864.0, eplb.bytes[FTH_MEM_WEIGHTS] - base.bytes[FTH_MEM_WEIGHTS], 1e-9);
+  FTH_ENSURE_NEAR(3145728.0, eplb.bytes[FTH_MEM_GRADIENTS] - base.bytes[FTH_MEM_GRADIENTS], 1e-9);
+  FTH_ENSURE_NEAR(9437184.0, eplb.bytes[FTH_MEM_OPTIMIZER] - base.bytes[FTH_MEM_OPTIMIZER], 1e-9);
+  /* EPLB fills every GPU alike: slots a multiple of EP, on a MoE model */
+  w.moe_redundant_experts = 2;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  w.moe_redundant_experts = 1.5;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  return 0;
+}
+
 int moe_step_test(void) {
   FTH_RUN(moe_step());
+  FTH_RUN(ep_override());
+  FTH_RUN(eplb_memory());
   FTH_RUN(ep_overlap());
   return 0;
 }

@@ -235,6 +235,49 @@ describe("packet-level all-to-all in the step model", function()
   end)
 end)
 
+describe("dispatch and combine apart, EPLB's slots in memory", function()
+  local fathom = require("fathom")
+  local T = "tests/fixtures/tiny/"
+  local function base(w)
+    return { hardware = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "moe_logical.yaml",
+      model = T .. "moe_model.yaml", workload = w }
+  end
+
+  it("an FP8 dispatch is simulated at its own width, the BF16 combine at its own", function()
+    local w = { global_batch_size = 8, micro_batch_size = 2, seq_length = 1024, comp_comm_efficiency = 0.0,
+      moe_dispatch_float_size_bytes = 1,
+      moe_spec_v2 = { routing = { distribution = "uniform", packet_simulation = true } } }
+    local sc = fathom.scenario(base(w))
+    local r = sc:evaluate()
+    local sim = sc.routing_result.packet_simulation
+    -- 1 + 4/128 bytes an element against 2: the dispatch carries 0.515625 of the combine's bytes
+    h.near(1.03125 / 2, sim.dispatch_s / sim.time_s, 0.03, "dispatch / combine")
+    -- one of each per pass: the step's EP time is half its calls at each
+    h.near((sim.dispatch_s + sim.time_s) / 2, r.comm.ep.raw_s / r.comm.ep.calls_per_step, 1e-12, "per call")
+  end)
+
+  it("routing.placement eplb with redundant experts holds the replicas like experts", function()
+    local function run(redundant)
+      local w = { global_batch_size = 8, micro_batch_size = 2, seq_length = 1024,
+        moe_spec_v2 = { routing = { distribution = "hot", placement = "eplb", redundant_experts = redundant } } }
+      return fathom.scenario(base(w)):evaluate()
+    end
+    local r0, r4, r8 = run(0), run(4), run(8)
+    -- 16 experts over EP 4: 4 a GPU; 4 redundant slots (one a GPU) make it 5, 8 make it 6:
+    -- the expert weights grow by a quarter of themselves a slot, the dense part not at all
+    local grow = r4.memory.components.weights - r0.memory.components.weights
+    assert.is_true(grow > 0)
+    h.near(2 * grow, r8.memory.components.weights - r0.memory.components.weights, 1e-9, "linear in slots")
+    assert.is_true(r4.memory.components.optimizer_states > r0.memory.components.optimizer_states)
+    -- refused: slots not a multiple of EP
+    local w = { global_batch_size = 8, micro_batch_size = 2, seq_length = 1024,
+      moe_spec_v2 = { routing = { distribution = "hot", placement = "eplb", redundant_experts = 2 } } }
+    local ok, err = pcall(function() return fathom.scenario(base(w)):evaluate() end)
+    assert.is_false(ok)
+    assert.matches("multiple of the 4 GPUs", tostring(err))
+  end)
+end)
+
 describe("fathom route, four ways to time the all-to-all", function()
   it("the seed's closed form reproduces the seed's own example (moe_comms README Sec. 3.3)", function()
     -- params.py: 8 nodes, 1 link, 100 B/ms, 20-byte packets, 1 ms prep, 2 ms base delay;

@@ -52,10 +52,11 @@ end
 
 local function pct(x) return x and string.format("%.1f%%", 100 * x) or "-" end
 
-local function source_table(sources, loso)
+local function source_table(sources, loso, first, last)
   local srows, names = {}, {}
-  for s in pairs(sources) do names[#names + 1] = s end
+  for s in pairs(sources) do if s ~= last then names[#names + 1] = s end end
   table.sort(names)
+  if last and sources[last] then names[#names + 1] = last end
   for _, s in ipairs(names) do
     local v = sources[s]
     local row = { s, v.count, pct(v.median_abs_error), pct(v.p90_abs_error), v.no_fit or "" }
@@ -66,7 +67,7 @@ local function source_table(sources, loso)
     end
     srows[#srows + 1] = row
   end
-  local head = { "source", "cases", "median |err|", "p90 |err|", "no-fit" }
+  local head = { first or "source", "cases", "median |err|", "p90 |err|", "no-fit" }
   if loso then
     head[#head + 1] = "LOSO median"
     head[#head + 1] = "LOSO p90"
@@ -82,6 +83,10 @@ local function text(res)
   end
   local out = { tablefmt.render({ "case", "metric", "predicted", "measured", "error", "", "calibration" }, rows),
     "", source_table(res.sources, res.loso) }
+  if next(res.moe_models) then
+    out[#out + 1] = "\nMoE training cases per model"
+    out[#out + 1] = source_table(res.moe_models, nil, "model", validate.MOE_ALL)
+  end
   if next(res.memory) then
     out[#out + 1] = "\npeak memory (measured vs predicted footprint)"
     out[#out + 1] = source_table(res.memory)
