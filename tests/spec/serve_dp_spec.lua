@@ -62,6 +62,27 @@ describe("fathom.serve attention DP", function()
   end)
 end)
 
+describe("fathom.serve swap to host", function()
+  it("keeps a preempted request's context and charges both copies (as test_serve.c)", function()
+    -- 4 pages of 16 tokens, two users of 16 + 33 tokens, 1000 bytes a token at 1 MB/s: the
+    -- second is swapped out with 32 cached tokens (32 ms) and back (32 ms): done at 563.6 ms,
+    -- where recompute finishes at 502.8 ms
+    local def = { cost = COST, kv_capacity_tokens = 64, requests = 2, arrival = "closed", concurrency = 2,
+      input = { kind = "fixed", mean = 16 }, output = { kind = "fixed", mean = 33 }, watermark = 0,
+      per_request = true }
+    local _, q = core.serve_run(def)
+    assert.near(0.5028, q.done_s[2], 1e-12)
+    def.kv_transfer_bytes_per_token, def.swap_bw_bytes_per_s = 1000, 1e6
+    local r
+    r, q = core.serve_run(def)
+    assert.are.equal(1, r.preemptions)
+    assert.near(0.370, q.done_s[1], 1e-12)
+    assert.near(0.5636, q.done_s[2], 1e-12)
+    def.swap_bw_bytes_per_s = -1
+    assert.error_matches(function() core.serve_run(def) end, "swap_bw_bytes_per_s")
+  end)
+end)
+
 describe("fathom.validate serving path", function()
   it("reads the KV cache width and the FP8 linears from the precision", function()
     local docs = assert(validate.inference_docs(dsv3_case("FP8 checkpoint, DeepGEMM")))
