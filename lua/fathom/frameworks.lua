@@ -57,6 +57,10 @@
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
 --                          that says "async TP" / "AsyncTP" turns it on
+--   serving_policy         a serving engine's batching policy (fth_serve's names) when a
+--                          benchmark runs through the simulator: "inflight" TensorRT-LLM
+--                          (decodes with whole prompts, context chunking off by default),
+--                          "chunked" vLLM V1 and SGLang (chunked prefill on by default)
 local names = require("fathom.names")
 
 local M = {}
@@ -131,10 +135,11 @@ M.rows = {
   { name = "LLM Foundry", pattern = "foundry", kernels = "2023", dp_variant = "ZERO3" },
   { name = "Composer", pattern = "composer", kernels = "2023", dp_variant = "ZERO3" },
   -- Serving engines: fused attention (FlashAttention/FlashInfer/TRT kernels), CUDA graphs.
-  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "trt2023" },
-  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025" },
-  { name = "vLLM", pattern = "vllm", kernels = "2025" },
-  { name = "SGLang", pattern = "sglang", kernels = "2025" },
+  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "trt2023",
+    serving_policy = "inflight" },
+  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025", serving_policy = "inflight" },
+  { name = "vLLM", pattern = "vllm", kernels = "2025", serving_policy = "chunked" },
+  { name = "SGLang", pattern = "sglang", kernels = "2025", serving_policy = "chunked" },
 }
 
 -- version(s) -> yy.mm, year: "NeMo 24.09" -> 24.09, 2024; "(2024-12-26)" -> nil, 2024;

@@ -388,7 +388,8 @@ local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp
   "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan", "retrieval", "kv_fetch" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
-  "replicas", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s", "per_request", "cost", "trace",
+  "swap_bw_bytes_per_s", "replicas", "dp_attention", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s",
+  "per_request", "cost", "trace",
   "prefix_hit_ratio", "prefill_replicas", "prefill_kv_capacity_tokens", "prefill_gpus_per_replica",
   "kv_transfer_bytes_per_token", "retrieval_servers", "retrieval_s", "retrieval_tokens", "kv_fetch_share",
   "kv_fetch_bw_bytes_per_s", "kv_fetch_latency_s", "thinking_tokens",

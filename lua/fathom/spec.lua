@@ -651,6 +651,8 @@ M.infer_schema = with_common({
   num_generated_tokens = { type = "integer", min = 1, hint = "decode: tokens to generate" },
   weight_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
   kv_cache_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
+  gemm_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
+    hint = "the linears' GEMMs (and their weights) at this width, attention at float_size_bytes; default: one width" },
 })
 
 M.infer_traffic = { MEM.weights, MEM.activations, MEM.kv_cache }
@@ -690,6 +692,7 @@ function M.infer(src, pass)
     seq_length = w.seq_length, prefill_seq_len = w.prefill_seq_len,
     num_generated_tokens = w.num_generated_tokens, float_size_bytes = w.float_size_bytes,
     weight_float_size_bytes = w.weight_float_size_bytes, kv_cache_float_size_bytes = w.kv_cache_float_size_bytes,
+    gemm_float_size_bytes = w.gemm_float_size_bytes,
     comp_comm_efficiency = w.comp_comm_efficiency, comp_mem_efficiency = w.comp_mem_efficiency,
     comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance, routing = moe.routing,
     flash_attention = w.flash_attention, kernel_launch_sec = w.kernel_launch_sec, collective = coll,

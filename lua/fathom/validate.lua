@@ -6,6 +6,7 @@
 local calibration = require("fathom.calibration")
 local cases = require("fathom.cases")
 local config = require("fathom.config")
+local core = require("fathom.core")
 local errors = require("fathom.errors")
 local frameworks = require("fathom.frameworks")
 local scenario = require("fathom.scenario")
@@ -387,12 +388,16 @@ function M.inference_docs(case)
   -- no recipe): FP8 engines at 1 byte, attention included; NVFP4 weights at the FP8 rate
   local width = math.max(1, math.floor(prec.gemm_bytes))
   if prec.fp4 then notes[#notes + 1] = "NVFP4 serving costed at FP8 (fth_infer has no FP4 width)" end
-  if prec.fp8 and not prec.fp8_attention then
-    notes[#notes + 1] = "attention at FP8 with the FP8 GEMMs (fth_infer has one activation width)"
-  end
+  -- the KV cache is FP8 only where the case says so (TensorRT-LLM and SGLang keep it in the
+  -- model's 16-bit dtype unless kv_cache_dtype asks for FP8): "16-bit KV", "BF16 MLA/KV" or
+  -- an unstated KV cache under FP8 weights are 2 bytes a value
+  local kv_width = prec.fp8_attention and 1 or math.max(width, 2)
+  -- FP8 engines without FP8 attention: the linears at FP8, attention and activations BF16
+  local act_width, gemm_width = width, nil
+  if width == 1 and not prec.fp8_attention then act_width, gemm_width = 2, 1 end
   local function workload(extra)
-    local w = { global_batch_size = mb * dp_attn, micro_batch_size = mb, float_size_bytes = width,
-      weight_float_size_bytes = width, kv_cache_float_size_bytes = width,
+    local w = { global_batch_size = mb * dp_attn, micro_batch_size = mb, float_size_bytes = act_width,
+      weight_float_size_bytes = width, kv_cache_float_size_bytes = kv_width, gemm_float_size_bytes = gemm_width,
       comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
       comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
       kernel_model = "tiled" }
@@ -401,11 +406,23 @@ function M.inference_docs(case)
   end
   local ctx_len = cases.count(inf.kv_cache_length) or isl
   local ngen = decode_only and 1 or (osl - 1)
+  -- A benchmark at a stated concurrency (trtllm-bench --concurrency: N users, closed loop)
+  -- runs through the serving simulator as it ran: each attention DP rank a replica with its
+  -- own batch cap and KV cache, the ranks in lock step, prompts whole in the token budget.
+  local sim
+  local users = cases.count(inf.concurrency)
+  if users and cases.count(inf.osl) and not prefill_only and not decode_only then
+    sim = { concurrency = users, requests = cases.count(inf.num_requests) or 4 * users,
+      ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
+      max_batch = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size) or mb,
+      max_batch_tokens = cases.count(inf.max_num_tokens),
+      kv_fraction = tonumber(inf.kv_cache_free_gpu_mem_fraction) }
+  end
   return {
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },
     model = model, gpu = g, fw = fw, precision = prec, batch = mb * dp_attn, isl = isl, osl = osl, ngen = ngen,
-    notes = notes,
+    notes = notes, sim = sim,
     prefill = not decode_only and workload({ seq_length = isl }) or nil,
     decode = not prefill_only and ngen >= 1 and workload({ prefill_seq_len = ctx_len, num_generated_tokens = ngen })
       or nil,
@@ -476,6 +493,31 @@ function M.serving_metric(m)
   end
 end
 
+-- Requests simulated per case at most: the benchmark's own count up to this (the ramp up
+-- and the drain are a few percent of a run of 4 x the users already).
+M.MAX_SIM_REQUESTS = 16384
+
+-- simulate(docs, lib) -> core.serve_run's result for the case's closed-loop benchmark on
+-- its decode plan (one DP rank per replica; KV per rank as the memory model leaves it, times
+-- the engine's kv_cache_free_gpu_mem_fraction where stated).
+local function simulate(docs, lib)
+  local sim = docs.sim
+  local plan = scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+    model = docs.model, workload = docs.decode, pass_mode = "inference_decode" }):compile()
+  local def = { requests = math.min(sim.requests, math.max(M.MAX_SIM_REQUESTS, sim.concurrency)),
+    arrival = "closed", concurrency = sim.concurrency,
+    input = { kind = "fixed", mean = docs.isl }, output = { kind = "fixed", mean = docs.osl },
+    policy = docs.fw.serving_policy or "chunked", max_batch = sim.max_batch,
+    max_batch_tokens = sim.max_batch_tokens, replicas = sim.ranks,
+    dp_attention = sim.lockstep and sim.ranks or 1, routing = "least_outstanding" }
+  if sim.kv_fraction then
+    local one = { kind = "fixed", mean = 1 }
+    local probe = core.serve_run({ requests = 1, input = one, output = one }, plan)
+    def.kv_capacity_tokens = probe.kv_cache.capacity_tokens * sim.kv_fraction
+  end
+  return core.serve_run(def, plan)
+end
+
 local function prepare_inference(case)
   local docs, why = M.inference_docs(case)
   if not docs then return nil, why end
@@ -497,16 +539,30 @@ local function evaluate_inference(state, job, settings)
     end
     local pre = docs.prefill and run("inference_prefill", docs.prefill)
     local dec = docs.decode and run("inference_decode", docs.decode)
-    return { pre = pre, dec = dec }
+    local out = { pre = pre, dec = dec }
+    if docs.sim then out.sim = simulate(docs, lib) end
+    return out
   end)
   if not ok then return nil, rejected(res) end
   local ctx = { batch = docs.batch, isl = docs.isl, osl = docs.osl, ngen = docs.ngen,
     gpus = cases.count(case.system.num_gpus), gpn = cases.count(case.system.gpus_per_node) or 8,
     pre = res.pre and res.pre.ttft_s or 0, dec = res.dec and res.dec.time_s or 0 }
   ctx.t = (res.pre and res.pre.time_s or 0) + ctx.dec
+  local path = "static batch"
+  if res.sim then
+    -- the same metric functions over the simulated run: N users each with one request in
+    -- flight, so a request's time is N x OSL / output rate (Little's law) and per user the
+    -- rate is output / N, as trtllm-bench reports them
+    local r, n = res.sim, docs.sim.concurrency
+    ctx.batch, ctx.pre = n, r.ttft_s.mean
+    ctx.dec = r.tpot_s.mean * ctx.ngen
+    ctx.t = n * docs.osl / r.throughput.output_tokens_per_s
+    path = string.format("simulated: %d users, %d requests, %s", n, r.requests_completed,
+      docs.sim.lockstep and "DP ranks in lock step" or "independent replicas")
+  end
   local fits = (not res.pre or res.pre.memory.fits) and (not res.dec or res.dec.memory.fits)
   local rec = { id = case.id, source = case.source, workload = "inference", calibration = from,
-    framework = docs.fw.name, fits = fits, notes = docs.notes, comparisons = {} }
+    framework = docs.fw.name, fits = fits, notes = docs.notes, comparisons = {}, serving_path = path }
   for _, m in ipairs(case.measured or {}) do
     local fn = M.serving_metric(m)
     local value = tonumber(m.value)

@@ -66,6 +66,9 @@ static fth_status check_def(const fth_infer_def *d, fth_pass pass, fth_error *er
   if (d->kv_bytes != 0 && !width_ok(d->kv_bytes))
     return fth_fail(err, FTH_EINVAL, "kv_cache_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->kv_bytes);
+  if (d->gemm_bytes != 0 && !width_ok(d->gemm_bytes))
+    return fth_fail(err, FTH_EINVAL, "gemm_float_size_bytes", "expected 1, 2 or 4, got %g",
+                    d->gemm_bytes);
   const double effs[3] = {d->comp_comm_eff, d->comp_mem_eff, d->comm_mem_eff};
   if (fth_exec_check(d->act_bytes, d->expert_imbalance, effs, &d->coll, d->kernel_launch_s, err) !=
       FTH_OK)
@@ -106,6 +109,8 @@ fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
   }
   p->inf = *d;
   if (p->inf.weight_bytes == 0) p->inf.weight_bytes = d->act_bytes;
+  if (p->inf.gemm_bytes == d->act_bytes) p->inf.gemm_bytes = 0; /* one width: no split */
+  if (p->inf.gemm_bytes > 0) p->inf.weight_bytes = p->inf.gemm_bytes;
   if (p->inf.kv_bytes == 0) p->inf.kv_bytes = d->act_bytes;
   p->pass = pass;
   return FTH_OK;
@@ -124,6 +129,12 @@ static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_en
   e->k.weight_bw = tier_bw(&p->node, d->traffic_tier[FTH_MEM_WEIGHTS]);
   e->k.comp_mem_eff = d->comp_mem_eff;
   e->k.launch_s = d->kernel_launch_s;
+  if (d->gemm_bytes > 0) { /* the linears at their own width (fth_phase_linears' recipe path) */
+    e->k.gemm_env = fth_kernel_env_make(&p->node, fth_precision_from_bytes(d->gemm_bytes),
+                                        d->traffic_tier[FTH_MEM_ACTIVATIONS]);
+    e->k.gemm_env.model = d->kernel_model;
+    e->k.gemm_bytes = d->gemm_bytes;
+  }
   e->lay = &p->layout;
   e->model = &p->model;
   e->coll = &d->coll;
@@ -179,6 +190,10 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
   block_env(p, FTH_BLOCK_PREFILL, &ep);
   double tokens = b->decode_requests, rows = b->decode_requests + b->num_chunks;
   for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
+  /* DP attention: the routed (token, expert) copies on each GPU follow the
+   * engine's mean tokens per rank, not this rank's (the imbalance factor scales
+   * exactly those copies: compute, activation and dispatch traffic). */
+  if (b->engine_tokens > 0 && tokens > 0) e.expert_imbalance *= b->engine_tokens / tokens;
   fth_phase blk[2];
   memset(blk, 0, sizeof blk);
   for (int moe = 0; moe < 2; moe++) {

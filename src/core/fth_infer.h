@@ -23,6 +23,13 @@ typedef struct fth_infer_def {
   double act_bytes;    ///< `float_size_bytes` of activations
   double weight_bytes; ///< width of stored weights (fp8 = 1); 0 = act_bytes
   double kv_bytes;     ///< width of the KV cache; 0 = act_bytes
+  /// Width of the linears' GEMM operands (weights and inputs) where it differs from the
+  /// activations': an FP8 serving engine (DeepGEMM, TensorRT-LLM FP8 GEMMs) runs its
+  /// linears at FP8 while attention, norms, the router and the activations stay BF16
+  /// (act_bytes 2). The weights are stored at this width (weight_bytes is then unused);
+  /// the quantisation of each GEMM's input is fused into the kernel before it, so no
+  /// cast is charged. 0 = the activations' width for everything.
+  double gemm_bytes;
   double expert_imbalance;
   int flash_attention;
   double comp_comm_eff, comp_mem_eff, comm_mem_eff;
@@ -104,6 +111,12 @@ typedef struct fth_infer_batch {
   double decode_context_sum; ///< sum over them of the tokens each attends to (cached + new)
   const fth_infer_chunk *chunks; ///< caller-owned, `num_chunks` entries (may be NULL when 0)
   int num_chunks;
+  /// Attention data parallelism: the mean tokens per rank over the engine's DP ranks
+  /// this iteration. Each rank runs attention and its other linears over its own
+  /// batch, but the routed experts (EP over the ranks) serve every rank's tokens, so
+  /// their load per GPU follows the engine's mean. 0: this batch's own tokens (one
+  /// rank, or ranks with equal batches).
+  double engine_tokens;
 } fth_infer_batch;
 
 /// The time in seconds of one engine iteration of the slowest stage for a
@@ -112,7 +125,8 @@ typedef struct fth_infer_batch {
 /// all the batch's tokens; the attention core runs per context (decodes read
 /// their KV cache from its tier; each chunk attends to its context plus
 /// itself; chunks of equal size and context share one kernel); the LM head
-/// scores one token per request. `out` receives the stage's phase, `exposed`
+/// scores one token per request; with `engine_tokens` set, the routed experts
+/// carry that mean load instead of the batch's. `out` receives the stage's phase, `exposed`
 /// (may be NULL) each collective kind's exposed share. A batch of equal
 /// decodes (context c each) costs what fth_infer_iteration(p, n, 1, c) does,
 /// a batch of equal chunks what fth_infer_iteration(p, n, q, c) does. Pure,

@@ -11,7 +11,8 @@
 static const char *const arrival_names[FTH_ARRIVAL_COUNT] = {"poisson", "gamma", "fixed", "closed"};
 static const char *const dist_names[FTH_LEN_COUNT] = {"fixed", "uniform", "normal", "lognormal",
                                                       "zipf"};
-static const char *const policy_names[FTH_POLICY_COUNT] = {"continuous", "chunked", "static"};
+static const char *const policy_names[FTH_POLICY_COUNT] = {"continuous", "chunked", "static",
+                                                            "inflight"};
 static const char *const routing_names[FTH_ROUTE_COUNT] = {"round_robin", "least_outstanding"};
 
 static int parse_name(const char *name, const char *const *names, int n) {
@@ -183,12 +184,27 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
                     "expected at least one page (%g tokens), got %g: the weights leave no room "
                     "for a KV cache",
                     d->block_tokens, d->kv_capacity_tokens);
+  if (!(d->swap_bw_bytes_per_s >= 0 && isfinite(d->swap_bw_bytes_per_s)))
+    return fth_fail(err, FTH_EINVAL, "swap_bw_bytes_per_s", "expected bytes/s >= 0, got %g",
+                    d->swap_bw_bytes_per_s);
+  if (d->swap_bw_bytes_per_s > 0 && !(d->kv_transfer_bytes_per_token > 0 &&
+                                      isfinite(d->kv_transfer_bytes_per_token)))
+    return fth_fail(err, FTH_EINVAL, "kv_transfer_bytes_per_token",
+                    "swapping to host needs the KV bytes per token, got %g",
+                    d->kv_transfer_bytes_per_token);
   if (!(d->watermark >= 0 && d->watermark < 1))
     return fth_fail(err, FTH_EINVAL, "watermark", "expected a share in [0, 1), got %g",
                     d->watermark);
   if (d->replicas < 1 || d->replicas > FTH_SERVE_MAX_REPLICAS)
     return fth_fail(err, FTH_EINVAL, "replicas", "expected an integer in [1, %d], got %d",
                     FTH_SERVE_MAX_REPLICAS, d->replicas);
+  if (d->dp_attention < 0 || (d->dp_attention > 1 && d->replicas % d->dp_attention != 0))
+    return fth_fail(err, FTH_EINVAL, "dp_attention",
+                    "expected ranks per engine that divide the %d replicas, got %d", d->replicas,
+                    d->dp_attention);
+  if (d->dp_attention > 1 && d->policy == FTH_POLICY_STATIC)
+    return fth_fail(err, FTH_ENOTSUP, "policy",
+                    "static batching with attention DP is not modelled: use continuous or chunked");
   if (d->routing < 0 || d->routing >= FTH_ROUTE_COUNT)
     return fth_fail(err, FTH_EINVAL, "routing", "unknown routing %d", d->routing);
   if (!fth_positive(d->gpus_per_replica))
@@ -346,6 +362,7 @@ typedef struct replica {
   int32_t prefill;              /* 1: a prefill replica of a disaggregated deployment */
   int32_t xfer_head, xfer_tail; /* KV transfers on its link, in order of arrival */
   double link_free_s;
+  double swap_s; /* host copies (swap out and in) its next iteration waits for */
   int64_t outstanding;
   int32_t *run; /* running requests in admission order, max_batch of them */
   fth_serve_cost_fn cost;
@@ -437,15 +454,26 @@ static void release(replica *r, fth_serve_request *q) {
   q->blocks = 0;
 }
 
+/* Seconds to copy `tokens` tokens' KV between the replica and host memory. */
+static double swap_time(const sim *s, double tokens) {
+  return tokens * s->d->kv_transfer_bytes_per_token / s->d->swap_bw_bytes_per_s;
+}
+
 /* Preemption by recompute (vLLM): the request gives back its pages and goes
  * to the front of the queue; its prompt and the tokens it generated are
- * prefilled again, which yields its next token. */
+ * prefilled again, which yields its next token. By swap: its pages are copied
+ * to host memory first and it keeps its context. */
 static void preempt_last(sim *s, replica *r) {
   int32_t i = r->run[--r->nrun];
   fth_serve_request *q = &s->req[i];
   release(r, q);
-  q->ctx = q->cached; /* the shared prompt prefix stays in the prefix cache */
-  q->target = q->input + q->generated;
+  if (s->d->swap_bw_bytes_per_s > 0 && q->ctx > 0) {
+    r->swap_s += swap_time(s, q->ctx);
+    q->swapped = 1;
+  } else {
+    q->ctx = q->cached; /* the shared prompt prefix stays in the prefix cache */
+    q->target = q->input + q->generated;
+  }
   q->sched = 0;
   q->state = ST_WAITING;
   q->preemptions++;
@@ -488,6 +516,10 @@ static int admissible(const sim *s, const replica *r, int32_t need) {
 
 static void admit(sim *s, replica *r, int32_t i) {
   fth_serve_request *q = &s->req[i];
+  if (q->swapped) { /* its KV comes back from host memory before it runs */
+    r->swap_s += swap_time(s, q->ctx);
+    q->swapped = 0;
+  }
   q->state = ST_RUNNING;
   if (q->admit_s < 0) q->admit_s = s->now;
   r->run[r->nrun++] = i;
@@ -518,6 +550,7 @@ static void schedule_continuous(sim *s, replica *r) {
   admit_ready(s, r);
   while (r->head >= 0 && r->nrun < s->d->max_batch) {
     fth_serve_request *q = &s->req[r->head];
+    if (q->ctx >= q->target) break; /* decode-ready (swapped back): admit_ready's */
     int32_t c = q->target - q->ctx; /* the prompt less its cached prefix */
     if (s->batch.num_chunks > 0 && tokens + c > s->d->max_batch_tokens) break;
     if (!admissible(s, r, blocks_for(s, q->target))) break;
@@ -544,10 +577,31 @@ static void schedule_chunked(sim *s, replica *r) {
   }
   while (r->head >= 0 && r->nrun < s->d->max_batch && budget >= 1) {
     fth_serve_request *q = &s->req[r->head];
+    if (q->ctx >= q->target) break; /* decode-ready (swapped back): admit_ready's */
     int32_t c = (int32_t)fth_min(q->target - q->ctx, floor(budget));
     if (!admissible(s, r, blocks_for(s, (double)q->ctx + c))) break;
     admit(s, r, pop_front(s, r));
     grow(s, r, q, (double)q->ctx + c);
+    add_chunk(s, q, c);
+    budget -= c;
+  }
+}
+
+/* Whole prompts piggy-backed on the decodes while they fit the token budget;
+ * the iteration's first prompt is admitted even over the budget, so that a
+ * long prompt is not starved by a full batch of decodes. */
+static void schedule_inflight(sim *s, replica *r) {
+  admit_ready(s, r);
+  schedule_decodes(s, r);
+  double budget = s->d->max_batch_tokens - s->batch.decode_requests;
+  while (r->head >= 0 && r->nrun < s->d->max_batch) {
+    fth_serve_request *q = &s->req[r->head];
+    if (q->ctx >= q->target) break; /* decode-ready (swapped back): admit_ready's */
+    int32_t c = q->target - q->ctx;
+    if (c > budget && s->batch.num_chunks > 0) break;
+    if (!admissible(s, r, blocks_for(s, q->target))) break;
+    admit(s, r, pop_front(s, r));
+    grow(s, r, q, q->target);
     add_chunk(s, q, c);
     budget -= c;
   }
@@ -572,7 +626,8 @@ static void schedule_static(sim *s, replica *r) {
   }
 }
 
-static fth_status start_iteration(sim *s, replica *r, fth_error *err) {
+/* Schedule replica r's next batch and cost it: *dt = 0 when it has nothing to run. */
+static fth_status plan_iteration(sim *s, replica *r, double *dt, fth_error *err) {
   s->batch.decode_requests = 0;
   s->batch.decode_context_sum = 0;
   s->batch.num_chunks = 0;
@@ -583,25 +638,103 @@ static fth_status start_iteration(sim *s, replica *r, fth_error *err) {
   case FTH_POLICY_STATIC:
     schedule_static(s, r);
     break;
+  case FTH_POLICY_INFLIGHT:
+    schedule_inflight(s, r);
+    break;
   default:
     schedule_continuous(s, r);
     break;
   }
+  *dt = 0;
   if (s->batch.decode_requests == 0 && s->batch.num_chunks == 0) return FTH_OK; /* idle */
-  double dt = r->cost(r->cost_ctx, &s->batch);
-  if (!(dt > 0 && isfinite(dt)))
+  *dt = r->cost(r->cost_ctx, &s->batch);
+  if (!(*dt > 0 && isfinite(*dt)))
     return fth_fail(err, FTH_ERANGE, "cost",
                     "an iteration of %g decodes and %d prompt chunks "
                     "costs %g s: expected a positive finite time",
-                    s->batch.decode_requests, s->batch.num_chunks, dt);
+                    s->batch.decode_requests, s->batch.num_chunks, *dt);
+  *dt += r->swap_s;
+  r->swap_s = 0;
   double tokens = s->batch.decode_requests;
   for (int i = 0; i < s->batch.num_chunks; i++) tokens += s->chunks[i].new_tokens;
-  r->busy = 1;
-  r->busy_until = s->now + dt;
-  s->busy_s += dt;
   s->iterations++;
   s->batch_requests += s->batch.decode_requests + s->batch.num_chunks;
   s->batch_tokens += tokens;
+  return FTH_OK;
+}
+
+static fth_status start_iteration(sim *s, replica *r, fth_error *err) {
+  double dt;
+  if (plan_iteration(s, r, &dt, err) != FTH_OK) return err->status;
+  if (dt == 0) return FTH_OK;
+  r->busy = 1;
+  r->busy_until = s->now + dt;
+  s->busy_s += dt;
+  return FTH_OK;
+}
+
+/* Replica r's scheduled batch, rebuilt from its running requests' `sched`
+ * (prompt chunks, then decodes) into s->batch; returns its tokens. */
+static double scheduled_batch(sim *s, const replica *r) {
+  s->batch.decode_requests = 0;
+  s->batch.decode_context_sum = 0;
+  s->batch.num_chunks = 0;
+  double tokens = 0;
+  for (int32_t k = 0; k < r->nrun; k++) {
+    fth_serve_request *q = &s->req[r->run[k]];
+    if (q->sched == 0) continue;
+    int32_t c = q->sched;
+    if (q->ctx < q->target)
+      add_chunk(s, q, c);
+    else
+      add_decode(s, q, c);
+    tokens += c;
+  }
+  return tokens;
+}
+
+/* The DP ranks [lo, lo + n) of an attention-data-parallel engine, all free:
+ * each schedules its own batch; each is costed with the routed experts at the
+ * engine's mean tokens per rank (fth_infer_batch.engine_tokens); the engine's
+ * iteration is the slowest rank's, and every rank (an idle one too) is held
+ * for it (fth_serve_def.dp_attention). */
+static fth_status start_engine(sim *s, int32_t lo, int32_t n, fth_error *err) {
+  double sum = 0, worst = 0;
+  for (int32_t k = lo; k < lo + n; k++) {
+    s->batch.num_chunks = 0;
+    s->batch.decode_requests = 0;
+    if (s->d->policy == FTH_POLICY_CHUNKED)
+      schedule_chunked(s, &s->rep[k]);
+    else if (s->d->policy == FTH_POLICY_INFLIGHT)
+      schedule_inflight(s, &s->rep[k]);
+    else
+      schedule_continuous(s, &s->rep[k]);
+    sum += scheduled_batch(s, &s->rep[k]);
+  }
+  for (int32_t k = lo; k < lo + n && sum > 0; k++) {
+    double tokens = scheduled_batch(s, &s->rep[k]);
+    if (tokens == 0) continue;
+    s->batch.engine_tokens = sum / n;
+    double dt = s->rep[k].cost(s->rep[k].cost_ctx, &s->batch);
+    s->batch.engine_tokens = 0;
+    if (!(dt > 0 && isfinite(dt)))
+      return fth_fail(err, FTH_ERANGE, "cost",
+                      "an iteration of %g decodes and %d prompt chunks "
+                      "costs %g s: expected a positive finite time",
+                      s->batch.decode_requests, s->batch.num_chunks, dt);
+    dt += s->rep[k].swap_s;
+    s->rep[k].swap_s = 0;
+    s->iterations++;
+    s->batch_requests += s->batch.decode_requests + s->batch.num_chunks;
+    s->batch_tokens += tokens;
+    worst = fth_max(worst, dt);
+  }
+  if (worst == 0) return FTH_OK; /* nothing anywhere: the engine idles */
+  for (int32_t k = lo; k < lo + n; k++) {
+    s->rep[k].busy = 1;
+    s->rep[k].busy_until = s->now + worst;
+  }
+  s->busy_s += worst * n;
   return FTH_OK;
 }
 
@@ -970,7 +1103,13 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
     deliver(&s);
     while (s.next_arrival < s.issued && s.req[s.next_arrival].ready_s <= s.now)
       route(&s, (int32_t)s.next_arrival++);
-    for (size_t k = 0; k < nr; k++)
+    int32_t g = d->dp_attention > 1 ? d->dp_attention : 1, k = 0;
+    for (; g > 1 && k < d->replicas; k += g) {
+      int free = 1;
+      for (int32_t j = k; j < k + g; j++) free &= !s.rep[j].busy;
+      if (free && start_engine(&s, k, g, err) != FTH_OK) return err->status;
+    }
+    for (; k < (int32_t)nr; k++)
       if (!s.rep[k].busy && start_iteration(&s, &s.rep[k], err) != FTH_OK) return err->status;
   }
   summarise(&s, values, out);

@@ -18,6 +18,10 @@
  *   chunked     decode first with chunked prefill (Sarathi-Serve, Agrawal et
  *               al. 2024): every iteration runs all decodes, then prompt
  *               chunks up to a token budget of `max_batch_tokens` in all;
+ *   inflight    decode first, prompts whole (TensorRT-LLM's in-flight batching
+ *               without chunked context): every iteration runs all decodes, then
+ *               admits waiting prompts while each fits what is left of the token
+ *               budget (the first prompt of an iteration even over it);
  *   static      a batch of up to `max_batch` requests is admitted when the
  *               replica is idle, prefilled in one iteration and decoded until
  *               its longest request is done; finished requests keep their slot
@@ -80,10 +84,11 @@ typedef enum fth_serve_policy {
   FTH_POLICY_CONTINUOUS = 0, ///< prefill first, whole prompts (Orca / vLLM)
   FTH_POLICY_CHUNKED,        ///< decode first, chunked prefill under a token budget (Sarathi)
   FTH_POLICY_STATIC,         ///< static batches run to completion
+  FTH_POLICY_INFLIGHT,       ///< decode first, whole prompts in the token budget (TensorRT-LLM)
   FTH_POLICY_COUNT
 } fth_serve_policy;
 
-const char *fth_serve_policy_name(fth_serve_policy p);     ///< "continuous", "chunked", "static"
+const char *fth_serve_policy_name(fth_serve_policy p); ///< "continuous", "chunked", "static", "inflight"
 fth_serve_policy fth_serve_policy_parse(const char *name); ///< FTH_POLICY_COUNT if unknown
 
 typedef enum fth_serve_routing {
@@ -129,7 +134,24 @@ typedef struct fth_serve_def {
   double kv_window_tokens;   ///< sliding window of the windowed layers (0: none)
   double kv_windowed_share;  ///< share of the layers that keep only their window, [0, 1]
   double watermark;          ///< share of the pages kept free when admitting (vLLM 0.01)
+  /// Preemption by swapping (vLLM's preemption_mode="swap"): > 0 moves a preempted
+  /// request's KV pages to host memory over a link of this bandwidth (one replica's, all
+  /// its GPUs) instead of dropping them, and back when it is readmitted; each copy
+  /// (cached tokens x kv_transfer_bytes_per_token / bandwidth) lengthens the replica's
+  /// next iteration, as vLLM's scheduler copies blocks before the model runs. 0:
+  /// preemption by recompute.
+  double swap_bw_bytes_per_s;
   int replicas;
+  /// Attention data parallelism (SGLang --enable-dp-attention, TensorRT-LLM
+  /// enable_attention_dp; DeepSeek-V3 serving, DeepSeek-AI 2024 Sec. 3.4): the replicas
+  /// are the DP ranks of engines of this many ranks each. A rank keeps its own batch and
+  /// KV cache, but the MoE layers' dispatch and combine join every rank of the engine in
+  /// each layer, so the ranks iterate in lock step: an engine's iteration starts when
+  /// all its ranks are free, every rank schedules its own batch (an idle rank runs an
+  /// empty one and waits), and it lasts as long as the slowest rank's. 0 or 1:
+  /// independent replicas. Must divide `replicas`; the prefill pool of a disaggregated
+  /// deployment keeps independent replicas.
+  int dp_attention;
   fth_serve_routing routing;
   double gpus_per_replica; ///< for throughput per GPU
   double slo_ttft_s;       ///< 0 = no bound
@@ -196,6 +218,7 @@ typedef struct fth_serve_request {
   int32_t cached;    ///< prompt tokens found in the prefix cache
   double kv_ready_s; ///< disaggregated: when its KV reached the decode pool (-1: not yet)
   double ready_s;    ///< when it reaches the engine: after retrieval and KV fetch (else arrival)
+  int32_t swapped;   ///< its KV is in host memory (preempted by swap), to copy back on admission
 } fth_serve_request;
 
 typedef struct fth_serve_stats {

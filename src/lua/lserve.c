@@ -91,7 +91,12 @@ static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan,
   d->block_tokens = lcheck_number(L, idx, w, "block_tokens", d->block_tokens);
   d->kv_capacity_tokens = lcheck_number(L, idx, w, "kv_capacity_tokens", d->kv_capacity_tokens);
   d->watermark = lcheck_number(L, idx, w, "watermark", d->watermark);
+  d->swap_bw_bytes_per_s = lcheck_number(L, idx, w, "swap_bw_bytes_per_s", d->swap_bw_bytes_per_s);
   d->replicas = (int)read_count(L, idx, "replicas", d->replicas, FTH_SERVE_MAX_REPLICAS);
+  d->dp_attention = (int)read_count(L, idx, "dp_attention", 1, FTH_SERVE_MAX_REPLICAS);
+  /* a replica is then one DP rank: the plan's GPUs over its attention DP ranks */
+  if (plan && d->dp_attention > 1 && plan->layout.dp > 1)
+    d->gpus_per_replica = plan->layout.num_gpus / plan->layout.dp;
   d->routing =
       (fth_serve_routing)lnames_check(L, idx, w, "routing", LNAMES_SERVE_ROUTING, d->routing);
   d->gpus_per_replica = lcheck_number(L, idx, w, "gpus_per_replica", d->gpus_per_replica);

@@ -39,7 +39,7 @@ static int mixed_iteration(void) {
   FTH_RUN(toy_plan(&p, 1e12));
   fth_phase a, b;
   /* Equal decodes are fth_infer_iteration's uniform batch; so are equal chunks. */
-  fth_infer_batch dec = {4, 4 * 1024.0, NULL, 0};
+  fth_infer_batch dec = {4, 4 * 1024.0, NULL, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 4, 1, 1024, &a, NULL),
                   fth_infer_iteration_mixed(&p, &dec, &b, NULL), 1e-12);
   /* One decode at 1024: 183,341,568 B at 1 TB/s (test_infer.c derives it). */
@@ -47,15 +47,15 @@ static int mixed_iteration(void) {
   dec.decode_context_sum = 1024;
   FTH_ENSURE_NEAR(183341568.0 / 1e12, fth_infer_iteration_mixed(&p, &dec, &b, NULL), 1e-12);
   fth_infer_chunk ch[2] = {{256, 512}, {256, 512}};
-  fth_infer_batch chunks = {0, 0, ch, 2};
+  fth_infer_batch chunks = {0, 0, ch, 2, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 2, 256, 512, &a, NULL),
                   fth_infer_iteration_mixed(&p, &chunks, &b, NULL), 1e-12);
   /* Decode cost is linear in the context: two decodes at 512 and 1536 cost
    * two at 1024. */
-  fth_infer_batch two = {2, 512 + 1536.0, NULL, 0};
+  fth_infer_batch two = {2, 512 + 1536.0, NULL, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 2, 1, 1024, &a, NULL),
                   fth_infer_iteration_mixed(&p, &two, &b, NULL), 1e-12);
-  fth_infer_batch empty = {0, 0, NULL, 0};
+  fth_infer_batch empty = {0, 0, NULL, 0, 0};
   FTH_ENSURE(fth_infer_iteration_mixed(&p, &empty, &b, NULL) == 0.0);
 
   /* A mixed batch on a compute-bound GPU (memory effectively free): a 1024-
@@ -71,7 +71,7 @@ static int mixed_iteration(void) {
   fth_infer_plan fast;
   FTH_RUN(toy_plan(&fast, 1e18));
   fth_infer_chunk prompt = {1024, 0};
-  fth_infer_batch mix = {1, 1024, &prompt, 1};
+  fth_infer_batch mix = {1, 1024, &prompt, 1, 0};
   FTH_ENSURE_NEAR(1.11926050816e-3 + 27.541504e-6, fth_infer_iteration_mixed(&fast, &mix, &b, NULL),
                   1e-6);
   return 0;
@@ -621,6 +621,191 @@ static int pre_stages(void) {
   return 0;
 }
 
+/* ---- attention data parallelism and in-flight batching ------------------------------------ */
+
+/* An MoE toy plan: tfx_infer_model with 4 experts, top-1, on the toy GPU, the
+ * routed experts' load scaled by `imbalance`. */
+static int moe_plan(fth_infer_plan *p, double hbm_bw, double imbalance) {
+  fth_node_def n = toy_node(hbm_bw);
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
+  m.num_experts = 4;
+  m.top_k = 1;
+  fth_infer_def d = fth_infer_def_default();
+  d.context_len = 1023;
+  d.gen_tokens = 1;
+  d.expert_imbalance = imbalance;
+  fth_error err;
+  FTH_ENSURE(fth_infer_compile(p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  return 0;
+}
+
+static int engine_tokens(void) {
+  /* DP attention: a rank's 8 decodes in an engine whose ranks carry 16 tokens
+   * each on average load the routed experts with 16 tokens' copies: exactly
+   * the rank's batch on a plan whose routed load is 2x its own (the
+   * imbalance factor scales those copies and nothing else). */
+  fth_infer_plan one, two;
+  FTH_RUN(moe_plan(&one, 1e12, 1.0));
+  FTH_RUN(moe_plan(&two, 1e12, 2.0));
+  fth_phase a, b;
+  fth_infer_batch dec = {8, 8 * 1024.0, NULL, 0, 16};
+  fth_infer_batch own = {8, 8 * 1024.0, NULL, 0, 0};
+  double t = fth_infer_iteration_mixed(&one, &dec, &a, NULL);
+  FTH_ENSURE_NEAR(fth_infer_iteration_mixed(&two, &own, &b, NULL), t, 1e-12);
+  FTH_ENSURE(t > fth_infer_iteration_mixed(&one, &own, &b, NULL)); /* more copies cost more */
+  /* The engine's mean equal to the rank's own tokens changes nothing. */
+  dec.engine_tokens = 8;
+  FTH_ENSURE_NEAR(fth_infer_iteration_mixed(&one, &own, &b, NULL),
+                  fth_infer_iteration_mixed(&one, &dec, &a, NULL), 1e-12);
+  /* A dense model has no routed experts: the engine's tokens do not matter. */
+  fth_infer_plan dense;
+  FTH_RUN(toy_plan(&dense, 1e12));
+  dec.engine_tokens = 64;
+  FTH_ENSURE_NEAR(fth_infer_iteration_mixed(&dense, &own, &b, NULL),
+                  fth_infer_iteration_mixed(&dense, &dec, &a, NULL), 1e-12);
+  return 0;
+}
+
+typedef struct logged {
+  affine c;
+  double *engine_tokens; /* the largest engine_tokens any iteration saw */
+} logged;
+
+static double logged_cost(const void *ctx, const fth_infer_batch *b) {
+  const logged *l = (const logged *)ctx;
+  if (b->engine_tokens > *l->engine_tokens) *l->engine_tokens = b->engine_tokens;
+  return affine_cost(&l->c, b);
+}
+
+static int dp_attention_lockstep(void) {
+  /* Two ranks, round robin, arrivals at 0 and 1 ms (100 prompt + 2 output
+   * tokens each), cost 10 ms + 0.1 ms a token. Independent replicas: each
+   * request alone, prefill 20 ms, one decode 10.1 ms: done at 30.1 and 31.1 ms.
+   * In lock step (one engine of two DP ranks): rank 0 prefills request 0 over
+   * [0, 20] ms while rank 1, idle, is held; request 1 waits until 20 ms. Then
+   * rank 0 decodes (10.1 ms) and rank 1 prefills (20 ms): the engine
+   * iteration is the slower, [20, 40]; request 0 is done at 40 ms, request 1
+   * has its first token at 40 ms and its last after a lone decode at 50.1 ms.
+   * The engine's mean tokens per rank: (100 + 0) / 2 = 50, then
+   * (1 + 100) / 2 = 50.5, the largest. */
+  double seen = 0;
+  logged c = {{0.010, 0.0001}, &seen};
+  fth_serve_def d = base_def();
+  d.requests = 2;
+  d.arrival = FTH_ARRIVAL_FIXED;
+  d.rate_per_s = 1000;
+  d.input.mean = 100;
+  d.output.mean = 2;
+  d.replicas = 2;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, logged_cost, &c, ws, &r));
+  const fth_serve_request *q = fth_serve_requests(ws);
+  FTH_ENSURE_NEAR(0.0301, q[0].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.0311, q[1].done_s, 1e-12);
+  FTH_ENSURE(seen == 0); /* independent replicas pass no engine mean */
+  d.dp_attention = 2;
+  FTH_RUN(run(&d, logged_cost, &c, ws, &r));
+  FTH_ENSURE_NEAR(0.020, q[0].first_token_s, 1e-12);
+  FTH_ENSURE_NEAR(0.040, q[0].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.040, q[1].first_token_s, 1e-12);
+  FTH_ENSURE_NEAR(0.0501, q[1].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.039, r.ttft_s.max, 1e-12);
+  FTH_ENSURE_NEAR(50.5, seen, 1e-12);
+  /* Ranks per engine must divide the replicas; static batching is refused. */
+  fth_error err;
+  d.dp_attention = 3;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL && strcmp(err.path, "dp_attention") == 0);
+  d.dp_attention = 2;
+  d.policy = FTH_POLICY_STATIC;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_ENOTSUP && strcmp(err.path, "policy") == 0);
+  free(ws);
+  return 0;
+}
+
+static int inflight(void) {
+  /* In-flight batching, budget 150 tokens, max batch 4: three requests of 100
+   * prompt + 3 output tokens arrive together (closed loop, 3 users, no more
+   * requests). Iteration 1: nothing decodes; request 0's 100 tokens fit, and
+   * request 1's do not fit the 50 left: [0, 20] ms. Iteration 2: request 0
+   * decodes (1), request 1 (100) fits the 149 left, request 2 does not (49
+   * left): 101 tokens, 20.1 ms, [20, 40.1]. Iteration 3: two decodes and
+   * request 2: 102 tokens, [40.1, 60.3]; request 0 is done (3 tokens: 20,
+   * 40.1, 60.3). Then decodes only: 2 tokens, 10.2 ms, [60.3, 70.5] (request 1
+   * done); 1 token [70.5, 80.6] (request 2 done). Chunked prefill under the
+   * same budget would split request 1 into 50 + 50. */
+  affine c = {0.010, 0.0001};
+  fth_serve_def d = base_def();
+  d.requests = 3;
+  d.arrival = FTH_ARRIVAL_CLOSED;
+  d.concurrency = 3;
+  d.input.mean = 100;
+  d.output.mean = 3;
+  d.policy = FTH_POLICY_INFLIGHT;
+  d.max_batch_tokens = 150;
+  d.max_batch = 4;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  const fth_serve_request *q = fth_serve_requests(ws);
+  FTH_ENSURE_NEAR(0.020, q[0].first_token_s, 1e-12);
+  FTH_ENSURE_NEAR(0.0603, q[0].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.0401, q[1].first_token_s, 1e-12);
+  FTH_ENSURE_NEAR(0.0705, q[1].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.0603, q[2].first_token_s, 1e-12);
+  FTH_ENSURE_NEAR(0.0806, q[2].done_s, 1e-12);
+  FTH_ENSURE_EQ_INT(5, r.iterations);
+  /* A prompt over the whole budget still runs, as its iteration's first. */
+  d.max_batch_tokens = 60;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_EQ_INT(3, r.requests_completed);
+  free(ws);
+  return 0;
+}
+
+static int swap_to_host(void) {
+  /* test preemption()'s two requests, preempted by swap over a 1 MB/s link
+   * at 1000 bytes a token. At 176.4 ms the second request (32 cached
+   * tokens) is swapped out: 32 ms on the first's next decode (42.1 ms), which
+   * then decodes alone: done at 176.4 + 42.1 + 15 x 10.1 = 370 ms. The second
+   * keeps its context, is readmitted straight to decoding, and waits for its
+   * 32 tokens to come back (32 ms): its 18th token at 370 + 42.1 = 412.1 ms,
+   * 15 more decodes: done at 563.6 ms (recompute: 502.8 ms). At 1 GB/s each
+   * copy takes 32 us: done at 338.032 and 338.032 + 10.132 + 151.5 = 499.664
+   * ms, before recompute's (a 13.3 ms prefill against a 10.132 ms decode). */
+  affine c = {0.010, 0.0001};
+  fth_serve_def d = base_def();
+  d.requests = 2;
+  d.arrival = FTH_ARRIVAL_CLOSED;
+  d.concurrency = 2;
+  d.input.mean = 16;
+  d.output.mean = 33;
+  d.kv_capacity_tokens = 64;
+  d.kv_transfer_bytes_per_token = 1000;
+  d.swap_bw_bytes_per_s = 1e6;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  const fth_serve_request *q = fth_serve_requests(ws);
+  FTH_ENSURE_EQ_INT(1, r.preemptions);
+  FTH_ENSURE_NEAR(0.370, q[0].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.5636, q[1].done_s, 1e-12);
+  d.swap_bw_bytes_per_s = 1e9;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_NEAR(0.338032, q[0].done_s, 1e-12);
+  FTH_ENSURE_NEAR(0.499664, q[1].done_s, 1e-12);
+  fth_error err;
+  d.kv_transfer_bytes_per_token = 0;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL &&
+             strcmp(err.path, "kv_transfer_bytes_per_token") == 0);
+  d.swap_bw_bytes_per_s = -1;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL &&
+             strcmp(err.path, "swap_bw_bytes_per_s") == 0);
+  free(ws);
+  return 0;
+}
+
 int serve_test(void) {
   FTH_RUN(mixed_iteration());
   FTH_RUN(kv_capacity());
@@ -636,5 +821,9 @@ int serve_test(void) {
   FTH_RUN(disaggregated());
   FTH_RUN(prefix_cache());
   FTH_RUN(pre_stages());
+  FTH_RUN(engine_tokens());
+  FTH_RUN(dp_attention_lockstep());
+  FTH_RUN(inflight());
+  FTH_RUN(swap_to_host());
   return 0;
 }

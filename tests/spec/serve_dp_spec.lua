@@ -1,0 +1,115 @@
+-- Attention data parallelism, in-flight batching and the serving path of `fathom validate`.
+local core = require("fathom.core")
+local names = require("fathom.names")
+local validate = require("fathom.validate")
+
+local COST = { base_s = 0.010, per_token_s = 0.0001 }
+
+-- DeepSeek-V3 on 8 GPUs with attention DP 8 and EP 8, as the TensorRT-LLM max-throughput
+-- cases run it (trtllm-bench, 64 users, 256 requests).
+local function dsv3_case(precision, extra)
+  local inf = { isl = 1024, osl = 64, concurrency = 64, num_requests = 256, max_batch_size_per_rank = 8,
+    max_num_tokens = 1032, precision = precision, framework = "TensorRT-LLM PyTorch workflow (2025)" }
+  for k, v in pairs(extra or {}) do inf[k] = v end
+  return { id = "dsv3_adp", source = "synthetic", workload = "inference",
+    model = { name = "DeepSeek-V3", arch = "MLA + DeepSeekMoE", layers = 61, hidden = 7168, heads = 128,
+      head_dim = 128, ffn = 18432, vocab = 129280, experts = 256, shared_experts = 1, top_k = 8,
+      expert_ffn = 2048, dense_layers = 3, mla = { q_lora_rank = 1536, kv_lora_rank = 512,
+        qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128 } },
+    system = { gpu = "NVIDIA H200", gpu_memory_gb = 141, num_gpus = 8, gpus_per_node = 8 },
+    parallelism = { tp = 8, dp = 8, ep = 8, attention_dp = true },
+    inference = inf,
+    measured = { { metric = "total_output_throughput", value = 1000, unit = "output tokens/s (8 GPUs)" } } }
+end
+
+describe("fathom.serve attention DP", function()
+  describe("#serve_run()", function()
+    it("runs the DP ranks of an engine in lock step (hand-derived, as test_serve.c)", function()
+      -- Two ranks; requests of 100 + 2 tokens at 0 and 1 ms; 10 ms + 0.1 ms a token. Rank 0
+      -- prefills over [0, 20] ms while rank 1 is held; then rank 0 decodes and rank 1
+      -- prefills over [20, 40]; rank 1 decodes alone to 50.1 ms.
+      local def = { cost = COST, kv_capacity_tokens = 1e6, requests = 2, arrival = "fixed", rate_per_s = 1000,
+        input = { kind = "fixed", mean = 100 }, output = { kind = "fixed", mean = 2 }, replicas = 2,
+        per_request = true }
+      local _, free = core.serve_run(def)
+      assert.near(0.0311, free.done_s[2], 1e-12)
+      def.dp_attention = 2
+      local _, q = core.serve_run(def)
+      assert.near(0.040, q.done_s[1], 1e-12)
+      assert.near(0.040, q.first_token_s[2], 1e-12)
+      assert.near(0.0501, q.done_s[2], 1e-12)
+    end)
+
+    it("refuses ranks that do not divide the replicas, and static batching in lock step", function()
+      local def = { cost = COST, kv_capacity_tokens = 1e6, requests = 2, replicas = 4, dp_attention = 3 }
+      assert.error_matches(function() core.serve_run(def) end, "dp_attention")
+      def.dp_attention, def.policy = 2, "static"
+      assert.error_matches(function() core.serve_run(def) end, "static batching with attention DP")
+    end)
+  end)
+
+  describe("#inflight", function()
+    it("is a policy by name: decodes with whole prompts in the token budget", function()
+      assert.is_truthy(names.key("serve_policy").inflight)
+      -- 3 users of 100 + 3 tokens, budget 150: one prompt per iteration beside the decodes
+      -- (test_serve.c derives 20, 40.1, 60.3, 70.5, 80.6 ms)
+      local _, q = core.serve_run({ cost = COST, kv_capacity_tokens = 1e6, requests = 3, arrival = "closed",
+        concurrency = 3, input = { kind = "fixed", mean = 100 }, output = { kind = "fixed", mean = 3 },
+        policy = "inflight", max_batch_tokens = 150, max_batch = 4, per_request = true })
+      assert.near(0.0401, q.first_token_s[2], 1e-12)
+      assert.near(0.0806, q.done_s[3], 1e-12)
+    end)
+  end)
+end)
+
+describe("fathom.serve swap to host", function()
+  it("keeps a preempted request's context and charges both copies (as test_serve.c)", function()
+    -- 4 pages of 16 tokens, two users of 16 + 33 tokens, 1000 bytes a token at 1 MB/s: the
+    -- second is swapped out with 32 cached tokens (32 ms) and back (32 ms): done at 563.6 ms,
+    -- where recompute finishes at 502.8 ms
+    local def = { cost = COST, kv_capacity_tokens = 64, requests = 2, arrival = "closed", concurrency = 2,
+      input = { kind = "fixed", mean = 16 }, output = { kind = "fixed", mean = 33 }, watermark = 0,
+      per_request = true }
+    local _, q = core.serve_run(def)
+    assert.near(0.5028, q.done_s[2], 1e-12)
+    def.kv_transfer_bytes_per_token, def.swap_bw_bytes_per_s = 1000, 1e6
+    local r
+    r, q = core.serve_run(def)
+    assert.are.equal(1, r.preemptions)
+    assert.near(0.370, q.done_s[1], 1e-12)
+    assert.near(0.5636, q.done_s[2], 1e-12)
+    def.swap_bw_bytes_per_s = -1
+    assert.error_matches(function() core.serve_run(def) end, "swap_bw_bytes_per_s")
+  end)
+end)
+
+describe("fathom.validate serving path", function()
+  it("reads the KV cache width and the FP8 linears from the precision", function()
+    local docs = assert(validate.inference_docs(dsv3_case("FP8 checkpoint, DeepGEMM")))
+    -- FP8 GEMMs, BF16 attention and activations, KV cache unstated: 16-bit
+    assert.are.equal(2, docs.decode.float_size_bytes)
+    assert.are.equal(1, docs.decode.gemm_float_size_bytes)
+    assert.are.equal(2, docs.decode.kv_cache_float_size_bytes)
+    docs = assert(validate.inference_docs(dsv3_case("NVFP4 weights, FP8 KV cache")))
+    assert.are.equal(1, docs.decode.kv_cache_float_size_bytes)
+    docs = assert(validate.inference_docs(dsv3_case("NVFP4 weights, 16-bit KV cache")))
+    assert.are.equal(2, docs.decode.kv_cache_float_size_bytes)
+  end)
+
+  it("drives the simulator as a benchmark at a stated concurrency ran", function()
+    local case = dsv3_case("FP8 checkpoint, DeepGEMM")
+    local docs = assert(validate.inference_docs(case))
+    assert.are.same({ concurrency = 64, requests = 256, ranks = 8, lockstep = true, max_batch = 8,
+      max_batch_tokens = 1032 }, docs.sim)
+    local state = validate.state()
+    local function record(c) return (validate.evaluate(state, (validate.prepare({ c }))))[1] end
+    local rec = record(case)
+    assert.is_truthy(rec.serving_path:find("^simulated: 64 users, 256 requests, DP ranks in lock step"))
+    -- a closed loop of 64 users: each request's time is 64 x OSL / the output rate
+    assert.is_true(rec.predicted > 0)
+    -- without a concurrency the case stays one static batch
+    case.inference.concurrency, case.inference.batch = nil, 64
+    rec = record(case)
+    assert.are.equal("static batch", rec.serving_path)
+  end)
+end)
