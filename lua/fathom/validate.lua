@@ -15,7 +15,7 @@ local spec = require("fathom.spec")
 local M = {}
 
 M.default_files = { "validation/published_cases.yaml", "validation/modern_cases.yaml",
-  "validation/korthikanti2022_cases.yaml" }
+  "validation/korthikanti2022_cases.yaml", "validation/mlperf_cases.yaml" }
 
 local function quantile(sorted, q)
   if #sorted == 0 then return nil end
@@ -691,8 +691,10 @@ end
 local function loss(recs)
   local s, n = 0, 0
   for _, c in ipairs(recs) do
-    s = s + math.min(0.5, math.abs(c.relative_error))
-    n = n + 1
+    if c.workload == "training" then
+      s = s + math.min(0.5, math.abs(c.relative_error))
+      n = n + 1
+    end
   end
   return n > 0 and s / n or 0
 end
@@ -716,7 +718,8 @@ function M.fit(state, jobs, settings, only)
   local groups = {}
   for _, job in ipairs(jobs) do
     local g = job.generation .. "/" .. job.kernels
-    if only == nil or only[g] then
+    -- serving records do not calibrate: the loss counts training time metrics only
+    if (only == nil or only[g]) and not job.inference then
       groups[g] = groups[g] or { generation = job.generation, kernels = job.kernels, jobs = {}, fp8 = false,
         flash = false, wide = false }
       table.insert(groups[g].jobs, job)
@@ -801,7 +804,7 @@ function M.loso(state, jobs, settings)
     local count = {}
     for _, job in ipairs(rest) do
       local k = job.generation .. "/" .. job.kernels
-      count[k] = (count[k] or 0) + 1
+      count[k] = (count[k] or 0) + (job.inference and 0 or 1)
       if count[k] >= M.min_fit_cases then keys[k] = true end
     end
     local base = calibration.copy(settings)
