@@ -1,0 +1,373 @@
+/* lsweep.c: `fathom.Sweep`, a training sweep evaluated in C batches
+ * (fth_sweep.h); lua/fathom/sweep_batch.lua builds it and checks it against
+ * the per-point Lua path.
+ *   core.sweep_new(node, topology, model, workload, spec) -> sweep
+ *     spec = {axes = {len, ...}, keys = {{field =, index =, axis =, values = {...}}, ...},
+ *             labels = {{cell text per position}, ...} (one per key)}
+ *   sweep:program{columns = {{src =, group =, a =, b =, c =, int =}, ...},
+ *                 texts = {cell text, ...}, fabric = {physical dimension name, ...}}
+ *   sweep:first_valid(limit) -> the first point the core evaluates (1-based) or nil
+ *   sweep:count() -> points
+ *   sweep:scan(first, last) -> {mask of the groups first seen, in order}, first point invalid
+ *   sweep:set_order({column, ...}) the columns a row writes, in order (1-based)
+ *   sweep:rows(first, last, err_of) -> CSV text of points first..last (1-based);
+ *       err_of(i) -> the error text of invalid point i (the Lua path's), or nil when
+ *       the Lua path finds it valid (an internal disagreement: raised)
+ * Nothing is allocated per point; a row is appended to the chunk's buffer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fth_sweep.h"
+#include "lcheck.h"
+#include "lfathom.h"
+
+#define SWEEP "fathom.Sweep"
+
+typedef struct lsweep {
+  fth_sweep_def def;
+  double *values;
+  fth_sweep_column *cols;
+  int n_cols;
+  int *order;
+  int n_order;
+  const char **texts;
+  int n_texts;
+  const char **labels; ///< key k's position p at labels[label_off[k] + p]
+  int label_off[FTH_SWEEP_MAX_KEYS];
+  const char **fabric;
+  int n_fabric;
+  unsigned long long seen;
+  fth_sweep_point pt;
+} lsweep;
+
+static lsweep *check_sweep(lua_State *L, int idx) { return (lsweep *)luaL_checkudata(L, idx, SWEEP); }
+
+static int sweep_gc(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  free(s->values);
+  free(s->cols);
+  free(s->order);
+  free(s->texts);
+  free(s->labels);
+  free(s->fabric);
+  s->values = NULL;
+  s->cols = NULL;
+  s->order = NULL;
+  s->texts = NULL;
+  s->labels = NULL;
+  s->fabric = NULL;
+  return 0;
+}
+
+static lua_Integer field_int(lua_State *L, int t, const char *k, lua_Integer lo, lua_Integer hi) {
+  lua_getfield(L, t, k);
+  int ok;
+  lua_Integer v = lua_tointegerx(L, -1, &ok);
+  lua_pop(L, 1);
+  if (!ok || v < lo || v > hi) luaL_error(L, "sweep_new: '%s' must be an integer in [%d, %d]", k, (int)lo, (int)hi);
+  return v;
+}
+
+/* Keep string at stack top alive in the keep table (at `keep`) and return it. */
+static const char *keep_string(lua_State *L, int keep) {
+  const char *s = lua_tostring(L, -1);
+  if (!s) luaL_error(L, "sweep_new: expected a string");
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, keep, (lua_Integer)lua_rawlen(L, keep) + 1);
+  return s;
+}
+
+static void *xcalloc(lua_State *L, size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) luaL_error(L, "sweep_new: out of memory");
+  return p;
+}
+
+static int core_sweep_new(lua_State *L) {
+  luaL_checktype(L, 5, LUA_TTABLE);
+  lsweep *s = (lsweep *)lua_newuserdatauv(L, sizeof(lsweep), 1);
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, SWEEP);
+  int ud = lua_gettop(L);
+  lua_newtable(L);
+  int keep = lua_gettop(L);
+  lua_pushvalue(L, keep);
+  lua_setiuservalue(L, ud, 1);
+  lcheck_node(L, 1, &s->def.node);
+  lcheck_topology(L, 2, &s->def.topo);
+  lcheck_model(L, 3, &s->def.model);
+  lcheck_train(L, 4, &s->def.work);
+  /* axes */
+  lua_getfield(L, 5, "axes");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  s->def.n_axes = (int)lua_rawlen(L, -1);
+  if (s->def.n_axes > FTH_SWEEP_MAX_AXES) return luaL_error(L, "sweep_new: too many axes");
+  for (int a = 0; a < s->def.n_axes; a++) {
+    lua_rawgeti(L, -1, a + 1);
+    s->def.axis_len[a] = (long long)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  /* keys and their values, one block */
+  lua_getfield(L, 5, "keys");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  int keys = lua_gettop(L);
+  s->def.n_keys = (int)lua_rawlen(L, keys);
+  if (s->def.n_keys > FTH_SWEEP_MAX_KEYS) return luaL_error(L, "sweep_new: too many keys");
+  size_t n_values = 0;
+  for (int k = 0; k < s->def.n_keys; k++) {
+    lua_rawgeti(L, keys, k + 1);
+    lua_getfield(L, -1, "values");
+    n_values += lua_rawlen(L, -1);
+    lua_pop(L, 2);
+  }
+  s->values = (double *)xcalloc(L, n_values, sizeof(double));
+  lua_getfield(L, 5, "labels");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  int labels = lua_gettop(L);
+  s->labels = (const char **)xcalloc(L, n_values, sizeof(char *));
+  size_t at = 0;
+  for (int k = 0; k < s->def.n_keys; k++) {
+    lua_rawgeti(L, keys, k + 1);
+    int kt = lua_gettop(L);
+    fth_sweep_key *key = &s->def.key[k];
+    key->field = (fth_sweep_field)field_int(L, kt, "field", 0, FTH_SWEEP_FIELD_COUNT - 1);
+    key->index = (int)field_int(L, kt, "index", 0, 1 << 20);
+    key->axis = (int)field_int(L, kt, "axis", 1, s->def.n_axes) - 1;
+    lua_getfield(L, kt, "values");
+    size_t n = lua_rawlen(L, -1);
+    if ((long long)n != s->def.axis_len[key->axis]) return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
+    key->values = s->values + at;
+    s->label_off[k] = (int)at;
+    lua_rawgeti(L, labels, k + 1);
+    for (size_t i = 0; i < n; i++) {
+      lua_rawgeti(L, -2, (lua_Integer)i + 1);
+      s->values[at + i] = luaL_checknumber(L, -1);
+      lua_pop(L, 1);
+      lua_rawgeti(L, -1, (lua_Integer)i + 1);
+      s->labels[at + i] = keep_string(L, keep);
+      lua_pop(L, 1);
+    }
+    at += n;
+    lua_pop(L, 3);
+  }
+  lua_pop(L, 2);
+  fth_error err;
+  if (fth_sweep_check(&s->def, &err) != FTH_OK) return luaL_error(L, "sweep_new: %s: %s", err.path, err.msg);
+  lua_settop(L, ud);
+  return 1;
+}
+
+/* sweep:program{columns, texts, fabric}: the column program (once). */
+static int sweep_program(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (s->cols) return luaL_error(L, "sweep:program: already set");
+  lua_getiuservalue(L, 1, 1);
+  int keep = lua_gettop(L);
+  /* columns */
+  lua_getfield(L, 2, "columns");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  int cols = lua_gettop(L);
+  s->n_cols = (int)lua_rawlen(L, cols);
+  s->cols = (fth_sweep_column *)xcalloc(L, (size_t)s->n_cols, sizeof(fth_sweep_column));
+  s->order = (int *)xcalloc(L, (size_t)s->n_cols, sizeof(int));
+  for (int i = 0; i < s->n_cols; i++) {
+    lua_rawgeti(L, cols, i + 1);
+    int ct = lua_gettop(L);
+    fth_sweep_column *c = &s->cols[i];
+    c->src = (fth_sweep_src)field_int(L, ct, "src", 0, FTH_SWEEP_SRC_COUNT - 1);
+    c->group = (int)field_int(L, ct, "group", 0, FTH_SG_COUNT - 1);
+    c->a = (int)field_int(L, ct, "a", -1, 1 << 20);
+    c->b = (int)field_int(L, ct, "b", -1, 1 << 20);
+    c->c = (int)field_int(L, ct, "c", -1, 1 << 20);
+    c->as_integer = (int)field_int(L, ct, "int", 0, 1);
+    if (c->src == FTH_SWEEP_SRC_LABEL && (c->a < 1 || c->a > s->def.n_keys))
+      return luaL_error(L, "sweep:program: column %d: no key %d", i + 1, c->a);
+    if ((c->src == FTH_SWEEP_SRC_RESULT || c->src == FTH_SWEEP_SRC_BOOL || c->src == FTH_SWEEP_SRC_NAME) &&
+        (c->a < 0 || c->a >= FTH_SV_COUNT))
+      return luaL_error(L, "sweep:program: column %d: no value %d", i + 1, c->a);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  /* texts, fabric */
+  lua_getfield(L, 2, "texts");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  s->n_texts = (int)lua_rawlen(L, -1);
+  s->texts = (const char **)xcalloc(L, (size_t)s->n_texts, sizeof(char *));
+  for (int i = 0; i < s->n_texts; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    s->texts[i] = keep_string(L, keep);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  for (int i = 0; i < s->n_cols; i++)
+    if (s->cols[i].src == FTH_SWEEP_SRC_TEXT && (s->cols[i].a < 1 || s->cols[i].a > s->n_texts))
+      return luaL_error(L, "sweep:program: column %d: no text %d", i + 1, s->cols[i].a);
+  lua_getfield(L, 2, "fabric");
+  if (lua_istable(L, -1)) {
+    s->n_fabric = (int)lua_rawlen(L, -1);
+    s->fabric = (const char **)xcalloc(L, (size_t)s->n_fabric, sizeof(char *));
+    for (int i = 0; i < s->n_fabric; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      s->fabric[i] = keep_string(L, keep);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* sweep:first_valid(limit) -> the first point (1-based) the core evaluates, or nil */
+static int sweep_first_valid(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  long long n = fth_sweep_count(&s->def), limit = (long long)luaL_checkinteger(L, 2);
+  for (long long i = 0; i < n && i < limit; i++) {
+    fth_sweep_point_eval(&s->def, i, &s->pt);
+    if (s->pt.valid) {
+      lua_pushinteger(L, (lua_Integer)i + 1);
+      return 1;
+    }
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
+static int sweep_count(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)fth_sweep_count(&check_sweep(L, 1)->def));
+  return 1;
+}
+
+/* Evaluate point i (0-based) into s->pt; a result a written column reads as not
+ * finite makes the point invalid, as errors.check_finite makes it on the Lua path. */
+static unsigned long long eval_point(lsweep *s, long long i) {
+  fth_sweep_point_eval(&s->def, i, &s->pt);
+  if (s->pt.valid && !fth_sweep_finite(&s->pt, s->cols, s->n_cols)) s->pt.valid = 0;
+  return fth_sweep_mask(&s->pt);
+}
+
+static void point_range(lua_State *L, lsweep *s, long long *first, long long *last) {
+  long long n = fth_sweep_count(&s->def);
+  *first = (long long)luaL_checkinteger(L, 2);
+  *last = (long long)luaL_checkinteger(L, 3);
+  luaL_argcheck(L, *first >= 1 && *first <= n, 2, "point out of range");
+  luaL_argcheck(L, *last >= *first - 1 && *last <= n, 3, "point out of range");
+}
+
+static int sweep_scan(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  if (!s->cols) return luaL_error(L, "sweep:scan: no program");
+  long long first, last;
+  point_range(L, s, &first, &last);
+  lua_newtable(L);
+  int n = 0, first_invalid = 0;
+  for (long long i = first; i <= last; i++) {
+    unsigned long long m = eval_point(s, i - 1);
+    if (i == 1 && !s->pt.valid) first_invalid = 1;
+    unsigned long long fresh = m & ~s->seen;
+    if (fresh) {
+      lua_pushinteger(L, (lua_Integer)fresh);
+      lua_rawseti(L, -2, ++n);
+      s->seen |= m;
+    }
+  }
+  lua_pushboolean(L, first_invalid);
+  return 2;
+}
+
+static int sweep_set_order(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 2);
+  luaL_argcheck(L, n <= s->n_cols, 2, "more columns than the program has");
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, i + 1);
+    lua_Integer c = luaL_checkinteger(L, -1);
+    luaL_argcheck(L, c >= 1 && c <= s->n_cols, 2, "no such column");
+    s->order[i] = (int)c - 1;
+    lua_pop(L, 1);
+  }
+  s->n_order = n;
+  return 0;
+}
+
+/* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
+static void add_cell_text(luaL_Buffer *b, const char *t) {
+  if (!strpbrk(t, ",\"\n\r")) {
+    luaL_addstring(b, t);
+    return;
+  }
+  luaL_addchar(b, '"');
+  for (const char *p = t; *p; p++) {
+    if (*p == '"') luaL_addchar(b, '"');
+    luaL_addchar(b, *p);
+  }
+  luaL_addchar(b, '"');
+}
+
+static int sweep_rows(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  if (!s->cols) return luaL_error(L, "sweep:rows: no program");
+  long long first, last;
+  point_range(L, s, &first, &last);
+  luaL_checktype(L, 4, LUA_TFUNCTION);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  char num[64];
+  for (long long i = first; i <= last; i++) {
+    unsigned long long m = eval_point(s, i - 1);
+    const char *err_text = NULL;
+    if (!s->pt.valid) {
+      /* the buffer may sit on the stack: call below it by moving the result out after */
+      lua_pushvalue(L, 4);
+      lua_pushinteger(L, (lua_Integer)i);
+      lua_call(L, 1, 1);
+      err_text = lua_tostring(L, -1);
+      if (!err_text) return luaL_error(L, "sweep: point %d is valid on the Lua path, not in C", (int)i);
+      lua_pushvalue(L, -1);
+      lua_rawsetp(L, LUA_REGISTRYINDEX, s); /* keep it alive while the row is built */
+      lua_pop(L, 1);
+    }
+    for (int j = 0; j < s->n_order; j++) {
+      const fth_sweep_column *c = &s->cols[s->order[j]];
+      if (j > 0) luaL_addchar(&b, ',');
+      if (!(m & (1ULL << c->group))) continue;
+      switch (c->src) {
+      case FTH_SWEEP_SRC_TEXT: luaL_addstring(&b, s->texts[c->a - 1]); break;
+      case FTH_SWEEP_SRC_LABEL:
+        luaL_addstring(&b, s->labels[s->label_off[c->a - 1] + s->pt.idx[s->def.key[c->a - 1].axis]]);
+        break;
+      case FTH_SWEEP_SRC_RESULT:
+        fth_sweep_format_number(num, sizeof num, fth_sweep_number(&s->pt, c), c->as_integer);
+        luaL_addstring(&b, num);
+        break;
+      case FTH_SWEEP_SRC_BOOL: luaL_addstring(&b, fth_sweep_number(&s->pt, c) != 0 ? "true" : "false"); break;
+      case FTH_SWEEP_SRC_NAME: add_cell_text(&b, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
+      case FTH_SWEEP_SRC_ERROR: add_cell_text(&b, err_text ? err_text : ""); break;
+      case FTH_SWEEP_SRC_COUNT: break;
+      }
+    }
+    luaL_addchar(&b, '\n');
+  }
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, s);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
+                                         {"scan", sweep_scan},
+                                         {"program", sweep_program},
+                                         {"first_valid", sweep_first_valid},
+                                         {"set_order", sweep_set_order},
+                                         {"rows", sweep_rows},
+                                         {NULL, NULL}};
+
+static const luaL_Reg sweep_meta[] = {{"__gc", sweep_gc}, {NULL, NULL}};
+
+static const luaL_Reg sweep_funcs[] = {{"sweep_new", core_sweep_new}, {NULL, NULL}};
+
+void lfth_open_sweep(lua_State *L) {
+  lbind_newclass(L, SWEEP, sweep_meta, sweep_methods);
+  lbind_setfuncs(L, sweep_funcs);
+}
