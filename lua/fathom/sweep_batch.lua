@@ -11,8 +11,8 @@
 -- Keys reworked in C: workload_spec.global_batch_size, .micro_batch_size, .seq_length
 -- and logical_topology.dimensions.<name, tag or number>.size (integer values). Any
 -- other key, another pass mode, a routing distribution (its imbalance is drawn per
--- point), failures or energy in the record (fth_goodput per point), or a `size: auto`
--- logical dimension next to a swept size take the Lua path (`open` says why).
+-- point) or a `size: auto` logical dimension next to a swept size take the Lua path
+-- (`open` says why). Failures, energy and cost (fth_goodput) are computed per point in C.
 local core = require("fathom.core")
 local csv = require("fathom.format.csv")
 local names = require("fathom.names")
@@ -39,7 +39,7 @@ local SV = {}
 for i, n in ipairs({ "step_time", "total_time", "steps", "tokens_per_step", "tokens_per_s", "mfu", "hfu",
   "achieved_flops", "compute_s", "memory_exposed_s", "recompute_s", "bubble_s", "optimizer_s",
   "offload_exposed_s", "bubble_fraction", "comm", "part", "pass_sum", "ratio", "component", "tier",
-  "peak_bytes", "headroom_bytes", "fits", "overflow_tier", "degree", "work" }) do
+  "peak_bytes", "headroom_bytes", "fits", "overflow_tier", "degree", "work", "goodput" }) do
   SV[n] = i - 1
 end
 local SC = {}
@@ -78,6 +78,9 @@ local TIME = { total_time = "total_time", total_time_seconds = "total_time", ste
 local BREAKDOWN = { compute_seconds = "compute_s", memory_exposed_seconds = "memory_exposed_s",
   recompute_seconds = "recompute_s", bubble_seconds = "bubble_s", optimizer_seconds = "optimizer_s",
   exposed_offload_seconds = "offload_exposed_s" }
+local RUN = { expected_time = 0, expected_time_seconds = 0, goodput = 1, expected_failures = 2,
+  system_mtbf_seconds = 3, checkpoint_interval_seconds = 4, checkpoint_write_seconds = 5, energy_kwh = 6,
+  cost_usd = 7 }
 local RATIO = { comm_to_compute = 0, exposed_comm_to_step = 1, memory_to_compute = 2, compute_fraction = 3 }
 local DETAILS = { attention_forward_bytes = { 0, "attention" }, attention_backward_bytes = { 1, "attention" },
   ffn_forward_bytes = { 0, "mlp" }, ffn_backward_bytes = { 1, "mlp" },
@@ -101,6 +104,8 @@ local function source(col, moe, part_of)
     if segs[2] == "complete_expert_sets" and moe then return res("degree", SD.dp_moe) end
   elseif head == "time" and n == 2 and TIME[segs[2]] then
     return res(TIME[segs[2]])
+  elseif head == "time" and n == 3 and segs[2] == "run_with_failures" and RUN[segs[3]] then
+    return res("goodput", RUN[segs[3]])
   elseif head == "time" and n == 3 and segs[2] == "step_breakdown" then
     if BREAKDOWN[segs[3]] then return res(BREAKDOWN[segs[3]]) end
     local kind = segs[3]:match("^exposed_(.+)_seconds$")
@@ -250,17 +255,14 @@ function M.open(a, docs, sweep_doc)
   end
   local made, sw = pcall(core.sweep_new, spec.node_table(base.lib, base.physical.node_name),
     spec.topology_table(base.physical, base.logical), base.model, base.workload,
-    { axes = axis_len, keys = keys, labels = labels })
+    { axes = axis_len, keys = keys, labels = labels, goodput = report.goodput_def(base) })
   if not made then return nil, "the base inputs do not compile: " .. tostring(sw) end
   -- the first point the core evaluates, on the Lua path: its record gives the columns
   local first = sw:first_valid(count)
   if not first then return nil, "no point is valid" end
   local fok, rec, sc, raw = pcall(eval, at(first))
   if not fok then return nil, "point " .. first .. " is valid in C, not on the Lua path" end
-  if rec.time.run_with_failures then return nil, "the record has failures, energy or cost" end
   local full = report.record(sc, full_raw(raw))
-  local label_keys = {}
-  for _, k in ipairs(keys) do label_keys[#label_keys + 1] = k.key end
   analysis.label(full, at(first).label)
   local flat, order = {}, {}
   csv.flatten("", full, flat, order)

@@ -4,10 +4,14 @@
  * lua/fathom/report.lua computes them, so the doubles are bit-identical. */
 #include "fth_sweep.h"
 
+#include <stdint.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fth_ryu.h"
 
 long long fth_sweep_count(const fth_sweep_def *def) {
   double n = 1;
@@ -61,11 +65,19 @@ void fth_sweep_point_eval(const fth_sweep_def *def, long long i, fth_sweep_point
   out->valid = 0;
   /* the Lua loader's one cross-field rule (spec.train) before the core's */
   if (work.micro_batch > work.global_batch) {
-    fth_fail(&out->err, FTH_EINVAL, "micro_batch_size", "micro_batch_size exceeds global_batch_size");
+    fth_fail(&out->err, FTH_EINVAL, "micro_batch_size", "micro_batch_size %lld exceeds global_batch_size %lld",
+             (long long)work.micro_batch, (long long)work.global_batch);
     return;
   }
   if (fth_train_compile(&out->plan, &def->node, &topo, &def->model, &work, &out->err) != FTH_OK) return;
   fth_train_evaluate(&out->plan, &out->result);
+  if (def->goodput) {
+    fth_goodput_def gp = def->gp;
+    if (def->gp_checkpoint_from_footprint)
+      gp.checkpoint_bytes = out->result.mem.bytes[FTH_MEM_WEIGHTS] + out->result.mem.bytes[FTH_MEM_OPTIMIZER];
+    if (fth_goodput_check(&gp, &out->err) != FTH_OK) return;
+    out->gp = fth_goodput(&gp, out->plan.layout.num_gpus, out->result.total_time_s);
+  }
   out->valid = 1;
 }
 
@@ -200,6 +212,17 @@ double fth_sweep_number(const fth_sweep_point *p, const fth_sweep_column *col) {
     case 1: return p->plan.work.micro_batch;
     default: return p->plan.work.seq_len;
     }
+  case FTH_SV_GOODPUT:
+    switch (b) {
+    case 0: return p->gp.expected_time_s;
+    case 1: return p->gp.goodput;
+    case 2: return p->gp.failures;
+    case 3: return p->gp.system_mtbf_s;
+    case 4: return p->gp.interval_s;
+    case 5: return p->gp.checkpoint_write_s;
+    case 6: return p->gp.energy_j / 3.6e6; /* report.training_record's kWh */
+    default: return p->gp.cost;
+    }
   case FTH_SV_OVERFLOW_TIER:
   case FTH_SV_COUNT: break;
   }
@@ -228,15 +251,89 @@ int fth_sweep_finite(const fth_sweep_point *p, const fth_sweep_column *cols, int
   return 1;
 }
 
-int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
-  if (isnan(x)) return snprintf(buf, cap, "nan");
-  if (isinf(x)) return snprintf(buf, cap, x > 0 ? "inf" : "-inf");
-  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0)
-    return snprintf(buf, cap, "%lld", (long long)x);
+/* The slow rule, as fathom.format.util.number writes it. */
+static int format_slow(char *buf, size_t cap, double x) {
   int n = 0;
   for (int prec = 15; prec <= 17; prec++) {
     n = snprintf(buf, cap, "%.*g", prec, x);
     if (strtod(buf, NULL) == x) return n;
   }
   return n;
+}
+
+/* %.<prec>g of digits x 10^exp10 (digits without trailing zeros, n of them), as
+ * printf writes it: fixed when -4 <= exponent < prec, else d.ddde+XX; trailing
+ * zeros never written. */
+static int format_g(char *buf, int neg, uint64_t digits, int n, int exp10, int prec) {
+  char d[20];
+  for (int i = n - 1; i >= 0; i--) {
+    d[i] = (char)('0' + digits % 10);
+    digits /= 10;
+  }
+  int x = exp10 + n - 1; /* exponent of the leading digit */
+  char *p = buf;
+  if (neg) *p++ = '-';
+  if (x >= -4 && x < prec) {
+    if (x < 0) {
+      *p++ = '0';
+      *p++ = '.';
+      for (int i = 0; i < -x - 1; i++) *p++ = '0';
+      memcpy(p, d, (size_t)n);
+      p += n;
+    } else if (n <= x + 1) { /* an integer */
+      memcpy(p, d, (size_t)n);
+      p += n;
+      for (int i = n; i <= x; i++) *p++ = '0';
+    } else {
+      memcpy(p, d, (size_t)x + 1);
+      p += x + 1;
+      *p++ = '.';
+      memcpy(p, d + x + 1, (size_t)(n - x - 1));
+      p += n - x - 1;
+    }
+  } else {
+    *p++ = d[0];
+    if (n > 1) {
+      *p++ = '.';
+      memcpy(p, d + 1, (size_t)n - 1);
+      p += n - 1;
+    }
+    *p++ = 'e';
+    *p++ = x < 0 ? '-' : '+';
+    int ax = x < 0 ? -x : x;
+    if (ax >= 100) *p++ = (char)('0' + ax / 100);
+    *p++ = (char)('0' + ax / 10 % 10);
+    *p++ = (char)('0' + ax % 10);
+  }
+  *p = '\0';
+  return (int)(p - buf);
+}
+
+int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
+  if (cap < 32) return 0;
+  if (isnan(x)) return snprintf(buf, cap, "nan");
+  if (isinf(x)) return snprintf(buf, cap, x > 0 ? "inf" : "-inf");
+  if (x == 0) return snprintf(buf, cap, signbit(x) ? "-0" : "0");
+  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0)
+    return snprintf(buf, cap, "%lld", (long long)x);
+  /* integral and below 10^15: %.15g writes its digits */
+  if (x == floor(x) && fabs(x) < 1e15) return snprintf(buf, cap, "%lld", (long long)x);
+  /* Ryu's shortest digits S (n of them) are what %.15g (n <= 15), %.16g (n = 16) or
+   * %.17g (n = 17) writes: where x's rounding interval is symmetric, the correctly
+   * rounded P-digit decimal is in it whenever any P-digit decimal is (it is the
+   * closest), at most one 15-digit decimal fits in it, and S is the closest
+   * among the shortest. A power of two has a narrower interval below it: the slow rule. */
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  if ((bits & ((1ull << 52) - 1)) == 0 || ((bits >> 52) & 0x7ff) == 0) return format_slow(buf, cap, x);
+  uint64_t digits;
+  int exp10;
+  if (!fth_ryu_shortest(x, &digits, &exp10)) return format_slow(buf, cap, x);
+  while (digits % 10 == 0) {
+    digits /= 10;
+    exp10++;
+  }
+  int n = 1;
+  for (uint64_t v = digits; v >= 10; v /= 10) n++;
+  return format_g(buf, signbit(x) != 0, digits, n, exp10, n <= 15 ? 15 : n);
 }

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "fth_goodput.h"
 #include "fth_train.h"
 
 #define FTH_SWEEP_MAX_AXES 16
@@ -44,6 +45,12 @@ typedef struct fth_sweep_def {
   long long axis_len[FTH_SWEEP_MAX_AXES];
   int n_keys;
   fth_sweep_key key[FTH_SWEEP_MAX_KEYS];
+  /// 1: every point's run with failures, energy and cost (fth_goodput of its
+  /// total time on its GPUs), as report.training_record adds them
+  int goodput;
+  fth_goodput_def gp;
+  /// 1: gp.checkpoint_bytes is each point's weights + optimizer states
+  int gp_checkpoint_from_footprint;
 } fth_sweep_def;
 
 /// One evaluated point. `valid` 0: the core (or the one cross-field rule the
@@ -52,6 +59,7 @@ typedef struct fth_sweep_point {
   long long idx[FTH_SWEEP_MAX_AXES]; ///< position on each axis
   fth_train_plan plan;
   fth_train_result result;
+  fth_goodput_result gp; ///< when def->goodput
   int valid;
   fth_error err;
 } fth_sweep_point;
@@ -94,6 +102,9 @@ typedef enum fth_sweep_value {
   FTH_SV_PEAK_BYTES, FTH_SV_HEADROOM_BYTES, FTH_SV_FITS, FTH_SV_OVERFLOW_TIER,
   FTH_SV_DEGREE,     ///< [fth_sweep_degree]
   FTH_SV_WORK,       ///< [0 global_batch, 1 micro_batch, 2 seq_len]
+  /// [0 expected_time_s, 1 goodput, 2 failures, 3 system_mtbf_s, 4 interval_s,
+  ///  5 checkpoint_write_s, 6 energy in kWh, 7 cost]
+  FTH_SV_GOODPUT,
   FTH_SV_COUNT
 } fth_sweep_value;
 

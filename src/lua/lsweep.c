@@ -3,7 +3,8 @@
  * the per-point Lua path.
  *   core.sweep_new(node, topology, model, workload, spec) -> sweep
  *     spec = {axes = {len, ...}, keys = {{field =, index =, axis =, values = {...}}, ...},
- *             labels = {{cell text per position}, ...} (one per key)}
+ *             labels = {{cell text per position}, ...} (one per key),
+ *             goodput = report.goodput_def's table or nil}
  *   sweep:program{columns = {{src =, group =, a =, b =, c =, int =}, ...},
  *                 texts = {cell text, ...}, fabric = {physical dimension name, ...}}
  *   sweep:first_valid(limit) -> the first point the core evaluates (1-based) or nil
@@ -85,7 +86,7 @@ static void *xcalloc(lua_State *L, size_t n, size_t size) {
 
 static int core_sweep_new(lua_State *L) {
   luaL_checktype(L, 5, LUA_TTABLE);
-  lsweep *s = (lsweep *)lua_newuserdatauv(L, sizeof(lsweep), 1);
+  lsweep *s = (lsweep *)lua_newuserdatauv(L, sizeof(lsweep), 2);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SWEEP);
   int ud = lua_gettop(L);
@@ -93,6 +94,8 @@ static int core_sweep_new(lua_State *L) {
   int keep = lua_gettop(L);
   lua_pushvalue(L, keep);
   lua_setiuservalue(L, ud, 1);
+  lua_newtable(L); /* error prefixes by core path (see error_text) */
+  lua_setiuservalue(L, ud, 2);
   lcheck_node(L, 1, &s->def.node);
   lcheck_topology(L, 2, &s->def.topo);
   lcheck_model(L, 3, &s->def.model);
@@ -152,6 +155,26 @@ static int core_sweep_new(lua_State *L) {
     lua_pop(L, 3);
   }
   lua_pop(L, 2);
+  /* the run with failures, energy and cost (report.goodput_def), as core.goodput reads it */
+  lua_getfield(L, 5, "goodput");
+  if (lua_istable(L, -1)) {
+    int g = lua_gettop(L);
+    fth_goodput_def *d = &s->def.gp;
+    *d = fth_goodput_def_default();
+    d->gpu_mtbf_s = lcheck_number_or_inf(L, g, "reliability", "gpu_mtbf_s", d->gpu_mtbf_s);
+    d->checkpoint_bytes = lcheck_number(L, g, "reliability", "checkpoint_bytes", 0);
+    d->checkpoint_bw = lcheck_number(L, g, "reliability", "checkpoint_bw", 0);
+    d->restart_s = lcheck_number(L, g, "reliability", "restart_s", 0);
+    d->interval_s = lcheck_number(L, g, "reliability", "interval_s", 0);
+    d->gpu_power_w = lcheck_number(L, g, "reliability", "gpu_power_w", 0);
+    d->pue = lcheck_number(L, g, "reliability", "pue", 1);
+    d->price_per_gpu_hour = lcheck_number(L, g, "reliability", "price_per_gpu_hour", 0);
+    lua_getfield(L, g, "checkpoint_from_footprint");
+    s->def.gp_checkpoint_from_footprint = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    s->def.goodput = 1;
+  }
+  lua_pop(L, 1);
   fth_error err;
   if (fth_sweep_check(&s->def, &err) != FTH_OK) return luaL_error(L, "sweep_new: %s: %s", err.path, err.msg);
   lua_settop(L, ud);
@@ -305,6 +328,40 @@ static void add_cell_text(luaL_Buffer *b, const char *t) {
   luaL_addchar(b, '"');
 }
 
+/* Push the Lua path's error text of invalid point i (1-based), in s->pt. A core
+ * refusal reads "<file:line:col>: <key path>: <core message>" where the prefix
+ * depends on the core's path only: the first point refused at a path asks
+ * err_of (the Lua path) and keeps the prefix when the text ends in the core's
+ * message; later ones are composed here. Anything else asks err_of every time. */
+static void error_text(lua_State *L, lsweep *s, long long i) {
+  const fth_error *e = &s->pt.err;
+  int cacheable = e->path[0] != '\0' && e->msg[0] != '\0';
+  if (cacheable) {
+    lua_getiuservalue(L, 1, 2);
+    lua_getfield(L, -1, e->path);
+    if (lua_isstring(L, -1)) {
+      lua_pushstring(L, e->msg);
+      lua_concat(L, 2);
+      lua_remove(L, -2);
+      return;
+    }
+    lua_pop(L, 2);
+  }
+  lua_pushvalue(L, 4);
+  lua_pushinteger(L, (lua_Integer)i);
+  lua_call(L, 1, 1);
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  if (!text) luaL_error(L, "sweep: point %d is valid on the Lua path, not in C", (int)i);
+  size_t mlen = strlen(e->msg);
+  if (cacheable && len > mlen + 2 && strcmp(text + len - mlen, e->msg) == 0 && text[len - mlen - 2] == ':') {
+    lua_getiuservalue(L, 1, 2);
+    lua_pushlstring(L, text, len - mlen);
+    lua_setfield(L, -2, e->path);
+    lua_pop(L, 1);
+  }
+}
+
 static int sweep_rows(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   if (!s->cols) return luaL_error(L, "sweep:rows: no program");
@@ -318,15 +375,9 @@ static int sweep_rows(lua_State *L) {
     unsigned long long m = eval_point(s, i - 1);
     const char *err_text = NULL;
     if (!s->pt.valid) {
-      /* the buffer may sit on the stack: call below it by moving the result out after */
-      lua_pushvalue(L, 4);
-      lua_pushinteger(L, (lua_Integer)i);
-      lua_call(L, 1, 1);
+      error_text(L, s, i);
       err_text = lua_tostring(L, -1);
-      if (!err_text) return luaL_error(L, "sweep: point %d is valid on the Lua path, not in C", (int)i);
-      lua_pushvalue(L, -1);
       lua_rawsetp(L, LUA_REGISTRYINDEX, s); /* keep it alive while the row is built */
-      lua_pop(L, 1);
     }
     for (int j = 0; j < s->n_order; j++) {
       const fth_sweep_column *c = &s->cols[s->order[j]];

@@ -114,9 +114,10 @@ function M.main(argv)
   if opts.output_file and opts.format == "csv" and not opts.trace_file then
     -- a training sweep over keys the core reworks runs in C (fathom.sweep_batch), streamed
     local n = analysis.csv_batch(a, opts.output_file)
-    if n then records, streamed = {}, n end
+    streamed = n
   end
-  if streamed then -- written
+  if streamed then -- nothing more to evaluate
+    records = {}
   elseif opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
     -- readable units in YAML only: JSON and CSV carry raw SI numbers (units in the key names)
     local n, first = analysis.stream(a, opts.output_file, opts.format,
