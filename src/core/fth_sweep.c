@@ -251,6 +251,22 @@ int fth_sweep_finite(const fth_sweep_point *p, const fth_sweep_column *cols, int
   return 1;
 }
 
+/* Decimal digits of |v| < 2^63 with its sign, as %lld writes them. */
+static int format_int(char *buf, long long v) {
+  char tmp[24];
+  int n = 0;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  int k = 0;
+  if (v < 0) buf[k++] = '-';
+  while (n) buf[k++] = tmp[--n];
+  buf[k] = '\0';
+  return k;
+}
+
 /* The slow rule, as fathom.format.util.number writes it. */
 static int format_slow(char *buf, size_t cap, double x) {
   int n = 0;
@@ -313,11 +329,15 @@ int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
   if (cap < 32) return 0;
   if (isnan(x)) return snprintf(buf, cap, "nan");
   if (isinf(x)) return snprintf(buf, cap, x > 0 ? "inf" : "-inf");
-  if (x == 0) return snprintf(buf, cap, signbit(x) ? "-0" : "0");
-  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0)
-    return snprintf(buf, cap, "%lld", (long long)x);
+  if (x == 0) {
+    if (signbit(x)) *buf++ = '-';
+    buf[0] = '0';
+    buf[1] = '\0';
+    return signbit(x) ? 2 : 1;
+  }
+  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0) return format_int(buf, (long long)x);
   /* integral and below 10^15: %.15g writes its digits */
-  if (x == floor(x) && fabs(x) < 1e15) return snprintf(buf, cap, "%lld", (long long)x);
+  if (x == floor(x) && fabs(x) < 1e15) return format_int(buf, (long long)x);
   /* Ryu's shortest digits S (n of them) are what %.15g (n <= 15), %.16g (n = 16) or
    * %.17g (n = 17) writes: where x's rounding interval is symmetric, the correctly
    * rounded P-digit decimal is in it whenever any P-digit decimal is (it is the

@@ -15,6 +15,7 @@
  *       err_of(i) -> the error text of invalid point i (the Lua path's), or nil when
  *       the Lua path finds it valid (an internal disagreement: raised)
  * Nothing is allocated per point; a row is appended to the chunk's buffer. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +33,10 @@ typedef struct lsweep {
   int *order;
   int n_order;
   const char **texts;
+  size_t *text_len;
   int n_texts;
   const char **labels; ///< key k's position p at labels[label_off[k] + p]
+  size_t *label_len;
   int label_off[FTH_SWEEP_MAX_KEYS];
   const char **fabric;
   int n_fabric;
@@ -49,13 +52,17 @@ static int sweep_gc(lua_State *L) {
   free(s->cols);
   free(s->order);
   free(s->texts);
+  free(s->text_len);
   free(s->labels);
+  free(s->label_len);
   free(s->fabric);
   s->values = NULL;
   s->cols = NULL;
   s->order = NULL;
   s->texts = NULL;
+  s->text_len = NULL;
   s->labels = NULL;
+  s->label_len = NULL;
   s->fabric = NULL;
   return 0;
 }
@@ -129,6 +136,7 @@ static int core_sweep_new(lua_State *L) {
   luaL_checktype(L, -1, LUA_TTABLE);
   int labels = lua_gettop(L);
   s->labels = (const char **)xcalloc(L, n_values, sizeof(char *));
+  s->label_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
   size_t at = 0;
   for (int k = 0; k < s->def.n_keys; k++) {
     lua_rawgeti(L, keys, k + 1);
@@ -149,6 +157,7 @@ static int core_sweep_new(lua_State *L) {
       lua_pop(L, 1);
       lua_rawgeti(L, -1, (lua_Integer)i + 1);
       s->labels[at + i] = keep_string(L, keep);
+      s->label_len[at + i] = strlen(s->labels[at + i]);
       lua_pop(L, 1);
     }
     at += n;
@@ -218,9 +227,11 @@ static int sweep_program(lua_State *L) {
   luaL_checktype(L, -1, LUA_TTABLE);
   s->n_texts = (int)lua_rawlen(L, -1);
   s->texts = (const char **)xcalloc(L, (size_t)s->n_texts, sizeof(char *));
+  s->text_len = (size_t *)xcalloc(L, (size_t)s->n_texts, sizeof(size_t));
   for (int i = 0; i < s->n_texts; i++) {
     lua_rawgeti(L, -1, i + 1);
     s->texts[i] = keep_string(L, keep);
+    s->text_len[i] = strlen(s->texts[i]);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -362,6 +373,36 @@ static void error_text(lua_State *L, lsweep *s, long long i) {
   }
 }
 
+/* Append point s->pt's row; 0 (row partly written) when a number is not finite. */
+static int add_row(luaL_Buffer *b, const lsweep *s, unsigned long long m, const char *err_text) {
+  for (int j = 0; j < s->n_order; j++) {
+    const fth_sweep_column *c = &s->cols[s->order[j]];
+    if (j > 0) luaL_addchar(b, ',');
+    if (!(m & (1ULL << c->group))) continue;
+    switch (c->src) {
+    case FTH_SWEEP_SRC_TEXT: luaL_addlstring(b, s->texts[c->a - 1], s->text_len[c->a - 1]); break;
+    case FTH_SWEEP_SRC_LABEL: {
+      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
+      luaL_addlstring(b, s->labels[at], s->label_len[at]);
+      break;
+    }
+    case FTH_SWEEP_SRC_RESULT: {
+      double v = fth_sweep_number(&s->pt, c);
+      if (!isfinite(v)) return 0;
+      char *p = luaL_prepbuffsize(b, 40);
+      luaL_addsize(b, (size_t)fth_sweep_format_number(p, 40, v, c->as_integer));
+      break;
+    }
+    case FTH_SWEEP_SRC_BOOL: luaL_addstring(b, fth_sweep_number(&s->pt, c) != 0 ? "true" : "false"); break;
+    case FTH_SWEEP_SRC_NAME: add_cell_text(b, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
+    case FTH_SWEEP_SRC_ERROR: add_cell_text(b, err_text ? err_text : ""); break;
+    case FTH_SWEEP_SRC_COUNT: break;
+    }
+  }
+  luaL_addchar(b, '\n');
+  return 1;
+}
+
 static int sweep_rows(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   if (!s->cols) return luaL_error(L, "sweep:rows: no program");
@@ -370,35 +411,23 @@ static int sweep_rows(lua_State *L) {
   luaL_checktype(L, 4, LUA_TFUNCTION);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  char num[64];
   for (long long i = first; i <= last; i++) {
-    unsigned long long m = eval_point(s, i - 1);
-    const char *err_text = NULL;
+    fth_sweep_point_eval(&s->def, i - 1, &s->pt);
+    size_t start = luaL_bufflen(&b);
+    if (s->pt.valid && !add_row(&b, s, fth_sweep_mask(&s->pt), NULL)) {
+      /* a number not finite: the Lua path refuses the result (errors.check_finite) */
+      luaL_buffsub(&b, luaL_bufflen(&b) - start);
+      s->pt.valid = 0;
+      fth_error_clear(&s->pt.err);
+    }
     if (!s->pt.valid) {
       error_text(L, s, i);
-      err_text = lua_tostring(L, -1);
-      lua_rawsetp(L, LUA_REGISTRYINDEX, s); /* keep it alive while the row is built */
+      lua_rawsetp(L, LUA_REGISTRYINDEX, s); /* kept alive while the row is built */
+      lua_rawgetp(L, LUA_REGISTRYINDEX, s);
+      const char *err_text = lua_tostring(L, -1);
+      lua_pop(L, 1);
+      add_row(&b, s, fth_sweep_mask(&s->pt), err_text);
     }
-    for (int j = 0; j < s->n_order; j++) {
-      const fth_sweep_column *c = &s->cols[s->order[j]];
-      if (j > 0) luaL_addchar(&b, ',');
-      if (!(m & (1ULL << c->group))) continue;
-      switch (c->src) {
-      case FTH_SWEEP_SRC_TEXT: luaL_addstring(&b, s->texts[c->a - 1]); break;
-      case FTH_SWEEP_SRC_LABEL:
-        luaL_addstring(&b, s->labels[s->label_off[c->a - 1] + s->pt.idx[s->def.key[c->a - 1].axis]]);
-        break;
-      case FTH_SWEEP_SRC_RESULT:
-        fth_sweep_format_number(num, sizeof num, fth_sweep_number(&s->pt, c), c->as_integer);
-        luaL_addstring(&b, num);
-        break;
-      case FTH_SWEEP_SRC_BOOL: luaL_addstring(&b, fth_sweep_number(&s->pt, c) != 0 ? "true" : "false"); break;
-      case FTH_SWEEP_SRC_NAME: add_cell_text(&b, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
-      case FTH_SWEEP_SRC_ERROR: add_cell_text(&b, err_text ? err_text : ""); break;
-      case FTH_SWEEP_SRC_COUNT: break;
-      }
-    }
-    luaL_addchar(&b, '\n');
   }
   lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, s);
