@@ -260,7 +260,7 @@ function M.open(a, docs, sweep_doc)
   -- the first point the core evaluates, on the Lua path: its record gives the columns
   local first = sw:first_valid(count)
   if not first then return nil, "no point is valid" end
-  local fok, rec, sc, raw = pcall(eval, at(first))
+  local fok, _, sc, raw = pcall(eval, at(first))
   if not fok then return nil, "point " .. first .. " is valid in C, not on the Lua path" end
   local full = report.record(sc, full_raw(raw))
   analysis.label(full, at(first).label)
