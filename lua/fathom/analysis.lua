@@ -236,20 +236,25 @@ function M.csv_batch(a, path)
   local batch, why = batch_mod.open(a, docs, sweep_doc)
   if not batch then return lua_path(why) end
   local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points" })
-  local head
-  head, why = batch_mod.prepare(batch, bar)
-  if not head then return lua_path(why) end
-  local w = require("fathom.output").open(path)
-  local ok, err = pcall(function()
-    w:write(head)
-    batch_mod.write(batch, w, bar)
-  end)
-  if not ok then
-    w:abort()
-    error(err, 0)
+  -- the first pass looks ahead of the writer only (the common case); a point with columns
+  -- the first ones lack sends it back for a full first pass
+  for _, full in ipairs({ false, true }) do
+    local head
+    head, why = batch_mod.prepare(batch, bar, full)
+    if not head then return lua_path(why) end
+    local w = require("fathom.output").open(path)
+    local ok, done = pcall(function()
+      w:write(head)
+      return batch_mod.write(batch, w, bar)
+    end)
+    if not ok or not done then w:abort() end
+    if not ok then error(done, 0) end
+    if done then
+      w:close()
+      return count
+    end
   end
-  w:close()
-  return count
+  error("fathom.analysis: the full first pass left columns out") -- cannot happen: it saw every point
 end
 
 -- stream(a, path, format, transform) -> count, first record: every record written

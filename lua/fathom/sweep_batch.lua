@@ -82,9 +82,10 @@ local RUN = { expected_time = 0, expected_time_seconds = 0, goodput = 1, expecte
   system_mtbf_seconds = 3, checkpoint_interval_seconds = 4, checkpoint_write_seconds = 5, energy_kwh = 6,
   cost_usd = 7 }
 local RATIO = { comm_to_compute = 0, exposed_comm_to_step = 1, memory_to_compute = 2, compute_fraction = 3 }
-local DETAILS = { attention_forward_bytes = { 0, "attention" }, attention_backward_bytes = { 1, "attention" },
-  ffn_forward_bytes = { 0, "mlp" }, ffn_backward_bytes = { 1, "mlp" },
-  unembedding_forward_bytes = { 0, "unembedding" }, unembedding_backward_bytes = { 1, "unembedding" } }
+local FP = names.key("flop_part")
+local DETAILS = { attention_forward_bytes = { 0, FP.attention }, attention_backward_bytes = { 1, FP.attention },
+  ffn_forward_bytes = { 0, FP.mlp }, ffn_backward_bytes = { 1, FP.mlp },
+  unembedding_forward_bytes = { 0, FP.unembedding }, unembedding_backward_bytes = { 1, FP.unembedding } }
 
 -- source(col, moe, part_of) -> {src, group, a, b, c} of a valid record's column, or nil (a constant).
 local function source(col, moe, part_of)
@@ -333,11 +334,17 @@ end
 
 -- prepare(batch, progress) -> header text or nil, reason: the first pass (which columns
 -- the records have) and the check of a sample of points against the Lua path.
-function M.prepare(batch, bar)
+-- scanned: points the first pass looks at (all of them when `full`, else the first
+-- SCAN_AHEAD: write() then checks the rest against it and starts again with a full pass
+-- when a later point has columns the first ones lack).
+M.SCAN_AHEAD = 4096
+function M.prepare(batch, bar, full)
   local sw, count = batch.sw, batch.count
   local fresh, first_invalid = {}, false
-  for f = 1, count, 8 * M.CHUNK do
-    local l = math.min(count, f + 8 * M.CHUNK - 1)
+  local scanned = full and count or math.min(count, M.SCAN_AHEAD)
+  sw:reset()
+  for f = 1, scanned, 8 * M.CHUNK do
+    local l = math.min(scanned, f + 8 * M.CHUNK - 1)
     local got, inv = sw:scan(f, l)
     if f == 1 then first_invalid = inv end
     for _, m in ipairs(got) do fresh[#fresh + 1] = m end
@@ -366,21 +373,28 @@ function M.prepare(batch, bar)
     local rec = batch.point(batch.at(i))
     rec.input_error = nil -- each() drops it too: an error object is not written
     local want, why = row_of(rec, names_)
+    local got = want and sw:rows(i, i, batch.err_of)
+    if not full and (not want or sw:grew()) then -- columns past the look-ahead: a full pass
+      return M.prepare(batch, bar, true)
+    end
     if not want then return nil, "point " .. i .. ": " .. why end
-    local got = sw:rows(i, i, batch.err_of)
     if got ~= want then return nil, "point " .. i .. " differs from the Lua path" end
   end
   return table.concat(cells, ",") .. "\n"
 end
 
--- write(batch, w, bar): every row, in chunks, to writer w.
+-- write(batch, w, bar) -> true, or false when a point has columns the scanned ones lack
+-- (the header is short: prepare again with a full pass and write again): every row, in
+-- chunks, to writer w.
 function M.write(batch, w, bar)
   local count = batch.count
   for f = 1, count, M.CHUNK do
     local l = math.min(count, f + M.CHUNK - 1)
     w:write(batch.sw:rows(f, l, batch.err_of))
+    if batch.sw:grew() then return false end
     if bar then bar:update(count // 2 + l // 2) end
   end
+  return true
 end
 
 return M

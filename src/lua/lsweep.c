@@ -10,6 +10,7 @@
  *   sweep:first_valid(limit) -> the first point the core evaluates (1-based) or nil
  *   sweep:count() -> points
  *   sweep:scan(first, last) -> {mask of the groups first seen, in order}, first point invalid
+ *   sweep:grew() -> rows met a group scan had not seen; sweep:reset() forgets the scan
  *   sweep:set_order({column, ...}) the columns a row writes, in order (1-based)
  *   sweep:rows(first, last, err_of) -> CSV text of points first..last (1-based);
  *       err_of(i) -> the error text of invalid point i (the Lua path's), or nil when
@@ -40,7 +41,8 @@ typedef struct lsweep {
   int label_off[FTH_SWEEP_MAX_KEYS];
   const char **fabric;
   int n_fabric;
-  unsigned long long seen;
+  unsigned long long seen; ///< groups scan has seen
+  int grew;                ///< rows met a group scan had not seen (the header is short)
   fth_sweep_point pt;
 } lsweep;
 
@@ -309,6 +311,20 @@ static int sweep_scan(lua_State *L) {
   return 2;
 }
 
+/* sweep:grew() -> whether rows met a group of columns scan had not seen; sweep:reset()
+ * forgets what scan saw (a full scan follows). */
+static int sweep_grew(lua_State *L) {
+  lua_pushboolean(L, check_sweep(L, 1)->grew);
+  return 1;
+}
+
+static int sweep_reset(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  s->seen = 0;
+  s->grew = 0;
+  return 0;
+}
+
 static int sweep_set_order(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -414,6 +430,7 @@ static int sweep_rows(lua_State *L) {
   for (long long i = first; i <= last; i++) {
     fth_sweep_point_eval(&s->def, i - 1, &s->pt);
     size_t start = luaL_bufflen(&b);
+    if (s->pt.valid && (fth_sweep_mask(&s->pt) & ~s->seen)) s->grew = 1;
     if (s->pt.valid && !add_row(&b, s, fth_sweep_mask(&s->pt), NULL)) {
       /* a number not finite: the Lua path refuses the result (errors.check_finite) */
       luaL_buffsub(&b, luaL_bufflen(&b) - start);
@@ -426,6 +443,7 @@ static int sweep_rows(lua_State *L) {
       lua_rawgetp(L, LUA_REGISTRYINDEX, s);
       const char *err_text = lua_tostring(L, -1);
       lua_pop(L, 1);
+      if (fth_sweep_mask(&s->pt) & ~s->seen) s->grew = 1;
       add_row(&b, s, fth_sweep_mask(&s->pt), err_text);
     }
   }
@@ -438,6 +456,8 @@ static int sweep_rows(lua_State *L) {
 static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"scan", sweep_scan},
                                          {"program", sweep_program},
+                                         {"grew", sweep_grew},
+                                         {"reset", sweep_reset},
                                          {"first_valid", sweep_first_valid},
                                          {"set_order", sweep_set_order},
                                          {"rows", sweep_rows},

@@ -97,3 +97,31 @@ describe("fathom.sweep_batch", function()
     assert.are.equal(l, a)
   end)
 end)
+
+describe("fathom.sweep_batch's look-ahead", function()
+  it("starts again with a full first pass when a later point has new columns", function()
+    local batch = require("fathom.sweep_batch")
+    local analysis = require("fathom.analysis")
+    local csv = require("fathom.format.csv")
+    local sweep, out = os.tmpname(), os.tmpname()
+    -- 32 points, global batch outer; only point 4 (global 6 over DP 2 = 3 sequences, micro-batch 2)
+    -- is invalid: past the look-ahead and off the checked sample (1, 3, 5, ..., 29, 32), so the
+    -- writer meets the error columns first and starts again
+    write(sweep, "sweep:\n  workload_spec.global_batch_size: [8, 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8]\n"
+      .. "  workload_spec.micro_batch_size: [1, 2]\n")
+    local a = { hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+      workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = 1 }
+    local saved = batch.SCAN_AHEAD
+    batch.SCAN_AHEAD = 2
+    local ok, n = pcall(analysis.csv_batch, a, out)
+    batch.SCAN_AHEAD = saved
+    assert.is_true(ok, n)
+    assert.are.equal(32, n)
+    local got = slurp(out)
+    os.remove(out)
+    local want = csv.encode(analysis.run(a))
+    os.remove(sweep)
+    assert.are.equal(want, got)
+    assert.matches(",error,valid\n", got:match("^[^\n]*\n"))
+  end)
+end)
