@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fth_ryu.h"
 
 long long fth_sweep_count(const fth_sweep_def *def) {
   double n = 1;
@@ -277,54 +276,6 @@ static int format_slow(char *buf, size_t cap, double x) {
   return n;
 }
 
-/* %.<prec>g of digits x 10^exp10 (digits without trailing zeros, n of them), as
- * printf writes it: fixed when -4 <= exponent < prec, else d.ddde+XX; trailing
- * zeros never written. */
-static int format_g(char *buf, int neg, uint64_t digits, int n, int exp10, int prec) {
-  char d[20];
-  for (int i = n - 1; i >= 0; i--) {
-    d[i] = (char)('0' + digits % 10);
-    digits /= 10;
-  }
-  int x = exp10 + n - 1; /* exponent of the leading digit */
-  char *p = buf;
-  if (neg) *p++ = '-';
-  if (x >= -4 && x < prec) {
-    if (x < 0) {
-      *p++ = '0';
-      *p++ = '.';
-      for (int i = 0; i < -x - 1; i++) *p++ = '0';
-      memcpy(p, d, (size_t)n);
-      p += n;
-    } else if (n <= x + 1) { /* an integer */
-      memcpy(p, d, (size_t)n);
-      p += n;
-      for (int i = n; i <= x; i++) *p++ = '0';
-    } else {
-      memcpy(p, d, (size_t)x + 1);
-      p += x + 1;
-      *p++ = '.';
-      memcpy(p, d + x + 1, (size_t)(n - x - 1));
-      p += n - x - 1;
-    }
-  } else {
-    *p++ = d[0];
-    if (n > 1) {
-      *p++ = '.';
-      memcpy(p, d + 1, (size_t)n - 1);
-      p += n - 1;
-    }
-    *p++ = 'e';
-    *p++ = x < 0 ? '-' : '+';
-    int ax = x < 0 ? -x : x;
-    if (ax >= 100) *p++ = (char)('0' + ax / 100);
-    *p++ = (char)('0' + ax / 10 % 10);
-    *p++ = (char)('0' + ax % 10);
-  }
-  *p = '\0';
-  return (int)(p - buf);
-}
-
 int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
   if (cap < 32) return 0;
   if (isnan(x)) return snprintf(buf, cap, "nan");
@@ -338,22 +289,6 @@ int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
   if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0) return format_int(buf, (long long)x);
   /* integral and below 10^15: %.15g writes its digits */
   if (x == floor(x) && fabs(x) < 1e15) return format_int(buf, (long long)x);
-  /* Ryu's shortest digits S (n of them) are what %.15g (n <= 15), %.16g (n = 16) or
-   * %.17g (n = 17) writes: where x's rounding interval is symmetric, the correctly
-   * rounded P-digit decimal is in it whenever any P-digit decimal is (it is the
-   * closest), at most one 15-digit decimal fits in it, and S is the closest
-   * among the shortest. A power of two has a narrower interval below it: the slow rule. */
-  uint64_t bits;
-  memcpy(&bits, &x, sizeof bits);
-  if ((bits & ((1ull << 52) - 1)) == 0 || ((bits >> 52) & 0x7ff) == 0) return format_slow(buf, cap, x);
-  uint64_t digits;
-  int exp10;
-  if (!fth_ryu_shortest(x, &digits, &exp10)) return format_slow(buf, cap, x);
-  while (digits % 10 == 0) {
-    digits /= 10;
-    exp10++;
-  }
-  int n = 1;
-  for (uint64_t v = digits; v >= 10; v /= 10) n++;
-  return format_g(buf, signbit(x) != 0, digits, n, exp10, n <= 15 ? 15 : n);
+  /* fathom.format.util.number's rule: the first of %.15g, %.16g, %.17g that reads back */
+  return format_slow(buf, cap, x);
 }
