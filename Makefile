@@ -70,6 +70,7 @@ bench: build
 	$(BUILD)/fathom bench/search_bench.lua 2
 	$(BUILD)/fathom bench/route_bench.lua
 	$(BUILD)/fathom bench/parallel_bench.lua
+	$(BUILD)/fathom bench/sweep_bench.lua
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)

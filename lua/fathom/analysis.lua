@@ -89,7 +89,7 @@ function M.open(a)
     end
   end
   local it, count = sweep.iterate(sweep_doc, docs)
-  return docs, it, count
+  return docs, it, count, sweep_doc
 end
 
 -- Points per round of a parallel sweep, per process: the round's records are held by the
@@ -99,26 +99,11 @@ M.ROUND_PER_PROCESS = 512
 -- sweep): a forked worker costs about a millisecond, a point about as much (README "Parallel").
 M.MIN_POINTS_PER_PROCESS = 32
 
--- each(a, fn): evaluate every point in order, calling fn(record, i, count); memory
--- stays constant in the number of points. A single point with bad input raises; in
--- a sweep, a point whose inputs do not fit together is passed on as a record with
--- its error, and a sweep where no point is valid raises the first point's error.
--- a.jobs: local processes for a sweep (default fathom.parallel's: the core count);
--- under mpirun, the ranks share it. Records come back in order and byte for byte as
--- one process makes them (fathom.parallel.encode); raw_of is filled only with one process.
--- prep(record, i) (optional): what fn receives instead of the record, made where the point is
--- evaluated (a worker renders its own records, so the parent only writes them).
-function M.each(a, fn, prep)
-  local parallel = require("fathom.parallel")
-  local docs, it, count = M.open(a)
+-- evaluator(a, docs) -> eval(pt, keep_raw) -> record (input errors raised),
+-- point(pt, keep_raw) -> record (an input error turned into a record with its error):
+-- one sweep point on the Lua path, as each() and the C batch path's checks make it.
+function M.evaluator(a, docs)
   local base_lib
-  local valid, first_err = 0, nil
-  local procs = count > 1 and parallel.processes(a.jobs, count, M.MIN_POINTS_PER_PROCESS) or 1
-  -- a progress line on a terminal for long sweeps, cleared however the loop ends
-  local quiet -- nil: a terminal decides; one point needs no line
-  if count <= 1 then quiet = false end
-  local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points",
-    enabled = quiet })
   local function eval(pt, keep_raw)
     local lib
     if pt.docs.hardware_lib == docs.hardware_lib then
@@ -133,20 +118,47 @@ function M.each(a, fn, prep)
     errors.check_finite(raw, "result")
     local rec = report.record(sc, raw)
     if keep_raw then M.raw_of[rec] = { result = raw, scenario = sc } end
-    return rec
+    return rec, sc, raw
   end
-  -- point(pt) -> the record of one point of a sweep, an input error turned into a record.
   local function point(pt, keep_raw)
     local ok, rec = pcall(eval, pt, keep_raw)
     if not ok then
       if not errors.is_input(rec) then error(rec, 0) end
       rec = { error = tostring(rec), valid = false, input_error = rec }
     end
-    rec.sweep_point = pt.label
-    local mt = getmetatable(rec)
-    if mt and mt.__order and mt.__order[1] ~= "sweep_point" then table.insert(mt.__order, 1, "sweep_point") end
+    M.label(rec, pt.label)
     return rec
   end
+  return eval, point
+end
+
+-- label(rec, label): the sweep point's label put first in a record.
+function M.label(rec, label)
+  rec.sweep_point = label
+  local mt = getmetatable(rec)
+  if mt and mt.__order and mt.__order[1] ~= "sweep_point" then table.insert(mt.__order, 1, "sweep_point") end
+end
+
+-- each(a, fn): evaluate every point in order, calling fn(record, i, count); memory
+-- stays constant in the number of points. A single point with bad input raises; in
+-- a sweep, a point whose inputs do not fit together is passed on as a record with
+-- its error, and a sweep where no point is valid raises the first point's error.
+-- a.jobs: local processes for a sweep (default fathom.parallel's: the core count);
+-- under mpirun, the ranks share it. Records come back in order and byte for byte as
+-- one process makes them (fathom.parallel.encode); raw_of is filled only with one process.
+-- prep(record, i) (optional): what fn receives instead of the record, made where the point is
+-- evaluated (a worker renders its own records, so the parent only writes them).
+function M.each(a, fn, prep)
+  local parallel = require("fathom.parallel")
+  local docs, it, count = M.open(a)
+  local valid, first_err = 0, nil
+  local procs = count > 1 and parallel.processes(a.jobs, count, M.MIN_POINTS_PER_PROCESS) or 1
+  -- a progress line on a terminal for long sweeps, cleared however the loop ends
+  local quiet -- nil: a terminal decides; one point needs no line
+  if count <= 1 then quiet = false end
+  local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points",
+    enabled = quiet })
+  local eval, point = M.evaluator(a, docs)
   -- made(rec, i) -> {what fn gets, the error text of an invalid point or nil}
   local function made(rec, i)
     local err = rec.valid == false and rec.error or nil
@@ -209,6 +221,41 @@ function M.run(a)
     records[i] = rec
   end)
   return records
+end
+
+-- csv_batch(a, path) -> points written to `path` as CSV by the C batch path
+-- (fathom.sweep_batch: the same bytes as fathom.format.csv of run()'s records, in
+-- constant memory), or nil, reason when the sweep takes the Lua path.
+function M.csv_batch(a, path)
+  local batch_mod = require("fathom.sweep_batch")
+  local docs, _, count, sweep_doc = M.open(a)
+  local must = os.getenv(batch_mod.ENV) == "1" -- a spec or benchmark that needs the C path says so
+  local function lua_path(why)
+    if must then errors.raise("%s=1 but the sweep takes the Lua path: %s", batch_mod.ENV, why) end
+    return nil, why
+  end
+  local batch, why = batch_mod.open(a, docs, sweep_doc)
+  if not batch then return lua_path(why) end
+  local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points" })
+  -- the first pass looks ahead of the writer only (the common case); a point with columns
+  -- the first ones lack sends it back for a full first pass
+  for _, full in ipairs({ false, true }) do
+    local head
+    head, why = batch_mod.prepare(batch, bar, full)
+    if not head then return lua_path(why) end
+    local w = require("fathom.output").open(path)
+    local ok, done = pcall(function()
+      w:write(head)
+      return batch_mod.write(batch, w, bar)
+    end)
+    if not ok or not done then w:abort() end
+    if not ok then error(done, 0) end
+    if done then
+      w:close()
+      return count
+    end
+  end
+  error("fathom.analysis: the full first pass left columns out") -- cannot happen: it saw every point
 end
 
 -- stream(a, path, format, transform) -> count, first record: every record written

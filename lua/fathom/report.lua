@@ -176,6 +176,25 @@ function M.record(sc, r)
   return sc.pass.record(sc, r)
 end
 
+-- goodput_def(sc) -> core.goodput's def for a training scenario's run (failures with a
+-- reliability section, energy with a power figure, money with a price), or nil when the
+-- workload asks for none; checkpoint_from_footprint: checkpoint_bytes is each point's
+-- weights + optimizer states (set by the caller).
+function M.goodput_def(sc)
+  local w = sc.workload
+  local comp = sc.lib.compute[sc.lib.nodes[sc.physical.node_name].device_compute]
+  if not (w.reliability or w.cost or (comp.power_watts or 0) > 0) then return nil end
+  local rel, cost = w.reliability or {}, w.cost or {}
+  return {
+    gpu_mtbf_s = rel.gpu_mtbf_hours and rel.gpu_mtbf_hours * 3600 or math.huge,
+    checkpoint_bytes = 0, checkpoint_from_footprint = rel.gpu_mtbf_hours ~= nil,
+    checkpoint_bw = rel.checkpoint_bandwidth, restart_s = (rel.restart_minutes or 0) * 60,
+    interval_s = (rel.checkpoint_interval_minutes or 0) * 60, gpu_power_w = (comp.power_limit_watts or 0) > 0
+      and math.min(comp.power_limit_watts, comp.power_watts or math.huge) or comp.power_watts or 0,
+    pue = cost.pue or 1, price_per_gpu_hour = cost.usd_per_gpu_hour or 0,
+  }
+end
+
 -- training_record(sc, r) -> the record of a training point.
 function M.training_record(sc, r)
   local d = sc:compile():degrees()
@@ -219,19 +238,12 @@ function M.training_record(sc, r)
   local breakdown = M.step_breakdown(r)
   -- Failures, checkpoints, energy and cost (fth_goodput) when the workload asks.
   local run
-  if w.reliability or w.cost or (sc.lib.compute[sc.lib.nodes[sc.physical.node_name].device_compute].power_watts
-    or 0) > 0 then
+  local def = M.goodput_def(sc)
+  if def then
     local rel, cost = w.reliability or {}, w.cost or {}
-    local comp = sc.lib.compute[sc.lib.nodes[sc.physical.node_name].device_compute]
     local mem = r.memory.components
-    local g = require("fathom.core").goodput({
-      gpu_mtbf_s = rel.gpu_mtbf_hours and rel.gpu_mtbf_hours * 3600 or math.huge,
-      checkpoint_bytes = rel.gpu_mtbf_hours and (mem.weights + mem.optimizer_states) or 0,
-      checkpoint_bw = rel.checkpoint_bandwidth, restart_s = (rel.restart_minutes or 0) * 60,
-      interval_s = (rel.checkpoint_interval_minutes or 0) * 60, gpu_power_w = (comp.power_limit_watts or 0) > 0
-        and math.min(comp.power_limit_watts, comp.power_watts or math.huge) or comp.power_watts or 0,
-      pue = cost.pue or 1, price_per_gpu_hour = cost.usd_per_gpu_hour or 0,
-    }, d.gpus, r.total_time_s)
+    if def.checkpoint_from_footprint then def.checkpoint_bytes = mem.weights + mem.optimizer_states end
+    local g = require("fathom.core").goodput(def, d.gpus, r.total_time_s)
     -- Only what was modelled: failures with a reliability section, energy with a power
     -- figure, money with a price; never goodput 100%, cost 0 or an infinite MTBF as facts.
     local failures = rel.gpu_mtbf_hours ~= nil

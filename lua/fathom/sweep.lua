@@ -21,6 +21,7 @@ M.spec_names = { "hardware_lib", "physical_topology", "logical_topology", "workl
 local aliases = { hardware_library = "hardware_lib", hardware = "hardware_lib", model = "model_spec",
   workload = "workload_spec", physical = "physical_topology", logical = "logical_topology",
   train_spec = "workload_spec" }
+M.aliases = aliases
 
 local function deep_copy(t, seen)
   if type(t) ~= "table" then return t end
@@ -146,6 +147,8 @@ local function target(docs, key, sweep_t)
   return t, segs[#segs]
 end
 
+M.target = target
+
 local function sorted_keys(t)
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end
@@ -215,6 +218,26 @@ function M.swept_positions(axes, docs)
   return out
 end
 
+-- build(axes, idx, docs, touched) -> the point at positions idx of the axes:
+-- {label = {key = value}, docs = {...}} (touched specs copied, then the keys set).
+local function build(axes, idx, docs, touched)
+  local label, order = {}, {}
+  for a, ax in ipairs(axes) do
+    for k, key in ipairs(ax.keys) do
+      label[key] = ax.values[k][idx[a]]
+      order[#order + 1] = key
+    end
+  end
+  util.ordered(label, order) -- sweep order, for labels and plots
+  local copies = {}
+  for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
+  for _, key in ipairs(sorted_keys(label)) do
+    local t, field = target(copies, key, {})
+    t[field] = label[key]
+  end
+  return { label = label, docs = copies }
+end
+
 -- iterate(sweep_doc, docs) -> iterator, count: the points one at a time, in the
 -- order of M.points, each built only when asked for (memory does not grow with the
 -- number of points). The iterator returns i, {label = {key = value}, docs = {...}}.
@@ -235,22 +258,23 @@ function M.iterate(sweep_doc, docs)
         a = a - 1
       end
     end
-    local label, order = {}, {}
-    for a, ax in ipairs(axes) do
-      for k, key in ipairs(ax.keys) do
-        label[key] = ax.values[k][idx[a]]
-        order[#order + 1] = key
-      end
-    end
-    util.ordered(label, order) -- sweep order, for labels and plots
-    local copies = {}
-    for name, d in pairs(docs) do copies[name] = touched[name] and deep_copy(d) or d end
-    for _, key in ipairs(sorted_keys(label)) do
-      local t, field = target(copies, key, {})
-      t[field] = label[key]
-    end
-    return i, { label = label, docs = copies }
+    return i, build(axes, idx, docs, touched)
   end, count
+end
+
+-- at(sweep_doc, docs) -> function(i) -> point i (1-based, the order of iterate), count, axes:
+-- any point without walking to it (the C batch path asks for a few).
+function M.at(sweep_doc, docs)
+  local axes, count, touched = M.axes(sweep_doc, docs)
+  return function(i)
+    local idx, rest = {}, i - 1
+    for a = #axes, 1, -1 do
+      local n = #axes[a].values[1]
+      idx[a] = rest % n + 1
+      rest = rest // n
+    end
+    return build(axes, idx, docs, touched)
+  end, count, axes
 end
 
 -- points(sweep_doc, docs) -> list of {label = {key = value}, docs = {spec = modified copy}}.

@@ -34,6 +34,8 @@ local allowed = {
   ["lua/fathom/cmd/analyze.lua"] = { why = "column headers", names = { PP = true } },
   ["lua/fathom/format/svg.lua"] = { why = "legend labels", names = { PP = true, CP = true } },
   ["lua/fathom/spec.lua"] = { why = "'size: auto' of a logical dimension", names = { auto = true } },
+  ["lua/fathom/sweep_batch.lua"] = { why = "degree keys of a compiled plan (ltrain.c's degrees()) and the record's "
+    .. "communication labels; 'size: auto' of a logical dimension", enum = "comm_kind", names = { auto = true } },
   ["lua/fathom/route.lua"] = { why = "the router's 'histogram' field and the 'mesh' section",
     names = { histogram = true, mesh = true } },
   ["src/lua/lroute.c"] = { why = "the 'histogram' field and the 'mesh' table",

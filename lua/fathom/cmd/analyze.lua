@@ -111,7 +111,14 @@ function M.main(argv)
   a.jobs = opts.trace_file and 1 or opts.jobs
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end
-  if opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
+  if opts.output_file and opts.format == "csv" and not opts.trace_file then
+    -- a training sweep over keys the core reworks runs in C (fathom.sweep_batch), streamed
+    local n = analysis.csv_batch(a, opts.output_file)
+    streamed = n
+  end
+  if streamed then -- nothing more to evaluate
+    records = {}
+  elseif opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
     -- readable units in YAML only: JSON and CSV carry raw SI numbers (units in the key names)
     local n, first = analysis.stream(a, opts.output_file, opts.format,
       (opts.format == "yaml" and not opts.raw_output) and report.humanize or nil)

@@ -37,6 +37,7 @@ local function cell(v)
   if s:find('[,"\n\r]') then s = '"' .. s:gsub('"', '""') .. '"' end
   return s
 end
+M.cell = cell
 
 -- encode(records) -> CSV text with the union of all columns, in first-seen order.
 function M.encode(records)

@@ -1,0 +1,400 @@
+-- fathom.sweep_batch: a training sweep to CSV at C speed (fathom.core.sweep_new,
+-- src/core/fth_sweep.c). The base inputs are compiled once; per point the C core
+-- reworks the swept fields, evaluates, and writes the row from a column program
+-- built here once: each CSV column of the record (fathom.report.training_record,
+-- flattened by fathom.format.csv) is a constant, the point's label, or a value of
+-- the result. Output is the same bytes as the per-point Lua path (analysis.run, then
+-- fathom.format.csv): the header is the union of every record's columns in first-seen
+-- order (a first pass in C finds which groups of columns each point has), and a
+-- sample of points is rendered on both paths and compared before anything is written.
+--
+-- Keys reworked in C: workload_spec.global_batch_size, .micro_batch_size, .seq_length
+-- and logical_topology.dimensions.<name, tag or number>.size (integer values). Any
+-- other key, another pass mode, a routing distribution (its imbalance is drawn per
+-- point) or a `size: auto` logical dimension next to a swept size take the Lua path
+-- (`open` says why). Failures, energy and cost (fth_goodput) are computed per point in C.
+local core = require("fathom.core")
+local csv = require("fathom.format.csv")
+local names = require("fathom.names")
+local report = require("fathom.report")
+local spec = require("fathom.spec")
+local sweep = require("fathom.sweep")
+
+local M = {}
+
+-- FATHOM_SWEEP_BATCH=0 in the environment: always the Lua path (specs compare the two);
+-- =1: the C path or exit 2 saying why not (specs and benchmarks that measure it).
+M.ENV = "FATHOM_SWEEP_BATCH"
+-- Points rendered on both paths before the C path writes (first, last, spread between).
+M.CHECK_POINTS = 16
+-- Rows per chunk handed to the writer (a row of the full record is about 2.5 KB).
+M.CHUNK = 1024
+
+local FIELD = { global_batch_size = 0, micro_batch_size = 1, seq_length = 2 }
+local LOGICAL_SIZE = 3
+
+-- fth_sweep.h's enums, by position (keep in step with the header)
+local SRC = { text = 0, label = 1, result = 2, bool = 3, name = 4, error = 5 }
+local SV = {}
+for i, n in ipairs({ "step_time", "total_time", "steps", "tokens_per_step", "tokens_per_s", "mfu", "hfu",
+  "achieved_flops", "compute_s", "memory_exposed_s", "recompute_s", "bubble_s", "optimizer_s",
+  "offload_exposed_s", "bubble_fraction", "comm", "part", "pass_sum", "ratio", "component", "tier",
+  "peak_bytes", "headroom_bytes", "fits", "overflow_tier", "degree", "work", "goodput" }) do
+  SV[n] = i - 1
+end
+local SC = {}
+for i, n in ipairs({ "collective", "algorithm", "group_size", "fabric", "fabric_levels", "bytes_per_call",
+  "calls_per_step", "bytes_per_step", "raw_time_seconds", "hidden_time_seconds", "exposed_time_seconds" }) do
+  SC[n] = i - 1
+end
+local SD = {}
+for i, n in ipairs({ "tp", "tp_moe", "cp", "dp", "dp_moe", "ep", "ep_su", "ep_so", "pp", "layers_per_stage",
+  "gpus", "microbatches", "local_experts", "params_total", "params_active" }) do
+  SD[n] = i - 1
+end
+local G = { always = 0, valid = 1, error = 2, overflow = 3, comm = 4 }
+G.tier = G.comm + #names.comm_kind
+
+local function index_of(list)
+  local t = {}
+  for i, n in ipairs(list) do t[n] = i - 1 end
+  return t
+end
+local KIND = index_of(names.comm_kind)
+local PART = index_of(names.flop_part)
+local TIER = index_of(names.memory_tier)
+local COMPONENT = index_of(names.memory_component)
+local COMM_LABEL = { tp_communication = "tp", tp_moe_communication = "tp_moe", moe_all_to_all = "ep",
+  cp_communication = "cp", pp_communication = "pp", dp_communication = "dp",
+  dp_moe_communication = "dp_moe" }
+local PASS = { forward = 0, backward = 1 }
+local CONFIG_DEGREE = { num_xpus = "gpus", tp_attn = "tp", tp_moe = "tp_moe", cp = "cp", dp_attn = "dp",
+  dp_moe = "dp_moe", ep = "ep", ep_su = "ep_su", ep_so = "ep_so", pp = "pp",
+  layers_per_stage = "layers_per_stage", microbatches_per_step = "microbatches" }
+local CONFIG_WORK = { global_batch_size = 0, micro_batch_size = 1, seq_len = 2 }
+local TIME = { total_time = "total_time", total_time_seconds = "total_time", step_time_seconds = "step_time",
+  steps = "steps", tokens_per_step = "tokens_per_step", tokens_per_second = "tokens_per_s", mfu = "mfu",
+  hfu = "hfu", model_flops_per_second_per_xpu = "achieved_flops" }
+local BREAKDOWN = { compute_seconds = "compute_s", memory_exposed_seconds = "memory_exposed_s",
+  recompute_seconds = "recompute_s", bubble_seconds = "bubble_s", optimizer_seconds = "optimizer_s",
+  exposed_offload_seconds = "offload_exposed_s" }
+local RUN = { expected_time = 0, expected_time_seconds = 0, goodput = 1, expected_failures = 2,
+  system_mtbf_seconds = 3, checkpoint_interval_seconds = 4, checkpoint_write_seconds = 5, energy_kwh = 6,
+  cost_usd = 7 }
+local RATIO = { comm_to_compute = 0, exposed_comm_to_step = 1, memory_to_compute = 2, compute_fraction = 3 }
+local FP = names.key("flop_part")
+local DETAILS = { attention_forward_bytes = { 0, FP.attention }, attention_backward_bytes = { 1, FP.attention },
+  ffn_forward_bytes = { 0, FP.mlp }, ffn_backward_bytes = { 1, FP.mlp },
+  unembedding_forward_bytes = { 0, FP.unembedding }, unembedding_backward_bytes = { 1, FP.unembedding } }
+
+-- source(col, moe, part_of) -> {src, group, a, b, c} of a valid record's column, or nil (a constant).
+local function source(col, moe, part_of)
+  local segs = {}
+  for s in col:gmatch("[^%.]+") do segs[#segs + 1] = s end
+  local head, n = segs[1], #segs
+  local function res(v, b, c, group) return { SRC.result, group or G.valid, SV[v], b or 0, c or 0 } end
+  if head == "configuration" and n == 2 then
+    if CONFIG_DEGREE[segs[2]] then return res("degree", SD[CONFIG_DEGREE[segs[2]]]) end
+    if CONFIG_WORK[segs[2]] then return res("work", CONFIG_WORK[segs[2]]) end
+  elseif head == "model_configuration" and n == 2 then
+    if segs[2] == "total_params" then return res("degree", SD.params_total) end
+    if segs[2] == "active_params" then return res("degree", SD.params_active) end
+  elseif head == "expert_placement" and n == 2 then
+    if segs[2] == "experts_per_xpu" then return res("degree", SD.local_experts) end
+    if segs[2] == "ep_size" then return res("degree", SD.ep) end
+    if segs[2] == "complete_expert_sets" and moe then return res("degree", SD.dp_moe) end
+  elseif head == "time" and n == 2 and TIME[segs[2]] then
+    return res(TIME[segs[2]])
+  elseif head == "time" and n == 3 and segs[2] == "run_with_failures" and RUN[segs[3]] then
+    return res("goodput", RUN[segs[3]])
+  elseif head == "time" and n == 3 and segs[2] == "step_breakdown" then
+    if BREAKDOWN[segs[3]] then return res(BREAKDOWN[segs[3]]) end
+    local kind = segs[3]:match("^exposed_(.+)_seconds$")
+    if kind and KIND[kind] then return res("comm", KIND[kind], SC.exposed_time_seconds) end
+  elseif (head == "compute_per_batch_per_xpu" or head == "memory_traffic_per_batch_per_xpu") and n >= 3
+    and PASS[segs[2]] then
+    local mem = head == "memory_traffic_per_batch_per_xpu" and 2 or 0
+    local pass = PASS[segs[2]]
+    if n == 3 then
+      if segs[3] == "time_seconds" then return res("pass_sum", pass, mem + 1) end
+      if segs[3] == (mem > 0 and "bytes" or "flops") then return res("pass_sum", pass, mem) end
+    elseif n == 4 and part_of[segs[3]] then
+      local p = PART[part_of[segs[3]]]
+      if segs[4] == "time_seconds" then return res("part", pass, p * 4 + mem + 1) end
+      if segs[4] == (mem > 0 and "bytes" or "flops") then return res("part", pass, p * 4 + mem) end
+    end
+  elseif head == "communication_per_batch_per_xpu" and n == 3 and COMM_LABEL[segs[2]] and SC[segs[3]] then
+    local k, f = KIND[COMM_LABEL[segs[2]]], SC[segs[3]]
+    local src = (f == SC.collective or f == SC.algorithm or f == SC.fabric) and SRC.name or SRC.result
+    return { src, G.comm + k, SV.comm, k, f }
+  elseif head == "ratios" and n == 2 then
+    if RATIO[segs[2]] then return res("ratio", RATIO[segs[2]]) end
+    if segs[2] == "bubble_fraction" then return res("bubble_fraction") end
+  elseif head == "memory_footprint" then
+    if n == 3 and segs[2] == "components" then
+      local c = segs[3]:match("^(.+)_bytes$")
+      if c and COMPONENT[c] then return res("component", COMPONENT[c]) end
+    elseif n == 4 and segs[2] == "tiers" and TIER[segs[3]] then
+      local t = TIER[segs[3]]
+      local f = ({ used_bytes = 0, capacity_bytes = 1, free_bytes = 2, fits = 3 })[segs[4]]
+      if f == 3 then return { SRC.bool, G.tier + t, SV.tier, t, 3 } end
+      if f then return res("tier", t, f, G.tier + t) end
+    elseif n == 2 then
+      if segs[2] == "total_peak_memory_per_chip_bytes" then return res("peak_bytes") end
+      if segs[2] == "headroom_bytes" then return res("headroom_bytes") end
+      if segs[2] == "fits" then return { SRC.bool, G.valid, SV.fits, 0, 0 } end
+      if segs[2] == "overflow_tier" then return { SRC.name, G.overflow, SV.overflow_tier, 0, 0 } end
+    end
+  elseif head == "memory_traffic_details_per_batch" and n == 2 and DETAILS[segs[2]] then
+    local d = DETAILS[segs[2]]
+    return res("part", d[1], PART[d[2]] * 4 + 2)
+  end
+  return nil
+end
+M.source = source
+
+-- keys(axes, docs) -> list of {field, index, axis, values} or nil, reason.
+local function keys_of(axes, docs)
+  local out = {}
+  for a, ax in ipairs(axes) do
+    for k, key in ipairs(ax.keys) do
+      local segs = {}
+      for s in key:gmatch("[^%.]+") do segs[#segs + 1] = s end
+      local doc = sweep.aliases[segs[1]] or segs[1]
+      local field, index
+      if doc == "workload_spec" and #segs == 2 then
+        field = FIELD[segs[2]]
+      elseif doc == "logical_topology" and #segs == 4 and segs[2] == "dimensions" and segs[4] == "size" then
+        local t = sweep.target(docs, key, {})
+        for i, d in ipairs(docs.logical_topology.dimensions or {}) do
+          if d == t then index = i - 1 end
+        end
+        for _, d in ipairs(docs.logical_topology.dimensions or {}) do
+          if type(d) == "table" and d.size == "auto" then return nil, "a logical dimension is sized auto" end
+        end
+        field = index and LOGICAL_SIZE
+      end
+      if not field then return nil, "key " .. key .. " is not reworked in C" end
+      for _, v in ipairs(ax.values[k]) do
+        if math.type(v) ~= "integer" or v < 1 or v > 2 ^ 22 then
+          return nil, "key " .. key .. " has a value that is not an integer in [1, 2^22]"
+        end
+      end
+      out[#out + 1] = { field = field, index = index or 0, axis = a, values = ax.values[k], key = key }
+    end
+  end
+  return out
+end
+
+-- full_raw(raw) -> a copy of a core result with every optional part present (each kind of
+-- communication sending, every tier, an overflow tier): its record names every column
+-- any point can have, in the record's order.
+local function full_raw(raw)
+  local out = {}
+  for k, v in pairs(raw) do out[k] = v end
+  out.comm = {}
+  for k, c in pairs(raw.comm) do
+    local cc = {}
+    for f, v in pairs(c) do cc[f] = v end
+    if cc.bytes_per_step <= 0 then cc.bytes_per_step = 1 end
+    out.comm[k] = cc
+  end
+  local mem = {}
+  for k, v in pairs(raw.memory) do mem[k] = v end
+  mem.tiers = {}
+  for _, t in ipairs(names.memory_tier) do
+    mem.tiers[t] = raw.memory.tiers[t] or { bytes = 0, capacity_bytes = 0, fits = true }
+  end
+  mem.overflow_tier = mem.overflow_tier or names.memory_tier[1]
+  out.memory = mem
+  return out
+end
+
+-- row_of(rec, header) -> the CSV row fathom.format.csv writes for rec under header.
+local function row_of(rec, header)
+  local flat, order = {}, {}
+  csv.flatten("", rec, flat, order)
+  local cells, known = {}, {}
+  for i, h in ipairs(header) do
+    cells[i] = csv.cell(flat[h])
+    known[h] = true
+  end
+  for _, k in ipairs(order) do
+    if not known[k] then return nil, "column " .. k .. " is not in the C program" end
+  end
+  return table.concat(cells, ",") .. "\n"
+end
+
+-- open(a, docs, sweep_doc) -> batch (see write) or nil, reason: the C path for this sweep,
+-- checked against the Lua path on a sample of points.
+function M.open(a, docs, sweep_doc)
+  if os.getenv(M.ENV) == "0" then return nil, M.ENV .. "=0" end
+  if (a.pass_mode or "training") ~= "training" then return nil, "pass mode " .. a.pass_mode end
+  if not sweep_doc then return nil, "no sweep" end
+  local at, count, axes = sweep.at(sweep_doc, docs)
+  if count < 2 then return nil, "one point" end
+  local keys, why = keys_of(axes, docs)
+  if not keys then return nil, why end
+  local w = docs.workload_spec
+  if type(w.moe_spec_v2) == "table" and (w.moe_spec_v2.routing ~= nil or w.moe_spec_v2.num_colocated_experts ~= nil)
+    then
+    return nil, "moe_spec_v2.routing or num_colocated_experts"
+  end
+  local analysis = require("fathom.analysis")
+  local eval, point = analysis.evaluator(a, docs)
+  -- the compiled inputs: the base documents (every swept field is set at every point)
+  local ok, base = pcall(require("fathom.scenario").new, { hardware_lib = spec.hardware_library(docs.hardware_lib),
+    physical = docs.physical_topology, logical = docs.logical_topology, workload = docs.workload_spec,
+    model = docs.model_spec, pass_mode = a.pass_mode })
+  if not ok then return nil, "the base inputs do not load: " .. tostring(base) end
+  local axis_len = {}
+  for i, ax in ipairs(axes) do axis_len[i] = #ax.values[1] end
+  local labels = {}
+  for i, k in ipairs(keys) do
+    labels[i] = {}
+    for j, v in ipairs(k.values) do labels[i][j] = csv.cell(v) end
+  end
+  local made, sw = pcall(core.sweep_new, spec.node_table(base.lib, base.physical.node_name),
+    spec.topology_table(base.physical, base.logical), base.model, base.workload,
+    { axes = axis_len, keys = keys, labels = labels, goodput = report.goodput_def(base) })
+  if not made then return nil, "the base inputs do not compile: " .. tostring(sw) end
+  -- the first point the core evaluates, on the Lua path: its record gives the columns
+  local first = sw:first_valid(count)
+  if not first then return nil, "no point is valid" end
+  local fok, _, sc, raw = pcall(eval, at(first))
+  if not fok then return nil, "point " .. first .. " is valid in C, not on the Lua path" end
+  local full = report.record(sc, full_raw(raw))
+  analysis.label(full, at(first).label)
+  local flat, order = {}, {}
+  csv.flatten("", full, flat, order)
+  -- the column program: the label, error and valid, then the valid record's columns
+  local moe = (sc.model.num_regular_experts or 0) > 1
+  local part_of = {}
+  for p, l in pairs(report.part_labels_of(sc.model)) do part_of[l] = p end
+  local columns, texts, master = {}, {}, {}
+  local function text(t)
+    texts[#texts + 1] = t
+    return #texts
+  end
+  local key_of = {}
+  for i, k in ipairs(keys) do key_of["sweep_point." .. k.key] = i end
+  local error_col
+  for _, name in ipairs(order) do
+    if name:match("^sweep_point%.") then
+      if not key_of[name] then return nil, "label column " .. name end
+      columns[#columns + 1] = { src = SRC.label, group = G.always, a = key_of[name], b = 0, c = 0, int = 0 }
+      master[#master + 1] = name
+    end
+  end
+  columns[#columns + 1] = { src = SRC.error, group = G.error, a = 0, b = 0, c = 0, int = 0 }
+  master[#master + 1] = "error"
+  error_col = #columns
+  columns[#columns + 1] = { src = SRC.text, group = G.error, a = text("false"), b = 0, c = 0, int = 0 }
+  master[#master + 1] = "valid"
+  for _, name in ipairs(order) do
+    if not name:match("^sweep_point%.") then
+      local s = source(name, moe, part_of)
+      local col
+      if s then
+        col = { src = s[1], group = s[2], a = s[3], b = s[4], c = s[5],
+          int = math.type(flat[name]) == "integer" and 1 or 0 }
+      else
+        col = { src = SRC.text, group = G.valid, a = text(csv.cell(flat[name])), b = 0, c = 0, int = 0 }
+      end
+      columns[#columns + 1] = col
+      master[#master + 1] = name
+    end
+  end
+  local fabric = {}
+  for i, d in ipairs(sc.physical.dimensions) do fabric[i] = d.name or "" end
+  sw:program({ columns = columns, texts = texts, fabric = fabric })
+  local batch = { sw = sw, count = count, master = master, columns = columns, error_col = error_col,
+    at = at, point = point }
+  -- an invalid point's error text is the Lua path's (file:line:col, reason); nil if it finds
+  -- the point valid, which the binding raises as a disagreement
+  batch.err_of = function(i) return point(at(i)).error end
+  return batch
+end
+
+-- header(batch, fresh, first_invalid) -> column numbers in the order fathom.format.csv's
+-- union puts them: each group's columns when a record first has them (an invalid record
+-- lists `error` before its label, its keys being sorted).
+local function header(batch, fresh, first_invalid)
+  local cols = {}
+  for e, mask in ipairs(fresh) do
+    if e == 1 and first_invalid then cols[#cols + 1] = batch.error_col end
+    for i, c in ipairs(batch.columns) do
+      if mask & (1 << c.group) ~= 0 and not (e == 1 and first_invalid and i == batch.error_col) then
+        cols[#cols + 1] = i
+      end
+    end
+  end
+  return cols
+end
+
+-- prepare(batch, progress) -> header text or nil, reason: the first pass (which columns
+-- the records have) and the check of a sample of points against the Lua path.
+-- scanned: points the first pass looks at (all of them when `full`, else the first
+-- SCAN_AHEAD: write() then checks the rest against it and starts again with a full pass
+-- when a later point has columns the first ones lack).
+M.SCAN_AHEAD = 4096
+function M.prepare(batch, bar, full)
+  local sw, count = batch.sw, batch.count
+  local fresh, first_invalid = {}, false
+  local scanned = full and count or math.min(count, M.SCAN_AHEAD)
+  sw:reset()
+  for f = 1, scanned, 8 * M.CHUNK do
+    local l = math.min(scanned, f + 8 * M.CHUNK - 1)
+    local got, inv = sw:scan(f, l)
+    if f == 1 then first_invalid = inv end
+    for _, m in ipairs(got) do fresh[#fresh + 1] = m end
+    if bar then bar:update(l // 2) end
+  end
+  local any_valid = false
+  for _, m in ipairs(fresh) do any_valid = any_valid or m & (1 << G.valid) ~= 0 end
+  if not any_valid then return nil, "no valid point" end
+  local cols = header(batch, fresh, first_invalid)
+  sw:set_order(cols)
+  local names_ = {}
+  for i, c in ipairs(cols) do names_[i] = batch.master[c] end
+  batch.header_names = names_
+  local cells = {}
+  for i, n in ipairs(names_) do cells[i] = csv.cell(n) end
+  -- the sample: both ends and points spread between
+  local sample, seen = {}, {}
+  for j = 0, M.CHECK_POINTS - 1 do
+    local i = 1 + (count - 1) * j // (M.CHECK_POINTS - 1)
+    if not seen[i] then
+      seen[i] = true
+      sample[#sample + 1] = i
+    end
+  end
+  for _, i in ipairs(sample) do
+    local rec = batch.point(batch.at(i))
+    rec.input_error = nil -- each() drops it too: an error object is not written
+    local want, why = row_of(rec, names_)
+    local got = want and sw:rows(i, i, batch.err_of)
+    if not full and (not want or sw:grew()) then -- columns past the look-ahead: a full pass
+      return M.prepare(batch, bar, true)
+    end
+    if not want then return nil, "point " .. i .. ": " .. why end
+    if got ~= want then return nil, "point " .. i .. " differs from the Lua path" end
+  end
+  return table.concat(cells, ",") .. "\n"
+end
+
+-- write(batch, w, bar) -> true, or false when a point has columns the scanned ones lack
+-- (the header is short: prepare again with a full pass and write again): every row, in
+-- chunks, to writer w.
+function M.write(batch, w, bar)
+  local count = batch.count
+  for f = 1, count, M.CHUNK do
+    local l = math.min(count, f + M.CHUNK - 1)
+    w:write(batch.sw:rows(f, l, batch.err_of))
+    if batch.sw:grew() then return false end
+    if bar then bar:update(count // 2 + l // 2) end
+  end
+  return true
+end
+
+return M

@@ -1,0 +1,473 @@
+/* lsweep.c: `fathom.Sweep`, a training sweep evaluated in C batches
+ * (fth_sweep.h); lua/fathom/sweep_batch.lua builds it and checks it against
+ * the per-point Lua path.
+ *   core.sweep_new(node, topology, model, workload, spec) -> sweep
+ *     spec = {axes = {len, ...}, keys = {{field =, index =, axis =, values = {...}}, ...},
+ *             labels = {{cell text per position}, ...} (one per key),
+ *             goodput = report.goodput_def's table or nil}
+ *   sweep:program{columns = {{src =, group =, a =, b =, c =, int =}, ...},
+ *                 texts = {cell text, ...}, fabric = {physical dimension name, ...}}
+ *   sweep:first_valid(limit) -> the first point the core evaluates (1-based) or nil
+ *   sweep:count() -> points
+ *   sweep:scan(first, last) -> {mask of the groups first seen, in order}, first point invalid
+ *   sweep:grew() -> rows met a group scan had not seen; sweep:reset() forgets the scan
+ *   sweep:set_order({column, ...}) the columns a row writes, in order (1-based)
+ *   sweep:rows(first, last, err_of) -> CSV text of points first..last (1-based);
+ *       err_of(i) -> the error text of invalid point i (the Lua path's), or nil when
+ *       the Lua path finds it valid (an internal disagreement: raised)
+ * Nothing is allocated per point; a row is appended to the chunk's buffer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fth_sweep.h"
+#include "lcheck.h"
+#include "lfathom.h"
+
+#define SWEEP "fathom.Sweep"
+
+typedef struct lsweep {
+  fth_sweep_def def;
+  double *values;
+  fth_sweep_column *cols;
+  int n_cols;
+  int *order;
+  int n_order;
+  const char **texts;
+  size_t *text_len;
+  int n_texts;
+  const char **labels; ///< key k's position p at labels[label_off[k] + p]
+  size_t *label_len;
+  int label_off[FTH_SWEEP_MAX_KEYS];
+  const char **fabric;
+  int n_fabric;
+  unsigned long long seen; ///< groups scan has seen
+  int grew;                ///< rows met a group scan had not seen (the header is short)
+  fth_sweep_point pt;
+} lsweep;
+
+static lsweep *check_sweep(lua_State *L, int idx) { return (lsweep *)luaL_checkudata(L, idx, SWEEP); }
+
+static int sweep_gc(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  free(s->values);
+  free(s->cols);
+  free(s->order);
+  free(s->texts);
+  free(s->text_len);
+  free(s->labels);
+  free(s->label_len);
+  free(s->fabric);
+  s->values = NULL;
+  s->cols = NULL;
+  s->order = NULL;
+  s->texts = NULL;
+  s->text_len = NULL;
+  s->labels = NULL;
+  s->label_len = NULL;
+  s->fabric = NULL;
+  return 0;
+}
+
+static lua_Integer field_int(lua_State *L, int t, const char *k, lua_Integer lo, lua_Integer hi) {
+  lua_getfield(L, t, k);
+  int ok;
+  lua_Integer v = lua_tointegerx(L, -1, &ok);
+  lua_pop(L, 1);
+  if (!ok || v < lo || v > hi) luaL_error(L, "sweep_new: '%s' must be an integer in [%d, %d]", k, (int)lo, (int)hi);
+  return v;
+}
+
+/* Keep string at stack top alive in the keep table (at `keep`) and return it. */
+static const char *keep_string(lua_State *L, int keep) {
+  const char *s = lua_tostring(L, -1);
+  if (!s) luaL_error(L, "sweep_new: expected a string");
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, keep, (lua_Integer)lua_rawlen(L, keep) + 1);
+  return s;
+}
+
+static void *xcalloc(lua_State *L, size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) luaL_error(L, "sweep_new: out of memory");
+  return p;
+}
+
+static int core_sweep_new(lua_State *L) {
+  luaL_checktype(L, 5, LUA_TTABLE);
+  lsweep *s = (lsweep *)lua_newuserdatauv(L, sizeof(lsweep), 2);
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, SWEEP);
+  int ud = lua_gettop(L);
+  lua_newtable(L);
+  int keep = lua_gettop(L);
+  lua_pushvalue(L, keep);
+  lua_setiuservalue(L, ud, 1);
+  lua_newtable(L); /* error prefixes by core path (see error_text) */
+  lua_setiuservalue(L, ud, 2);
+  lcheck_node(L, 1, &s->def.node);
+  lcheck_topology(L, 2, &s->def.topo);
+  lcheck_model(L, 3, &s->def.model);
+  lcheck_train(L, 4, &s->def.work);
+  /* axes */
+  lua_getfield(L, 5, "axes");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  s->def.n_axes = (int)lua_rawlen(L, -1);
+  if (s->def.n_axes > FTH_SWEEP_MAX_AXES) return luaL_error(L, "sweep_new: too many axes");
+  for (int a = 0; a < s->def.n_axes; a++) {
+    lua_rawgeti(L, -1, a + 1);
+    s->def.axis_len[a] = (long long)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  /* keys and their values, one block */
+  lua_getfield(L, 5, "keys");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  int keys = lua_gettop(L);
+  s->def.n_keys = (int)lua_rawlen(L, keys);
+  if (s->def.n_keys > FTH_SWEEP_MAX_KEYS) return luaL_error(L, "sweep_new: too many keys");
+  size_t n_values = 0;
+  for (int k = 0; k < s->def.n_keys; k++) {
+    lua_rawgeti(L, keys, k + 1);
+    lua_getfield(L, -1, "values");
+    n_values += lua_rawlen(L, -1);
+    lua_pop(L, 2);
+  }
+  s->values = (double *)xcalloc(L, n_values, sizeof(double));
+  lua_getfield(L, 5, "labels");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  int labels = lua_gettop(L);
+  s->labels = (const char **)xcalloc(L, n_values, sizeof(char *));
+  s->label_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
+  size_t at = 0;
+  for (int k = 0; k < s->def.n_keys; k++) {
+    lua_rawgeti(L, keys, k + 1);
+    int kt = lua_gettop(L);
+    fth_sweep_key *key = &s->def.key[k];
+    key->field = (fth_sweep_field)field_int(L, kt, "field", 0, FTH_SWEEP_FIELD_COUNT - 1);
+    key->index = (int)field_int(L, kt, "index", 0, 1 << 20);
+    key->axis = (int)field_int(L, kt, "axis", 1, s->def.n_axes) - 1;
+    lua_getfield(L, kt, "values");
+    size_t n = lua_rawlen(L, -1);
+    if ((long long)n != s->def.axis_len[key->axis]) return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
+    key->values = s->values + at;
+    s->label_off[k] = (int)at;
+    lua_rawgeti(L, labels, k + 1);
+    for (size_t i = 0; i < n; i++) {
+      lua_rawgeti(L, -2, (lua_Integer)i + 1);
+      s->values[at + i] = luaL_checknumber(L, -1);
+      lua_pop(L, 1);
+      lua_rawgeti(L, -1, (lua_Integer)i + 1);
+      s->labels[at + i] = keep_string(L, keep);
+      s->label_len[at + i] = strlen(s->labels[at + i]);
+      lua_pop(L, 1);
+    }
+    at += n;
+    lua_pop(L, 3);
+  }
+  lua_pop(L, 2);
+  /* the run with failures, energy and cost (report.goodput_def), as core.goodput reads it */
+  lua_getfield(L, 5, "goodput");
+  if (lua_istable(L, -1)) {
+    int g = lua_gettop(L);
+    fth_goodput_def *d = &s->def.gp;
+    *d = fth_goodput_def_default();
+    d->gpu_mtbf_s = lcheck_number_or_inf(L, g, "reliability", "gpu_mtbf_s", d->gpu_mtbf_s);
+    d->checkpoint_bytes = lcheck_number(L, g, "reliability", "checkpoint_bytes", 0);
+    d->checkpoint_bw = lcheck_number(L, g, "reliability", "checkpoint_bw", 0);
+    d->restart_s = lcheck_number(L, g, "reliability", "restart_s", 0);
+    d->interval_s = lcheck_number(L, g, "reliability", "interval_s", 0);
+    d->gpu_power_w = lcheck_number(L, g, "reliability", "gpu_power_w", 0);
+    d->pue = lcheck_number(L, g, "reliability", "pue", 1);
+    d->price_per_gpu_hour = lcheck_number(L, g, "reliability", "price_per_gpu_hour", 0);
+    lua_getfield(L, g, "checkpoint_from_footprint");
+    s->def.gp_checkpoint_from_footprint = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    s->def.goodput = 1;
+  }
+  lua_pop(L, 1);
+  fth_error err;
+  if (fth_sweep_check(&s->def, &err) != FTH_OK) return luaL_error(L, "sweep_new: %s: %s", err.path, err.msg);
+  lua_settop(L, ud);
+  return 1;
+}
+
+/* sweep:program{columns, texts, fabric}: the column program (once). */
+static int sweep_program(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (s->cols) return luaL_error(L, "sweep:program: already set");
+  lua_getiuservalue(L, 1, 1);
+  int keep = lua_gettop(L);
+  /* columns */
+  lua_getfield(L, 2, "columns");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  int cols = lua_gettop(L);
+  s->n_cols = (int)lua_rawlen(L, cols);
+  s->cols = (fth_sweep_column *)xcalloc(L, (size_t)s->n_cols, sizeof(fth_sweep_column));
+  s->order = (int *)xcalloc(L, (size_t)s->n_cols, sizeof(int));
+  for (int i = 0; i < s->n_cols; i++) {
+    lua_rawgeti(L, cols, i + 1);
+    int ct = lua_gettop(L);
+    fth_sweep_column *c = &s->cols[i];
+    c->src = (fth_sweep_src)field_int(L, ct, "src", 0, FTH_SWEEP_SRC_COUNT - 1);
+    c->group = (int)field_int(L, ct, "group", 0, FTH_SG_COUNT - 1);
+    c->a = (int)field_int(L, ct, "a", -1, 1 << 20);
+    c->b = (int)field_int(L, ct, "b", -1, 1 << 20);
+    c->c = (int)field_int(L, ct, "c", -1, 1 << 20);
+    c->as_integer = (int)field_int(L, ct, "int", 0, 1);
+    if (c->src == FTH_SWEEP_SRC_LABEL && (c->a < 1 || c->a > s->def.n_keys))
+      return luaL_error(L, "sweep:program: column %d: no key %d", i + 1, c->a);
+    if ((c->src == FTH_SWEEP_SRC_RESULT || c->src == FTH_SWEEP_SRC_BOOL || c->src == FTH_SWEEP_SRC_NAME) &&
+        (c->a < 0 || c->a >= FTH_SV_COUNT))
+      return luaL_error(L, "sweep:program: column %d: no value %d", i + 1, c->a);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  /* texts, fabric */
+  lua_getfield(L, 2, "texts");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  s->n_texts = (int)lua_rawlen(L, -1);
+  s->texts = (const char **)xcalloc(L, (size_t)s->n_texts, sizeof(char *));
+  s->text_len = (size_t *)xcalloc(L, (size_t)s->n_texts, sizeof(size_t));
+  for (int i = 0; i < s->n_texts; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    s->texts[i] = keep_string(L, keep);
+    s->text_len[i] = strlen(s->texts[i]);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  for (int i = 0; i < s->n_cols; i++)
+    if (s->cols[i].src == FTH_SWEEP_SRC_TEXT && (s->cols[i].a < 1 || s->cols[i].a > s->n_texts))
+      return luaL_error(L, "sweep:program: column %d: no text %d", i + 1, s->cols[i].a);
+  lua_getfield(L, 2, "fabric");
+  if (lua_istable(L, -1)) {
+    s->n_fabric = (int)lua_rawlen(L, -1);
+    s->fabric = (const char **)xcalloc(L, (size_t)s->n_fabric, sizeof(char *));
+    for (int i = 0; i < s->n_fabric; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      s->fabric[i] = keep_string(L, keep);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* sweep:first_valid(limit) -> the first point (1-based) the core evaluates, or nil */
+static int sweep_first_valid(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  long long n = fth_sweep_count(&s->def), limit = (long long)luaL_checkinteger(L, 2);
+  for (long long i = 0; i < n && i < limit; i++) {
+    fth_sweep_point_eval(&s->def, i, &s->pt);
+    if (s->pt.valid) {
+      lua_pushinteger(L, (lua_Integer)i + 1);
+      return 1;
+    }
+  }
+  lua_pushnil(L);
+  return 1;
+}
+
+static int sweep_count(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)fth_sweep_count(&check_sweep(L, 1)->def));
+  return 1;
+}
+
+/* Evaluate point i (0-based) into s->pt; a result a written column reads as not
+ * finite makes the point invalid, as errors.check_finite makes it on the Lua path. */
+static unsigned long long eval_point(lsweep *s, long long i) {
+  fth_sweep_point_eval(&s->def, i, &s->pt);
+  if (s->pt.valid && !fth_sweep_finite(&s->pt, s->cols, s->n_cols)) s->pt.valid = 0;
+  return fth_sweep_mask(&s->pt);
+}
+
+static void point_range(lua_State *L, lsweep *s, long long *first, long long *last) {
+  long long n = fth_sweep_count(&s->def);
+  *first = (long long)luaL_checkinteger(L, 2);
+  *last = (long long)luaL_checkinteger(L, 3);
+  luaL_argcheck(L, *first >= 1 && *first <= n, 2, "point out of range");
+  luaL_argcheck(L, *last >= *first - 1 && *last <= n, 3, "point out of range");
+}
+
+static int sweep_scan(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  if (!s->cols) return luaL_error(L, "sweep:scan: no program");
+  long long first, last;
+  point_range(L, s, &first, &last);
+  lua_newtable(L);
+  int n = 0, first_invalid = 0;
+  for (long long i = first; i <= last; i++) {
+    unsigned long long m = eval_point(s, i - 1);
+    if (i == 1 && !s->pt.valid) first_invalid = 1;
+    unsigned long long fresh = m & ~s->seen;
+    if (fresh) {
+      lua_pushinteger(L, (lua_Integer)fresh);
+      lua_rawseti(L, -2, ++n);
+      s->seen |= m;
+    }
+  }
+  lua_pushboolean(L, first_invalid);
+  return 2;
+}
+
+/* sweep:grew() -> whether rows met a group of columns scan had not seen; sweep:reset()
+ * forgets what scan saw (a full scan follows). */
+static int sweep_grew(lua_State *L) {
+  lua_pushboolean(L, check_sweep(L, 1)->grew);
+  return 1;
+}
+
+static int sweep_reset(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  s->seen = 0;
+  s->grew = 0;
+  return 0;
+}
+
+static int sweep_set_order(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 2);
+  luaL_argcheck(L, n <= s->n_cols, 2, "more columns than the program has");
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, i + 1);
+    lua_Integer c = luaL_checkinteger(L, -1);
+    luaL_argcheck(L, c >= 1 && c <= s->n_cols, 2, "no such column");
+    s->order[i] = (int)c - 1;
+    lua_pop(L, 1);
+  }
+  s->n_order = n;
+  return 0;
+}
+
+/* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
+static void add_cell_text(luaL_Buffer *b, const char *t) {
+  if (!strpbrk(t, ",\"\n\r")) {
+    luaL_addstring(b, t);
+    return;
+  }
+  luaL_addchar(b, '"');
+  for (const char *p = t; *p; p++) {
+    if (*p == '"') luaL_addchar(b, '"');
+    luaL_addchar(b, *p);
+  }
+  luaL_addchar(b, '"');
+}
+
+/* Push the Lua path's error text of invalid point i (1-based), in s->pt. A core
+ * refusal reads "<file:line:col>: <key path>: <core message>" where the prefix
+ * depends on the core's path only: the first point refused at a path asks
+ * err_of (the Lua path) and keeps the prefix when the text ends in the core's
+ * message; later ones are composed here. Anything else asks err_of every time. */
+static void error_text(lua_State *L, lsweep *s, long long i) {
+  const fth_error *e = &s->pt.err;
+  int cacheable = e->path[0] != '\0' && e->msg[0] != '\0';
+  if (cacheable) {
+    lua_getiuservalue(L, 1, 2);
+    lua_getfield(L, -1, e->path);
+    if (lua_isstring(L, -1)) {
+      lua_pushstring(L, e->msg);
+      lua_concat(L, 2);
+      lua_remove(L, -2);
+      return;
+    }
+    lua_pop(L, 2);
+  }
+  lua_pushvalue(L, 4);
+  lua_pushinteger(L, (lua_Integer)i);
+  lua_call(L, 1, 1);
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  if (!text) luaL_error(L, "sweep: point %d is valid on the Lua path, not in C", (int)i);
+  size_t mlen = strlen(e->msg);
+  if (cacheable && len > mlen + 2 && strcmp(text + len - mlen, e->msg) == 0 && text[len - mlen - 2] == ':') {
+    lua_getiuservalue(L, 1, 2);
+    lua_pushlstring(L, text, len - mlen);
+    lua_setfield(L, -2, e->path);
+    lua_pop(L, 1);
+  }
+}
+
+/* Append point s->pt's row; 0 (row partly written) when a number is not finite. */
+static int add_row(luaL_Buffer *b, const lsweep *s, unsigned long long m, const char *err_text) {
+  for (int j = 0; j < s->n_order; j++) {
+    const fth_sweep_column *c = &s->cols[s->order[j]];
+    if (j > 0) luaL_addchar(b, ',');
+    if (!(m & (1ULL << c->group))) continue;
+    switch (c->src) {
+    case FTH_SWEEP_SRC_TEXT: luaL_addlstring(b, s->texts[c->a - 1], s->text_len[c->a - 1]); break;
+    case FTH_SWEEP_SRC_LABEL: {
+      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
+      luaL_addlstring(b, s->labels[at], s->label_len[at]);
+      break;
+    }
+    case FTH_SWEEP_SRC_RESULT: {
+      double v = fth_sweep_number(&s->pt, c);
+      if (!isfinite(v)) return 0;
+      char *p = luaL_prepbuffsize(b, 40);
+      luaL_addsize(b, (size_t)fth_sweep_format_number(p, 40, v, c->as_integer));
+      break;
+    }
+    case FTH_SWEEP_SRC_BOOL: luaL_addstring(b, fth_sweep_number(&s->pt, c) != 0 ? "true" : "false"); break;
+    case FTH_SWEEP_SRC_NAME: add_cell_text(b, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
+    case FTH_SWEEP_SRC_ERROR: add_cell_text(b, err_text ? err_text : ""); break;
+    case FTH_SWEEP_SRC_COUNT: break;
+    }
+  }
+  luaL_addchar(b, '\n');
+  return 1;
+}
+
+static int sweep_rows(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  if (!s->cols) return luaL_error(L, "sweep:rows: no program");
+  long long first, last;
+  point_range(L, s, &first, &last);
+  luaL_checktype(L, 4, LUA_TFUNCTION);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (long long i = first; i <= last; i++) {
+    fth_sweep_point_eval(&s->def, i - 1, &s->pt);
+    size_t start = luaL_bufflen(&b);
+    if (s->pt.valid && (fth_sweep_mask(&s->pt) & ~s->seen)) s->grew = 1;
+    if (s->pt.valid && !add_row(&b, s, fth_sweep_mask(&s->pt), NULL)) {
+      /* a number not finite: the Lua path refuses the result (errors.check_finite) */
+      luaL_buffsub(&b, luaL_bufflen(&b) - start);
+      s->pt.valid = 0;
+      fth_error_clear(&s->pt.err);
+    }
+    if (!s->pt.valid) {
+      error_text(L, s, i);
+      lua_rawsetp(L, LUA_REGISTRYINDEX, s); /* kept alive while the row is built */
+      lua_rawgetp(L, LUA_REGISTRYINDEX, s);
+      const char *err_text = lua_tostring(L, -1);
+      lua_pop(L, 1);
+      if (fth_sweep_mask(&s->pt) & ~s->seen) s->grew = 1;
+      add_row(&b, s, fth_sweep_mask(&s->pt), err_text);
+    }
+  }
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, s);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
+                                         {"scan", sweep_scan},
+                                         {"program", sweep_program},
+                                         {"grew", sweep_grew},
+                                         {"reset", sweep_reset},
+                                         {"first_valid", sweep_first_valid},
+                                         {"set_order", sweep_set_order},
+                                         {"rows", sweep_rows},
+                                         {NULL, NULL}};
+
+static const luaL_Reg sweep_meta[] = {{"__gc", sweep_gc}, {NULL, NULL}};
+
+static const luaL_Reg sweep_funcs[] = {{"sweep_new", core_sweep_new}, {NULL, NULL}};
+
+void lfth_open_sweep(lua_State *L) {
+  lbind_newclass(L, SWEEP, sweep_meta, sweep_methods);
+  lbind_setfuncs(L, sweep_funcs);
+}

@@ -1,0 +1,127 @@
+-- The C batch sweep (fathom.sweep_batch, src/core/fth_sweep.c) writes the same CSV bytes
+-- as the per-point Lua path, on dense and MoE sweeps, with invalid points kept as records
+-- with an `error`; keys it cannot rework take the Lua path. Memory: the C path holds one
+-- chunk of rows (sweep_batch.CHUNK), not the sweep (README "Speed"; not timed here).
+local h = require("helpers")
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  local s = f and f:read("a")
+  if f then f:close() end
+  return s
+end
+
+-- run(mode, args) -> {code, stderr}, output text: analyze with FATHOM_SWEEP_BATCH=mode, CSV to a file.
+local function run(mode, args)
+  local out = os.tmpname()
+  local parts = { "env", "FATHOM_SWEEP_BATCH=" .. mode, h.shell_quote(h.bin()), "analyze" }
+  for _, a in ipairs(args) do parts[#parts + 1] = h.shell_quote(a) end
+  for _, a in ipairs({ "--format", "csv", "--jobs", "1", "--output-file", out }) do parts[#parts + 1] = a end
+  local err = os.tmpname()
+  local _, _, code = os.execute(table.concat(parts, " ") .. " 2>" .. err)
+  local text = slurp(out)
+  os.remove(out)
+  local r = { code = code, stderr = slurp(err) }
+  os.remove(err)
+  return r, text
+end
+
+local T = "tests/fixtures/tiny/"
+local C = "configs/"
+local function tiny(sweep, extra)
+  local a = { "--hardware-lib", T .. "hardware.yaml", "--physical-topology", T .. "physical.yaml",
+    "--logical-topology", T .. "logical.yaml", "--workload-spec", T .. "train.yaml",
+    "--model-spec", T .. "model.yaml", "--sweep-config", sweep }
+  for _, x in ipairs(extra or {}) do a[#a + 1] = x end
+  return a
+end
+
+local function same(args)
+  local rc, c = run("1", args)
+  assert.are.equal(0, rc.code, rc.stderr)
+  local rl, l = run("0", args)
+  assert.are.equal(0, rl.code, rl.stderr)
+  assert.are.equal(l, c)
+  return c
+end
+
+describe("fathom.sweep_batch", function()
+  local sweep
+  before_each(function() sweep = os.tmpname() end)
+  after_each(function() os.remove(sweep) end)
+
+  it("writes a dense sweep's CSV byte for byte as the Lua path, invalid points as records", function()
+    -- micro-batch 3 does not divide the local batch: those points are errors
+    write(sweep, "sweep:\n  workload_spec.micro_batch_size: [1, 2, 3, 4]\n  workload_spec.seq_length: [256, 1024]\n")
+    local text = same(tiny(sweep))
+    assert.are.equal(9, h.count_lines(text))
+    assert.matches(",error,valid\n", text:match("^[^\n]*\n"))
+    assert.matches("micro_batch_size", text)
+  end)
+
+  it("matches when the first point is invalid and logical sizes are swept", function()
+    -- TP 1 x DP 1 does not tile the 2 x 2 toy: the first points are errors, `error` leads the header
+    write(sweep, "sweep:\n  logical_topology.dimensions.TP_Attn.size: [1, 2]\n"
+      .. "  logical_topology.dimensions.DP_Attn.size: [1, 2]\n  workload_spec.global_batch_size: [8, 16]\n")
+    local text = same(tiny(sweep))
+    assert.matches("^error,sweep_point", text)
+  end)
+
+  it("matches on a MoE model with zipped keys and energy in the record", function()
+    write(sweep, "sweep:\n  workload_spec.micro_batch_size: [1, 2]\n"
+      .. "  logical_topology.dimensions.PP.size: [8, 16]\nzip:\n"
+      .. "  logical_topology.dimensions.DP_MoE.size: [1, 2]\n  logical_topology.dimensions.EP_SO.size: [16, 8]\n")
+    local text = same({ "--hardware-lib", C .. "hardware/hardware_library.yaml",
+      "--physical-topology", C .. "topology_zoo/physical/hgx_h800_2048.yaml",
+      "--logical-topology", C .. "topology_zoo/logical/deepseek_v3_pp16_ep64.yaml",
+      "--model-spec", C .. "models/deepseek_v3.yaml", "--workload-spec", C .. "train_specs/deepseek_v3.yaml",
+      "--sweep-config", sweep })
+    assert.matches("moe_all_to_all", text)
+    assert.matches("energy_kwh", text)
+  end)
+
+  it("takes the Lua path for a key the core does not rework, and says why when asked for C", function()
+    write(sweep, "sweep:\n  model_spec.n_layers: [2, 4]\n")
+    local r = run("1", tiny(sweep))
+    assert.are.equal(2, r.code)
+    assert.matches("takes the Lua path: key model_spec.n_layers is not reworked in C", r.stderr)
+    local ra, a = run("", tiny(sweep))
+    assert.are.equal(0, ra.code, ra.stderr)
+    local _, l = run("0", tiny(sweep))
+    assert.are.equal(l, a)
+  end)
+end)
+
+describe("fathom.sweep_batch's look-ahead", function()
+  it("starts again with a full first pass when a later point has new columns", function()
+    local batch = require("fathom.sweep_batch")
+    local analysis = require("fathom.analysis")
+    local csv = require("fathom.format.csv")
+    local sweep, out = os.tmpname(), os.tmpname()
+    -- 32 points, global batch outer; only point 4 (global 6 over DP 2 = 3 sequences, micro-batch 2)
+    -- is invalid: past the look-ahead and off the checked sample (1, 3, 5, ..., 29, 32), so the
+    -- writer meets the error columns first and starts again
+    write(sweep, "sweep:\n  workload_spec.global_batch_size: [8, 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8]\n"
+      .. "  workload_spec.micro_batch_size: [1, 2]\n")
+    local a = { hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+      workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = 1 }
+    local saved = batch.SCAN_AHEAD
+    batch.SCAN_AHEAD = 2
+    local ok, n = pcall(analysis.csv_batch, a, out)
+    batch.SCAN_AHEAD = saved
+    assert.is_true(ok, n)
+    assert.are.equal(32, n)
+    local got = slurp(out)
+    os.remove(out)
+    local want = csv.encode(analysis.run(a))
+    os.remove(sweep)
+    assert.are.equal(want, got)
+    assert.matches(",error,valid\n", got:match("^[^\n]*\n"))
+  end)
+end)
