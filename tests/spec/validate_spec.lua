@@ -180,6 +180,17 @@ describe("fathom.validate serving cases", function()
     assert.is_nil(none)
     assert.is_truthy(why:find("speculative"))
   end)
+
+  it("never calibrate: a refit over serving records alone leaves every setting as it was", function()
+    local jobs = validate.prepare(validate.load({ "validation/modern_cases.yaml" }))
+    local serving = {}
+    for _, j in ipairs(jobs) do if j.inference then serving[#serving + 1] = j end end
+    assert.is_true(#serving >= 3)
+    local state = validate.state()
+    local refit, groups = validate.fit(state, serving, state.settings)
+    assert.is_nil(next(groups))
+    assert.are.same(state.settings, refit)
+  end)
 end)
 
 describe("fathom.validate time to train", function()
