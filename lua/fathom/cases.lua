@@ -368,6 +368,63 @@ function M.recompute_modules(s)
   return #out > 0 and out or nil
 end
 
+-- recompute_num_layers(s) -> the blocks per stage Megatron's block method re-runs
+-- ("method block, 21 layers", "ACM=block ACL=21", "recompute_num_layers: 21"), or nil
+-- (every block: the uniform method re-runs them all, in groups).
+function M.recompute_num_layers(s)
+  local r = lower(s)
+  if not r:find("block") then return nil end
+  local n = r:match("acl%s*=%s*(%d+)") or r:match("recompute_num_layers[%s:=]+(%d+)")
+    or r:match("num_layers[%s:=]+(%d+)") or r:match("(%d+)%s*layers")
+  n = tonumber(n)
+  return n and n >= 1 and math.tointeger(n) or nil
+end
+
+-- LoRA target module names (HF PEFT, NeMo, Megatron) by the part of the block they adapt.
+local lora_attention = { attention = true, qkv = true, linear_qkv = true, linear_proj = true, q_proj = true,
+  k_proj = true, v_proj = true, o_proj = true, query_key_value = true, wq = true, wk = true, wv = true,
+  wo = true, self_attn = true, attn = true, qkv_proj = true }
+local lora_mlp = { mlp = true, linear_fc1 = true, linear_fc2 = true, gate_proj = true, up_proj = true,
+  down_proj = true, w1 = true, w2 = true, w3 = true, fc1 = true, fc2 = true, gate_up_proj = true }
+
+-- lora_targets(case) -> "all_linear", "attention" or "mlp" from training.lora_targets,
+-- training.{lora,peft}.target_modules (a list or a string) or "target_modules [...]" in
+-- the training strings and notes; nil when not stated.
+function M.lora_targets(case)
+  local tr = case.training or {}
+  local list = tr.lora_targets
+  for _, k in ipairs({ "lora", "peft" }) do
+    if list == nil and type(tr[k]) == "table" then list = tr[k].target_modules end
+  end
+  local text
+  if type(list) == "table" then
+    local parts = {}
+    for _, v in ipairs(list) do parts[#parts + 1] = tostring(v) end
+    text = table.concat(parts, " ")
+  elseif list ~= nil then
+    text = tostring(list)
+  else
+    local all = {}
+    for _, k in ipairs({ "task", "method", "peft", "lora", "finetuning", "notes" }) do
+      if type(tr[k]) == "string" then all[#all + 1] = tr[k] end
+    end
+    if type(case.notes) == "string" then all[#all + 1] = case.notes end
+    text = table.concat(all, " "):lower():match("target_modules%s*[:=]?%s*(%b[])")
+    if not text then return nil end
+  end
+  text = text:lower()
+  if text:find("all[%-_]linear") or text:find("all_linear") then return "all_linear" end
+  local attn, mlp = false, false
+  for word in text:gmatch("[%w_]+") do
+    if lora_attention[word] then attn = true end
+    if lora_mlp[word] then mlp = true end
+  end
+  if attn and mlp then return "all_linear" end
+  if attn then return "attention" end
+  if mlp then return "mlp" end
+  return nil
+end
+
 function M.recompute(s, default)
   local r = lower(s)
   if r:find("not stated") or r:find("default") or r:find("not set") or r == "" then return default or "none" end
@@ -585,11 +642,22 @@ function M.training_docs(case)
   local task = lower(tr.task) .. " " .. lower(tr.method) .. " " .. lower(tr.peft) .. " " .. lower(tr.finetuning)
     .. " " .. lower(tr.objective)
   local lora_rank
-  if task:find("lora") or task:find("adapter") or task:find("peft") or M.flag(tr.lora) then
+  -- LoRA when the training strings say so, or a rank is stated under training (lora_rank,
+  -- lora.{rank,r,dim}, peft.{...}), or the model or framework is named as a LoRA run
+  local named = lower((case.model or {}).name) .. " " .. lower(tr.framework)
+  local lora_targets
+  if task:find("lora") or task:find("adapter") or task:find("peft") or M.flag(tr.lora)
+    or tonumber(tr.lora_rank) or type(tr.lora) == "table" or type(tr.peft) == "table"
+    or named:find("lora") then
     lora_rank = M.lora_rank(case)
     if not lora_rank then
       lora_rank = 16
       notes[#notes + 1] = "LoRA rank not stated: 16 assumed (PEFT recipes' common rank)"
+    end
+    lora_targets = M.lora_targets(case)
+    if not lora_targets then
+      lora_targets = "all_linear"
+      notes[#notes + 1] = "LoRA target modules not stated: every linear assumed (PEFT all-linear)"
     end
   end
   if p.ep and (model.num_regular_experts or 0) <= 1 then
@@ -644,6 +712,11 @@ function M.training_docs(case)
     eager_elementwise = fw.eager_elementwise,
     cast_kernels = fw.cast_kernels,
     lora_rank = lora_rank,
+    lora_targets = lora_targets,
+    -- "FP8 activation input store": the MLP activation's input cached in FP8
+    activation_input_fp8 = prec.recipe ~= nil and (lower(tr.precision):find("activation input store") ~= nil
+      or lower(tr.precision):find("fp8 activation input") ~= nil),
+    recompute_num_layers = recompute == "full" and M.recompute_num_layers(tr.recompute) or nil,
     -- async TP as the case states it (torchtitan's async_tp), else the framework's convention
     tp_comm_overlap = (case.parallelism or {}).async_tp == nil and fw.tp_comm_overlap
       or M.flag((case.parallelism or {}).async_tp),

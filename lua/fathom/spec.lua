@@ -262,8 +262,16 @@ M.train_schema = with_common({
   precision_recipe = { type = "string", choices = names.precision_recipe, default = TRAIN.precision_recipe,
     hint = "the linear layers' GEMMs at FP8/FP4 with their casts; the rest at float_size_bytes" },
   lora_rank = { type = "integer", min = 0, max = 65536, default = TRAIN.lora_rank,
-    hint = "LoRA fine-tuning: adapters of this rank on every linear but router and experts, base frozen; "
+    hint = "LoRA fine-tuning: adapters of this rank on the lora_targets linears, base frozen; "
       .. "0 = full training" },
+  lora_targets = { type = "string", choices = names.lora_targets, default = TRAIN.lora_targets,
+    hint = "the linears that carry LoRA adapters: all_linear (PEFT; never router or routed experts), "
+      .. "attention (QKV and output projections: NeMo's 'attention'), mlp" },
+  activation_input_fp8 = { type = "boolean", default = TRAIN.activation_input_fp8,
+    hint = "save the MLP activation function's input in FP8 (Transformer Engine's activation ops)" },
+  recompute_num_layers = { type = "integer", min = 0, max = 1000000, default = TRAIN.recompute_num_layers,
+    hint = "with recompute full: blocks re-run per stage (per model chunk when interleaved), Megatron's "
+      .. "block method; 0 = every block" },
   cast_kernels = { type = "string", choices = names.cast_kernels, default = TRAIN.cast_kernels,
     hint = "how the recipe's casts are written: fused (Transformer Engine), compiled (torch.compile), eager" },
 })
@@ -619,6 +627,9 @@ function M.train(src)
     precision_recipe = w.precision_recipe,
     cast_kernels = w.cast_kernels,
     lora_rank = w.lora_rank,
+    lora_targets = w.lora_targets,
+    activation_input_fp8 = w.activation_input_fp8,
+    recompute_num_layers = w.recompute_num_layers,
     collective = coll,
     memory_device_map_traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components),
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),

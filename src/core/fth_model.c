@@ -538,6 +538,41 @@ double fth_model_gemm_input_elems_per_token(const fth_model_def *d, int moe, int
   return rep / rep_div + shard / t + routed * routed_per_token / tm;
 }
 
+double fth_model_frozen_input_elems_per_token(const fth_model_def *d, int moe,
+                                              fth_lora_targets targets, int tp, int tp_moe,
+                                              int sp, double routed_per_token) {
+  double t = tp > 0 ? tp : 1, tm = tp_moe > 0 ? tp_moe : 1, rep_div = sp ? t : 1.0;
+  fth_layer_shape s = fth_model_layer_shape(d, moe);
+  double h = d->d_model, rep = 0.0, shard = 0.0, routed = 0.0;
+  /* A frozen linear's backward computes dx = dy W, which needs no x; x was kept for
+   * dW = dy^T x only (Hu et al. 2021 Sec. 4: no gradients for the frozen weights). An
+   * adapter on the linear reads x again (dA = x^T ...), so a target keeps it. The
+   * output projection's input stays: flash attention's backward reads that output. */
+  if (targets == FTH_LORA_MLP) {
+    rep += h; /* QKV input (the first norm's output) */
+    if (is_mla(d)) rep += (double)d->q_lora_rank + d->kv_lora_rank; /* up-projection inputs */
+  }
+  if (targets == FTH_LORA_ATTENTION) {
+    rep += h; /* first MLP GEMM's (or router's and shared experts') input */
+    shard += s.is_moe ? fth_model_expert_ffn_hidden(d) * d->num_shared_experts
+                      : fth_model_ffn_hidden(d); /* second GEMM's input */
+  }
+  if (s.is_moe) routed = h + fth_model_expert_ffn_hidden(d); /* experts are frozen */
+  return rep / rep_div + shard / t + routed * routed_per_token / tm;
+}
+
+double fth_model_act_fn_input_elems_per_token(const fth_model_def *d, int moe, int tp,
+                                              int tp_moe, double routed_per_token) {
+  double t = tp > 0 ? tp : 1, tm = tp_moe > 0 ? tp_moe : 1;
+  fth_layer_shape s = fth_model_layer_shape(d, moe);
+  /* Of the keep = 3 (gated) or 2 (plain) inner activations of fth_model_layer_activations,
+   * all but the product / output, which is the second GEMM's input. */
+  double in = d->gated_mlp ? 2.0 : 1.0;
+  if (!s.is_moe) return in * fth_model_ffn_hidden(d) / t;
+  double fe = fth_model_expert_ffn_hidden(d);
+  return in * fe * d->num_shared_experts / t + in * fe * routed_per_token / tm;
+}
+
 double fth_model_kv_cache_elems_per_token(const fth_model_def *d) {
   int n_moe = fth_model_num_moe_layers(d);
   double dense = fth_model_layer_shape(d, 0).kv_cache_per_token;
@@ -590,15 +625,32 @@ fth_recompute fth_recompute_parse(const char *name) {
   return FTH_RECOMPUTE_COUNT;
 }
 
-int fth_linear_takes_lora(const fth_linear *l) {
-  return l->part != FTH_PART_ROUTER && l->part != FTH_PART_EXPERT;
+static const char *const lora_target_names[FTH_LORA_TARGETS_COUNT] = {"all_linear", "attention",
+                                                                      "mlp"};
+
+const char *fth_lora_targets_name(fth_lora_targets t) {
+  return (t >= 0 && t < FTH_LORA_TARGETS_COUNT) ? lora_target_names[t] : NULL;
 }
 
-double fth_layer_lora_params(const fth_layer_shape *sh, double r, double tp) {
+fth_lora_targets fth_lora_targets_parse(const char *name) {
+  for (int i = 0; i < FTH_LORA_TARGETS_COUNT; i++)
+    if (strcmp(name, lora_target_names[i]) == 0) return (fth_lora_targets)i;
+  return FTH_LORA_TARGETS_COUNT;
+}
+
+int fth_linear_takes_lora(const fth_linear *l, fth_lora_targets targets) {
+  if (l->part == FTH_PART_ROUTER || l->part == FTH_PART_EXPERT) return 0;
+  if (targets == FTH_LORA_ATTENTION) return l->part == FTH_PART_ATTN;
+  if (targets == FTH_LORA_MLP) return l->part != FTH_PART_ATTN;
+  return 1;
+}
+
+double fth_layer_lora_params(const fth_layer_shape *sh, double r, double tp,
+                             fth_lora_targets targets) {
   double n = 0.0;
   for (int i = 0; i < sh->num_linears; i++) {
     const fth_linear *l = &sh->lin[i];
-    if (!fth_linear_takes_lora(l)) continue;
+    if (!fth_linear_takes_lora(l, targets)) continue;
     double in = l->shard == FTH_SHARD_ROW ? l->in / tp : l->in;
     double out = l->shard == FTH_SHARD_COLUMN ? l->out / tp : l->out;
     n += r * (in + out);

@@ -88,10 +88,20 @@ typedef struct fth_linear {
 
 /// The shape of one block. For MoE blocks the EXPERT linears describe ONE
 /// expert; the caller multiplies by tokens routed to it.
-/// Whether LoRA adapters attach to linear `l` (Hu et al. 2021): every linear of the
-/// block but the MoE router and the routed experts (PEFT's all-linear target on dense
-/// and shared MLPs; expert LoRA is not modelled).
-int fth_linear_takes_lora(const fth_linear *l);
+/// Which linears carry LoRA adapters (PEFT's and NeMo's target_modules).
+typedef enum fth_lora_targets {
+  FTH_LORA_ALL_LINEAR = 0, ///< every linear but router and routed experts (PEFT "all-linear")
+  FTH_LORA_ATTENTION = 1,  ///< the attention projections only (NeMo's "attention": QKV and output)
+  FTH_LORA_MLP = 2,        ///< the dense and shared-expert MLPs only
+  FTH_LORA_TARGETS_COUNT
+} fth_lora_targets;
+
+const char *fth_lora_targets_name(fth_lora_targets t);  ///< "all_linear", "attention", "mlp"
+fth_lora_targets fth_lora_targets_parse(const char *name); ///< FTH_LORA_TARGETS_COUNT if unknown
+
+/// Whether LoRA adapters under `targets` attach to linear `l` (Hu et al. 2021): never to
+/// the MoE router or the routed experts (expert LoRA is not modelled).
+int fth_linear_takes_lora(const fth_linear *l, fth_lora_targets targets);
 
 typedef struct fth_layer_shape {
   int is_moe;
@@ -114,7 +124,8 @@ typedef struct fth_layer_shape {
 /// LoRA adapter parameters of one block per GPU at rank `r`: A (in x r) and B (r x out)
 /// per adapted linear, each sharded as its linear is (column-parallel: B split over TP;
 /// row-parallel: A split), so r (in / tp_in + out / tp_out) per linear.
-double fth_layer_lora_params(const fth_layer_shape *sh, double r, double tp);
+double fth_layer_lora_params(const fth_layer_shape *sh, double r, double tp,
+                             fth_lora_targets targets);
 
 /// Dense MLP width: ffn_hidden_size, else mlp_ratio x d_model (the one fallback).
 double fth_model_ffn_hidden(const fth_model_def *def);
@@ -273,5 +284,18 @@ double fth_model_kv_cache_elems_per_token(const fth_model_def *def);
 /// Engine saves the quantised input for the weight gradient).
 double fth_model_gemm_input_elems_per_token(const fth_model_def *def, int moe, int tp, int tp_moe,
                                             int sp, double routed_per_token);
+
+/// Of those GEMM inputs, the elements per token saved only for the weight gradient of
+/// a frozen linear, which LoRA fine-tuning need not keep (`targets`: the linears whose
+/// adapters read the input; routed experts are always frozen). Same sharding as above.
+double fth_model_frozen_input_elems_per_token(const fth_model_def *def, int moe,
+                                              fth_lora_targets targets, int tp, int tp_moe,
+                                              int sp, double routed_per_token);
+
+/// Elements per token of the MLP activation function's saved input (gated: the gate
+/// and up outputs; plain: the GeLU input), dense or shared and routed experts, sharded
+/// as fth_model_layer_activations keeps them.
+double fth_model_act_fn_input_elems_per_token(const fth_model_def *def, int moe, int tp,
+                                              int tp_moe, double routed_per_token);
 
 #endif

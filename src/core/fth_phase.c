@@ -152,7 +152,7 @@ static void lora(const fth_phase_ctx *c, const fth_layer_shape *sh, double token
   const double r = c->lora_rank;
   for (int i = 0; i < sh->num_linears; i++) {
     const fth_linear *l = &sh->lin[i];
-    if (!fth_linear_takes_lora(l)) continue;
+    if (!fth_linear_takes_lora(l, c->lora_targets)) continue;
     double in = l->shard == FTH_SHARD_ROW ? l->in / tp : l->in;
     double out = l->shard == FTH_SHARD_COLUMN ? l->out / tp : l->out;
     fth_flop_part part = l->part == FTH_PART_ATTN ? FTH_FLOP_ATTENTION : FTH_FLOP_MLP;

@@ -64,6 +64,7 @@ typedef struct fth_phase_ctx {
   double weight_cast_share; ///< share of the once-per-step weight casts charged per pass
   double lora_rank;         ///< LoRA: base weights frozen (no weight gradients), adapters of
                             ///< this rank on fth_linear_takes_lora linears; 0 = off
+  fth_lora_targets lora_targets; ///< the linears that carry them
 } fth_phase_ctx;
 
 /// overlap(a, b, e) = a + b - e min(a, b): e = 1 perfect overlap (max), e = 0 none (sum).

@@ -33,6 +33,53 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
   return fth_train_rework(p, work, err);
 }
 
+/* Saved activations per token of a dense and a MoE block under recomputation `rc`
+ * (Korthikanti et al. 2022; routed blocks keep top-k x imbalance copies of the expert
+ * inputs), then what the recipe, recompute modules and LoRA change:
+ * - a recipe saves the GEMM inputs quantised, at its GEMM width (not under full
+ *   recomputation, which keeps only the block input, nor per-op, which keeps GEMM
+ *   outputs at the activation width);
+ * - recompute modules drop what they re-run: GEMM inputs at the width the recipe saves
+ *   them, MLA's Q, K, V at the activation width;
+ * - LoRA keeps no input of a frozen linear (fth_model_frozen_input_elems_per_token);
+ * - activation_input_fp8 saves the MLP activation function's input at one byte
+ *   (Transformer Engine's activation ops caching their input in FP8). */
+static void saved_per_token(const fth_train_plan *p, fth_recompute rc, double out[2]) {
+  const fth_train_def *w = &p->work;
+  const fth_layout *l = &p->layout;
+  const fth_model_def *m = &p->model;
+  double seq = w->seq_len / l->cp;
+  int moe = m->num_experts > 1;
+  double routed = moe ? m->top_k * w->expert_imbalance * l->tp_moe / l->tp : 0.0;
+  const fth_recipe_row *rr = fth_recipe_get(w->recipe);
+  int stored = rc != FTH_RECOMPUTE_FULL && rc != FTH_RECOMPUTE_OP;
+  double gb = rr->gemm != FTH_PREC_COUNT && stored ? fth_precision_bytes(rr->gemm) : w->act_bytes;
+  for (int k = 0; k < 2; k++) {
+    if (k == 1 && !moe) {
+      out[1] = out[0];
+      break;
+    }
+    double r = k ? routed : 0.0;
+    out[k] = fth_model_activation_bytes_per_token(m, k, rc, l->tp, l->tp_moe, w->sequence_parallel,
+                                                  seq, w->act_bytes, w->flash_attention, r);
+    if (!stored) continue;
+    out[k] -= (w->act_bytes - gb) * fth_model_gemm_input_elems_per_token(
+                                        m, k, l->tp, l->tp_moe, w->sequence_parallel, r);
+    if (w->recompute_modules) {
+      double act, gemm;
+      fth_model_recompute_module_elems(m, k, w->recompute_modules, l->tp, l->tp_moe,
+                                       w->sequence_parallel, r, &act, &gemm);
+      out[k] -= act * w->act_bytes + gemm * gb;
+    }
+    if (w->lora_rank > 0)
+      out[k] -= gb * fth_model_frozen_input_elems_per_token(m, k, w->lora_targets, l->tp,
+                                                            l->tp_moe, w->sequence_parallel, r);
+    if (w->activation_input_fp8 && w->act_bytes > 1.0)
+      out[k] -= (w->act_bytes - 1.0) *
+                fth_model_act_fn_input_elems_per_token(m, k, l->tp, l->tp_moe, r);
+  }
+}
+
 fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_error *err) {
   fth_error_clear(err);
   if (fth_train_def_check(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
@@ -94,68 +141,38 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   p->op_recompute_flops_per_token =
       (m->n_layers - n_moe) * fth_model_op_recompute_flops_per_token(m, 0) +
       (n_moe > 0 ? n_moe * fth_model_op_recompute_flops_per_token(m, 1) : 0.0);
-  /* Saved activations per token (Korthikanti et al. 2022), per block kind;
-   * routed blocks keep top-k x imbalance copies of the expert inputs. */
-  double seq = w->seq_len / l->cp;
+  saved_per_token(p, w->recompute, p->act_bytes_per_token);
+  /* Megatron's block method (recompute_num_layers): the stage's other blocks keep
+   * what they would without recomputation. */
+  if (w->recompute == FTH_RECOMPUTE_FULL && w->recompute_num_layers > 0)
+    saved_per_token(p, FTH_RECOMPUTE_NONE, p->act_kept_per_token);
+  else
+    for (int k = 0; k < 2; k++) p->act_kept_per_token[k] = p->act_bytes_per_token[k];
   int moe = m->num_experts > 1;
-  double routed = moe ? m->top_k * w->expert_imbalance * l->tp_moe / l->tp : 0.0;
-  for (int k = 0; k < 2; k++)
-    p->act_bytes_per_token[k] =
-        (k == 0 || moe)
-            ? fth_model_activation_bytes_per_token(m, k, w->recompute, l->tp, l->tp_moe,
-                                                   w->sequence_parallel, seq, w->act_bytes,
-                                                   w->flash_attention, k ? routed : 0.0)
-            : p->act_bytes_per_token[0];
   p->act_full_per_token = fth_model_activation_bytes_per_token(
-      m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel, seq, w->act_bytes,
-      w->flash_attention, routed);
-  /* A recipe saves the GEMM inputs quantised, at its GEMM width (not under
-   * full recomputation, which keeps only the block input, nor per-op, which
-   * keeps GEMM outputs at the activation width). */
-  const fth_recipe_row *rr = fth_recipe_get(w->recipe);
-  if (rr->gemm != FTH_PREC_COUNT && w->recompute != FTH_RECOMPUTE_FULL &&
-      w->recompute != FTH_RECOMPUTE_OP) {
-    double saved = w->act_bytes - fth_precision_bytes(rr->gemm);
-    for (int k = 0; k < 2; k++)
-      if (k == 0 || moe)
-        p->act_bytes_per_token[k] -=
-            saved * fth_model_gemm_input_elems_per_token(m, k, l->tp, l->tp_moe,
-                                                         w->sequence_parallel, k ? routed : 0.0);
-    if (!moe) p->act_bytes_per_token[1] = p->act_bytes_per_token[0];
-  }
-  /* Recompute modules drop what they re-run: GEMM inputs at the width the
-   * recipe saves them, MLA's Q, K, V at the activation width. */
+      m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel, w->seq_len / l->cp,
+      w->act_bytes, w->flash_attention,
+      moe ? m->top_k * w->expert_imbalance * l->tp_moe / l->tp : 0.0);
+  /* Recompute modules' model FLOPs: MLA's up-projections (norms and activations
+   * are element-wise, not counted as FLOPs, as for per-op). */
   p->module_recompute_flops_per_token = 0.0;
-  if (w->recompute_modules) {
-    double gb = rr->gemm != FTH_PREC_COUNT ? fth_precision_bytes(rr->gemm) : w->act_bytes;
-    for (int k = 0; k < 2; k++) {
-      if (k == 1 && !moe) break;
-      double act, gemm;
-      fth_model_recompute_module_elems(m, k, w->recompute_modules, l->tp, l->tp_moe,
-                                       w->sequence_parallel, k ? routed : 0.0, &act, &gemm);
-      p->act_bytes_per_token[k] -= act * w->act_bytes + gemm * gb;
-    }
-    if (!moe) p->act_bytes_per_token[1] = p->act_bytes_per_token[0];
-    /* Model FLOPs they re-run: MLA's up-projections (norms and activations
-     * are element-wise, not counted as FLOPs, as for per-op). */
-    if ((w->recompute_modules & FTH_RECOMPUTE_MOD_MLA_UP_PROJ) && m->kv_lora_rank > 0) {
-      const fth_layer_shape *sh = &l->dense_shape;
-      double qin = m->q_lora_rank > 0 ? m->q_lora_rank : m->d_model;
-      p->module_recompute_flops_per_token =
-          2.0 * m->n_layers * sh->heads *
-          (qin * sh->d_qk + m->kv_lora_rank * ((double)m->qk_nope_head_dim + sh->d_v));
-    }
+  if ((w->recompute_modules & FTH_RECOMPUTE_MOD_MLA_UP_PROJ) && m->kv_lora_rank > 0) {
+    const fth_layer_shape *sh = &l->dense_shape;
+    double qin = m->q_lora_rank > 0 ? m->q_lora_rank : m->d_model;
+    p->module_recompute_flops_per_token =
+        2.0 * m->n_layers * sh->heads *
+        (qin * sh->d_qk + m->kv_lora_rank * ((double)m->qk_nope_head_dim + sh->d_v));
   }
   /* LoRA: adapters on the stage's blocks (the trainable parameters) and their FLOPs. */
   p->stage_lora_params = 0.0;
   p->lora_flops_per_token = 0.0;
   if (w->lora_rank > 0) {
     p->stage_lora_params =
-        l->dense_layers_per_stage * fth_layer_lora_params(&l->dense_shape, w->lora_rank, l->tp) +
-        l->moe_layers_per_stage * fth_layer_lora_params(&l->moe_shape, w->lora_rank, l->tp);
+        l->dense_layers_per_stage * fth_layer_lora_params(&l->dense_shape, w->lora_rank, l->tp, w->lora_targets) +
+        l->moe_layers_per_stage * fth_layer_lora_params(&l->moe_shape, w->lora_rank, l->tp, w->lora_targets);
     p->lora_flops_per_token =
-        2.0 * ((m->n_layers - n_moe) * fth_layer_lora_params(&l->dense_shape, w->lora_rank, 1.0) +
-               n_moe * fth_layer_lora_params(&l->moe_shape, w->lora_rank, 1.0));
+        2.0 * ((m->n_layers - n_moe) * fth_layer_lora_params(&l->dense_shape, w->lora_rank, 1.0, w->lora_targets) +
+               n_moe * fth_layer_lora_params(&l->moe_shape, w->lora_rank, 1.0, w->lora_targets));
   }
   /* Links shared by traffic: the bytes each kind moves a step do not depend
    * on the bandwidth; the groups are re-derived from them. */
@@ -198,6 +215,22 @@ static void dp_views(const fth_train_plan *p, double views[2], double trained[2]
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
+/* The share of a stage's n blocks that recomputation re-runs: all of them, or under
+ * Megatron's block method (--recompute-method block --recompute-num-layers N) the first
+ * N of each of its model chunks (n / virtual stages blocks each). */
+static double recomputed_share(const fth_train_plan *p, int n) {
+  const fth_train_def *w = &p->work;
+  if (w->recompute != FTH_RECOMPUTE_FULL || w->recompute_num_layers <= 0 || n <= 0) return 1.0;
+  double chunk = (double)n / w->virtual_stages;
+  return fth_min(w->recompute_num_layers, chunk) / chunk;
+}
+
+/* The same for the busiest stage (fth_layout's blocks per stage). */
+static double stage_recomputed_share(const fth_train_plan *p) {
+  const fth_layout *l = &p->layout;
+  return recomputed_share(p, l->dense_layers_per_stage + l->moe_layers_per_stage);
+}
+
 /* Saved activations of the stage holding the most: per stage, its blocks'
  * bytes per micro-batch times the micro-batches it holds in flight
  * (fth_pp_inflight_stage: under 1F1B stage s holds min(m, p - s), so an
@@ -216,8 +249,11 @@ static double stage_activation_bytes(const fth_train_plan *p, double tokens) {
     int n = fth_layout_stage_size(l, m, s);
     int moe = fth_model_num_moe_in(m, first, first + n);
     first += n;
-    double per_mb =
-        tokens * ((n - moe) * p->act_bytes_per_token[0] + moe * p->act_bytes_per_token[1]);
+    double f = recomputed_share(p, n);
+    double per_mb = tokens * ((n - moe) * (f * p->act_bytes_per_token[0] +
+                                           (1.0 - f) * p->act_kept_per_token[0]) +
+                              moe * (f * p->act_bytes_per_token[1] +
+                                     (1.0 - f) * p->act_kept_per_token[1]));
     double held = fth_pp_inflight_stage(w->pp, l->pp, s, p->microbatches, w->virtual_stages);
     most = fth_max(most, per_mb * held);
   }
@@ -241,8 +277,12 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double copies = fth_schedule_get(w->pp)->weight_copies;
   /* A recipe caches its quantised weights (row- and column-wise) for the step. */
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
-  if (rr->gemm != FTH_PREC_COUNT)
-    wb += rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
+  if (rr->gemm != FTH_PREC_COUNT) {
+    double quantised = rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
+    /* A frozen LoRA base never updates: it is held as those quantised copies alone
+     * (Transformer Engine's fp8_model_init; NeMo's fp8 parameters), no wide copy. */
+    wb = w->lora_rank > 0 ? quantised : wb + quantised;
+  }
   /* LoRA (Hu et al. 2021): the base is frozen, stored at the compute width with no
    * gradient, master copy or moments; only the adapters train. */
   double views[2], trained[2];
@@ -313,6 +353,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->sequence_parallel = w->sequence_parallel;
   e->eager_elementwise = w->eager_elementwise;
   e->k.lora_rank = w->lora_rank;
+  e->k.lora_targets = w->lora_targets;
   e->ep_dispatch_override_s = w->ep_dispatch_override_s;
   e->ep_combine_override_s = w->ep_combine_override_s;
   e->dispatch_bytes = w->moe_dispatch_bytes;
@@ -349,9 +390,14 @@ static void recompute_phase(const fth_train_plan *p, const fth_block_env *e,
                             fth_phase *rec) {
   const fth_train_def *w = &p->work;
   memset(rec, 0, sizeof *rec);
-  if (w->recompute == FTH_RECOMPUTE_FULL)
-    fth_block_stage(e, blk_f, NULL, blocks, 0, w->micro_batch, q, rec, NULL);
-  else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
+  if (w->recompute == FTH_RECOMPUTE_FULL) {
+    /* the block method re-runs a share of the stage's blocks, dense ones first */
+    int n = blocks[0] + blocks[1];
+    int r = (int)lround(recomputed_share(p, n) * n);
+    int re[2] = {blocks[0] < r ? blocks[0] : r, 0};
+    re[1] = r - re[0];
+    fth_block_stage(e, blk_f, NULL, re, 0, w->micro_batch, q, rec, NULL);
+  } else if (w->recompute == FTH_RECOMPUTE_SELECTIVE)
     fth_block_recompute_attention(e, w->micro_batch, w->seq_len, blocks[0] + blocks[1], rec);
   else if (w->recompute == FTH_RECOMPUTE_OP) {
     fth_phase blk_r[2];
@@ -649,7 +695,7 @@ static void totals(const fth_train_plan *p, fth_train_result *r) {
    * block (op; element-wise FLOPs are not model FLOPs and not counted). */
   double rec_tok = 0;
   if (w->recompute == FTH_RECOMPUTE_FULL)
-    rec_tok = fwd_tok - p->lm_head_flops_per_token;
+    rec_tok = (fwd_tok - p->lm_head_flops_per_token) * stage_recomputed_share(p);
   else if (w->recompute == FTH_RECOMPUTE_SELECTIVE && !w->flash_attention)
     rec_tok = p->attn_core_flops_per_token * 2.0 * w->seq_len / (w->seq_len + 1.0);
   else if (w->recompute == FTH_RECOMPUTE_OP)
@@ -685,7 +731,7 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
     if (blocks == 0) continue;
     fth_phase f, b, rec;
     fth_block_comm(&e, moe, w->micro_batch, q, &f, &b);
-    double passes = w->recompute == FTH_RECOMPUTE_FULL ? 2.0 : 1.0; /* forward re-run */
+    double passes = 1.0 + (w->recompute == FTH_RECOMPUTE_FULL ? stage_recomputed_share(p) : 0.0);
     memset(&rec, 0, sizeof rec);
     if (w->recompute == FTH_RECOMPUTE_OP) fth_block_recompute_op(&e, moe, w->micro_batch, q, &rec);
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)

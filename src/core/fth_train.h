@@ -65,6 +65,7 @@ typedef struct fth_train_plan {
   double op_recompute_flops_per_token; ///< GEMM FLOPs per-op recomputation re-runs, all blocks
   double module_recompute_flops_per_token; ///< MLA up-projections re-run by recompute modules
   double act_bytes_per_token[2];  ///< saved activations per token of a dense / MoE block
+  double act_kept_per_token[2];   ///< the same for a block recompute_num_layers leaves stored
   double act_full_per_token;      ///< a whole block's, live while it is recomputed
   double stage_lora_params;       ///< LoRA adapter parameters one GPU of the busiest stage holds
   double lora_flops_per_token;    ///< forward FLOPs of every adapter per token (model FLOPs)

@@ -109,6 +109,19 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "recompute_modules",
                     "modules are re-run on top of recompute none or selective, not %s",
                     fth_recompute_name(w->recompute));
+  if (w->recompute_num_layers < 0)
+    return fth_fail(err, FTH_EINVAL, "recompute_num_layers",
+                    "expected blocks per stage >= 0 (0: every block), got %d",
+                    w->recompute_num_layers);
+  if (w->recompute_num_layers > 0 && w->recompute != FTH_RECOMPUTE_FULL)
+    return fth_fail(err, FTH_EINVAL, "recompute_num_layers",
+                    "a block count applies to recompute full (Megatron's block method), not %s",
+                    fth_recompute_name(w->recompute));
+  if (w->lora_targets < FTH_LORA_ALL_LINEAR || w->lora_targets >= FTH_LORA_TARGETS_COUNT)
+    return fth_fail(err, FTH_EINVAL, "lora_targets", "unknown targets");
+  if (w->activation_input_fp8 != 0 && w->activation_input_fp8 != 1)
+    return fth_fail(err, FTH_EINVAL, "activation_input_fp8", "expected 0 or 1, got %d",
+                    w->activation_input_fp8);
   if (w->recipe < FTH_RECIPE_NONE || w->recipe >= FTH_RECIPE_COUNT)
     return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe");
   if (!(w->lora_rank >= 0 && w->lora_rank <= 65536 && w->lora_rank == floor(w->lora_rank)))

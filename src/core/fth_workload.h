@@ -30,6 +30,9 @@ typedef struct fth_train_def {
   /// sharing the rest (fth_layout_split); 0 = the even split
   int pp_first_layers, pp_last_layers;
   fth_recompute recompute;
+  /// full recomputation, Megatron's block method: blocks recomputed per stage (per
+  /// model chunk when interleaved), the rest keep their activations; 0 = every block
+  int recompute_num_layers;
   unsigned recompute_modules; ///< FTH_RECOMPUTE_MOD_* bits re-run on top of none / selective
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int tp_comm_overlap;     ///< 0: TP collectives run between the GEMMs, none hidden (vanilla TP)
@@ -47,6 +50,10 @@ typedef struct fth_train_def {
   fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   fth_cast_kernels cast_kernels; ///< how the recipe's casts are written (fused, compiled, eager)
   double lora_rank; ///< LoRA fine-tuning (Hu et al. 2021): adapter rank, base frozen; 0 = off
+  fth_lora_targets lora_targets; ///< the linears that carry adapters
+  /// 1: the MLP activation function's saved input is kept at one byte (Transformer
+  /// Engine's activation ops caching their input in FP8)
+  int activation_input_fp8;
   double ep_dispatch_override_s; ///< time of one EP dispatch, if simulated (0 = model)
   double ep_combine_override_s;  ///< time of one EP combine, if simulated (0 = the dispatch's,
                                  ///< scaled by the combine's bytes over the dispatch's)

@@ -406,6 +406,12 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
   out->lora_rank = lcheck_number(L, idx, w, "lora_rank", out->lora_rank);
+  out->lora_targets =
+      (fth_lora_targets)lnames_check(L, idx, w, "lora_targets", LNAMES_LORA_TARGETS, out->lora_targets);
+  out->activation_input_fp8 =
+      lcheck_bool(L, idx, w, "activation_input_fp8", out->activation_input_fp8);
+  out->recompute_num_layers = lcheck_int_range(L, idx, w, "recompute_num_layers",
+                                               out->recompute_num_layers, 0, LCHECK_MAX_LAYERS);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
   out->recipe =
       (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE, out->recipe);

@@ -74,6 +74,9 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "recompute", LNAMES_RECOMPUTE, (int)t.recompute);
   setname(L, "precision_recipe", LNAMES_PRECISION_RECIPE, (int)t.recipe);
   setname(L, "cast_kernels", LNAMES_CAST_KERNELS, (int)t.cast_kernels);
+  setname(L, "lora_targets", LNAMES_LORA_TARGETS, (int)t.lora_targets);
+  setint(L, "recompute_num_layers", t.recompute_num_layers);
+  setbool(L, "activation_input_fp8", t.activation_input_fp8);
   setint(L, "virtual_stages", t.virtual_stages);
   setint(L, "num_layers_in_first_pipeline_stage", t.pp_first_layers);
   setint(L, "num_layers_in_last_pipeline_stage", t.pp_last_layers);

@@ -63,6 +63,8 @@ NAME_OF(fth_recipe_name, fth_recipe)
 PARSE_OF(fth_recipe_parse)
 NAME_OF(fth_cast_kernels_name, fth_cast_kernels)
 PARSE_OF(fth_cast_kernels_parse)
+NAME_OF(fth_lora_targets_name, fth_lora_targets)
+PARSE_OF(fth_lora_targets_parse)
 NAME_OF(fth_serve_arrival_name, fth_serve_arrival)
 PARSE_OF(fth_serve_arrival_parse)
 NAME_OF(fth_serve_dist_name, fth_serve_dist_kind)
@@ -125,6 +127,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                                  fth_recipe_parse_i, NULL},
     [LNAMES_CAST_KERNELS] = {"cast_kernels", FTH_CAST_KERNELS_COUNT, fth_cast_kernels_name_i,
                              fth_cast_kernels_parse_i, NULL},
+    [LNAMES_LORA_TARGETS] = {"lora_targets", FTH_LORA_TARGETS_COUNT, fth_lora_targets_name_i,
+                             fth_lora_targets_parse_i, NULL},
     [LNAMES_RECOMPUTE_MODULE] = {"recompute_module", 3, recompute_module_name_i,
                                  recompute_module_parse_i, NULL},
     [LNAMES_SERVE_ARRIVAL] = {"serve_arrival", FTH_ARRIVAL_COUNT, fth_serve_arrival_name_i,

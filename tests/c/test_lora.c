@@ -17,7 +17,67 @@
 
 #include <string.h>
 
+/* What LoRA saves for backward and stores, the same block (GeLU MLP with dropout
+ * masks, flash attention, 2-byte activations; Korthikanti et al. 2022 per token):
+ *   replicated  QKV input 2h + mask h, two norm inputs 4h, MLP input 2h + mask h = 10 h
+ *   sharded     Q, K 2 x 32 x 64 = 4096, V 2048, O 2048, log-sum-exp 4 x 16 = 64,
+ *               GeLU input and output 2 x 2 x 4096 = 16,384
+ * = 10,240 + 24,640 = 34,880 B per token. A frozen linear's backward (dx = dy W) reads no
+ * input, so LoRA drops the inputs kept only for a frozen weight's gradient:
+ *   attention targets: fc1's input (h) and fc2's (f = 4h): 2 x 5,120 = 10,240 B less;
+ *   mlp targets: QKV's input (h): 2,048 B less; all-linear: every input feeds an adapter.
+ * The GeLU's input at one byte (activation_input_fp8): f x 1 B = 4,096 B less. */
+static int lora_memory(void) {
+  fth_node_def n = tfx_node();
+  fth_topology_def t = tfx_tp_only(1, 100e9);
+  fth_model_def m = tfx_block_model();
+  fth_train_def w = tfx_serial_work(1, 1024);
+  fth_train_plan p;
+  fth_error err;
+  fth_train_result r;
+  const double tokens = 1024.0;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(34880.0, p.act_bytes_per_token[0], 1e-12);
+  w.lora_rank = 16;
+  const struct {
+    fth_lora_targets targets;
+    double per_token;
+  } rows[] = {{FTH_LORA_ALL_LINEAR, 34880.0}, {FTH_LORA_ATTENTION, 24640.0}, {FTH_LORA_MLP, 32832.0}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    w.lora_targets = rows[i].targets;
+    FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+    fth_train_evaluate(&p, &r);
+    FTH_ENSURE_NEAR(rows[i].per_token * tokens, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  }
+  /* Adapters on the attention only: 16 x ((1024 + 3072) + (1024 + 1024)) = 98,304. */
+  w.lora_targets = FTH_LORA_ATTENTION;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  FTH_ENSURE(p.stage_lora_params == 98304.0);
+  FTH_ENSURE(p.lora_flops_per_token == 2.0 * 98304.0);
+  w.activation_input_fp8 = 1;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(24640.0 - 4096.0, p.act_bytes_per_token[0], 1e-12);
+  /* Under an FP8 recipe (two quantised copies, 1 B each, of every weight) full training
+   * holds the 2-byte weights and the copies, 4 B per parameter; the frozen base is held
+   * as its copies alone, 2 B. */
+  fth_train_result full;
+  w = tfx_serial_work(1, 1024);
+  w.recipe = FTH_RECIPE_FP8_DELAYED;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &full);
+  FTH_ENSURE_NEAR(4.0 * full.params_per_gpu, full.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  w.lora_rank = 16;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &r);
+  FTH_ENSURE_NEAR(2.0 * r.params_per_gpu, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  w.lora_targets = FTH_LORA_TARGETS_COUNT;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.lora_targets") == 0);
+  return 0;
+}
+
 int lora_test(void) {
+  FTH_RUN(lora_memory());
   fth_node_def n = tfx_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
   fth_model_def m = tfx_block_model();

@@ -11,6 +11,8 @@
 #include "fth_train.h"
 #include "test_macros.h"
 
+#include <string.h>
+
 static fth_node_def node(double hbm_bytes_per_s, int compute_units) {
   fth_node_def n = fth_node_def_default();
   n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
@@ -127,6 +129,39 @@ static int recompute(void) {
   /* Saved activations under full recomputation: the block input only, h x 2 B
    * per token (not split by TP without SP) x 1024 x 2 layers = 4,194,304 B. */
   FTH_ENSURE_NEAR(4194304.0, full.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+
+  /* Megatron's block method, 1 of the stage's 2 blocks: the re-run forward is one
+   * block's, 2 micro-batches x 58.838745088 us = 117.677490176 us, its TP calls
+   * 2 x 1 x 2 = 4 (20 in all); hardware FLOPs (3 x 120,066,048 + 54,530,048 / 2) x
+   * 2048 = 793,524,568,064; saved: one block input (2,097,152 B) and one block's
+   * activations as without recomputation (half of none's). */
+  fth_train_result part;
+  w.recompute = FTH_RECOMPUTE_FULL;
+  w.flash_attention = 1;
+  w.recompute_num_layers = 1;
+  FTH_RUN(run(&n, &t, &m, &w, &part));
+  FTH_ENSURE_NEAR(117.677490176e-6, part.recompute_s, 1e-9);
+  FTH_ENSURE_NEAR(none.step_time_s + 117.677490176e-6, part.step_time_s, 1e-9);
+  FTH_ENSURE_NEAR(20.0, part.comm[FTH_COMM_TP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(793524568064.0, part.hardware_flops_per_step, 1e-12);
+  FTH_ENSURE_NEAR(2097152.0 + none.mem.bytes[FTH_MEM_ACTIVATIONS] / 2.0,
+                  part.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  /* More blocks than the stage has: all of them, as recompute full alone. */
+  w.recompute_num_layers = 5;
+  FTH_RUN(run(&n, &t, &m, &w, &part));
+  FTH_ENSURE_NEAR(full.step_time_s, part.step_time_s, 1e-12);
+  FTH_ENSURE_NEAR(full.mem.bytes[FTH_MEM_ACTIVATIONS], part.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  /* A block count without full recomputation is refused with its key. */
+  {
+    fth_train_plan plan;
+    fth_error err;
+    w.recompute = FTH_RECOMPUTE_SELECTIVE;
+    FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+    FTH_ENSURE(strcmp(err.path, "workload.recompute_num_layers") == 0);
+    w.recompute = FTH_RECOMPUTE_NONE;
+    w.recompute_num_layers = 0;
+    w.flash_attention = 0;
+  }
 
   /* Selective with flash attention: flash keeps no scores and its backward
    * recomputes them anyway (Dao 2023), so nothing changes. */

@@ -177,6 +177,48 @@ describe("fathom.cases", function()
     assert.is_true(assumed)
   end)
 
+  it("reads which linears carry the adapters, as PEFT and NeMo name them", function()
+    assert.are.equal("attention",
+      cases.lora_targets({ training = { lora = { target_modules = { "q_proj", "v_proj" } } } }))
+    assert.are.equal("mlp", cases.lora_targets({ training = { peft = { target_modules = "linear_fc1,linear_fc2" } } }))
+    assert.are.equal("all_linear", cases.lora_targets({ training = { lora_targets = "all-linear" } }))
+    assert.are.equal("all_linear", cases.lora_targets({ training = { lora = { target_modules = { "linear_qkv",
+      "linear_proj", "linear_fc1", "linear_fc2" } } } }))
+    assert.are.equal("attention", cases.lora_targets({ training = {},
+      notes = "adapters on the attention block only (NeMo peft target_modules ['attention'] = fused QKV)" }))
+    assert.is_nil(cases.lora_targets({ training = { task = "LoRA" }, notes = "rank 16" }))
+  end)
+
+  it("reads Megatron's block-method recompute count, and only for the block method", function()
+    assert.are.equal(21,
+      cases.recompute_num_layers("full activation recompute, method block, 21 layers (ACG=full ACM=block ACL=21)"))
+    assert.are.equal(4, cases.recompute_num_layers("full, block, recompute_num_layers: 4"))
+    assert.is_nil(cases.recompute_num_layers("full, method uniform, 1 layer per group"))
+    assert.is_nil(cases.recompute_num_layers("full"))
+  end)
+
+  it("models an MLPerf-style LoRA case: rank, targets, FP8 activation store, block recompute", function()
+    local case = { id = "lora_m", source = "t", workload = "training",
+      model = { name = "Llama 2 70B (llama2_70b_lora fine-tuning)", layers = 8, hidden = 1024, heads = 16,
+        kv_heads = 4, ffn = 4096, vocab = 32000, arch = "Llama-style (RoPE, SwiGLU, RMSNorm, GQA)" },
+      system = { gpu = "AMD Instinct MI300X 192GB HBM3", num_gpus = 8, gpus_per_node = 8 },
+      parallelism = { tp = 1, pp = 1, dp = 8, micro_batch = 1, global_batch = 8, seq_len = 8192 },
+      training = { precision = "FP8 (Transformer Engine hybrid, delayed scaling, FP8 activation input store)",
+        framework = "AMD NeMo/Megatron-based implementation", lora_rank = 16,
+        recompute = "full activation recompute, method block, 3 layers (ACG=full ACM=block ACL=3)" },
+      notes = "adapters on the attention block only (NeMo peft target_modules ['attention'])",
+      measured = { { metric = "step_time_s", value = 1.0, unit = "s" } } }
+    local docs = assert(cases.training_docs(case))
+    -- a rank under training makes it LoRA even though no training string says so
+    assert.are.equal(16, docs.workload.lora_rank)
+    assert.are.equal("attention", docs.workload.lora_targets)
+    assert.is_true(docs.workload.activation_input_fp8)
+    assert.are.equal("full", docs.workload.recompute)
+    assert.are.equal(3, docs.workload.recompute_num_layers)
+    case.training.precision = "BF16"
+    assert.is_false(cases.training_docs(case).workload.activation_input_fp8)
+  end)
+
   it("maps training.precision to a compute width and recipe", function()
     assert.are.equal(2, cases.precision("BF16").bytes)
     assert.are.equal("none", cases.precision("fp16 mixed precision").recipe)
