@@ -690,7 +690,9 @@ function M.training_docs(case)
   if p.tp > phys[1].size then return nil, "TP spans more than one scale-up domain" end
   local prec = M.precision(tr.precision, fw.fp8_recipe)
   if prec.note then notes[#notes + 1] = prec.note end
-  if prec.fp8_attention then notes[#notes + 1] = "FP8 attention run in BF16 (no core recipe for FP8 FMHA)" end
+  -- FP8 attention as the precision string or training.attention_fp8 states it, under a recipe
+  local attention_fp8 = prec.recipe ~= nil and prec.recipe ~= "none"
+    and (prec.fp8_attention or M.flag(tr.attention_fp8))
   local fsdp = M.count((case.parallelism or {}).fsdp)
   if fsdp and fsdp > 1 and fsdp < p.dp then
     notes[#notes + 1] = string.format("hybrid sharding (FSDP %d within DP %d) costed as ZeRO-3 over all of DP",
@@ -714,6 +716,7 @@ function M.training_docs(case)
     lora_rank = lora_rank,
     lora_targets = lora_targets,
     -- "FP8 activation input store": the MLP activation's input cached in FP8
+    attention_fp8 = attention_fp8,
     activation_input_fp8 = prec.recipe ~= nil and (lower(tr.precision):find("activation input store") ~= nil
       or lower(tr.precision):find("fp8 activation input") ~= nil),
     recompute_num_layers = recompute == "full" and M.recompute_num_layers(tr.recompute) or nil,

@@ -84,6 +84,8 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   if (!nonneg_ok(d->power_limit_watts))
     return fth_fail(err, FTH_EINVAL, "power_limit_watts", "expected >= 0 (0 = none), got %g",
                     d->power_limit_watts);
+  if (d->fp8_any_layout != 0 && d->fp8_any_layout != 1)
+    return fth_fail(err, FTH_EINVAL, "fp8_any_layout", "expected 0 or 1, got %d", d->fp8_any_layout);
   if (!nonneg_ok(d->vector_flops_per_s))
     return fth_fail(err, FTH_EINVAL, "vector_nominal", "expected >= 0, got %g",
                     d->vector_flops_per_s);

@@ -42,6 +42,10 @@ typedef struct fth_compute_def {
   double gemm_tile_m, gemm_tile_n; ///< output tile of the GEMM library (0 = 128 x 128)
   double power_watts;              ///< board power the nominal rates are quoted at (0 = unknown)
   double power_limit_watts;        ///< a lower cap the GPU runs under (0 = none)
+  /// 1: FP8 GEMMs take either operand layout (Blackwell's tensor cores), so one FP8 copy
+  /// of a per-tensor-scaled weight serves forward and backward; 0: TN only (Hopper, Ada),
+  /// a row- and a column-wise copy
+  int fp8_any_layout;
 } fth_compute_def;
 
 fth_compute_def fth_compute_def_default(void);

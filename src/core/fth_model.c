@@ -561,6 +561,12 @@ double fth_model_frozen_input_elems_per_token(const fth_model_def *d, int moe,
   return rep / rep_div + shard / t + routed * routed_per_token / tm;
 }
 
+double fth_model_qkv_elems_per_token(const fth_model_def *d, int moe, int tp) {
+  fth_layer_shape s = fth_model_layer_shape(d, moe);
+  /* fth_model_layer_activations' sharded Q and K, and V */
+  return ((s.heads + s.kv_heads) * s.d_qk + s.kv_heads * s.d_v) / (tp > 0 ? tp : 1);
+}
+
 double fth_model_act_fn_input_elems_per_token(const fth_model_def *d, int moe, int tp,
                                               int tp_moe, double routed_per_token) {
   double t = tp > 0 ? tp : 1, tm = tp_moe > 0 ? tp_moe : 1;

@@ -292,6 +292,9 @@ double fth_model_frozen_input_elems_per_token(const fth_model_def *def, int moe,
                                               fth_lora_targets targets, int tp, int tp_moe,
                                               int sp, double routed_per_token);
 
+/// Elements per token of the Q, K and V the attention keeps for backward (heads / TP).
+double fth_model_qkv_elems_per_token(const fth_model_def *def, int moe, int tp);
+
 /// Elements per token of the MLP activation function's saved input (gated: the gate
 /// and up outputs; plain: the GeLU input), dense or shared and routed experts, sharded
 /// as fth_model_layer_activations keeps them.

@@ -38,6 +38,13 @@ const fth_recipe_row *fth_recipe_get(fth_recipe r) {
   return (r >= 0 && r < FTH_RECIPE_COUNT) ? &rows[r] : NULL;
 }
 
+double fth_recipe_weight_copies(fth_recipe r, int any_layout) {
+  const fth_recipe_row *row = fth_recipe_get(r);
+  if (row == NULL || row->gemm == FTH_PREC_COUNT) return 0.0;
+  if (any_layout && row->quantisations == 1.0 && row->scale_bytes == 0.0) return 1.0;
+  return row->copies;
+}
+
 const char *fth_recipe_name(fth_recipe r) {
   const fth_recipe_row *row = fth_recipe_get(r);
   return row ? row->name : NULL;

@@ -40,6 +40,11 @@ typedef struct fth_recipe_row {
 } fth_recipe_row;
 
 const fth_recipe_row *fth_recipe_get(fth_recipe r); ///< NULL when out of range
+
+/// Quantised copies of a weight the recipe keeps: its row's `copies`, or one where the
+/// GEMMs take either layout (`any_layout`) and one per-tensor scale serves both axes
+/// (one quantisation, no per-block scales: delayed and current scaling).
+double fth_recipe_weight_copies(fth_recipe r, int any_layout);
 const char *fth_recipe_name(fth_recipe r);
 fth_recipe fth_recipe_parse(const char *name); ///< FTH_RECIPE_COUNT when unknown
 

@@ -43,7 +43,8 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
  *   them, MLA's Q, K, V at the activation width;
  * - LoRA keeps no input of a frozen linear (fth_model_frozen_input_elems_per_token);
  * - activation_input_fp8 saves the MLP activation function's input at one byte
- *   (Transformer Engine's activation ops caching their input in FP8). */
+ *   (Transformer Engine's activation ops caching their input in FP8), attention_fp8
+ *   the attention's Q, K and V. */
 static void saved_per_token(const fth_train_plan *p, fth_recompute rc, double out[2]) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
@@ -74,6 +75,8 @@ static void saved_per_token(const fth_train_plan *p, fth_recompute rc, double ou
     if (w->lora_rank > 0)
       out[k] -= gb * fth_model_frozen_input_elems_per_token(m, k, w->lora_targets, l->tp,
                                                             l->tp_moe, w->sequence_parallel, r);
+    if (w->attention_fp8 && w->act_bytes > 1.0)
+      out[k] -= (w->act_bytes - 1.0) * fth_model_qkv_elems_per_token(m, k, l->tp);
     if (w->activation_input_fp8 && w->act_bytes > 1.0)
       out[k] -= (w->act_bytes - 1.0) *
                 fth_model_act_fn_input_elems_per_token(m, k, l->tp, l->tp_moe, r);
@@ -278,7 +281,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   /* A recipe caches its quantised weights (row- and column-wise) for the step. */
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
   if (rr->gemm != FTH_PREC_COUNT) {
-    double quantised = rr->copies * (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
+    double quantised = fth_recipe_weight_copies(w->recipe, p->node.compute.fp8_any_layout) *
+                       (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
     /* A frozen LoRA base never updates: it is held as those quantised copies alone
      * (Transformer Engine's fp8_model_init; NeMo's fp8 parameters), no wide copy. */
     wb = w->lora_rank > 0 ? quantised : wb + quantised;
@@ -339,7 +343,14 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
     e->k.gemm_env.model = w->kernel_model;
     e->k.gemm_bytes = fth_precision_bytes(row->gemm);
     e->k.cast_bytes = fth_recipe_cast_bytes(w->recipe, w->act_bytes, w->cast_kernels);
-    e->k.weight_cast_share = 1.0 / p->microbatches;
+    /* the weights are cast once a step, after the update; a frozen LoRA base is held
+     * quantised (fth_train_footprint) and never cast */
+    e->k.weight_cast_share = w->lora_rank > 0 ? 0.0 : 1.0 / p->microbatches;
+    /* FP8 attention (TE's FP8 dot-product attention on cuDNN's FP8 FMHA; FlashAttention-3
+     * FP8): both passes at the FP8 tensor rate, the same achieved fraction of it */
+    if (w->attention_fp8)
+      e->k.env.attention_flops_per_s =
+          fth_compute_attention_flops_per_s(&p->node.compute, FTH_PREC_FP8);
   }
   e->lay = &p->layout;
   e->model = &p->model;

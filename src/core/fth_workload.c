@@ -119,6 +119,11 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
                     fth_recompute_name(w->recompute));
   if (w->lora_targets < FTH_LORA_ALL_LINEAR || w->lora_targets >= FTH_LORA_TARGETS_COUNT)
     return fth_fail(err, FTH_EINVAL, "lora_targets", "unknown targets");
+  if (w->attention_fp8 != 0 && w->attention_fp8 != 1)
+    return fth_fail(err, FTH_EINVAL, "attention_fp8", "expected 0 or 1, got %d", w->attention_fp8);
+  if (w->attention_fp8 && w->recipe == FTH_RECIPE_NONE)
+    return fth_fail(err, FTH_EINVAL, "attention_fp8",
+                    "FP8 attention runs under an FP8 precision_recipe (none set)");
   if (w->activation_input_fp8 != 0 && w->activation_input_fp8 != 1)
     return fth_fail(err, FTH_EINVAL, "activation_input_fp8", "expected 0 or 1, got %d",
                     w->activation_input_fp8);

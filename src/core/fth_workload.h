@@ -54,6 +54,9 @@ typedef struct fth_train_def {
   /// 1: the MLP activation function's saved input is kept at one byte (Transformer
   /// Engine's activation ops caching their input in FP8)
   int activation_input_fp8;
+  /// 1: under a precision recipe, fused attention runs at FP8 (both passes at the FP8
+  /// rate) and saves Q, K and V at one byte
+  int attention_fp8;
   double ep_dispatch_override_s; ///< time of one EP dispatch, if simulated (0 = model)
   double ep_combine_override_s;  ///< time of one EP combine, if simulated (0 = the dispatch's,
                                  ///< scaled by the combine's bytes over the dispatch's)

@@ -156,6 +156,7 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->expert_gemm_s = lcheck_number(L, c, dc, "expert_gemm_overhead_sec", 0);
     cd->power_watts = lcheck_number(L, c, dc, "power_watts", 0);
     cd->power_limit_watts = lcheck_number(L, c, dc, "power_limit_watts", 0);
+    cd->fp8_any_layout = lcheck_bool(L, c, dc, "fp8_any_layout", 0);
     lua_pop(L, 1);
   }
   if (subtable(L, idx, "hardware", "device_memory_tiers")) {
@@ -408,6 +409,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->lora_rank = lcheck_number(L, idx, w, "lora_rank", out->lora_rank);
   out->lora_targets =
       (fth_lora_targets)lnames_check(L, idx, w, "lora_targets", LNAMES_LORA_TARGETS, out->lora_targets);
+  out->attention_fp8 = lcheck_bool(L, idx, w, "attention_fp8", out->attention_fp8);
   out->activation_input_fp8 =
       lcheck_bool(L, idx, w, "activation_input_fp8", out->activation_input_fp8);
   out->recompute_num_layers = lcheck_int_range(L, idx, w, "recompute_num_layers",

@@ -77,6 +77,7 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "lora_targets", LNAMES_LORA_TARGETS, (int)t.lora_targets);
   setint(L, "recompute_num_layers", t.recompute_num_layers);
   setbool(L, "activation_input_fp8", t.activation_input_fp8);
+  setbool(L, "attention_fp8", t.attention_fp8);
   setint(L, "virtual_stages", t.virtual_stages);
   setint(L, "num_layers_in_first_pipeline_stage", t.pp_first_layers);
   setint(L, "num_layers_in_last_pipeline_stage", t.pp_last_layers);

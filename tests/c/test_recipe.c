@@ -37,6 +37,16 @@ static int table(void) {
   for (int i = 0; i < FTH_RECIPE_COUNT; i++)
     FTH_ENSURE(fth_recipe_parse(fth_recipe_name((fth_recipe)i)) == (fth_recipe)i);
   FTH_ENSURE(fth_recipe_parse("fp8") == FTH_RECIPE_COUNT);
+  /* Weight copies: a row- and a column-wise one, or one where the GEMMs take either layout
+   * and one per-tensor scale serves both axes (delayed, current); rowwise quantises per
+   * axis and MX/blockwise/NVFP4 scale along one axis: two everywhere. */
+  FTH_ENSURE(fth_recipe_weight_copies(FTH_RECIPE_FP8_DELAYED, 0) == 2.0);
+  FTH_ENSURE(fth_recipe_weight_copies(FTH_RECIPE_FP8_DELAYED, 1) == 1.0);
+  FTH_ENSURE(fth_recipe_weight_copies(FTH_RECIPE_FP8_CURRENT, 1) == 1.0);
+  FTH_ENSURE(fth_recipe_weight_copies(FTH_RECIPE_FP8_ROWWISE, 1) == 2.0);
+  FTH_ENSURE(fth_recipe_weight_copies(FTH_RECIPE_MXFP8, 1) == 2.0);
+  FTH_ENSURE(fth_recipe_weight_copies(FTH_RECIPE_NVFP4, 1) == 2.0);
+  FTH_ENSURE(fth_recipe_weight_copies(FTH_RECIPE_NONE, 1) == 0.0);
   /* FP4 falls back to FP8 where the chip has no FP4 rate, at FP8's
    * efficiency; a per-precision efficiency applies to its own rate only. */
   fth_node_def n = tfx_fp8_node();

@@ -215,8 +215,12 @@ describe("fathom.cases", function()
     assert.is_true(docs.workload.activation_input_fp8)
     assert.are.equal("full", docs.workload.recompute)
     assert.are.equal(3, docs.workload.recompute_num_layers)
-    case.training.precision = "BF16"
+    assert.is_false(docs.workload.attention_fp8)
+    case.training.attention_fp8 = true -- NVIDIA's cases state FP8 attention this way
+    assert.is_true(cases.training_docs(case).workload.attention_fp8)
+    case.training.precision = "BF16" -- no FP8 recipe: neither applies
     assert.is_false(cases.training_docs(case).workload.activation_input_fp8)
+    assert.is_false(cases.training_docs(case).workload.attention_fp8)
   end)
 
   it("maps training.precision to a compute width and recipe", function()
