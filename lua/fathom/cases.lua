@@ -325,6 +325,9 @@ function M.precision(s, default_recipe)
   local p = lower(s)
   out.fp8_attention = out.fp8 and (p:find("fp8 kv") or p:find("fp8 attention") or p:find("fp8 fmha")
     or p:find("kv cache/attention") or p:find("fp8 kv cache")) ~= nil
+  -- FP8 weights all-gathered by the distributed optimizer ("FP8 params", "FP8 param gather",
+  -- NeMo's fp8_params, Megatron's fp8_param_gather) where the source says so
+  out.fp8_param_gather = out.fp8 and not out.fp4 and p:find("fp8[%s_%-]*param") ~= nil
   return out
 end
 
@@ -729,6 +732,7 @@ function M.training_docs(case)
     ep_dispatch_per_node = fw.ep_dispatch_per_node or require("fathom.frameworks").ep_per_node(tr.kernels)
       or false,
     sequence_parallel = p.sp and p.tp > 1,
+    fp8_param_gather = prec.fp8_param_gather,
     dp_spec = { variant = p.dp_variant },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),
       virtual_stages = p.vpp > 1 and p.vpp or nil,

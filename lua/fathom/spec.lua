@@ -254,6 +254,9 @@ M.train_schema = with_common({
     hint = "false: EP dispatch/combine run between router and experts, none hidden (no A2A overlap)" },
   tp_comm_overlap = { type = "boolean", default = TRAIN.tp_comm_overlap,
     hint = "false: TP collectives run between the GEMMs, none hidden (vanilla TP; async TP overlaps them)" },
+  fp8_param_gather = { type = "boolean", default = TRAIN.fp8_param_gather,
+    hint = "true: under an FP8 recipe the distributed optimizer / FSDP all-gathers the FP8 weight copies "
+      .. "(1 byte each; Megatron fp8_param_gather, torchao float8 all-gather)" },
   eager_elementwise = { type = "boolean", default = TRAIN.eager_elementwise,
     hint = "eager PyTorch element-wise ops, one kernel each (torchtitan without torch.compile)" },
   moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
@@ -620,6 +623,7 @@ function M.train(src)
     recompute_modules = w.recompute_modules,
     sequence_parallel = w.sequence_parallel,
     tp_comm_overlap = w.tp_comm_overlap,
+    fp8_param_gather = w.fp8_param_gather,
     ep_comm_overlap = w.ep_comm_overlap,
     ep_dispatch_per_node = w.ep_dispatch_per_node,
     eager_elementwise = w.eager_elementwise,

@@ -621,6 +621,18 @@ static double window_s(const fth_train_def *w, const fth_phase *ph) {
   return w->comp_comm_eff * ph->compute_bound_s + w->comm_mem_eff * ph->memory_bound_s;
 }
 
+/* Width of the weights the sharded data-parallel variants all-gather: the
+ * compute width, or 1 byte where an FP8 recipe gathers the FP8 copies the
+ * linears consume (Megatron-Core's fp8_param_gather with Transformer Engine's
+ * FP8 primary weights, torchao's float8 all-gather under FSDP2): the updated
+ * shard is cast before the gather, not after. NVFP4 recipes gather BF16. */
+static double gather_bytes(const fth_train_def *w) {
+  const fth_recipe_row *rr = fth_recipe_get(w->recipe);
+  if (w->fp8_param_gather && rr && w->recipe != FTH_RECIPE_NONE && rr->gemm == FTH_PREC_FP8)
+    return 1.0;
+  return w->act_bytes;
+}
+
 static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const fth_phase *bwd,
                           fth_train_result *r) {
   const fth_train_def *w = &p->work;
@@ -632,7 +644,7 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   for (int i = 0; i < 2; i++) {
     const fth_group *g = &l->group[kinds[i]];
     fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], trained[i], w->grad_bytes,
-                                               w->act_bytes, p->microbatches, &w->coll);
+                                               gather_bytes(w), p->microbatches, &w->coll);
     t[i] = z.time_s;
     if (g->n > 0) { /* a group of one moves nothing: nothing to report */
       set_item(&r->comm[kinds[i]], g, z.op, z.algo, z.bytes_per_call, z.calls);
@@ -756,7 +768,7 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
     const fth_group *g = &l->group[kinds[i]];
     if (g->n == 0) continue;
     out[kinds[i]] = fth_zero_step_traffic(w->dp, g, views[i], trained[i], w->grad_bytes,
-                                          w->act_bytes, mbs, &w->coll)
+                                          gather_bytes(w), mbs, &w->coll)
                         .bytes_per_step;
   }
 }

@@ -36,6 +36,8 @@ typedef struct fth_train_def {
   unsigned recompute_modules; ///< FTH_RECOMPUTE_MOD_* bits re-run on top of none / selective
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int tp_comm_overlap;     ///< 0: TP collectives run between the GEMMs, none hidden (vanilla TP)
+  int fp8_param_gather;    ///< 1: under an FP8 recipe the sharded-DP weight all-gathers move the
+                           ///< FP8 copies, 1 byte a weight (Megatron fp8_param_gather, FSDP2 float8)
   int ep_comm_overlap;     ///< 0: EP dispatch/combine run between router and experts, none hidden
   int ep_dispatch_per_node; ///< 1: a token crosses scale-out once per node it reaches (DeepEP)
   int flash_attention;     ///< 1: fused attention (no s^2 activations)

@@ -396,6 +396,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   lua_pop(L, 1);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
   out->tp_comm_overlap = lcheck_bool(L, idx, w, "tp_comm_overlap", out->tp_comm_overlap);
+  out->fp8_param_gather = lcheck_bool(L, idx, w, "fp8_param_gather", out->fp8_param_gather);
   out->ep_comm_overlap = lcheck_bool(L, idx, w, "ep_comm_overlap", out->ep_comm_overlap);
   out->ep_dispatch_per_node =
       lcheck_bool(L, idx, w, "ep_dispatch_per_node", out->ep_dispatch_per_node);

@@ -83,6 +83,7 @@ void lfth_open_defaults(lua_State *L) {
   setint(L, "num_layers_in_last_pipeline_stage", t.pp_last_layers);
   setbool(L, "sequence_parallel", t.sequence_parallel);
   setbool(L, "tp_comm_overlap", t.tp_comm_overlap);
+  setbool(L, "fp8_param_gather", t.fp8_param_gather);
   setbool(L, "ep_comm_overlap", t.ep_comm_overlap);
   setbool(L, "ep_dispatch_per_node", t.ep_dispatch_per_node);
   setbool(L, "eager_elementwise", t.eager_elementwise);

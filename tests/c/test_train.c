@@ -417,6 +417,54 @@ static int tp_overlap(void) {
   return 0;
 }
 
+/* FP8 parameter gather: the toy step under ZeRO-1 (reduce-scatter of the fp32
+ * gradients, all-gather of the updated weights over DP 2 on dim 1: 10 GB/s,
+ * 5 us; nothing hidden, comp_comm 0). Its 57,938,944 weights per GPU
+ * (toy_hand_derived) are gathered at the bf16 compute width, 115,877,888 B,
+ * or, with fp8_param_gather under an FP8 recipe, as the FP8 copies,
+ * 57,938,944 B. Step bytes: gradients 4 B + weights 2 B or 1 B a parameter.
+ * A ring all-gather of M over 2 GPUs takes (1/2) M / B + a, so the step
+ * shortens by (1/2) 57,938,944 / 10e9 = 2.8969472 ms, the latency unchanged.
+ * Without an FP8 recipe (or under NVFP4) the flag changes nothing. */
+static int fp8_param_gather(void) {
+  fth_node_def node = toy_node();
+  node.compute.flops_per_s[FTH_PREC_FP8] = 200e12;
+  node.compute.flops_per_s[FTH_PREC_FP4] = 400e12;
+  fth_topology_def topo = toy_topo();
+  fth_model_def model = toy_model();
+  fth_train_def work = toy_work();
+  work.dp = FTH_DP_ZERO1;
+  work.recipe = FTH_RECIPE_FP8_DELAYED;
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_result off, on;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &off);
+  work.fp8_param_gather = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &on);
+  FTH_ENSURE_NEAR(57938944.0 * (4 + 2), off.comm[FTH_COMM_DP].bytes_per_step, 1e-12);
+  FTH_ENSURE_NEAR(57938944.0 * (4 + 1), on.comm[FTH_COMM_DP].bytes_per_step, 1e-12);
+  FTH_ENSURE_NEAR(2.8969472e-3, off.comm[FTH_COMM_DP].exposed_s - on.comm[FTH_COMM_DP].exposed_s,
+                  1e-9);
+  FTH_ENSURE_NEAR(2.8969472e-3, off.step_time_s - on.step_time_s, 1e-9);
+  /* no FP8 recipe, or NVFP4: the weights go at the compute width */
+  const fth_recipe others[2] = {FTH_RECIPE_NONE, FTH_RECIPE_NVFP4};
+  for (int i = 0; i < 2; i++) {
+    fth_train_result a, b;
+    work.recipe = others[i];
+    work.fp8_param_gather = 0;
+    FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+    fth_train_evaluate(&plan, &a);
+    work.fp8_param_gather = 1;
+    FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+    fth_train_evaluate(&plan, &b);
+    FTH_ENSURE_NEAR(57938944.0 * (4 + 2), b.comm[FTH_COMM_DP].bytes_per_step, 1e-12);
+    FTH_ENSURE_NEAR(a.step_time_s, b.step_time_s, 0);
+  }
+  return 0;
+}
+
 /* Links shared by traffic (the default): on dim 1, PP 4 and DP 2 share
  * 10 GB/s by the bytes each moves a step (fth_topology_group_by_traffic), and
  * the bytes the shares were derived from are the ones the step reports: PP
@@ -665,6 +713,7 @@ int train_test(void) {
   FTH_RUN(last_stage_lighter());
   FTH_RUN(mtp_module());
   FTH_RUN(tp_overlap());
+  FTH_RUN(fp8_param_gather());
   FTH_RUN(shared_by_traffic());
   FTH_RUN(recompute_modules());
   FTH_RUN(dualpipe_stages());

@@ -238,6 +238,12 @@ describe("fathom.cases", function()
     assert.is_true(cases.precision("NVFP4").fp4)
     assert.are.equal("nvfp4", cases.precision("NVFP4").recipe)
     assert.are.equal(2, cases.precision("NVFP4").bytes)
+    -- FP8 weights all-gathered only where the source says so, and never under FP4
+    assert.is_true(cases.precision("FP8 (TE hybrid, delayed scaling; FP8 params)").fp8_param_gather)
+    assert.is_true(cases.precision("FP8 current scaling, FP8 param gather").fp8_param_gather)
+    assert.is_false(cases.precision("FP8 delayed scaling").fp8_param_gather)
+    assert.is_false(cases.precision("BF16 params").fp8_param_gather)
+    assert.is_false(cases.precision("NVFP4 (FP8 param gather)").fp8_param_gather)
   end)
 
   it("takes a 72-GPU NVLink domain for GB200 NVL72, not the 4-GPU tray", function()
