@@ -49,10 +49,12 @@
 --                          "EP overlap", "overlap_moe_expert_parallel_comm" or "batch
 --                          overlap" turns it on
 --   ep_dispatch_per_node   the EP dispatcher sends a token across scale-out once per node it
---                          reaches and forwards it inside (DeepEP, Megatron's flex/HybridEP),
---                          so node-limited routing saves scale-out bytes; false: Megatron-
---                          Core's alltoall dispatcher, one copy per (token, expert). A name
---                          or kernels string saying DeepEP, flex or HybridEP turns it on
+--                          reaches and forwards it inside (DeepEP's normal kernels,
+--                          Megatron's flex/HybridEP): the k copies of a token cross as the
+--                          nodes they reach, fewer still under node-limited routing; false
+--                          (default): NCCL's all-to-all(v), Megatron-Core's alltoall
+--                          dispatcher, one copy per (token, expert). A name or kernels
+--                          string saying DeepEP, flex or HybridEP turns it on
 --   tp_comm_overlap        TP collectives overlapped with the GEMMs (Megatron-Core/NeMo
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
@@ -71,7 +73,7 @@ local base = {
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
-  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = true,
+  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
   cast_kernels = "fused",
 }
 
@@ -112,7 +114,9 @@ M.rows = {
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false,
     ep_dispatch_per_node = false },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
-  { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false },
+  -- Its MoE recipes (examples/llm_benchmark) dispatch with DeepEP or HybridEP (per node).
+  { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false,
+    ep_dispatch_per_node = true },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
   -- by default (train_configs/*.toml: per-op SAC, the core's "op"), SDPA flash attention,
   -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).

@@ -20,7 +20,7 @@ fth_train_def fth_train_def_default(void) {
   d.sequence_parallel = 0;
   d.tp_comm_overlap = 1;
   d.ep_comm_overlap = 1;
-  d.ep_dispatch_per_node = 1;
+  d.ep_dispatch_per_node = 0;
   d.flash_attention = 1;
   d.expert_imbalance = 1.0;
   d.comp_comm_eff = 0.0;
