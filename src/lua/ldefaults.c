@@ -75,6 +75,7 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "precision_recipe", LNAMES_PRECISION_RECIPE, (int)t.recipe);
   setname(L, "cast_kernels", LNAMES_CAST_KERNELS, (int)t.cast_kernels);
   setint(L, "virtual_stages", t.virtual_stages);
+  setint(L, "zero3_microbatches_per_gather", t.zero3_microbatches_per_gather);
   setint(L, "num_layers_in_first_pipeline_stage", t.pp_first_layers);
   setint(L, "num_layers_in_last_pipeline_stage", t.pp_last_layers);
   setbool(L, "sequence_parallel", t.sequence_parallel);
