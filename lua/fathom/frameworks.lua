@@ -49,14 +49,22 @@
 --                          "EP overlap", "overlap_moe_expert_parallel_comm" or "batch
 --                          overlap" turns it on
 --   ep_dispatch_per_node   the EP dispatcher sends a token across scale-out once per node it
---                          reaches and forwards it inside (DeepEP, Megatron's flex/HybridEP),
---                          so node-limited routing saves scale-out bytes; false: Megatron-
---                          Core's alltoall dispatcher, one copy per (token, expert). A name
---                          or kernels string saying DeepEP, flex or HybridEP turns it on
+--                          reaches and forwards it inside (DeepEP's normal kernels,
+--                          Megatron's flex/HybridEP): the k copies of a token cross as the
+--                          nodes they reach, fewer still under node-limited routing; false
+--                          (default): NCCL's all-to-all(v), Megatron-Core's alltoall
+--                          dispatcher, one copy per (token, expert). A name or kernels
+--                          string saying DeepEP, flex or HybridEP turns it on
 --   tp_comm_overlap        TP collectives overlapped with the GEMMs (Megatron-Core/NeMo
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
 --                          that says "async TP" / "AsyncTP" turns it on
+--   fsdp_gather_per_run    ZeRO-3 (FSDP2) under a pipeline schedule gathers each stage's
+--                          weights once per schedule run and reduce-scatters its gradients
+--                          on the run's last micro-batch (PyTorch's torch.distributed.
+--                          pipelining: unshard before the run, gradient sync on the last
+--                          backward), not once per micro-batch; a run is the case's
+--                          local_batch (per DP rank) of micro-batches, else the whole step's
 --   serving_policy         a serving engine's batching policy (fth_serve's names) when a
 --                          benchmark runs through the simulator: "inflight" TensorRT-LLM
 --                          (decodes with whole prompts, context chunking off by default),
@@ -71,8 +79,8 @@ local base = {
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
-  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = true,
-  cast_kernels = "fused",
+  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
+  cast_kernels = "fused", fsdp_gather_per_run = false,
 }
 
 M.rows = {
@@ -112,19 +120,21 @@ M.rows = {
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false,
     ep_dispatch_per_node = false },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
-  { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false },
+  -- Its MoE recipes (examples/llm_benchmark) dispatch with DeepEP or HybridEP (per node).
+  { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false,
+    ep_dispatch_per_node = true, fsdp_gather_per_run = true },
   -- torchtitan: FSDP2 (ZeRO-3) when dp_shard > 1, selective (op) activation checkpointing
   -- by default (train_configs/*.toml: per-op SAC, the core's "op"), SDPA flash attention,
   -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
     dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true,
     cast_kernels = "eager", tp_comm_overlap = false, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+    ep_dispatch_per_node = false, fsdp_gather_per_run = true },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
     recompute = "op", pp_micro_batch = 1, eager_elementwise = true, cast_kernels = "eager",
     tp_comm_overlap = false,
     ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+    ep_dispatch_per_node = false, fsdp_gather_per_run = true },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective",
     ep_comm_overlap = false },
@@ -170,14 +180,14 @@ end
 -- ep_overlap(s) -> whether a framework or recompute string names EP communication overlap.
 function M.ep_overlap(s)
   s = tostring(s or ""):lower()
-  return s:find("a2a[%s%-_]*overlap") or s:find("ep[%s%-_]*overlap") or s:find("overlap_moe_expert")
-    or s:find("batch[%s%-_]*overlap") or s:find("dualpipe") or false
+  return (s:find("a2a[%s%-_]*overlap") or s:find("ep[%s%-_]*overlap") or s:find("overlap_moe_expert")
+    or s:find("batch[%s%-_]*overlap") or s:find("dualpipe")) ~= nil
 end
 
 -- ep_per_node(s) -> whether a string names a per-node-forwarding EP dispatcher.
 function M.ep_per_node(s)
   s = tostring(s or ""):lower()
-  return s:find("deepep") or s:find("hybridep") or s:find("flex[%s%-_]*dispatch") or false
+  return (s:find("deepep") or s:find("hybridep") or s:find("flex[%s%-_]*dispatch")) ~= nil
 end
 
 -- lookup(name) -> a row with every field set (base values where the row is silent).

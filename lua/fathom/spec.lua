@@ -313,7 +313,11 @@ local function modelled(t, key, path, what)
   end
 end
 M.dp_spec_schema = { variant = { type = "string", choices = names.with_aliases("dp_variant"),
-  default = TRAIN.dp_variant } }
+  default = TRAIN.dp_variant },
+  -- ZeRO-3: micro-batches sharing one weight gather and gradient reduce-scatter (FSDP2 under a
+  -- PyTorch pipeline schedule keeps the weights gathered over one schedule run)
+  zero3_microbatches_per_gather = { type = "integer", min = 1, default = TRAIN.zero3_microbatches_per_gather,
+    hint = "micro-batches of one schedule run under FSDP2 + PP; 1: every micro-batch gathers" } }
 M.pp_spec_schema = {
   variant = { type = "string", choices = names.pp_schedule, default = TRAIN.pp_variant },
   virtual_stages = { type = "integer", min = 1, default = TRAIN.virtual_stages },
@@ -605,6 +609,7 @@ function M.train(src)
     comm_mem_efficiency = w.comm_mem_efficiency,
     tp_variant = tp.variant,
     dp_variant = names.canonical("dp_variant", dp.variant),
+    zero3_microbatches_per_gather = dp.zero3_microbatches_per_gather,
     pp_variant = pp.variant,
     virtual_stages = pp.virtual_stages,
     num_layers_in_first_pipeline_stage = pp.num_layers_in_first_pipeline_stage,

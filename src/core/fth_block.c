@@ -91,26 +91,34 @@ static void comm(const fth_block_env *e, fth_phase *fwd, fth_phase *bwd, fth_com
   if (bwd) fth_phase_add_comm(bwd, kind, op, r.algo, bytes, r.time_s, calls_b);
 }
 
-/* Node-limited routing (DeepSeek-AI 2024, Sec. 2.1.2 and 3.2.2; DeepEP's
- * normal kernels): a token goes to experts on at most M = topk_group groups;
- * with the experts of a group on one node (the scale-up domain), its copies
- * cross the scale-out network once per node it reaches and are forwarded
- * over the scale-up fabric to the GPUs there. Of the k routed copies, the
- * scale-out part carries one per node reached: min(M', k, nodes of the EP
- * group), where M' = M (ep_so / n_group) when a group spans several nodes
- * (ep_so > n_group), else M; the scale-up part still delivers all k. Returns
- * that share (< 1), or 0 when the limit saves nothing or the EP group does
- * not span both levels (the all-to-all is then costed whole, as without it). */
+/* Per-node dispatch (DeepEP's normal kernels, Megatron's flex/HybridEP): the
+ * dispatcher sends a token across the scale-out network once per node that
+ * holds any of its experts and forwards it over the scale-up fabric to the
+ * GPUs there. NCCL's all-to-all(v), Megatron-Core's alltoall dispatcher, sends
+ * every (token, expert) copy on its own (ep_per_node 0: no saving).
+ * Of the k routed copies, the scale-out part then carries one per node
+ * reached. With the E routed experts spread evenly over the N = EP_SO nodes of
+ * the EP group and the k experts of a token drawn without replacement, a node
+ * is missed with probability C(E - E/N, k) / C(E, k), so a token reaches
+ * N (1 - C(E - E/N, k) / C(E, k)) nodes on average (top-6 of 256 experts over
+ * 2 nodes: 1.98, so 6 copies cross as 1.98). Node-limited routing
+ * (DeepSeek-AI 2024, Sec. 2.1.2 and 3.2.2) caps it at M' = M (N / n_group)
+ * when a group spans several nodes (N > n_group), else M = topk_group. The
+ * scale-up part still delivers all k. Returns that share (< 1), or 0 when
+ * nothing is saved or the EP group does not span both levels (the all-to-all
+ * is then costed whole). */
 static double node_limited_share(const fth_block_env *e) {
   const fth_model_def *m = e->model;
   const fth_layout *l = e->lay;
-  if (m->topk_group <= 0 || m->n_group <= 0 || l->ep_su <= 1 || l->ep_so <= 1) return 0.0;
-  /* A dispatcher that sends every (token, expert) copy on its own (Megatron-
-   * Core's alltoall) sends all k across, however few nodes they reach. */
-  if (!e->ep_per_node) return 0.0;
-  double reach = m->topk_group * fth_max(1.0, (double)l->ep_so / m->n_group);
-  reach = fth_min(reach, fth_min((double)m->top_k, (double)l->ep_so));
-  return reach < m->top_k ? reach / m->top_k : 0.0; /* every copy crosses: unrestricted */
+  if (!e->ep_per_node || l->ep_su <= 1 || l->ep_so <= 1 || m->top_k <= 0) return 0.0;
+  double n = l->ep_so, E = m->num_experts, k = m->top_k;
+  double miss = 1.0; /* C(E - E/N, k) / C(E, k) */
+  for (int i = 0; i < m->top_k; i++) miss *= fth_max(0.0, (E - E / n - i) / (E - i));
+  double reach = n * (1.0 - miss);
+  if (m->topk_group > 0 && m->n_group > 0)
+    reach = fth_min(reach, m->topk_group * fth_max(1.0, n / m->n_group));
+  reach = fth_min(reach, fth_min(k, n));
+  return reach < k ? reach / k : 0.0; /* every copy crosses: nothing saved */
 }
 
 /* One EP all-to-all of `bytes` (all one rank sends, own share included),

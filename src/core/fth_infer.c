@@ -145,7 +145,11 @@ static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_en
   e->kv_bw = tier_bw(&p->node, d->traffic_tier[FTH_MEM_KV_CACHE]);
   e->expert_imbalance = d->expert_imbalance;
   e->flash_attention = d->flash_attention;
-  e->ep_per_node = 1; /* serving engines dispatch with DeepEP-style per-node forwarding */
+  /* Serving engines dispatch with DeepEP: its normal kernels (prefill) send a token
+   * across scale-out once per node and forward it there; its low-latency kernels
+   * (decode) write each (token, expert) copy straight to the expert's GPU over
+   * RDMA, no forwarding (DeepEP README: "low-latency kernels with pure RDMA"). */
+  e->ep_per_node = mode != FTH_BLOCK_DECODE;
 }
 
 double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_tokens,

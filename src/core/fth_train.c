@@ -633,6 +633,15 @@ static double gather_bytes(const fth_train_def *w) {
   return w->act_bytes;
 }
 
+/* ZeRO-3's gathers (and gradient reduce-scatters) a step: one per micro-batch,
+ * or one per group of zero3_microbatches_per_gather (FSDP2 under a PyTorch
+ * pipeline schedule gathers a stage's weights once per schedule run and
+ * synchronises its gradients on the run's last micro-batch). */
+static double zero3_gathers(const fth_train_plan *p) {
+  int k = p->work.zero3_microbatches_per_gather;
+  return k > 1 ? ceil(p->microbatches / k) : p->microbatches;
+}
+
 static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const fth_phase *bwd,
                           fth_train_result *r) {
   const fth_train_def *w = &p->work;
@@ -644,7 +653,7 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
   for (int i = 0; i < 2; i++) {
     const fth_group *g = &l->group[kinds[i]];
     fth_zero_traffic z = fth_zero_step_traffic(w->dp, g, views[i], trained[i], w->grad_bytes,
-                                               gather_bytes(w), p->microbatches, &w->coll);
+                                               gather_bytes(w), zero3_gathers(p), &w->coll);
     t[i] = z.time_s;
     if (g->n > 0) { /* a group of one moves nothing: nothing to report */
       set_item(&r->comm[kinds[i]], g, z.op, z.algo, z.bytes_per_call, z.calls);
@@ -768,7 +777,7 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
     const fth_group *g = &l->group[kinds[i]];
     if (g->n == 0) continue;
     out[kinds[i]] = fth_zero_step_traffic(w->dp, g, views[i], trained[i], w->grad_bytes,
-                                          gather_bytes(w), mbs, &w->coll)
+                                          gather_bytes(w), zero3_gathers(p), &w->coll)
                         .bytes_per_step;
   }
 }

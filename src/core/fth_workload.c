@@ -20,7 +20,8 @@ fth_train_def fth_train_def_default(void) {
   d.sequence_parallel = 0;
   d.tp_comm_overlap = 1;
   d.ep_comm_overlap = 1;
-  d.ep_dispatch_per_node = 1;
+  d.ep_dispatch_per_node = 0;
+  d.zero3_microbatches_per_gather = 1;
   d.flash_attention = 1;
   d.expert_imbalance = 1.0;
   d.comp_comm_eff = 0.0;
@@ -83,6 +84,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "dp_spec.variant", "unknown variant");
   if (w->pp < 0 || w->pp >= FTH_PP_COUNT)
     return fth_fail(err, FTH_EINVAL, "pp_spec.variant", "unknown variant");
+  if (w->zero3_microbatches_per_gather < 1)
+    return fth_fail(err, FTH_EINVAL, "dp_spec.zero3_microbatches_per_gather",
+                    "expected >= 1, got %d", w->zero3_microbatches_per_gather);
   if (w->virtual_stages < 1)
     return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages", "expected >= 1, got %d",
                     w->virtual_stages);

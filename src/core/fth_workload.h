@@ -40,6 +40,9 @@ typedef struct fth_train_def {
                            ///< FP8 copies, 1 byte a weight (Megatron fp8_param_gather, FSDP2 float8)
   int ep_comm_overlap;     ///< 0: EP dispatch/combine run between router and experts, none hidden
   int ep_dispatch_per_node; ///< 1: a token crosses scale-out once per node it reaches (DeepEP)
+  /// ZeRO-3: micro-batches that share one weight gather and gradient reduce-scatter
+  /// (FSDP2 under a PyTorch pipeline schedule: one per schedule run); 1 = every one
+  int zero3_microbatches_per_gather;
   int flash_attention;     ///< 1: fused attention (no s^2 activations)
   int eager_elementwise;   ///< 1: eager PyTorch element-wise ops, one kernel each (fth_block.c)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)

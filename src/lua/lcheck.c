@@ -373,6 +373,9 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->grad_bytes = lcheck_number(L, idx, w, "gradient_float_size", out->grad_bytes);
   out->dp = (fth_dp_variant)lnames_check(L, idx, w, "dp_variant", LNAMES_DP_VARIANT, out->dp);
   out->pp = (fth_pp_schedule)lnames_check(L, idx, w, "pp_variant", LNAMES_PP_SCHEDULE, out->pp);
+  out->zero3_microbatches_per_gather =
+      lcheck_int_range(L, idx, "workload.dp_spec", "zero3_microbatches_per_gather",
+                       out->zero3_microbatches_per_gather, 1, LCHECK_MAX_MICROBATCHES_PER_GATHER);
   out->virtual_stages = lcheck_int_range(L, idx, "workload.pp_spec", "virtual_stages",
                                          out->virtual_stages, 1, LCHECK_MAX_VIRTUAL_STAGES);
   out->pp_first_layers =

@@ -79,6 +79,7 @@ void lfth_open_defaults(lua_State *L) {
   setbool(L, "activation_input_fp8", t.activation_input_fp8);
   setbool(L, "attention_fp8", t.attention_fp8);
   setint(L, "virtual_stages", t.virtual_stages);
+  setint(L, "zero3_microbatches_per_gather", t.zero3_microbatches_per_gather);
   setint(L, "num_layers_in_first_pipeline_stage", t.pp_first_layers);
   setint(L, "num_layers_in_last_pipeline_stage", t.pp_last_layers);
   setbool(L, "sequence_parallel", t.sequence_parallel);

@@ -208,35 +208,56 @@ static int moe_step(void) {
   /* A grouped expert GEMM's fixed cost per expert (1 us here): 2 local
    * experts x 2 expert GEMMs (up, down) = 4 us more per micro-batch forward,
    * twice that backward (data and weight gradients), nothing hidden. */
+  /* Per-node dispatch (DeepEP's normal kernels): a token crosses the pod link
+   * once per pod holding any of its experts, then is forwarded inside. The
+   * default, NCCL's all-to-all, sends every copy: the whole 1,048,576 B above.
+   * Without a routing limit, top-2 of 8 experts, 4 per pod over 2 pods: a pod
+   * is missed with probability C(4, 2) / C(8, 2) = 6 / 28, so a token reaches
+   * 2 (1 - 6/28) = 11/7 pods on average and the scale-out part carries
+   * (11/7) / 2 = 11/14 of the bytes, 823,881.14 B: half leaves, 411,940.57 B
+   * / 5 GB/s = 82.388114 us. The scale-up part delivers every copy: 1,048,576
+   * B over the 2 GPUs of the pod at 50 GB/s, half leaves, 10.48576 us. They
+   * pipeline, latencies 0: 82.388114 us per all-to-all, 8 calls. */
+  FTH_ENSURE_NEAR(8.0 * 104.8576e-6, r.comm[FTH_COMM_EP].raw_s, 1e-9);
+  w.ep_dispatch_per_node = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_result nl;
+  fth_train_evaluate(&plan, &nl);
+  FTH_ENSURE_NEAR(8.0 * 1048576.0 * 11.0 / 14.0 / 2.0 / 5e9, nl.comm[FTH_COMM_EP].raw_s, 1e-9);
+  FTH_ENSURE_NEAR(8.0 * 82.388114e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-6);
   /* Node-limited routing (DeepSeek-V3 Sec. 2.1.2): 2 expert groups, a token
-   * routed to at most 1 of them. The EP group spans 2 pods (EP_SO 2), so each
-   * token's 2 copies reach min(1, top-2, 2 pods) = 1 pod: the scale-out part
-   * carries 1/2 of the 1,048,576 B, an all-to-all of 524,288 B over the 2
-   * pods at 5 GB/s: half leaves, 262,144 B / 5 GB/s = 52.4288 us. The
-   * scale-up part delivers every copy: 1,048,576 B over the 2 GPUs of the pod
-   * at 50 GB/s, half leaves, 10.48576 us. They pipeline, latencies 0: 52.4288
-   * us per all-to-all, 8 calls. The bytes reported stay the routed copies. */
+   * routed to at most 1 of them. Each token's 2 copies reach min(11/7, 1
+   * group) = 1 pod: the scale-out part carries 1/2 of the 1,048,576 B, an
+   * all-to-all of 524,288 B over the 2 pods at 5 GB/s: half leaves, 262,144 B
+   * / 5 GB/s = 52.4288 us, above the scale-up part's 10.49 us. 8 calls. The
+   * bytes reported stay the routed copies. */
   m.n_group = 2;
   m.topk_group = 1;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_result nl;
   fth_train_evaluate(&plan, &nl);
   FTH_ENSURE_NEAR(1048576.0, nl.comm[FTH_COMM_EP].bytes_per_call, 1e-12);
   FTH_ENSURE_NEAR(8.0, nl.comm[FTH_COMM_EP].calls_per_step, 0);
   FTH_ENSURE_NEAR(8.0 * 52.4288e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-9);
-  /* M = 2 of 2 groups reaches both pods: min(2, 2, 2) / 2 = 1, the whole
-   * 1,048,576 B cross (104.8576 us, above the scale-up part's 10.49 us), as
-   * without the limit. One group spanning both pods (n_group 1, M 1): M' =
-   * 1 x 2 pods / 1 group = 2 pods, the same. */
+  /* M = 2 of 2 groups limits nothing: 11/7 pods as without the limit. One
+   * group spanning both pods (n_group 1, M 1): M' = 1 x 2 pods / 1 group = 2
+   * pods, the same. */
   m.topk_group = 2;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
   fth_train_evaluate(&plan, &nl);
-  FTH_ENSURE_NEAR(8.0 * 104.8576e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-9);
+  FTH_ENSURE_NEAR(8.0 * 82.388114e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-6);
   m.n_group = 1;
   m.topk_group = 1;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
   fth_train_evaluate(&plan, &nl);
+  FTH_ENSURE_NEAR(8.0 * 82.388114e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-6);
+  /* One copy per expert (NCCL) under the limit: every copy crosses again. */
+  m.n_group = 2;
+  m.topk_group = 1;
+  w.ep_dispatch_per_node = 0;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &nl);
   FTH_ENSURE_NEAR(8.0 * 104.8576e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-9);
+  w.ep_dispatch_per_node = 1;
   /* A token limited to 3 of 2 groups, or to groups the model lacks, is refused. */
   m.n_group = 2;
   m.topk_group = 3;
@@ -248,6 +269,7 @@ static int moe_step(void) {
   m.topk_group = 0;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
   m = model();
+  w.ep_dispatch_per_node = 0;
 
   /* FP8 dispatch, BF16 combine (DeepSeek-V3 Sec. 3.3.2; DeepEP): the 512
    * routed copies of h = 1024 go out at 1 B plus one 4 B scale per 128

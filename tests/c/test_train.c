@@ -212,6 +212,39 @@ static int properties(void) {
   fth_train_evaluate(&p, &b);
   FTH_ENSURE_NEAR(a.mem.bytes[FTH_MEM_WEIGHTS] / 2.0, b.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
   FTH_ENSURE_NEAR(a.mem.bytes[FTH_MEM_OPTIMIZER] / 2.0, b.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
+  /* ZeRO-3 gathers every weight twice (forward, backward) and reduce-scatters
+   * the gradients once per micro-batch: 64 / DP 2 = 32 calls, each gathering
+   * the 2-byte weights twice and scattering the 4-byte gradients (bytes_per_call
+   * B), 2 x 2 + 4 = 2 x bytes_per_call a call. FSDP2 under a pipeline schedule
+   * (zero3_microbatches_per_gather 8: one gather per run of 8 micro-batches)
+   * makes it 32 / 8 = 4 calls and 1/8 of the time; 5 a gather: ceil(32 / 5) =
+   * 7 calls. */
+  FTH_ENSURE_NEAR(32.0, b.comm[FTH_COMM_DP].calls_per_step, 0);
+  FTH_ENSURE_NEAR(32.0 * 2.0 * b.comm[FTH_COMM_DP].bytes_per_call, b.comm[FTH_COMM_DP].bytes_per_step,
+                  1e-12);
+  {
+    fth_train_def w3 = p.work;
+    fth_train_result g;
+    fth_error err;
+    w3.zero3_microbatches_per_gather = 8;
+    FTH_ENSURE(fth_train_rework(&p, &w3, &err) == FTH_OK);
+    fth_train_evaluate(&p, &g);
+    FTH_ENSURE_NEAR(4.0, g.comm[FTH_COMM_DP].calls_per_step, 0);
+    FTH_ENSURE_NEAR(4.0 * 2.0 * b.comm[FTH_COMM_DP].bytes_per_call, g.comm[FTH_COMM_DP].bytes_per_step,
+                    1e-12);
+    /* 1/8 of the calls; each a little slower, as the links are shared by the
+     * bytes each dimension moves (DP now moves 1/8 of them beside PP). */
+    FTH_ENSURE(g.comm[FTH_COMM_DP].raw_s >= b.comm[FTH_COMM_DP].raw_s / 8.0);
+    FTH_ENSURE(g.comm[FTH_COMM_DP].raw_s < 1.05 * b.comm[FTH_COMM_DP].raw_s / 8.0);
+    FTH_ENSURE_NEAR(b.compute_s, g.compute_s, 1e-12);
+    w3.zero3_microbatches_per_gather = 5;
+    FTH_ENSURE(fth_train_rework(&p, &w3, &err) == FTH_OK);
+    fth_train_evaluate(&p, &g);
+    FTH_ENSURE_NEAR(7.0, g.comm[FTH_COMM_DP].calls_per_step, 0);
+    w3.zero3_microbatches_per_gather = 0;
+    FTH_ENSURE(fth_train_rework(&p, &w3, &err) == FTH_EINVAL);
+    FTH_ENSURE(strcmp(err.path, "workload.dp_spec.zero3_microbatches_per_gather") == 0);
+  }
   FTH_ENSURE(pipeline_case(&p, 1, 64, FTH_PP_GPIPE, FTH_RECOMPUTE_NONE, FTH_DP_DDP) == 0);
   fth_train_evaluate(&p, &b);
   FTH_ENSURE(b.mem.bytes[FTH_MEM_ACTIVATIONS] > a.mem.bytes[FTH_MEM_ACTIVATIONS]);

@@ -55,3 +55,47 @@ describe("published routing configs (cases.routing_configs)", function()
     assert.is_nil(docs.model.n_group)
   end)
 end)
+
+describe("the EP dispatcher and FSDP2's gathers as the framework runs them", function()
+  local function case(par, fw, kernels)
+    local p = { tp = 1, pp = 4, dp = 16, ep = 16, micro_batch = 1, global_batch = 512, seq_len = 4096,
+      fsdp = 16, local_batch = 8 }
+    for k, v in pairs(par or {}) do p[k] = v end
+    return { id = "x", source = "s", workload = "training",
+      model = { name = "Kimi K2 1T (32B active)", layers = 61, hidden = 7168, heads = 64, head_dim = 128, ffn = 18432,
+        vocab = 163840, experts = 384, shared_experts = 1, top_k = 8, expert_ffn = 2048, dense_layers = 1 },
+      system = { gpu = "NVIDIA H100 80GB HBM3", gpu_memory_gb = 80, num_gpus = 64, gpus_per_node = 8 },
+      parallelism = p,
+      training = { precision = "BF16", framework = fw or "NeMo AutoModel", kernels = kernels },
+      measured = { { metric = "step_time_s", value = 1, unit = "s" } } }
+  end
+
+  it("dispatches per node under DeepEP, one copy per expert under NCCL's all-to-all", function()
+    assert.is_true(assert(cases.training_docs(case())).workload.ep_dispatch_per_node)
+    assert.is_false(assert(cases.training_docs(case(nil, "Megatron-Bridge 25.09"))).workload.ep_dispatch_per_node)
+    assert.is_true(assert(cases.training_docs(case(nil, "Megatron-Bridge 25.09", "TE + DeepEP")))
+      .workload.ep_dispatch_per_node)
+  end)
+
+  it("gathers ZeRO-3 weights once per schedule run of local_batch / micro_batch under FSDP2 + PP", function()
+    -- 512 / (1 x 16) = 32 micro-batches a step, in runs of the local batch 8: 4 gathers
+    local w = assert(cases.training_docs(case())).workload
+    assert.are.equal(8, w.dp_spec.zero3_microbatches_per_gather)
+    -- no local batch: one run of the whole step's 32
+    w = assert(cases.training_docs(case({ local_batch = false }))).workload
+    assert.are.equal(32, w.dp_spec.zero3_microbatches_per_gather)
+    -- no pipeline, or a framework that gathers per micro-batch: unset (one each)
+    assert.is_nil(assert(cases.training_docs(case({ pp = 1, dp = 64, fsdp = 64, ep = 64 }))).workload.dp_spec
+      .zero3_microbatches_per_gather)
+    assert.is_nil(assert(cases.training_docs(case(nil, "LLM Foundry"))).workload.dp_spec
+      .zero3_microbatches_per_gather)
+  end)
+
+  it("refuses a gather shared by fewer than one micro-batch, naming the key", function()
+    local spec = require("fathom.spec")
+    local ok, err = pcall(spec.train, { global_batch_size = 8, micro_batch_size = 1, seq_length = 128,
+      dp_spec = { variant = "ZERO3", zero3_microbatches_per_gather = 0 } })
+    assert.is_false(ok)
+    assert.matches("dp_spec.zero3_microbatches_per_gather", tostring(err))
+  end)
+end)
