@@ -4,6 +4,8 @@
  * lua/fathom/report.lua computes them, so the doubles are bit-identical. */
 #include "fth_sweep.h"
 
+#include "fth_numtext.h"
+
 #include <stdint.h>
 
 #include <math.h>
@@ -266,16 +268,6 @@ static int format_int(char *buf, long long v) {
   return k;
 }
 
-/* The slow rule, as fathom.format.util.number writes it. */
-static int format_slow(char *buf, size_t cap, double x) {
-  int n = 0;
-  for (int prec = 15; prec <= 17; prec++) {
-    n = snprintf(buf, cap, "%.*g", prec, x);
-    if (strtod(buf, NULL) == x) return n;
-  }
-  return n;
-}
-
 int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
   if (cap < 32) return 0;
   if (isnan(x)) return snprintf(buf, cap, "nan");
@@ -290,5 +282,5 @@ int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
   /* integral and below 10^15: %.15g writes its digits */
   if (x == floor(x) && fabs(x) < 1e15) return format_int(buf, (long long)x);
   /* fathom.format.util.number's rule: the first of %.15g, %.16g, %.17g that reads back */
-  return format_slow(buf, cap, x);
+  return fth_numtext(buf, x);
 }

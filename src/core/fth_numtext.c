@@ -1,0 +1,209 @@
+/* fth_numtext.c: fathom.format.util.number's text of a double without printf.
+ *
+ * x = m * 2^e exactly (m the 53-bit significand with its hidden bit, e the
+ * exponent of its last bit). For a precision P (15, 16, 17) and x's decimal
+ * exponent k (10^k <= |x| < 10^(k+1)), %.Pg writes the integer q nearest to
+ * y = x * 10^s, s = P - 1 - k (ties to even: glibc's printf rounds the exact
+ * binary value), then places the point. As 10^s = 5^s * 2^s, y = m * 5^s * 2^t
+ * with t = s + e, a ratio of integers m*A / D with
+ *     A = 5^max(s,0) * 2^max(t,0),   D = 5^max(-s,0) * 2^max(-t,0)
+ * (for |x| below 10^16, D is a power of two: a shift), so q = round(m*A / D)
+ * is exact in 128-bit arithmetic whenever m*A and D fit. The text reads back
+ * as x (strtod rounds to nearest, ties to even) when q's distance to y is below
+ * half the gap to x's neighbour on that side. One unit of x's last bit, 2^e, is
+ * 5^s * 2^t = A/D in y's units, so with diff = |q*D - m*A| the test is
+ * 2*diff < A (equal: x wins the tie when m is even), and 4*diff <= A below x
+ * when x is a power of two (the gap below is half as wide, and m = 2^52 is
+ * even). The smallest P whose q passes is the rule's; 17 always reads back
+ * (the rule writes it anyway). Outside the 128-bit range (|x| below about
+ * 1e-15 or above about 1e46) and for subnormals the slow rule writes it: the
+ * text is the same by construction, only slower. */
+#include "fth_numtext.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__extension__ typedef unsigned __int128 u128;
+
+/* 5^i for i = 0..27 (5^27 < 2^63), and the bit length of 5^i for i = 0..55 */
+static const uint64_t POW5[28] = {
+    1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL, 1953125ULL, 9765625ULL,
+    48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL, 152587890625ULL,
+    762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL, 476837158203125ULL,
+    2384185791015625ULL, 11920928955078125ULL, 59604644775390625ULL, 298023223876953125ULL,
+    1490116119384765625ULL, 7450580596923828125ULL};
+static const unsigned char BITS5[56] = {1,  3,  5,  7,  10, 12, 14, 17, 19, 21, 24, 26, 28, 31,
+                                        33, 35, 38, 40, 42, 45, 47, 49, 52, 54, 56, 59, 61, 63,
+                                        66, 68, 70, 72, 75, 77, 79, 82, 84, 86, 89, 91, 93, 96,
+                                        98, 100, 103, 105, 107, 110, 112, 114, 117, 119, 121, 124, 126, 128};
+
+static u128 pow5(int i) { return i <= 27 ? (u128)POW5[i] : (u128)POW5[i - 27] * POW5[27]; }
+
+static const uint64_t POW10[18] = {1ULL,
+                                   10ULL,
+                                   100ULL,
+                                   1000ULL,
+                                   10000ULL,
+                                   100000ULL,
+                                   1000000ULL,
+                                   10000000ULL,
+                                   100000000ULL,
+                                   1000000000ULL,
+                                   10000000000ULL,
+                                   100000000000ULL,
+                                   1000000000000ULL,
+                                   10000000000000ULL,
+                                   100000000000000ULL,
+                                   1000000000000000ULL,
+                                   10000000000000000ULL,
+                                   100000000000000000ULL};
+
+int fth_numtext_slow(char *buf, double x) {
+  if (!isfinite(x)) {
+    buf[0] = '\0';
+    return 0;
+  }
+  int n = 0;
+  for (int prec = 15; prec <= 17; prec++) {
+    n = snprintf(buf, FTH_NUMTEXT_CAP, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x) return n;
+  }
+  return n;
+}
+
+/* q = round(y) at precision P with y = m*A/D (see the top); *fits: the operands
+ * fit; *back: the text reads back. Returns 0 when q carried to 10^P (the caller
+ * moves the exponent). */
+typedef struct digits {
+  uint64_t q;
+  int k;    ///< decimal exponent of the rounded value
+  int back; ///< reads back as x
+} digits;
+
+static int round_at(uint64_t m, int e, int lower_half, int P, int k, digits *out) {
+  /* y = m * 10^s * 2^e = m * 5^s * 2^t with t = s + e: the powers of two cancel */
+  int s = P - 1 - k, t = s + e;
+  if (s > 55 || -s > 55) return -1;
+  int a_bits = (s > 0 ? BITS5[s] : 0) + (t > 0 ? t : 0);
+  int d_bits = (s < 0 ? BITS5[-s] : 0) + (t < 0 ? -t : 0);
+  if (a_bits > 73 || d_bits > 124) return -1;
+  u128 A = (s > 0 ? pow5(s) : 1) << (t > 0 ? t : 0);
+  u128 N = (u128)m * A, q, r, D;
+  if (s >= 0) { /* D = 2^-t: a shift */
+    int sh = t < 0 ? -t : 0;
+    D = (u128)1 << sh;
+    q = N >> sh;
+    r = N & (D - 1);
+  } else {
+    D = pow5(-s) << (t < 0 ? -t : 0);
+    q = N / D;
+    r = N % D;
+  }
+  if (q >= POW10[P]) return 1;    /* k too small */
+  if (q < POW10[P - 1]) return 2; /* k too large */
+  u128 diff;
+  int above;
+  if (2 * r > D || (2 * r == D && (q & 1))) {
+    q++;
+    diff = D - r;
+    above = 1;
+  } else {
+    diff = r;
+    above = 0;
+  }
+  out->k = k;
+  if (q == POW10[P]) {
+    q = POW10[P - 1];
+    out->k = k + 1;
+  }
+  out->q = (uint64_t)q;
+  int even = (m & 1) == 0;
+  if (above || !lower_half)
+    out->back = 2 * diff < A || (2 * diff == A && even);
+  else
+    out->back = 4 * diff <= A;
+  return 0;
+}
+
+/* %.Pg's layout of digits q (P of them) at exponent k */
+static int layout(char *buf, int neg, uint64_t q, int P, int k) {
+  char d[20];
+  for (int i = P - 1; i >= 0; i--) {
+    d[i] = (char)('0' + q % 10);
+    q /= 10;
+  }
+  int nd = P;
+  while (nd > 1 && d[nd - 1] == '0') nd--;
+  char *p = buf;
+  if (neg) *p++ = '-';
+  if (k < -4 || k >= P) {
+    *p++ = d[0];
+    if (nd > 1) {
+      *p++ = '.';
+      memcpy(p, d + 1, (size_t)(nd - 1));
+      p += nd - 1;
+    }
+    *p++ = 'e';
+    int ex = k;
+    *p++ = ex < 0 ? '-' : '+';
+    if (ex < 0) ex = -ex;
+    if (ex >= 100) *p++ = (char)('0' + ex / 100);
+    *p++ = (char)('0' + ex / 10 % 10);
+    *p++ = (char)('0' + ex % 10);
+  } else if (k >= 0) {
+    for (int i = 0; i <= k; i++) *p++ = i < nd ? d[i] : '0';
+    if (nd > k + 1) {
+      *p++ = '.';
+      memcpy(p, d + k + 1, (size_t)(nd - k - 1));
+      p += nd - k - 1;
+    }
+  } else {
+    *p++ = '0';
+    *p++ = '.';
+    for (int i = 0; i < -k - 1; i++) *p++ = '0';
+    memcpy(p, d, (size_t)nd);
+    p += nd;
+  }
+  *p = '\0';
+  return (int)(p - buf);
+}
+
+int fth_numtext(char *buf, double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  int neg = (int)(bits >> 63);
+  int be = (int)((bits >> 52) & 0x7ff);
+  uint64_t frac = bits & ((1ULL << 52) - 1);
+  if (be == 0x7ff) {
+    buf[0] = '\0';
+    return 0;
+  }
+  if (be == 0) {
+    if (frac == 0) {
+      char *p = buf;
+      if (neg) *p++ = '-';
+      *p++ = '0';
+      *p = '\0';
+      return (int)(p - buf);
+    }
+    return fth_numtext_slow(buf, x); /* subnormal */
+  }
+  uint64_t m = frac | (1ULL << 52);
+  int e = be - 1075;
+  int lower_half = frac == 0 && be > 1;
+  /* 2^b <= |x| < 2^(b+1), so k is floor(b*log10(2)) or one more */
+  int b = be - 1023;
+  int k = (int)floor((double)b * 0.30102999566398119521);
+  for (int P = 15; P <= 17; P++) {
+    digits dg;
+    int st = round_at(m, e, lower_half, P, k, &dg);
+    if (st == 1) st = round_at(m, e, lower_half, P, ++k, &dg);
+    else if (st == 2) st = round_at(m, e, lower_half, P, --k, &dg);
+    if (st != 0) return fth_numtext_slow(buf, x);
+    if (dg.back || P == 17) return layout(buf, neg, dg.q, P, dg.k);
+  }
+  return fth_numtext_slow(buf, x); /* not reached */
+}
