@@ -70,7 +70,17 @@ void fth_sweep_point_eval(const fth_sweep_def *def, long long i, fth_sweep_point
              (long long)work.micro_batch, (long long)work.global_batch);
     return;
   }
-  if (fth_train_compile(&out->plan, &def->node, &topo, &def->model, &work, &out->err) != FTH_OK) return;
+  int topo_keys = 0;
+  for (int k = 0; k < def->n_keys; k++) topo_keys |= def->key[k].field == FTH_SWEEP_LOGICAL_SIZE;
+  if (!topo_keys && out->compiled_for == def) {
+    if (fth_train_rework(&out->plan, &work, &out->err) != FTH_OK) return;
+  } else {
+    out->compiled_for = NULL;
+    fth_status st = fth_train_compile(&out->plan, &def->node, &topo, &def->model, &work, &out->err);
+    /* the layout is usable when only the workload was refused (fth_train_compile) */
+    if (!topo_keys && out->plan.layout.num_gpus > 0) out->compiled_for = def;
+    if (st != FTH_OK) return;
+  }
   fth_train_evaluate(&out->plan, &out->result);
   if (def->goodput) {
     fth_goodput_def gp = def->gp;
