@@ -42,7 +42,8 @@ static const unsigned char BITS5[56] = {1,  3,  5,  7,  10, 12, 14, 17, 19, 21, 
 
 static u128 pow5(int i) { return i <= 27 ? (u128)POW5[i] : (u128)POW5[i - 27] * POW5[27]; }
 
-static const uint64_t POW10[18] = {1ULL,
+/* 10^i for i = 0..19 */
+static const uint64_t POW10[20] = {1ULL,
                                    10ULL,
                                    100ULL,
                                    1000ULL,
@@ -59,7 +60,9 @@ static const uint64_t POW10[18] = {1ULL,
                                    100000000000000ULL,
                                    1000000000000000ULL,
                                    10000000000000000ULL,
-                                   100000000000000000ULL};
+                                   100000000000000000ULL,
+                                   1000000000000000000ULL,
+                                   10000000000000000000ULL};
 
 int fth_numtext_slow(char *buf, double x) {
   if (!isfinite(x)) {
@@ -74,67 +77,109 @@ int fth_numtext_slow(char *buf, double x) {
   return n;
 }
 
-/* q = round(y) at precision P with y = m*A/D (see the top); *fits: the operands
- * fit; *back: the text reads back. Returns 0 when q carried to 10^P (the caller
- * moves the exponent). */
-typedef struct digits {
+/* y = x * 10^s at s = 16 - k as y = N / D (see the top): q = floor(y), r = N - q*D, and
+ * A. Returns 0, 1 when k is too small (q >= 10^17), 2 when too large (q < 10^16), -1
+ * outside the range (D below 2^118 leaves room for 4 * 100 * D). */
+typedef struct scaled {
   uint64_t q;
-  int k;    ///< decimal exponent of the rounded value
-  int back; ///< reads back as x
-} digits;
+  u128 r, D, A;
+} scaled;
 
-static int round_at(uint64_t m, int e, int lower_half, int P, int k, digits *out) {
+static int scale(uint64_t m, int e, int k, scaled *out) {
   /* y = m * 10^s * 2^e = m * 5^s * 2^t with t = s + e: the powers of two cancel */
-  int s = P - 1 - k, t = s + e;
+  int s = 16 - k, t = s + e;
   if (s > 55 || -s > 55) return -1;
   int a_bits = (s > 0 ? BITS5[s] : 0) + (t > 0 ? t : 0);
   int d_bits = (s < 0 ? BITS5[-s] : 0) + (t < 0 ? -t : 0);
-  if (a_bits > 73 || d_bits > 124) return -1;
+  if (a_bits > 73 || d_bits > 118) return -1;
   u128 A = (s > 0 ? pow5(s) : 1) << (t > 0 ? t : 0);
-  u128 N = (u128)m * A, q, r, D;
+  u128 N = (u128)m * A, q;
   if (s >= 0) { /* D = 2^-t: a shift */
     int sh = t < 0 ? -t : 0;
-    D = (u128)1 << sh;
+    out->D = (u128)1 << sh;
     q = N >> sh;
-    r = N & (D - 1);
+    out->r = N & (out->D - 1);
   } else {
-    D = pow5(-s) << (t < 0 ? -t : 0);
-    q = N / D;
-    r = N % D;
+    out->D = pow5(-s) << (t < 0 ? -t : 0);
+    q = N / out->D;
+    out->r = N % out->D;
   }
-  if (q >= POW10[P]) return 1;    /* k too small */
-  if (q < POW10[P - 1]) return 2; /* k too large */
-  u128 diff;
-  int above;
-  if (2 * r > D || (2 * r == D && (q & 1))) {
-    q++;
-    diff = D - r;
-    above = 1;
-  } else {
-    diff = r;
-    above = 0;
-  }
-  out->k = k;
-  if (q == POW10[P]) {
-    q = POW10[P - 1];
-    out->k = k + 1;
-  }
+  if (q >= POW10[17]) return 1;
+  if (q < POW10[16]) return 2;
   out->q = (uint64_t)q;
-  int even = (m & 1) == 0;
-  if (above || !lower_half)
-    out->back = 2 * diff < A || (2 * diff == A && even);
-  else
-    out->back = 4 * diff <= A;
+  out->A = A;
   return 0;
+}
+
+/* %.Pg's digits of y/f, f = 10^(17-P) (floor(y/f) = floor(q/f)), rounded to nearest,
+ * ties to even; *k moves up on a carry to 10^P. Returns whether they read back as x. */
+static int round_at(const scaled *y, uint64_t m, int lower_half, int P, uint64_t *q, int *k) {
+  uint64_t f = POW10[17 - P];
+  uint64_t qf = y->q / f, rem = y->q % f;
+  u128 below = (u128)rem * y->D + y->r; /* y - qf*f, times D */
+  u128 whole = (u128)f * y->D;
+  u128 diff;
+  int above = 2 * below > whole || (2 * below == whole && (qf & 1));
+  if (above) {
+    qf++;
+    diff = whole - below;
+  } else {
+    diff = below;
+  }
+  if (qf == POW10[P]) {
+    qf = POW10[P - 1];
+    ++*k;
+  }
+  *q = qf;
+  /* diff and A are both in units of 1/D of y's last (17th) digit */
+  if (above || !lower_half) return 2 * diff < y->A || (2 * diff == y->A && (m & 1) == 0);
+  return 4 * diff <= y->A;
+}
+
+/* "00".."99" */
+static const char PAIRS[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                               "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                               "8081828384858687888990919293949596979899";
+
+/* the n (0..9) decimal digits of v < 10^n ending at end[-1], two at a time */
+static void put_u32(char *end, uint32_t v, int n) {
+  for (; n >= 2; n -= 2) {
+    uint32_t two = v % 100;
+    v /= 100;
+    end -= 2;
+    memcpy(end, PAIRS + 2 * two, 2);
+  }
+  if (n) end[-1] = (char)('0' + v);
+}
+
+/* the n (1..20) decimal digits of v < 10^n into d[0..n) */
+static void put_u64(char *d, uint64_t v, int n) {
+  while (n > 8) {
+    put_u32(d + n, (uint32_t)(v % 100000000), 8);
+    v /= 100000000;
+    n -= 8;
+  }
+  put_u32(d + n, (uint32_t)v, n);
+}
+
+int fth_numtext_int(char *buf, long long v) {
+  char *p = buf;
+  unsigned long long u = (unsigned long long)v;
+  if (v < 0) {
+    *p++ = '-';
+    u = 0ULL - u;
+  }
+  int n = 1;
+  while (n < 20 && u >= POW10[n]) n++;
+  put_u64(p, u, n);
+  p[n] = '\0';
+  return (int)(p + n - buf);
 }
 
 /* %.Pg's layout of digits q (P of them) at exponent k */
 static int layout(char *buf, int neg, uint64_t q, int P, int k) {
   char d[20];
-  for (int i = P - 1; i >= 0; i--) {
-    d[i] = (char)('0' + q % 10);
-    q /= 10;
-  }
+  put_u64(d, q, P);
   int nd = P;
   while (nd > 1 && d[nd - 1] == '0') nd--;
   char *p = buf;
@@ -197,13 +242,15 @@ int fth_numtext(char *buf, double x) {
   /* 2^b <= |x| < 2^(b+1), so k is floor(b*log10(2)) or one more */
   int b = be - 1023;
   int k = (int)floor((double)b * 0.30102999566398119521);
+  scaled y;
+  int st = scale(m, e, k, &y);
+  if (st == 1) st = scale(m, e, ++k, &y);
+  else if (st == 2) st = scale(m, e, --k, &y);
+  if (st != 0) return fth_numtext_slow(buf, x);
   for (int P = 15; P <= 17; P++) {
-    digits dg;
-    int st = round_at(m, e, lower_half, P, k, &dg);
-    if (st == 1) st = round_at(m, e, lower_half, P, ++k, &dg);
-    else if (st == 2) st = round_at(m, e, lower_half, P, --k, &dg);
-    if (st != 0) return fth_numtext_slow(buf, x);
-    if (dg.back || P == 17) return layout(buf, neg, dg.q, P, dg.k);
+    uint64_t q;
+    int kp = k;
+    if (round_at(&y, m, lower_half, P, &q, &kp) || P == 17) return layout(buf, neg, q, P, kp);
   }
   return fth_numtext_slow(buf, x); /* not reached */
 }

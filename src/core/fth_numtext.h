@@ -14,6 +14,9 @@
 /// those its own way.
 int fth_numtext(char *buf, double x);
 
+/// The decimal digits of v with its sign, as %lld writes them; returns the length.
+int fth_numtext_int(char *buf, long long v);
+
 /// The same text through snprintf("%.*g") and strtod (the reference).
 int fth_numtext_slow(char *buf, double x);
 

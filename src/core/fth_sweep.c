@@ -262,22 +262,6 @@ int fth_sweep_finite(const fth_sweep_point *p, const fth_sweep_column *cols, int
   return 1;
 }
 
-/* Decimal digits of |v| < 2^63 with its sign, as %lld writes them. */
-static int format_int(char *buf, long long v) {
-  char tmp[24];
-  int n = 0;
-  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-  do {
-    tmp[n++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  int k = 0;
-  if (v < 0) buf[k++] = '-';
-  while (n) buf[k++] = tmp[--n];
-  buf[k] = '\0';
-  return k;
-}
-
 int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
   if (cap < 32) return 0;
   if (isnan(x)) return snprintf(buf, cap, "nan");
@@ -288,9 +272,9 @@ int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
     buf[1] = '\0';
     return signbit(x) ? 2 : 1;
   }
-  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0) return format_int(buf, (long long)x);
+  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0) return fth_numtext_int(buf, (long long)x);
   /* integral and below 10^15: %.15g writes its digits */
-  if (x == floor(x) && fabs(x) < 1e15) return format_int(buf, (long long)x);
+  if (x == floor(x) && fabs(x) < 1e15) return fth_numtext_int(buf, (long long)x);
   /* fathom.format.util.number's rule: the first of %.15g, %.16g, %.17g that reads back */
   return fth_numtext(buf, x);
 }

@@ -111,5 +111,25 @@ int numtext_test(void) {
     same(d / 1024.0);
   }
   FTH_ENSURE(mismatches == 0);
+
+  /* integers as %lld: each digit count, both ends, then random magnitudes */
+  char buf[FTH_NUMTEXT_CAP], want[FTH_NUMTEXT_CAP];
+  FTH_ENSURE(fth_numtext_int(buf, 0) == 1 && strcmp(buf, "0") == 0);
+  FTH_ENSURE(fth_numtext_int(buf, -100) == 4 && strcmp(buf, "-100") == 0);
+  FTH_ENSURE(fth_numtext_int(buf, 9223372036854775807LL) == 19 && strcmp(buf, "9223372036854775807") == 0);
+  FTH_ENSURE(fth_numtext_int(buf, -9223372036854775807LL - 1) == 20 &&
+             strcmp(buf, "-9223372036854775808") == 0);
+  long long p10 = 1;
+  for (int d = 1; d <= 18; d++, p10 *= 10)
+    for (long long v = p10 - 1; v <= p10; v++) {
+      snprintf(want, sizeof want, "%lld", -v);
+      FTH_ENSURE(fth_numtext_int(buf, -v) == (int)strlen(want) && strcmp(buf, want) == 0);
+    }
+  for (int i = 0; i < 20000; i++) {
+    long long v = (long long)(fth_rng_next(&r) >> (i % 64));
+    if (i & 1) v = -v;
+    snprintf(want, sizeof want, "%lld", v);
+    FTH_ENSURE(fth_numtext_int(buf, v) == (int)strlen(want) && strcmp(buf, want) == 0);
+  }
   return 0;
 }
