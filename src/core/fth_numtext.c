@@ -113,8 +113,9 @@ static int scale(uint64_t m, int e, int k, scaled *out) {
 
 /* %.Pg's digits of y/f, f = 10^(17-P) (floor(y/f) = floor(q/f)), rounded to nearest,
  * ties to even; *k moves up on a carry to 10^P. Returns whether they read back as x. */
-static int round_at(const scaled *y, uint64_t m, int lower_half, int P, uint64_t *q, int *k) {
-  uint64_t f = POW10[17 - P];
+static inline int round_at(const scaled *y, uint64_t m, int lower_half, int P, uint64_t *q, int *k) {
+  /* f is a constant at each call (the loop below is unrolled): no division instruction */
+  uint64_t f = P == 15 ? 100 : P == 16 ? 10 : 1;
   uint64_t qf = y->q / f, rem = y->q % f;
   u128 below = (u128)rem * y->D + y->r; /* y - qf*f, times D */
   u128 whole = (u128)f * y->D;
@@ -241,16 +242,20 @@ int fth_numtext(char *buf, double x) {
   int lower_half = frac == 0 && be > 1;
   /* 2^b <= |x| < 2^(b+1), so k is floor(b*log10(2)) or one more */
   int b = be - 1023;
-  int k = (int)floor((double)b * 0.30102999566398119521);
+  /* floor(b * log10(2)) as floor(b * 78913 / 2^18): exact for |b| < 1100 (78913 / 2^18
+   * = 0.3010292, below log10(2) by 7e-7); an estimate one off is corrected below */
+  int k = b >= 0 ? (b * 78913) >> 18 : -((-b * 78913 + (1 << 18) - 1) >> 18);
   scaled y;
   int st = scale(m, e, k, &y);
   if (st == 1) st = scale(m, e, ++k, &y);
   else if (st == 2) st = scale(m, e, --k, &y);
   if (st != 0) return fth_numtext_slow(buf, x);
-  for (int P = 15; P <= 17; P++) {
-    uint64_t q;
-    int kp = k;
-    if (round_at(&y, m, lower_half, P, &q, &kp) || P == 17) return layout(buf, neg, q, P, kp);
-  }
-  return fth_numtext_slow(buf, x); /* not reached */
+  uint64_t q;
+  int kp = k;
+  if (round_at(&y, m, lower_half, 15, &q, &kp)) return layout(buf, neg, q, 15, kp);
+  kp = k;
+  if (round_at(&y, m, lower_half, 16, &q, &kp)) return layout(buf, neg, q, 16, kp);
+  kp = k;
+  round_at(&y, m, lower_half, 17, &q, &kp); /* 17 digits always read back */
+  return layout(buf, neg, q, 17, kp);
 }
