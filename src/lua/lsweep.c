@@ -350,9 +350,8 @@ static int sweep_set_order(lua_State *L) {
   return 0;
 }
 
-/* Room for n more bytes of the chunk's text; 0 when out of memory (the chunk fails). */
-static int room(lsweep *s, size_t n) {
-  if (s->out_len + n <= s->out_cap) return 1;
+/* Grow the chunk's buffer to hold n more bytes; 0 when out of memory (the chunk fails). */
+static int grow(lsweep *s, size_t n) {
   size_t cap = s->out_cap ? s->out_cap : 1 << 16;
   while (cap < s->out_len + n) cap *= 2;
   char *p = (char *)realloc(s->out, cap);
@@ -365,13 +364,16 @@ static int room(lsweep *s, size_t n) {
   return 1;
 }
 
-static void put(lsweep *s, const char *t, size_t n) {
+/* Room for n more bytes of the chunk's text (the check inline, growing rarely). */
+static inline int room(lsweep *s, size_t n) { return s->out_len + n <= s->out_cap || grow(s, n); }
+
+static inline void put(lsweep *s, const char *t, size_t n) {
   if (!room(s, n)) return;
   memcpy(s->out + s->out_len, t, n);
   s->out_len += n;
 }
 
-static void put_char(lsweep *s, char c) {
+static inline void put_char(lsweep *s, char c) {
   if (!room(s, 1)) return;
   s->out[s->out_len++] = c;
 }
