@@ -94,7 +94,8 @@ end
 function M.open(path)
   local parallel = package.loaded["fathom.parallel"]
   if parallel and not parallel.is_root() then
-    return { write = function() end, close = function() end, abort = function() end }
+    return { write = function() end, write_with = function() end, close = function() end,
+      abort = function() end }
   end
   local tmp = M.temp_path(path)
   local f, err = io.open(tmp, "wb")
@@ -122,6 +123,16 @@ function M.open(path)
   function w.abort()
     pcall(f.close, f)
     M.discard(tmp)
+  end
+  -- w:write_with(fn): fn(file) writes to the open file itself (a C writer that streams
+  -- from its own buffer) and returns true or nil, message, as file:write does.
+  function w.write_with(_, fn)
+    local ok, werr = fn(f)
+    if not ok then
+      f:close()
+      M.discard(tmp)
+      errors.raise("cannot write '%s': %s", path, tostring(werr))
+    end
   end
   return w
 end

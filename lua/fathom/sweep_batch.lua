@@ -390,7 +390,7 @@ function M.write(batch, w, bar)
   local count = batch.count
   for f = 1, count, M.CHUNK do
     local l = math.min(count, f + M.CHUNK - 1)
-    w:write(batch.sw:rows(f, l, batch.err_of))
+    w:write_with(function(file) return batch.sw:write_rows(f, l, batch.err_of, file) end)
     if batch.sw:grew() then return false end
     if bar then bar:update(count // 2 + l // 2) end
   end

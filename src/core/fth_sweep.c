@@ -4,6 +4,8 @@
  * lua/fathom/report.lua computes them, so the doubles are bit-identical. */
 #include "fth_sweep.h"
 
+#include "fth_numtext.h"
+
 #include <stdint.h>
 
 #include <math.h>
@@ -68,7 +70,17 @@ void fth_sweep_point_eval(const fth_sweep_def *def, long long i, fth_sweep_point
              (long long)work.micro_batch, (long long)work.global_batch);
     return;
   }
-  if (fth_train_compile(&out->plan, &def->node, &topo, &def->model, &work, &out->err) != FTH_OK) return;
+  int topo_keys = 0;
+  for (int k = 0; k < def->n_keys; k++) topo_keys |= def->key[k].field == FTH_SWEEP_LOGICAL_SIZE;
+  if (!topo_keys && out->compiled_for == def) {
+    if (fth_train_rework(&out->plan, &work, &out->err) != FTH_OK) return;
+  } else {
+    out->compiled_for = NULL;
+    fth_status st = fth_train_compile(&out->plan, &def->node, &topo, &def->model, &work, &out->err);
+    /* the layout is usable when only the workload was refused (fth_train_compile) */
+    if (!topo_keys && out->plan.layout.num_gpus > 0) out->compiled_for = def;
+    if (st != FTH_OK) return;
+  }
   fth_train_evaluate(&out->plan, &out->result);
   if (def->goodput) {
     fth_goodput_def gp = def->gp;
@@ -250,32 +262,6 @@ int fth_sweep_finite(const fth_sweep_point *p, const fth_sweep_column *cols, int
   return 1;
 }
 
-/* Decimal digits of |v| < 2^63 with its sign, as %lld writes them. */
-static int format_int(char *buf, long long v) {
-  char tmp[24];
-  int n = 0;
-  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-  do {
-    tmp[n++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  int k = 0;
-  if (v < 0) buf[k++] = '-';
-  while (n) buf[k++] = tmp[--n];
-  buf[k] = '\0';
-  return k;
-}
-
-/* The slow rule, as fathom.format.util.number writes it. */
-static int format_slow(char *buf, size_t cap, double x) {
-  int n = 0;
-  for (int prec = 15; prec <= 17; prec++) {
-    n = snprintf(buf, cap, "%.*g", prec, x);
-    if (strtod(buf, NULL) == x) return n;
-  }
-  return n;
-}
-
 int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
   if (cap < 32) return 0;
   if (isnan(x)) return snprintf(buf, cap, "nan");
@@ -286,9 +272,9 @@ int fth_sweep_format_number(char *buf, size_t cap, double x, int as_integer) {
     buf[1] = '\0';
     return signbit(x) ? 2 : 1;
   }
-  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0) return format_int(buf, (long long)x);
+  if (as_integer && x == floor(x) && fabs(x) < 9223372036854775808.0) return fth_numtext_int(buf, (long long)x);
   /* integral and below 10^15: %.15g writes its digits */
-  if (x == floor(x) && fabs(x) < 1e15) return format_int(buf, (long long)x);
+  if (x == floor(x) && fabs(x) < 1e15) return fth_numtext_int(buf, (long long)x);
   /* fathom.format.util.number's rule: the first of %.15g, %.16g, %.17g that reads back */
-  return format_slow(buf, cap, x);
+  return fth_numtext(buf, x);
 }

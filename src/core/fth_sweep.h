@@ -62,6 +62,10 @@ typedef struct fth_sweep_point {
   fth_goodput_result gp; ///< when def->goodput
   int valid;
   fth_error err;
+  /// the def whose node, topology and model `plan` holds compiled (its layout
+  /// usable): the next point of that def reworks the plan instead of compiling
+  /// it, when no key sets the topology. NULL (a zeroed point): compile.
+  const struct fth_sweep_def *compiled_for;
 } fth_sweep_point;
 
 /// Points in the sweep (the product of the axis lengths; 1 without axes);
@@ -71,7 +75,9 @@ long long fth_sweep_count(const fth_sweep_def *def);
 /// Check the keys (fields, axes, logical indices). FTH_EINVAL with a path.
 fth_status fth_sweep_check(const fth_sweep_def *def, fth_error *err);
 
-/// Evaluate point `i` (0-based) into `out`. Allocation-free.
+/// Evaluate point `i` (0-based) into `out` (zeroed before its first point).
+/// Allocation-free; a sweep whose keys only set the workload compiles once and
+/// reworks the plan per point (fth_train_rework: the same plan as compiling).
 void fth_sweep_point_eval(const fth_sweep_def *def, long long i, fth_sweep_point *out);
 
 /* Column program: what each output column of a record holds. */

@@ -15,8 +15,12 @@
  *   sweep:rows(first, last, err_of) -> CSV text of points first..last (1-based);
  *       err_of(i) -> the error text of invalid point i (the Lua path's), or nil when
  *       the Lua path finds it valid (an internal disagreement: raised)
- * Nothing is allocated per point; a row is appended to the chunk's buffer. */
+ *   sweep:write_rows(first, last, err_of, file) -> true or nil, message: the same rows
+ *       written to an io file
+ * Nothing is allocated per point; a row is appended to the chunk's buffer (kept and
+ * reused from chunk to chunk). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +48,9 @@ typedef struct lsweep {
   unsigned long long seen; ///< groups scan has seen
   int grew;                ///< rows met a group scan had not seen (the header is short)
   fth_sweep_point pt;
+  char *out; ///< the chunk's text, kept between chunks (grows to one chunk's size once)
+  size_t out_len, out_cap;
+  int out_failed; ///< out of memory while writing the chunk
 } lsweep;
 
 static lsweep *check_sweep(lua_State *L, int idx) { return (lsweep *)luaL_checkudata(L, idx, SWEEP); }
@@ -58,6 +65,8 @@ static int sweep_gc(lua_State *L) {
   free(s->labels);
   free(s->label_len);
   free(s->fabric);
+  free(s->out);
+  s->out = NULL;
   s->values = NULL;
   s->cols = NULL;
   s->order = NULL;
@@ -341,18 +350,46 @@ static int sweep_set_order(lua_State *L) {
   return 0;
 }
 
+/* Grow the chunk's buffer to hold n more bytes; 0 when out of memory (the chunk fails). */
+static int grow(lsweep *s, size_t n) {
+  size_t cap = s->out_cap ? s->out_cap : 1 << 16;
+  while (cap < s->out_len + n) cap *= 2;
+  char *p = (char *)realloc(s->out, cap);
+  if (!p) {
+    s->out_failed = 1;
+    return 0;
+  }
+  s->out = p;
+  s->out_cap = cap;
+  return 1;
+}
+
+/* Room for n more bytes of the chunk's text (the check inline, growing rarely). */
+static inline int room(lsweep *s, size_t n) { return s->out_len + n <= s->out_cap || grow(s, n); }
+
+static inline void put(lsweep *s, const char *t, size_t n) {
+  if (!room(s, n)) return;
+  memcpy(s->out + s->out_len, t, n);
+  s->out_len += n;
+}
+
+static inline void put_char(lsweep *s, char c) {
+  if (!room(s, 1)) return;
+  s->out[s->out_len++] = c;
+}
+
 /* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
-static void add_cell_text(luaL_Buffer *b, const char *t) {
+static void add_cell_text(lsweep *s, const char *t) {
   if (!strpbrk(t, ",\"\n\r")) {
-    luaL_addstring(b, t);
+    put(s, t, strlen(t));
     return;
   }
-  luaL_addchar(b, '"');
+  put_char(s, '"');
   for (const char *p = t; *p; p++) {
-    if (*p == '"') luaL_addchar(b, '"');
-    luaL_addchar(b, *p);
+    if (*p == '"') put_char(s, '"');
+    put_char(s, *p);
   }
-  luaL_addchar(b, '"');
+  put_char(s, '"');
 }
 
 /* Push the Lua path's error text of invalid point i (1-based), in s->pt. A core
@@ -390,66 +427,82 @@ static void error_text(lua_State *L, lsweep *s, long long i) {
 }
 
 /* Append point s->pt's row; 0 (row partly written) when a number is not finite. */
-static int add_row(luaL_Buffer *b, const lsweep *s, unsigned long long m, const char *err_text) {
+static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
   for (int j = 0; j < s->n_order; j++) {
     const fth_sweep_column *c = &s->cols[s->order[j]];
-    if (j > 0) luaL_addchar(b, ',');
+    if (j > 0) put_char(s, ',');
     if (!(m & (1ULL << c->group))) continue;
     switch (c->src) {
-    case FTH_SWEEP_SRC_TEXT: luaL_addlstring(b, s->texts[c->a - 1], s->text_len[c->a - 1]); break;
+    case FTH_SWEEP_SRC_TEXT: put(s, s->texts[c->a - 1], s->text_len[c->a - 1]); break;
     case FTH_SWEEP_SRC_LABEL: {
       int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
-      luaL_addlstring(b, s->labels[at], s->label_len[at]);
+      put(s, s->labels[at], s->label_len[at]);
       break;
     }
     case FTH_SWEEP_SRC_RESULT: {
       double v = fth_sweep_number(&s->pt, c);
       if (!isfinite(v)) return 0;
-      char *p = luaL_prepbuffsize(b, 40);
-      luaL_addsize(b, (size_t)fth_sweep_format_number(p, 40, v, c->as_integer));
+      if (room(s, 40)) s->out_len += (size_t)fth_sweep_format_number(s->out + s->out_len, 40, v, c->as_integer);
       break;
     }
-    case FTH_SWEEP_SRC_BOOL: luaL_addstring(b, fth_sweep_number(&s->pt, c) != 0 ? "true" : "false"); break;
-    case FTH_SWEEP_SRC_NAME: add_cell_text(b, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
-    case FTH_SWEEP_SRC_ERROR: add_cell_text(b, err_text ? err_text : ""); break;
+    case FTH_SWEEP_SRC_BOOL:
+      if (fth_sweep_number(&s->pt, c) != 0) put(s, "true", 4);
+      else put(s, "false", 5);
+      break;
+    case FTH_SWEEP_SRC_NAME: add_cell_text(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
+    case FTH_SWEEP_SRC_ERROR: add_cell_text(s, err_text ? err_text : ""); break;
     case FTH_SWEEP_SRC_COUNT: break;
     }
   }
-  luaL_addchar(b, '\n');
+  put_char(s, '\n');
   return 1;
 }
 
-static int sweep_rows(lua_State *L) {
-  lsweep *s = check_sweep(L, 1);
-  if (!s->cols) return luaL_error(L, "sweep:rows: no program");
+/* Rows of points first..last (arguments 2, 3; err_of at 4) into s->out. */
+static void fill_rows(lua_State *L, lsweep *s) {
+  if (!s->cols) luaL_error(L, "sweep:rows: no program");
   long long first, last;
   point_range(L, s, &first, &last);
   luaL_checktype(L, 4, LUA_TFUNCTION);
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
+  s->out_len = 0;
+  s->out_failed = 0;
   for (long long i = first; i <= last; i++) {
     fth_sweep_point_eval(&s->def, i - 1, &s->pt);
-    size_t start = luaL_bufflen(&b);
+    size_t start = s->out_len;
     if (s->pt.valid && (fth_sweep_mask(&s->pt) & ~s->seen)) s->grew = 1;
-    if (s->pt.valid && !add_row(&b, s, fth_sweep_mask(&s->pt), NULL)) {
+    if (s->pt.valid && !add_row(s, fth_sweep_mask(&s->pt), NULL)) {
       /* a number not finite: the Lua path refuses the result (errors.check_finite) */
-      luaL_buffsub(&b, luaL_bufflen(&b) - start);
+      s->out_len = start;
       s->pt.valid = 0;
       fth_error_clear(&s->pt.err);
     }
     if (!s->pt.valid) {
       error_text(L, s, i);
-      lua_rawsetp(L, LUA_REGISTRYINDEX, s); /* kept alive while the row is built */
-      lua_rawgetp(L, LUA_REGISTRYINDEX, s);
       const char *err_text = lua_tostring(L, -1);
-      lua_pop(L, 1);
       if (fth_sweep_mask(&s->pt) & ~s->seen) s->grew = 1;
-      add_row(&b, s, fth_sweep_mask(&s->pt), err_text);
+      add_row(s, fth_sweep_mask(&s->pt), err_text);
+      lua_pop(L, 1);
     }
+    if (s->out_failed) luaL_error(L, "sweep:rows: out of memory");
   }
-  lua_pushnil(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, s);
-  luaL_pushresult(&b);
+}
+
+static int sweep_rows(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  fill_rows(L, s);
+  lua_pushlstring(L, s->out ? s->out : "", s->out_len);
+  return 1;
+}
+
+/* sweep:write_rows(first, last, err_of, file) -> true, or nil, message: the rows written
+ * to an open io file straight from the chunk's buffer (no Lua string of the chunk). */
+static int sweep_write_rows(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_Stream *f = (luaL_Stream *)luaL_checkudata(L, 5, LUA_FILEHANDLE);
+  if (f->closef == NULL) return luaL_error(L, "sweep:write_rows: the file is closed");
+  fill_rows(L, s);
+  if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len) return luaL_fileresult(L, 0, NULL);
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -461,6 +514,7 @@ static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"first_valid", sweep_first_valid},
                                          {"set_order", sweep_set_order},
                                          {"rows", sweep_rows},
+                                         {"write_rows", sweep_write_rows},
                                          {NULL, NULL}};
 
 static const luaL_Reg sweep_meta[] = {{"__gc", sweep_gc}, {NULL, NULL}};

@@ -60,6 +60,20 @@ int sweep_test(void) {
   FTH_ENSURE(!p.valid);
   FTH_ENSURE(strcmp(p.err.msg, "micro_batch_size 4 exceeds global_batch_size 2") == 0);
   FTH_ENSURE(fth_sweep_mask(&p) == ((1ULL << FTH_SG_ALWAYS) | (1ULL << FTH_SG_ERROR)));
+  /* Reworking the plan (one point reused in order, the plan compiled once) gives the
+   * same result, bit for bit, as compiling each point afresh, the invalid one included
+   * and the points after it. */
+  static fth_sweep_point fresh;
+  memset(&p, 0, sizeof p);
+  for (long long i = 0; i < 6; i++) {
+    fth_sweep_point_eval(&d, i, &p);
+    memset(&fresh, 0, sizeof fresh);
+    fth_sweep_point_eval(&d, i, &fresh);
+    FTH_ENSURE(p.compiled_for == &d);
+    FTH_ENSURE(p.valid == fresh.valid && strcmp(p.err.msg, fresh.err.msg) == 0);
+    FTH_ENSURE(!p.valid || memcmp(&p.result, &fresh.result, sizeof p.result) == 0);
+    FTH_ENSURE(!p.valid || memcmp(&p.plan, &fresh.plan, sizeof p.plan) == 0);
+  }
   /* a key on an axis that does not exist is refused */
   d.key[1].axis = 2;
   FTH_ENSURE(fth_sweep_check(&d, &err) == FTH_EINVAL);

@@ -98,6 +98,33 @@ describe("fathom.sweep_batch", function()
   end)
 end)
 
+describe("fathom.sweep_batch's chunks", function()
+  it("writes rows chunk after chunk from one reused buffer, the plan reworked across invalid points", function()
+    local batch = require("fathom.sweep_batch")
+    local analysis = require("fathom.analysis")
+    local csv = require("fathom.format.csv")
+    local sweep, out = os.tmpname(), os.tmpname()
+    -- 24 points in chunks of 5 (the last one short); micro-batch 3 does not divide the local
+    -- batch, so every fourth point is an error between valid ones the same plan is reworked for
+    write(sweep, "sweep:\n  workload_spec.seq_length: [256, 512, 768, 1024, 1536, 2048]\n"
+      .. "  workload_spec.micro_batch_size: [1, 2, 3, 4]\n")
+    local a = { hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+      workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = 1 }
+    local saved = batch.CHUNK
+    batch.CHUNK = 5
+    local ok, n = pcall(analysis.csv_batch, a, out)
+    batch.CHUNK = saved
+    assert.is_true(ok, n)
+    assert.are.equal(24, n)
+    local got = slurp(out)
+    os.remove(out)
+    local want = csv.encode(analysis.run(a))
+    os.remove(sweep)
+    assert.are.equal(want, got)
+    assert.are.equal(25, h.count_lines(got))
+  end)
+end)
+
 describe("fathom.sweep_batch's look-ahead", function()
   it("starts again with a full first pass when a later point has new columns", function()
     local batch = require("fathom.sweep_batch")
