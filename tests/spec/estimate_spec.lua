@@ -107,6 +107,28 @@ describe("fathom estimate", function()
       "MFU ratio")
   end)
 
+  it("--lora-rank freezes the base: adapters alone train, frozen linears keep no inputs", function()
+    local full = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1")
+    local all = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--lora-rank", "16")
+    local attn = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--lora-rank", "16", "--lora-targets",
+      "attention")
+    assert.are.equal(16, attn.inputs.lora_rank)
+    assert.are.equal("attention", attn.inputs.lora_targets)
+    assert.are.equal("all_linear", all.inputs.lora_targets)
+    assert.is_nil(full.inputs.lora_rank)
+    local c = function(e, k) return e.memory.components[k .. "_bytes"] end
+    -- gradients and optimizer states for the adapters only: far below full training's
+    assert.is_true(c(all, "gradient_buffers") < c(full, "gradient_buffers") / 50)
+    assert.is_true(c(all, "optimizer_states") < c(full, "optimizer_states") / 50)
+    -- fewer adapters, fewer inputs kept: the MLP's frozen linears keep none
+    assert.is_true(c(attn, "gradient_buffers") < c(all, "gradient_buffers"))
+    assert.is_true(c(attn, "saved_activations") < c(all, "saved_activations"))
+    -- no weight gradients: a faster step
+    assert.is_true(attn.time.step_time_seconds < full.time.step_time_seconds)
+    one_line_refusal(est("--lora-targets", "attention"), "%-%-lora%-targets needs %-%-lora%-rank")
+    one_line_refusal(est("--lora-rank", "16", "--lora-targets", "qkv"), "lora%-targets")
+  end)
+
   it("a configuration that does not fit is reported, not refused", function()
     local r = est("--tp", "8", "--pp", "2")
     assert.are.equal(0, r.code, r.stderr)

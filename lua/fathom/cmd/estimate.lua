@@ -59,6 +59,10 @@ local spec = args.with_output({
     help = "training: sequence parallelism [default: on when TP > 1]" },
   { name = "precision", arg = "P", choices = precision.names, help = "training: element width and GEMM recipe "
     .. "[default: the workload's; search_default: bf16]" },
+  { name = "lora-rank", arg = "R", integer = { 1, 65536 },
+    help = "training: LoRA fine-tuning, adapters of rank R, the base frozen [default: full training]" },
+  { name = "lora-targets", arg = "T", choices = names.lora_targets,
+    help = "training: the linears with LoRA adapters (with --lora-rank) [default: " .. DEFAULT.lora_targets .. "]" },
   { name = "memory-reserve", arg = "SIZE", bytes = true,
     help = "per-GPU runtime reserve (CUDA/ROCm context, library workspaces), e.g. 2GiB or 0 [default: 1GiB]" },
   { name = "offload", arg = "TIER", help = "training: let weights, saved activations and optimizer states move to "
@@ -73,6 +77,7 @@ M.usage = "usage: fathom estimate --model NAME|FILE --hardware NODE --gpus N [--
   "                       [--tp N] [--pp N] [--dp N] [--cp N] [--ep N] [--tp-moe N] [--micro-batch B]\n" ..
   "                       [--global-batch B] [--seq S] [--recompute MODE] [--zero VARIANT]\n" ..
   "                       [--schedule SCHED] [--vs V] [--sp on|off] [--precision P]\n" ..
+  "                       [--lora-rank R [--lora-targets T]]\n" ..
   "                       [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                       [--format table|yaml|json|csv] [--output-file F] [--raw-output]\n\n" ..
   "One configuration: where the step's time goes, the memory per GPU in each tier and\n" ..
@@ -122,9 +127,11 @@ local function inputs_of(opts, gpus, pod, w, workload_file, pass)
     model = opts.model, hardware = opts.hardware, gpus = gpus, pod_size = pod, pass_mode = pass,
     workload = workload_file, precision = pass == "training" and precision.describe(w) or nil,
     global_batch = w.global_batch_size, seq_length = w.seq_length or w.prefill_seq_len,
+    lora_rank = (w.lora_rank or 0) > 0 and w.lora_rank or nil,
+    lora_targets = (w.lora_rank or 0) > 0 and w.lora_targets or nil,
     memory_reserve_bytes = math.tointeger(w.memory_reserve_bytes) or w.memory_reserve_bytes,
   }, { "model", "hardware", "gpus", "pod_size", "pass_mode", "workload", "precision", "global_batch", "seq_length",
-    "memory_reserve_bytes" })
+    "lora_rank", "lora_targets", "memory_reserve_bytes" })
 end
 
 local function memory_of(fp)
@@ -184,6 +191,11 @@ local function training(opts, gpus, pod, row)
     workload = workload_file, memory_reserve_bytes = opts.memory_reserve,
   })
   if opts.precision then precision.apply(def.workload, opts.precision) end
+  if opts.lora_targets and not opts.lora_rank then fail("--lora-targets needs --lora-rank") end
+  if opts.lora_rank then
+    def.workload.lora_rank = opts.lora_rank
+    def.workload.lora_targets = opts.lora_targets or DEFAULT.lora_targets
+  end
   local moe = (model.num_regular_experts or 0) > 1
   if not moe and (opts.ep > 1 or opts.tp_moe > 1) then
     fail("--ep and --tp-moe need a model with routed experts; %s has none", model.name or opts.model)
@@ -244,7 +256,7 @@ local function inference(opts, gpus, pod, row)
   for _, k in ipairs({ "cp", "tp_moe", "vs" }) do
     if opts[k] ~= 1 then fail("--%s is for training (%s)", k:gsub("_", "-"), row.name) end
   end
-  for _, k in ipairs({ "global_batch", "pp_in", "schedule", "sp", "precision" }) do
+  for _, k in ipairs({ "global_batch", "pp_in", "schedule", "sp", "precision", "lora_rank", "lora_targets" }) do
     if opts[k] ~= nil then fail("--%s is for training (%s)", k:gsub("_", "-"), row.name) end
   end
   if opts.recompute ~= DEFAULT.recompute or opts.zero ~= DEFAULT.dp_variant then
@@ -303,8 +315,9 @@ local function table_text(rec)
   local i, s, t, m = rec.inputs, rec.strategy, rec.time, rec.memory
   local out = {}
   local batch = s.global_batch and string.format(", batch %d x %d tokens", s.global_batch, i.seq_length) or ""
-  out[#out + 1] = string.format("%s on %d %s (%d-GPU pods), %s%s%s\n", rec.model_name, i.gpus, rec.node, i.pod_size,
-    i.pass_mode, batch, i.precision and (", " .. i.precision) or "")
+  local lora = i.lora_rank and string.format(", LoRA rank %d on %s", i.lora_rank, i.lora_targets) or ""
+  out[#out + 1] = string.format("%s on %d %s (%d-GPU pods), %s%s%s%s\n", rec.model_name, i.gpus, rec.node, i.pod_size,
+    i.pass_mode, batch, i.precision and (", " .. i.precision) or "", lora)
   local parts = { "TP " .. s.tp, "PP " .. s.pp .. (s.pp_in and s.pp > 1 and string.format(" (%d in the pod)", s.pp_in)
     or ""), "DP " .. s.dp }
   if s.cp and s.cp > 1 then parts[#parts + 1] = "CP " .. s.cp end
