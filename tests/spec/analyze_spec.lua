@@ -222,13 +222,27 @@ describe("step trace (Chrome/Perfetto)", function()
       sc.workload.pp_variant = sched
       sc.workload.virtual_stages = sched == "GPIPE" and 1 or 2
       local r = sc:evaluate()
-      local ev, finish = trace.events(r, 8, sched)
+      local tr = require("fathom.core").trace_compile(sc:compile())
+      local chunks = tr:info().chunks
+      local order = trace.stage_order(tr, 0)
+      local ev, finish = trace.events(r, order, chunks)
       h.near(r.step_time_s, finish, 1e-9, "trace end")
-      local passes = 0
+      -- every model chunk of every micro-batch, forward and backward, in the core's order
+      local passes = {}
       for _, e in ipairs(ev) do
-        if e.cat == "forward" or e.cat == "backward" then passes = passes + 1 end
+        if e.cat == "forward" or e.cat == "backward" then passes[#passes + 1] = e end
       end
-      assert.are.equal(2 * r.microbatches, passes)
+      assert.are.equal(sched == "GPIPE" and 1 or 2, chunks)
+      assert.are.equal(2 * r.microbatches * chunks, #passes)
+      for i, e in ipairs(passes) do
+        assert.are.equal(order[i].forward and "forward" or "backward", e.cat)
+        assert.are.equal(order[i].mb + 1, e.args.microbatch)
+        assert.are.equal(order[i].chunk, e.args.chunk)
+      end
+      -- GPipe runs every forward before any backward; 1F1B-style schedules do not
+      local first_b = 1
+      while passes[first_b].cat == "forward" do first_b = first_b + 1 end
+      assert.are.equal(sched == "GPIPE", first_b == r.microbatches + 1)
     end
   end)
 

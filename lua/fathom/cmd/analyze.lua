@@ -131,9 +131,11 @@ function M.main(argv)
     if not raw or not passes.get(opts.pass_mode).trace then
       errors.raise("analyze: --trace-file needs a valid training point")
     end
-    local d = raw.scenario:compile():degrees()
-    output.write_file(opts.trace_file, require("fathom.format.trace").encode(raw.result, d.pp,
-      raw.scenario.workload.pp_variant))
+    local trace = require("fathom.format.trace")
+    trace.check_size(math.tointeger(raw.result.microbatches) or math.floor(raw.result.microbatches))
+    local ok, tr = pcall(require("fathom.core").trace_compile, raw.scenario:compile())
+    if not ok then raw.scenario:raise_core(tr) end
+    output.write_file(opts.trace_file, trace.encode(raw.result, trace.stage_order(tr, 0), tr:info().chunks))
   end
   if streamed then
     io.stderr:write(string.format("fathom: wrote %d record%s to %s\n", streamed, streamed == 1 and "" or "s",

@@ -17,8 +17,31 @@ local function us(s) return s * 1e6 end
 -- Largest trace written (events, about 150 bytes each): refused above, not truncated.
 M.MAX_EVENTS = 1000000
 
--- events(r, pp, schedule) -> list of trace events for result `r` (raw core result).
-function M.events(r, pp, schedule)
+-- check_size(m): refuse a timeline of m micro-batches over MAX_EVENTS (about 6 events each),
+-- before anything is laid out.
+function M.check_size(m)
+  if 6 * m > M.MAX_EVENTS then
+    require("fathom.errors").raise("trace: %d micro-batches make about %d events, over the limit of %d " ..
+      "(about 150 MB; trace a smaller global batch or a larger micro-batch)", m, 6 * m, M.MAX_EVENTS)
+  end
+end
+
+-- stage_order(tr, s) -> the passes of stage s in its schedule's order, from the core's trace
+-- (fathom.core.trace_compile; tr:pass, the one owner of every schedule's order): a list of
+-- {forward = bool, mb = 0-based micro-batch, chunk = model chunk}.
+function M.stage_order(tr, s)
+  local out = {}
+  for k = 0, tr:info().stage_passes - 1 do
+    local fwd, mb, c = tr:pass(s, k)
+    out[#out + 1] = { forward = fwd, mb = mb, chunk = c }
+  end
+  return out
+end
+
+-- events(r, order, chunks) -> list of trace events for result `r` (raw core result): the
+-- passes of `order` (stage_order of the first stage), each a model chunk's share (1 / chunks)
+-- of the stage's forward or backward.
+function M.events(r, order, chunks)
   local ev = {}
   local function add(name, cat, tid, start_s, dur_s, args)
     if dur_s > 0 then
@@ -27,40 +50,17 @@ function M.events(r, pp, schedule)
     end
   end
   local m = math.tointeger(r.microbatches) or math.floor(r.microbatches)
-  if 6 * m > M.MAX_EVENTS then
-    require("fathom.errors").raise("trace: %d micro-batches make about %d events, over the limit of %d " ..
-      "(about 150 MB; trace a smaller global batch or a larger micro-batch)", m, 6 * m, M.MAX_EVENTS)
-  end
-  local tf, tb = r.fwd_s, r.bwd_s
+  M.check_size(m)
+  chunks = chunks or 1
+  local tf, tb = r.fwd_s / chunks, r.bwd_s / chunks
   local layer_exposed_f, layer_exposed_b = 0, 0
   for _, k in ipairs({ COMM.tp, COMM.tp_moe, COMM.ep, COMM.cp }) do
     local c = r.comm[k]
     if c.raw_s > 0 then
       -- the core reports exposure per step; drawn 1 : 2 between forward and backward,
       -- as their collectives are (backward repeats each forward collective's data twice)
-      layer_exposed_f = layer_exposed_f + c.exposed_s / (3 * m)
-      layer_exposed_b = layer_exposed_b + 2 * c.exposed_s / (3 * m)
-    end
-  end
-  -- order of passes on the first stage: 1F1B warms up with min(pp - 1, m) forwards
-  local order = {}
-  if schedule == PP.GPIPE or pp <= 1 then
-    for i = 1, m do order[#order + 1] = { "F", i } end
-    for i = 1, m do order[#order + 1] = { "B", i } end
-  else
-    local warm = math.min(pp - 1, m)
-    local f, b = 0, 0
-    for _ = 1, warm do
-      f = f + 1
-      order[#order + 1] = { "F", f }
-    end
-    while b < m do
-      if f < m then
-        f = f + 1
-        order[#order + 1] = { "F", f }
-      end
-      b = b + 1
-      order[#order + 1] = { "B", b }
+      layer_exposed_f = layer_exposed_f + c.exposed_s / (3 * m * chunks)
+      layer_exposed_b = layer_exposed_b + 2 * c.exposed_s / (3 * m * chunks)
     end
   end
   local t = 0
@@ -70,11 +70,12 @@ function M.events(r, pp, schedule)
   local pp_hop = r.comm.pp.exposed_s / #order -- exposed sends, spread over the passes
   local last_b_start = t
   for _, o in ipairs(order) do
-    local is_f = o[1] == "F"
+    local is_f = o.forward
     local dur = is_f and tf or tb
     if not is_f then last_b_start = t end
-    add((is_f and "forward " or "backward ") .. o[2], is_f and "forward" or "backward", 1, t, dur,
-      { microbatch = o[2] })
+    local label = chunks > 1 and string.format("%d.%d", o.mb + 1, o.chunk) or tostring(o.mb + 1)
+    add((is_f and "forward " or "backward ") .. label, is_f and "forward" or "backward", 1, t, dur,
+      { microbatch = o.mb + 1, chunk = o.chunk })
     add("exposed TP/EP/CP", "comm", 2, t + dur - (is_f and layer_exposed_f or layer_exposed_b),
       is_f and layer_exposed_f or layer_exposed_b, {})
     t = t + dur
@@ -221,9 +222,9 @@ function M.encode_pipeline(tr, r)
     metadata = { step_s = t_end, step_model_step_s = model_s } }) .. "\n"
 end
 
--- encode(r, pp, schedule) -> Chrome trace JSON text.
-function M.encode(r, pp, schedule)
-  local ev = M.events(r, pp, schedule)
+-- encode(r, order, chunks) -> Chrome trace JSON text (events).
+function M.encode(r, order, chunks)
+  local ev = M.events(r, order, chunks)
   return json.encode({ traceEvents = ev, displayTimeUnit = "ms" }) .. "\n"
 end
 
