@@ -397,9 +397,28 @@ static void unshared(const fth_search_def *d, fth_layout *l, int no_latency) {
     }
 }
 
+/* Rework the plan for a reference, every link then unshared (unshared()).
+ * The links' shares by traffic are not re-derived: a share is at most the
+ * whole link (fth_topology: the traffic share and the spine share are both
+ * <= 1) and the levels, their sizes and latencies follow the placement
+ * alone, so whatever shares the plan holds, every level ends at its link's
+ * whole bandwidth, as after a regroup; the regroup is a third of a rework. */
+static fth_status rework_unshared(const fth_search_def *d, fth_train_plan *plan,
+                                  const fth_train_def *w, int no_latency, fth_group *saved) {
+  const int share = plan->topo.share_by_traffic;
+  plan->topo.share_by_traffic = 0;
+  fth_error e;
+  fth_status st = fth_train_rework(plan, w, &e);
+  plan->topo.share_by_traffic = share;
+  if (st != FTH_OK) return st;
+  memcpy(saved, plan->layout.group, sizeof plan->layout.group);
+  unshared(d, &plan->layout, no_latency);
+  return FTH_OK;
+}
+
 /* Time a reference strategy of the group (schedule `sc`, vs 1, DDP) on the
  * plan, every link unshared; ok = 0 when it does not rework. Does not count
- * as a strategy; leaves the plan's groups as the rework made them. */
+ * as a strategy; leaves the plan's groups as they were. */
 static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int mb, int rc, int sp,
                       int sc, group_ref *g, fth_search_stats *st) {
   g->ok = 0;
@@ -413,13 +432,10 @@ static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int
   w.recompute = (fth_recompute)rc;
   w.dp = FTH_DP_DDP;
   w.sequence_parallel = sp;
-  fth_error e;
-  if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
   fth_group saved[FTH_COMM_KIND_COUNT];
-  memcpy(saved, plan->layout.group, sizeof saved);
-  unshared(d, &plan->layout, 0);
+  if (rework_unshared(d, plan, &w, 0, saved) != FTH_OK) return;
   fth_train_result r;
-  fth_train_evaluate(plan, &r);
+  fth_train_passes(plan, &r); /* the bounds read the passes only */
   memcpy(plan->layout.group, saved, sizeof saved);
   st->bound_evals++;
   g->ok = 1;
@@ -469,13 +485,10 @@ static void reference_per_seq(const fth_search_def *d, fth_train_plan *plan, int
   w.sequence_parallel = sp;
   w.coll.per_peer_overhead_s = 0.0;
   w.coll.launch_s = 0.0;
-  fth_error e;
-  if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
   fth_group saved[FTH_COMM_KIND_COUNT];
-  memcpy(saved, plan->layout.group, sizeof saved);
-  unshared(d, &plan->layout, 1);
+  if (rework_unshared(d, plan, &w, 1, saved) != FTH_OK) return;
   fth_train_result r;
-  fth_train_evaluate(plan, &r);
+  fth_train_passes(plan, &r); /* the bounds read the passes only */
   memcpy(plan->layout.group, saved, sizeof saved);
   st->bound_evals++;
   f->ok = r.microbatches > 0;
@@ -569,6 +582,14 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     offload_work(d, 7, &most); /* what the most offloaded placement keeps */
     mem_out = fth_search_memory_bound(plan, &most) > cap;
   }
+  /* in_space for this TP and PP: it reads the virtual stages only as 1 or more */
+  char ok[2][N_SCHED][N_RC][FTH_DP_COUNT][N_SP];
+  for (int v = 0; v < 2; v++)
+    for (int sc = 0; sc < N_SCHED; sc++)
+      for (int rc = 0; rc < N_RC; rc++)
+        for (int dv = 0; dv < FTH_DP_COUNT; dv++)
+          for (int sp = 0; sp < N_SP; sp++)
+            ok[v][sc][rc][dv][sp] = (char)in_space(s, tp, pp, v + 1, sc, rc, dv, sp);
   fth_train_result r;
   seq_ref fl[N_SP][2];
   memset(fl, 0, sizeof fl);
@@ -597,16 +618,15 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             int n_dv = 0;
             for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
               long long my = my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp;
-              if (in_space(s, tp, pp, vs, sc, rc, dv, sp))
+              if (ok[vs > 1][sc][rc][dv][sp])
                 mine[dv] = my, n_dv++;
               else
                 mine[dv] = -1;
             }
             if (n_dv == 0) continue;
             st->considered += n_dv;
-            fth_train_def w = d->work;
-            w.global_batch = batch_for(d, dp, pp, vs, mb, sc);
-            if (!splits || w.global_batch <= 0) {
+            const double gb = splits ? batch_for(d, dp, pp, vs, mb, sc) : 0.0;
+            if (gb <= 0) {
               st->not_tiling += n_dv;
               continue;
             }
@@ -624,21 +644,23 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
                 reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
                 fl_tried[sp][dual] = 1;
               }
-              lb = seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, w.global_batch);
+              lb = seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb);
               if (!beyond(lb, worst) || audit) {
                 if (!base[dual].ok)
                   reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
-                lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, w.global_batch));
+                lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, gb));
               }
               if ((!beyond(lb, worst) || audit) && rc != FTH_RECOMPUTE_NONE) {
                 if (!g[dual].ok) reference(d, plan, pp, mb, rc, sp, sc, &g[dual], st);
-                lb = fth_max(lb, time_bound(d, &g[dual], dp, pp, vs, mb, sc, w.global_batch));
+                lb = fth_max(lb, time_bound(d, &g[dual], dp, pp, vs, mb, sc, gb));
               }
               if (!audit && beyond(lb, worst)) {
                 st->pruned += n_dv;
                 continue;
               }
             }
+            fth_train_def w = d->work;
+            w.global_batch = gb;
             w.pp = (fth_pp_schedule)sc;
             w.virtual_stages = vs;
             w.micro_batch = mb;
