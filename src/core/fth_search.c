@@ -536,6 +536,35 @@ static int beyond(double lb, double worst) {
   return lb * (1.0 - 1e-9) > worst;
 }
 
+/* The bounds' references of one split, kept while the placement's other
+ * splits run (the first SPLIT_CACHE splits, micro-batch positions below
+ * MB_CACHE). A split whose slowest-stage candidates hold at least the blocks
+ * of an earlier split's, kind by kind (the last stage and the heaviest middle
+ * one; under DualPipe the first too), runs passes no shorter: a pass sums
+ * its blocks' phases, the head's the same, and a phase's time grows with its
+ * parts (overlap(k, c, e) grows in k and c), so t_f + t_b of the reference
+ * without recomputation (which would add the other stage's re-run), and the
+ * per-sequence FLOPs and collective time, bound the later split's as they
+ * bound the earlier's. Such a bound costs nothing: the later split takes its
+ * own references only where the earlier ones do not decide. The sum t_f +
+ * t_b alone is carried over (charged at the bubble's smaller coefficient). */
+#define SPLIT_CACHE 4
+#define MB_CACHE    64
+typedef struct split_refs {
+  int first[2], mid[2], last[2]; /* dense, MoE blocks */
+  seq_ref fl[N_SP][2];
+  group_ref base[MB_CACHE][N_SP][2];
+} split_refs;
+
+/* Does split `b` hold at least split `a`'s blocks where the passes read them
+ * (dual: DualPipe, which pairs the first stage with the last)? */
+static int holds_more(const split_refs *a, const split_refs *b, int dual) {
+  for (int k = 0; k < 2; k++)
+    if (b->mid[k] < a->mid[k] || b->last[k] < a->last[k] || (dual && b->first[k] < a->first[k]))
+      return 0;
+  return 1;
+}
+
 /* Every (vs, mb, schedule, recompute, DP variant, SP) of one placement whose
  * slot this worker owns: reworked on the compiled layout, memory first,
  * timed when it fits. `proto` carries the placement's fields; `slot` is the
@@ -545,8 +574,8 @@ static int beyond(double lb, double worst) {
  * (pruning: fth_search.h); the order does not change the result, which is
  * ranked by (objective, position). */
 static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_plan *plan,
-                         const fth_search_hit *proto, long long slot, fth_search_hit *top,
-                         int top_cap, int *n_top, fth_search_stats *st) {
+                         const fth_search_hit *proto, long long slot, split_refs *refs, int n_prev,
+                         fth_search_hit *top, int top_cap, int *n_top, fth_search_stats *st) {
   const fth_search_space *s = &d->space;
   const int n_layers = d->model.n_layers, tp = proto->tp, pp = proto->pp;
   const int dp = plan->layout.dp;
@@ -594,6 +623,12 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   seq_ref fl[N_SP][2];
   memset(fl, 0, sizeof fl);
   int fl_tried[N_SP][2] = {{0, 0}, {0, 0}};
+  /* this split's cache (none past SPLIT_CACHE) and the earlier splits it holds more than */
+  split_refs *cur = n_prev < SPLIT_CACHE ? &refs[n_prev] : NULL;
+  int below[2][SPLIT_CACHE], n_below[2] = {0, 0};
+  for (int dual = 0; dual < 2; dual++)
+    for (int i = 0; cur && i < n_prev; i++)
+      if (holds_more(&refs[i], cur, dual)) below[dual][n_below[dual]++] = i;
   const double rate = fth_search_rate_bound(&plan->node);
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
   for (int mi = 0; mi < n_mi; mi++) {
@@ -639,15 +674,32 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             const double worst = full ? top[top_cap - 1].objective : HUGE_VAL;
             double lb = 0.0;
             if ((prune && full) || audit) {
-              /* cheapest first, each only when the previous did not decide */
+              /* cheapest first, each only when the previous did not decide:
+               * earlier splits' references (free), then this split's own */
+              const int cached = mi < MB_CACHE;
+              /* (audit: every bound taken, none prunes) */
+              for (int i = 0; i < n_below[dual] && (audit || !beyond(lb, worst)); i++) {
+                const split_refs *o = &refs[below[dual][i]];
+                lb = fth_max(lb, seq_bound(d, &o->fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
+                const group_ref *b = &o->base[mi][sp][dual];
+                if (cached && b->ok && !(d->work.recipe != FTH_RECIPE_NONE && gb != b->batch))
+                  lb = fth_max(lb, ranked(d, dp, pp, vs, mb, sc, gb, b->fwd_s + b->bwd_s, 0.0));
+              }
+              if (!audit && beyond(lb, worst)) {
+                st->pruned += n_dv;
+                continue;
+              }
               if (!fl_tried[sp][dual]) {
                 reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
                 fl_tried[sp][dual] = 1;
+                if (cur) cur->fl[sp][dual] = fl[sp][dual];
               }
-              lb = seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb);
+              lb = fth_max(lb, seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
               if (!beyond(lb, worst) || audit) {
-                if (!base[dual].ok)
+                if (!base[dual].ok) {
                   reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
+                  if (cur && cached) cur->base[mi][sp][dual] = base[dual];
+                }
                 lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, gb));
               }
               if ((!beyond(lb, worst) || audit) && rc != FTH_RECOMPUTE_NONE) {
@@ -802,6 +854,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                     placements * (double)ctx.stride);
   long long index = 0;
   fth_train_plan plan;
+  split_refs refs[SPLIT_CACHE];
   /* the def with each split's workload (a copy: the caller's stays as given) */
   fth_search_def split_copy = *d;
   fth_search_def *split_def = &split_copy;
@@ -846,7 +899,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                 continue;
               }
               /* Every split of the space: its own workload, so that the bounds'
-               * reference evaluations are of that split (exact per split). */
+               * reference evaluations are of that split (exact per split), and
+               * the earlier splits' where they bound it (split_refs). */
+              int n_prev = 0;
               for (int i = 0; i < ctx.n_trim_first; i++)
                 for (int j = 0; j < ctx.n_trim_last; j++) {
                   int first, last;
@@ -857,9 +912,22 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                     continue; /* not a strategy: counted nowhere */
                   split_def->work.pp_first_layers = first;
                   split_def->work.pp_last_layers = last;
+                  /* the split's blocks where the passes read them (as the rework
+                   * would split the layout) */
+                  int at = SPLIT_CACHE;
+                  fth_error e3;
+                  if (n_prev < SPLIT_CACHE &&
+                      fth_layout_split(&plan.layout, m, first, last, "split", &e3) == FTH_OK) {
+                    at = n_prev++;
+                    split_refs *sr = &refs[at];
+                    memset(sr, 0, sizeof *sr);
+                    fth_block_stage_blocks(&plan.layout, sr->mid, sr->last);
+                    sr->first[0] = plan.layout.first_stage_layers - plan.layout.first_stage_moe;
+                    sr->first[1] = plan.layout.first_stage_moe;
+                  }
                   run_variants(split_def, &ctx, &plan, &proto,
-                               index + ((long long)i * ctx.n_trim_last + j) * ctx.slots, top,
-                               top_cap, n_top, st);
+                               index + ((long long)i * ctx.n_trim_last + j) * ctx.slots, refs, at,
+                               top, top_cap, n_top, st);
                 }
             }
   /* Only the memory bound prunes while fewer than N are kept: when nothing
