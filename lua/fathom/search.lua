@@ -99,10 +99,27 @@ end
 -- --fix mb=N); README "Strategy search".
 M.MB_MAX = 64
 
+-- pipeline_degrees(n_layers, pod, pods) -> the PP values searched: every divisor of the layers,
+-- and every other degree that tiles the GPUs (a power of two dividing the pod inside it, times a
+-- divisor of the pod count across pods) and leaves each stage a layer, its stages split unevenly
+-- (ceil(layers / PP) on the middle ones, the first and last lighter: fth_layout.c). Up to 128.
+function M.pipeline_degrees(n_layers, pod, pods)
+  local out = {}
+  for p = 1, math.min(n_layers, 128) do
+    local tiles = false
+    for _, inside in ipairs(powers_of_two_dividing(pod, pod)) do
+      tiles = tiles or (p % inside == 0 and pods % (p // inside) == 0)
+    end
+    if n_layers % p == 0 or tiles then out[#out + 1] = p end
+  end
+  return out
+end
+
 -- space(model, system, workload, fix) -> the candidate values per dimension.
 -- Pruning rules (what a strategy must satisfy before it is worth timing):
 --   TP divides the heads and the pod, up to the pod (TP never crosses the scale-up fabric);
---   PP divides the layers; the stages inside the pod divide the pod;
+--   PP divides the layers, or tiles the GPUs with uneven stages (M.pipeline_degrees); the
+--   stages inside the pod divide the pod;
 --   EP divides the experts; CP only for long sequences; SP only with TP > 1.
 -- Virtual stages and micro-batch are "auto": the core takes, per placement, every
 -- divisor v > 1 of layers / PP (interleaved rows) and every micro-batch up to M.MB_MAX
@@ -114,7 +131,7 @@ function M.space(model, system, workload, fix)
   local s = {
     tp = {},
     cp = { 1 },
-    pp = cap(divisors(model.n_layers, 128), 32),
+    pp = cap(M.pipeline_degrees(model.n_layers, pod, system.num_pods), 32),
     pp_in = powers_of_two_dividing(pod, pod),
     tp_moe = { 1 },
     ep = { 1 },
@@ -357,7 +374,7 @@ function M.explain(a, b, system)
       a.vs > 1 and ("x" .. a.vs) or "", pa, pb, b.pp, b.schedule,
       b.vs > 1 and ("x" .. b.vs) or "")
   end
-  if (a.trim_first or 0) ~= (b.trim_first or 0) or (a.trim_last or 0) ~= (b.trim_last or 0) then
+  if a.pp == b.pp and ((a.trim_first or 0) ~= (b.trim_first or 0) or (a.trim_last or 0) ~= (b.trim_last or 0)) then
     out[#out + 1] = string.format("pipeline split: %d layers on the first stage and %d on the last vs %d and %d",
       a.first_stage_layers or 0, a.last_stage_layers or 0, b.first_stage_layers or 0, b.last_stage_layers or 0)
   end

@@ -397,9 +397,28 @@ static void unshared(const fth_search_def *d, fth_layout *l, int no_latency) {
     }
 }
 
+/* Rework the plan for a reference, every link then unshared (unshared()).
+ * The links' shares by traffic are not re-derived: a share is at most the
+ * whole link (fth_topology: the traffic share and the spine share are both
+ * <= 1) and the levels, their sizes and latencies follow the placement
+ * alone, so whatever shares the plan holds, every level ends at its link's
+ * whole bandwidth, as after a regroup; the regroup is a third of a rework. */
+static fth_status rework_unshared(const fth_search_def *d, fth_train_plan *plan,
+                                  const fth_train_def *w, int no_latency, fth_group *saved) {
+  const int share = plan->topo.share_by_traffic;
+  plan->topo.share_by_traffic = 0;
+  fth_error e;
+  fth_status st = fth_train_rework(plan, w, &e);
+  plan->topo.share_by_traffic = share;
+  if (st != FTH_OK) return st;
+  memcpy(saved, plan->layout.group, sizeof plan->layout.group);
+  unshared(d, &plan->layout, no_latency);
+  return FTH_OK;
+}
+
 /* Time a reference strategy of the group (schedule `sc`, vs 1, DDP) on the
  * plan, every link unshared; ok = 0 when it does not rework. Does not count
- * as a strategy; leaves the plan's groups as the rework made them. */
+ * as a strategy; leaves the plan's groups as they were. */
 static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int mb, int rc, int sp,
                       int sc, group_ref *g, fth_search_stats *st) {
   g->ok = 0;
@@ -413,13 +432,10 @@ static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int
   w.recompute = (fth_recompute)rc;
   w.dp = FTH_DP_DDP;
   w.sequence_parallel = sp;
-  fth_error e;
-  if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
   fth_group saved[FTH_COMM_KIND_COUNT];
-  memcpy(saved, plan->layout.group, sizeof saved);
-  unshared(d, &plan->layout, 0);
+  if (rework_unshared(d, plan, &w, 0, saved) != FTH_OK) return;
   fth_train_result r;
-  fth_train_evaluate(plan, &r);
+  fth_train_passes(plan, &r); /* the bounds read the passes only */
   memcpy(plan->layout.group, saved, sizeof saved);
   st->bound_evals++;
   g->ok = 1;
@@ -469,13 +485,10 @@ static void reference_per_seq(const fth_search_def *d, fth_train_plan *plan, int
   w.sequence_parallel = sp;
   w.coll.per_peer_overhead_s = 0.0;
   w.coll.launch_s = 0.0;
-  fth_error e;
-  if (fth_train_rework(plan, &w, &e) != FTH_OK) return;
   fth_group saved[FTH_COMM_KIND_COUNT];
-  memcpy(saved, plan->layout.group, sizeof saved);
-  unshared(d, &plan->layout, 1);
+  if (rework_unshared(d, plan, &w, 1, saved) != FTH_OK) return;
   fth_train_result r;
-  fth_train_evaluate(plan, &r);
+  fth_train_passes(plan, &r); /* the bounds read the passes only */
   memcpy(plan->layout.group, saved, sizeof saved);
   st->bound_evals++;
   f->ok = r.microbatches > 0;
@@ -523,6 +536,35 @@ static int beyond(double lb, double worst) {
   return lb * (1.0 - 1e-9) > worst;
 }
 
+/* The bounds' references of one split, kept while the placement's other
+ * splits run (the first SPLIT_CACHE splits, micro-batch positions below
+ * MB_CACHE). A split whose slowest-stage candidates hold at least the blocks
+ * of an earlier split's, kind by kind (the last stage and the heaviest middle
+ * one; under DualPipe the first too), runs passes no shorter: a pass sums
+ * its blocks' phases, the head's the same, and a phase's time grows with its
+ * parts (overlap(k, c, e) grows in k and c), so t_f + t_b of the reference
+ * without recomputation (which would add the other stage's re-run), and the
+ * per-sequence FLOPs and collective time, bound the later split's as they
+ * bound the earlier's. Such a bound costs nothing: the later split takes its
+ * own references only where the earlier ones do not decide. The sum t_f +
+ * t_b alone is carried over (charged at the bubble's smaller coefficient). */
+#define SPLIT_CACHE 4
+#define MB_CACHE    64
+typedef struct split_refs {
+  int first[2], mid[2], last[2]; /* dense, MoE blocks */
+  seq_ref fl[N_SP][2];
+  group_ref base[MB_CACHE][N_SP][2];
+} split_refs;
+
+/* Does split `b` hold at least split `a`'s blocks where the passes read them
+ * (dual: DualPipe, which pairs the first stage with the last)? */
+static int holds_more(const split_refs *a, const split_refs *b, int dual) {
+  for (int k = 0; k < 2; k++)
+    if (b->mid[k] < a->mid[k] || b->last[k] < a->last[k] || (dual && b->first[k] < a->first[k]))
+      return 0;
+  return 1;
+}
+
 /* Every (vs, mb, schedule, recompute, DP variant, SP) of one placement whose
  * slot this worker owns: reworked on the compiled layout, memory first,
  * timed when it fits. `proto` carries the placement's fields; `slot` is the
@@ -532,8 +574,8 @@ static int beyond(double lb, double worst) {
  * (pruning: fth_search.h); the order does not change the result, which is
  * ranked by (objective, position). */
 static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_plan *plan,
-                         const fth_search_hit *proto, long long slot, fth_search_hit *top,
-                         int top_cap, int *n_top, fth_search_stats *st) {
+                         const fth_search_hit *proto, long long slot, split_refs *refs, int n_prev,
+                         fth_search_hit *top, int top_cap, int *n_top, fth_search_stats *st) {
   const fth_search_space *s = &d->space;
   const int n_layers = d->model.n_layers, tp = proto->tp, pp = proto->pp;
   const int dp = plan->layout.dp;
@@ -569,10 +611,24 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     offload_work(d, 7, &most); /* what the most offloaded placement keeps */
     mem_out = fth_search_memory_bound(plan, &most) > cap;
   }
+  /* in_space for this TP and PP: it reads the virtual stages only as 1 or more */
+  char ok[2][N_SCHED][N_RC][FTH_DP_COUNT][N_SP];
+  for (int v = 0; v < 2; v++)
+    for (int sc = 0; sc < N_SCHED; sc++)
+      for (int rc = 0; rc < N_RC; rc++)
+        for (int dv = 0; dv < FTH_DP_COUNT; dv++)
+          for (int sp = 0; sp < N_SP; sp++)
+            ok[v][sc][rc][dv][sp] = (char)in_space(s, tp, pp, v + 1, sc, rc, dv, sp);
   fth_train_result r;
   seq_ref fl[N_SP][2];
   memset(fl, 0, sizeof fl);
   int fl_tried[N_SP][2] = {{0, 0}, {0, 0}};
+  /* this split's cache (none past SPLIT_CACHE) and the earlier splits it holds more than */
+  split_refs *cur = n_prev < SPLIT_CACHE ? &refs[n_prev] : NULL;
+  int below[2][SPLIT_CACHE], n_below[2] = {0, 0};
+  for (int dual = 0; dual < 2; dual++)
+    for (int i = 0; cur && i < n_prev; i++)
+      if (holds_more(&refs[i], cur, dual)) below[dual][n_below[dual]++] = i;
   const double rate = fth_search_rate_bound(&plan->node);
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
   for (int mi = 0; mi < n_mi; mi++) {
@@ -597,16 +653,15 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             int n_dv = 0;
             for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
               long long my = my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp;
-              if (in_space(s, tp, pp, vs, sc, rc, dv, sp))
+              if (ok[vs > 1][sc][rc][dv][sp])
                 mine[dv] = my, n_dv++;
               else
                 mine[dv] = -1;
             }
             if (n_dv == 0) continue;
             st->considered += n_dv;
-            fth_train_def w = d->work;
-            w.global_batch = batch_for(d, dp, pp, vs, mb, sc);
-            if (!splits || w.global_batch <= 0) {
+            const double gb = splits ? batch_for(d, dp, pp, vs, mb, sc) : 0.0;
+            if (gb <= 0) {
               st->not_tiling += n_dv;
               continue;
             }
@@ -619,26 +674,45 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             const double worst = full ? top[top_cap - 1].objective : HUGE_VAL;
             double lb = 0.0;
             if ((prune && full) || audit) {
-              /* cheapest first, each only when the previous did not decide */
+              /* cheapest first, each only when the previous did not decide:
+               * earlier splits' references (free), then this split's own */
+              const int cached = mi < MB_CACHE;
+              /* (audit: every bound taken, none prunes) */
+              for (int i = 0; i < n_below[dual] && (audit || !beyond(lb, worst)); i++) {
+                const split_refs *o = &refs[below[dual][i]];
+                lb = fth_max(lb, seq_bound(d, &o->fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
+                const group_ref *b = &o->base[mi][sp][dual];
+                if (cached && b->ok && !(d->work.recipe != FTH_RECIPE_NONE && gb != b->batch))
+                  lb = fth_max(lb, ranked(d, dp, pp, vs, mb, sc, gb, b->fwd_s + b->bwd_s, 0.0));
+              }
+              if (!audit && beyond(lb, worst)) {
+                st->pruned += n_dv;
+                continue;
+              }
               if (!fl_tried[sp][dual]) {
                 reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
                 fl_tried[sp][dual] = 1;
+                if (cur) cur->fl[sp][dual] = fl[sp][dual];
               }
-              lb = seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, w.global_batch);
+              lb = fth_max(lb, seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
               if (!beyond(lb, worst) || audit) {
-                if (!base[dual].ok)
+                if (!base[dual].ok) {
                   reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
-                lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, w.global_batch));
+                  if (cur && cached) cur->base[mi][sp][dual] = base[dual];
+                }
+                lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, gb));
               }
               if ((!beyond(lb, worst) || audit) && rc != FTH_RECOMPUTE_NONE) {
                 if (!g[dual].ok) reference(d, plan, pp, mb, rc, sp, sc, &g[dual], st);
-                lb = fth_max(lb, time_bound(d, &g[dual], dp, pp, vs, mb, sc, w.global_batch));
+                lb = fth_max(lb, time_bound(d, &g[dual], dp, pp, vs, mb, sc, gb));
               }
               if (!audit && beyond(lb, worst)) {
                 st->pruned += n_dv;
                 continue;
               }
             }
+            fth_train_def w = d->work;
+            w.global_batch = gb;
             w.pp = (fth_pp_schedule)sc;
             w.virtual_stages = vs;
             w.micro_batch = mb;
@@ -780,6 +854,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                     placements * (double)ctx.stride);
   long long index = 0;
   fth_train_plan plan;
+  split_refs refs[SPLIT_CACHE];
   /* the def with each split's workload (a copy: the caller's stays as given) */
   fth_search_def split_copy = *d;
   fth_search_def *split_def = &split_copy;
@@ -824,7 +899,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                 continue;
               }
               /* Every split of the space: its own workload, so that the bounds'
-               * reference evaluations are of that split (exact per split). */
+               * reference evaluations are of that split (exact per split), and
+               * the earlier splits' where they bound it (split_refs). */
+              int n_prev = 0;
               for (int i = 0; i < ctx.n_trim_first; i++)
                 for (int j = 0; j < ctx.n_trim_last; j++) {
                   int first, last;
@@ -835,9 +912,22 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                     continue; /* not a strategy: counted nowhere */
                   split_def->work.pp_first_layers = first;
                   split_def->work.pp_last_layers = last;
+                  /* the split's blocks where the passes read them (as the rework
+                   * would split the layout) */
+                  int at = SPLIT_CACHE;
+                  fth_error e3;
+                  if (n_prev < SPLIT_CACHE &&
+                      fth_layout_split(&plan.layout, m, first, last, "split", &e3) == FTH_OK) {
+                    at = n_prev++;
+                    split_refs *sr = &refs[at];
+                    memset(sr, 0, sizeof *sr);
+                    fth_block_stage_blocks(&plan.layout, sr->mid, sr->last);
+                    sr->first[0] = plan.layout.first_stage_layers - plan.layout.first_stage_moe;
+                    sr->first[1] = plan.layout.first_stage_moe;
+                  }
                   run_variants(split_def, &ctx, &plan, &proto,
-                               index + ((long long)i * ctx.n_trim_last + j) * ctx.slots, top,
-                               top_cap, n_top, st);
+                               index + ((long long)i * ctx.n_trim_last + j) * ctx.slots, refs, at,
+                               top, top_cap, n_top, st);
                 }
             }
   /* Only the memory bound prunes while fewer than N are kept: when nothing

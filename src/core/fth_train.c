@@ -135,15 +135,18 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
                     p->microbatches, l->pp);
   p->prec = fth_precision_from_bytes(w->act_bytes);
   if (w->recipe != FTH_RECIPE_NONE) p->prec = fth_recipe_get(w->recipe)->gemm;
-  p->fwd_flops_per_token = fth_model_fwd_flops_per_token(m, w->seq_len);
-  p->lm_head_flops_per_token = fth_model_lm_head_flops_per_token(m);
   int n_moe = fth_model_num_moe_layers(m);
-  p->attn_core_flops_per_token =
-      (m->n_layers - n_moe) * fth_model_layer_flops(m, 0, w->seq_len).fwd_attn_core +
-      (n_moe > 0 ? n_moe * fth_model_layer_flops(m, 1, w->seq_len).fwd_attn_core : 0.0);
-  p->op_recompute_flops_per_token =
-      (m->n_layers - n_moe) * fth_model_op_recompute_flops_per_token(m, 0) +
-      (n_moe > 0 ? n_moe * fth_model_op_recompute_flops_per_token(m, 1) : 0.0);
+  if (p->per_token_seq_len != w->seq_len) { /* a search reworks many variants of one length */
+    p->fwd_flops_per_token = fth_model_fwd_flops_per_token(m, w->seq_len);
+    p->lm_head_flops_per_token = fth_model_lm_head_flops_per_token(m);
+    p->attn_core_flops_per_token =
+        (m->n_layers - n_moe) * fth_model_layer_flops(m, 0, w->seq_len).fwd_attn_core +
+        (n_moe > 0 ? n_moe * fth_model_layer_flops(m, 1, w->seq_len).fwd_attn_core : 0.0);
+    p->op_recompute_flops_per_token =
+        (m->n_layers - n_moe) * fth_model_op_recompute_flops_per_token(m, 0) +
+        (n_moe > 0 ? n_moe * fth_model_op_recompute_flops_per_token(m, 1) : 0.0);
+    p->per_token_seq_len = w->seq_len;
+  }
   saved_per_token(p, w->recompute, p->act_bytes_per_token);
   /* Megatron's block method (recompute_num_layers): the stage's other blocks keep
    * what they would without recomputation. */
@@ -170,12 +173,14 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   p->stage_lora_params = 0.0;
   p->lora_flops_per_token = 0.0;
   if (w->lora_rank > 0) {
+    const double r = w->lora_rank;
+    const fth_lora_targets tg = w->lora_targets;
     p->stage_lora_params =
-        l->dense_layers_per_stage * fth_layer_lora_params(&l->dense_shape, w->lora_rank, l->tp, w->lora_targets) +
-        l->moe_layers_per_stage * fth_layer_lora_params(&l->moe_shape, w->lora_rank, l->tp, w->lora_targets);
+        l->dense_layers_per_stage * fth_layer_lora_params(&l->dense_shape, r, l->tp, tg) +
+        l->moe_layers_per_stage * fth_layer_lora_params(&l->moe_shape, r, l->tp, tg);
     p->lora_flops_per_token =
-        2.0 * ((m->n_layers - n_moe) * fth_layer_lora_params(&l->dense_shape, w->lora_rank, 1.0, w->lora_targets) +
-               n_moe * fth_layer_lora_params(&l->moe_shape, w->lora_rank, 1.0, w->lora_targets));
+        2.0 * ((m->n_layers - n_moe) * fth_layer_lora_params(&l->dense_shape, r, 1.0, tg) +
+               n_moe * fth_layer_lora_params(&l->moe_shape, r, 1.0, tg));
   }
   /* Links shared by traffic: the bytes each kind moves a step do not depend
    * on the bandwidth; the groups are re-derived from them. */
@@ -782,17 +787,18 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
   }
 }
 
-void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
+/* The slowest stage's passes of one micro-batch (t_f, t_b with the re-run,
+ * their FLOPs, bytes and kernel times) and the layer collectives' report:
+ * the part of a step fth_train_evaluate and fth_train_passes share. */
+static void passes(const fth_train_plan *p, const fth_block_env *ep, fth_train_result *r,
+                   fth_phase *fwd_out, fth_phase *bwd_out, fth_phase *rec_out) {
   const fth_train_def *w = &p->work;
   const double mbs = p->microbatches;
-  memset(r, 0, sizeof *r);
-  fth_block_env e;
-  block_env(p, &e);
   /* A schedule that pairs the two directions' chunks hides the layer
    * collectives under the other chunk's computation (DualPipe). */
   double eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
   fth_phase fwd, bwd, rec;
-  stage_pass(p, &e, eff, &fwd, &bwd, &rec);
+  stage_pass(p, ep, eff, &fwd, &bwd, &rec);
 
   double ex[3][FTH_COMM_KIND_COUNT];
   unsigned bk = blocking_kinds(p);
@@ -820,8 +826,29 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   }
   r->microbatches = mbs;
   layer_comm(p, &fwd, &bwd, &rec, (const double(*)[FTH_COMM_KIND_COUNT])ex, r);
-
   r->busy_s = mbs * (t_f + t_b);
+  *fwd_out = fwd;
+  *bwd_out = bwd;
+  *rec_out = rec;
+}
+
+void fth_train_passes(const fth_train_plan *p, fth_train_result *r) {
+  memset(r, 0, sizeof *r);
+  fth_block_env e;
+  block_env(p, &e);
+  fth_phase fwd, bwd, rec;
+  passes(p, &e, r, &fwd, &bwd, &rec);
+}
+
+void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
+  const double mbs = p->microbatches;
+  memset(r, 0, sizeof *r);
+  fth_block_env e;
+  block_env(p, &e);
+  fth_phase fwd, bwd, rec;
+  passes(p, &e, r, &fwd, &bwd, &rec);
+  const double t_f = r->fwd_s, t_b = r->bwd_s;
+
   pipeline(p, &e, t_f, t_b, bwd.wgrad_s, r);
   data_parallel(p, &fwd, &bwd, r);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) r->exposed_comm_s += r->comm[k].exposed_s;

@@ -63,6 +63,8 @@ typedef struct fth_train_plan {
   double lm_head_flops_per_token; ///< of which the LM head
   double attn_core_flops_per_token; ///< of which the blocks' attention cores (QK^T, PV)
   double op_recompute_flops_per_token; ///< GEMM FLOPs per-op recomputation re-runs, all blocks
+  double per_token_seq_len; ///< the seq_len the four above were taken at (0: not yet): a
+                            ///< rework at the same length keeps them (the model is the compile's)
   double module_recompute_flops_per_token; ///< MLA up-projections re-run by recompute modules
   double act_bytes_per_token[2];  ///< saved activations per token of a dense / MoE block
   double act_kept_per_token[2];   ///< the same for a block recompute_num_layers leaves stored
@@ -147,6 +149,14 @@ void fth_train_stage_blocks(const fth_train_plan *plan, int s, int blocks[2]);
 
 /// Evaluate a compiled plan. Pure and allocation-free.
 void fth_train_evaluate(const fth_train_plan *plan, fth_train_result *out);
+
+/// The passes of fth_train_evaluate alone: fwd_s, bwd_s, recompute_s, the
+/// per-micro-batch FLOPs, bytes and kernel times, comm[] of the layer
+/// collectives (TP, EP, CP), microbatches and busy_s, every field as
+/// fth_train_evaluate sets it; the rest 0 (no pipeline, DP, optimizer,
+/// memory nor offload). What the search's bounds read, at a fraction of an
+/// evaluation. Pure and allocation-free.
+void fth_train_passes(const fth_train_plan *plan, fth_train_result *out);
 
 /// Memory footprint only (cheap: what a search checks before timing).
 void fth_train_footprint(const fth_train_plan *plan, fth_memory_footprint *out);

@@ -303,6 +303,20 @@ static int pruned_is_exhaustive(const fth_search_def *d0) {
   d.work.global_batch = 15;
   d.batch_rounding = FTH_BATCH_DOWN;
   FTH_RUN(same_hits(&d, 3, &p));
+  /* uneven splits: 10 layers (PP 4 runs 2, 3, 3, 2 evenly, PP 2 5 and 5), 0 or
+   * 1 layer off either end; a later split is bounded by the references of an
+   * earlier one whose blocks it holds (split_refs), which the audit checks too */
+  d = *d0;
+  d.model.n_layers = 10;
+  d.space.n_trim_first = d.space.n_trim_last = 2;
+  d.space.trim_first[0] = d.space.trim_last[0] = 0;
+  d.space.trim_first[1] = d.space.trim_last[1] = 1;
+  FTH_RUN(same_hits(&d, 3, &p));
+  pruned += p;
+  d.space.n_vs = 0;
+  d.space.n_mb = 0;
+  FTH_RUN(same_hits(&d, 1, &p));
+  pruned += p;
   FTH_ENSURE(pruned > 0); /* the bounds did skip something */
   return 0;
 }

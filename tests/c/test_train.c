@@ -143,6 +143,23 @@ static int toy_hand_derived(void) {
   FTH_ENSURE_NEAR(695267328.0, r.mem.bytes[FTH_MEM_OPTIMIZER], 1e-12);
   FTH_ENSURE_NEAR(184811520.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
   FTH_ENSURE(r.mem.fits);
+
+  /* fth_train_passes, what the search's bounds read: the same passes, the same
+   * hand-derived numbers (forward: kernels + 8 all-reduces, comp_comm 0;
+   * backward: kernels + 8), and nothing of the step beyond them. */
+  fth_train_result q;
+  fth_train_passes(&plan, &q);
+  FTH_ENSURE_NEAR(2.22774165504e-3 + 8 * 43.94304e-6, q.fwd_s, 1e-12);
+  FTH_ENSURE_NEAR(3.61871966208e-3 + 6.74758656e-4 + 8 * 43.94304e-6, q.bwd_s, 1e-12);
+  FTH_ENSURE_NEAR(2.0 * per_mb, q.busy_s, 1e-12);
+  double q_flops = 0;
+  for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) q_flops += q.fwd_flops[i];
+  FTH_ENSURE_NEAR(179503890432.0, q_flops, 1e-12);
+  FTH_ENSURE_NEAR(32.0 * 43.94304e-6, q.comm[FTH_COMM_TP].raw_s, 1e-12);
+  FTH_ENSURE_NEAR(2.0, q.microbatches, 0);
+  FTH_ENSURE(q.comm[FTH_COMM_DP].raw_s == 0.0 && q.optimizer_s == 0.0 && q.step_time_s == 0.0 &&
+             q.mem.bytes[FTH_MEM_WEIGHTS] == 0.0);
+  FTH_ENSURE(q.fwd_s == r.fwd_s && q.bwd_s == r.bwd_s && q.busy_s == r.busy_s);
   return 0;
 }
 

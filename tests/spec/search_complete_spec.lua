@@ -95,6 +95,29 @@ describe("the default search space is complete", function()
     assert.are.equal(11, b.last_stage_layers)
   end)
 
+  it("pipeline degrees that do not divide the layers are searched, their stages split unevenly", function()
+    -- 126 layers: the divisors up to 128 (1, 2, 3, 6, 7, 9, 14, 18, 21, 42, 63, 126) and, on
+    -- 2,048 pods of 8, the powers of two up to 128 that tile (4, 8, 16, 32, 64; 128 > 126 layers)
+    assert.are.same({ 1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 18, 21, 32, 42, 63, 64, 126 },
+      search.pipeline_degrees(126, 8, 2048))
+    -- 61 layers (prime) on one pod of 8: its divisors 1 and 61, and PP 2, 4, 8 inside the pod
+    assert.are.same({ 1, 2, 4, 8, 61 }, search.pipeline_degrees(61, 8, 1))
+    -- 641 pods (prime), 105 layers: nothing across pods but 641 > 105; inside, 2, 4, 8
+    assert.are.same({ 1, 2, 3, 4, 5, 7, 8, 15, 21, 35, 105 }, search.pipeline_degrees(105, 8, 641))
+    local llama = { model = "llama3.1_405b", node = "H100_SXM", gpus = 16384, pod_size = 8, global_batch = 2048,
+      seq = 8192 }
+    -- Meta's PP 16: 16 x ceil(126 / 16) = 128 layer slots, 2 too many: the last and the first
+    -- stage hold 7 layers, the 14 middle ones 8 (7 + 14 x 8 + 7 = 126)
+    local pinned = best(llama, { pp = 16, trim_first = 0, trim_last = 0 })
+    assert.are.equal(16, pinned.pp)
+    assert.are.equal(7, pinned.first_stage_layers)
+    assert.are.equal(7, pinned.last_stage_layers)
+    -- the unpinned search holds it: its best is no slower, and itself a PP that does not divide 126
+    local free = best(llama)
+    assert.is_true(free.objective <= pinned.objective)
+    assert.are_not.equal(0, 126 % free.pp)
+  end)
+
   it("the holes of the old space are gone: micro-batch 3 and 6, virtual stages 3, 6 and 12 are searched", function()
     local def = prepare(problems[1])
     assert.are.equal("auto", def.space.mb)

@@ -31,7 +31,8 @@ local function run(p, top, prune)
 end
 
 local KEYS = { "index", "objective", "step_time_s", "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs",
-  "mb", "batch", "schedule", "recompute", "dp_variant", "sp" }
+  "mb", "batch", "schedule", "recompute", "dp_variant", "sp", "trim_first", "trim_last", "first_stage_layers",
+  "last_stage_layers" }
 
 describe("exact pruning", function()
   for _, p in ipairs(problems) do

@@ -104,12 +104,13 @@ local function parse_fix(list)
   return fix
 end
 
-local function table_text(res, system, top, rounded)
+local function table_text(res, system, top, rounded, n_layers)
   local rows = {}
   for i, h in ipairs(res.hits) do
     if i > top then break end
-    -- an uneven split shows its end stages' layers: "8[11|12]" = 11 on the first, 12 on the last
-    local split = ((h.trim_first or 0) > 0 or (h.trim_last or 0) > 0)
+    -- an uneven split (trimmed, or PP not dividing the layers) shows its end stages' layers:
+    -- "8[11|12]" = 11 on the first, 12 on the last
+    local split = ((h.trim_first or 0) > 0 or (h.trim_last or 0) > 0 or n_layers % h.pp ~= 0)
       and string.format("[%d|%d]", h.first_stage_layers, h.last_stage_layers) or ""
     rows[#rows + 1] = { i, h.tp, h.pp .. (h.vs > 1 and ("x" .. h.vs) or "") .. split, h.dp,
       h.ep > 1 and (h.ep .. (h.ep_su < h.ep and ("(" .. h.ep_su .. ")") or "")) or "-",
@@ -394,7 +395,7 @@ function searches.training(opts, extra, row)
       return string.format("%s on %d %s (%d-GPU pods), batch %s%d x %d tokens%s\n", model.name or opts.model,
         gpus, opts.hardware, pod, rounded and "up to " or "", def.workload.global_batch_size, def.workload.seq_length,
         rounded and " (rounded down per strategy, ranked by time per sequence)" or "") ..
-        assumptions_line(inputs) .. "\n" .. table_text(res, system, opts.top, rounded)
+        assumptions_line(inputs) .. "\n" .. table_text(res, system, opts.top, rounded, model.n_layers)
     end,
     data = function()
       return util.ordered({ inputs = inputs, hits = util.array(hits_of(res.hits, opts.top)), stats = res.stats,
