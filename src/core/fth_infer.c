@@ -116,6 +116,15 @@ fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
   return FTH_OK;
 }
 
+/* An iteration's time from its phase: the layer collectives block unless the
+ * engine overlaps two half-batches (fth_infer_def.batch_overlap). */
+static double iteration_time(const fth_infer_plan *p, const fth_phase *ph, double *exposed) {
+  unsigned blocking = p->inf.batch_overlap ? 0u
+                                           : (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE) |
+                                                 (1u << FTH_COMM_EP);
+  return fth_phase_time_blocking(ph, p->inf.comp_comm_eff, blocking, exposed);
+}
+
 static double tier_bw(const fth_node_def *n, fth_tier t) {
   return n->has_tier[t] ? fth_memory_bw_bytes_per_s(&n->tier[t]) : 0.0;
 }
@@ -163,13 +172,13 @@ double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_
     if (mid[moe] > 0 || last[moe] > 0) fth_block_pass(&e, moe, requests, q, ctx, &blk[moe], NULL);
   double ex[FTH_COMM_KIND_COUNT], *x = exposed ? exposed : ex;
   fth_block_stage(&e, blk, NULL, last, 1, requests, q, out, NULL);
-  double t = fth_phase_time(out, p->inf.comp_comm_eff, x);
+  double t = iteration_time(p, out, x);
   if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1])) {
     /* the slower of the last stage (with the head) and the heaviest other */
     fth_phase m;
     double xm[FTH_COMM_KIND_COUNT];
     fth_block_stage(&e, blk, NULL, mid, 0, requests, q, &m, NULL);
-    double tm = fth_phase_time(&m, p->inf.comp_comm_eff, xm);
+    double tm = iteration_time(p, &m, xm);
     if (tm > t) {
       *out = m;
       t = tm;
@@ -213,7 +222,7 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
     }
   }
   fth_block_stage(&e, blk, NULL, blocks, head, rows, tokens / rows, out, NULL);
-  return fth_phase_time(out, p->inf.comp_comm_eff, x);
+  return iteration_time(p, out, x);
 }
 
 double fth_infer_iteration_mixed(const fth_infer_plan *p, const fth_infer_batch *b, fth_phase *out,

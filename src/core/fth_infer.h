@@ -33,6 +33,13 @@ typedef struct fth_infer_def {
   double expert_imbalance;
   int flash_attention;
   double comp_comm_eff, comp_mem_eff, comm_mem_eff;
+  /// 0 (default): an iteration's TP, TP_MoE and EP collectives run between the kernels
+  /// that produce and consume them (a layer's next GEMM needs the all-reduce, the experts
+  /// the dispatch), none hidden, as vLLM, TensorRT-LLM and SGLang run a step by default.
+  /// 1: two-batch overlap (SGLang --enable-two-batch-overlap, DeepSeek's serving): the batch
+  /// runs as two halves whose collectives hide under the other half's kernels, up to
+  /// comp_comm_eff of the shorter of the two.
+  int batch_overlap;
   fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT]; ///< kv_cache may live in remote_memory
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT];
   fth_coll_params coll;
