@@ -258,6 +258,9 @@ local spec_schema = {
   slo_ttft_s = { type = "number", above = 0 }, slo_tpot_s = { type = "number", above = 0 },
   prefill = { type = "table" }, replay = { type = "string", hint = "a CSV or JSON-lines trace" },
   retrieval = { type = "table" }, kv_fetch = { type = "table" }, thinking_tokens = { type = "integer", min = 0 },
+  dp_attention = { type = "integer", min = 1, max = 65536,
+    hint = "replicas per engine whose DP ranks iterate in lock step" },
+  swap_bw_bytes_per_s = { type = "number", above = 0, hint = "preempt by swap to host memory at this rate" },
 }
 local retrieval_schema = {
   servers = { type = "integer", min = 1, required = true }, s = { type = "number", min = 0 },
@@ -370,16 +373,22 @@ function M.engine(a)
     errors.raise("serve: TP=%d does not divide the %d attention heads of %s", tp, model.num_heads,
       model.name or a.model)
   end
-  local topo = search.infer_topology(system, tp, pp, ep, moe)
+  -- attention data parallelism: the engine's TP x PP GPUs hold dp_attention ranks, each
+  -- with attention over tp / dp_attention of them (SGLang --tp T --dp R --enable-dp-attention)
+  local dpa = math.tointeger(a.dp_attention or 1) or 1
+  if dpa > 1 and tp % dpa ~= 0 then
+    errors.raise("serve: dp_attention %d must divide TP %d (the engine's GPUs per pipeline stage)", dpa, tp)
+  end
+  local topo = search.infer_topology(system, tp // dpa, pp, ep, moe)
   if not topo then
     errors.raise("serve: TP %d x PP %d with EP %d does not tile %d GPUs in %d-GPU pods", tp, pp, ep, gpus, pod)
   end
   local row = passes.of_pass("decode")
   local w = row.load(analysis.resolve(a.workload or row.search_workload))
-  w.global_batch_size, w.micro_batch_size = 1, 1
+  w.global_batch_size, w.micro_batch_size = dpa, 1
   w.source_table, model.source_table = nil, nil
   local plan = row.compile(system.node, topo, model, w)
-  return plan, { model = model.name or a.model, gpus = gpus, moe = moe, lib = lib, system = system,
+  return plan, { model = model.name or a.model, gpus = gpus // dpa, moe = moe, lib = lib, system = system,
     heads = model.num_heads }
 end
 

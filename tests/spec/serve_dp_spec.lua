@@ -1,5 +1,8 @@
 -- Attention data parallelism, in-flight batching and the serving path of `fathom validate`.
 local core = require("fathom.core")
+local h = require("helpers")
+local json = require("fathom.format.json")
+local serve = require("fathom.serve")
 local names = require("fathom.names")
 local validate = require("fathom.validate")
 
@@ -111,5 +114,61 @@ describe("fathom.validate serving path", function()
     case.inference.concurrency, case.inference.batch = nil, 64
     rec = record(case)
     assert.are.equal("static batch", rec.serving_path)
+  end)
+end)
+
+describe("fathom serve --dp-attention and --swap-bw", function()
+  local DSV3 = { "serve", "--model", "deepseek_v3", "--hardware", "H200_SXM", "--tp", "8", "--ep", "8",
+    "--replicas", "8", "--concurrency", "128", "--requests", "300", "--input-tokens", "512", "--output-tokens",
+    "64", "--policy", "inflight", "--max-batch", "16" }
+  local function cli(extra)
+    local a = {}
+    for _, v in ipairs(DSV3) do a[#a + 1] = v end
+    for _, v in ipairs(extra) do a[#a + 1] = v end
+    return h.run(table.unpack(a))
+  end
+
+  it("makes the engine's GPUs the DP ranks of one engine, as fathom.serve.run does", function()
+    local r = cli({ "--dp-attention", "8", "--format", "json" })
+    assert.are.equal(0, r.code)
+    local got = json.decode(r.stdout)
+    local want = serve.run({ model = "deepseek_v3", hardware = "H200_SXM", tp = 8, ep = 8, replicas = 8,
+      dp_attention = 8, arrival = "closed", concurrency = 128, requests = 300, input = 512, output = 64,
+      policy = "inflight", max_batch = 16 })
+    assert.near(want.throughput.output_tokens_per_s, got.throughput.output_tokens_per_s, 1e-12)
+    -- eight ranks of one GPU each: the per-GPU rate is the engine's over its 8 GPUs
+    assert.near(got.throughput.output_tokens_per_s / 8, got.throughput.output_tokens_per_s_per_gpu, 1e-12)
+    local t = cli({ "--dp-attention", "8" })
+    assert.is_truthy(t.stdout:find("8 replicas x 1 GPU (TP 8, PP 1, EP 8, DP attention 8)", 1, true))
+  end)
+
+  it("refuses ranks that do not divide TP or the replicas, in one line, exit 2", function()
+    local r = cli({ "--dp-attention", "3" })
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("dp_attention 3 must divide TP 8", 1, true))
+    r = cli({ "--dp-attention", "8", "--replicas", "12" })
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("--dp-attention", 1, true))
+  end)
+
+  it("--swap-bw preempts by swap at that rate, as swap_bw_bytes_per_s does", function()
+    local base = { "serve", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--concurrency", "64",
+      "--requests", "100", "--input-tokens", "1024", "--output-tokens", "1024", "--format", "json" }
+    local a = {}
+    for _, v in ipairs(base) do a[#a + 1] = v end
+    local recompute = json.decode(h.run(table.unpack(a)).stdout)
+    a[#a + 1], a[#a + 2] = "--swap-bw", "25GB/s"
+    local r = h.run(table.unpack(a))
+    assert.are.equal(0, r.code)
+    local swapped = json.decode(r.stdout)
+    local want = serve.run({ model = "llama3.1_70b", hardware = "H100_SXM", arrival = "closed", concurrency = 64,
+      requests = 100, input = 1024, output = 1024, swap_bw_bytes_per_s = 25e9 })
+    assert.is_true(recompute.preemptions > 0)
+    assert.near(want.duration_s, swapped.duration_s, 1e-12)
+    assert.is_true(swapped.duration_s ~= recompute.duration_s)
+    a[#a] = "fast"
+    r = h.run(table.unpack(a))
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("--swap-bw: expected a bandwidth", 1, true))
   end)
 end)

@@ -32,6 +32,11 @@ local spec = {
   { name = "prefill-hardware", arg = "NODE", help = "node of the prefill replicas [default: --hardware]" },
   { name = "kv-link", arg = "NAME", help = "interconnect of the hardware library the KV crosses, one per "
     .. "prefill GPU [default: the node's scale-out]" },
+  { name = "dp-attention", arg = "R", integer = { 1, 65536 }, help = "attention data parallelism: every R "
+    .. "replicas are the DP ranks of one engine, each with its own batch and KV cache, iterating in lock step "
+    .. "for the MoE layers (SGLang --enable-dp-attention); --replicas a multiple of R [default: 1]" },
+  { name = "swap-bw", arg = "B", help = "preempt by swapping the KV cache to host memory at B bytes/s "
+    .. "(e.g. 25GB/s; vLLM preemption_mode=swap) instead of recomputing the prompt" },
   { name = "routing", arg = "R", choices = names.serve_routing,
     help = "how requests pick a replica [default: " .. names.serve_routing[1] .. "]" },
   { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
@@ -105,7 +110,8 @@ M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--
   "requests.\n\n" ..
   "SPEC.yaml gives the same settings as keys (model, hardware, tp, pp, ep, replicas, routing,\n" ..
   "arrival, rate_per_s, burstiness, concurrency, think_s, requests, seed, input, output,\n" ..
-  "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio,\n" ..
+  "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio, dp_attention,\n" ..
+  "swap_bw_bytes_per_s,\n" ..
   "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
   "flags given beside it override its values.\n\n" ..
   "examples:\n" ..
@@ -119,6 +125,7 @@ local flag_of = { rate_per_s = "--qps", concurrency = "--concurrency", think_s =
   burstiness = "--burstiness", requests = "--requests", input = "--input-tokens", output = "--output-tokens",
   max_batch = "--max-batch", max_batch_tokens = "--max-batch-tokens", block_tokens = "--block-size",
   watermark = "--watermark", replicas = "--replicas", prefix_hit_ratio = "--prefix-hit",
+  dp_attention = "--dp-attention", swap_bw_bytes_per_s = "--swap-bw",
   slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot", kv_fetch_share = "--kv-fetch-share",
   retrieval_s = "--rag-time", thinking_tokens = "--thinking-tokens",
   kv_capacity_tokens = "KV cache", seed = "--seed" }
@@ -153,7 +160,11 @@ local function text(r, ctx)
   local out = {}
   out[#out + 1] = string.format("%s on %s: %d replica%s x %d GPU%s (TP %d, PP %d%s), %s batching\n",
     ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
-    ctx.tp, ctx.pp, ctx.ep > 1 and (", EP " .. ctx.ep) or "", ctx.policy)
+    ctx.tp, ctx.pp, (ctx.ep > 1 and (", EP " .. ctx.ep) or "")
+      .. ((ctx.dp_attention or 1) > 1 and (", DP attention " .. ctx.dp_attention) or ""), ctx.policy)
+  if ctx.swap_bw then
+    out[#out + 1] = string.format("preemption by swap to host memory at %s\n", units.bandwidth(ctx.swap_bw))
+  end
   local p = ctx.prefill
   if p then
     out[#out + 1] = string.format("prefill on %d replica%s x %d GPU%s of %s (TP %d, PP %d), KV over %s\n",
@@ -282,9 +293,16 @@ function M.main(argv)
     max_batch_tokens = "max_batch_tokens", block_size = "block_tokens", watermark = "watermark",
     prefix_hit = "prefix_hit_ratio", slo_ttft = "slo_ttft_s", slo_tpot = "slo_tpot_s", seed = "seed",
     prefill_replicas = "prefill_replicas", prefill_tp = "prefill_tp", prefill_pp = "prefill_pp",
-    prefill_hardware = "prefill_hardware", kv_link = "kv_link" }
+    prefill_hardware = "prefill_hardware", kv_link = "kv_link", dp_attention = "dp_attention" }
   for flag, key in pairs(from_flags) do
     if opts[flag] ~= nil then a[key] = opts[flag] end
+  end
+  if opts.swap_bw then
+    local b = units.parse_bytes(tostring(opts.swap_bw):gsub("/s%s*$", ""))
+    if not b or b <= 0 then
+      errors.raise("serve: --swap-bw: expected a bandwidth > 0 such as 25GB/s or 2.5e10, got '%s'", opts.swap_bw)
+    end
+    a.swap_bw_bytes_per_s = b
   end
   if opts.input_tokens then a.input = serve.parse_length(opts.input_tokens, "serve: --input-tokens") end
   if opts.rag_servers or opts.rag_time or opts.rag_tokens then
@@ -349,7 +367,8 @@ function M.main(argv)
     policy = a.policy or names.serve_policy[1], seed = a.seed or 1, prefill_replicas = a.prefill_replicas,
     prefill_hardware = a.prefill_hardware or a.hardware, prefill_tp = a.prefill_tp or a.tp or 1,
     prefill_pp = a.prefill_pp or a.pp or 1, slo_ttft = a.slo_ttft_s, slo_tpot = a.slo_tpot_s,
-    replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency }
+    replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency, dp_attention = a.dp_attention,
+    swap_bw = a.swap_bw_bytes_per_s }
   local def, plan, pplan, info, pinfo = protect(serve.build, a)
   a.plan, a.prefill_plan = plan, pplan
   a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
@@ -427,6 +446,7 @@ function M.main(argv)
         link = string.format("%s/s, %s", units.bandwidth(def.kv_link_bw_bytes_per_s):gsub("B/s$", "B"),
           units.time(def.kv_link_latency_s)) },
       tp = show.tp, pp = show.pp, ep = show.ep, policy = show.policy, load = load, seed = show.seed,
+      dp_attention = show.dp_attention, swap_bw = show.swap_bw,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
       stages = table.concat(stages, "\n"), slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target,
