@@ -196,6 +196,11 @@ end
 -- "queued" (arrival to first scheduled), "prefill" (to the first token), "decode" (to the
 -- last), with the request's lengths and preemptions as arguments.
 M.MAX_TRACE_REQUESTS = 300000
+
+-- The acceptance of a draft when speculative decoding is asked for without one: DeepSeek-V3's
+-- MTP module, whose second-token prediction is accepted 85-90% of the time (DeepSeek-AI
+-- 2024, Sec. 5.4.3); the low end, as every later draft of a chain is taken at it too.
+M.SPEC_ACCEPTANCE = 0.85
 function M.trace_events(q)
   local n = #q.arrival_s
   if n > M.MAX_TRACE_REQUESTS then
@@ -261,6 +266,8 @@ local spec_schema = {
   dp_attention = { type = "integer", min = 1, max = 65536,
     hint = "replicas per engine whose DP ranks iterate in lock step" },
   swap_bw_bytes_per_s = { type = "number", above = 0, hint = "preempt by swap to host memory at this rate" },
+  spec_tokens = { type = "integer", min = 0, max = 16, hint = "draft tokens a decode step verifies (MTP)" },
+  spec_acceptance = { type = "number", min = 0, max = 1, hint = "probability each draft is accepted" },
 }
 local retrieval_schema = {
   servers = { type = "integer", min = 1, required = true }, s = { type = "number", min = 0 },
@@ -397,7 +404,8 @@ local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp
   "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan", "retrieval", "kv_fetch" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
-  "swap_bw_bytes_per_s", "replicas", "dp_attention", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s",
+  "swap_bw_bytes_per_s", "replicas", "dp_attention", "spec_tokens", "spec_acceptance",
+  "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s",
   "per_request", "cost", "trace",
   "prefix_hit_ratio", "prefill_replicas", "prefill_kv_capacity_tokens", "prefill_gpus_per_replica",
   "kv_transfer_bytes_per_token", "retrieval_servers", "retrieval_s", "retrieval_tokens", "kv_fetch_share",

@@ -197,7 +197,9 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
   e.skip_attention = 1;
   block_env(p, FTH_BLOCK_DECODE, &ed);
   block_env(p, FTH_BLOCK_PREFILL, &ep);
-  double tokens = b->decode_requests, rows = b->decode_requests + b->num_chunks;
+  /* a decode verifying k drafts runs 1 + k query tokens, each scored by the head */
+  const double vq = 1.0 + (b->spec_tokens > 0 ? b->spec_tokens : 0.0);
+  double tokens = b->decode_requests * vq, rows = b->decode_requests * vq + b->num_chunks;
   for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
   /* DP attention: the routed (token, expert) copies on each GPU follow the
    * engine's mean tokens per rank, not this rank's (the imbalance factor scales
@@ -209,8 +211,8 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
     if (blocks[moe] == 0) continue;
     fth_block_pass(&e, moe, 1.0, tokens, tokens, &blk[moe], NULL);
     if (b->decode_requests > 0) /* linear in the context: the mean stands for each */
-      fth_block_attention(&ed, moe, b->decode_requests, 1.0,
-                          b->decode_context_sum / b->decode_requests, &blk[moe]);
+      fth_block_attention(&ed, moe, b->decode_requests, vq,
+                          b->decode_context_sum / b->decode_requests + (vq - 1.0), &blk[moe]);
     for (int i = 0; i < b->num_chunks;) {
       const fth_infer_chunk *c = &b->chunks[i];
       int n = 1;
@@ -223,6 +225,22 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
   }
   fth_block_stage(&e, blk, NULL, blocks, head, rows, tokens / rows, out, NULL);
   return iteration_time(p, out, x);
+}
+
+double fth_infer_draft_s(const fth_infer_plan *p, double requests, double context) {
+  if (requests <= 0) return 0.0;
+  fth_block_env e;
+  block_env(p, FTH_BLOCK_DECODE, &e);
+  int mid[2], last[2], one[2] = {0, 0};
+  fth_block_stage_blocks(&p->layout, mid, last);
+  int moe = last[1] > 0;
+  one[moe] = 1;
+  fth_phase blk[2], ph;
+  memset(blk, 0, sizeof blk);
+  fth_block_pass(&e, moe, requests, 1.0, context, &blk[moe], NULL);
+  fth_block_stage(&e, blk, NULL, one, 1, requests, 1.0, &ph, NULL);
+  double x[FTH_COMM_KIND_COUNT];
+  return iteration_time(p, &ph, x);
 }
 
 double fth_infer_iteration_mixed(const fth_infer_plan *p, const fth_infer_batch *b, fth_phase *out,
@@ -246,6 +264,9 @@ double fth_infer_iteration_mixed(const fth_infer_plan *p, const fth_infer_batch 
       for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) x[k] = xm[k];
     }
   }
+  if (b->spec_tokens > 0 && b->decode_requests > 0) /* the MTP drafts, one after another */
+    t += b->spec_tokens * fth_infer_draft_s(p, b->decode_requests,
+                                            b->decode_context_sum / b->decode_requests);
   return t;
 }
 

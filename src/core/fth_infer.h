@@ -124,6 +124,12 @@ typedef struct fth_infer_batch {
   /// their load per GPU follows the engine's mean. 0: this batch's own tokens (one
   /// rank, or ranks with equal batches).
   double engine_tokens;
+  /// Speculative decoding with the model's MTP module: each decode verifies this many
+  /// draft tokens beside its own (1 + spec_tokens query tokens through every layer,
+  /// attending to its context, and scored by the LM head), after the module drafted
+  /// them: spec_tokens passes, one after another, of one block of the last stage's
+  /// kind and the LM head over the decodes (fth_infer_draft_s). 0: none.
+  double spec_tokens;
 } fth_infer_batch;
 
 /// The time in seconds of one engine iteration of the slowest stage for a
@@ -138,6 +144,11 @@ typedef struct fth_infer_batch {
 /// decodes (context c each) costs what fth_infer_iteration(p, n, 1, c) does,
 /// a batch of equal chunks what fth_infer_iteration(p, n, q, c) does. Pure,
 /// allocation-free; an empty batch costs 0.
+/// One MTP draft pass for `requests` decodes attending to `context` tokens each: one
+/// block of the last stage's kind (MoE when it holds MoE blocks) and the LM head, as a
+/// decode step of a one-layer model costs them; pipelines draft on the last stage.
+double fth_infer_draft_s(const fth_infer_plan *plan, double requests, double context);
+
 double fth_infer_iteration_mixed(const fth_infer_plan *plan, const fth_infer_batch *batch,
                                  fth_phase *out, double *exposed);
 

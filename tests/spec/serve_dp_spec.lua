@@ -172,3 +172,48 @@ describe("fathom serve --dp-attention and --swap-bw", function()
     assert.is_truthy(r.stderr:find("--swap-bw: expected a bandwidth", 1, true))
   end)
 end)
+
+describe("fathom serve --spec-tokens (speculative decoding, MTP)", function()
+  local COST2 = { base_s = 0.010, per_token_s = 0.0001 }
+  it("emits the accepted drafts with each step (hand-derived, as test_serve.c)", function()
+    -- 100 + 9 tokens, 3 drafts a step: prefill 20 ms, steps of 10 + 0.1 x 4 ms; all accepted:
+    -- 4 tokens a step, done at 40.8 ms; none: 8 steps, 103.2 ms
+    local def = { cost = COST2, kv_capacity_tokens = 1e6, requests = 1, input = { kind = "fixed", mean = 100 },
+      output = { kind = "fixed", mean = 9 }, spec_tokens = 3, spec_acceptance = 1 }
+    assert.near(0.0408, core.serve_run(def).e2e_s.max, 1e-12)
+    def.spec_acceptance = 0
+    assert.near(0.1032, core.serve_run(def).e2e_s.max, 1e-12)
+  end)
+
+  it("runs from the command line as fathom.serve.run does, and shortens TPOT at batch 1", function()
+    local base = { "serve", "--model", "deepseek_v3", "--hardware", "H200_SXM", "--tp", "8", "--ep", "8",
+      "--concurrency", "1", "--requests", "4", "--input-tokens", "1024", "--output-tokens", "256", "--format", "json" }
+    local plain = json.decode(h.run(table.unpack(base)).stdout)
+    local a = {}
+    for _, v in ipairs(base) do a[#a + 1] = v end
+    for _, v in ipairs({ "--spec-tokens", "3", "--spec-acceptance", "0.8" }) do a[#a + 1] = v end
+    local r = h.run(table.unpack(a))
+    assert.are.equal(0, r.code, r.stderr)
+    local got = json.decode(r.stdout)
+    local want = serve.run({ model = "deepseek_v3", hardware = "H200_SXM", tp = 8, ep = 8, arrival = "closed",
+      concurrency = 1, requests = 4, input = 1024, output = 256, spec_tokens = 3, spec_acceptance = 0.8 })
+    assert.near(want.tpot_s.mean, got.tpot_s.mean, 1e-12)
+    -- 1 + 0.8 + 0.64 + 0.512 = 2.95 tokens a step at little more than a step's cost
+    assert.is_true(got.tpot_s.mean < plain.tpot_s.mean / 2)
+    a[#a] = "1.5"
+    r = h.run(table.unpack(a))
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("--spec-acceptance", 1, true))
+  end)
+
+  it("validate reads the drafts and the acceptance a case states", function()
+    local s = validate.speculation({ speculative = "MTP, 3 next-n layers", acceptance_length = 1 + 0.5 + 0.25 + 0.125 })
+    assert.are.equal(3, s.tokens)
+    assert.near(0.5, s.acceptance, 1e-9)
+    assert.is_true(s.stated)
+    s = validate.speculation({ speculative = "MTP, 3 next-n layers" })
+    assert.are.equal(serve.SPEC_ACCEPTANCE, s.acceptance)
+    assert.is_false(s.stated)
+    assert.is_nil(validate.speculation({}))
+  end)
+end)

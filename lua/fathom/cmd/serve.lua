@@ -37,6 +37,10 @@ local spec = {
     .. "for the MoE layers (SGLang --enable-dp-attention); --replicas a multiple of R [default: 1]" },
   { name = "swap-bw", arg = "B", help = "preempt by swapping the KV cache to host memory at B bytes/s "
     .. "(e.g. 25GB/s; vLLM preemption_mode=swap) instead of recomputing the prompt" },
+  { name = "spec-tokens", arg = "K", integer = { 0, 16 }, help = "speculative decoding with the model's MTP "
+    .. "module: each decode step verifies K draft tokens, drafted by K passes of one layer and the LM head" },
+  { name = "spec-acceptance", arg = "A", number = true, help = "--spec-tokens: probability each draft is "
+    .. "accepted (while the ones before it were) [default: 0.85, DeepSeek-V3's MTP]" },
   { name = "routing", arg = "R", choices = names.serve_routing,
     help = "how requests pick a replica [default: " .. names.serve_routing[1] .. "]" },
   { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
@@ -111,7 +115,7 @@ M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--
   "SPEC.yaml gives the same settings as keys (model, hardware, tp, pp, ep, replicas, routing,\n" ..
   "arrival, rate_per_s, burstiness, concurrency, think_s, requests, seed, input, output,\n" ..
   "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio, dp_attention,\n" ..
-  "swap_bw_bytes_per_s,\n" ..
+  "swap_bw_bytes_per_s, spec_tokens, spec_acceptance,\n" ..
   "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
   "flags given beside it override its values.\n\n" ..
   "examples:\n" ..
@@ -125,7 +129,8 @@ local flag_of = { rate_per_s = "--qps", concurrency = "--concurrency", think_s =
   burstiness = "--burstiness", requests = "--requests", input = "--input-tokens", output = "--output-tokens",
   max_batch = "--max-batch", max_batch_tokens = "--max-batch-tokens", block_tokens = "--block-size",
   watermark = "--watermark", replicas = "--replicas", prefix_hit_ratio = "--prefix-hit",
-  dp_attention = "--dp-attention", swap_bw_bytes_per_s = "--swap-bw",
+  dp_attention = "--dp-attention", swap_bw_bytes_per_s = "--swap-bw", spec_tokens = "--spec-tokens",
+  spec_acceptance = "--spec-acceptance",
   slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot", kv_fetch_share = "--kv-fetch-share",
   retrieval_s = "--rag-time", thinking_tokens = "--thinking-tokens",
   kv_capacity_tokens = "KV cache", seed = "--seed" }
@@ -162,6 +167,10 @@ local function text(r, ctx)
     ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
     ctx.tp, ctx.pp, (ctx.ep > 1 and (", EP " .. ctx.ep) or "")
       .. ((ctx.dp_attention or 1) > 1 and (", DP attention " .. ctx.dp_attention) or ""), ctx.policy)
+  if (ctx.spec_tokens or 0) > 0 then
+    out[#out + 1] = string.format("speculative decoding: %d draft tokens a step (MTP), each accepted with "
+      .. "probability %.4g\n", ctx.spec_tokens, ctx.spec_acceptance)
+  end
   if ctx.swap_bw then
     out[#out + 1] = string.format("preemption by swap to host memory at %s\n", units.bandwidth(ctx.swap_bw))
   end
@@ -293,10 +302,15 @@ function M.main(argv)
     max_batch_tokens = "max_batch_tokens", block_size = "block_tokens", watermark = "watermark",
     prefix_hit = "prefix_hit_ratio", slo_ttft = "slo_ttft_s", slo_tpot = "slo_tpot_s", seed = "seed",
     prefill_replicas = "prefill_replicas", prefill_tp = "prefill_tp", prefill_pp = "prefill_pp",
-    prefill_hardware = "prefill_hardware", kv_link = "kv_link", dp_attention = "dp_attention" }
+    prefill_hardware = "prefill_hardware", kv_link = "kv_link", dp_attention = "dp_attention",
+    spec_tokens = "spec_tokens", spec_acceptance = "spec_acceptance" }
   for flag, key in pairs(from_flags) do
     if opts[flag] ~= nil then a[key] = opts[flag] end
   end
+  if a.spec_acceptance and not a.spec_tokens then
+    errors.raise("serve: --spec-acceptance needs --spec-tokens K")
+  end
+  if (a.spec_tokens or 0) > 0 and not a.spec_acceptance then a.spec_acceptance = serve.SPEC_ACCEPTANCE end
   if opts.swap_bw then
     local b = units.parse_bytes(tostring(opts.swap_bw):gsub("/s%s*$", ""))
     if not b or b <= 0 then
@@ -368,7 +382,7 @@ function M.main(argv)
     prefill_hardware = a.prefill_hardware or a.hardware, prefill_tp = a.prefill_tp or a.tp or 1,
     prefill_pp = a.prefill_pp or a.pp or 1, slo_ttft = a.slo_ttft_s, slo_tpot = a.slo_tpot_s,
     replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency, dp_attention = a.dp_attention,
-    swap_bw = a.swap_bw_bytes_per_s }
+    swap_bw = a.swap_bw_bytes_per_s, spec_tokens = a.spec_tokens, spec_acceptance = a.spec_acceptance }
   local def, plan, pplan, info, pinfo = protect(serve.build, a)
   a.plan, a.prefill_plan = plan, pplan
   a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
@@ -446,7 +460,8 @@ function M.main(argv)
         link = string.format("%s/s, %s", units.bandwidth(def.kv_link_bw_bytes_per_s):gsub("B/s$", "B"),
           units.time(def.kv_link_latency_s)) },
       tp = show.tp, pp = show.pp, ep = show.ep, policy = show.policy, load = load, seed = show.seed,
-      dp_attention = show.dp_attention, swap_bw = show.swap_bw,
+      dp_attention = show.dp_attention, swap_bw = show.swap_bw, spec_tokens = show.spec_tokens,
+      spec_acceptance = show.spec_acceptance,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
       stages = table.concat(stages, "\n"), slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target,
