@@ -3,6 +3,7 @@
  * 4 layers, 16 heads of 64, plain MLP f 4096, V 32000, one GPU), and the
  * discrete-event simulator (fth_serve) under costs simple enough to follow by
  * hand: an iteration of T tokens takes A + B T seconds. */
+#include "fth_block.h"
 #include "fth_serve.h"
 #include "test_fixtures.h"
 #include "test_macros.h"
@@ -879,7 +880,35 @@ static int speculative(void) {
   return 0;
 }
 
+/* Serving reads only the experts its routed pairs reach: P pairs uniform over
+ * L local experts reach L (1 - (1 - 1/L)^P): 1 pair one expert, 2 pairs over 4
+ * experts 4 (1 - 9/16) = 1.75, none or a single expert as they are. On the toy
+ * MoE (4 experts, top-1, 4 layers, one GPU, 1 TB/s): a decode of 1 request reads
+ * one expert's linears a layer, one of 64 requests 4 (1 - (3/4)^64) of them, so
+ * the weights read differ by 4 layers x (4 (1 - (3/4)^64) - 1) experts x the
+ * expert linears' in x out x 2 B (BF16). */
+static int touched_experts(void) {
+  FTH_ENSURE_NEAR(1.0, fth_block_touched_experts(4, 1), 1e-15);
+  FTH_ENSURE_NEAR(1.75, fth_block_touched_experts(4, 2), 1e-15);
+  FTH_ENSURE(fth_block_touched_experts(4, 0) == 4.0);
+  FTH_ENSURE(fth_block_touched_experts(1, 7) == 1.0);
+  fth_infer_plan p;
+  FTH_RUN(moe_plan(&p, 1e12, 1.0));
+  double per_expert = 0;
+  const fth_layer_shape *sh = &p.layout.moe_shape;
+  for (int i = 0; i < sh->num_linears; i++)
+    if (sh->lin[i].part == FTH_PART_EXPERT) per_expert += sh->lin[i].in * sh->lin[i].out * 2.0;
+  FTH_ENSURE(per_expert > 0);
+  fth_phase a, b;
+  fth_infer_iteration(&p, 1, 1, 1024, &a, NULL);
+  fth_infer_iteration(&p, 64, 1, 1024, &b, NULL);
+  double more = 4.0 * (4.0 * (1.0 - pow(0.75, 64)) - 1.0) * per_expert;
+  FTH_ENSURE_NEAR(more, (b.weight_memory_s - a.weight_memory_s) * 1e12, 1e-6 * more);
+  return 0;
+}
+
 int serve_test(void) {
+  FTH_RUN(touched_experts());
   FTH_RUN(speculative());
   FTH_RUN(mixed_iteration());
   FTH_RUN(kv_capacity());

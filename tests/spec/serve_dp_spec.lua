@@ -198,8 +198,9 @@ describe("fathom serve --spec-tokens (speculative decoding, MTP)", function()
     local want = serve.run({ model = "deepseek_v3", hardware = "H200_SXM", tp = 8, ep = 8, arrival = "closed",
       concurrency = 1, requests = 4, input = 1024, output = 256, spec_tokens = 3, spec_acceptance = 0.8 })
     assert.near(want.tpot_s.mean, got.tpot_s.mean, 1e-12)
-    -- 1 + 0.8 + 0.64 + 0.512 = 2.95 tokens a step at little more than a step's cost
-    assert.is_true(got.tpot_s.mean < plain.tpot_s.mean / 2)
+    -- 1 + 0.8 + 0.64 + 0.512 = 2.95 tokens a step, for a step that drafts 3 times and verifies
+    -- 4 tokens (reaching more experts than one token does)
+    assert.is_true(got.tpot_s.mean < plain.tpot_s.mean)
     a[#a] = "1.5"
     r = h.run(table.unpack(a))
     assert.are.equal(2, r.code)
