@@ -196,6 +196,11 @@ end
 -- "queued" (arrival to first scheduled), "prefill" (to the first token), "decode" (to the
 -- last), with the request's lengths and preemptions as arguments.
 M.MAX_TRACE_REQUESTS = 300000
+
+-- The acceptance of a draft when speculative decoding is asked for without one: DeepSeek-V3's
+-- MTP module, whose second-token prediction is accepted 85-90% of the time (DeepSeek-AI
+-- 2024, Sec. 5.4.3); the low end, as every later draft of a chain is taken at it too.
+M.SPEC_ACCEPTANCE = 0.85
 function M.trace_events(q)
   local n = #q.arrival_s
   if n > M.MAX_TRACE_REQUESTS then
@@ -258,6 +263,11 @@ local spec_schema = {
   slo_ttft_s = { type = "number", above = 0 }, slo_tpot_s = { type = "number", above = 0 },
   prefill = { type = "table" }, replay = { type = "string", hint = "a CSV or JSON-lines trace" },
   retrieval = { type = "table" }, kv_fetch = { type = "table" }, thinking_tokens = { type = "integer", min = 0 },
+  dp_attention = { type = "integer", min = 1, max = 65536,
+    hint = "replicas per engine whose DP ranks iterate in lock step" },
+  swap_bw_bytes_per_s = { type = "number", above = 0, hint = "preempt by swap to host memory at this rate" },
+  spec_tokens = { type = "integer", min = 0, max = 16, hint = "draft tokens a decode step verifies (MTP)" },
+  spec_acceptance = { type = "number", min = 0, max = 1, hint = "probability each draft is accepted" },
 }
 local retrieval_schema = {
   servers = { type = "integer", min = 1, required = true }, s = { type = "number", min = 0 },
@@ -370,16 +380,22 @@ function M.engine(a)
     errors.raise("serve: TP=%d does not divide the %d attention heads of %s", tp, model.num_heads,
       model.name or a.model)
   end
-  local topo = search.infer_topology(system, tp, pp, ep, moe)
+  -- attention data parallelism: the engine's TP x PP GPUs hold dp_attention ranks, each
+  -- with attention over tp / dp_attention of them (SGLang --tp T --dp R --enable-dp-attention)
+  local dpa = math.tointeger(a.dp_attention or 1) or 1
+  if dpa > 1 and tp % dpa ~= 0 then
+    errors.raise("serve: dp_attention %d must divide TP %d (the engine's GPUs per pipeline stage)", dpa, tp)
+  end
+  local topo = search.infer_topology(system, tp // dpa, pp, ep, moe)
   if not topo then
     errors.raise("serve: TP %d x PP %d with EP %d does not tile %d GPUs in %d-GPU pods", tp, pp, ep, gpus, pod)
   end
   local row = passes.of_pass("decode")
   local w = row.load(analysis.resolve(a.workload or row.search_workload))
-  w.global_batch_size, w.micro_batch_size = 1, 1
+  w.global_batch_size, w.micro_batch_size = dpa, 1
   w.source_table, model.source_table = nil, nil
   local plan = row.compile(system.node, topo, model, w)
-  return plan, { model = model.name or a.model, gpus = gpus, moe = moe, lib = lib, system = system,
+  return plan, { model = model.name or a.model, gpus = gpus // dpa, moe = moe, lib = lib, system = system,
     heads = model.num_heads }
 end
 
@@ -388,7 +404,8 @@ local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp
   "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan", "retrieval", "kv_fetch" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
-  "swap_bw_bytes_per_s", "replicas", "dp_attention", "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s",
+  "swap_bw_bytes_per_s", "replicas", "dp_attention", "spec_tokens", "spec_acceptance",
+  "routing", "gpus_per_replica", "slo_ttft_s", "slo_tpot_s",
   "per_request", "cost", "trace",
   "prefix_hit_ratio", "prefill_replicas", "prefill_kv_capacity_tokens", "prefill_gpus_per_replica",
   "kv_transfer_bytes_per_token", "retrieval_servers", "retrieval_s", "retrieval_tokens", "kv_fetch_share",

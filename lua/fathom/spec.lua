@@ -678,6 +678,9 @@ M.infer_schema = with_common({
   kv_cache_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
   gemm_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
     hint = "the linears' GEMMs (and their weights) at this width, attention at float_size_bytes; default: one width" },
+  two_batch_overlap = { type = "boolean", default = INFER.two_batch_overlap,
+    hint = "true: the engine runs each iteration as two half-batches whose TP/EP collectives hide under the other's "
+      .. "kernels (SGLang --enable-two-batch-overlap); false: the collectives block" },
 })
 
 M.infer_traffic = { MEM.weights, MEM.activations, MEM.kv_cache }
@@ -717,7 +720,7 @@ function M.infer(src, pass)
     seq_length = w.seq_length, prefill_seq_len = w.prefill_seq_len,
     num_generated_tokens = w.num_generated_tokens, float_size_bytes = w.float_size_bytes,
     weight_float_size_bytes = w.weight_float_size_bytes, kv_cache_float_size_bytes = w.kv_cache_float_size_bytes,
-    gemm_float_size_bytes = w.gemm_float_size_bytes,
+    gemm_float_size_bytes = w.gemm_float_size_bytes, two_batch_overlap = w.two_batch_overlap,
     comp_comm_efficiency = w.comp_comm_efficiency, comp_mem_efficiency = w.comp_mem_efficiency,
     comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance, routing = moe.routing,
     flash_attention = w.flash_attention, kernel_launch_sec = w.kernel_launch_sec, collective = coll,

@@ -322,6 +322,34 @@ local function requests(inf, gpus, isl)
   if cap or prompts then return math.min(cap or 256, prompts or cap) end
 end
 
+-- speculation(inf) -> {tokens, acceptance, stated} of a case's speculative decoding (nil
+-- without), or nil, reason. The drafts a step: `spec_tokens`, else the count in the
+-- `speculative` text ("MTP, 3 next-n layers"); the acceptance: `acceptance_rate` (each
+-- draft's probability), else `acceptance_length` (tokens a step, 1 + a + ... + a^k, solved
+-- for a), else fathom.serve.SPEC_ACCEPTANCE (DeepSeek-V3's MTP), noted as assumed.
+function M.speculation(inf)
+  if not inf.speculative and not inf.spec_tokens then return nil end
+  local k = cases.count(inf.spec_tokens) or tonumber(tostring(inf.speculative or ""):match("(%d+)"))
+  if not k or k < 1 or k > 16 then
+    return nil, "speculative decoding (" .. tostring(inf.speculative) .. ") without a count of draft tokens"
+  end
+  local a, stated = tonumber(inf.acceptance_rate), true
+  local len = tonumber(inf.acceptance_length)
+  if not a and len then
+    if len < 1 or len > k + 1 then return nil, "inference.acceptance_length is outside [1, drafts + 1]" end
+    local lo, hi = 0.0, 1.0
+    for _ = 1, 60 do
+      local mid, sum, p = (lo + hi) / 2, 1.0, 1.0
+      for _ = 1, k do p = p * mid; sum = sum + p end
+      if sum < len then lo = mid else hi = mid end
+    end
+    a = (lo + hi) / 2
+  end
+  if a and not (a >= 0 and a <= 1) then return nil, "inference.acceptance_rate is not a probability" end
+  if not a then a, stated = require("fathom.serve").SPEC_ACCEPTANCE, false end
+  return { tokens = k, acceptance = a, stated = stated }
+end
+
 -- Build the specs of an inference case as one static batch: TP x PP engines, attention data
 -- parallelism and expert parallelism laid out like training (fathom.cases.layout); prefill
 -- then decode, or one phase for a disaggregated (PD) server.
@@ -331,7 +359,8 @@ function M.inference_docs(case)
   if not g then return nil, "no hardware library node matches GPU '" .. tostring(sys.gpu) .. "'" end
   local gpus, tp, pp = cases.count(sys.num_gpus), cases.count(par.tp) or 1, cases.count(par.pp) or 1
   if not gpus then return nil, "system.num_gpus is not given" end
-  if inf.speculative then return nil, "speculative decoding (" .. tostring(inf.speculative) .. ") is not modelled" end
+  local specu, why_spec = M.speculation(inf)
+  if why_spec then return nil, why_spec end
   local isl = cases.count(inf.isl)
   if not isl then return nil, "inference.isl is not given" end
   local phase = tostring(inf.phase or ""):lower()
@@ -400,7 +429,7 @@ function M.inference_docs(case)
       weight_float_size_bytes = width, kv_cache_float_size_bytes = kv_width, gemm_float_size_bytes = gemm_width,
       comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
       comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
-      kernel_model = "tiled" }
+      kernel_model = "tiled", two_batch_overlap = inf.two_batch_overlap == true }
     for k, v in pairs(extra) do w[k] = v end
     return w
   end
@@ -416,7 +445,14 @@ function M.inference_docs(case)
       ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
       max_batch = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size) or mb,
       max_batch_tokens = cases.count(inf.max_num_tokens),
-      kv_fraction = tonumber(inf.kv_cache_free_gpu_mem_fraction) }
+      kv_fraction = tonumber(inf.kv_cache_free_gpu_mem_fraction), spec = specu }
+  end
+  if specu and not sim then
+    return nil, "speculative decoding outside a benchmark at a stated concurrency and output length is not modelled"
+  end
+  if specu and not specu.stated then
+    notes[#notes + 1] = string.format("MTP acceptance %.2f assumed (DeepSeek-V3 report; the case states none)",
+      specu.acceptance)
   end
   return {
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
@@ -509,7 +545,8 @@ local function simulate(docs, lib)
     input = { kind = "fixed", mean = docs.isl }, output = { kind = "fixed", mean = docs.osl },
     policy = docs.fw.serving_policy or "chunked", max_batch = sim.max_batch,
     max_batch_tokens = sim.max_batch_tokens, replicas = sim.ranks,
-    dp_attention = sim.lockstep and sim.ranks or 1, routing = "least_outstanding" }
+    dp_attention = sim.lockstep and sim.ranks or 1, routing = "least_outstanding",
+    spec_tokens = sim.spec and sim.spec.tokens or 0, spec_acceptance = sim.spec and sim.spec.acceptance or 0 }
   if sim.kv_fraction then
     local one = { kind = "fixed", mean = 1 }
     local probe = core.serve_run({ requests = 1, input = one, output = one }, plan)

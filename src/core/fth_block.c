@@ -410,6 +410,16 @@ static const fth_block_env *block_kernels(const fth_block_env *e, int moe, fth_b
   return held;
 }
 
+/* The local experts a serving iteration's routed pairs reach, whose weights it
+ * reads: P pairs landing uniformly on L local experts leave each untouched with
+ * probability (1 - 1/L)^P, so L (1 - (1 - 1/L)^P) of them run (one pair: one
+ * expert; P >> L: all L). A decode at batch 1 reads top_k experts' weights a
+ * layer, not all of them. Training steps carry far more pairs than experts. */
+double fth_block_touched_experts(double local, double pairs) {
+  if (local <= 1.0 || pairs <= 0.0) return local;
+  return local * (1.0 - pow(1.0 - 1.0 / local, pairs));
+}
+
 void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, double ctx,
                     fth_phase *fwd, fth_phase *bwd) {
   fth_block_env held;
@@ -421,8 +431,11 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
   if (bwd) memset(bwd, 0, sizeof *bwd);
   /* Linears; routed experts see tokens k imbalance / TP x TP_MoE (token,
    * expert) pairs per GPU (the mean load is the same on every GPU). */
-  fth_phase_linears(&e->k, sh, tokens, l->tp, l->tp_moe, routed_copies(e, tokens) * l->tp_moe,
-                    l->local_experts, e->act_bytes, e->weight_bytes, fwd, bwd);
+  double pairs = routed_copies(e, tokens) * l->tp_moe;
+  double experts = e->mode == FTH_BLOCK_TRAIN ? l->local_experts
+                                              : fth_block_touched_experts(l->local_experts, pairs);
+  fth_phase_linears(&e->k, sh, tokens, l->tp, l->tp_moe, pairs, experts, e->act_bytes,
+                    e->weight_bytes, fwd, bwd);
   if (!e->skip_attention) attention(e, sh, requests, q, ctx, fwd, bwd);
   if (e->mode != FTH_BLOCK_TRAIN) kv_append(e, sh, tokens, fwd);
   elementwise(e, moe, tokens, fwd, bwd);

@@ -44,6 +44,11 @@ typedef struct fth_block_env {
   int skip_attention; ///< 1: fth_block_pass leaves out the attention core (fth_block_attention)
 } fth_block_env;
 
+/// The local experts (of `local`) that `pairs` routed (token, expert) pairs reach on
+/// average when they land uniformly: local (1 - (1 - 1/local)^pairs). Serving passes
+/// read and run only these experts' weights.
+double fth_block_touched_experts(double local, double pairs);
+
 /// One block for `requests` sequences, `q` new tokens each on this GPU (s / CP
 /// in training and prefill), attending to `ctx` tokens (the sequence, or the
 /// cached context). `moe` picks the MoE block. `bwd` may be NULL (inference).

@@ -116,6 +116,15 @@ fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
   return FTH_OK;
 }
 
+/* An iteration's time from its phase: the layer collectives block unless the
+ * engine overlaps two half-batches (fth_infer_def.batch_overlap). */
+static double iteration_time(const fth_infer_plan *p, const fth_phase *ph, double *exposed) {
+  unsigned blocking = p->inf.batch_overlap ? 0u
+                                           : (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE) |
+                                                 (1u << FTH_COMM_EP);
+  return fth_phase_time_blocking(ph, p->inf.comp_comm_eff, blocking, exposed);
+}
+
 static double tier_bw(const fth_node_def *n, fth_tier t) {
   return n->has_tier[t] ? fth_memory_bw_bytes_per_s(&n->tier[t]) : 0.0;
 }
@@ -167,13 +176,13 @@ double fth_infer_iteration(const fth_infer_plan *p, double requests, double new_
     if (mid[moe] > 0 || last[moe] > 0) fth_block_pass(&e, moe, requests, q, ctx, &blk[moe], NULL);
   double ex[FTH_COMM_KIND_COUNT], *x = exposed ? exposed : ex;
   fth_block_stage(&e, blk, NULL, last, 1, requests, q, out, NULL);
-  double t = fth_phase_time(out, p->inf.comp_comm_eff, x);
+  double t = iteration_time(p, out, x);
   if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1])) {
     /* the slower of the last stage (with the head) and the heaviest other */
     fth_phase m;
     double xm[FTH_COMM_KIND_COUNT];
     fth_block_stage(&e, blk, NULL, mid, 0, requests, q, &m, NULL);
-    double tm = fth_phase_time(&m, p->inf.comp_comm_eff, xm);
+    double tm = iteration_time(p, &m, xm);
     if (tm > t) {
       *out = m;
       t = tm;
@@ -192,7 +201,9 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
   e.skip_attention = 1;
   block_env(p, FTH_BLOCK_DECODE, &ed);
   block_env(p, FTH_BLOCK_PREFILL, &ep);
-  double tokens = b->decode_requests, rows = b->decode_requests + b->num_chunks;
+  /* a decode verifying k drafts runs 1 + k query tokens, each scored by the head */
+  const double vq = 1.0 + (b->spec_tokens > 0 ? b->spec_tokens : 0.0);
+  double tokens = b->decode_requests * vq, rows = b->decode_requests * vq + b->num_chunks;
   for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
   /* DP attention: the routed (token, expert) copies on each GPU follow the
    * engine's mean tokens per rank, not this rank's (the imbalance factor scales
@@ -204,8 +215,8 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
     if (blocks[moe] == 0) continue;
     fth_block_pass(&e, moe, 1.0, tokens, tokens, &blk[moe], NULL);
     if (b->decode_requests > 0) /* linear in the context: the mean stands for each */
-      fth_block_attention(&ed, moe, b->decode_requests, 1.0,
-                          b->decode_context_sum / b->decode_requests, &blk[moe]);
+      fth_block_attention(&ed, moe, b->decode_requests, vq,
+                          b->decode_context_sum / b->decode_requests + (vq - 1.0), &blk[moe]);
     for (int i = 0; i < b->num_chunks;) {
       const fth_infer_chunk *c = &b->chunks[i];
       int n = 1;
@@ -217,7 +228,23 @@ static double mixed_stage(const fth_infer_plan *p, const fth_infer_batch *b, con
     }
   }
   fth_block_stage(&e, blk, NULL, blocks, head, rows, tokens / rows, out, NULL);
-  return fth_phase_time(out, p->inf.comp_comm_eff, x);
+  return iteration_time(p, out, x);
+}
+
+double fth_infer_draft_s(const fth_infer_plan *p, double requests, double context) {
+  if (requests <= 0) return 0.0;
+  fth_block_env e;
+  block_env(p, FTH_BLOCK_DECODE, &e);
+  int mid[2], last[2], one[2] = {0, 0};
+  fth_block_stage_blocks(&p->layout, mid, last);
+  int moe = last[1] > 0;
+  one[moe] = 1;
+  fth_phase blk[2], ph;
+  memset(blk, 0, sizeof blk);
+  fth_block_pass(&e, moe, requests, 1.0, context, &blk[moe], NULL);
+  fth_block_stage(&e, blk, NULL, one, 1, requests, 1.0, &ph, NULL);
+  double x[FTH_COMM_KIND_COUNT];
+  return iteration_time(p, &ph, x);
 }
 
 double fth_infer_iteration_mixed(const fth_infer_plan *p, const fth_infer_batch *b, fth_phase *out,
@@ -241,6 +268,9 @@ double fth_infer_iteration_mixed(const fth_infer_plan *p, const fth_infer_batch 
       for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) x[k] = xm[k];
     }
   }
+  if (b->spec_tokens > 0 && b->decode_requests > 0) /* the MTP drafts, one after another */
+    t += b->spec_tokens * fth_infer_draft_s(p, b->decode_requests,
+                                            b->decode_context_sum / b->decode_requests);
   return t;
 }
 

@@ -33,6 +33,13 @@ typedef struct fth_infer_def {
   double expert_imbalance;
   int flash_attention;
   double comp_comm_eff, comp_mem_eff, comm_mem_eff;
+  /// 0 (default): an iteration's TP, TP_MoE and EP collectives run between the kernels
+  /// that produce and consume them (a layer's next GEMM needs the all-reduce, the experts
+  /// the dispatch), none hidden, as vLLM, TensorRT-LLM and SGLang run a step by default.
+  /// 1: two-batch overlap (SGLang --enable-two-batch-overlap, DeepSeek's serving): the batch
+  /// runs as two halves whose collectives hide under the other half's kernels, up to
+  /// comp_comm_eff of the shorter of the two.
+  int batch_overlap;
   fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT]; ///< kv_cache may live in remote_memory
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT];
   fth_coll_params coll;
@@ -117,6 +124,12 @@ typedef struct fth_infer_batch {
   /// their load per GPU follows the engine's mean. 0: this batch's own tokens (one
   /// rank, or ranks with equal batches).
   double engine_tokens;
+  /// Speculative decoding with the model's MTP module: each decode verifies this many
+  /// draft tokens beside its own (1 + spec_tokens query tokens through every layer,
+  /// attending to its context, and scored by the LM head), after the module drafted
+  /// them: spec_tokens passes, one after another, of one block of the last stage's
+  /// kind and the LM head over the decodes (fth_infer_draft_s). 0: none.
+  double spec_tokens;
 } fth_infer_batch;
 
 /// The time in seconds of one engine iteration of the slowest stage for a
@@ -131,6 +144,11 @@ typedef struct fth_infer_batch {
 /// decodes (context c each) costs what fth_infer_iteration(p, n, 1, c) does,
 /// a batch of equal chunks what fth_infer_iteration(p, n, q, c) does. Pure,
 /// allocation-free; an empty batch costs 0.
+/// One MTP draft pass for `requests` decodes attending to `context` tokens each: one
+/// block of the last stage's kind (MoE when it holds MoE blocks) and the LM head, as a
+/// decode step of a one-layer model costs them; pipelines draft on the last stage.
+double fth_infer_draft_s(const fth_infer_plan *plan, double requests, double context);
+
 double fth_infer_iteration_mixed(const fth_infer_plan *plan, const fth_infer_batch *batch,
                                  fth_phase *out, double *exposed);
 

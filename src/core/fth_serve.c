@@ -202,6 +202,16 @@ fth_status fth_serve_check(const fth_serve_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "dp_attention",
                     "expected ranks per engine that divide the %d replicas, got %d", d->replicas,
                     d->dp_attention);
+  if (d->spec_tokens < 0 || d->spec_tokens > FTH_SERVE_MAX_SPEC)
+    return fth_fail(err, FTH_EINVAL, "spec_tokens", "expected draft tokens in [0, %d], got %d",
+                    FTH_SERVE_MAX_SPEC, d->spec_tokens);
+  if (!(d->spec_acceptance >= 0 && d->spec_acceptance <= 1))
+    return fth_fail(err, FTH_EINVAL, "spec_acceptance", "expected a probability in [0, 1], got %g",
+                    d->spec_acceptance);
+  if (d->spec_tokens > 0 && d->policy == FTH_POLICY_STATIC)
+    return fth_fail(err, FTH_ENOTSUP, "policy",
+                    "speculative decoding with static batching is not modelled: use continuous, "
+                    "chunked or inflight");
   if (d->dp_attention > 1 && d->policy == FTH_POLICY_STATIC)
     return fth_fail(err, FTH_ENOTSUP, "policy",
                     "static batching with attention DP is not modelled: use continuous or chunked");
@@ -383,6 +393,7 @@ typedef struct sim {
   double area, busy_s, batch_requests, batch_tokens;
   int64_t preemptions, iterations;
   fth_infer_batch batch;
+  fth_rng spec; /* speculative decoding's acceptances */
 } sim;
 
 static size_t align8(size_t n) {
@@ -529,7 +540,8 @@ static void schedule_decodes(sim *s, replica *r) {
   for (int32_t k = 0; k < r->nrun; k++) {
     fth_serve_request *q = &s->req[r->run[k]];
     if (q->ctx < q->target) continue; /* a prompt still being prefilled */
-    if (!make_room(s, r, k, q->ctx + 1.0)) break;
+    /* the step writes the KV of its token and of the drafts it verifies */
+    if (!make_room(s, r, k, q->ctx + 1.0 + s->d->spec_tokens)) break;
     add_decode(s, q, 1);
   }
 }
@@ -839,6 +851,16 @@ static void produce(sim *s, replica *r, fth_serve_request *q) {
   if (s->d->arrival == FTH_ARRIVAL_CLOSED) issue_closed(s);
 }
 
+/* Tokens a decode step emits: its own and the drafts accepted before the
+ * first rejection (fth_serve_def.spec_tokens), at most what is left to say. */
+static int32_t step_tokens(sim *s, const fth_serve_request *q) {
+  int32_t n = 1;
+  for (int j = 0; j < s->d->spec_tokens && fth_rng_unit(&s->spec) < s->d->spec_acceptance; j++)
+    n++;
+  int32_t left = q->output - q->generated;
+  return n < left ? n : left;
+}
+
 static void finish_iteration(sim *s, replica *r) {
   r->busy = 0;
   for (int32_t k = 0; k < r->nrun; k++) {
@@ -847,6 +869,10 @@ static void finish_iteration(sim *s, replica *r) {
     if (q->ctx < q->target) {
       q->ctx += q->sched;
       if (q->ctx >= q->target) produce(s, r, q);
+    } else if (s->d->spec_tokens > 0) {
+      int32_t n = step_tokens(s, q);
+      q->ctx += n;
+      for (int32_t j = 0; j < n; j++) produce(s, r, q);
     } else {
       q->ctx += 1;
       produce(s, r, q);
@@ -1068,6 +1094,8 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
   memset(values, 0, n * sizeof(double));
   s.ring = values;
   s.batch.chunks = s.chunks;
+  s.batch.spec_tokens = d->spec_tokens;
+  fth_rng_seed(&s.spec, d->seed ^ 0x2545F4914F6CDD1Dull);
   for (size_t k = 0; k < nr; k++) {
     replica *r = &s.rep[k];
     memset(r, 0, sizeof *r);

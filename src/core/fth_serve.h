@@ -114,6 +114,7 @@ typedef struct fth_serve_trace_row {
 
 /// Largest batch (requests per iteration) and replica count accepted.
 #define FTH_SERVE_MAX_BATCH    65536
+#define FTH_SERVE_MAX_SPEC 16 ///< draft tokens a step verifies at most
 #define FTH_SERVE_MAX_REPLICAS 65536
 
 typedef struct fth_serve_def {
@@ -152,6 +153,15 @@ typedef struct fth_serve_def {
   /// independent replicas. Must divide `replicas`; the prefill pool of a disaggregated
   /// deployment keeps independent replicas.
   int dp_attention;
+  /// Speculative decoding (Leviathan et al. 2023; DeepSeek-V3's MTP as SGLang and
+  /// TensorRT-LLM serve it): every decode step verifies `spec_tokens` draft tokens
+  /// beside its own (1 + spec_tokens query tokens; the cost function charges them and
+  /// the drafting, fth_infer_batch.spec_tokens), and each draft is accepted with
+  /// probability `spec_acceptance` while the ones before it were: a step emits 1 + j
+  /// tokens, j of the k drafts accepted with probability a^j (1 - a) (a^k for all k),
+  /// seeded. 0 = off. At most FTH_SERVE_MAX_SPEC; not with static batching.
+  int spec_tokens;
+  double spec_acceptance; ///< [0, 1]
   fth_serve_routing routing;
   double gpus_per_replica; ///< for throughput per GPU
   double slo_ttft_s;       ///< 0 = no bound

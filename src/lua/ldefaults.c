@@ -95,6 +95,7 @@ void lfth_open_defaults(lua_State *L) {
   fth_infer_def f = ldefaults_infer();
   lua_createtable(L, 0, 8); /* core defaults infer */
   COMMON(f);
+  setbool(L, "two_batch_overlap", f.batch_overlap);
   lua_setfield(L, -2, "infer");
   lua_setfield(L, -2, "defaults"); /* core */
 }

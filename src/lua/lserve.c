@@ -25,7 +25,7 @@ typedef struct affine_cost {
 
 static double affine(const void *ctx, const fth_infer_batch *b) {
   const affine_cost *c = (const affine_cost *)ctx;
-  double tokens = b->decode_requests;
+  double tokens = b->decode_requests * (1.0 + b->spec_tokens); /* drafts verified too */
   for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
   return c->base_s + c->per_token_s * tokens;
 }
@@ -94,6 +94,8 @@ static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan,
   d->swap_bw_bytes_per_s = lcheck_number(L, idx, w, "swap_bw_bytes_per_s", d->swap_bw_bytes_per_s);
   d->replicas = (int)read_count(L, idx, "replicas", d->replicas, FTH_SERVE_MAX_REPLICAS);
   d->dp_attention = (int)read_count(L, idx, "dp_attention", 1, FTH_SERVE_MAX_REPLICAS);
+  d->spec_tokens = (int)lcheck_number(L, idx, w, "spec_tokens", d->spec_tokens);
+  d->spec_acceptance = lcheck_number(L, idx, w, "spec_acceptance", d->spec_acceptance);
   /* a replica is then one DP rank: the plan's GPUs over its attention DP ranks */
   if (plan && d->dp_attention > 1 && plan->layout.dp > 1)
     d->gpus_per_replica = plan->layout.num_gpus / plan->layout.dp;

@@ -3,10 +3,12 @@
  * 4 layers, 16 heads of 64, plain MLP f 4096, V 32000, one GPU), and the
  * discrete-event simulator (fth_serve) under costs simple enough to follow by
  * hand: an iteration of T tokens takes A + B T seconds. */
+#include "fth_block.h"
 #include "fth_serve.h"
 #include "test_fixtures.h"
 #include "test_macros.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +41,7 @@ static int mixed_iteration(void) {
   FTH_RUN(toy_plan(&p, 1e12));
   fth_phase a, b;
   /* Equal decodes are fth_infer_iteration's uniform batch; so are equal chunks. */
-  fth_infer_batch dec = {4, 4 * 1024.0, NULL, 0, 0};
+  fth_infer_batch dec = {4, 4 * 1024.0, NULL, 0, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 4, 1, 1024, &a, NULL),
                   fth_infer_iteration_mixed(&p, &dec, &b, NULL), 1e-12);
   /* One decode at 1024: 183,341,568 B at 1 TB/s (test_infer.c derives it). */
@@ -47,15 +49,15 @@ static int mixed_iteration(void) {
   dec.decode_context_sum = 1024;
   FTH_ENSURE_NEAR(183341568.0 / 1e12, fth_infer_iteration_mixed(&p, &dec, &b, NULL), 1e-12);
   fth_infer_chunk ch[2] = {{256, 512}, {256, 512}};
-  fth_infer_batch chunks = {0, 0, ch, 2, 0};
+  fth_infer_batch chunks = {0, 0, ch, 2, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 2, 256, 512, &a, NULL),
                   fth_infer_iteration_mixed(&p, &chunks, &b, NULL), 1e-12);
   /* Decode cost is linear in the context: two decodes at 512 and 1536 cost
    * two at 1024. */
-  fth_infer_batch two = {2, 512 + 1536.0, NULL, 0, 0};
+  fth_infer_batch two = {2, 512 + 1536.0, NULL, 0, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 2, 1, 1024, &a, NULL),
                   fth_infer_iteration_mixed(&p, &two, &b, NULL), 1e-12);
-  fth_infer_batch empty = {0, 0, NULL, 0, 0};
+  fth_infer_batch empty = {0, 0, NULL, 0, 0, 0};
   FTH_ENSURE(fth_infer_iteration_mixed(&p, &empty, &b, NULL) == 0.0);
 
   /* A mixed batch on a compute-bound GPU (memory effectively free): a 1024-
@@ -71,7 +73,7 @@ static int mixed_iteration(void) {
   fth_infer_plan fast;
   FTH_RUN(toy_plan(&fast, 1e18));
   fth_infer_chunk prompt = {1024, 0};
-  fth_infer_batch mix = {1, 1024, &prompt, 1, 0};
+  fth_infer_batch mix = {1, 1024, &prompt, 1, 0, 0};
   FTH_ENSURE_NEAR(1.11926050816e-3 + 27.541504e-6, fth_infer_iteration_mixed(&fast, &mix, &b, NULL),
                   1e-6);
   return 0;
@@ -100,7 +102,7 @@ typedef struct affine {
 
 static double affine_cost(const void *ctx, const fth_infer_batch *b) {
   const affine *c = (const affine *)ctx;
-  double tokens = b->decode_requests;
+  double tokens = b->decode_requests * (1.0 + b->spec_tokens); /* drafts verified too */
   for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
   return c->a_s + c->b_s * tokens;
 }
@@ -649,8 +651,8 @@ static int engine_tokens(void) {
   FTH_RUN(moe_plan(&one, 1e12, 1.0));
   FTH_RUN(moe_plan(&two, 1e12, 2.0));
   fth_phase a, b;
-  fth_infer_batch dec = {8, 8 * 1024.0, NULL, 0, 16};
-  fth_infer_batch own = {8, 8 * 1024.0, NULL, 0, 0};
+  fth_infer_batch dec = {8, 8 * 1024.0, NULL, 0, 16, 0};
+  fth_infer_batch own = {8, 8 * 1024.0, NULL, 0, 0, 0};
   double t = fth_infer_iteration_mixed(&one, &dec, &a, NULL);
   FTH_ENSURE_NEAR(fth_infer_iteration_mixed(&two, &own, &b, NULL), t, 1e-12);
   FTH_ENSURE(t > fth_infer_iteration_mixed(&one, &own, &b, NULL)); /* more copies cost more */
@@ -806,7 +808,108 @@ static int swap_to_host(void) {
   return 0;
 }
 
+/* Speculative decoding. One request of 100 prompt and 9 output tokens, 3
+ * drafts a step, A + B T costs with every verified token counted: the prefill
+ * gives the first token at 10 + 0.1 x 100 = 20 ms; a decode step verifies
+ * 1 + 3 tokens, 10 + 0.1 x 4 = 10.4 ms. All drafts accepted: 4 tokens a step,
+ * 1 -> 5 -> 9, done at 20 + 2 x 10.4 = 40.8 ms (3 iterations). None: one
+ * token a step, 8 steps, 20 + 8 x 10.4 = 103.2 ms. Acceptance 1/2 over 1000
+ * decoded tokens: a step emits 1 + j with P(j) = 2^-(j+1) for j < 3 and 2^-3
+ * for 3, mean 1 + 1/2 + 1/4 + 1/8 = 1.875, so about 1000 / 1.875 = 533.3 steps. */
+static int speculative(void) {
+  affine c = {0.010, 0.0001};
+  fth_serve_def d = base_def();
+  d.requests = 1;
+  d.input.mean = 100;
+  d.output.mean = 9;
+  d.spec_tokens = 3;
+  d.spec_acceptance = 1.0;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_NEAR(0.020, r.ttft_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(0.0408, r.e2e_s.max, 1e-12);
+  FTH_ENSURE_EQ_INT(3, r.iterations);
+  d.spec_acceptance = 0.0;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE_NEAR(0.1032, r.e2e_s.max, 1e-12);
+  FTH_ENSURE_EQ_INT(9, r.iterations);
+  free(ws);
+  d.output.mean = 1001;
+  d.spec_acceptance = 0.5;
+  ws = ws_for(&d);
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  FTH_ENSURE(fabs((double)(r.iterations - 1) - 1000.0 / 1.875) < 0.05 * 1000.0 / 1.875);
+  /* refused: static batching, too many drafts, an acceptance above 1 */
+  fth_error err;
+  d.policy = FTH_POLICY_STATIC;
+  FTH_ENSURE(fth_serve_run(&d, affine_cost, &c, ws, fth_serve_workspace_bytes(&d), &r, &err) != FTH_OK);
+  FTH_ENSURE(strcmp(err.path, "policy") == 0);
+  d.policy = FTH_POLICY_CHUNKED;
+  d.spec_tokens = FTH_SERVE_MAX_SPEC + 1;
+  FTH_ENSURE(fth_serve_run(&d, affine_cost, &c, ws, fth_serve_workspace_bytes(&d), &r, &err) != FTH_OK);
+  FTH_ENSURE(strcmp(err.path, "spec_tokens") == 0);
+  d.spec_tokens = 3;
+  d.spec_acceptance = 1.5;
+  FTH_ENSURE(fth_serve_run(&d, affine_cost, &c, ws, fth_serve_workspace_bytes(&d), &r, &err) != FTH_OK);
+  FTH_ENSURE(strcmp(err.path, "spec_acceptance") == 0);
+  free(ws);
+
+  /* The MTP draft is one block and the LM head: a decode step of the same
+   * model cut to one layer. A batch verifying k drafts adds k drafts to the
+   * cost of its verification, which grows with k (more query tokens). */
+  fth_infer_plan p, p1;
+  FTH_RUN(toy_plan(&p, 1e12));
+  fth_node_def n = toy_node(1e12);
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
+  m.n_layers = 1;
+  fth_infer_def id = fth_infer_def_default();
+  id.context_len = 1023;
+  id.gen_tokens = 1;
+  FTH_ENSURE(fth_infer_compile(&p1, &n, &t, &m, &id, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_phase a;
+  double draft = fth_infer_draft_s(&p, 4, 1024);
+  FTH_ENSURE(draft > 0);
+  FTH_ENSURE_NEAR(fth_infer_iteration(&p1, 4, 1, 1024, &a, NULL), draft, 1e-12);
+  fth_infer_batch plain = {4, 4 * 1024.0, NULL, 0, 0, 0};
+  fth_infer_batch spec = {4, 4 * 1024.0, NULL, 0, 0, 3};
+  double t0 = fth_infer_iteration_mixed(&p, &plain, &a, NULL);
+  double t3 = fth_infer_iteration_mixed(&p, &spec, &a, NULL);
+  FTH_ENSURE(t3 - 3 * draft > t0);
+  return 0;
+}
+
+/* Serving reads only the experts its routed pairs reach: P pairs uniform over
+ * L local experts reach L (1 - (1 - 1/L)^P): 1 pair one expert, 2 pairs over 4
+ * experts 4 (1 - 9/16) = 1.75, none or a single expert as they are. On the toy
+ * MoE (4 experts, top-1, 4 layers, one GPU, 1 TB/s): a decode of 1 request reads
+ * one expert's linears a layer, one of 64 requests 4 (1 - (3/4)^64) of them, so
+ * the weights read differ by 4 layers x (4 (1 - (3/4)^64) - 1) experts x the
+ * expert linears' in x out x 2 B (BF16). */
+static int touched_experts(void) {
+  FTH_ENSURE_NEAR(1.0, fth_block_touched_experts(4, 1), 1e-15);
+  FTH_ENSURE_NEAR(1.75, fth_block_touched_experts(4, 2), 1e-15);
+  FTH_ENSURE(fth_block_touched_experts(4, 0) == 4.0);
+  FTH_ENSURE(fth_block_touched_experts(1, 7) == 1.0);
+  fth_infer_plan p;
+  FTH_RUN(moe_plan(&p, 1e12, 1.0));
+  double per_expert = 0;
+  const fth_layer_shape *sh = &p.layout.moe_shape;
+  for (int i = 0; i < sh->num_linears; i++)
+    if (sh->lin[i].part == FTH_PART_EXPERT) per_expert += sh->lin[i].in * sh->lin[i].out * 2.0;
+  FTH_ENSURE(per_expert > 0);
+  fth_phase a, b;
+  fth_infer_iteration(&p, 1, 1, 1024, &a, NULL);
+  fth_infer_iteration(&p, 64, 1, 1024, &b, NULL);
+  double more = 4.0 * (4.0 * (1.0 - pow(0.75, 64)) - 1.0) * per_expert;
+  FTH_ENSURE_NEAR(more, (b.weight_memory_s - a.weight_memory_s) * 1e12, 1e-6 * more);
+  return 0;
+}
+
 int serve_test(void) {
+  FTH_RUN(touched_experts());
+  FTH_RUN(speculative());
   FTH_RUN(mixed_iteration());
   FTH_RUN(kv_capacity());
   FTH_RUN(single_request());

@@ -1,5 +1,8 @@
 -- Attention data parallelism, in-flight batching and the serving path of `fathom validate`.
 local core = require("fathom.core")
+local h = require("helpers")
+local json = require("fathom.format.json")
+local serve = require("fathom.serve")
 local names = require("fathom.names")
 local validate = require("fathom.validate")
 
@@ -111,5 +114,107 @@ describe("fathom.validate serving path", function()
     case.inference.concurrency, case.inference.batch = nil, 64
     rec = record(case)
     assert.are.equal("static batch", rec.serving_path)
+  end)
+end)
+
+describe("fathom serve --dp-attention and --swap-bw", function()
+  local DSV3 = { "serve", "--model", "deepseek_v3", "--hardware", "H200_SXM", "--tp", "8", "--ep", "8",
+    "--replicas", "8", "--concurrency", "128", "--requests", "300", "--input-tokens", "512", "--output-tokens",
+    "64", "--policy", "inflight", "--max-batch", "16" }
+  local function cli(extra)
+    local a = {}
+    for _, v in ipairs(DSV3) do a[#a + 1] = v end
+    for _, v in ipairs(extra) do a[#a + 1] = v end
+    return h.run(table.unpack(a))
+  end
+
+  it("makes the engine's GPUs the DP ranks of one engine, as fathom.serve.run does", function()
+    local r = cli({ "--dp-attention", "8", "--format", "json" })
+    assert.are.equal(0, r.code)
+    local got = json.decode(r.stdout)
+    local want = serve.run({ model = "deepseek_v3", hardware = "H200_SXM", tp = 8, ep = 8, replicas = 8,
+      dp_attention = 8, arrival = "closed", concurrency = 128, requests = 300, input = 512, output = 64,
+      policy = "inflight", max_batch = 16 })
+    assert.near(want.throughput.output_tokens_per_s, got.throughput.output_tokens_per_s, 1e-12)
+    -- eight ranks of one GPU each: the per-GPU rate is the engine's over its 8 GPUs
+    assert.near(got.throughput.output_tokens_per_s / 8, got.throughput.output_tokens_per_s_per_gpu, 1e-12)
+    local t = cli({ "--dp-attention", "8" })
+    assert.is_truthy(t.stdout:find("8 replicas x 1 GPU (TP 8, PP 1, EP 8, DP attention 8)", 1, true))
+  end)
+
+  it("refuses ranks that do not divide TP or the replicas, in one line, exit 2", function()
+    local r = cli({ "--dp-attention", "3" })
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("dp_attention 3 must divide TP 8", 1, true))
+    r = cli({ "--dp-attention", "8", "--replicas", "12" })
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("--dp-attention", 1, true))
+  end)
+
+  it("--swap-bw preempts by swap at that rate, as swap_bw_bytes_per_s does", function()
+    local base = { "serve", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--concurrency", "64",
+      "--requests", "100", "--input-tokens", "1024", "--output-tokens", "1024", "--format", "json" }
+    local a = {}
+    for _, v in ipairs(base) do a[#a + 1] = v end
+    local recompute = json.decode(h.run(table.unpack(a)).stdout)
+    a[#a + 1], a[#a + 2] = "--swap-bw", "25GB/s"
+    local r = h.run(table.unpack(a))
+    assert.are.equal(0, r.code)
+    local swapped = json.decode(r.stdout)
+    local want = serve.run({ model = "llama3.1_70b", hardware = "H100_SXM", arrival = "closed", concurrency = 64,
+      requests = 100, input = 1024, output = 1024, swap_bw_bytes_per_s = 25e9 })
+    assert.is_true(recompute.preemptions > 0)
+    assert.near(want.duration_s, swapped.duration_s, 1e-12)
+    assert.is_true(swapped.duration_s ~= recompute.duration_s)
+    a[#a] = "fast"
+    r = h.run(table.unpack(a))
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("--swap-bw: expected a bandwidth", 1, true))
+  end)
+end)
+
+describe("fathom serve --spec-tokens (speculative decoding, MTP)", function()
+  local COST2 = { base_s = 0.010, per_token_s = 0.0001 }
+  it("emits the accepted drafts with each step (hand-derived, as test_serve.c)", function()
+    -- 100 + 9 tokens, 3 drafts a step: prefill 20 ms, steps of 10 + 0.1 x 4 ms; all accepted:
+    -- 4 tokens a step, done at 40.8 ms; none: 8 steps, 103.2 ms
+    local def = { cost = COST2, kv_capacity_tokens = 1e6, requests = 1, input = { kind = "fixed", mean = 100 },
+      output = { kind = "fixed", mean = 9 }, spec_tokens = 3, spec_acceptance = 1 }
+    assert.near(0.0408, core.serve_run(def).e2e_s.max, 1e-12)
+    def.spec_acceptance = 0
+    assert.near(0.1032, core.serve_run(def).e2e_s.max, 1e-12)
+  end)
+
+  it("runs from the command line as fathom.serve.run does, and shortens TPOT at batch 1", function()
+    local base = { "serve", "--model", "deepseek_v3", "--hardware", "H200_SXM", "--tp", "8", "--ep", "8",
+      "--concurrency", "1", "--requests", "4", "--input-tokens", "1024", "--output-tokens", "256", "--format", "json" }
+    local plain = json.decode(h.run(table.unpack(base)).stdout)
+    local a = {}
+    for _, v in ipairs(base) do a[#a + 1] = v end
+    for _, v in ipairs({ "--spec-tokens", "3", "--spec-acceptance", "0.8" }) do a[#a + 1] = v end
+    local r = h.run(table.unpack(a))
+    assert.are.equal(0, r.code, r.stderr)
+    local got = json.decode(r.stdout)
+    local want = serve.run({ model = "deepseek_v3", hardware = "H200_SXM", tp = 8, ep = 8, arrival = "closed",
+      concurrency = 1, requests = 4, input = 1024, output = 256, spec_tokens = 3, spec_acceptance = 0.8 })
+    assert.near(want.tpot_s.mean, got.tpot_s.mean, 1e-12)
+    -- 1 + 0.8 + 0.64 + 0.512 = 2.95 tokens a step, for a step that drafts 3 times and verifies
+    -- 4 tokens (reaching more experts than one token does)
+    assert.is_true(got.tpot_s.mean < plain.tpot_s.mean)
+    a[#a] = "1.5"
+    r = h.run(table.unpack(a))
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("--spec-acceptance", 1, true))
+  end)
+
+  it("validate reads the drafts and the acceptance a case states", function()
+    local s = validate.speculation({ speculative = "MTP, 3 next-n layers", acceptance_length = 1 + 0.5 + 0.25 + 0.125 })
+    assert.are.equal(3, s.tokens)
+    assert.near(0.5, s.acceptance, 1e-9)
+    assert.is_true(s.stated)
+    s = validate.speculation({ speculative = "MTP, 3 next-n layers" })
+    assert.are.equal(serve.SPEC_ACCEPTANCE, s.acceptance)
+    assert.is_false(s.stated)
+    assert.is_nil(validate.speculation({}))
   end)
 end)

@@ -32,6 +32,15 @@ local spec = {
   { name = "prefill-hardware", arg = "NODE", help = "node of the prefill replicas [default: --hardware]" },
   { name = "kv-link", arg = "NAME", help = "interconnect of the hardware library the KV crosses, one per "
     .. "prefill GPU [default: the node's scale-out]" },
+  { name = "dp-attention", arg = "R", integer = { 1, 65536 }, help = "attention data parallelism: every R "
+    .. "replicas are the DP ranks of one engine, each with its own batch and KV cache, iterating in lock step "
+    .. "for the MoE layers (SGLang --enable-dp-attention); --replicas a multiple of R [default: 1]" },
+  { name = "swap-bw", arg = "B", help = "preempt by swapping the KV cache to host memory at B bytes/s "
+    .. "(e.g. 25GB/s; vLLM preemption_mode=swap) instead of recomputing the prompt" },
+  { name = "spec-tokens", arg = "K", integer = { 0, 16 }, help = "speculative decoding with the model's MTP "
+    .. "module: each decode step verifies K draft tokens, drafted by K passes of one layer and the LM head" },
+  { name = "spec-acceptance", arg = "A", number = true, help = "--spec-tokens: probability each draft is "
+    .. "accepted (while the ones before it were) [default: 0.85, DeepSeek-V3's MTP]" },
   { name = "routing", arg = "R", choices = names.serve_routing,
     help = "how requests pick a replica [default: " .. names.serve_routing[1] .. "]" },
   { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
@@ -105,7 +114,8 @@ M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--
   "requests.\n\n" ..
   "SPEC.yaml gives the same settings as keys (model, hardware, tp, pp, ep, replicas, routing,\n" ..
   "arrival, rate_per_s, burstiness, concurrency, think_s, requests, seed, input, output,\n" ..
-  "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio,\n" ..
+  "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio, dp_attention,\n" ..
+  "swap_bw_bytes_per_s, spec_tokens, spec_acceptance,\n" ..
   "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
   "flags given beside it override its values.\n\n" ..
   "examples:\n" ..
@@ -119,6 +129,8 @@ local flag_of = { rate_per_s = "--qps", concurrency = "--concurrency", think_s =
   burstiness = "--burstiness", requests = "--requests", input = "--input-tokens", output = "--output-tokens",
   max_batch = "--max-batch", max_batch_tokens = "--max-batch-tokens", block_tokens = "--block-size",
   watermark = "--watermark", replicas = "--replicas", prefix_hit_ratio = "--prefix-hit",
+  dp_attention = "--dp-attention", swap_bw_bytes_per_s = "--swap-bw", spec_tokens = "--spec-tokens",
+  spec_acceptance = "--spec-acceptance",
   slo_ttft_s = "--slo-ttft", slo_tpot_s = "--slo-tpot", kv_fetch_share = "--kv-fetch-share",
   retrieval_s = "--rag-time", thinking_tokens = "--thinking-tokens",
   kv_capacity_tokens = "KV cache", seed = "--seed" }
@@ -153,7 +165,15 @@ local function text(r, ctx)
   local out = {}
   out[#out + 1] = string.format("%s on %s: %d replica%s x %d GPU%s (TP %d, PP %d%s), %s batching\n",
     ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
-    ctx.tp, ctx.pp, ctx.ep > 1 and (", EP " .. ctx.ep) or "", ctx.policy)
+    ctx.tp, ctx.pp, (ctx.ep > 1 and (", EP " .. ctx.ep) or "")
+      .. ((ctx.dp_attention or 1) > 1 and (", DP attention " .. ctx.dp_attention) or ""), ctx.policy)
+  if (ctx.spec_tokens or 0) > 0 then
+    out[#out + 1] = string.format("speculative decoding: %d draft tokens a step (MTP), each accepted with "
+      .. "probability %.4g\n", ctx.spec_tokens, ctx.spec_acceptance)
+  end
+  if ctx.swap_bw then
+    out[#out + 1] = string.format("preemption by swap to host memory at %s\n", units.bandwidth(ctx.swap_bw))
+  end
   local p = ctx.prefill
   if p then
     out[#out + 1] = string.format("prefill on %d replica%s x %d GPU%s of %s (TP %d, PP %d), KV over %s\n",
@@ -282,9 +302,21 @@ function M.main(argv)
     max_batch_tokens = "max_batch_tokens", block_size = "block_tokens", watermark = "watermark",
     prefix_hit = "prefix_hit_ratio", slo_ttft = "slo_ttft_s", slo_tpot = "slo_tpot_s", seed = "seed",
     prefill_replicas = "prefill_replicas", prefill_tp = "prefill_tp", prefill_pp = "prefill_pp",
-    prefill_hardware = "prefill_hardware", kv_link = "kv_link" }
+    prefill_hardware = "prefill_hardware", kv_link = "kv_link", dp_attention = "dp_attention",
+    spec_tokens = "spec_tokens", spec_acceptance = "spec_acceptance" }
   for flag, key in pairs(from_flags) do
     if opts[flag] ~= nil then a[key] = opts[flag] end
+  end
+  if a.spec_acceptance and not a.spec_tokens then
+    errors.raise("serve: --spec-acceptance needs --spec-tokens K")
+  end
+  if (a.spec_tokens or 0) > 0 and not a.spec_acceptance then a.spec_acceptance = serve.SPEC_ACCEPTANCE end
+  if opts.swap_bw then
+    local b = units.parse_bytes(tostring(opts.swap_bw):gsub("/s%s*$", ""))
+    if not b or b <= 0 then
+      errors.raise("serve: --swap-bw: expected a bandwidth > 0 such as 25GB/s or 2.5e10, got '%s'", opts.swap_bw)
+    end
+    a.swap_bw_bytes_per_s = b
   end
   if opts.input_tokens then a.input = serve.parse_length(opts.input_tokens, "serve: --input-tokens") end
   if opts.rag_servers or opts.rag_time or opts.rag_tokens then
@@ -349,7 +381,8 @@ function M.main(argv)
     policy = a.policy or names.serve_policy[1], seed = a.seed or 1, prefill_replicas = a.prefill_replicas,
     prefill_hardware = a.prefill_hardware or a.hardware, prefill_tp = a.prefill_tp or a.tp or 1,
     prefill_pp = a.prefill_pp or a.pp or 1, slo_ttft = a.slo_ttft_s, slo_tpot = a.slo_tpot_s,
-    replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency }
+    replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency, dp_attention = a.dp_attention,
+    swap_bw = a.swap_bw_bytes_per_s, spec_tokens = a.spec_tokens, spec_acceptance = a.spec_acceptance }
   local def, plan, pplan, info, pinfo = protect(serve.build, a)
   a.plan, a.prefill_plan = plan, pplan
   a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
@@ -427,6 +460,8 @@ function M.main(argv)
         link = string.format("%s/s, %s", units.bandwidth(def.kv_link_bw_bytes_per_s):gsub("B/s$", "B"),
           units.time(def.kv_link_latency_s)) },
       tp = show.tp, pp = show.pp, ep = show.ep, policy = show.policy, load = load, seed = show.seed,
+      dp_attention = show.dp_attention, swap_bw = show.swap_bw, spec_tokens = show.spec_tokens,
+      spec_acceptance = show.spec_acceptance,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
       stages = table.concat(stages, "\n"), slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target,
