@@ -458,6 +458,21 @@ describe("fathom.calibration", function()
     local s, from = calibration.lookup("cdna3", "2025", { hopper = settings.hopper })
     assert.are.equal(settings.hopper["2025"].efficiency * 0.75, s.efficiency)
     assert.is_truthy(from:find("derived"))
+    -- a scale on some settings only: Blackwell Ultra's GEMMs at 1.15x Blackwell's fraction,
+    -- its NVFP4 and attention fractions Blackwell's (the datasheet carries the FP4 gain)
+    local bw = settings.blackwell["2025"]
+    s, from = calibration.lookup("blackwell_ultra", "2025", { blackwell = settings.blackwell })
+    assert.are.equal(bw.efficiency * 1.15, s.efficiency)
+    assert.are.equal(bw.fp8_efficiency * 1.15, s.fp8_efficiency)
+    assert.are.equal(bw.fp4_efficiency, s.fp4_efficiency)
+    assert.are.equal(bw.attention_efficiency, s.attention_efficiency)
+    assert.are.equal("blackwell_ultra (derived: blackwell/2025, efficiency x 1.15, fp8_efficiency x 1.15)", from)
+    -- and the hardware library's values for B300/GB300 are written that way (3 decimals)
+    for _, node in ipairs({ "B300", "GB300" }) do
+      assert.is_true(math.abs(comp(node).efficiency - bw.efficiency * 1.15) < 5e-4, node)
+      assert.is_true(math.abs(comp(node).fp8_efficiency - bw.fp8_efficiency * 1.15) < 5e-4, node)
+      assert.are.equal(bw.fp4_efficiency, comp(node).fp4_efficiency)
+    end
   end)
 
   it("reads each generation's reference row from the hardware library, the same values search uses", function()
