@@ -15,7 +15,8 @@
 --                          "torch2024"/"torch2025" PyTorch-native stacks (eager or
 --                          torch.compile'd ATen/cuBLAS GEMMs, SDPA attention, torchao
 --                          Float8) without Transformer Engine's fused kernels; "trt2023"/
---                          "trt2025" TensorRT-LLM's own GEMM/FMHA kernels (serving)
+--                          "trt2025" TensorRT-LLM's own GEMM/FMHA kernels (serving); "vllm2024"
+--                          vLLM 2024's (V0; ROCm: hipBLASLt FP8, Triton attention, pre-AITER)
 --   dp_variant             how data parallelism shards state when the case does not say:
 --                          DDP, ZERO1 (Megatron's distributed optimizer), ZERO3 (FSDP)
 --   comp_comm_efficiency   fraction of TP/DP/PP/EP communication hidden under compute
@@ -159,6 +160,8 @@ M.rows = {
   { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "trt2023",
     serving_policy = "inflight", decode_kv_reread = 0.75 },
   { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025", serving_policy = "inflight" },
+  -- vLLM 2024 (V0 engine; on ROCm hipBLASLt FP8 GEMMs and Triton attention before AITER)
+  { name = "vLLM (2024)", pattern = "vllm", max_version = 2024, kernels = "vllm2024", serving_policy = "chunked" },
   { name = "vLLM", pattern = "vllm", kernels = "2025", serving_policy = "chunked" },
   { name = "SGLang", pattern = "sglang", kernels = "2025", serving_policy = "chunked" },
 }
