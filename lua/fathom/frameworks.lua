@@ -70,6 +70,9 @@
 --                          benchmark runs through the simulator: "inflight" TensorRT-LLM
 --                          (decodes with whole prompts, context chunking off by default),
 --                          "chunked" vLLM V1 and SGLang (chunked prefill on by default)
+--   eplb_slots             a serving engine that places experts by EPLB (equal expert slots per
+--                          EP rank): a case whose EP does not divide the experts runs with the
+--                          redundant experts that fill the slots
 --   decode_kv_reread       the decode attention kernel's extra KV loads under grouped-query
 --                          attention (the core's decode_kv_reread): 0 = one load of each KV
 --                          head for its group of query heads (FlashDecoding/FlashInfer, vLLM,
@@ -157,13 +160,15 @@ M.rows = {
   -- decode_kv_reread 0.75: a quarter of the repeated loads hit L2 -- fitted, one value for
   -- the kernel library, on trtllm_v061's six long-output GQA cases (Llama-2-70B, Falcon-180B
   -- on H100 and A100; the measured extra step time is 0.72-0.78 x (g - 1) x the KV read).
-  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "trt2023",
+  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, exclude = "pytorch", kernels = "trt2023",
     serving_policy = "inflight", decode_kv_reread = 0.75 },
   { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025", serving_policy = "inflight" },
   -- vLLM 2024 (V0 engine; on ROCm hipBLASLt FP8 GEMMs and Triton attention before AITER)
   { name = "vLLM (2024)", pattern = "vllm", max_version = 2024, kernels = "vllm2024", serving_policy = "chunked" },
   { name = "vLLM", pattern = "vllm", kernels = "2025", serving_policy = "chunked" },
-  { name = "SGLang", pattern = "sglang", kernels = "2025", serving_policy = "chunked" },
+  -- SGLang's large-EP deployments place experts by EPLB, with redundant experts filling equal
+  -- slots per EP rank (--ep-num-redundant-experts)
+  { name = "SGLang", pattern = "sglang", kernels = "2025", serving_policy = "chunked", eplb_slots = true },
 }
 
 -- version(s) -> yy.mm, year: "NeMo 24.09" -> 24.09, 2024; "(2024-12-26)" -> nil, 2024;

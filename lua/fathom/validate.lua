@@ -394,6 +394,15 @@ function M.inference_docs(case)
   end
   local ep = cases.count(par.ep)
   local moe = (model.num_regular_experts or 0) > 1
+  -- An engine placing experts by EPLB holds the same number of expert slots on every EP rank:
+  -- an EP that does not divide the experts implies the redundant ones that fill the slots
+  -- (SGLang at EP 48: 256 + 32 = 288 = 48 x 6, the 32 its large-EP posts state)
+  if moe and ep and fw.eplb_slots and not redundant and model.num_regular_experts % ep ~= 0 then
+    local fill = ep - model.num_regular_experts % ep
+    notes[#notes + 1] = string.format("EPLB: %d redundant experts fill %d slots per EP rank (%d experts over EP %d)",
+      fill, (model.num_regular_experts + fill) // ep, model.num_regular_experts, ep)
+    model.num_regular_experts = model.num_regular_experts + fill
+  end
   local lay = { tp = tp_attn, cp = 1, dp = dp_attn, pp = pp }
   if moe then
     ep = ep or 1
