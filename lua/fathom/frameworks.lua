@@ -164,7 +164,8 @@ M.rows = {
     serving_policy = "inflight", decode_kv_reread = 0.75 },
   { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025", serving_policy = "inflight" },
   -- vLLM 2024 (V0 engine; on ROCm hipBLASLt FP8 GEMMs and Triton attention before AITER)
-  { name = "vLLM (2024)", pattern = "vllm", max_version = 2024, kernels = "vllm2024", serving_policy = "chunked" },
+  { name = "vLLM (2024)", pattern = "vllm", max_version = 2024, dated = true, kernels = "vllm2024",
+    serving_policy = "chunked" },
   { name = "vLLM", pattern = "vllm", kernels = "2025", serving_policy = "chunked" },
   -- SGLang's large-EP deployments place experts by EPLB, with redundant experts filling equal
   -- slots per EP rank (--ep-num-redundant-experts)
@@ -172,7 +173,8 @@ M.rows = {
 }
 
 -- version(s) -> yy.mm, year: "NeMo 24.09" -> 24.09, 2024; "(2024-12-26)" -> nil, 2024;
--- "MLPerf Training v5.0" -> nil, 2025; "core_r0.13" -> nil, 2025; "TensorRT-LLM v0.6.1" -> nil, 2023.
+-- "MLPerf Training v5.0" -> nil, 2025; "core_r0.13" -> nil, 2025; "TensorRT-LLM v0.6.1" -> nil, 2023;
+-- "vLLM 0.6.3" -> nil, 2024.
 function M.version(s)
   s = tostring(s or "")
   -- MLPerf Training rounds: v3.x 2023, v4.x 2024, v5.x 2025 (the software of that round)
@@ -193,6 +195,9 @@ function M.version(s)
   if year then return nil, tonumber(year) end
   local tv = s:lower():match("tensorrt%-llm v?0%.(%d+)")
   if tv then return nil, 2023 end
+  -- vLLM 0.4-0.6 are 2024's releases, 0.7 (January 2025) and later 2025's
+  local vv = s:lower():match("vllm v?0%.(%d+)")
+  if vv then return nil, tonumber(vv) <= 6 and 2024 or 2025 end
   return nil, nil
 end
 
@@ -226,6 +231,8 @@ function M.lookup(name)
       if r.max_version then ok = ok and (year == nil or year <= r.max_version) end
       -- a versioned Megatron-LM 2021 row needs an explicit year
       if r.max_version and r.pattern == "megatron%-lm" and year == nil and not s:find("ptd%-p") then ok = false end
+      -- a row for an old release (`dated`) needs a year or version that says so
+      if r.dated and year == nil then ok = false end
       if ok then row = r break end
     end
   end
