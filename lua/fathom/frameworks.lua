@@ -15,7 +15,8 @@
 --                          "torch2024"/"torch2025" PyTorch-native stacks (eager or
 --                          torch.compile'd ATen/cuBLAS GEMMs, SDPA attention, torchao
 --                          Float8) without Transformer Engine's fused kernels; "trt2023"/
---                          "trt2025" TensorRT-LLM's own GEMM/FMHA kernels (serving)
+--                          "trt2025" TensorRT-LLM's own GEMM/FMHA kernels (serving); "vllm2024"
+--                          vLLM 2024's (V0; ROCm: hipBLASLt FP8, Triton attention, pre-AITER)
 --   dp_variant             how data parallelism shards state when the case does not say:
 --                          DDP, ZERO1 (Megatron's distributed optimizer), ZERO3 (FSDP)
 --   comp_comm_efficiency   fraction of TP/DP/PP/EP communication hidden under compute
@@ -69,6 +70,14 @@
 --                          benchmark runs through the simulator: "inflight" TensorRT-LLM
 --                          (decodes with whole prompts, context chunking off by default),
 --                          "chunked" vLLM V1 and SGLang (chunked prefill on by default)
+--   eplb_slots             a serving engine that places experts by EPLB (equal expert slots per
+--                          EP rank): a case whose EP does not divide the experts runs with the
+--                          redundant experts that fill the slots
+--   decode_kv_reread       the decode attention kernel's extra KV loads under grouped-query
+--                          attention (the core's decode_kv_reread): 0 = one load of each KV
+--                          head for its group of query heads (FlashDecoding/FlashInfer, vLLM,
+--                          SGLang, TensorRT-LLM's XQA from v0.7/0.8); TensorRT-LLM 2023's masked
+--                          MHA ran one thread block per query head, each loading its KV head
 local names = require("fathom.names")
 
 local M = {}
@@ -80,7 +89,7 @@ local base = {
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
-  cast_kernels = "fused", fsdp_gather_per_run = false,
+  cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0,
 }
 
 M.rows = {
@@ -145,15 +154,27 @@ M.rows = {
   { name = "LLM Foundry", pattern = "foundry", kernels = "2023", dp_variant = "ZERO3" },
   { name = "Composer", pattern = "composer", kernels = "2023", dp_variant = "ZERO3" },
   -- Serving engines: fused attention (FlashAttention/FlashInfer/TRT kernels), CUDA graphs.
-  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, kernels = "trt2023",
-    serving_policy = "inflight" },
+  -- TensorRT-LLM v0.5/v0.6 decode: masked MHA, one thread block per query head, so a GQA
+  -- group's KV head is loaded once per query head (XQA, which loads it once per group, came
+  -- in v0.7/v0.8: "2.4x more Llama-70B throughput", TensorRT-LLM blogs/XQA-kernel.md).
+  -- decode_kv_reread 0.75: a quarter of the repeated loads hit L2 -- fitted, one value for
+  -- the kernel library, on trtllm_v061's six long-output GQA cases (Llama-2-70B, Falcon-180B
+  -- on H100 and A100; the measured extra step time is 0.72-0.78 x (g - 1) x the KV read).
+  { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, exclude = "pytorch", kernels = "trt2023",
+    serving_policy = "inflight", decode_kv_reread = 0.75 },
   { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025", serving_policy = "inflight" },
+  -- vLLM 2024 (V0 engine; on ROCm hipBLASLt FP8 GEMMs and Triton attention before AITER)
+  { name = "vLLM (2024)", pattern = "vllm", max_version = 2024, dated = true, kernels = "vllm2024",
+    serving_policy = "chunked" },
   { name = "vLLM", pattern = "vllm", kernels = "2025", serving_policy = "chunked" },
-  { name = "SGLang", pattern = "sglang", kernels = "2025", serving_policy = "chunked" },
+  -- SGLang's large-EP deployments place experts by EPLB, with redundant experts filling equal
+  -- slots per EP rank (--ep-num-redundant-experts)
+  { name = "SGLang", pattern = "sglang", kernels = "2025", serving_policy = "chunked", eplb_slots = true },
 }
 
 -- version(s) -> yy.mm, year: "NeMo 24.09" -> 24.09, 2024; "(2024-12-26)" -> nil, 2024;
--- "MLPerf Training v5.0" -> nil, 2025; "core_r0.13" -> nil, 2025; "TensorRT-LLM v0.6.1" -> nil, 2023.
+-- "MLPerf Training v5.0" -> nil, 2025; "core_r0.13" -> nil, 2025; "TensorRT-LLM v0.6.1" -> nil, 2023;
+-- "vLLM 0.6.3" -> nil, 2024.
 function M.version(s)
   s = tostring(s or "")
   -- MLPerf Training rounds: v3.x 2023, v4.x 2024, v5.x 2025 (the software of that round)
@@ -174,6 +195,9 @@ function M.version(s)
   if year then return nil, tonumber(year) end
   local tv = s:lower():match("tensorrt%-llm v?0%.(%d+)")
   if tv then return nil, 2023 end
+  -- vLLM 0.4-0.6 are 2024's releases, 0.7 (January 2025) and later 2025's
+  local vv = s:lower():match("vllm v?0%.(%d+)")
+  if vv then return nil, tonumber(vv) <= 6 and 2024 or 2025 end
   return nil, nil
 end
 
@@ -207,6 +231,8 @@ function M.lookup(name)
       if r.max_version then ok = ok and (year == nil or year <= r.max_version) end
       -- a versioned Megatron-LM 2021 row needs an explicit year
       if r.max_version and r.pattern == "megatron%-lm" and year == nil and not s:find("ptd%-p") then ok = false end
+      -- a row for an old release (`dated`) needs a year or version that says so
+      if r.dated and year == nil then ok = false end
       if ok then row = r break end
     end
   end
@@ -233,6 +259,7 @@ function M.workload_defaults(name, pass)
     comp_mem_efficiency = f.comp_mem_efficiency, comm_mem_efficiency = f.comm_mem_efficiency,
     kernel_launch_sec = f.kernel_launch_sec,
   }
+  if pass == "prefill" or pass == "decode" then w.decode_kv_reread = f.decode_kv_reread end
   if pass == nil or pass == "training" then
     w.recompute = f.recompute
     w.gradient_float_size = f.grad_bytes

@@ -681,6 +681,10 @@ M.infer_schema = with_common({
   two_batch_overlap = { type = "boolean", default = INFER.two_batch_overlap,
     hint = "true: the engine runs each iteration as two half-batches whose TP/EP collectives hide under the other's "
       .. "kernels (SGLang --enable-two-batch-overlap); false: the collectives block" },
+  decode_kv_reread = { type = "number", min = 0, max = 1, default = INFER.decode_kv_reread,
+    hint = "decode under grouped-query attention: each step loads a KV head 1 + this x (query heads per KV "
+      .. "head - 1) times; 0 = a grouped kernel (FlashDecoding, FlashInfer, XQA), 1 = one load per query head "
+      .. "(TensorRT-LLM's masked MHA before XQA)" },
 })
 
 M.infer_traffic = { MEM.weights, MEM.activations, MEM.kv_cache }
@@ -721,6 +725,7 @@ function M.infer(src, pass)
     num_generated_tokens = w.num_generated_tokens, float_size_bytes = w.float_size_bytes,
     weight_float_size_bytes = w.weight_float_size_bytes, kv_cache_float_size_bytes = w.kv_cache_float_size_bytes,
     gemm_float_size_bytes = w.gemm_float_size_bytes, two_batch_overlap = w.two_batch_overlap,
+    decode_kv_reread = w.decode_kv_reread,
     comp_comm_efficiency = w.comp_comm_efficiency, comp_mem_efficiency = w.comp_mem_efficiency,
     comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance, routing = moe.routing,
     flash_attention = w.flash_attention, kernel_launch_sec = w.kernel_launch_sec, collective = coll,

@@ -394,6 +394,15 @@ function M.inference_docs(case)
   end
   local ep = cases.count(par.ep)
   local moe = (model.num_regular_experts or 0) > 1
+  -- An engine placing experts by EPLB holds the same number of expert slots on every EP rank:
+  -- an EP that does not divide the experts implies the redundant ones that fill the slots
+  -- (SGLang at EP 48: 256 + 32 = 288 = 48 x 6, the 32 its large-EP posts state)
+  if moe and ep and fw.eplb_slots and not redundant and model.num_regular_experts % ep ~= 0 then
+    local fill = ep - model.num_regular_experts % ep
+    notes[#notes + 1] = string.format("EPLB: %d redundant experts fill %d slots per EP rank (%d experts over EP %d)",
+      fill, (model.num_regular_experts + fill) // ep, model.num_regular_experts, ep)
+    model.num_regular_experts = model.num_regular_experts + fill
+  end
   local lay = { tp = tp_attn, cp = 1, dp = dp_attn, pp = pp }
   if moe then
     ep = ep or 1
@@ -429,7 +438,8 @@ function M.inference_docs(case)
       weight_float_size_bytes = width, kv_cache_float_size_bytes = kv_width, gemm_float_size_bytes = gemm_width,
       comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
       comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
-      kernel_model = "tiled", two_batch_overlap = inf.two_batch_overlap == true }
+      kernel_model = "tiled", two_batch_overlap = inf.two_batch_overlap == true,
+      decode_kv_reread = fw.decode_kv_reread }
     for k, v in pairs(extra) do w[k] = v end
     return w
   end

@@ -177,7 +177,11 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
     fth_kernel_cost k;
     double win = fth_model_window_share(m, q, ctx); /* windowed layers read their window */
     k.flops = 2.0 * reqs * q * heads * ctx * (dqk + dv) * win;
-    k.bytes = reqs * ctx * kv_tok * e->kv_bytes * win;
+    /* A kernel without query-head grouping loads each KV head again for every
+     * query head of its group (fth_infer_def.kv_reread); MLA's latent once. */
+    double group = m->kv_lora_rank > 0 ? 1.0 : heads / kvh;
+    double loads = 1.0 + e->kv_reread * fth_max(0.0, group - 1.0);
+    k.bytes = reqs * ctx * kv_tok * e->kv_bytes * win * loads;
     double rate = e->k.env.attention_flops_per_s > 0 ? e->k.env.attention_flops_per_s
                                                      : e->k.env.matrix_flops_per_s;
     k.compute_s = rate > 0 ? k.flops / rate : HUGE_VAL;

@@ -32,6 +32,7 @@ typedef struct fth_block_env {
   double weight_bytes;     ///< stored weights
   double kv_bytes;         ///< KV cache (and the CP K/V exchange)
   double kv_bw;            ///< bandwidth of the KV cache's tier (decode)
+  double kv_reread;        ///< decode: share of a GQA group's extra KV loads (fth_infer_def)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   int flash_attention;
   int sequence_parallel;

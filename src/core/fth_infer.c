@@ -69,6 +69,9 @@ static fth_status check_def(const fth_infer_def *d, fth_pass pass, fth_error *er
   if (d->gemm_bytes != 0 && !width_ok(d->gemm_bytes))
     return fth_fail(err, FTH_EINVAL, "gemm_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->gemm_bytes);
+  if (!(d->kv_reread >= 0 && d->kv_reread <= 1))
+    return fth_fail(err, FTH_EINVAL, "decode_kv_reread", "expected a share in [0, 1], got %g",
+                    d->kv_reread);
   const double effs[3] = {d->comp_comm_eff, d->comp_mem_eff, d->comm_mem_eff};
   if (fth_exec_check(d->act_bytes, d->expert_imbalance, effs, &d->coll, d->kernel_launch_s, err) !=
       FTH_OK)
@@ -152,6 +155,7 @@ static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_en
   e->weight_bytes = d->weight_bytes;
   e->kv_bytes = d->kv_bytes;
   e->kv_bw = tier_bw(&p->node, d->traffic_tier[FTH_MEM_KV_CACHE]);
+  e->kv_reread = d->kv_reread;
   e->expert_imbalance = d->expert_imbalance;
   e->flash_attention = d->flash_attention;
   /* Serving engines dispatch with DeepEP: its normal kernels (prefill) send a token

@@ -40,6 +40,14 @@ typedef struct fth_infer_def {
   /// runs as two halves whose collectives hide under the other half's kernels, up to
   /// comp_comm_eff of the shorter of the two.
   int batch_overlap;
+  /// Decode attention's KV reads under grouped-query attention (g = query heads per KV
+  /// head on a GPU): each step reads a KV head 1 + kv_reread (g - 1) times. 0 (default):
+  /// a grouped kernel loads each KV head once for its g query heads (FlashDecoding,
+  /// FlashInfer, vLLM's and TensorRT-LLM's XQA kernels). 1: one thread block per query
+  /// head, each loading its KV head from memory (TensorRT-LLM's masked MHA before XQA);
+  /// between them, the share of those repeated loads that miss the L2 cache. MLA's latent
+  /// cache is shared by all heads and read once either way.
+  double kv_reread;
   fth_tier traffic_tier[FTH_MEM_COMPONENT_COUNT]; ///< kv_cache may live in remote_memory
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT];
   fth_coll_params coll;

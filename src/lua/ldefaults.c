@@ -96,6 +96,7 @@ void lfth_open_defaults(lua_State *L) {
   lua_createtable(L, 0, 8); /* core defaults infer */
   COMMON(f);
   setbool(L, "two_batch_overlap", f.batch_overlap);
+  setnum(L, "decode_kv_reread", f.kv_reread);
   lua_setfield(L, -2, "infer");
   lua_setfield(L, -2, "defaults"); /* core */
 }

@@ -33,6 +33,7 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   d->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", d->comm_mem_eff);
   d->batch_overlap = lcheck_bool(L, idx, w, "two_batch_overlap", d->batch_overlap);
   d->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", d->kernel_launch_s);
+  d->kv_reread = lcheck_number(L, idx, w, "decode_kv_reread", d->kv_reread);
   d->kernel_model = lcheck_kernel_model(L, idx, d->kernel_model);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", d->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", d->footprint_tier);

@@ -155,8 +155,60 @@ static int refusals(void) {
   return 0;
 }
 
+/* Grouped-query attention read per query head (decode_kv_reread): the toy model
+ * with 4 KV heads for its 16 query heads (g = 4), one request at context 1024.
+ * A layer's KV read is 1024 tokens x (2 x 4 x 64) elements x 2 B = 1,048,576 B
+ * once per KV head (share 0). Share 0.5 loads each KV head 1 + 0.5 x (4 - 1)
+ * = 2.5 times: 1.5 x 1,048,576 = 1,572,864 B more per layer, 6,291,456 B for
+ * the 4 layers, 6.291456 us at 1 TB/s (the kernel stays memory-bound: 2 x 16 x
+ * 1024 x 128 = 4.2 MFLOP take 42 ns at 100 TFLOP/s). MHA (g = 1) reads once at
+ * any share. */
+static int decode_gqa_reread(void) {
+  fth_node_def n = node(1e12);
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
+  m.num_kv_heads = 4;
+  fth_infer_def d = fth_infer_def_default();
+  d.context_len = 1023;
+  d.gen_tokens = 1;
+  fth_infer_plan p;
+  fth_error err;
+  fth_infer_result grouped, reread;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_evaluate(&p, &grouped);
+  d.kv_reread = 0.5;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_evaluate(&p, &reread);
+  FTH_ENSURE_NEAR(6291456.0 / 1e12, reread.tpot_s - grouped.tpot_s, 1e-9);
+  FTH_ENSURE_NEAR(6291456.0 / 1e12, reread.kv_read_s - grouped.kv_read_s, 1e-9);
+  /* the serving simulator's iteration prices the same step */
+  fth_phase it;
+  FTH_ENSURE_NEAR(reread.tpot_s, fth_infer_iteration(&p, 1, 1, 1024, &it, NULL), 1e-12);
+  fth_infer_batch b;
+  memset(&b, 0, sizeof b);
+  b.decode_requests = 1;
+  b.decode_context_sum = 1024;
+  FTH_ENSURE_NEAR(reread.tpot_s, fth_infer_iteration_mixed(&p, &b, &it, NULL), 1e-12);
+  /* MHA: nothing to re-read */
+  fth_model_def mha = tfx_infer_model();
+  fth_infer_result a, b1;
+  d.kv_reread = 0.0;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &mha, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_evaluate(&p, &a);
+  d.kv_reread = 1.0;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &mha, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_evaluate(&p, &b1);
+  FTH_ENSURE_NEAR(a.tpot_s, b1.tpot_s, 1e-15);
+  /* a share outside [0, 1] is refused */
+  d.kv_reread = 1.5;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.decode_kv_reread") == 0);
+  return 0;
+}
+
 int infer_test(void) {
   FTH_RUN(decode_memory_bound());
+  FTH_RUN(decode_gqa_reread());
   FTH_RUN(prefill_compute_bound());
   FTH_RUN(refusals());
   return 0;

@@ -313,6 +313,18 @@ describe("fathom.frameworks", function()
     assert.are.equal("default", frameworks.lookup("something else").name)
   end)
 
+  it("dates the serving engines' kernel libraries (vLLM 2024, TensorRT-LLM 0.5/0.6)", function()
+    -- vLLM 0.4-0.6 or a 2024 date: 2024's kernels; undated or 0.7+: the current ones
+    assert.are.equal("vllm2024", frameworks.lookup("vLLM (ROCm, 2024)").kernels)
+    assert.are.equal("vllm2024", frameworks.lookup("vLLM 0.6.3").kernels)
+    assert.are.equal("2025", frameworks.lookup("vLLM").kernels)
+    assert.are.equal("2025", frameworks.lookup("vLLM v0.8.5").kernels)
+    -- TensorRT-LLM 0.5/0.6's masked MHA re-reads KV per query head; the PyTorch workflow (2025) does not
+    assert.are.equal(0.75, frameworks.lookup("TensorRT-LLM v0.6.1").decode_kv_reread)
+    assert.are.equal(0, frameworks.lookup("TensorRT-LLM commit b6261862 (PyTorch workflow)").decode_kv_reread)
+    assert.is_true(frameworks.lookup("SGLang (Sep 2025)").eplb_slots)
+  end)
+
   it("overlaps TP communication where the framework does (async TP, userbuffers)", function()
     assert.is_false(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch 1963fc8").tp_comm_overlap)
     assert.is_true(frameworks.lookup("torchtitan 9dec370 (2024-12-26), torch.compile, AsyncTP").tp_comm_overlap)

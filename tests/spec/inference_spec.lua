@@ -111,6 +111,41 @@ describe("inference pass modes", function()
   end)
 end)
 
+describe("decode under grouped-query attention (decode_kv_reread)", function()
+  local config = require("fathom.config")
+  local path = "configs/inference_decode_specs/llama3.1_70b_decode.yaml"
+  local function decode(extra)
+    local doc = config.load_mapping(path, "decode workload spec")
+    for k, v in pairs(extra) do doc[k] = v end
+    return fathom.scenario(with(base, { workload = doc, pass_mode = "inference_decode" })):evaluate()
+  end
+
+  it("loads each KV head 1 + s (g - 1) times: the extra KV time is s x 7 x the cached reads", function()
+    -- Llama-3.1 70B at TP 8: 8 query heads and 1 KV head per GPU, g = 8. At the mean step
+    -- (2,048 cached + 512 generated: context (2,049 + 2,560) / 2 = 2,304.5) each request
+    -- reads 2,304.5 tokens and appends 1, both of 20,480 B per GPU: kv_read_s is
+    -- (2,304.5 + 1) x those bytes / the HBM's bandwidth. Share 0.5 loads the reads 4.5
+    -- times: 3.5 x 2,304.5 / 2,305.5 of kv_read_s more.
+    local grouped = decode({})
+    local half = decode({ decode_kv_reread = 0.5 })
+    h.near(3.5 * 2304.5 / 2305.5, (half.kv_read_s - grouped.kv_read_s) / grouped.kv_read_s, 1e-9, "extra KV")
+    h.near(half.kv_read_s - grouped.kv_read_s, half.tpot_s - grouped.tpot_s, 1e-6, "memory-bound: into TPOT")
+    -- the framework's default: TensorRT-LLM 0.5/0.6 (masked MHA) 0.75, vLLM 0
+    local trt = "TensorRT-LLM v0.6.1"
+    h.near(decode({ framework = trt, decode_kv_reread = 0.75 }).tpot_s, decode({ framework = trt }).tpot_s, 1e-12,
+      "trt")
+    assert.is_true(decode({ framework = trt }).tpot_s > decode({ framework = trt, decode_kv_reread = 0 }).tpot_s)
+    h.near(decode({ framework = "vLLM", decode_kv_reread = 0 }).tpot_s, decode({ framework = "vLLM" }).tpot_s, 1e-12,
+      "vllm")
+  end)
+
+  it("refuses a share outside [0, 1] naming the key", function()
+    local ok, err = pcall(decode, { decode_kv_reread = 1.5 })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("decode_kv_reread", 1, true), tostring(err))
+  end)
+end)
+
 describe("analyze summary for inference", function()
   it("prints TPOT, throughput and the largest batch", function()
     local r = h.run("analyze", "--hardware-lib", base.hardware, "--physical-topology", base.physical,

@@ -99,6 +99,23 @@ describe("fathom.validate serving path", function()
     assert.are.equal(2, docs.decode.kv_cache_float_size_bytes)
   end)
 
+  it("fills an EPLB engine's expert slots with redundant experts where EP does not divide them", function()
+    -- SGLang at EP 48: 256 experts need 6 slots a rank, 288 = 256 + 32 redundant
+    local function at_ep48(framework)
+      local case = dsv3_case("FP8 checkpoint, DeepGEMM", { framework = framework, phase = "decode", batch = 48,
+        concurrency = false })
+      case.system.num_gpus = 48
+      case.parallelism = { tp = 1, dp = 48, ep = 48, attention_dp = 48 }
+      return assert(validate.inference_docs(case))
+    end
+    local docs = at_ep48("SGLang (Sep 2025)")
+    assert.are.equal(288, docs.model.num_regular_experts)
+    local notes = table.concat(docs.notes, "; ")
+    assert.is_truthy(notes:find("EPLB: 32 redundant experts fill 6 slots per EP rank", 1, true), notes)
+    -- an engine without EPLB placement keeps the 256 (and the core refuses EP 48)
+    assert.are.equal(256, at_ep48("vLLM (2025)").model.num_regular_experts)
+  end)
+
   it("drives the simulator as a benchmark at a stated concurrency ran", function()
     local case = dsv3_case("FP8 checkpoint, DeepGEMM")
     local docs = assert(validate.inference_docs(case))
