@@ -81,6 +81,10 @@ end
 M.derived = {
   -- Blackwell Ultra (B300, GB300): the Blackwell kernels (cuBLASLt/TE/cuDNN) on more SMs
   blackwell_ultra = { from = "blackwell", why = "B300/GB300: Blackwell's kernels and fractions" },
+  -- Ada Lovelace (L40S, L4): SM 8.9 runs Ampere's kernel family (mma.sync tensor-core GEMMs,
+  -- no wgmma/TMA; FlashAttention 2, FA3 being Hopper-only) -> Ampere's fractions; its FP8
+  -- GEMMs (cuBLASLt on SM 8.9) are the same kernel family at twice the rate
+  ada = { from = "ampere", why = "L40S/L4: Ada runs Ampere's kernel family (no wgmma, FA2)" },
   -- CDNA 2 (MI250X): rocBLAS/hipBLASLt BF16 GEMMs reach ~55-60% of peak per GCD, about
   -- A100's era; Frontier LLM-training reports land at 30-40% MFU
   cdna2 = { from = "ampere", scale = 0.85, why = "MI250X: CDNA 2, ~0.85 of A100's achieved fraction" },

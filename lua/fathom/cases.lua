@@ -36,6 +36,9 @@ M.gpus = {
   { pattern = "mi350", node = "MI350X", generation = "cdna4" },
   { pattern = "mi355", node = "MI355X", generation = "cdna4" },
   { pattern = "gaudi3", node = "GAUDI3", generation = "gaudi3" },
+  -- Ada Lovelace PCIe cards (no NVLink); l4 must not take l40s
+  { pattern = "l40s", node = "L40S", generation = "ada" },
+  { pattern = "l4%f[^%d]", node = "L4", generation = "ada" },
   { pattern = "tpuv5p", node = "TPU_V5P", generation = "tpu_v5" },
   { pattern = "v5p", node = "TPU_V5P", generation = "tpu_v5" },
   { pattern = "trillium", node = "TPU_V6E", generation = "tpu_v6" },
