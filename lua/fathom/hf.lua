@@ -2,7 +2,8 @@
 -- is accepted (spec.model: `--model path/to/config.json`, `model_spec`, scenario{model=}).
 -- One row per model_type: which HF keys give fathom's fields. The keys are those of the
 -- transformers configuration classes (LlamaConfig, MistralConfig, MixtralConfig,
--- Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig).
+-- Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig,
+-- NemotronHConfig).
 -- Not modelled, and so left out of the counts: biases (Qwen2's QKV, gpt-oss's), norms'
 -- weights beyond fathom's own, sliding-window attention and attention sinks (gpt-oss),
 -- partial rotary embeddings (Nemotron; no parameters).
@@ -76,10 +77,25 @@ local function nemotron(c)
   return m
 end
 
+-- Nemotron-H (NemotronHConfig): hybrid Mamba2-Transformer, its sub-layers in
+-- hybrid_override_pattern (num_hidden_layers of them), squared-ReLU MLPs, Mamba2 heads of
+-- mamba_head_dim with ssm_state_size states in n_groups groups.
+local function nemotron_h(c)
+  local m = nemotron(c)
+  m.gated_mlp = c.mlp_hidden_act ~= "relu2" and c.mlp_hidden_act ~= "relu" and m.gated_mlp
+  m.head_dim = c.head_dim or c.attention_head_dim
+  m.hybrid_override_pattern = c.hybrid_override_pattern
+  m.mamba_num_heads, m.mamba_head_dim = c.mamba_num_heads, c.mamba_head_dim
+  m.mamba_state_dim, m.mamba_num_groups = c.ssm_state_size, c.n_groups
+  m.mamba_conv_kernel, m.mamba_chunk_size = c.conv_kernel, c.chunk_size
+  return m
+end
+
 -- model_type -> converter (transformers' names).
 M.families = {
   llama = dense, mistral = dense, qwen2 = dense, qwen3 = dense,
   mixtral = mixtral, qwen3_moe = qwen3_moe, deepseek_v3 = deepseek_v3, gpt_oss = gpt_oss, nemotron = nemotron,
+  nemotron_h = nemotron_h,
 }
 
 local function family_names()

@@ -239,9 +239,11 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
  * width, the fp32 C B^T blocks (Q per token per group) and the fp32 chunk states
  * (N P per head per chunk: written by chunk_state, read and written by state_passing,
  * read by chunk_scan). Long chunks of small states make it bandwidth-bound on every
- * current GPU: that, not a fitted factor, is its efficiency. Backward moves twice the
- * bytes and does twice the FLOPs (two gradient products per forward product, as the
- * attention core). Decode (inference) updates each request's recurrent state instead:
+ * current GPU: that, not a fitted factor, is its efficiency. Backward re-runs the conv1d
+ * and the scan's forward (mamba_split_conv1d_scan_combined at its default checkpoint_lvl 1
+ * keeps neither their outputs nor the chunk states: fth_model_layer_activations), then
+ * does twice the forward's FLOPs and bytes (two gradient products per forward product, as
+ * the attention core): 3x the forward; the gated norm's backward 2x. Decode (inference) updates each request's recurrent state instead:
  * read and write N P per head and the conv1d's K-token window, 4 N P FLOP per head. */
 #define SSD_DT_FLOPS   4.0  /* softplus(dt + bias), dA and its cumulative sum per head */
 #define GATED_NORM_FLOPS 10.0 /* y silu(z), its mean square and scale, per element */
@@ -260,16 +262,16 @@ static fth_kernel_cost ssd_kernel(const fth_block_env *e, double flops, double b
   return k;
 }
 
+#define SSD_BWD       3.0 /* forward re-run + 2x gradients (checkpoint_lvl 1) */
+#define GATED_NORM_BWD 2.0
+
+/* Kernel `k` of `share` mixers forward, and `bwd_x` times it backward. */
 static void add_ssd(const fth_block_env *e, fth_phase *fwd, fth_phase *bwd, fth_kernel_cost k,
-                    double share) {
+                    double share, double bwd_x) {
   scale_cost(&k, share);
   fth_phase_add_kernel_class(&e->k, fwd, FTH_FLOP_ATTENTION, FTH_KERNEL_ATTENTION, k, 0.0);
   if (bwd == NULL) return;
-  k.flops *= 2.0;
-  k.compute_s *= 2.0;
-  k.bytes *= 2.0;
-  k.memory_s *= 2.0;
-  k.time_s = fth_max(k.compute_s, k.memory_s);
+  scale_cost(&k, bwd_x);
   fth_phase_add_kernel_class(&e->k, bwd, FTH_FLOP_ATTENTION, FTH_KERNEL_ATTENTION, k, 0.0);
 }
 
@@ -286,36 +288,37 @@ static void mamba(const fth_block_env *e, const fth_layer_shape *sh, double reqs
     fth_kernel_cost k = ssd_kernel(e, t * (4.0 * state + 2.0 * m->mamba_conv_kernel * chans),
                                    reqs * 2.0 * (state + m->mamba_conv_kernel * chans) *
                                            e->kv_bytes);
-    add_ssd(e, fwd, NULL, k, share);
+    add_ssd(e, fwd, NULL, k, share, 0.0);
     return;
   }
   /* conv1d over x, B and C: read and write each channel */
   add_ssd(e, fwd, bwd,
           fth_kernel_elementwise(&e->k.env, t * chans,
                                  2.0 * m->mamba_conv_kernel + CONV_ACT_FLOPS, 2.0 * w),
-          share);
+          share, SSD_BWD);
   /* chunk_cumsum: dt in, dt and dA cumsum out in fp32 */
   add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * hl, SSD_DT_FLOPS, w + 2.0 * FP32),
-          share);
+          share, SSD_BWD);
   /* chunk_state: B^T X per chunk */
   add_ssd(e, fwd, bwd,
           ssd_kernel(e, t * hl * 2.0 * n * p,
                      t * (dil * w + gl * n * w + 2.0 * FP32 * hl) + FP32 * state * t / Q),
-          share);
+          share, SSD_BWD);
   /* state_passing: one state update per chunk */
-  add_ssd(e, fwd, bwd, ssd_kernel(e, t * hl * 2.0 * n * p / Q, 2.0 * FP32 * state * t / Q), share);
+  add_ssd(e, fwd, bwd, ssd_kernel(e, t * hl * 2.0 * n * p / Q, 2.0 * FP32 * state * t / Q), share,
+          SSD_BWD);
   /* bmm_chunk: C B^T per group and chunk */
   add_ssd(e, fwd, bwd, ssd_kernel(e, t * gl * 2.0 * Q * n, t * (2.0 * gl * n * w + FP32 * gl * Q)),
-          share);
+          share, SSD_BWD);
   /* chunk_scan: the masked (C B^T o L) X and C h per head */
   add_ssd(e, fwd, bwd,
           ssd_kernel(e, t * hl * (2.0 * n * p + p * (Q + 1.0)),
                      t * (gl * n * w + FP32 * gl * Q + 2.0 * dil * w + 2.0 * FP32 * hl) +
                          FP32 * state * t / Q),
-          share);
+          share, SSD_BWD);
   /* gated RMSNorm: y and z in, the out_proj input out */
   add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * dil, GATED_NORM_FLOPS, 3.0 * w),
-          share);
+          share, GATED_NORM_BWD);
 }
 
 /* Appending the new tokens' keys and values to the cache (inference). */

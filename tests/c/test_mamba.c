@@ -64,7 +64,9 @@ static fth_model_def nemotron_h(int h, int heads, double ffn, int state, int m, 
 /* In a step: pattern "M-", 8 tokens on one GPU. Halving the chunk (Q 64 -> 32) changes
  * only the SSD's FLOPs: intra-chunk 2 x 2 x 32 x 32 + 8 x 16 x 33 = 8,320 (was 16,512),
  * states 8 x (1,024 + 32 + 1,024) = 16,640 (was 16,512): -8,064 a token, -64,512 for the
- * 8 tokens forward and twice that backward, all in the mixer ("attention") part. */
+ * 8 tokens forward and three times that backward (the forward re-run under mamba_ssm's
+ * checkpoint_lvl 1, then two gradient products per product), all in the mixer
+ * ("attention") part. The model FLOPs (fth_model_layer_flops) count the gradients only. */
 static int step(void) {
   fth_node_def n = tfx_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
@@ -79,7 +81,7 @@ static int step(void) {
   FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
   fth_train_evaluate(&p, &b);
   FTH_ENSURE_NEAR(a.fwd_flops[FTH_FLOP_ATTENTION] - 64512.0, b.fwd_flops[FTH_FLOP_ATTENTION], 1e-6);
-  FTH_ENSURE_NEAR(a.bwd_flops[FTH_FLOP_ATTENTION] - 129024.0, b.bwd_flops[FTH_FLOP_ATTENTION],
+  FTH_ENSURE_NEAR(a.bwd_flops[FTH_FLOP_ATTENTION] - 193536.0, b.bwd_flops[FTH_FLOP_ATTENTION],
                   1e-6);
   FTH_ENSURE(a.fwd_flops[FTH_FLOP_MLP] == b.fwd_flops[FTH_FLOP_MLP]);
   FTH_ENSURE(a.step_time_s > 0);
