@@ -207,14 +207,11 @@ function M.arch(mdl)
   if not out.moe_interval and (a:find("every other") or a:find("alternat.-moe") or a:find("interleaved moe")) then
     out.moe_interval = 2
   end
-  -- hybrid Mamba2-Transformer: its sub-layer counts (M.hybrid); MoE sub-layers in a hybrid
-  -- (Nemotron 3's 'E') and pure Mamba1/SSM models the core has no layer type for
+  -- hybrid Mamba2-Transformer: its sub-layer counts (M.hybrid_doc); Mamba/SSM models
+  -- without them the core has no layer type for
   local mamba = type(mdl.mamba) == "table" and mdl.mamba or {}
   local pat = mdl.hybrid_override_pattern or mamba.hybrid_override_pattern or mamba.pattern
-  if (type(pat) == "string" and pat:find("E")) or ((mdl.mamba or a:find("mamba")) and
-      (M.count(mdl.experts or mdl.num_experts) or 0) > 1) then
-    out.unsupported = "MoE sub-layers in a hybrid Mamba2 model are not modelled yet"
-  elseif not mdl.mamba and not pat and (a:find("mamba") or a:find("ssm")) then
+  if not mdl.mamba and not pat and (a:find("mamba") or a:find("ssm")) then
     out.unsupported = "Mamba/SSM layers without model.mamba counts or a hybrid_override_pattern"
   end
   return out
@@ -316,7 +313,8 @@ end
 
 -- hybrid_doc(mdl, doc) -> nil, or why not: a hybrid Mamba2-Transformer case's sub-layers and
 -- Mamba2 dimensions into the model spec: model.mamba {mamba_layers, attention_layers,
--- mlp_layers, state_dim, head_dim, num_heads, groups, conv_kernel, chunk_size} or a
+-- mlp_layers, moe_layers, state_dim, head_dim, num_heads, groups, conv_kernel, chunk_size}
+-- (the MoE sub-layers' experts as any MoE case gives them: experts, top_k, expert_ffn) or a
 -- hybrid_override_pattern (model or model.mamba); model.layers counts the sub-layers.
 function M.hybrid_doc(mdl, doc)
   local mb = type(mdl.mamba) == "table" and mdl.mamba or nil
@@ -329,9 +327,15 @@ function M.hybrid_doc(mdl, doc)
     doc.mamba_layers = M.count(mb.mamba_layers) or 0
     doc.attention_layers = M.count(mb.attention_layers) or 0
     doc.mlp_layers = M.count(mb.mlp_layers) or 0
-    if doc.mamba_layers + doc.attention_layers + doc.mlp_layers ~= doc.n_layers then
-      return string.format("model.mamba: %d + %d + %d sub-layers, model.layers %d", doc.mamba_layers,
-        doc.attention_layers, doc.mlp_layers, doc.n_layers)
+    doc.moe_layers = M.count(mb.moe_layers) or 0
+    if doc.moe_layers == 0 and doc.num_regular_experts then
+      -- experts beside Mamba2 and attention counts: the FFN sub-layers are the MoE ones
+      doc.moe_layers, doc.mlp_layers = doc.mlp_layers, 0
+    end
+    local sub = doc.mamba_layers + doc.attention_layers + doc.mlp_layers + doc.moe_layers
+    if sub ~= doc.n_layers then
+      return string.format("model.mamba: %d + %d + %d + %d sub-layers, model.layers %d", doc.mamba_layers,
+        doc.attention_layers, doc.mlp_layers, doc.moe_layers, doc.n_layers)
     end
   end
   doc.mamba_state_dim = M.count(mb.state_dim or mb.d_state or mb.ssm_state_size)

@@ -79,8 +79,14 @@ end
 
 -- Nemotron-H (NemotronHConfig): hybrid Mamba2-Transformer, its sub-layers in
 -- hybrid_override_pattern (num_hidden_layers of them), squared-ReLU MLPs, Mamba2 heads of
--- mamba_head_dim with ssm_state_size states in n_groups groups.
+-- mamba_head_dim with ssm_state_size states in n_groups groups. Nemotron 3's MoE
+-- sub-layers (E): n_routed_experts of moe_intermediate_size, num_experts_per_tok a token,
+-- shared experts of moe_shared_expert_intermediate_size (counted as routed-width experts).
+-- LatentMoE (moe_latent_size, Nemotron 3 Super) is not modelled: refused.
 local function nemotron_h(c)
+  if c.moe_latent_size ~= nil and c.moe_latent_size ~= 0 then
+    errors.at(c, "moe_latent_size", "moe_latent_size", "LatentMoE experts are not modelled")
+  end
   local m = nemotron(c)
   m.gated_mlp = c.mlp_hidden_act ~= "relu2" and c.mlp_hidden_act ~= "relu" and m.gated_mlp
   m.head_dim = c.head_dim or c.attention_head_dim
@@ -88,6 +94,16 @@ local function nemotron_h(c)
   m.mamba_num_heads, m.mamba_head_dim = c.mamba_num_heads, c.mamba_head_dim
   m.mamba_state_dim, m.mamba_num_groups = c.ssm_state_size, c.n_groups
   m.mamba_conv_kernel, m.mamba_chunk_size = c.conv_kernel, c.chunk_size
+  if (c.n_routed_experts or 0) > 1 then
+    m.num_regular_experts, m.num_selected_experts = c.n_routed_experts, c.num_experts_per_tok
+    m.expert_ffn_hidden_size = c.moe_intermediate_size
+    local shared, width = c.n_shared_experts or 0, c.moe_shared_expert_intermediate_size
+    if shared > 0 and width and c.moe_intermediate_size and c.moe_intermediate_size > 0 then
+      shared = math.max(1, math.floor(shared * width / c.moe_intermediate_size + 0.5))
+    end
+    m.num_shared_experts = shared
+    m.n_group, m.topk_group = c.n_group, c.topk_group
+  end
   return m
 end
 

@@ -130,10 +130,11 @@ M.model_schema = {
   v_head_dim = { type = "integer", min = 0, default = 0 },
   -- hybrid Mamba2-Transformer (Nemotron-H): the pattern or the three counts of sub-layers
   hybrid_override_pattern = { type = "string",
-    hint = "one character a sub-layer (Megatron-Core): M Mamba2, * attention, - MLP; n_layers = its length" },
+    hint = "one character a sub-layer (Megatron-Core): M Mamba2, * attention, - MLP, E MoE; n_layers = its length" },
   mamba_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: Mamba2 sub-layers (M)" },
   attention_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: attention sub-layers (*)" },
   mlp_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: MLP sub-layers (-)" },
+  moe_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: MoE sub-layers (E)" },
   mamba_state_dim = { type = "integer", min = 1, max = 65536, default = 128,
     hint = "Mamba2 state size N (HF ssm_state_size)" },
   mamba_head_dim = { type = "integer", min = 1, max = 65536, default = 64, hint = "Mamba2 head dim P" },
@@ -455,7 +456,7 @@ function M.node_table(lib, name)
 end
 
 -- The sub-layer kinds of a hybrid_override_pattern (Megatron-Core's symbols).
-M.hybrid_symbols = { M = "mamba_layers", ["*"] = "attention_layers", ["-"] = "mlp_layers" }
+M.hybrid_symbols = { M = "mamba_layers", ["*"] = "attention_layers", ["-"] = "mlp_layers", E = "moe_layers" }
 
 -- hybrid(doc, m): a hybrid model's sub-layer counts from its pattern (or as given), checked
 -- against n_layers (the sub-layers, HF num_hidden_layers) and the Mamba2 dimensions.
@@ -465,23 +466,24 @@ function M.hybrid(doc, m)
   end
   local pat = m.hybrid_override_pattern
   if pat then
-    need(m.mamba_layers + m.attention_layers + m.mlp_layers == 0, "hybrid_override_pattern",
-      "give the pattern or mamba_layers/attention_layers/mlp_layers, not both")
+    need(m.mamba_layers + m.attention_layers + m.mlp_layers + m.moe_layers == 0, "hybrid_override_pattern",
+      "give the pattern or mamba_layers/attention_layers/mlp_layers/moe_layers, not both")
     for i = 1, #pat do
       local c = pat:sub(i, i)
-      need(c ~= "E", "hybrid_override_pattern",
-        "MoE sub-layers ('E', position %d) in a hybrid pattern are not modelled yet", i)
       local key = M.hybrid_symbols[c]
       need(key ~= nil, "hybrid_override_pattern",
-        "unknown sub-layer '%s' at position %d (expected M Mamba2, * attention, - MLP)", c, i)
+        "unknown sub-layer '%s' at position %d (expected M Mamba2, * attention, - MLP, E MoE)", c, i)
       m[key] = m[key] + 1
     end
   end
-  local sub = m.mamba_layers + m.attention_layers + m.mlp_layers
+  local sub = m.mamba_layers + m.attention_layers + m.mlp_layers + m.moe_layers
   if sub == 0 then return end
   need(sub == m.n_layers, "n_layers",
     "a hybrid's n_layers counts its sub-layers: expected %d (the pattern's), got %d", sub, m.n_layers)
-  need(m.num_regular_experts <= 1, "num_regular_experts", "MoE sub-layers in a hybrid are not modelled yet")
+  need((m.moe_layers > 0) == (m.num_regular_experts > 1), "num_regular_experts",
+    "a hybrid has experts (num_regular_experts > 1) exactly when it has MoE sub-layers (E: %d)", m.moe_layers)
+  need(m.moe_layers == 0 or m.mlp_layers == 0, "hybrid_override_pattern",
+    "dense MLP (-) and MoE (E) sub-layers in one hybrid are not modelled")
   if m.mamba_layers > 0 then
     local heads = m.mamba_num_heads > 0 and m.mamba_num_heads or (2 * m.d_model) // m.mamba_head_dim
     need(heads >= 1 and heads % m.mamba_num_groups == 0, "mamba_num_groups",

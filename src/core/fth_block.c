@@ -157,6 +157,13 @@ static double routed_copies(const fth_block_env *e, double tokens) {
   return tokens * e->model->top_k * e->expert_imbalance / e->lay->tp;
 }
 
+/* MoE sub-layers per MoE block: 1, or a hybrid's share (fth_model_shares). The experts'
+ * linears are already that much narrower; the routing, its permutations and its
+ * exchanges happen `share` times a block. */
+static double moe_share(const fth_block_env *e) {
+  return e->lay->moe_shape.mlp_share;
+}
+
 /* Attention core: heads / TP query heads. A whole sequence (q = ctx / CP)
  * runs the causal ctx x ctx problem split evenly over CP (load-balanced ring
  * attention: q / ctx of it per rank); a chunk of q < ctx new tokens attends
@@ -379,9 +386,10 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
           fth_kernel_elementwise(&e->k.env, tokens * per_tok, ROPE_FLOPS, 2.0 * rb), 0.0);
   }
   if (moe) {
-    double scores = tokens / l->tp * m->num_experts; /* each TP rank routes its share */
+    /* each TP rank routes its share */
+    double scores = moe_share(e) * tokens / l->tp * m->num_experts;
     fth_kernel_cost kr = fth_kernel_elementwise(&e->k.env, scores, ROUTER_FLOPS, ROUTER_BYTES);
-    double perm = routed_copies(e, tokens) * m->d_model;
+    double perm = moe_share(e) * routed_copies(e, tokens) * m->d_model;
     fth_kernel_cost kp = fth_kernel_elementwise(&e->k.env, perm, 1.0, 2.0 * ab);
     add(e, fwd, FTH_FLOP_MLP, kr, 0.0);
     add(e, fwd, FTH_FLOP_MLP, kp, 0.0); /* permute */
@@ -418,8 +426,9 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
 static double tp_calls_per_block(const fth_block_env *e, int moe) {
   int combine = e->model->num_shared_experts > 0 || (!e->sequence_parallel && e->lay->tp > 1);
   /* one per sub-layer: a hybrid's Mamba2 mixer reduces its out_proj like attention */
-  const fth_layer_shape *sh = &e->lay->dense_shape;
-  return moe ? 1.0 + combine : sh->attn_share + sh->mamba_share + sh->mlp_share;
+  const fth_layer_shape *sh = moe ? &e->lay->moe_shape : &e->lay->dense_shape;
+  double mixers = sh->attn_share + sh->mamba_share;
+  return moe ? mixers + sh->mlp_share * combine : mixers + sh->mlp_share;
 }
 
 static void collectives(const fth_block_env *e, int moe, double tokens, fth_phase *fwd,
@@ -443,7 +452,7 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
      * the input gradients backward: one of each per pass. A dispatch narrower
      * than the activations is quantised with one fp32 scale per 128 elements
      * (DeepEP's per-token 1x128 scales): 1 + 4/128 bytes per element. */
-    double routed = routed_copies(e, tokens) * h;
+    double routed = moe_share(e) * routed_copies(e, tokens) * h;
     double db = e->dispatch_bytes > 0 ? e->dispatch_bytes : e->act_bytes;
     if (db < e->act_bytes) db += FTH_DISPATCH_SCALE_BYTES;
     double dispatch = routed * db, combined = routed * e->act_bytes;

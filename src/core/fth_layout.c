@@ -288,7 +288,7 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
   double sm, sa, sd;
   fth_model_shares(m, &sm, &sa, &sd);
   l->ffn_hidden = fth_model_ffn_hidden(m) * sd; /* a hybrid block's mean MLP width */
-  l->expert_ffn = fth_model_expert_ffn_hidden(m);
+  l->expert_ffn = fth_model_expert_ffn_hidden(m) * sd; /* likewise with MoE sub-layers */
   l->dense_shape = fth_model_layer_shape(m, 0);
   l->moe_shape = moe ? fth_model_layer_shape(m, 1) : l->dense_shape;
   l->params = fth_model_params(m);

@@ -29,7 +29,7 @@ fth_model_def fth_model_def_default(void) {
 }
 
 static int is_hybrid(const fth_model_def *d) {
-  return d->hybrid_mamba > 0 || d->hybrid_attention > 0 || d->hybrid_mlp > 0;
+  return d->hybrid_mamba > 0 || d->hybrid_attention > 0 || d->hybrid_mlp > 0 || d->hybrid_moe > 0;
 }
 
 void fth_model_shares(const fth_model_def *d, double *mamba, double *attn, double *mlp) {
@@ -41,7 +41,7 @@ void fth_model_shares(const fth_model_def *d, double *mamba, double *attn, doubl
   double n = d->n_layers;
   *mamba = d->hybrid_mamba / n;
   *attn = d->hybrid_attention / n;
-  *mlp = d->hybrid_mlp / n;
+  *mlp = (d->hybrid_mlp + d->hybrid_moe) / n;
 }
 
 double fth_model_mamba_inner(const fth_model_def *d) {
@@ -174,16 +174,26 @@ fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
   if ((st = need_nonneg_int(err, "hybrid_attention_layers", d->hybrid_attention)) != FTH_OK)
     return st;
   if ((st = need_nonneg_int(err, "hybrid_mlp_layers", d->hybrid_mlp)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "hybrid_moe_layers", d->hybrid_moe)) != FTH_OK) return st;
   if (is_hybrid(d)) {
-    int sub = d->hybrid_mamba + d->hybrid_attention + d->hybrid_mlp;
+    int sub = d->hybrid_mamba + d->hybrid_attention + d->hybrid_mlp + d->hybrid_moe;
     if (d->n_layers != (sub + 1) / 2)
       return fth_fail(err, FTH_EINVAL, "n_layers",
                       "expected %d blocks for a hybrid of %d sub-layers (two a block), got %d",
                       (sub + 1) / 2, sub, d->n_layers);
-    if (is_moe_model(d))
+    if ((d->hybrid_moe > 0) != is_moe_model(d))
       return fth_fail(err, FTH_EINVAL, "num_regular_experts",
-                      "MoE sub-layers in a hybrid pattern are not modelled yet, got %d experts",
-                      d->num_experts);
+                      "expected experts (> 1) exactly when the hybrid has MoE sub-layers (%d), "
+                      "got %d",
+                      d->hybrid_moe, d->num_experts);
+    if (d->hybrid_moe > 0 && d->hybrid_mlp > 0)
+      return fth_fail(err, FTH_EINVAL, "hybrid_mlp_layers",
+                      "dense MLP and MoE sub-layers in one hybrid are not modelled, got %d and %d",
+                      d->hybrid_mlp, d->hybrid_moe);
+    if (d->hybrid_moe > 0 && (d->first_dense_layers > 0 || d->moe_layer_interval > 1))
+      return fth_fail(err, FTH_EINVAL, "first_dense_layers",
+                      "a hybrid places its MoE sub-layers by its pattern: expected no "
+                      "first_dense_layers or moe_layer_interval");
   }
   if (d->hybrid_mamba > 0) {
     if ((st = need_positive_int(err, "mamba_state_dim", d->mamba_state_dim)) != FTH_OK) return st;
@@ -372,7 +382,8 @@ fth_param_count fth_model_params(const fth_model_def *d) {
   double moe_total = 0.0, moe_active = 0.0;
   if (n_moe > 0) {
     fth_layer_shape ms = fth_model_layer_shape(d, 1);
-    double base = ms.params_attn + ms.params_norm + ms.params_router + ms.params_shared;
+    double base =
+        ms.params_attn + ms.params_norm + ms.params_router + ms.params_shared + ms.params_mamba;
     c.moe_layer = base + d->num_experts * ms.params_per_expert;
     /* A token uses its top_k routed experts; the other E - top_k sit idle. */
     c.moe_layer_active = base + d->top_k * ms.params_per_expert;
@@ -540,9 +551,9 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
     a.sharded += sd * keep * w * fth_model_ffn_hidden(d);
   } else {
     double fe = fth_model_expert_ffn_hidden(d);
-    a.replicated += FP32_BYTES * d->num_experts;
-    a.sharded += keep * w * fe * d->num_shared_experts;
-    a.expert_per_routed_token = w * h + keep * w * fe;
+    a.replicated += sd * FP32_BYTES * d->num_experts;
+    a.sharded += sd * keep * w * fe * d->num_shared_experts;
+    a.expert_per_routed_token = sd * (w * h + keep * w * fe);
   }
   return a;
 }
@@ -663,8 +674,8 @@ double fth_model_gemm_input_elems_per_token(const fth_model_def *d, int moe, int
     shard += s.mlp_share * fth_model_ffn_hidden(d);
   } else {
     double fe = fth_model_expert_ffn_hidden(d);
-    shard += fe * d->num_shared_experts;
-    routed = h + fe;
+    shard += s.mlp_share * fe * d->num_shared_experts;
+    routed = s.mlp_share * (h + fe);
   }
   return rep / rep_div + shard / t + routed * routed_per_token / tm;
 }
@@ -706,7 +717,7 @@ double fth_model_act_fn_input_elems_per_token(const fth_model_def *d, int moe, i
    * all but the product / output, which is the second GEMM's input. */
   double in = d->gated_mlp ? 2.0 : 1.0;
   if (!s.is_moe) return s.mlp_share * in * fth_model_ffn_hidden(d) / t;
-  double fe = fth_model_expert_ffn_hidden(d);
+  double fe = fth_model_expert_ffn_hidden(d) * s.mlp_share;
   return in * fe * d->num_shared_experts / t + in * fe * routed_per_token / tm;
 }
 
@@ -734,7 +745,7 @@ void fth_model_recompute_module_elems(const fth_model_def *d, int moe, unsigned 
   /* A routed copy keeps its gate and up outputs and their product (gated) or
    * the activation's input and output; the product/output is recomputed. */
   if ((mods & FTH_RECOMPUTE_MOD_MOE_ACT) && s.is_moe)
-    *gemm += fth_model_expert_ffn_hidden(d) * routed_per_token / tm;
+    *gemm += s.mlp_share * fth_model_expert_ffn_hidden(d) * routed_per_token / tm;
 }
 
 static const char *const module_names[3] = {"layernorm", "mla_up_proj", "moe_act"};

@@ -55,13 +55,15 @@ typedef struct fth_model_def {
   int v_head_dim;
   /* Hybrid Mamba2-Transformer (Nemotron-H; Megatron-Core's hybrid_override_pattern, where
    * each character is one sub-layer with its own pre-norm and residual: M Mamba2 mixer,
-   * * self-attention, - MLP). All three 0 = a plain transformer. A hybrid's n_layers is
-   * its block count, ceil((M + * + -) / 2): a block is two sub-layers' worth, the pattern's
+   * * self-attention, - MLP, E MoE, as Nemotron 3). All 0 = a plain transformer. A
+   * hybrid's n_layers is its block count, ceil((M + * + - + E) / 2): a block is two
+   * sub-layers' worth (every block an MoE block when E > 0), the pattern's
    * mix averaged over the blocks (fth_model_shares), so the totals of FLOPs, weights,
    * activations and TP collectives are the pattern's. */
   int hybrid_mamba;     ///< M sub-layers
   int hybrid_attention; ///< * sub-layers
   int hybrid_mlp;       ///< - sub-layers
+  int hybrid_moe;       ///< E sub-layers (MoE; not with - sub-layers)
   /* Mamba2 mixer (Dao & Gu 2024, "Transformers are SSMs", Sec. 7; Megatron-Core MambaMixer) */
   int mamba_state_dim;   ///< N (d_state)
   int mamba_head_dim;    ///< P
@@ -71,7 +73,8 @@ typedef struct fth_model_def {
   int mamba_chunk;       ///< SSD chunk length Q (256, as Megatron-Core and mamba_ssm use)
 } fth_model_def;
 
-/// Sub-layers of each kind per block: *mamba, *attn, *mlp (a transformer: 0, 1, 1).
+/// Sub-layers of each kind per block: *mamba, *attn, *mlp (the FFN: MLP, or MoE with E
+/// sub-layers; a transformer: 0, 1, 1).
 void fth_model_shares(const fth_model_def *def, double *mamba, double *attn, double *mlp);
 /// Mamba2 inner width d_inner = H P.
 double fth_model_mamba_inner(const fth_model_def *def);

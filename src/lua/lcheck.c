@@ -314,12 +314,13 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
   out->hybrid_mamba = lcheck_int_range(L, idx, w, "mamba_layers", 0, 0, LCHECK_MAX_LAYERS);
   out->hybrid_attention = lcheck_int_range(L, idx, w, "attention_layers", 0, 0, LCHECK_MAX_LAYERS);
   out->hybrid_mlp = lcheck_int_range(L, idx, w, "mlp_layers", 0, 0, LCHECK_MAX_LAYERS);
-  int sub = out->hybrid_mamba + out->hybrid_attention + out->hybrid_mlp;
+  out->hybrid_moe = lcheck_int_range(L, idx, w, "moe_layers", 0, 0, LCHECK_MAX_LAYERS);
+  int sub = out->hybrid_mamba + out->hybrid_attention + out->hybrid_mlp + out->hybrid_moe;
   if (sub > 0) {
     char path[128];
     if (out->n_layers != sub)
       lbind_fail(L, FTH_EINVAL, PATH(w, "n_layers"),
-                 "expected the hybrid's %d sub-layers (mamba + attention + mlp), got %d", sub,
+                 "expected the hybrid's %d sub-layers (mamba + attention + mlp + moe), got %d", sub,
                  out->n_layers);
     out->n_layers = (sub + 1) / 2;
   }

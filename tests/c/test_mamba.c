@@ -154,5 +154,24 @@ int mamba_test(void) {
   FTH_ENSURE(n56.n_layers == 59);
   double p56 = fth_model_params(&n56).total;
   FTH_ENSURE(p56 > 55.5e9 && p56 < 57.0e9);
+  /* "M*EE" (Nemotron 3's kinds): one Mamba2, one attention and two MoE sub-layers of 4
+   * experts of width 32, top-2, in 2 blocks, every block an MoE block (shares 0.5, 0.5, 1).
+   * An MoE sub-layer: router 64 x 4 = 256, experts 4 x (64 x 32 + 32 x 64) = 16,384, its
+   * pre-norm 64: 16,704. Total 34,776 + 16,448 + 2 x 16,704 + 16,448 = 101,080; active:
+   * two experts a token, 256 + 8,192 + 64 = 8,512 a sub-layer: 84,696. */
+  m = small(1, 1, 0);
+  m.hybrid_moe = 2;
+  m.n_layers = 2;
+  m.num_experts = 4;
+  m.top_k = 2;
+  m.expert_ffn_hidden = 32;
+  FTH_ENSURE(fth_model_check(&m, &err) == FTH_OK);
+  FTH_ENSURE(fth_model_num_moe_layers(&m) == 2);
+  fth_param_count pc = fth_model_params(&m);
+  FTH_ENSURE_NEAR(101080.0, pc.total, 1e-9);
+  FTH_ENSURE_NEAR(84696.0, pc.active, 1e-9);
+  m.hybrid_mlp = 1; /* dense and MoE FFN sub-layers together: refused */
+  m.n_layers = 3;
+  FTH_ENSURE(fth_model_check(&m, &err) == FTH_EINVAL);
   return step();
 }

@@ -40,10 +40,27 @@ describe("hybrid Mamba2 models", function()
     os.remove(mlp)
   end)
 
+  it("routes tokens through the MoE sub-layers only (Nemotron 3's E): half of them, half the EP time", function()
+    local moe = "num_regular_experts: 8\nnum_selected_experts: 2\nexpert_ffn_hidden_size: 256\n"
+    local two = model_file('n_layers: 4\nhybrid_override_pattern: "ME*E"\n' .. moe)
+    local one = model_file('n_layers: 4\nhybrid_override_pattern: "MM*E"\n' .. moe)
+    local function ep(path)
+      local r = estimate(path, "--tp", "1", "--ep", "8", "--format", "json")
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout).time.step_breakdown.exposed_ep_seconds
+    end
+    local a, b = ep(two), ep(one)
+    assert.is_true(b > 0 and b < 0.75 * a, string.format("%g vs %g", b, a))
+    os.remove(two)
+    os.remove(one)
+  end)
+
   it("refuses bad hybrids with file:line:col, the key and the reason", function()
     local cases = {
-      { 'n_layers: 3\nhybrid_override_pattern: "M-E"\n',
-        ":%d+:%d+: hybrid_override_pattern: MoE sub%-layers" },
+      { 'n_layers: 3\nhybrid_override_pattern: "M*E"\n',
+        ":%d+:%d+: num_regular_experts: a hybrid has experts" },
+      { 'n_layers: 3\nhybrid_override_pattern: "M-E"\nnum_regular_experts: 4\nnum_selected_experts: 2\n',
+        ":%d+:%d+: hybrid_override_pattern: dense MLP %(%-%) and MoE %(E%) sub%-layers" },
       { 'n_layers: 3\nhybrid_override_pattern: "M-x"\n',
         ":%d+:%d+: hybrid_override_pattern: unknown sub%-layer 'x'" },
       { 'n_layers: 5\nhybrid_override_pattern: "M-*-"\n',
