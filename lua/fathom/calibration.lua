@@ -103,6 +103,10 @@ M.derived = {
   -- recipes measure 1.49x), and fused attention stays at Blackwell's, the fit's ceiling
   blackwell_ultra = { from = "blackwell", scale = 1.15, scaled = { "efficiency", "fp8_efficiency" },
     why = "B300/GB300: Blackwell's kernels, BF16/FP8 GEMMs at 1.15x its fraction (identical recipes)" },
+  -- Ada Lovelace (L40S, L4): SM 8.9 runs Ampere's kernel family (mma.sync tensor-core GEMMs,
+  -- no wgmma/TMA; FlashAttention 2, FA3 being Hopper-only) -> Ampere's fractions; its FP8
+  -- GEMMs (cuBLASLt on SM 8.9) are the same kernel family at twice the rate
+  ada = { from = "ampere", why = "L40S/L4: Ada runs Ampere's kernel family (no wgmma, FA2)" },
   -- CDNA 2 (MI250X): rocBLAS/hipBLASLt BF16 GEMMs reach ~55-60% of peak per GCD, about
   -- A100's era; Frontier LLM-training reports land at 30-40% MFU
   cdna2 = { from = "ampere", scale = 0.85, why = "MI250X: CDNA 2, ~0.85 of A100's achieved fraction" },

@@ -36,6 +36,9 @@ M.gpus = {
   { pattern = "mi350", node = "MI350X", generation = "cdna4" },
   { pattern = "mi355", node = "MI355X", generation = "cdna4" },
   { pattern = "gaudi3", node = "GAUDI3", generation = "gaudi3" },
+  -- Ada Lovelace PCIe cards (no NVLink); l4 must not take l40s
+  { pattern = "l40s", node = "L40S", generation = "ada" },
+  { pattern = "l4%f[^%d]", node = "L4", generation = "ada" },
   { pattern = "tpuv5p", node = "TPU_V5P", generation = "tpu_v5" },
   { pattern = "v5p", node = "TPU_V5P", generation = "tpu_v5" },
   { pattern = "trillium", node = "TPU_V6E", generation = "tpu_v6" },
@@ -204,9 +207,12 @@ function M.arch(mdl)
   if not out.moe_interval and (a:find("every other") or a:find("alternat.-moe") or a:find("interleaved moe")) then
     out.moe_interval = 2
   end
-  -- hybrids the core has no layer type for
-  if mdl.mamba or a:find("mamba") or a:find("ssm") then
-    out.unsupported = "Mamba/SSM layers (hybrid model) are not modelled by the core"
+  -- hybrid Mamba2-Transformer: its sub-layer counts (M.hybrid_doc); Mamba/SSM models
+  -- without them the core has no layer type for
+  local mamba = type(mdl.mamba) == "table" and mdl.mamba or {}
+  local pat = mdl.hybrid_override_pattern or mamba.hybrid_override_pattern or mamba.pattern
+  if not mdl.mamba and not pat and (a:find("mamba") or a:find("ssm")) then
+    out.unsupported = "Mamba/SSM layers without model.mamba counts or a hybrid_override_pattern"
   end
   return out
 end
@@ -300,7 +306,45 @@ function M.model_doc(mdl, seq)
   if doc.num_heads % doc.num_kv_heads ~= 0 then
     return nil, string.format("heads %d is not a multiple of kv_heads %d", doc.num_heads, doc.num_kv_heads)
   end
+  local why = M.hybrid_doc(mdl, doc)
+  if why then return nil, why end
   return doc, arch.notes
+end
+
+-- hybrid_doc(mdl, doc) -> nil, or why not: a hybrid Mamba2-Transformer case's sub-layers and
+-- Mamba2 dimensions into the model spec: model.mamba {mamba_layers, attention_layers,
+-- mlp_layers, moe_layers, state_dim, head_dim, num_heads, groups, conv_kernel, chunk_size}
+-- (the MoE sub-layers' experts as any MoE case gives them: experts, top_k, expert_ffn) or a
+-- hybrid_override_pattern (model or model.mamba); model.layers counts the sub-layers.
+function M.hybrid_doc(mdl, doc)
+  local mb = type(mdl.mamba) == "table" and mdl.mamba or nil
+  local pat = mdl.hybrid_override_pattern or (mb and (mb.hybrid_override_pattern or mb.pattern))
+  if not mb and not pat then return nil end
+  mb = mb or {}
+  if type(pat) == "string" then
+    doc.hybrid_override_pattern = pat
+  else
+    doc.mamba_layers = M.count(mb.mamba_layers) or 0
+    doc.attention_layers = M.count(mb.attention_layers) or 0
+    doc.mlp_layers = M.count(mb.mlp_layers) or 0
+    doc.moe_layers = M.count(mb.moe_layers) or 0
+    if doc.moe_layers == 0 and doc.num_regular_experts then
+      -- experts beside Mamba2 and attention counts: the FFN sub-layers are the MoE ones
+      doc.moe_layers, doc.mlp_layers = doc.mlp_layers, 0
+    end
+    local sub = doc.mamba_layers + doc.attention_layers + doc.mlp_layers + doc.moe_layers
+    if sub ~= doc.n_layers then
+      return string.format("model.mamba: %d + %d + %d + %d sub-layers, model.layers %d", doc.mamba_layers,
+        doc.attention_layers, doc.mlp_layers, doc.moe_layers, doc.n_layers)
+    end
+  end
+  doc.mamba_state_dim = M.count(mb.state_dim or mb.d_state or mb.ssm_state_size)
+  doc.mamba_head_dim = M.count(mb.head_dim)
+  doc.mamba_num_heads = M.count(mb.num_heads or mb.heads)
+  doc.mamba_num_groups = M.count(mb.groups or mb.n_groups or mb.num_groups)
+  doc.mamba_conv_kernel = M.count(mb.conv_kernel or mb.d_conv)
+  doc.mamba_chunk_size = M.count(mb.chunk_size)
+  return nil
 end
 
 -- Precision --------------------------------------------------------------------------------

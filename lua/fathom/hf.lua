@@ -2,7 +2,8 @@
 -- is accepted (spec.model: `--model path/to/config.json`, `model_spec`, scenario{model=}).
 -- One row per model_type: which HF keys give fathom's fields. The keys are those of the
 -- transformers configuration classes (LlamaConfig, MistralConfig, MixtralConfig,
--- Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig).
+-- Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig,
+-- NemotronHConfig).
 -- Not modelled, and so left out of the counts: biases (Qwen2's QKV, gpt-oss's), norms'
 -- weights beyond fathom's own, sliding-window attention and attention sinks (gpt-oss),
 -- partial rotary embeddings (Nemotron; no parameters).
@@ -76,10 +77,41 @@ local function nemotron(c)
   return m
 end
 
+-- Nemotron-H (NemotronHConfig): hybrid Mamba2-Transformer, its sub-layers in
+-- hybrid_override_pattern (num_hidden_layers of them), squared-ReLU MLPs, Mamba2 heads of
+-- mamba_head_dim with ssm_state_size states in n_groups groups. Nemotron 3's MoE
+-- sub-layers (E): n_routed_experts of moe_intermediate_size, num_experts_per_tok a token,
+-- shared experts of moe_shared_expert_intermediate_size (counted as routed-width experts).
+-- LatentMoE (moe_latent_size, Nemotron 3 Super) is not modelled: refused.
+local function nemotron_h(c)
+  if c.moe_latent_size ~= nil and c.moe_latent_size ~= 0 then
+    errors.at(c, "moe_latent_size", "moe_latent_size", "LatentMoE experts are not modelled")
+  end
+  local m = nemotron(c)
+  m.gated_mlp = c.mlp_hidden_act ~= "relu2" and c.mlp_hidden_act ~= "relu" and m.gated_mlp
+  m.head_dim = c.head_dim or c.attention_head_dim
+  m.hybrid_override_pattern = c.hybrid_override_pattern
+  m.mamba_num_heads, m.mamba_head_dim = c.mamba_num_heads, c.mamba_head_dim
+  m.mamba_state_dim, m.mamba_num_groups = c.ssm_state_size, c.n_groups
+  m.mamba_conv_kernel, m.mamba_chunk_size = c.conv_kernel, c.chunk_size
+  if (c.n_routed_experts or 0) > 1 then
+    m.num_regular_experts, m.num_selected_experts = c.n_routed_experts, c.num_experts_per_tok
+    m.expert_ffn_hidden_size = c.moe_intermediate_size
+    local shared, width = c.n_shared_experts or 0, c.moe_shared_expert_intermediate_size
+    if shared > 0 and width and c.moe_intermediate_size and c.moe_intermediate_size > 0 then
+      shared = math.max(1, math.floor(shared * width / c.moe_intermediate_size + 0.5))
+    end
+    m.num_shared_experts = shared
+    m.n_group, m.topk_group = c.n_group, c.topk_group
+  end
+  return m
+end
+
 -- model_type -> converter (transformers' names).
 M.families = {
   llama = dense, mistral = dense, qwen2 = dense, qwen3 = dense,
   mixtral = mixtral, qwen3_moe = qwen3_moe, deepseek_v3 = deepseek_v3, gpt_oss = gpt_oss, nemotron = nemotron,
+  nemotron_h = nemotron_h,
 }
 
 local function family_names()

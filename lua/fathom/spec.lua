@@ -128,6 +128,24 @@ M.model_schema = {
   qk_nope_head_dim = { type = "integer", min = 0, default = 0 },
   qk_rope_head_dim = { type = "integer", min = 0, default = 0 },
   v_head_dim = { type = "integer", min = 0, default = 0 },
+  -- hybrid Mamba2-Transformer (Nemotron-H): the pattern or the three counts of sub-layers
+  hybrid_override_pattern = { type = "string",
+    hint = "one character a sub-layer (Megatron-Core): M Mamba2, * attention, - MLP, E MoE; n_layers = its length" },
+  mamba_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: Mamba2 sub-layers (M)" },
+  attention_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: attention sub-layers (*)" },
+  mlp_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: MLP sub-layers (-)" },
+  moe_layers = { type = "integer", min = 0, default = 0, hint = "hybrid: MoE sub-layers (E)" },
+  mamba_state_dim = { type = "integer", min = 1, max = 65536, default = 128,
+    hint = "Mamba2 state size N (HF ssm_state_size)" },
+  mamba_head_dim = { type = "integer", min = 1, max = 65536, default = 64, hint = "Mamba2 head dim P" },
+  mamba_num_heads = { type = "integer", min = 0, max = 65536, default = 0,
+    hint = "Mamba2 heads H; 0 = 2 d_model / mamba_head_dim" },
+  mamba_num_groups = { type = "integer", min = 1, max = 65536, default = 8,
+    hint = "Mamba2 B/C groups G (HF n_groups)" },
+  mamba_conv_kernel = { type = "integer", min = 1, max = 1024, default = 4,
+    hint = "Mamba2 conv1d width (HF conv_kernel)" },
+  mamba_chunk_size = { type = "integer", min = 1, max = 1048576, default = 256,
+    hint = "SSD chunk length (HF chunk_size)" },
   published_params = { type = "number" },
   published_active_params = { type = "number" },
   published_params_tolerance = { type = "number", min = 0, hint = "absolute, for rounded published figures" },
@@ -437,6 +455,42 @@ function M.node_table(lib, name)
   return t
 end
 
+-- The sub-layer kinds of a hybrid_override_pattern (Megatron-Core's symbols).
+M.hybrid_symbols = { M = "mamba_layers", ["*"] = "attention_layers", ["-"] = "mlp_layers", E = "moe_layers" }
+
+-- hybrid(doc, m): a hybrid model's sub-layer counts from its pattern (or as given), checked
+-- against n_layers (the sub-layers, HF num_hidden_layers) and the Mamba2 dimensions.
+function M.hybrid(doc, m)
+  local function need(cond, key, fmt, ...)
+    if not cond then errors.at(doc, key, key, fmt, ...) end
+  end
+  local pat = m.hybrid_override_pattern
+  if pat then
+    need(m.mamba_layers + m.attention_layers + m.mlp_layers + m.moe_layers == 0, "hybrid_override_pattern",
+      "give the pattern or mamba_layers/attention_layers/mlp_layers/moe_layers, not both")
+    for i = 1, #pat do
+      local c = pat:sub(i, i)
+      local key = M.hybrid_symbols[c]
+      need(key ~= nil, "hybrid_override_pattern",
+        "unknown sub-layer '%s' at position %d (expected M Mamba2, * attention, - MLP, E MoE)", c, i)
+      m[key] = m[key] + 1
+    end
+  end
+  local sub = m.mamba_layers + m.attention_layers + m.mlp_layers + m.moe_layers
+  if sub == 0 then return end
+  need(sub == m.n_layers, "n_layers",
+    "a hybrid's n_layers counts its sub-layers: expected %d (the pattern's), got %d", sub, m.n_layers)
+  need((m.moe_layers > 0) == (m.num_regular_experts > 1), "num_regular_experts",
+    "a hybrid has experts (num_regular_experts > 1) exactly when it has MoE sub-layers (E: %d)", m.moe_layers)
+  need(m.moe_layers == 0 or m.mlp_layers == 0, "hybrid_override_pattern",
+    "dense MLP (-) and MoE (E) sub-layers in one hybrid are not modelled")
+  if m.mamba_layers > 0 then
+    local heads = m.mamba_num_heads > 0 and m.mamba_num_heads or (2 * m.d_model) // m.mamba_head_dim
+    need(heads >= 1 and heads % m.mamba_num_groups == 0, "mamba_num_groups",
+      "mamba_num_groups %d does not divide the %d Mamba2 heads", m.mamba_num_groups, heads)
+  end
+end
+
 -- model(src) -> normalised model table.
 function M.model(src)
   local doc = doc_of(src, "model spec")
@@ -466,6 +520,7 @@ function M.model(src)
       need(m[k] > 0, k, "MLA (kv_lora_rank > 0) needs %s > 0", k)
     end
   end
+  M.hybrid(doc, m)
   if m.mlp_ratio == nil and m.ffn_hidden_size == nil then m.mlp_ratio = 4 end
   m.source_table = doc
   return m

@@ -157,6 +157,13 @@ static double routed_copies(const fth_block_env *e, double tokens) {
   return tokens * e->model->top_k * e->expert_imbalance / e->lay->tp;
 }
 
+/* MoE sub-layers per MoE block: 1, or a hybrid's share (fth_model_shares). The experts'
+ * linears are already that much narrower; the routing, its permutations and its
+ * exchanges happen `share` times a block. */
+static double moe_share(const fth_block_env *e) {
+  return e->lay->moe_shape.mlp_share;
+}
+
 /* Attention core: heads / TP query heads. A whole sequence (q = ctx / CP)
  * runs the causal ctx x ctx problem split evenly over CP (load-balanced ring
  * attention: q / ctx of it per rank); a chunk of q < ctx new tokens attends
@@ -232,6 +239,99 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
   }
 }
 
+/* Mamba2 mixers (hybrid blocks: mamba_share of them per block), their projections aside
+ * (fth_phase_linears): the depthwise causal conv1d, the SSD chunked scan and the gated
+ * RMSNorm, on the TP rank's H / TP heads and G / TP groups (Megatron-Core MambaMixer).
+ * The scan runs as mamba_ssm's five Triton kernels (mamba_chunk_scan_combined), each a
+ * roofline of its own: the FLOPs of fth_model_ssd_flops_per_token split as the kernels
+ * compute them, at the fused-attention rate (the intra-chunk part is a masked attention
+ * of chunk length Q on tensor cores, written like FlashAttention 2), against the bytes
+ * they move at the activations' bandwidth: x, B, C, dt in, y out at the activation
+ * width, the fp32 C B^T blocks (Q per token per group) and the fp32 chunk states
+ * (N P per head per chunk: written by chunk_state, read and written by state_passing,
+ * read by chunk_scan). Long chunks of small states make it bandwidth-bound on every
+ * current GPU: that, not a fitted factor, is its efficiency. Backward re-runs the conv1d
+ * and the scan's forward (mamba_split_conv1d_scan_combined at its default checkpoint_lvl 1
+ * keeps neither their outputs nor the chunk states: fth_model_layer_activations), then
+ * does twice the forward's FLOPs and bytes (two gradient products per forward product, as
+ * the attention core): 3x the forward; the gated norm's backward 2x. Decode (inference) updates each request's recurrent state instead:
+ * read and write N P per head and the conv1d's K-token window, 4 N P FLOP per head. */
+#define SSD_DT_FLOPS   4.0  /* softplus(dt + bias), dA and its cumulative sum per head */
+#define GATED_NORM_FLOPS 10.0 /* y silu(z), its mean square and scale, per element */
+#define CONV_ACT_FLOPS 8.0  /* the conv1d's SiLU per channel */
+#define FP32 4.0
+
+static fth_kernel_cost ssd_kernel(const fth_block_env *e, double flops, double bytes) {
+  fth_kernel_cost k;
+  double rate = e->k.env.attention_flops_per_s > 0 ? e->k.env.attention_flops_per_s
+                                                   : e->k.env.matrix_flops_per_s;
+  k.flops = flops;
+  k.bytes = bytes;
+  k.compute_s = rate > 0 ? flops / rate : HUGE_VAL;
+  k.memory_s = e->k.env.mem_bw_bytes_per_s > 0 ? bytes / e->k.env.mem_bw_bytes_per_s : HUGE_VAL;
+  k.time_s = fth_max(k.compute_s, k.memory_s);
+  return k;
+}
+
+#define SSD_BWD       3.0 /* forward re-run + 2x gradients (checkpoint_lvl 1) */
+#define GATED_NORM_BWD 2.0
+
+/* Kernel `k` of `share` mixers forward, and `bwd_x` times it backward. */
+static void add_ssd(const fth_block_env *e, fth_phase *fwd, fth_phase *bwd, fth_kernel_cost k,
+                    double share, double bwd_x) {
+  scale_cost(&k, share);
+  fth_phase_add_kernel_class(&e->k, fwd, FTH_FLOP_ATTENTION, FTH_KERNEL_ATTENTION, k, 0.0);
+  if (bwd == NULL) return;
+  scale_cost(&k, bwd_x);
+  fth_phase_add_kernel_class(&e->k, bwd, FTH_FLOP_ATTENTION, FTH_KERNEL_ATTENTION, k, 0.0);
+}
+
+static void mamba(const fth_block_env *e, const fth_layer_shape *sh, double reqs, double q,
+                  fth_phase *fwd, fth_phase *bwd) {
+  const double share = sh->mamba_share;
+  if (!(share > 0)) return;
+  const fth_model_def *m = e->model;
+  const double tp = e->lay->tp, w = e->act_bytes, t = reqs * q;
+  const double p = m->mamba_head_dim, n = m->mamba_state_dim, Q = m->mamba_chunk;
+  const double hl = fth_model_mamba_inner(m) / p / tp, gl = m->mamba_num_groups / tp;
+  const double dil = hl * p, chans = dil + 2.0 * gl * n, state = hl * n * p;
+  if (e->mode == FTH_BLOCK_DECODE) {
+    fth_kernel_cost k = ssd_kernel(e, t * (4.0 * state + 2.0 * m->mamba_conv_kernel * chans),
+                                   reqs * 2.0 * (state + m->mamba_conv_kernel * chans) *
+                                           e->kv_bytes);
+    add_ssd(e, fwd, NULL, k, share, 0.0);
+    return;
+  }
+  /* conv1d over x, B and C: read and write each channel */
+  add_ssd(e, fwd, bwd,
+          fth_kernel_elementwise(&e->k.env, t * chans,
+                                 2.0 * m->mamba_conv_kernel + CONV_ACT_FLOPS, 2.0 * w),
+          share, SSD_BWD);
+  /* chunk_cumsum: dt in, dt and dA cumsum out in fp32 */
+  add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * hl, SSD_DT_FLOPS, w + 2.0 * FP32),
+          share, SSD_BWD);
+  /* chunk_state: B^T X per chunk */
+  add_ssd(e, fwd, bwd,
+          ssd_kernel(e, t * hl * 2.0 * n * p,
+                     t * (dil * w + gl * n * w + 2.0 * FP32 * hl) + FP32 * state * t / Q),
+          share, SSD_BWD);
+  /* state_passing: one state update per chunk */
+  add_ssd(e, fwd, bwd, ssd_kernel(e, t * hl * 2.0 * n * p / Q, 2.0 * FP32 * state * t / Q), share,
+          SSD_BWD);
+  /* bmm_chunk: C B^T per group and chunk */
+  add_ssd(e, fwd, bwd, ssd_kernel(e, t * gl * 2.0 * Q * n, t * (2.0 * gl * n * w + FP32 * gl * Q)),
+          share, SSD_BWD);
+  /* chunk_scan: the masked (C B^T o L) X and C h per head */
+  add_ssd(e, fwd, bwd,
+          ssd_kernel(e, t * hl * (2.0 * n * p + p * (Q + 1.0)),
+                     t * (gl * n * w + FP32 * gl * Q + 2.0 * dil * w + 2.0 * FP32 * hl) +
+                         FP32 * state * t / Q),
+          share, SSD_BWD);
+  /* gated RMSNorm: y and z in, the out_proj input out */
+  add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * dil, GATED_NORM_FLOPS, 3.0 * w),
+          share, GATED_NORM_BWD);
+}
+
 /* Appending the new tokens' keys and values to the cache (inference). */
 static void kv_append(const fth_block_env *e, const fth_layer_shape *sh, double tokens,
                       fth_phase *fwd) {
@@ -257,14 +357,24 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
   double half = htok * m->d_model * moves;
   /* Eager: the norm moves 4 w + 28 bytes per element where the fused one moves 2 w. */
   double nr_bytes = eager ? ab + (2.0 * ab + EAGER_NORM_FP32_BYTES) / moves : ab;
+  /* One norm and one residual add per sub-layer: the mixer's (attention or Mamba2) and
+   * the MLP's shares of a block (a transformer: one each). */
+  const fth_layer_shape *shp = moe ? &l->moe_shape : &l->dense_shape;
+  double mixers = shp->attn_share + shp->mamba_share, mlps = shp->mlp_share;
   fth_kernel_cost ka = fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS, nr_bytes);
+  fth_kernel_cost km = ka;
+  scale_cost(&ka, mixers);
+  scale_cost(&km, mlps);
   add(e, fwd, FTH_FLOP_ATTENTION, ka, 0.0);
-  add(e, fwd, FTH_FLOP_MLP, ka, 0.0);
+  add(e, fwd, FTH_FLOP_MLP, km, 0.0);
   if (bwd) {
     fth_kernel_cost kab =
         fth_kernel_elementwise(&e->k.env, half, NORM_RES_FLOPS_BW, 2.0 * nr_bytes);
+    fth_kernel_cost kmb = kab;
+    scale_cost(&kab, mixers);
+    scale_cost(&kmb, mlps);
     add(e, bwd, FTH_FLOP_ATTENTION, kab, 0.0);
-    add(e, bwd, FTH_FLOP_MLP, kab, 0.0);
+    add(e, bwd, FTH_FLOP_MLP, kmb, 0.0);
   }
   if (eager) {
     /* RoPE on the local query and key heads (MLA: its decoupled rope dims). */
@@ -280,9 +390,10 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
           fth_kernel_elementwise(&e->k.env, tokens * per_tok, ROPE_FLOPS, 2.0 * rb), 0.0);
   }
   if (moe) {
-    double scores = tokens / l->tp * m->num_experts; /* each TP rank routes its share */
+    /* each TP rank routes its share */
+    double scores = moe_share(e) * tokens / l->tp * m->num_experts;
     fth_kernel_cost kr = fth_kernel_elementwise(&e->k.env, scores, ROUTER_FLOPS, ROUTER_BYTES);
-    double perm = routed_copies(e, tokens) * m->d_model;
+    double perm = moe_share(e) * routed_copies(e, tokens) * m->d_model;
     fth_kernel_cost kp = fth_kernel_elementwise(&e->k.env, perm, 1.0, 2.0 * ab);
     add(e, fwd, FTH_FLOP_MLP, kr, 0.0);
     add(e, fwd, FTH_FLOP_MLP, kp, 0.0); /* permute */
@@ -318,7 +429,10 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
  * attention, Liu et al. 2023): the other ranks' K and V pass by every rank. */
 static double tp_calls_per_block(const fth_block_env *e, int moe) {
   int combine = e->model->num_shared_experts > 0 || (!e->sequence_parallel && e->lay->tp > 1);
-  return moe ? 1.0 + combine : 2.0;
+  /* one per sub-layer: a hybrid's Mamba2 mixer reduces its out_proj like attention */
+  const fth_layer_shape *sh = moe ? &e->lay->moe_shape : &e->lay->dense_shape;
+  double mixers = sh->attn_share + sh->mamba_share;
+  return moe ? mixers + sh->mlp_share * combine : mixers + sh->mlp_share;
 }
 
 static void collectives(const fth_block_env *e, int moe, double tokens, fth_phase *fwd,
@@ -342,7 +456,7 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
      * the input gradients backward: one of each per pass. A dispatch narrower
      * than the activations is quantised with one fp32 scale per 128 elements
      * (DeepEP's per-token 1x128 scales): 1 + 4/128 bytes per element. */
-    double routed = routed_copies(e, tokens) * h;
+    double routed = moe_share(e) * routed_copies(e, tokens) * h;
     double db = e->dispatch_bytes > 0 ? e->dispatch_bytes : e->act_bytes;
     if (db < e->act_bytes) db += FTH_DISPATCH_SCALE_BYTES;
     double dispatch = routed * db, combined = routed * e->act_bytes;
@@ -440,7 +554,10 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
                                               : fth_block_touched_experts(l->local_experts, pairs);
   fth_phase_linears(&e->k, sh, tokens, l->tp, l->tp_moe, pairs, experts, e->act_bytes,
                     e->weight_bytes, fwd, bwd);
-  if (!e->skip_attention) attention(e, sh, requests, q, ctx, fwd, bwd);
+  /* a hybrid block holds attn_share attention sub-layers: as many sequences' worth */
+  if (!e->skip_attention && sh->attn_share > 0)
+    attention(e, sh, requests * sh->attn_share, q, ctx, fwd, bwd);
+  mamba(e, sh, requests, q, fwd, bwd);
   if (e->mode != FTH_BLOCK_TRAIN) kv_append(e, sh, tokens, fwd);
   elementwise(e, moe, tokens, fwd, bwd);
   collectives(e, moe, tokens, fwd, bwd);
@@ -450,7 +567,8 @@ void fth_block_attention(const fth_block_env *e, int moe, double requests, doubl
                          fth_phase *fwd) {
   fth_block_env held;
   e = block_kernels(e, moe, &held);
-  attention(e, moe ? &e->lay->moe_shape : &e->lay->dense_shape, requests, q, ctx, fwd, NULL);
+  const fth_layer_shape *sh = moe ? &e->lay->moe_shape : &e->lay->dense_shape;
+  if (sh->attn_share > 0) attention(e, sh, requests * sh->attn_share, q, ctx, fwd, NULL);
 }
 
 void fth_block_recompute_modules(const fth_block_env *e, int moe, unsigned mods, double requests,

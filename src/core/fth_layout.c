@@ -274,14 +274,21 @@ fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const ft
     return fth_fail(err, FTH_EINVAL, "topology.logical",
                     "TP_Attn = %d does not divide num_heads = %d (pick a divisor of the heads)",
                     l->tp, m->num_heads);
+  /* Megatron-Core's MambaMixer splits the Mamba heads and the B/C groups over TP. */
+  if (m->hybrid_mamba > 0 && m->mamba_num_groups % l->tp != 0)
+    return fth_fail(err, FTH_ETILE, "topology.logical",
+                    "TP = %d does not divide mamba_num_groups = %d (pick a divisor of the groups)",
+                    l->tp, m->mamba_num_groups);
   if (m->n_layers < l->pp)
     return fth_fail(err, FTH_ETILE, "topology.logical", "PP = %d exceeds n_layers = %d", l->pp,
                     m->n_layers);
   l->num_gpus = num_gpus;
   stages(l, m);
   l->local_experts = moe ? (double)m->num_experts / l->ep : 0.0;
-  l->ffn_hidden = fth_model_ffn_hidden(m);
-  l->expert_ffn = fth_model_expert_ffn_hidden(m);
+  double sm, sa, sd;
+  fth_model_shares(m, &sm, &sa, &sd);
+  l->ffn_hidden = fth_model_ffn_hidden(m) * sd; /* a hybrid block's mean MLP width */
+  l->expert_ffn = fth_model_expert_ffn_hidden(m) * sd; /* likewise with MoE sub-layers */
   l->dense_shape = fth_model_layer_shape(m, 0);
   l->moe_shape = moe ? fth_model_layer_shape(m, 1) : l->dense_shape;
   l->params = fth_model_params(m);

@@ -48,7 +48,7 @@ typedef struct fth_layout {
   int split_first, split_last; ///< layers asked of the first / last stage (0: the even rule)
   int mid_stage_layers, mid_stage_moe; ///< the heaviest stage between them (0 when PP <= 2)
   double local_experts; ///< routed experts per GPU per MoE layer (E / EP)
-  double ffn_hidden;    ///< dense MLP width (ffn_hidden_size, else mlp_ratio x d_model)
+  double ffn_hidden;    ///< dense MLP width (ffn_hidden_size, else mlp_ratio x d_model; x mlp_share)
   double expert_ffn;    ///< one expert's width (expert_ffn_hidden_size, else ffn_hidden)
   fth_layer_shape dense_shape, moe_shape;
   fth_param_count params;

@@ -18,7 +18,61 @@ fth_model_def fth_model_def_default(void) {
   d.mlp_ratio = 4.0;
   d.max_seq_len = 2048;
   d.moe_layer_interval = 1;
+  /* Megatron-Core TransformerConfig's Mamba defaults (mamba_state_dim 128, mamba_head_dim 64,
+   * mamba_num_groups 8; MambaMixer d_conv 4, chunk_size 256). */
+  d.mamba_state_dim = 128;
+  d.mamba_head_dim = 64;
+  d.mamba_num_groups = 8;
+  d.mamba_conv_kernel = 4;
+  d.mamba_chunk = 256;
   return d;
+}
+
+static int is_hybrid(const fth_model_def *d) {
+  return d->hybrid_mamba > 0 || d->hybrid_attention > 0 || d->hybrid_mlp > 0 || d->hybrid_moe > 0;
+}
+
+void fth_model_shares(const fth_model_def *d, double *mamba, double *attn, double *mlp) {
+  if (!is_hybrid(d) || d->n_layers < 1) {
+    *mamba = 0.0;
+    *attn = *mlp = 1.0;
+    return;
+  }
+  double n = d->n_layers;
+  *mamba = d->hybrid_mamba / n;
+  *attn = d->hybrid_attention / n;
+  *mlp = (d->hybrid_mlp + d->hybrid_moe) / n;
+}
+
+double fth_model_mamba_inner(const fth_model_def *d) {
+  double p = d->mamba_head_dim > 0 ? d->mamba_head_dim : 64.0;
+  double heads = d->mamba_num_heads > 0 ? d->mamba_num_heads : floor(2.0 * d->d_model / p);
+  return heads * p;
+}
+
+static double mamba_heads(const fth_model_def *d) {
+  return fth_model_mamba_inner(d) / (d->mamba_head_dim > 0 ? d->mamba_head_dim : 64.0);
+}
+
+/* The SSD ("state space dual") chunked algorithm of Dao & Gu 2024 (Sec. 6, Listing 1;
+ * mamba_ssm's mamba_chunk_scan_combined): the sequence is cut into chunks of Q tokens;
+ * per head of P channels with an N-wide state and per group of heads sharing B and C:
+ *   1. intra-chunk (diagonal blocks, the quadratic "attention" form):
+ *        C B^T per group, Q x Q x N per chunk: 2 Q N FLOP per token (computed whole);
+ *        (C B^T o L) X per head, Q x Q x P per chunk, the causal mask skipping the upper
+ *        half: 2 P (Q + 1) / 2 per token (the mean of attention's causal count);
+ *   2. chunk states B^T X per head, N x Q x P per chunk: 2 N P per token;
+ *   3. inter-chunk state passing, one N x P multiply-add per chunk: 2 N P / Q per token;
+ *   4. state output C h per head, Q x N x P per chunk: 2 N P per token.
+ * Plus the depthwise causal conv1d over x, B and C (H P + 2 G N channels, K taps, 2 FLOP
+ * each). The element-wise rest (dt softplus and cumsum, D skip, gating) is costed as
+ * element-wise work by fth_block. */
+double fth_model_ssd_flops_per_token(const fth_model_def *d, double heads, double groups) {
+  double q = d->mamba_chunk, n = d->mamba_state_dim, p = d->mamba_head_dim;
+  double intra = groups * 2.0 * q * n + heads * 2.0 * p * (q + 1.0) / 2.0;
+  double states = heads * (2.0 * n * p + 2.0 * n * p / q + 2.0 * n * p);
+  double conv = 2.0 * d->mamba_conv_kernel * (heads * p + 2.0 * groups * n);
+  return intra + states + conv;
 }
 
 static double kv_heads(const fth_model_def *d) {
@@ -116,6 +170,45 @@ fth_status fth_model_check(const fth_model_def *d, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "topk_group",
                     "expected 1 to n_group (%d) groups per token, got %d (give n_group too)",
                     d->n_group, d->topk_group);
+  if ((st = need_nonneg_int(err, "hybrid_mamba_layers", d->hybrid_mamba)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "hybrid_attention_layers", d->hybrid_attention)) != FTH_OK)
+    return st;
+  if ((st = need_nonneg_int(err, "hybrid_mlp_layers", d->hybrid_mlp)) != FTH_OK) return st;
+  if ((st = need_nonneg_int(err, "hybrid_moe_layers", d->hybrid_moe)) != FTH_OK) return st;
+  if (is_hybrid(d)) {
+    int sub = d->hybrid_mamba + d->hybrid_attention + d->hybrid_mlp + d->hybrid_moe;
+    if (d->n_layers != (sub + 1) / 2)
+      return fth_fail(err, FTH_EINVAL, "n_layers",
+                      "expected %d blocks for a hybrid of %d sub-layers (two a block), got %d",
+                      (sub + 1) / 2, sub, d->n_layers);
+    if ((d->hybrid_moe > 0) != is_moe_model(d))
+      return fth_fail(err, FTH_EINVAL, "num_regular_experts",
+                      "expected experts (> 1) exactly when the hybrid has MoE sub-layers (%d), "
+                      "got %d",
+                      d->hybrid_moe, d->num_experts);
+    if (d->hybrid_moe > 0 && d->hybrid_mlp > 0)
+      return fth_fail(err, FTH_EINVAL, "hybrid_mlp_layers",
+                      "dense MLP and MoE sub-layers in one hybrid are not modelled, got %d and %d",
+                      d->hybrid_mlp, d->hybrid_moe);
+    if (d->hybrid_moe > 0 && (d->first_dense_layers > 0 || d->moe_layer_interval > 1))
+      return fth_fail(err, FTH_EINVAL, "first_dense_layers",
+                      "a hybrid places its MoE sub-layers by its pattern: expected no "
+                      "first_dense_layers or moe_layer_interval");
+  }
+  if (d->hybrid_mamba > 0) {
+    if ((st = need_positive_int(err, "mamba_state_dim", d->mamba_state_dim)) != FTH_OK) return st;
+    if ((st = need_positive_int(err, "mamba_head_dim", d->mamba_head_dim)) != FTH_OK) return st;
+    if ((st = need_nonneg_int(err, "mamba_num_heads", d->mamba_num_heads)) != FTH_OK) return st;
+    if ((st = need_positive_int(err, "mamba_num_groups", d->mamba_num_groups)) != FTH_OK) return st;
+    if ((st = need_positive_int(err, "mamba_conv_kernel", d->mamba_conv_kernel)) != FTH_OK)
+      return st;
+    if ((st = need_positive_int(err, "mamba_chunk_size", d->mamba_chunk)) != FTH_OK) return st;
+    double heads = mamba_heads(d);
+    if (heads < 1 || fmod(heads, d->mamba_num_groups) != 0)
+      return fth_fail(err, FTH_EINVAL, "mamba_num_groups",
+                      "expected a divisor of the %g Mamba heads, got %d", heads,
+                      d->mamba_num_groups);
+  }
   if ((st = need_nonneg_int(err, "q_lora_rank", d->q_lora_rank)) != FTH_OK) return st;
   if ((st = need_nonneg_int(err, "kv_lora_rank", d->kv_lora_rank)) != FTH_OK) return st;
   if (is_mla(d)) {
@@ -159,13 +252,22 @@ int fth_model_num_moe_in(const fth_model_def *d, int first, int last) {
   return hi >= lo ? hi - lo + 1 : 0;
 }
 
-static void push(fth_layer_shape *s, double in, double out, fth_shard shard, fth_part part) {
+/* Append a linear, scaled to `share` of its sub-layers per block (fth_model_shares): the
+ * width it adds (a row-parallel linear's input, any other's output) times the share, so
+ * its weights and FLOPs are share x one sub-layer's; a share of 0 adds nothing. */
+static void push_share(fth_layer_shape *s, double in, double out, fth_shard shard, fth_part part,
+                       double share) {
+  if (!(share > 0)) return;
   FTH_ASSERT(s->num_linears < FTH_MAX_LINEARS);
   fth_linear *l = &s->lin[s->num_linears++];
   l->in = in;
   l->out = out;
   l->shard = shard;
   l->part = part;
+  if (shard == FTH_SHARD_ROW)
+    l->in *= share;
+  else
+    l->out *= share;
 }
 
 fth_layer_shape fth_model_layer_shape(const fth_model_def *d, int moe) {
@@ -173,7 +275,10 @@ fth_layer_shape fth_model_layer_shape(const fth_model_def *d, int moe) {
   memset(&s, 0, sizeof s);
   double h = d->d_model, a = d->num_heads;
   s.is_moe = moe && is_moe_model(d);
-  s.params_norm = 2.0 * h; /* pre-attention and pre-MLP norm weight vectors */
+  fth_model_shares(d, &s.mamba_share, &s.attn_share, &s.mlp_share);
+  const double sa = s.attn_share, sd = s.mlp_share, sm = s.mamba_share;
+  /* one pre-norm weight vector per sub-layer (a transformer: pre-attention and pre-MLP) */
+  s.params_norm = (sm + sa + sd) * h;
   if (is_mla(d)) {
     /* Multi-head latent attention (DeepSeek-AI 2024, DeepSeek-V2 Sec. 2.1):
      * queries optionally through a low-rank q_lora latent, keys and values
@@ -182,49 +287,61 @@ fth_layer_shape fth_model_layer_shape(const fth_model_def *d, int moe) {
     double nope = d->qk_nope_head_dim, rope = d->qk_rope_head_dim, v = d->v_head_dim;
     double q = d->q_lora_rank, kv = d->kv_lora_rank;
     if (q > 0) {
-      push(&s, h, q, FTH_SHARD_NONE, FTH_PART_ATTN);                   /* W^DQ */
-      push(&s, q, a * (nope + rope), FTH_SHARD_COLUMN, FTH_PART_ATTN); /* W^UQ, W^QR */
-      s.params_norm += q;                                              /* q latent norm */
+      push_share(&s, h, q, FTH_SHARD_NONE, FTH_PART_ATTN, sa);                   /* W^DQ */
+      push_share(&s, q, a * (nope + rope), FTH_SHARD_COLUMN, FTH_PART_ATTN, sa); /* W^UQ, W^QR */
+      s.params_norm += sa * q;                                         /* q latent norm */
     } else {
-      push(&s, h, a * (nope + rope), FTH_SHARD_COLUMN, FTH_PART_ATTN);
+      push_share(&s, h, a * (nope + rope), FTH_SHARD_COLUMN, FTH_PART_ATTN, sa);
     }
-    push(&s, h, kv + rope, FTH_SHARD_NONE, FTH_PART_ATTN);         /* W^DKV, W^KR */
-    push(&s, kv, a * (nope + v), FTH_SHARD_COLUMN, FTH_PART_ATTN); /* W^UK, W^UV */
-    push(&s, a * v, h, FTH_SHARD_ROW, FTH_PART_ATTN);              /* W^O */
-    s.params_norm += kv;                                           /* kv latent norm */
+    push_share(&s, h, kv + rope, FTH_SHARD_NONE, FTH_PART_ATTN, sa);         /* W^DKV, W^KR */
+    push_share(&s, kv, a * (nope + v), FTH_SHARD_COLUMN, FTH_PART_ATTN, sa); /* W^UK, W^UV */
+    push_share(&s, a * v, h, FTH_SHARD_ROW, FTH_PART_ATTN, sa);              /* W^O */
+    s.params_norm += sa * kv;                                      /* kv latent norm */
     s.heads = a;
     s.kv_heads = a;
     s.d_qk = nope + rope;
     s.d_v = v;
     /* Only the latent c^KV and the RoPE key k^R are cached (DeepSeek-V2 eq. 9-10). */
-    s.kv_cache_per_token = kv + rope;
+    s.kv_cache_per_token = sa * (kv + rope);
   } else {
     double hd = head_dim(d), kvh = kv_heads(d);
     /* Fused QKV (column parallel), output projection (row parallel): Shoeybi
      * et al. 2019 Sec. 3; GQA shares kvh K/V heads among the a query heads. */
-    push(&s, h, (a + 2.0 * kvh) * hd, FTH_SHARD_COLUMN, FTH_PART_ATTN);
-    push(&s, a * hd, h, FTH_SHARD_ROW, FTH_PART_ATTN);
+    push_share(&s, h, (a + 2.0 * kvh) * hd, FTH_SHARD_COLUMN, FTH_PART_ATTN, sa);
+    push_share(&s, a * hd, h, FTH_SHARD_ROW, FTH_PART_ATTN, sa);
     s.heads = a;
     s.kv_heads = kvh;
     s.d_qk = hd;
     s.d_v = hd;
-    s.kv_cache_per_token = 2.0 * kvh * hd; /* K and V */
+    s.kv_cache_per_token = sa * 2.0 * kvh * hd; /* K and V */
+  }
+  if (sm > 0) {
+    /* Mamba2 mixer (Megatron-Core MambaMixer): in_proj, column-parallel, to z and x
+     * (d_inner each), B and C (G N each) and dt (one per head); out_proj, row-parallel,
+     * from the gated RMSNorm's d_inner output. TP splits heads and groups alike. */
+    double di = fth_model_mamba_inner(d), heads = mamba_heads(d);
+    double gn = (double)d->mamba_num_groups * d->mamba_state_dim;
+    push_share(&s, h, 2.0 * di + 2.0 * gn + heads, FTH_SHARD_COLUMN, FTH_PART_ATTN, sm);
+    push_share(&s, di, h, FTH_SHARD_ROW, FTH_PART_ATTN, sm);
+    /* conv1d over x, B, C: K taps and a bias per channel; dt_bias, A_log and D per head */
+    s.params_mamba = sm * ((di + 2.0 * gn) * (d->mamba_conv_kernel + 1.0) + 3.0 * heads);
+    s.params_norm += sm * di; /* the gated RMSNorm's weight */
   }
   double gate = d->gated_mlp ? 2.0 : 1.0; /* SwiGLU: gate and up fused in one GEMM */
   if (!s.is_moe) {
     double f = fth_model_ffn_hidden(d);
-    push(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_MLP);
-    push(&s, f, h, FTH_SHARD_ROW, FTH_PART_MLP);
+    push_share(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_MLP, sd);
+    push_share(&s, f, h, FTH_SHARD_ROW, FTH_PART_MLP, sd);
   } else {
     double f = fth_model_expert_ffn_hidden(d);
-    push(&s, h, (double)d->num_experts, FTH_SHARD_NONE, FTH_PART_ROUTER);
-    push(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_EXPERT);
-    push(&s, f, h, FTH_SHARD_ROW, FTH_PART_EXPERT);
+    push_share(&s, h, (double)d->num_experts, FTH_SHARD_NONE, FTH_PART_ROUTER, sd);
+    push_share(&s, h, gate * f, FTH_SHARD_COLUMN, FTH_PART_EXPERT, sd);
+    push_share(&s, f, h, FTH_SHARD_ROW, FTH_PART_EXPERT, sd);
     if (d->num_shared_experts > 0) {
       /* The shared experts run as one MLP of inner size num_shared x f. */
       double fs = f * d->num_shared_experts;
-      push(&s, h, gate * fs, FTH_SHARD_COLUMN, FTH_PART_SHARED);
-      push(&s, fs, h, FTH_SHARD_ROW, FTH_PART_SHARED);
+      push_share(&s, h, gate * fs, FTH_SHARD_COLUMN, FTH_PART_SHARED, sd);
+      push_share(&s, fs, h, FTH_SHARD_ROW, FTH_PART_SHARED, sd);
     }
   }
   for (int i = 0; i < s.num_linears; i++) {
@@ -259,13 +376,14 @@ fth_param_count fth_model_params(const fth_model_def *d) {
   c.embedding = (double)d->vocab_size * h + (d->learned_pos_emb ? (double)d->max_seq_len * h : 0.0);
   c.lm_head = d->tied_embeddings ? 0.0 : (double)d->vocab_size * h;
   fth_layer_shape ds = fth_model_layer_shape(d, 0);
-  c.dense_layer = ds.params_attn + ds.params_mlp + ds.params_norm;
+  c.dense_layer = ds.params_attn + ds.params_mlp + ds.params_norm + ds.params_mamba;
   int n_moe = fth_model_num_moe_layers(d);
   double dense_total = (double)(d->n_layers - n_moe) * c.dense_layer;
   double moe_total = 0.0, moe_active = 0.0;
   if (n_moe > 0) {
     fth_layer_shape ms = fth_model_layer_shape(d, 1);
-    double base = ms.params_attn + ms.params_norm + ms.params_router + ms.params_shared;
+    double base =
+        ms.params_attn + ms.params_norm + ms.params_router + ms.params_shared + ms.params_mamba;
     c.moe_layer = base + d->num_experts * ms.params_per_expert;
     /* A token uses its top_k routed experts; the other E - top_k sit idle. */
     c.moe_layer_active = base + d->top_k * ms.params_per_expert;
@@ -319,14 +437,19 @@ fth_layer_flops fth_model_layer_flops(const fth_model_def *d, int moe, double se
   /* Causal self-attention: query i sees i keys, (seq + 1) / 2 on average;
    * Q K^T costs 2 d_qk and P V 2 d_v FLOP per (query, key, head). */
   double ctx = (seq + 1.0) / 2.0 * fth_model_window_share(d, seq, seq);
-  f.fwd_attn_core = 2.0 * s.heads * (s.d_qk + s.d_v) * ctx;
-  f.fwd_total = lin + f.fwd_attn_core;
+  f.fwd_attn_core = s.attn_share * 2.0 * s.heads * (s.d_qk + s.d_v) * ctx;
+  f.fwd_ssm = s.mamba_share > 0 ? s.mamba_share * fth_model_ssd_flops_per_token(
+                                                     d, mamba_heads(d), d->mamba_num_groups)
+                                : 0.0;
+  f.fwd_total = lin + f.fwd_attn_core + f.fwd_ssm;
   /* Backward (Narayanan et al. 2021 Sec. 5.1: backward = 2x forward): a
    * linear y = W x needs dx = W^T dy (data) and dW = dy x^T (weight), each as
    * costly as the forward GEMM; the attention core has no weights but two
    * data GEMMs per forward GEMM (dQ and dK from dS; dP and dV from dO). So
    * fwd + bwd_data + bwd_weight = 3 fwd_total. */
-  f.bwd_data = lin + 2.0 * f.fwd_attn_core;
+  /* The SSD's backward, like the attention core's, runs two gradient products per forward
+   * product and has no weights (its conv1d taps aside, negligible). */
+  f.bwd_data = lin + 2.0 * f.fwd_attn_core + 2.0 * f.fwd_ssm;
   f.bwd_weight = lin;
   return f;
 }
@@ -381,7 +504,16 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
    *               the fp32 router probabilities 4 E
    *   sharded     shared experts: a dense MLP of inner size num_shared x fe
    *   per (token, expert) pair: the dispatched input copy w h plus the
-   *               expert's intermediates (2 or 3) w fe, split by TP_MoE. */
+   *               expert's intermediates (2 or 3) w fe, split by TP_MoE.
+   *
+   * Hybrid blocks (fth_model_shares): the attention terms times attn_share, the MLP's
+   * times mlp_share, one norm input w h per sub-layer, and per Mamba2 mixer (mamba_ssm's
+   * mamba_split_conv1d_scan_combined at its default checkpoint_lvl 1, which recomputes
+   * the scan output in backward; Megatron-Core MambaMixer):
+   *   replicated  in_proj input (norm output)             w h
+   *   sharded     in_proj output z, x, B, C, dt          w (2 d_inner + 2 G N + H)
+   *               out_proj input (gated norm output)     w d_inner
+   *               the gated norm's fp32 1/rms per group  4 G */
   fth_layer_activations a;
   memset(&a, 0, sizeof a);
   fth_layer_shape s = fth_model_layer_shape(d, moe);
@@ -390,28 +522,38 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
   double keep = d->gated_mlp ? 3.0 : 2.0;
 
   /* Attention block. */
-  a.replicated = w * h + mask * h;
-  a.sharded = w * (s.heads + s.kv_heads) * s.d_qk + w * s.kv_heads * s.d_v + w * s.heads * s.d_v;
-  if (is_mla(d)) a.replicated += 2.0 * w * ((double)d->q_lora_rank + d->kv_lora_rank);
+  const double sa = s.attn_share, sd = s.mlp_share, sm = s.mamba_share;
+  a.replicated = sa * (w * h + mask * h);
+  a.sharded =
+      sa * (w * (s.heads + s.kv_heads) * s.d_qk + w * s.kv_heads * s.d_v + w * s.heads * s.d_v);
+  if (is_mla(d)) a.replicated += sa * 2.0 * w * ((double)d->q_lora_rank + d->kv_lora_rank);
   if (flash) {
-    a.sharded += FP32_BYTES * s.heads;
+    a.sharded += sa * FP32_BYTES * s.heads;
     a.score_per_seq = 0.0;
   } else {
-    a.score_per_seq = (has_dropout(d) ? w + MASK_BYTES + w : w) * s.heads;
+    a.score_per_seq = sa * (has_dropout(d) ? w + MASK_BYTES + w : w) * s.heads;
   }
 
-  /* The two norm inputs. */
-  a.replicated += 2.0 * w * h;
+  /* The norm inputs, one per sub-layer (a transformer: two). */
+  a.replicated += (sm + sa + sd) * w * h;
+
+  /* Mamba2 mixers. */
+  if (sm > 0) {
+    double di = fth_model_mamba_inner(d), g = d->mamba_num_groups;
+    a.replicated += sm * w * h;
+    a.sharded += sm * (w * (3.0 * di + 2.0 * g * d->mamba_state_dim + mamba_heads(d)) +
+                       FP32_BYTES * g);
+  }
 
   /* MLP or MoE block. */
-  a.replicated += w * h + mask * h;
+  a.replicated += sd * (w * h + mask * h);
   if (!s.is_moe) {
-    a.sharded += keep * w * fth_model_ffn_hidden(d);
+    a.sharded += sd * keep * w * fth_model_ffn_hidden(d);
   } else {
     double fe = fth_model_expert_ffn_hidden(d);
-    a.replicated += FP32_BYTES * d->num_experts;
-    a.sharded += keep * w * fe * d->num_shared_experts;
-    a.expert_per_routed_token = w * h + keep * w * fe;
+    a.replicated += sd * FP32_BYTES * d->num_experts;
+    a.sharded += sd * keep * w * fe * d->num_shared_experts;
+    a.expert_per_routed_token = sd * (w * h + keep * w * fe);
   }
   return a;
 }
@@ -524,16 +666,16 @@ double fth_model_gemm_input_elems_per_token(const fth_model_def *d, int moe, int
    * latent up-projection inputs. Sharded: the output projection's input and
    * the second MLP GEMM's (shared experts' for MoE). Per routed copy: the
    * dispatched input and the expert's second GEMM input. */
-  double rep = 2.0 * h;
-  if (is_mla(d)) rep += (double)d->q_lora_rank + d->kv_lora_rank;
-  double shard = s.heads * s.d_v;
+  double rep = (s.attn_share + s.mlp_share + s.mamba_share) * h;
+  if (is_mla(d)) rep += s.attn_share * ((double)d->q_lora_rank + d->kv_lora_rank);
+  double shard = s.attn_share * s.heads * s.d_v + s.mamba_share * fth_model_mamba_inner(d);
   double routed = 0.0;
   if (!s.is_moe) {
-    shard += fth_model_ffn_hidden(d);
+    shard += s.mlp_share * fth_model_ffn_hidden(d);
   } else {
     double fe = fth_model_expert_ffn_hidden(d);
-    shard += fe * d->num_shared_experts;
-    routed = h + fe;
+    shard += s.mlp_share * fe * d->num_shared_experts;
+    routed = s.mlp_share * (h + fe);
   }
   return rep / rep_div + shard / t + routed * routed_per_token / tm;
 }
@@ -564,7 +706,7 @@ double fth_model_frozen_input_elems_per_token(const fth_model_def *d, int moe,
 double fth_model_qkv_elems_per_token(const fth_model_def *d, int moe, int tp) {
   fth_layer_shape s = fth_model_layer_shape(d, moe);
   /* fth_model_layer_activations' sharded Q and K, and V */
-  return ((s.heads + s.kv_heads) * s.d_qk + s.kv_heads * s.d_v) / (tp > 0 ? tp : 1);
+  return s.attn_share * ((s.heads + s.kv_heads) * s.d_qk + s.kv_heads * s.d_v) / (tp > 0 ? tp : 1);
 }
 
 double fth_model_act_fn_input_elems_per_token(const fth_model_def *d, int moe, int tp,
@@ -574,8 +716,8 @@ double fth_model_act_fn_input_elems_per_token(const fth_model_def *d, int moe, i
   /* Of the keep = 3 (gated) or 2 (plain) inner activations of fth_model_layer_activations,
    * all but the product / output, which is the second GEMM's input. */
   double in = d->gated_mlp ? 2.0 : 1.0;
-  if (!s.is_moe) return in * fth_model_ffn_hidden(d) / t;
-  double fe = fth_model_expert_ffn_hidden(d);
+  if (!s.is_moe) return s.mlp_share * in * fth_model_ffn_hidden(d) / t;
+  double fe = fth_model_expert_ffn_hidden(d) * s.mlp_share;
   return in * fe * d->num_shared_experts / t + in * fe * routed_per_token / tm;
 }
 
@@ -594,7 +736,8 @@ void fth_model_recompute_module_elems(const fth_model_def *d, int moe, unsigned 
   *act = *gemm = 0.0;
   /* The QKV and first MLP (or router and dispatch) GEMMs' input: the two
    * norm outputs (fth_model_layer_activations). */
-  if (mods & FTH_RECOMPUTE_MOD_LAYERNORM) *gemm += 2.0 * d->d_model / rep_div;
+  if (mods & FTH_RECOMPUTE_MOD_LAYERNORM)
+    *gemm += (s.attn_share + s.mlp_share + s.mamba_share) * d->d_model / rep_div;
   /* Q and K (heads + kv heads of d_qk) and V (kv heads of d_v) that the
    * attention keeps; the latents stay (counted replicated there). */
   if ((mods & FTH_RECOMPUTE_MOD_MLA_UP_PROJ) && is_mla(d))
@@ -602,7 +745,7 @@ void fth_model_recompute_module_elems(const fth_model_def *d, int moe, unsigned 
   /* A routed copy keeps its gate and up outputs and their product (gated) or
    * the activation's input and output; the product/output is recomputed. */
   if ((mods & FTH_RECOMPUTE_MOD_MOE_ACT) && s.is_moe)
-    *gemm += fth_model_expert_ffn_hidden(d) * routed_per_token / tm;
+    *gemm += s.mlp_share * fth_model_expert_ffn_hidden(d) * routed_per_token / tm;
 }
 
 static const char *const module_names[3] = {"layernorm", "mla_up_proj", "moe_act"};

@@ -53,7 +53,36 @@ typedef struct fth_model_def {
   int qk_nope_head_dim;
   int qk_rope_head_dim;
   int v_head_dim;
+  /* Hybrid Mamba2-Transformer (Nemotron-H; Megatron-Core's hybrid_override_pattern, where
+   * each character is one sub-layer with its own pre-norm and residual: M Mamba2 mixer,
+   * * self-attention, - MLP, E MoE, as Nemotron 3). All 0 = a plain transformer. A
+   * hybrid's n_layers is its block count, ceil((M + * + - + E) / 2): a block is two
+   * sub-layers' worth (every block an MoE block when E > 0), the pattern's
+   * mix averaged over the blocks (fth_model_shares), so the totals of FLOPs, weights,
+   * activations and TP collectives are the pattern's. */
+  int hybrid_mamba;     ///< M sub-layers
+  int hybrid_attention; ///< * sub-layers
+  int hybrid_mlp;       ///< - sub-layers
+  int hybrid_moe;       ///< E sub-layers (MoE; not with - sub-layers)
+  /* Mamba2 mixer (Dao & Gu 2024, "Transformers are SSMs", Sec. 7; Megatron-Core MambaMixer) */
+  int mamba_state_dim;   ///< N (d_state)
+  int mamba_head_dim;    ///< P
+  int mamba_num_heads;   ///< H; 0 = 2 d_model / P (expand 2)
+  int mamba_num_groups;  ///< G: heads sharing one B and C
+  int mamba_conv_kernel; ///< width of the depthwise causal conv1d (4)
+  int mamba_chunk;       ///< SSD chunk length Q (256, as Megatron-Core and mamba_ssm use)
 } fth_model_def;
+
+/// Sub-layers of each kind per block: *mamba, *attn, *mlp (the FFN: MLP, or MoE with E
+/// sub-layers; a transformer: 0, 1, 1).
+void fth_model_shares(const fth_model_def *def, double *mamba, double *attn, double *mlp);
+/// Mamba2 inner width d_inner = H P.
+double fth_model_mamba_inner(const fth_model_def *def);
+
+/// Forward FLOPs per token of one Mamba2 mixer's SSD scan and conv1d (its projections
+/// aside), for `heads` heads and `groups` groups (a TP rank's share or the whole layer);
+/// fth_model.c derives it from the SSD algorithm.
+double fth_model_ssd_flops_per_token(const fth_model_def *def, double heads, double groups);
 
 fth_model_def fth_model_def_default(void);
 /// Validates the def (positive sizes, heads divisible by kv heads, top_k <=
@@ -119,6 +148,11 @@ typedef struct fth_layer_shape {
   double params_per_expert;
   double params_shared; ///< all shared experts together
   double params_norm;   ///< norm weight vectors of the block (2 h, + q_lora + kv_lora for MLA)
+  /* Hybrid blocks (fth_model_shares): the attention core and the MLP run attn_share and
+   * mlp_share times a block (1 in a transformer), the Mamba2 mixer mamba_share times;
+   * the linears above are already scaled (widths times the share). */
+  double attn_share, mlp_share, mamba_share;
+  double params_mamba; ///< the mixers' conv1d weight and bias, dt_bias, A_log and D
 } fth_layer_shape;
 
 /// LoRA adapter parameters of one block per GPU at rank `r`: A (in x r) and B (r x out)
@@ -165,6 +199,7 @@ fth_param_count fth_model_params(const fth_model_def *def);
 typedef struct fth_layer_flops {
   double fwd_part[FTH_PART_COUNT]; ///< linears, FLOP per token (EXPERT: all top_k experts)
   double fwd_attn_core;            ///< QK^T and softmax(.)V, FLOP per token
+  double fwd_ssm;                  ///< Mamba2 SSD scan and conv1d, FLOP per token (hybrids)
   double fwd_total;
   double bwd_data;   ///< activation-gradient GEMMs incl. attention core (2x its fwd)
   double bwd_weight; ///< weight-gradient GEMMs (linears only)

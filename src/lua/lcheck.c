@@ -309,6 +309,33 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
   out->qk_rope_head_dim =
       lcheck_int_range(L, idx, w, "qk_rope_head_dim", out->qk_rope_head_dim, 0, LCHECK_MAX_HEADS);
   out->v_head_dim = lcheck_int_range(L, idx, w, "v_head_dim", out->v_head_dim, 0, LCHECK_MAX_HEADS);
+  /* Hybrid Mamba2-Transformer: n_layers counts the sub-layers (HF num_hidden_layers, the
+   * pattern's length); the core's blocks are two sub-layers each (fth_model_def). */
+  out->hybrid_mamba = lcheck_int_range(L, idx, w, "mamba_layers", 0, 0, LCHECK_MAX_LAYERS);
+  out->hybrid_attention = lcheck_int_range(L, idx, w, "attention_layers", 0, 0, LCHECK_MAX_LAYERS);
+  out->hybrid_mlp = lcheck_int_range(L, idx, w, "mlp_layers", 0, 0, LCHECK_MAX_LAYERS);
+  out->hybrid_moe = lcheck_int_range(L, idx, w, "moe_layers", 0, 0, LCHECK_MAX_LAYERS);
+  int sub = out->hybrid_mamba + out->hybrid_attention + out->hybrid_mlp + out->hybrid_moe;
+  if (sub > 0) {
+    char path[128];
+    if (out->n_layers != sub)
+      lbind_fail(L, FTH_EINVAL, PATH(w, "n_layers"),
+                 "expected the hybrid's %d sub-layers (mamba + attention + mlp + moe), got %d", sub,
+                 out->n_layers);
+    out->n_layers = (sub + 1) / 2;
+  }
+  out->mamba_state_dim =
+      lcheck_int_range(L, idx, w, "mamba_state_dim", out->mamba_state_dim, 1, LCHECK_MAX_HEADS);
+  out->mamba_head_dim =
+      lcheck_int_range(L, idx, w, "mamba_head_dim", out->mamba_head_dim, 1, LCHECK_MAX_HEADS);
+  out->mamba_num_heads =
+      lcheck_int_range(L, idx, w, "mamba_num_heads", out->mamba_num_heads, 0, LCHECK_MAX_HEADS);
+  out->mamba_num_groups =
+      lcheck_int_range(L, idx, w, "mamba_num_groups", out->mamba_num_groups, 1, LCHECK_MAX_HEADS);
+  out->mamba_conv_kernel =
+      lcheck_int_range(L, idx, w, "mamba_conv_kernel", out->mamba_conv_kernel, 1, 1024);
+  out->mamba_chunk =
+      lcheck_int_range(L, idx, w, "mamba_chunk_size", out->mamba_chunk, 1, LCHECK_MAX_TOKENS);
 }
 
 void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out) {

@@ -96,7 +96,29 @@ describe("fathom.cases", function()
     assert.is_truthy(a.notes[1])
     a = cases.arch({ arch = "Llama 4 (SwiGLU, GQA; MoE in every other layer, 1 shared expert)" })
     assert.are.equal(2, a.moe_interval)
-    assert.is_truthy(cases.arch({ arch = "hybrid: 54 Mamba2 layers", mamba = {} }).unsupported)
+    -- Mamba2 hybrids are modelled (with or without MoE sub-layers); SSM models without counts are not
+    assert.is_nil(cases.arch({ arch = "hybrid Mamba2 + MoE", hybrid_override_pattern = "MEME*E" }).unsupported)
+    assert.is_nil(cases.arch({ arch = "hybrid: 54 Mamba2 layers", mamba = {} }).unsupported)
+    assert.is_truthy(cases.arch({ arch = "Mamba-2 SSM" }).unsupported)
+  end)
+
+  it("reads a hybrid Mamba2 model's sub-layers and dimensions", function()
+    local mdl = { name = "Nemotron-H 56B", arch = "hybrid: Mamba2 + attention + squared-ReLU MLP",
+      layers = 118, hidden = 8192, heads = 64, kv_heads = 8, head_dim = 128, ffn = 32768, vocab = 131072,
+      mamba = { mamba_layers = 54, attention_layers = 10, mlp_layers = 54, state_dim = 256, groups = 8,
+        head_dim = 64 } }
+    local m = assert(cases.model_doc(mdl, 8192))
+    assert.are.same({ 54, 10, 54, 256, 8, 64 }, { m.mamba_layers, m.attention_layers, m.mlp_layers,
+      m.mamba_state_dim, m.mamba_num_groups, m.mamba_head_dim })
+    -- counts that do not add up to model.layers: skipped with the reason
+    mdl.mamba.mlp_layers = 53
+    local none, why = cases.model_doc(mdl, 8192)
+    assert.is_nil(none)
+    assert.matches("54 %+ 10 %+ 53 %+ 0 sub%-layers, model.layers 118", why)
+    -- with experts, the FFN sub-layers are the MoE ones (Nemotron 3)
+    mdl.mamba.mlp_layers, mdl.experts, mdl.top_k, mdl.expert_ffn = 54, 128, 6, 1856
+    m = assert(cases.model_doc(mdl, 8192))
+    assert.are.same({ 0, 54, 128 }, { m.mlp_layers, m.moe_layers, m.num_regular_experts })
   end)
 
   it("reads MoE and MLA fields", function()

@@ -30,6 +30,7 @@ local cases = {
   { "gpt_oss", "gpt_oss_20b", 20.91e9, 3.61e9 + 201088 * 2880, "gpt-oss model card" },
   { "nemotron", "nemotron4_340b", 341e9, nil, "Nemotron-4 340B report, arXiv 2406.11704: 9.4B embedding + "
     .. "331.6B non-embedding" },
+  { "nemotron_h", "nemotron_h_8b", 8.100852736e9, nil, "HF nvidia/Nemotron-H-8B-Base-8K: 8,100,852,736" },
 }
 
 describe("Hugging Face config.json", function()
@@ -48,14 +49,15 @@ describe("Hugging Face config.json", function()
   end
 
   it("families that the zoo also holds give the zoo's exact counts and shapes", function()
-    for _, name in ipairs({ "llama3.1_70b", "qwen2.5_72b", "mixtral_8x7b", "deepseek_v3" }) do
+    for _, name in ipairs({ "llama3.1_70b", "qwen2.5_72b", "mixtral_8x7b", "deepseek_v3", "nemotron_h_8b" }) do
       local a, ma = info(HF .. name .. ".json")
       local b, mb = info("configs/models/" .. name .. ".yaml")
       assert.are.equal(b.params_total, a.params_total, name)
       assert.are.equal(b.params_active, a.params_active, name)
       for _, k in ipairs({ "d_model", "n_layers", "num_heads", "vocab_size", "num_regular_experts",
         "num_selected_experts", "num_shared_experts", "first_dense_layers", "kv_lora_rank", "n_group",
-        "num_nextn_predict_layers" }) do
+        "num_nextn_predict_layers", "mamba_layers", "attention_layers", "mlp_layers", "mamba_state_dim",
+        "mamba_num_groups" }) do
         assert.are.equal(mb[k], ma[k], name .. "." .. k)
       end
     end
