@@ -41,6 +41,9 @@ local spec = {
     .. "module: each decode step verifies K draft tokens, drafted by K passes of one layer and the LM head" },
   { name = "spec-acceptance", arg = "A", number = true, help = "--spec-tokens: probability each draft is "
     .. "accepted (while the ones before it were) [default: 0.85, DeepSeek-V3's MTP]" },
+  { name = "draft-model", arg = "NAME|FILE", help = "speculative decoding with a separate draft model on "
+    .. "the same GPUs (e.g. llama3.2_1b for llama3.1_70b): K decode steps of it draft, the model verifies "
+    .. "them in one pass; needs --spec-tokens K and --spec-acceptance A" },
   { name = "routing", arg = "R", choices = names.serve_routing,
     help = "how requests pick a replica [default: " .. names.serve_routing[1] .. "]" },
   { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
@@ -115,7 +118,7 @@ M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--
   "SPEC.yaml gives the same settings as keys (model, hardware, tp, pp, ep, replicas, routing,\n" ..
   "arrival, rate_per_s, burstiness, concurrency, think_s, requests, seed, input, output,\n" ..
   "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio, dp_attention,\n" ..
-  "swap_bw_bytes_per_s, spec_tokens, spec_acceptance,\n" ..
+  "swap_bw_bytes_per_s, spec_tokens, spec_acceptance, draft_model,\n" ..
   "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
   "flags given beside it override its values.\n\n" ..
   "examples:\n" ..
@@ -167,7 +170,11 @@ local function text(r, ctx)
     ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
     ctx.tp, ctx.pp, (ctx.ep > 1 and (", EP " .. ctx.ep) or "")
       .. ((ctx.dp_attention or 1) > 1 and (", DP attention " .. ctx.dp_attention) or ""), ctx.policy)
-  if (ctx.spec_tokens or 0) > 0 then
+  if ctx.draft_model then
+    out[#out + 1] = string.format("speculative decoding: %s drafts %d tokens a step, each accepted with "
+      .. "probability %.4g: %.4g tokens a step expected\n", ctx.draft_model, ctx.spec_tokens, ctx.spec_acceptance,
+      require("fathom.core").serve_spec_tokens_per_step(ctx.spec_tokens, ctx.spec_acceptance))
+  elseif (ctx.spec_tokens or 0) > 0 then
     out[#out + 1] = string.format("speculative decoding: %d draft tokens a step (MTP), each accepted with "
       .. "probability %.4g\n", ctx.spec_tokens, ctx.spec_acceptance)
   end
@@ -303,14 +310,16 @@ function M.main(argv)
     prefix_hit = "prefix_hit_ratio", slo_ttft = "slo_ttft_s", slo_tpot = "slo_tpot_s", seed = "seed",
     prefill_replicas = "prefill_replicas", prefill_tp = "prefill_tp", prefill_pp = "prefill_pp",
     prefill_hardware = "prefill_hardware", kv_link = "kv_link", dp_attention = "dp_attention",
-    spec_tokens = "spec_tokens", spec_acceptance = "spec_acceptance" }
+    spec_tokens = "spec_tokens", spec_acceptance = "spec_acceptance", draft_model = "draft_model" }
   for flag, key in pairs(from_flags) do
     if opts[flag] ~= nil then a[key] = opts[flag] end
   end
   if a.spec_acceptance and not a.spec_tokens then
     errors.raise("serve: --spec-acceptance needs --spec-tokens K")
   end
-  if (a.spec_tokens or 0) > 0 and not a.spec_acceptance then a.spec_acceptance = serve.SPEC_ACCEPTANCE end
+  if (a.spec_tokens or 0) > 0 and not a.spec_acceptance and not a.draft_model then
+    a.spec_acceptance = serve.SPEC_ACCEPTANCE
+  end
   if opts.swap_bw then
     local b = units.parse_bytes(tostring(opts.swap_bw):gsub("/s%s*$", ""))
     if not b or b <= 0 then
@@ -382,21 +391,22 @@ function M.main(argv)
     prefill_hardware = a.prefill_hardware or a.hardware, prefill_tp = a.prefill_tp or a.tp or 1,
     prefill_pp = a.prefill_pp or a.pp or 1, slo_ttft = a.slo_ttft_s, slo_tpot = a.slo_tpot_s,
     replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency, dp_attention = a.dp_attention,
-    swap_bw = a.swap_bw_bytes_per_s, spec_tokens = a.spec_tokens, spec_acceptance = a.spec_acceptance }
-  local def, plan, pplan, info, pinfo = protect(serve.build, a)
-  a.plan, a.prefill_plan = plan, pplan
+    swap_bw = a.swap_bw_bytes_per_s, spec_tokens = a.spec_tokens, spec_acceptance = a.spec_acceptance,
+    draft_model = a.draft_model }
+  local def, plan, pplan, info, pinfo, dplan = protect(serve.build, a)
+  a.plan, a.prefill_plan, a.draft_plan = plan, pplan, dplan
   a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
   -- what build() derived from the engine, kept so later runs need no engine facts
   a.kv_fetch_share, a.kv_fetch_bw_bytes_per_s = def.kv_fetch_share, def.kv_fetch_bw_bytes_per_s
   a.kv_fetch_latency_s, a.kv_fetch = def.kv_fetch_latency_s, nil
   for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size", "prefill_tp",
-    "prefill_pp", "prefill_hardware", "kv_link" }) do
+    "prefill_pp", "prefill_hardware", "kv_link", "draft_model" }) do
     a[k] = nil
   end
   a.doc = spec_doc
   -- An SLO no request can meet even alone is an input error, not a zero goodput.
   if show.slo_ttft or show.slo_tpot then
-    local ttft, tpot = protect(serve.lone, serve.definition(a), plan, pplan)
+    local ttft, tpot = protect(serve.lone, serve.definition(a), plan, pplan, dplan)
     local msg
     if show.slo_ttft and show.slo_ttft < ttft then
       msg = string.format("%g s is below the %s a lone request of the mean prompt takes to its first token: " ..
@@ -461,7 +471,7 @@ function M.main(argv)
           units.time(def.kv_link_latency_s)) },
       tp = show.tp, pp = show.pp, ep = show.ep, policy = show.policy, load = load, seed = show.seed,
       dp_attention = show.dp_attention, swap_bw = show.swap_bw, spec_tokens = show.spec_tokens,
-      spec_acceptance = show.spec_acceptance,
+      spec_acceptance = show.spec_acceptance, draft_model = show.draft_model,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
       stages = table.concat(stages, "\n"), slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target,
