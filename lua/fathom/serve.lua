@@ -276,6 +276,8 @@ local retrieval_schema = {
   dim = { type = "integer", min = 1 }, flops_per_s = { type = "number", above = 0 },
   efficiency = { type = "number", above = 0, max = 1 }, tokens = { type = "integer", min = 0 },
 }
+M.spec_schema, M.length_schema, M.model_path = spec_schema, length_schema, model_path -- serve_multi's
+
 local kv_fetch_schema = {
   share = { type = "number", min = 0, below = 1, required = true },
   tier = { type = "string", choices = names.memory_tier },
@@ -287,26 +289,29 @@ local prefill_schema = {
   kv_link = { type = "string", hint = "an interconnect of the hardware library" },
 }
 
+-- length_at(t, key, path) -> the length distribution t[key] gives (a mapping {kind =,
+-- ...} or parse_length()'s text), refused at its position in the spec; nil when absent.
+function M.length_at(t, k, path)
+  local v = t[k]
+  if type(v) == "table" then return require("fathom.check").fields(v, path, length_schema) end
+  if v == nil then return nil end
+  local ok, d = pcall(M.parse_length, v, path)
+  if not ok then
+    local msg = tostring(type(d) == "table" and d.msg or d):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", "")
+    errors.at(t, k, path, "%s", msg)
+  end
+  return d
+end
+
 -- load_spec(path) -> run()'s arguments from a serving spec (a path, or one under
 -- configs/), every value checked where it is written ("file:line:col: key: reason"):
 -- names of models, nodes and links included.
 function M.load_spec(path)
   path = analysis.resolve(path) -- as given, else under fathom's configs/
   local doc = require("fathom.config").load_mapping(path, "serving spec")
+  if doc.clients ~= nil then return require("fathom.serve_multi").from_doc(doc, path) end
   local a = require("fathom.check").fields(doc, "", spec_schema)
-  for _, k in ipairs({ "input", "output" }) do
-    local v = doc[k]
-    if type(v) == "table" then
-      a[k] = require("fathom.check").fields(v, k, length_schema)
-    elseif v ~= nil then
-      local ok, d = pcall(M.parse_length, v, k)
-      if not ok then
-        local msg = tostring(type(d) == "table" and d.msg or d):gsub("^" .. k .. ": ", "")
-        errors.at(doc, k, k, "%s", msg)
-      end
-      a[k] = d
-    end
-  end
+  for _, k in ipairs({ "input", "output" }) do a[k] = M.length_at(doc, k, k) end
   local lib_path = analysis.resolve(a.hardware_lib or "hardware/hardware_library.yaml")
   local lib = spec.hardware_library(lib_path)
   require("fathom.check").ref(doc, "hardware", "hardware", lib.nodes, "node")

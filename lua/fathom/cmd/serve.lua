@@ -293,6 +293,79 @@ function M.search(a, opts)
   return 0
 end
 
+-- fathom serve SPEC.yaml with `clients`: several models on one cluster (fathom.serve_multi).
+local function multi_text(r, a)
+  local top = a.checked.top
+  local pools, clients = {}, {}
+  for _, p in ipairs(a.checked.pools) do
+    local m = r.pools[p.name]
+    pools[#pools + 1] = { p.name, m.model .. (m.draft_model and (" + draft " .. m.draft_model) or ""), m.hardware,
+      m.gpus, string.format("%d x TP %d%s", m.replicas, m.tp, m.pp > 1 and (" PP " .. m.pp) or ""), m.policy,
+      units.percent(m.kv_cache.peak_fraction), units.percent(m.busy_fraction), table.concat(m.clients, ", ") }
+  end
+  local models = {}
+  for _, c in ipairs(a.checked.clients) do
+    local m = r.clients[c.name]
+    models[c.model] = true
+    local slo = {}
+    if c.slo_ttft_s then slo[#slo + 1] = "TTFT " .. units.time(c.slo_ttft_s) end
+    if c.slo_tpot_s then slo[#slo + 1] = "TPOT " .. units.time(c.slo_tpot_s) end
+    clients[#clients + 1] = { c.name, c.model, m.pool, m.requests_completed, units.time(m.ttft_s.p50),
+      units.time(m.ttft_s.p99), units.time(m.tpot_s.mean), units.time(m.e2e_s.p99),
+      string.format("%.4g", m.throughput.output_tokens_per_s), #slo > 0 and table.concat(slo, ", ") or "-",
+      #slo > 0 and units.percent(m.goodput.slo_attainment) or "-" }
+  end
+  local t = r.totals
+  clients[#clients + 1] = { "total", "", "", t.requests_completed, "", "", "", "",
+    string.format("%.4g", t.throughput.output_tokens_per_s), "", units.percent(t.goodput.slo_attainment) }
+  local nm = 0
+  for _ in pairs(models) do nm = nm + 1 end
+  local out = { string.format("%d client%s of %d model%s on %d GPUs in %d pool%s, seed %d\n\n", #a.checked.clients,
+    #a.checked.clients == 1 and "" or "s", nm, nm == 1 and "" or "s", t.gpus, #a.checked.pools,
+    #a.checked.pools == 1 and "" or "s", top.seed or 1) }
+  out[#out + 1] = tablefmt.render({ "pool", "model", "hardware", "GPUs", "engine", "policy", "KV peak", "busy",
+    "clients" }, pools)
+  out[#out + 1] = "\n"
+  out[#out + 1] = tablefmt.render({ "client", "model", "pool", "requests", "TTFT p50", "TTFT p99", "TPOT",
+    "E2E p99", "out tok/s", "SLOs", "met" }, clients)
+  out[#out + 1] = string.format("\ntotal       %.4g requests/s, %.4g output tokens/s (%.4g per GPU) over %s; "
+    .. "goodput %.4g requests/s\n", t.throughput.requests_per_s, t.throughput.output_tokens_per_s,
+    t.throughput.output_tokens_per_s_per_gpu, units.time(t.duration_s), t.goodput.requests_per_s)
+  return table.concat(out)
+end
+
+local function multi(a, opts)
+  for _, s in ipairs(spec) do
+    local k = s.name:gsub("-", "_")
+    if opts[k] ~= nil and k ~= "format" and k ~= "output_file" and k ~= "target" then
+      errors.raise("serve: --%s: a spec with clients sets everything in the file (only --format and "
+        .. "--output-file apply)", s.name)
+    end
+  end
+  if opts.format == "svg" then errors.raise("serve: --format svg draws --search-gpus's Pareto front") end
+  local r = serve.run(a)
+  if opts.format == "table" then
+    local body = multi_text(r, a)
+    if opts.output_file then output.write_file(opts.output_file, body) else io.stdout:write(body) end
+    return 0
+  end
+  if opts.format == "csv" then
+    local rows = {}
+    for _, c in ipairs(a.checked.clients) do
+      local row = flat(r.clients[c.name])[1]
+      row.client = c.name
+      rows[#rows + 1] = row
+    end
+    local row = flat(r.totals)[1]
+    row.client = "total"
+    rows[#rows + 1] = row
+    output.write(rows, "csv", opts.output_file)
+    return 0
+  end
+  output.write(r, opts.format, opts.output_file)
+  return 0
+end
+
 function M.main(argv)
   local opts, extra = args.parse(argv, spec, "serve")
   if opts.help then
@@ -302,6 +375,7 @@ function M.main(argv)
   if #extra > 1 then errors.raise("serve: unexpected argument '%s' (see 'fathom serve --help')", extra[2]) end
   -- The spec file's settings, then the flags given beside it.
   local a = extra[1] and serve.load_spec(extra[1]) or {}
+  if a.clients then return multi(a, opts) end
   local from_flags = { model = "model", hardware = "hardware", hardware_lib = "hardware_lib", workload = "workload",
     tp = "tp", pp = "pp", ep = "ep", pod_size = "pod_size", replicas = "replicas", routing = "routing",
     qps = "rate_per_s", arrival = "arrival", burstiness = "burstiness", concurrency = "concurrency",
