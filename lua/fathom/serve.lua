@@ -527,7 +527,8 @@ function M.draft_engine(a, info)
     errors.raise("serve: draft model %s needs spec_tokens (--spec-tokens) K >= 1, the tokens it drafts a step", draft)
   end
   if a.spec_acceptance == nil then
-    errors.raise("serve: draft model %s needs spec_acceptance (--spec-acceptance) A, the probability the target accepts a draft", draft)
+    errors.raise("serve: draft model %s needs spec_acceptance (--spec-acceptance) A, the probability the target "
+      .. "accepts a draft", draft)
   end
   if (a.prefill_replicas or 0) > 0 then
     errors.raise("serve: draft_model with disaggregated prefill is not modelled: drop prefill_replicas")

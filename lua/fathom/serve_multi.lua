@@ -81,7 +81,9 @@ function M.check(a, dir)
     local path = "pools." .. tostring(name)
     local p = check.fields(t, path, pool_schema)
     p.hardware = p.hardware or top.hardware
-    if not p.hardware then errors.at(top.pools, name, path .. ".hardware", "missing: give the pool or the spec a hardware") end
+    if not p.hardware then
+      errors.at(top.pools, name, path .. ".hardware", "missing: give the pool or the spec a hardware")
+    end
     if t.hardware then
       check.ref(t, "hardware", path .. ".hardware", lib.nodes, "node")
     else
@@ -92,7 +94,8 @@ function M.check(a, dir)
         errors.at(t, k, path .. "." .. k, "no model '%s' (configs/models/NAME.yaml or a file)", p[k])
       end
     end
-    local pool = { name = name, doc = t, parent = top.pools, path = path, args = p, clients = {}, model_from = p.model and "its model key" }
+    local pool = { name = name, doc = t, parent = top.pools, path = path, args = p, clients = {},
+      model_from = p.model and "its model key" }
     pools[#pools + 1] = pool
     by_name[name] = pool
   end
@@ -140,7 +143,8 @@ function M.check(a, dir)
     local closed = c.arrival == ARRIVAL.closed or (c.arrival == nil and c.concurrency ~= nil)
     if closed then c.arrival = ARRIVAL.closed end
     if not closed and not c.rate_per_s and not c.replay then
-      errors.at(top.clients, name, path, "give the client a rate_per_s (open loop), a concurrency (closed loop) or a replay")
+      errors.at(top.clients, name, path,
+        "give the client a rate_per_s (open loop), a concurrency (closed loop) or a replay")
     end
     if c.replay then
       local file = c.replay:sub(1, 1) == "/" and c.replay or (top.dir or "") .. c.replay
