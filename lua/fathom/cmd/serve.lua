@@ -326,7 +326,7 @@ local function multi_text(r, a)
   out[#out + 1] = tablefmt.render({ "pool", "model", "hardware", "GPUs", "engine", "policy", "KV peak", "busy",
     "clients" }, pools)
   out[#out + 1] = "\n"
-  out[#out + 1] = tablefmt.render({ "client", "model", "pool", "requests", "TTFT p50", "TTFT p99", "TPOT",
+  out[#out + 1] = tablefmt.render({ "client", "model", "pool", "requests", "TTFT p50", "TTFT p99", "mean TPOT",
     "E2E p99", "out tok/s", "SLOs", "met" }, clients)
   out[#out + 1] = string.format("\ntotal       %.4g requests/s, %.4g output tokens/s (%.4g per GPU) over %s; "
     .. "goodput %.4g requests/s\n", t.throughput.requests_per_s, t.throughput.output_tokens_per_s,
