@@ -250,8 +250,8 @@ local function run_pool(pool, top)
   local per = {}
   for i, c in ipairs(cl) do
     local cr = { model = c.model, pool = pool.name }
+    -- (output tokens/s per GPU: the client's tokens over the pool's GPUs)
     for _, k in ipairs(CLIENT_FIELDS) do cr[k] = r.clients[i][k] end
-    cr.throughput.output_tokens_per_s_per_gpu = cr.throughput.output_tokens_per_s / gpus
     per[i] = cr
   end
   return p, per

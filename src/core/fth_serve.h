@@ -31,7 +31,10 @@
  * not recomputed), prefill/decode disaggregation (a prefill pool, the KV moved
  * over a link to the decode pool), stages before the engine (retrieval
  * servers, a KV fetch from a remote tier) and reasoning tokens, a replayed
- * trace instead of drawn requests. Arrivals, prompt and output lengths draw
+ * trace instead of drawn requests (its rows may name clients, each with its own
+ * metrics: fth_serve_client_result; several models on one cluster are pools of
+ * their own, one simulation each), speculative decoding with the model's MTP
+ * module or a separate draft model (fth_serve_draft_cost). Arrivals, prompt and output lengths draw
  * from three xoshiro256** streams of one seed: the same definition gives the
  * same result, bit for bit.
  *

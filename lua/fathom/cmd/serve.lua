@@ -120,11 +120,16 @@ M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--
   "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio, dp_attention,\n" ..
   "swap_bw_bytes_per_s, spec_tokens, spec_acceptance, draft_model,\n" ..
   "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
-  "flags given beside it override its values.\n\n" ..
+  "flags given beside it override its values. A spec with `pools` (name: {model, tp, replicas,\n" ..
+  "policy, draft_model, ...}) and `clients` (name: {model or pool, rate_per_s, input, output,\n" ..
+  "slo_ttft_s, ...}) serves several models at once: metrics per client, per pool and in total.\n\n" ..
   "examples:\n" ..
   "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --replicas 2 --qps 8 --policy chunked\n" ..
   "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --slo-ttft 0.5 --slo-tpot 0.05 --find-max-qps\n" ..
-  "  fathom serve configs/serve_specs/llama3.1_70b_disaggregated.yaml --format json\n\n" ..
+  "  fathom serve configs/serve_specs/llama3.1_70b_disaggregated.yaml --format json\n" ..
+  "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --qps 1 --draft-model llama3.2_1b \\\n" ..
+  "      --spec-tokens 4 --spec-acceptance 0.7\n" ..
+  "  fathom serve configs/serve_specs/two_models.yaml\n\n" ..
   args.usage(spec) .. "\n"
 
 -- Core field paths -> the flag that sets them, so a refusal names what the user typed.
