@@ -599,6 +599,24 @@ function M.lone(def, plan, pplan, dplan)
   return r.ttft_s.mean, r.tpot_s.count > 0 and r.tpot_s.mean or 0
 end
 
+-- slo_refusal(def, plan, prefill_plan, draft_plan, slo_ttft_s, slo_tpot_s) -> key, reason
+-- when a bound is below what a lone request of the mean lengths gets (lone()): no load
+-- meets it, an input error rather than a zero goodput; nil when both can be met.
+function M.slo_refusal(def, plan, pplan, dplan, slo_ttft, slo_tpot)
+  if not slo_ttft and not slo_tpot then return nil end
+  local ttft, tpot = M.lone(def, plan, pplan, dplan)
+  local units = require("fathom.units")
+  if slo_ttft and slo_ttft < ttft then
+    return "slo_ttft_s", string.format("%g s is below the %s a lone request of the mean prompt takes to its first "
+      .. "token: no load meets it", slo_ttft, units.time(ttft))
+  end
+  if slo_tpot and slo_tpot < tpot then
+    return "slo_tpot_s", string.format("%g s is below the %s per output token of a lone request: no load meets it",
+      slo_tpot, units.time(tpot))
+  end
+  return nil
+end
+
 -- find_max_qps(a, target) -> rate, result at that rate, steps {rate, slo_attainment}:
 -- the highest open-loop rate whose SLO attainment (requests within both bounds) is at
 -- least `target` (default 0.9), by doubling from 1 request/s (or halving) to bracket

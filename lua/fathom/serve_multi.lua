@@ -227,6 +227,14 @@ local function run_pool(pool, top)
   end
   local ok, def, plan, pplan, info, _, dplan = pcall(serve.build, b)
   local r
+  for _, c in ipairs(ok and cl or {}) do -- an SLO no request of this client meets even alone
+    local one = {}
+    for k, v in pairs(def) do one[k] = v end
+    one.input, one.output, one.trace = c.input, c.output, nil
+    -- (a lone request the engine refuses is reported by the pool's run below, at the pool)
+    local fine, key, msg = pcall(serve.slo_refusal, one, plan, pplan, dplan, c.slo_ttft_s, c.slo_tpot_s)
+    if fine and key then errors.at(c.doc, key, c.path .. "." .. key, "%s", msg) end
+  end
   if ok then
     def.clients = {}
     for i, c in ipairs(cl) do def.clients[i] = { slo_ttft_s = c.slo_ttft_s or 0, slo_tpot_s = c.slo_tpot_s or 0 } end

@@ -116,6 +116,8 @@ describe("several models on one cluster", function()
       ":5:10: pools.small: no client uses this pool" },
     { "a negative rate", "rate_per_s: 10,", "rate_per_s: -10,",
       ":7:44: clients.agents.rate_per_s: expected a value > 0" },
+    { "an SLO below what a lone request gets", "slo_ttft_s: 0.3}", "slo_ttft_s: 0.001}",
+      ":7:99: clients.agents.slo_ttft_s: 0.001 s is below the" },
     { "a pool's engine that cannot be built", "tp: 4, replicas: 2", "tp: 3, replicas: 2",
       ":4:8: pools.big: TP=3 does not divide the 64 attention heads" },
     { "a closed loop on a shared pool", "batch: {pool: big, arrival: fixed, rate_per_s: 0.5,",

@@ -485,19 +485,11 @@ function M.main(argv)
   a.doc = spec_doc
   -- An SLO no request can meet even alone is an input error, not a zero goodput.
   if show.slo_ttft or show.slo_tpot then
-    local ttft, tpot = protect(serve.lone, serve.definition(a), plan, pplan, dplan)
-    local msg
-    if show.slo_ttft and show.slo_ttft < ttft then
-      msg = string.format("%g s is below the %s a lone request of the mean prompt takes to its first token: " ..
-        "no load meets it", show.slo_ttft, units.time(ttft))
-      if spec_doc and spec_doc.slo_ttft_s then errors.at(spec_doc, "slo_ttft_s", "slo_ttft_s", "%s", msg) end
-      errors.raise("serve: --slo-ttft %s", msg)
-    end
-    if show.slo_tpot and show.slo_tpot < tpot then
-      msg = string.format("%g s is below the %s per output token of a lone request: no load meets it",
-        show.slo_tpot, units.time(tpot))
-      if spec_doc and spec_doc.slo_tpot_s then errors.at(spec_doc, "slo_tpot_s", "slo_tpot_s", "%s", msg) end
-      errors.raise("serve: --slo-tpot %s", msg)
+    local key, msg = protect(serve.slo_refusal, serve.definition(a), plan, pplan, dplan, show.slo_ttft,
+      show.slo_tpot)
+    if key then
+      if spec_doc and spec_doc[key] then errors.at(spec_doc, key, key, "%s", msg) end
+      errors.raise("serve: %s %s", key == "slo_ttft_s" and "--slo-ttft" or "--slo-tpot", msg)
     end
   end
   local r, max_qps, steps
