@@ -105,6 +105,18 @@ describe("several models on one cluster", function()
     end, "clients.c.pool: unknown pool 'q'", 1, true)
   end)
 
+  it("core.serve_draw: a drawn stream replayed as a trace runs as the draws themselves", function()
+    local def = { cost = { base_s = 0.01, per_token_s = 1e-4 }, kv_capacity_tokens = 1e6, requests = 200,
+      rate_per_s = 20, arrival = "gamma", burstiness = 2, seed = 5,
+      input = { kind = "lognormal", mean = 512, sigma = 0.5 }, output = { kind = "uniform", min = 2, max = 64 } }
+    local own = core.serve_run(def)
+    local tr = core.serve_draw(def)
+    assert.are.equal(200, #tr.arrival_s)
+    assert.are.equal(0, tr.arrival_s[1])
+    def.trace = tr
+    assert.are.same(own, core.serve_run(def))
+  end)
+
   local bad = {
     { "a client naming a missing pool", "agents: {model: llama3.1_8b,", "agents: {pool: smal,",
       ":7:18: clients.agents.pool: unknown pool 'smal' (did you mean 'small'?)" },
