@@ -76,7 +76,8 @@ function M.trace(args)
 end
 
 -- serve{model=, hardware=, tp=, rate_per_s=, input=, output=, ...} -> serving metrics
--- (fathom.serve: a request-level simulation; see README "Serving").
+-- (fathom.serve: a request-level simulation; see README "Serving"); serve{hardware=,
+-- pools={...}, clients={...}} several models on one cluster (fathom.serve_multi).
 function M.serve(args) return require("fathom.serve").run(args) end
 
 -- search: the strategy search (fathom.search): search.prepare{model=, node=, gpus=, pod_size=,

@@ -268,6 +268,7 @@ local spec_schema = {
   swap_bw_bytes_per_s = { type = "number", above = 0, hint = "preempt by swap to host memory at this rate" },
   spec_tokens = { type = "integer", min = 0, max = 16, hint = "draft tokens a decode step verifies (MTP)" },
   spec_acceptance = { type = "number", min = 0, max = 1, hint = "probability each draft is accepted" },
+  draft_model = { type = "string", hint = "a small model drafting spec_tokens tokens a step for `model`" },
 }
 local retrieval_schema = {
   servers = { type = "integer", min = 1, required = true }, s = { type = "number", min = 0 },
@@ -275,6 +276,8 @@ local retrieval_schema = {
   dim = { type = "integer", min = 1 }, flops_per_s = { type = "number", above = 0 },
   efficiency = { type = "number", above = 0, max = 1 }, tokens = { type = "integer", min = 0 },
 }
+M.spec_schema, M.length_schema, M.model_path = spec_schema, length_schema, model_path -- serve_multi's
+
 local kv_fetch_schema = {
   share = { type = "number", min = 0, below = 1, required = true },
   tier = { type = "string", choices = names.memory_tier },
@@ -286,32 +289,38 @@ local prefill_schema = {
   kv_link = { type = "string", hint = "an interconnect of the hardware library" },
 }
 
+-- length_at(t, key, path) -> the length distribution t[key] gives (a mapping {kind =,
+-- ...} or parse_length()'s text), refused at its position in the spec; nil when absent.
+function M.length_at(t, k, path)
+  local v = t[k]
+  if type(v) == "table" then return require("fathom.check").fields(v, path, length_schema) end
+  if v == nil then return nil end
+  local ok, d = pcall(M.parse_length, v, path)
+  if not ok then
+    local msg = tostring(type(d) == "table" and d.msg or d):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", "")
+    errors.at(t, k, path, "%s", msg)
+  end
+  return d
+end
+
 -- load_spec(path) -> run()'s arguments from a serving spec (a path, or one under
 -- configs/), every value checked where it is written ("file:line:col: key: reason"):
 -- names of models, nodes and links included.
 function M.load_spec(path)
   path = analysis.resolve(path) -- as given, else under fathom's configs/
   local doc = require("fathom.config").load_mapping(path, "serving spec")
+  if doc.clients ~= nil then return require("fathom.serve_multi").from_doc(doc, path) end
   local a = require("fathom.check").fields(doc, "", spec_schema)
-  for _, k in ipairs({ "input", "output" }) do
-    local v = doc[k]
-    if type(v) == "table" then
-      a[k] = require("fathom.check").fields(v, k, length_schema)
-    elseif v ~= nil then
-      local ok, d = pcall(M.parse_length, v, k)
-      if not ok then
-        local msg = tostring(type(d) == "table" and d.msg or d):gsub("^" .. k .. ": ", "")
-        errors.at(doc, k, k, "%s", msg)
-      end
-      a[k] = d
-    end
-  end
+  for _, k in ipairs({ "input", "output" }) do a[k] = M.length_at(doc, k, k) end
   local lib_path = analysis.resolve(a.hardware_lib or "hardware/hardware_library.yaml")
   local lib = spec.hardware_library(lib_path)
   require("fathom.check").ref(doc, "hardware", "hardware", lib.nodes, "node")
   local mp = analysis.resolve(model_path(a.model))
   if not io.open(mp, "rb") then
     errors.at(doc, "model", "model", "no model '%s' (configs/models/NAME.yaml or a file)", a.model)
+  end
+  if a.draft_model and not io.open(analysis.resolve(model_path(a.draft_model)), "rb") then
+    errors.at(doc, "draft_model", "draft_model", "no model '%s' (configs/models/NAME.yaml or a file)", a.draft_model)
   end
   if a.prefill then
     local p = require("fathom.check").fields(doc.prefill, "prefill", prefill_schema)
@@ -401,6 +410,7 @@ end
 
 -- The keys run() takes: the simulator's (core.serve_run) and the engine's.
 local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size",
+  "draft_model", "draft_plan",
   "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan", "retrieval", "kv_fetch" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
   "output", "policy", "max_batch", "max_batch_tokens", "block_tokens", "kv_capacity_tokens", "watermark",
@@ -454,6 +464,8 @@ function M.build(a)
   local def = M.definition(a)
   local plan, info = a.plan, nil
   if not plan and a.model then plan, info = M.engine(a) end
+  local dplan = a.draft_plan
+  if not dplan and a.draft_model and info then dplan = M.draft_engine(a, info) end
   local pplan, pinfo = a.prefill_plan, info
   if (def.prefill_replicas or 0) > 0 and info then
     if not pplan and (a.prefill_tp or a.prefill_pp or a.prefill_ep or a.prefill_hardware) then
@@ -500,7 +512,39 @@ function M.build(a)
       * info.gpus
     def.kv_fetch_latency_s = a.kv_fetch.latency_s or 0
   end
-  return def, plan, pplan, info, pinfo
+  return def, plan, pplan, info, pinfo, dplan
+end
+
+-- draft_engine(a, info) -> the plan of a's draft model (speculative decoding with a
+-- separate small model, Leviathan et al. 2023): on the target replica's GPUs (same
+-- node, same TP), its weights and KV beside the target's (core.serve_run takes them
+-- out of the KV cache). It needs the drafts a step and their acceptance (both depend
+-- on the pair of models and the data: no default), the target's vocabulary (the
+-- target verifies the draft's tokens), one pipeline stage and aggregated serving.
+function M.draft_engine(a, info)
+  local draft = tostring(a.draft_model)
+  if (a.spec_tokens or 0) < 1 then
+    errors.raise("serve: draft model %s needs spec_tokens (--spec-tokens) K >= 1, the tokens it drafts a step", draft)
+  end
+  if a.spec_acceptance == nil then
+    errors.raise("serve: draft model %s needs spec_acceptance (--spec-acceptance) A, the probability the target "
+      .. "accepts a draft", draft)
+  end
+  if (a.prefill_replicas or 0) > 0 then
+    errors.raise("serve: draft_model with disaggregated prefill is not modelled: drop prefill_replicas")
+  end
+  if (a.pp or 1) > 1 or (a.dp_attention or 1) > 1 then
+    errors.raise("serve: draft_model is modelled on one pipeline stage without attention DP: drop pp / dp_attention")
+  end
+  local dm = spec.model(analysis.resolve(model_path(draft)))
+  local tm = spec.model(analysis.resolve(model_path(tostring(a.model))))
+  if dm.vocab_size ~= tm.vocab_size then
+    errors.raise("serve: draft model %s has a vocabulary of %d tokens, %s of %d: a draft must share the "
+      .. "target's tokenizer", draft, dm.vocab_size, info.model, tm.vocab_size)
+  end
+  local plan = M.engine({ model = draft, hardware = a.hardware, hardware_lib = a.hardware_lib,
+    workload = a.workload, pod_size = a.pod_size, tp = a.tp })
+  return plan
 end
 
 -- economics(r, gpus, power_w, price_per_gpu_hour [, pue]) -> {energy_j_per_output_token,
@@ -531,14 +575,15 @@ function M.retrieval_seconds(rt)
 end
 
 function M.run(a)
-  local def, plan, pplan = M.build(a)
+  if a.clients then return require("fathom.serve_multi").run(a) end
+  local def, plan, pplan, _, _, dplan = M.build(a)
   if def.trace and def.rate_per_s then def.trace = M.scale_trace(def.trace, def.rate_per_s) end
-  return core.serve_run(def, plan, pplan)
+  return core.serve_run(def, plan, pplan, dplan)
 end
 
 -- lone(def, plan [, prefill_plan]) -> TTFT and TPOT of one request of the mean lengths
 -- alone: the lowest latencies the deployment can give.
-function M.lone(def, plan, pplan)
+function M.lone(def, plan, pplan, dplan)
   local one = {}
   for k, v in pairs(def) do one[k] = v end
   local function mean_of(d)
@@ -550,8 +595,26 @@ function M.lone(def, plan, pplan)
   one.requests, one.arrival, one.rate_per_s, one.replicas = 1, nil, 1, 1
   one.slo_ttft_s, one.slo_tpot_s, one.per_request, one.trace = nil, nil, nil, nil
   if one.prefill_replicas then one.prefill_replicas = 1 end
-  local r = core.serve_run(one, plan, pplan)
+  local r = core.serve_run(one, plan, pplan, dplan)
   return r.ttft_s.mean, r.tpot_s.count > 0 and r.tpot_s.mean or 0
+end
+
+-- slo_refusal(def, plan, prefill_plan, draft_plan, slo_ttft_s, slo_tpot_s) -> key, reason
+-- when a bound is below what a lone request of the mean lengths gets (lone()): no load
+-- meets it, an input error rather than a zero goodput; nil when both can be met.
+function M.slo_refusal(def, plan, pplan, dplan, slo_ttft, slo_tpot)
+  if not slo_ttft and not slo_tpot then return nil end
+  local ttft, tpot = M.lone(def, plan, pplan, dplan)
+  local units = require("fathom.units")
+  if slo_ttft and slo_ttft < ttft then
+    return "slo_ttft_s", string.format("%g s is below the %s a lone request of the mean prompt takes to its first "
+      .. "token: no load meets it", slo_ttft, units.time(ttft))
+  end
+  if slo_tpot and slo_tpot < tpot then
+    return "slo_tpot_s", string.format("%g s is below the %s per output token of a lone request: no load meets it",
+      slo_tpot, units.time(tpot))
+  end
+  return nil
 end
 
 -- find_max_qps(a, target) -> rate, result at that rate, steps {rate, slo_attainment}:
@@ -560,7 +623,7 @@ end
 -- it, then bisecting to 1%. The same seed at every rate.
 function M.find_max_qps(a, target)
   target = target or 0.9
-  local def, plan, pplan = M.build(a)
+  local def, plan, pplan, _, _, dplan = M.build(a)
   if not def.slo_ttft_s and not def.slo_tpot_s then
     errors.raise("serve: --find-max-qps needs --slo-ttft and/or --slo-tpot")
   end
@@ -569,7 +632,7 @@ function M.find_max_qps(a, target)
   local function at(rate)
     def.rate_per_s = rate
     if trace then def.trace = M.scale_trace(trace, rate) end
-    local r = core.serve_run(def, plan, pplan)
+    local r = core.serve_run(def, plan, pplan, dplan)
     steps[#steps + 1] = { rate_per_s = rate, slo_attainment = r.goodput.slo_attainment }
     return r.goodput.slo_attainment >= target, r
   end

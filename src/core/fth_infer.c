@@ -272,7 +272,7 @@ double fth_infer_iteration_mixed(const fth_infer_plan *p, const fth_infer_batch 
       for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) x[k] = xm[k];
     }
   }
-  if (b->spec_tokens > 0 && b->decode_requests > 0) /* the MTP drafts, one after another */
+  if (b->spec_tokens > 0 && b->decode_requests > 0 && !b->spec_external) /* MTP drafts */
     t += b->spec_tokens * fth_infer_draft_s(p, b->decode_requests,
                                             b->decode_context_sum / b->decode_requests);
   return t;
@@ -322,9 +322,20 @@ double fth_infer_pp_hop_s(const fth_infer_plan *p, double tokens) {
 }
 
 double fth_infer_kv_capacity_tokens(const fth_infer_plan *p) {
+  return fth_infer_kv_capacity_tokens_draft(p, NULL);
+}
+
+double fth_infer_kv_capacity_tokens_draft(const fth_infer_plan *p, const fth_infer_plan *draft) {
   fth_infer_result r;
   double per_token = kv_elems_per_token(p) * p->inf.kv_bytes / p->layout.cp;
+  if (draft) per_token += kv_elems_per_token(draft) * draft->inf.kv_bytes / draft->layout.cp;
   footprint(p, per_token, &r);
+  if (draft) { /* the draft's weights sit beside the target's, in the same tier */
+    const fth_layout *l = &draft->layout;
+    double w = (l->stage_dense_params + l->stage_expert_params) * draft->inf.weight_bytes;
+    r.mem.bytes[FTH_MEM_WEIGHTS] += w;
+    r.mem.tier_bytes[p->inf.footprint_tier[FTH_MEM_WEIGHTS]] += w;
+  }
   double room =
       fth_footprint_room_units(&r.mem, p->inf.footprint_tier, FTH_MEM_KV_CACHE, per_token);
   return room > 0 ? room : 0.0;

@@ -138,6 +138,9 @@ typedef struct fth_infer_batch {
   /// them: spec_tokens passes, one after another, of one block of the last stage's
   /// kind and the LM head over the decodes (fth_infer_draft_s). 0: none.
   double spec_tokens;
+  /// 1: the drafts come from a separate draft model that the caller costs
+  /// (fth_serve_draft_cost); this pass only verifies them, no MTP drafting charged.
+  int spec_external;
 } fth_infer_batch;
 
 /// The time in seconds of one engine iteration of the slowest stage for a
@@ -170,5 +173,11 @@ double fth_infer_pp_hop_s(const fth_infer_plan *plan, double tokens);
 /// block manager hands out, vLLM's gpu_memory_utilization aside). 0 when
 /// nothing is left.
 double fth_infer_kv_capacity_tokens(const fth_infer_plan *plan);
+
+/// The same with a separate draft model for speculative decoding on the same GPUs
+/// (`draft` compiled on the plan's node and TP; NULL: none): the draft's weights per GPU
+/// come off the room, and every token keeps its KV in both models, so the room is
+/// divided by the sum of the two models' KV bytes per token.
+double fth_infer_kv_capacity_tokens_draft(const fth_infer_plan *plan, const fth_infer_plan *draft);
 
 #endif

@@ -128,6 +128,10 @@ static fth_status check_trace(const fth_serve_def *d, fth_error *err) {
                       t->arrival_s);
     }
     last = t->arrival_s;
+    if (t->client < 0) {
+      snprintf(path, sizeof path, "trace[%lld].client", (long long)i);
+      return fth_fail(err, FTH_EINVAL, path, "expected a client index >= 0, got %d", t->client);
+    }
     for (int k = 0; k < 2; k++) {
       if (!(len[k] >= 1 && len[k] <= MAX_TOKENS && len[k] == floor(len[k]))) {
         snprintf(path, sizeof path, "trace[%lld].%s", (long long)i, field[k]);
@@ -930,10 +934,13 @@ static void stats(double *v, int64_t n, fth_serve_stats *st) {
 
 enum { M_TTFT, M_TPOT, M_E2E, M_QUEUE };
 
-static int64_t metric(const sim *s, int which, double *v) {
+/* Request i's metric into v (client < 0: every request's, else that client's). */
+static int64_t metric(const fth_serve_def *d, const fth_serve_request *req, int32_t client,
+                      int which, double *v) {
   int64_t n = 0;
-  for (int64_t i = 0; i < s->d->requests; i++) {
-    const fth_serve_request *q = &s->req[i];
+  for (int64_t i = 0; i < d->requests; i++) {
+    const fth_serve_request *q = &req[i];
+    if (client >= 0 && q->client != client) continue;
     switch (which) {
     case M_TTFT:
       v[n++] = q->first_token_s - q->arrival_s;
@@ -952,40 +959,56 @@ static int64_t metric(const sim *s, int which, double *v) {
   return n;
 }
 
-static void summarise(sim *s, double *v, fth_serve_result *o) {
-  const fth_serve_def *d = s->d;
+/* The request-level metrics of `client`'s requests (< 0: all) against SLOs
+ * (0 = no bound); sorts in v. */
+static void summarise_requests(const fth_serve_def *d, const fth_serve_request *req, double *v,
+                               int32_t client, double slo_ttft_s, double slo_tpot_s,
+                               fth_serve_result *o) {
   double first = HUGE_VAL, last = 0, in_tok = 0, out_tok = 0;
-  int64_t good = 0;
+  int64_t good = 0, n = 0, done = 0, preempt = 0;
   for (int64_t i = 0; i < d->requests; i++) {
-    const fth_serve_request *q = &s->req[i];
+    const fth_serve_request *q = &req[i];
+    if (client >= 0 && q->client != client) continue;
+    n++;
+    done += q->state == ST_DONE;
+    preempt += q->preemptions;
     first = fth_min(first, q->arrival_s);
     last = fth_max(last, q->done_s);
     in_tok += q->input;
     out_tok += q->output;
     double tpot = q->output > 1 ? (q->done_s - q->first_token_s) / (q->output - 1) : 0.0;
-    int ok = (d->slo_ttft_s <= 0 || q->first_token_s - q->arrival_s <= d->slo_ttft_s) &&
-             (d->slo_tpot_s <= 0 || tpot <= d->slo_tpot_s);
+    int ok = (slo_ttft_s <= 0 || q->first_token_s - q->arrival_s <= slo_ttft_s) &&
+             (slo_tpot_s <= 0 || tpot <= slo_tpot_s);
     good += ok;
   }
+  if (n == 0) return;
   double dur = last - first;
-  o->requests_completed = s->completed;
+  o->requests_completed = done;
   o->duration_s = dur;
+  o->preemptions = preempt;
   if (dur > 0) {
-    o->requests_per_s = (double)s->completed / dur;
+    o->requests_per_s = (double)done / dur;
     o->input_tokens_per_s = in_tok / dur;
     o->output_tokens_per_s = out_tok / dur;
     double pg = d->prefill_gpus_per_replica > 0 ? d->prefill_gpus_per_replica : d->gpus_per_replica;
     o->output_tokens_per_s_per_gpu =
         o->output_tokens_per_s / (d->replicas * d->gpus_per_replica + d->prefill_replicas * pg);
     o->goodput_requests_per_s = (double)good / dur;
-    o->busy_fraction = s->busy_s / (s->nrep * dur);
-    o->mean_in_system = s->area / dur;
   }
-  o->slo_attainment = (double)good / (double)d->requests;
-  stats(v, metric(s, M_TTFT, v), &o->ttft_s);
-  stats(v, metric(s, M_TPOT, v), &o->tpot_s);
-  stats(v, metric(s, M_E2E, v), &o->e2e_s);
-  stats(v, metric(s, M_QUEUE, v), &o->queue_s);
+  o->slo_attainment = (double)good / (double)n;
+  stats(v, metric(d, req, client, M_TTFT, v), &o->ttft_s);
+  stats(v, metric(d, req, client, M_TPOT, v), &o->tpot_s);
+  stats(v, metric(d, req, client, M_E2E, v), &o->e2e_s);
+  stats(v, metric(d, req, client, M_QUEUE, v), &o->queue_s);
+}
+
+static void summarise(sim *s, double *v, fth_serve_result *o) {
+  const fth_serve_def *d = s->d;
+  summarise_requests(d, s->req, v, -1, d->slo_ttft_s, d->slo_tpot_s, o);
+  if (o->duration_s > 0) {
+    o->busy_fraction = s->busy_s / (s->nrep * o->duration_s);
+    o->mean_in_system = s->area / o->duration_s;
+  }
   /* The decode (or only) pool's cache: where requests live longest. */
   for (int32_t k = 0; k < d->replicas; k++)
     o->kv_peak_fraction =
@@ -999,24 +1022,69 @@ static void summarise(sim *s, double *v, fth_serve_result *o) {
   }
 }
 
-/* Arrival times (open loop: the first at 0, then the gaps) and lengths, each
- * from its own stream so that changing one distribution leaves the others'
- * draws as they were. */
+/* The streams of one seed: arrivals, prompt and output lengths. */
+typedef struct draws {
+  fth_rng ra, ri, ro;
+  double t, k; /* the last arrival; gamma's shape */
+} draws;
+
+static void draws_seed(draws *w, const fth_serve_def *d) {
+  fth_rng_seed(&w->ra, d->seed);
+  fth_rng_seed(&w->ri, d->seed ^ 0x5851F42D4C957F2Dull);
+  fth_rng_seed(&w->ro, d->seed ^ 0x14057B7EF767814Full);
+  w->t = 0;
+  w->k = 1.0 / (d->burstiness * d->burstiness);
+}
+
+/* Request i's arrival (open loop: the first at 0, then the gaps; closed: the
+ * first `concurrency` at 0, the others when a reply frees a user). */
+static double draw_arrival(draws *w, const fth_serve_def *d, int64_t i) {
+  switch (d->arrival) {
+  case FTH_ARRIVAL_CLOSED:
+    return i < d->concurrency ? 0.0 : HUGE_VAL;
+  case FTH_ARRIVAL_FIXED:
+    return (double)i / d->rate_per_s;
+  case FTH_ARRIVAL_GAMMA:
+    if (i > 0) w->t += rng_gamma(&w->ra, w->k) / (w->k * d->rate_per_s);
+    return w->t;
+  default:
+    if (i > 0) w->t += -log(rng_open(&w->ra)) / d->rate_per_s;
+    return w->t;
+  }
+}
+
+fth_status fth_serve_draw(const fth_serve_def *d, fth_serve_trace_row *rows, fth_error *err) {
+  if (fth_serve_check(d, err) != FTH_OK) return err->status;
+  if (d->arrival == FTH_ARRIVAL_CLOSED)
+    return fth_fail(err, FTH_ENOTSUP, "arrival",
+                    "a closed loop's arrivals depend on the replies: draw an open-loop stream");
+  draws w;
+  draws_seed(&w, d);
+  for (int64_t i = 0; i < d->requests; i++) {
+    const fth_serve_trace_row *row = d->trace ? &d->trace[i] : NULL;
+    rows[i].input = row ? row->input : draw_len(&d->input, &w.ri);
+    rows[i].output = row ? row->output : draw_len(&d->output, &w.ro);
+    rows[i].arrival_s = row ? row->arrival_s : draw_arrival(&w, d, i);
+    rows[i].client = 0;
+  }
+  return FTH_OK;
+}
+
+/* Arrival times and lengths, each from its own stream so that changing one
+ * distribution leaves the others' draws as they were. */
 static fth_status draw_requests(sim *s, fth_error *err) {
   const fth_serve_def *d = s->d;
-  fth_rng ra, ri, ro;
-  fth_rng_seed(&ra, d->seed);
-  fth_rng_seed(&ri, d->seed ^ 0x5851F42D4C957F2Dull);
-  fth_rng_seed(&ro, d->seed ^ 0x14057B7EF767814Full);
-  double t = 0, k = 1.0 / (d->burstiness * d->burstiness);
+  draws w;
+  draws_seed(&w, d);
   for (int64_t i = 0; i < d->requests; i++) {
     fth_serve_request *q = &s->req[i];
     memset(q, 0, sizeof *q);
     q->admit_s = q->first_token_s = q->done_s = q->kv_ready_s = -1;
     q->next = -1;
     const fth_serve_trace_row *row = d->trace ? &d->trace[i] : NULL;
-    q->input = row ? (int32_t)row->input : draw_len(&d->input, &ri);
-    q->output = row ? (int32_t)row->output : draw_len(&d->output, &ro);
+    q->input = row ? (int32_t)row->input : draw_len(&d->input, &w.ri);
+    q->output = row ? (int32_t)row->output : draw_len(&d->output, &w.ro);
+    q->client = row ? row->client : 0;
     q->input = (int32_t)fmin(MAX_TOKENS, q->input + d->retrieval_tokens);
     q->output = (int32_t)fmin(MAX_TOKENS, q->output + d->thinking_tokens);
     q->target = q->input;
@@ -1041,22 +1109,7 @@ static fth_status draw_requests(sim *s, fth_error *err) {
       q->arrival_s = row->arrival_s;
       continue;
     }
-    switch (d->arrival) {
-    case FTH_ARRIVAL_CLOSED:
-      q->arrival_s = i < d->concurrency ? 0.0 : HUGE_VAL;
-      break;
-    case FTH_ARRIVAL_FIXED:
-      q->arrival_s = (double)i / d->rate_per_s;
-      break;
-    case FTH_ARRIVAL_GAMMA:
-      if (i > 0) t += rng_gamma(&ra, k) / (k * d->rate_per_s);
-      q->arrival_s = t;
-      break;
-    default:
-      if (i > 0) t += -log(rng_open(&ra)) / d->rate_per_s;
-      q->arrival_s = t;
-      break;
-    }
+    q->arrival_s = draw_arrival(&w, d, i);
   }
   s->issued = d->arrival == FTH_ARRIVAL_CLOSED
                   ? (d->concurrency < d->requests ? d->concurrency : d->requests)
@@ -1153,4 +1206,40 @@ double fth_serve_plan_cost(const void *ctx, const fth_infer_batch *b) {
   double tokens = b->decode_requests;
   for (int i = 0; i < b->num_chunks; i++) tokens += b->chunks[i].new_tokens;
   return l->pp * stage + (l->pp - 1) * fth_infer_pp_hop_s(p, tokens);
+}
+
+/* The scratch of values to sort: the workspace's last region (fth_serve_workspace_bytes). */
+void fth_serve_client_result(const fth_serve_def *d, void *ws, int32_t client, double slo_ttft_s,
+                             double slo_tpot_s, fth_serve_result *out) {
+  memset(out, 0, sizeof *out);
+  size_t n = (size_t)d->requests, nr = (size_t)d->replicas + (size_t)d->prefill_replicas;
+  size_t b = (size_t)d->max_batch;
+  char *p = (char *)ws;
+  p += align8(n * sizeof(fth_serve_request)) + align8(nr * sizeof(replica)) +
+       align8(nr * b * sizeof(int32_t)) + align8(b * sizeof(fth_infer_chunk));
+  summarise_requests(d, (const fth_serve_request *)ws, (double *)p, client, slo_ttft_s,
+                     slo_tpot_s, out);
+}
+
+double fth_serve_spec_tokens_per_step(int k, double a) {
+  if (k <= 0) return 1.0;
+  if (a >= 1.0) return k + 1.0;
+  return (1.0 - pow(a, k + 1.0)) / (1.0 - a);
+}
+
+double fth_serve_draft_cost(const void *ctx, const fth_infer_batch *b) {
+  const fth_serve_draft_engine *e = (const fth_serve_draft_engine *)ctx;
+  fth_infer_batch t = *b;
+  t.spec_external = 1;
+  double s = e->target(e->target_ctx, &t);
+  fth_infer_batch d = *b; /* the draft's first pass: the chunks and the decodes */
+  d.spec_tokens = 0;
+  d.spec_external = 0;
+  if (b->spec_tokens <= 0) d.decode_requests = d.decode_context_sum = 0;
+  if (d.decode_requests > 0 || d.num_chunks > 0) s += e->draft(e->draft_ctx, &d);
+  if (b->spec_tokens > 1 && b->decode_requests > 0) { /* then the decodes' other drafts */
+    d.num_chunks = 0;
+    s += (b->spec_tokens - 1) * e->draft(e->draft_ctx, &d);
+  }
+  return s;
 }

@@ -31,7 +31,10 @@
  * not recomputed), prefill/decode disaggregation (a prefill pool, the KV moved
  * over a link to the decode pool), stages before the engine (retrieval
  * servers, a KV fetch from a remote tier) and reasoning tokens, a replayed
- * trace instead of drawn requests. Arrivals, prompt and output lengths draw
+ * trace instead of drawn requests (its rows may name clients, each with its own
+ * metrics: fth_serve_client_result; several models on one cluster are pools of
+ * their own, one simulation each), speculative decoding with the model's MTP
+ * module or a separate draft model (fth_serve_draft_cost). Arrivals, prompt and output lengths draw
  * from three xoshiro256** streams of one seed: the same definition gives the
  * same result, bit for bit.
  *
@@ -110,6 +113,7 @@ typedef struct fth_serve_trace_row {
   double arrival_s; ///< >= 0, non-decreasing down the trace
   double input;     ///< prompt tokens, an integer in [1, 2^30]
   double output;    ///< output tokens, an integer in [1, 2^30]
+  int32_t client;   ///< the client that sent it (several clients on one pool), >= 0
 } fth_serve_trace_row;
 
 /// Largest batch (requests per iteration) and replica count accepted.
@@ -229,6 +233,7 @@ typedef struct fth_serve_request {
   double kv_ready_s; ///< disaggregated: when its KV reached the decode pool (-1: not yet)
   double ready_s;    ///< when it reaches the engine: after retrieval and KV fetch (else arrival)
   int32_t swapped;   ///< its KV is in host memory (preempted by swap), to copy back on admission
+  int32_t client;    ///< its trace row's client (0 when drawn)
 } fth_serve_request;
 
 typedef struct fth_serve_stats {
@@ -269,6 +274,46 @@ fth_status fth_serve_run(const fth_serve_def *d, fth_serve_cost_fn cost, const v
 
 /// The requests of the last run in `ws` (d->requests of them), in arrival order.
 const fth_serve_request *fth_serve_requests(const void *ws);
+
+/// The metrics of one client's requests (those whose trace row named `client`) after
+/// fth_serve_run with the same `d` and `ws`, goodput against the client's own SLOs (0 =
+/// no bound): the request-level fields (counts, duration from the client's first
+/// arrival to its last reply, throughput, latencies, goodput, preemptions); output
+/// tokens per GPU over the whole deployment's GPUs (the client's share of it). The
+/// engine-level fields (KV cache, iterations, batches, busy, in system) stay 0.
+/// Sorts in `ws`'s scratch: call after the run, before anything else uses `ws`.
+void fth_serve_client_result(const fth_serve_def *d, void *ws, int32_t client, double slo_ttft_s,
+                             double slo_tpot_s, fth_serve_result *out);
+
+/// Draw `d`'s open-loop request stream (arrivals and lengths, the draws fth_serve_run
+/// makes for `d` without a trace) into `rows` (d->requests of them, client 0): one
+/// client's traffic, to merge with others' into one trace. Fails on an invalid `d` or
+/// a closed loop (whose arrivals depend on the replies).
+fth_status fth_serve_draw(const fth_serve_def *d, fth_serve_trace_row *rows, fth_error *err);
+
+/// Expected tokens one decode step emits with k drafts each accepted with probability
+/// a while the ones before it were (Leviathan et al. 2023, "Fast Inference from
+/// Transformers via Speculative Decoding", ICML, eq. 1): (1 - a^(k+1)) / (1 - a), k + 1
+/// at a = 1. What the simulator's seeded acceptances average to.
+double fth_serve_spec_tokens_per_step(int k, double a);
+
+/// Speculative decoding with a separate draft model (Leviathan et al. 2023; vLLM and
+/// TensorRT-LLM "draft-target"): a small model on the same GPUs drafts k tokens by k
+/// decode steps of its own, then the target verifies them (k + 1 query tokens per
+/// decode) in one pass. `ctx` of fth_serve_draft_cost.
+typedef struct fth_serve_draft_engine {
+  fth_serve_cost_fn target; ///< the target's iteration (the batch marked spec_external)
+  const void *target_ctx;
+  fth_serve_cost_fn draft;  ///< the draft model's iteration
+  const void *draft_ctx;
+} fth_serve_draft_engine;
+
+/// One iteration with a draft model: the target's pass over the batch (prompt chunks,
+/// decodes verifying spec_tokens drafts each), plus the draft's passes: the first over
+/// the prompt chunks (its own KV of the prompt) and the decodes, then spec_tokens - 1
+/// more over the decodes alone. Without decodes or drafts, the draft prefills the
+/// chunks only.
+double fth_serve_draft_cost(const void *engine, const fth_infer_batch *batch);
 
 /// Percentile `p` in [0, 1] of `n` sorted values, linear between closest ranks
 /// (numpy's default): v[(n-1)p] interpolated.

@@ -1,12 +1,18 @@
 /* lserve.c: request-level serving simulation, fathom.core.
- *   core.serve_run(def [, plan [, prefill_plan]]) -> result table [, requests table]
+ *   core.serve_run(def [, plan [, prefill_plan [, draft_plan]]]) -> result table [, requests table]
+ *   core.serve_draw(def) -> trace columns {arrival_s =, input =, output =}
  * `plan` is a fathom.InferPlan (core.infer_compile): every engine iteration is
  * costed by fth_serve_plan_cost, and the KV capacity and GPUs per replica
  * default to the plan's. Without a plan, `def.cost = {base_s =, per_token_s =}`
  * costs an iteration of T tokens base_s + per_token_s T (the scheduler alone).
  * With `def.per_request = true` a second table holds each request's times and
  * lengths as columns (arrival_s, first_token_s, done_s, input, output, replica,
- * preemptions: arrays in arrival order), for traces.
+ * preemptions, client: arrays in arrival order), for traces.
+ * Several clients on one pool: `def.trace.client` names each row's client (1-based)
+ * and `def.clients = {{slo_ttft_s =, slo_tpot_s =}, ...}` their SLOs; the result's
+ * `clients` holds each client's metrics (fth_serve_client_result).
+ * `draft_plan` (a separate draft model's plan on the same GPUs) costs every iteration
+ * by fth_serve_draft_cost and takes its weights and KV out of the KV capacity.
  * The workspace (fth_serve_workspace_bytes) is one userdata per call: the
  * simulation's only allocation, owned by the GC. */
 #include <math.h>
@@ -57,11 +63,12 @@ static double read_count(lua_State *L, int t, const char *key, double def, doubl
 }
 
 static void read_serve(lua_State *L, int idx, const fth_infer_plan *plan,
-                       const fth_infer_plan *prefill, fth_serve_def *d) {
+                       const fth_infer_plan *prefill, const fth_infer_plan *draft,
+                       fth_serve_def *d) {
   const char *w = "serve";
   *d = fth_serve_def_default();
   if (plan) {
-    d->kv_capacity_tokens = fth_infer_kv_capacity_tokens(plan);
+    d->kv_capacity_tokens = fth_infer_kv_capacity_tokens_draft(plan, draft);
     d->kv_window_tokens = plan->model.attention_window;
     d->kv_windowed_share = fth_model_windowed_share(&plan->model);
     d->gpus_per_replica = plan->layout.num_gpus;
@@ -191,8 +198,8 @@ static void push_result(lua_State *L, const fth_serve_result *r) {
 static void push_requests(lua_State *L, const fth_serve_request *q, int64_t n) {
   static const char *const num_cols[] = {"arrival_s", "admit_s", "first_token_s", "done_s",
                                          "ready_s"};
-  static const char *const int_cols[] = {"input", "output", "replica", "preemptions"};
-  lua_createtable(L, 0, 8);
+  static const char *const int_cols[] = {"input", "output", "replica", "preemptions", "client"};
+  lua_createtable(L, 0, 10);
   for (int c = 0; c < 5; c++) {
     lua_createtable(L, (int)n, 0);
     for (int64_t i = 0; i < n; i++) {
@@ -203,10 +210,11 @@ static void push_requests(lua_State *L, const fth_serve_request *q, int64_t n) {
     }
     lua_setfield(L, -2, num_cols[c]);
   }
-  for (int c = 0; c < 4; c++) {
+  for (int c = 0; c < 5; c++) {
     lua_createtable(L, (int)n, 0);
     for (int64_t i = 0; i < n; i++) {
-      const int32_t v[4] = {q[i].input, q[i].output, q[i].replica, q[i].preemptions};
+      const int32_t v[5] = {q[i].input, q[i].output, q[i].replica, q[i].preemptions,
+                            q[i].client + 1};
       lua_pushinteger(L, v[c]);
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
@@ -260,20 +268,41 @@ static const fth_serve_trace_row *read_trace(lua_State *L, int idx, fth_serve_de
     lua_pop(L, 1);
   }
   lua_settop(L, r); /* rows */
+  lua_getfield(L, idx, "trace");
+  if (lua_getfield(L, -1, "client") == LUA_TTABLE) { /* rows trace client */
+    if ((lua_Integer)lua_rawlen(L, -1) != n)
+      lbind_fail(L, FTH_EINVAL, "trace", "a client column of %lld rows, not %lld",
+                 (long long)lua_rawlen(L, -1), (long long)n);
+    for (lua_Integer i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      int ok;
+      lua_Integer v = lua_tointegerx(L, -1, &ok);
+      if (!ok || v < 1 || v > 1000000)
+        lbind_fail(L, FTH_EINVAL, "trace", "row %lld: client is not an index in [1, 1e6]",
+                   (long long)i);
+      rows[i].client = (int32_t)(v - 1);
+      lua_pop(L, 1);
+    }
+  } else {
+    for (lua_Integer i = 0; i < n; i++) rows[i].client = 0;
+  }
+  lua_settop(L, r); /* rows */
   d->requests = (int64_t)n;
   d->trace = rows;
   return rows;
 }
 
-/* (def [, plan [, prefill_plan]]) -> result table [, requests table] */
+/* (def [, plan [, prefill_plan [, draft_plan]]]) -> result table [, requests table] */
 static int core_serve_run(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
-  const fth_infer_plan *plan = NULL, *prefill = NULL;
+  const fth_infer_plan *plan = NULL, *prefill = NULL, *draft = NULL;
   if (!lua_isnoneornil(L, 2)) plan = (const fth_infer_plan *)luaL_checkudata(L, 2, INFER_PLAN);
   if (!lua_isnoneornil(L, 3)) prefill = (const fth_infer_plan *)luaL_checkudata(L, 3, INFER_PLAN);
-  lua_settop(L, 3);
+  if (!lua_isnoneornil(L, 4)) draft = (const fth_infer_plan *)luaL_checkudata(L, 4, INFER_PLAN);
+  if (draft && !plan) luaL_argerror(L, 4, "a draft plan needs the target's plan");
+  lua_settop(L, 4);
   fth_serve_def d;
-  read_serve(L, 1, plan, prefill, &d);
+  read_serve(L, 1, plan, prefill, draft, &d);
   if (prefill) {
     d.prefill_cost = fth_serve_plan_cost;
     d.prefill_cost_ctx = prefill;
@@ -294,16 +323,72 @@ static int core_serve_run(lua_State *L) {
   size_t bytes = fth_serve_workspace_bytes(&d);
   void *ws = lua_newuserdatauv(L, bytes, 0); /* ws */
   fth_serve_result r;
-  fth_status st = plan ? fth_serve_run(&d, fth_serve_plan_cost, plan, ws, bytes, &r, &err)
-                       : fth_serve_run(&d, affine, &ac, ws, bytes, &r, &err);
+  fth_serve_draft_engine de = {fth_serve_plan_cost, plan, fth_serve_plan_cost, draft};
+  fth_status st = draft  ? fth_serve_run(&d, fth_serve_draft_cost, &de, ws, bytes, &r, &err)
+                  : plan ? fth_serve_run(&d, fth_serve_plan_cost, plan, ws, bytes, &r, &err)
+                         : fth_serve_run(&d, affine, &ac, ws, bytes, &r, &err);
   if (st != FTH_OK) return lbind_raise(L, NULL, &err);
   push_result(L, &r); /* ws result */
+  if (lua_getfield(L, 1, "clients") == LUA_TTABLE) { /* ws result clients */
+    int ct = lua_gettop(L);
+    lua_Integer nc = (lua_Integer)lua_rawlen(L, ct);
+    lua_createtable(L, (int)nc, 0); /* ws result clients out */
+    for (lua_Integer c = 1; c <= nc; c++) {
+      lua_rawgeti(L, ct, c);
+      if (!lua_istable(L, -1)) lbind_fail(L, FTH_EINVAL, "clients", "entry %lld is not a table", (long long)c);
+      double ttft = lcheck_number(L, -1, "clients", "slo_ttft_s", 0);
+      double tpot = lcheck_number(L, -1, "clients", "slo_tpot_s", 0);
+      lua_pop(L, 1);
+      fth_serve_result cr;
+      fth_serve_client_result(&d, ws, (int32_t)(c - 1), ttft, tpot, &cr);
+      push_result(L, &cr);
+      lua_rawseti(L, -2, c);
+    }
+    lua_setfield(L, -3, "clients"); /* ws result clients */
+  }
+  lua_pop(L, 1); /* ws result */
   if (!per_request) return 1;
   push_requests(L, fth_serve_requests(ws), d.requests); /* ws result requests */
   return 2;
 }
 
-static const luaL_Reg serve_funcs[] = {{"serve_run", core_serve_run}, {NULL, NULL}};
+/* (def) -> {arrival_s =, input =, output =}: the open-loop stream `def` draws
+ * (fth_serve_draw), one client's traffic to merge with others' into a trace. */
+static int core_serve_draw(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  fth_serve_def d;
+  read_serve(L, 1, NULL, NULL, NULL, &d);
+  d.kv_capacity_tokens = d.block_tokens; /* not simulated: any valid capacity */
+  fth_serve_trace_row *rows = (fth_serve_trace_row *)lua_newuserdatauv(
+      L, sizeof(fth_serve_trace_row) * (size_t)d.requests, 0);
+  fth_error err;
+  if (fth_serve_draw(&d, rows, &err) != FTH_OK) return lbind_raise(L, NULL, &err);
+  static const char *const cols[3] = {"arrival_s", "input", "output"};
+  lua_createtable(L, 0, 3);
+  for (int c = 0; c < 3; c++) {
+    lua_createtable(L, (int)d.requests, 0);
+    for (int64_t i = 0; i < d.requests; i++) {
+      if (c == 0)
+        lua_pushnumber(L, rows[i].arrival_s);
+      else
+        lua_pushinteger(L, (lua_Integer)(c == 1 ? rows[i].input : rows[i].output));
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, cols[c]);
+  }
+  return 1;
+}
+
+/* (k, a) -> expected tokens a decode step emits (fth_serve_spec_tokens_per_step) */
+static int core_serve_spec_tokens_per_step(lua_State *L) {
+  lua_pushnumber(L, fth_serve_spec_tokens_per_step((int)luaL_checkinteger(L, 1), luaL_checknumber(L, 2)));
+  return 1;
+}
+
+static const luaL_Reg serve_funcs[] = {{"serve_run", core_serve_run},
+                                       {"serve_draw", core_serve_draw},
+                                       {"serve_spec_tokens_per_step", core_serve_spec_tokens_per_step},
+                                       {NULL, NULL}};
 
 void lfth_open_serve(lua_State *L) {
   lbind_setfuncs(L, serve_funcs);

@@ -41,7 +41,7 @@ static int mixed_iteration(void) {
   FTH_RUN(toy_plan(&p, 1e12));
   fth_phase a, b;
   /* Equal decodes are fth_infer_iteration's uniform batch; so are equal chunks. */
-  fth_infer_batch dec = {4, 4 * 1024.0, NULL, 0, 0, 0};
+  fth_infer_batch dec = {4, 4 * 1024.0, NULL, 0, 0, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 4, 1, 1024, &a, NULL),
                   fth_infer_iteration_mixed(&p, &dec, &b, NULL), 1e-12);
   /* One decode at 1024: 183,341,568 B at 1 TB/s (test_infer.c derives it). */
@@ -49,15 +49,15 @@ static int mixed_iteration(void) {
   dec.decode_context_sum = 1024;
   FTH_ENSURE_NEAR(183341568.0 / 1e12, fth_infer_iteration_mixed(&p, &dec, &b, NULL), 1e-12);
   fth_infer_chunk ch[2] = {{256, 512}, {256, 512}};
-  fth_infer_batch chunks = {0, 0, ch, 2, 0, 0};
+  fth_infer_batch chunks = {0, 0, ch, 2, 0, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 2, 256, 512, &a, NULL),
                   fth_infer_iteration_mixed(&p, &chunks, &b, NULL), 1e-12);
   /* Decode cost is linear in the context: two decodes at 512 and 1536 cost
    * two at 1024. */
-  fth_infer_batch two = {2, 512 + 1536.0, NULL, 0, 0, 0};
+  fth_infer_batch two = {2, 512 + 1536.0, NULL, 0, 0, 0, 0};
   FTH_ENSURE_NEAR(fth_infer_iteration(&p, 2, 1, 1024, &a, NULL),
                   fth_infer_iteration_mixed(&p, &two, &b, NULL), 1e-12);
-  fth_infer_batch empty = {0, 0, NULL, 0, 0, 0};
+  fth_infer_batch empty = {0, 0, NULL, 0, 0, 0, 0};
   FTH_ENSURE(fth_infer_iteration_mixed(&p, &empty, &b, NULL) == 0.0);
 
   /* A mixed batch on a compute-bound GPU (memory effectively free): a 1024-
@@ -73,7 +73,7 @@ static int mixed_iteration(void) {
   fth_infer_plan fast;
   FTH_RUN(toy_plan(&fast, 1e18));
   fth_infer_chunk prompt = {1024, 0};
-  fth_infer_batch mix = {1, 1024, &prompt, 1, 0, 0};
+  fth_infer_batch mix = {1, 1024, &prompt, 1, 0, 0, 0};
   FTH_ENSURE_NEAR(1.11926050816e-3 + 27.541504e-6, fth_infer_iteration_mixed(&fast, &mix, &b, NULL),
                   1e-6);
   return 0;
@@ -465,7 +465,7 @@ static int trace_replay(void) {
    * the second arrives at 2 s and has 50 prompt tokens and one output token:
    * done after its 15 ms prefill. */
   affine c = {0.010, 0.0001};
-  const fth_serve_trace_row rows[2] = {{0.5, 100, 11}, {2.0, 50, 1}};
+  const fth_serve_trace_row rows[2] = {{0.5, 100, 11, 0}, {2.0, 50, 1, 0}};
   fth_serve_def d = base_def();
   d.requests = 2;
   d.trace = rows;
@@ -478,12 +478,12 @@ static int trace_replay(void) {
   FTH_ENSURE_NEAR(1.515, r.duration_s, 1e-12);
   free(ws);
   /* Rows out of order, or a length that is not a token count, are refused by row. */
-  const fth_serve_trace_row bad[2] = {{1.0, 100, 11}, {0.5, 50, 1}};
+  const fth_serve_trace_row bad[2] = {{1.0, 100, 11, 0}, {0.5, 50, 1, 0}};
   d.trace = bad;
   fth_error err;
   FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL &&
              strcmp(err.path, "trace[1].arrival_s") == 0);
-  const fth_serve_trace_row frac[1] = {{0, 10.5, 1}};
+  const fth_serve_trace_row frac[1] = {{0, 10.5, 1, 0}};
   d.trace = frac;
   d.requests = 1;
   FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL && strcmp(err.path, "trace[0].input") == 0);
@@ -651,8 +651,8 @@ static int engine_tokens(void) {
   FTH_RUN(moe_plan(&one, 1e12, 1.0));
   FTH_RUN(moe_plan(&two, 1e12, 2.0));
   fth_phase a, b;
-  fth_infer_batch dec = {8, 8 * 1024.0, NULL, 0, 16, 0};
-  fth_infer_batch own = {8, 8 * 1024.0, NULL, 0, 0, 0};
+  fth_infer_batch dec = {8, 8 * 1024.0, NULL, 0, 16, 0, 0};
+  fth_infer_batch own = {8, 8 * 1024.0, NULL, 0, 0, 0, 0};
   double t = fth_infer_iteration_mixed(&one, &dec, &a, NULL);
   FTH_ENSURE_NEAR(fth_infer_iteration_mixed(&two, &own, &b, NULL), t, 1e-12);
   FTH_ENSURE(t > fth_infer_iteration_mixed(&one, &own, &b, NULL)); /* more copies cost more */
@@ -872,8 +872,8 @@ static int speculative(void) {
   double draft = fth_infer_draft_s(&p, 4, 1024);
   FTH_ENSURE(draft > 0);
   FTH_ENSURE_NEAR(fth_infer_iteration(&p1, 4, 1, 1024, &a, NULL), draft, 1e-12);
-  fth_infer_batch plain = {4, 4 * 1024.0, NULL, 0, 0, 0};
-  fth_infer_batch spec = {4, 4 * 1024.0, NULL, 0, 0, 3};
+  fth_infer_batch plain = {4, 4 * 1024.0, NULL, 0, 0, 0, 0};
+  fth_infer_batch spec = {4, 4 * 1024.0, NULL, 0, 0, 3, 0};
   double t0 = fth_infer_iteration_mixed(&p, &plain, &a, NULL);
   double t3 = fth_infer_iteration_mixed(&p, &spec, &a, NULL);
   FTH_ENSURE(t3 - 3 * draft > t0);
@@ -907,7 +907,154 @@ static int touched_experts(void) {
   return 0;
 }
 
+/* Several clients on one pool: a trace whose rows name their client, one client's
+ * metrics against its own SLOs. Client 0 sends 100 + 11 tokens at 0 s and 2 s,
+ * client 1 50 + 1 tokens at 1 s and 3 s, each alone on the replica (A = 10 ms,
+ * B = 0.1 ms): client 0's TTFT is its 20 ms prefill, its E2E 20 + 10 x 10.1 = 121
+ * ms, TPOT 101 / 10 = 10.1 ms, its span 0 to 2.121 s; client 1's TTFT = E2E is its
+ * 15 ms prefill, no TPOT, span 1 to 3.015 s. A 25 ms TTFT bound passes client 0, a
+ * 14 ms one fails client 1. Then fth_serve_draw: a drawn stream replayed as a trace
+ * gives the simulator's own draws, bit for bit. */
+static int clients(void) {
+  affine c = {0.010, 0.0001};
+  const fth_serve_trace_row rows[4] = {
+      {0.0, 100, 11, 0}, {1.0, 50, 1, 1}, {2.0, 100, 11, 0}, {3.0, 50, 1, 1}};
+  fth_serve_def d = base_def();
+  d.requests = 4;
+  d.trace = rows;
+  void *ws = ws_for(&d);
+  fth_serve_result r, c0, c1;
+  FTH_RUN(run(&d, affine_cost, &c, ws, &r));
+  fth_serve_client_result(&d, ws, 0, 0.025, 0, &c0);
+  fth_serve_client_result(&d, ws, 1, 0.014, 0, &c1);
+  FTH_ENSURE_EQ_INT(2, c0.requests_completed);
+  FTH_ENSURE_EQ_INT(2, c1.requests_completed);
+  FTH_ENSURE_NEAR(0.020, c0.ttft_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(0.121, c0.e2e_s.p99, 1e-12);
+  FTH_ENSURE_NEAR(0.0101, c0.tpot_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(2.121, c0.duration_s, 1e-12);
+  FTH_ENSURE_NEAR(1.0, c0.slo_attainment, 1e-15);
+  FTH_ENSURE_NEAR(2 / 2.121, c0.goodput_requests_per_s, 1e-12);
+  FTH_ENSURE_NEAR(2 * 11 / 2.121, c0.output_tokens_per_s, 1e-9);
+  FTH_ENSURE_NEAR(0.015, c1.ttft_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(0.015, c1.e2e_s.max, 1e-12);
+  FTH_ENSURE_EQ_INT(0, c1.tpot_s.count);
+  FTH_ENSURE_NEAR(2.015, c1.duration_s, 1e-12);
+  FTH_ENSURE(c1.slo_attainment == 0.0 && c1.goodput_requests_per_s == 0.0);
+  free(ws);
+  const fth_serve_trace_row neg[1] = {{0, 10, 1, -1}};
+  d.trace = neg;
+  d.requests = 1;
+  fth_error err;
+  FTH_ENSURE(fth_serve_check(&d, &err) == FTH_EINVAL && strcmp(err.path, "trace[0].client") == 0);
+
+  fth_serve_def g = base_def();
+  g.requests = 300;
+  g.rate_per_s = 20;
+  g.arrival = FTH_ARRIVAL_GAMMA;
+  g.burstiness = 2;
+  g.input.kind = FTH_LEN_LOGNORMAL;
+  g.input.sigma = 0.5;
+  g.output.kind = FTH_LEN_UNIFORM;
+  g.output.min = 2;
+  g.output.max = 64;
+  fth_serve_trace_row *drawn = malloc(300 * sizeof *drawn);
+  FTH_ENSURE(fth_serve_draw(&g, drawn, &err) == FTH_OK);
+  ws = ws_for(&g);
+  fth_serve_result own, replay;
+  FTH_RUN(run(&g, affine_cost, &c, ws, &own));
+  g.trace = drawn;
+  FTH_RUN(run(&g, affine_cost, &c, ws, &replay));
+  FTH_ENSURE(memcmp(&own, &replay, sizeof own) == 0);
+  g.trace = NULL;
+  g.arrival = FTH_ARRIVAL_CLOSED;
+  FTH_ENSURE(fth_serve_draw(&g, drawn, &err) == FTH_ENOTSUP && strcmp(err.path, "arrival") == 0);
+  free(drawn);
+  free(ws);
+  return 0;
+}
+
+/* Speculative decoding with a separate draft model. Tokens a step (Leviathan et
+ * al. 2023): (1 - a^(k+1)) / (1 - a): k = 3, a = 1/2: 1 + 1/2 + 1/4 + 1/8 = 1.875;
+ * k = 4, a = 0.8: (1 - 0.32768) / 0.2 = 3.3616; all accepted k + 1; none 1.
+ * Step time, target A + B T (T counting every verified token) at 10 ms + 0.1 ms,
+ * draft a + b T at 1 ms + 0.01 ms; one request of 100 prompt and 9 output tokens,
+ * k = 3, every draft accepted: the prefill iteration is the target's 10 + 10 = 20
+ * ms and the draft's prefill of the prompt 1 + 1 = 2 ms: TTFT 22 ms. A decode step:
+ * the target verifies 4 tokens, 10.4 ms, after 3 draft steps of one token, 3 x
+ * 1.01 ms: 13.43 ms; 4 tokens a step, 1 -> 5 -> 9: E2E 22 + 2 x 13.43 = 48.86 ms
+ * in 3 iterations. At a = 0.6, k = 4 the steps of a long output average
+ * (1 - 0.6^5) / 0.4 = 2.3056 tokens. */
+static int draft_model(void) {
+  FTH_ENSURE_NEAR(1.875, fth_serve_spec_tokens_per_step(3, 0.5), 1e-15);
+  FTH_ENSURE_NEAR(3.3616, fth_serve_spec_tokens_per_step(4, 0.8), 1e-12);
+  FTH_ENSURE_NEAR(4.0, fth_serve_spec_tokens_per_step(3, 1.0), 1e-15);
+  FTH_ENSURE_NEAR(1.0, fth_serve_spec_tokens_per_step(3, 0.0), 1e-15);
+  affine tc = {0.010, 0.0001}, dc = {0.001, 0.00001};
+  fth_serve_draft_engine e = {affine_cost, &tc, affine_cost, &dc};
+  fth_serve_def d = base_def();
+  d.requests = 1;
+  d.input.mean = 100;
+  d.output.mean = 9;
+  d.spec_tokens = 3;
+  d.spec_acceptance = 1.0;
+  void *ws = ws_for(&d);
+  fth_serve_result r;
+  FTH_RUN(run(&d, fth_serve_draft_cost, &e, ws, &r));
+  FTH_ENSURE_NEAR(0.022, r.ttft_s.mean, 1e-12);
+  FTH_ENSURE_NEAR(0.04886, r.e2e_s.max, 1e-12);
+  FTH_ENSURE_EQ_INT(3, r.iterations);
+  free(ws);
+  d.output.mean = 20001;
+  d.spec_tokens = 4;
+  d.spec_acceptance = 0.6;
+  ws = ws_for(&d);
+  FTH_RUN(run(&d, fth_serve_draft_cost, &e, ws, &r));
+  double per_step = 20000.0 / (double)(r.iterations - 1);
+  FTH_ENSURE(fabs(per_step - 2.3056) < 0.02 * 2.3056);
+  free(ws);
+
+  /* On compiled plans: the target only verifies (its batch marked spec_external
+   * drops the MTP drafting: the MTP cost less its k draft passes), and the draft is
+   * the 1-layer toy's decode, k of them for a batch of decodes. */
+  fth_infer_plan p, p1;
+  FTH_RUN(toy_plan(&p, 1e12));
+  fth_node_def n = toy_node(1e12);
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
+  m.n_layers = 1;
+  fth_infer_def id = fth_infer_def_default();
+  id.context_len = 1023;
+  id.gen_tokens = 1;
+  fth_error err;
+  FTH_ENSURE(fth_infer_compile(&p1, &n, &t, &m, &id, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_phase a;
+  fth_infer_batch mtp = {4, 4 * 1024.0, NULL, 0, 0, 3, 0};
+  fth_infer_batch ver = {4, 4 * 1024.0, NULL, 0, 0, 3, 1};
+  double verify = fth_infer_iteration_mixed(&p, &ver, &a, NULL);
+  FTH_ENSURE_NEAR(fth_infer_iteration_mixed(&p, &mtp, &a, NULL) - 3 * fth_infer_draft_s(&p, 4, 1024),
+                  verify, 1e-15);
+  fth_serve_draft_engine pe = {fth_serve_plan_cost, &p, fth_serve_plan_cost, &p1};
+  FTH_ENSURE_NEAR(verify + 3 * fth_infer_iteration(&p1, 4, 1, 1024, &a, NULL),
+                  fth_serve_draft_cost(&pe, &mtp), 1e-15);
+
+  /* Memory: every token keeps its KV in both models, 2 x 1024 x 4 layers x 2 B =
+   * 16,384 B in the target and 2 x 1024 x 1 x 2 = 4,096 B in the draft, and the
+   * draft's weights W (its one stage's parameters at 2 B) leave the room R: the
+   * tokens are floor((R - W) / 20,480), R being floor'd to 16,384 B units alone. */
+  double cap = fth_infer_kv_capacity_tokens(&p);
+  double w = (p1.layout.stage_dense_params + p1.layout.stage_expert_params) * 2.0;
+  double both = fth_infer_kv_capacity_tokens_draft(&p, &p1);
+  FTH_ENSURE(w > 1e6);
+  FTH_ENSURE(both >= floor((cap * 16384.0 - w) / 20480.0) &&
+             both <= floor(((cap + 1) * 16384.0 - w) / 20480.0));
+  FTH_ENSURE(fth_infer_kv_capacity_tokens_draft(&p, NULL) == cap);
+  return 0;
+}
+
 int serve_test(void) {
+  FTH_RUN(clients());
+  FTH_RUN(draft_model());
   FTH_RUN(touched_experts());
   FTH_RUN(speculative());
   FTH_RUN(mixed_iteration());

@@ -43,6 +43,7 @@ local allowed = {
   ["lua/fathom/cmd/serve.lua"] = { why = "the engine's degree keys; the result's 'kv_cache' section",
     names = { tp = true, pp = true, ep = true, kv_cache = true } },
   ["lua/fathom/serve.lua"] = { why = "the engine's degree keys", names = { tp = true, pp = true, ep = true } },
+  ["lua/fathom/serve_multi.lua"] = { why = "a pool's degree keys", names = { tp = true, pp = true, ep = true } },
   ["src/lua/lserve.c"] = { why = "the result's 'kv_cache' section", names = { kv_cache = true } },
 }
 

@@ -41,6 +41,9 @@ local spec = {
     .. "module: each decode step verifies K draft tokens, drafted by K passes of one layer and the LM head" },
   { name = "spec-acceptance", arg = "A", number = true, help = "--spec-tokens: probability each draft is "
     .. "accepted (while the ones before it were) [default: 0.85, DeepSeek-V3's MTP]" },
+  { name = "draft-model", arg = "NAME|FILE", help = "speculative decoding with a separate draft model on "
+    .. "the same GPUs (e.g. llama3.2_1b for llama3.1_70b): K decode steps of it draft, the model verifies "
+    .. "them in one pass; needs --spec-tokens K and --spec-acceptance A" },
   { name = "routing", arg = "R", choices = names.serve_routing,
     help = "how requests pick a replica [default: " .. names.serve_routing[1] .. "]" },
   { name = "qps", arg = "RATE", number = true, help = "open loop: requests per second, whole deployment" },
@@ -115,13 +118,18 @@ M.usage = "usage: fathom serve [SPEC.yaml] --model NAME|FILE --hardware NODE [--
   "SPEC.yaml gives the same settings as keys (model, hardware, tp, pp, ep, replicas, routing,\n" ..
   "arrival, rate_per_s, burstiness, concurrency, think_s, requests, seed, input, output,\n" ..
   "policy, max_batch, max_batch_tokens, block_tokens, watermark, prefix_hit_ratio, dp_attention,\n" ..
-  "swap_bw_bytes_per_s, spec_tokens, spec_acceptance,\n" ..
+  "swap_bw_bytes_per_s, spec_tokens, spec_acceptance, draft_model,\n" ..
   "slo_ttft_s, slo_tpot_s, prefill: {replicas, tp, pp, ep, hardware, kv_link}, replay);\n" ..
-  "flags given beside it override its values.\n\n" ..
+  "flags given beside it override its values. A spec with `pools` (name: {model, tp, replicas,\n" ..
+  "policy, draft_model, ...}) and `clients` (name: {model or pool, rate_per_s, input, output,\n" ..
+  "slo_ttft_s, ...}) serves several models at once: metrics per client, per pool and in total.\n\n" ..
   "examples:\n" ..
   "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --replicas 2 --qps 8 --policy chunked\n" ..
   "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --slo-ttft 0.5 --slo-tpot 0.05 --find-max-qps\n" ..
-  "  fathom serve configs/serve_specs/llama3.1_70b_disaggregated.yaml --format json\n\n" ..
+  "  fathom serve configs/serve_specs/llama3.1_70b_disaggregated.yaml --format json\n" ..
+  "  fathom serve --model llama3.1_70b --hardware H100_SXM --tp 4 --qps 1 --draft-model llama3.2_1b \\\n" ..
+  "      --spec-tokens 4 --spec-acceptance 0.7\n" ..
+  "  fathom serve configs/serve_specs/two_models.yaml\n\n" ..
   args.usage(spec) .. "\n"
 
 -- Core field paths -> the flag that sets them, so a refusal names what the user typed.
@@ -167,7 +175,11 @@ local function text(r, ctx)
     ctx.model, ctx.hardware, ctx.replicas, ctx.replicas == 1 and "" or "s", ctx.gpus, ctx.gpus == 1 and "" or "s",
     ctx.tp, ctx.pp, (ctx.ep > 1 and (", EP " .. ctx.ep) or "")
       .. ((ctx.dp_attention or 1) > 1 and (", DP attention " .. ctx.dp_attention) or ""), ctx.policy)
-  if (ctx.spec_tokens or 0) > 0 then
+  if ctx.draft_model then
+    out[#out + 1] = string.format("speculative decoding: %s drafts %d tokens a step, each accepted with "
+      .. "probability %.4g: %.4g tokens a step expected\n", ctx.draft_model, ctx.spec_tokens, ctx.spec_acceptance,
+      require("fathom.core").serve_spec_tokens_per_step(ctx.spec_tokens, ctx.spec_acceptance))
+  elseif (ctx.spec_tokens or 0) > 0 then
     out[#out + 1] = string.format("speculative decoding: %d draft tokens a step (MTP), each accepted with "
       .. "probability %.4g\n", ctx.spec_tokens, ctx.spec_acceptance)
   end
@@ -286,6 +298,79 @@ function M.search(a, opts)
   return 0
 end
 
+-- fathom serve SPEC.yaml with `clients`: several models on one cluster (fathom.serve_multi).
+local function multi_text(r, a)
+  local top = a.checked.top
+  local pools, clients = {}, {}
+  for _, p in ipairs(a.checked.pools) do
+    local m = r.pools[p.name]
+    pools[#pools + 1] = { p.name, m.model .. (m.draft_model and (" + draft " .. m.draft_model) or ""), m.hardware,
+      m.gpus, string.format("%d x TP %d%s", m.replicas, m.tp, m.pp > 1 and (" PP " .. m.pp) or ""), m.policy,
+      units.percent(m.kv_cache.peak_fraction), units.percent(m.busy_fraction), table.concat(m.clients, ", ") }
+  end
+  local models = {}
+  for _, c in ipairs(a.checked.clients) do
+    local m = r.clients[c.name]
+    models[c.model] = true
+    local slo = {}
+    if c.slo_ttft_s then slo[#slo + 1] = "TTFT " .. units.time(c.slo_ttft_s) end
+    if c.slo_tpot_s then slo[#slo + 1] = "TPOT " .. units.time(c.slo_tpot_s) end
+    clients[#clients + 1] = { c.name, c.model, m.pool, m.requests_completed, units.time(m.ttft_s.p50),
+      units.time(m.ttft_s.p99), units.time(m.tpot_s.mean), units.time(m.e2e_s.p99),
+      string.format("%.4g", m.throughput.output_tokens_per_s), #slo > 0 and table.concat(slo, ", ") or "-",
+      #slo > 0 and units.percent(m.goodput.slo_attainment) or "-" }
+  end
+  local t = r.totals
+  clients[#clients + 1] = { "total", "", "", t.requests_completed, "", "", "", "",
+    string.format("%.4g", t.throughput.output_tokens_per_s), "", units.percent(t.goodput.slo_attainment) }
+  local nm = 0
+  for _ in pairs(models) do nm = nm + 1 end
+  local out = { string.format("%d client%s of %d model%s on %d GPUs in %d pool%s, seed %d\n\n", #a.checked.clients,
+    #a.checked.clients == 1 and "" or "s", nm, nm == 1 and "" or "s", t.gpus, #a.checked.pools,
+    #a.checked.pools == 1 and "" or "s", top.seed or 1) }
+  out[#out + 1] = tablefmt.render({ "pool", "model", "hardware", "GPUs", "engine", "policy", "KV peak", "busy",
+    "clients" }, pools)
+  out[#out + 1] = "\n"
+  out[#out + 1] = tablefmt.render({ "client", "model", "pool", "requests", "TTFT p50", "TTFT p99", "mean TPOT",
+    "E2E p99", "out tok/s", "SLOs", "met" }, clients)
+  out[#out + 1] = string.format("\ntotal       %.4g requests/s, %.4g output tokens/s (%.4g per GPU) over %s; "
+    .. "goodput %.4g requests/s\n", t.throughput.requests_per_s, t.throughput.output_tokens_per_s,
+    t.throughput.output_tokens_per_s_per_gpu, units.time(t.duration_s), t.goodput.requests_per_s)
+  return table.concat(out)
+end
+
+local function multi(a, opts)
+  for _, s in ipairs(spec) do
+    local k = s.name:gsub("-", "_")
+    if opts[k] ~= nil and k ~= "format" and k ~= "output_file" and k ~= "target" then
+      errors.raise("serve: --%s: a spec with clients sets everything in the file (only --format and "
+        .. "--output-file apply)", s.name)
+    end
+  end
+  if opts.format == "svg" then errors.raise("serve: --format svg draws --search-gpus's Pareto front") end
+  local r = serve.run(a)
+  if opts.format == "table" then
+    local body = multi_text(r, a)
+    if opts.output_file then output.write_file(opts.output_file, body) else io.stdout:write(body) end
+    return 0
+  end
+  if opts.format == "csv" then
+    local rows = {}
+    for _, c in ipairs(a.checked.clients) do
+      local row = flat(r.clients[c.name])[1]
+      row.client = c.name
+      rows[#rows + 1] = row
+    end
+    local row = flat(r.totals)[1]
+    row.client = "total"
+    rows[#rows + 1] = row
+    output.write(rows, "csv", opts.output_file)
+    return 0
+  end
+  output.write(r, opts.format, opts.output_file)
+  return 0
+end
+
 function M.main(argv)
   local opts, extra = args.parse(argv, spec, "serve")
   if opts.help then
@@ -295,6 +380,7 @@ function M.main(argv)
   if #extra > 1 then errors.raise("serve: unexpected argument '%s' (see 'fathom serve --help')", extra[2]) end
   -- The spec file's settings, then the flags given beside it.
   local a = extra[1] and serve.load_spec(extra[1]) or {}
+  if a.clients then return multi(a, opts) end
   local from_flags = { model = "model", hardware = "hardware", hardware_lib = "hardware_lib", workload = "workload",
     tp = "tp", pp = "pp", ep = "ep", pod_size = "pod_size", replicas = "replicas", routing = "routing",
     qps = "rate_per_s", arrival = "arrival", burstiness = "burstiness", concurrency = "concurrency",
@@ -303,14 +389,16 @@ function M.main(argv)
     prefix_hit = "prefix_hit_ratio", slo_ttft = "slo_ttft_s", slo_tpot = "slo_tpot_s", seed = "seed",
     prefill_replicas = "prefill_replicas", prefill_tp = "prefill_tp", prefill_pp = "prefill_pp",
     prefill_hardware = "prefill_hardware", kv_link = "kv_link", dp_attention = "dp_attention",
-    spec_tokens = "spec_tokens", spec_acceptance = "spec_acceptance" }
+    spec_tokens = "spec_tokens", spec_acceptance = "spec_acceptance", draft_model = "draft_model" }
   for flag, key in pairs(from_flags) do
     if opts[flag] ~= nil then a[key] = opts[flag] end
   end
   if a.spec_acceptance and not a.spec_tokens then
     errors.raise("serve: --spec-acceptance needs --spec-tokens K")
   end
-  if (a.spec_tokens or 0) > 0 and not a.spec_acceptance then a.spec_acceptance = serve.SPEC_ACCEPTANCE end
+  if (a.spec_tokens or 0) > 0 and not a.spec_acceptance and not a.draft_model then
+    a.spec_acceptance = serve.SPEC_ACCEPTANCE
+  end
   if opts.swap_bw then
     local b = units.parse_bytes(tostring(opts.swap_bw):gsub("/s%s*$", ""))
     if not b or b <= 0 then
@@ -382,33 +470,26 @@ function M.main(argv)
     prefill_hardware = a.prefill_hardware or a.hardware, prefill_tp = a.prefill_tp or a.tp or 1,
     prefill_pp = a.prefill_pp or a.pp or 1, slo_ttft = a.slo_ttft_s, slo_tpot = a.slo_tpot_s,
     replay = opts.replay or (a.trace and extra[1]), concurrency = a.concurrency, dp_attention = a.dp_attention,
-    swap_bw = a.swap_bw_bytes_per_s, spec_tokens = a.spec_tokens, spec_acceptance = a.spec_acceptance }
-  local def, plan, pplan, info, pinfo = protect(serve.build, a)
-  a.plan, a.prefill_plan = plan, pplan
+    swap_bw = a.swap_bw_bytes_per_s, spec_tokens = a.spec_tokens, spec_acceptance = a.spec_acceptance,
+    draft_model = a.draft_model }
+  local def, plan, pplan, info, pinfo, dplan = protect(serve.build, a)
+  a.plan, a.prefill_plan, a.draft_plan = plan, pplan, dplan
   a.kv_link_bw_bytes_per_s, a.kv_link_latency_s = def.kv_link_bw_bytes_per_s, def.kv_link_latency_s
   -- what build() derived from the engine, kept so later runs need no engine facts
   a.kv_fetch_share, a.kv_fetch_bw_bytes_per_s = def.kv_fetch_share, def.kv_fetch_bw_bytes_per_s
   a.kv_fetch_latency_s, a.kv_fetch = def.kv_fetch_latency_s, nil
   for _, k in ipairs({ "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size", "prefill_tp",
-    "prefill_pp", "prefill_hardware", "kv_link" }) do
+    "prefill_pp", "prefill_hardware", "kv_link", "draft_model" }) do
     a[k] = nil
   end
   a.doc = spec_doc
   -- An SLO no request can meet even alone is an input error, not a zero goodput.
   if show.slo_ttft or show.slo_tpot then
-    local ttft, tpot = protect(serve.lone, serve.definition(a), plan, pplan)
-    local msg
-    if show.slo_ttft and show.slo_ttft < ttft then
-      msg = string.format("%g s is below the %s a lone request of the mean prompt takes to its first token: " ..
-        "no load meets it", show.slo_ttft, units.time(ttft))
-      if spec_doc and spec_doc.slo_ttft_s then errors.at(spec_doc, "slo_ttft_s", "slo_ttft_s", "%s", msg) end
-      errors.raise("serve: --slo-ttft %s", msg)
-    end
-    if show.slo_tpot and show.slo_tpot < tpot then
-      msg = string.format("%g s is below the %s per output token of a lone request: no load meets it",
-        show.slo_tpot, units.time(tpot))
-      if spec_doc and spec_doc.slo_tpot_s then errors.at(spec_doc, "slo_tpot_s", "slo_tpot_s", "%s", msg) end
-      errors.raise("serve: --slo-tpot %s", msg)
+    local key, msg = protect(serve.slo_refusal, serve.definition(a), plan, pplan, dplan, show.slo_ttft,
+      show.slo_tpot)
+    if key then
+      if spec_doc and spec_doc[key] then errors.at(spec_doc, key, key, "%s", msg) end
+      errors.raise("serve: %s %s", key == "slo_ttft_s" and "--slo-ttft" or "--slo-tpot", msg)
     end
   end
   local r, max_qps, steps
@@ -461,7 +542,7 @@ function M.main(argv)
           units.time(def.kv_link_latency_s)) },
       tp = show.tp, pp = show.pp, ep = show.ep, policy = show.policy, load = load, seed = show.seed,
       dp_attention = show.dp_attention, swap_bw = show.swap_bw, spec_tokens = show.spec_tokens,
-      spec_acceptance = show.spec_acceptance,
+      spec_acceptance = show.spec_acceptance, draft_model = show.draft_model,
       lengths = a.trace and "prompt and output lengths from the trace" or string.format(
         "prompts %s tokens, outputs %s tokens", serve.describe_length(a.input), serve.describe_length(a.output)),
       stages = table.concat(stages, "\n"), slo = table.concat(slo, " and "), max_qps = max_qps, target = opts.target,
