@@ -24,7 +24,7 @@ local function run(n, force)
   local t0, c0 = core.monotonic_s(), os.clock()
   local written
   if force == "c" then
-    written = assert(analysis.csv_batch(a, out))
+    written = assert(analysis.write_batch(a, out, "csv"))
   else
     local records = analysis.run(a)
     require("fathom.output").write(records, "csv", out)

@@ -223,10 +223,11 @@ function M.run(a)
   return records
 end
 
--- csv_batch(a, path) -> points written to `path` as CSV by the C batch path
--- (fathom.sweep_batch: the same bytes as fathom.format.csv of run()'s records, in
--- constant memory), or nil, reason when the sweep takes the Lua path.
-function M.csv_batch(a, path)
+-- write_batch(a, path, format) -> points written to `path` as CSV or JSON Lines (format
+-- "csv" or "jsonl") by the C batch path (fathom.sweep_batch: the same bytes as
+-- fathom.format.csv of run()'s records, or as stream()'s JSON Lines, in constant memory),
+-- or nil, reason when the sweep takes the Lua path.
+function M.write_batch(a, path, format)
   local batch_mod = require("fathom.sweep_batch")
   local docs, _, count, sweep_doc = M.open(a)
   local must = os.getenv(batch_mod.ENV) == "1" -- a spec or benchmark that needs the C path says so
@@ -237,16 +238,20 @@ function M.csv_batch(a, path)
   local batch, why = batch_mod.open(a, docs, sweep_doc)
   if not batch then return lua_path(why) end
   local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points" })
-  -- the first pass looks ahead of the writer only (the common case); a point with columns
-  -- the first ones lack sends it back for a full first pass
+  -- CSV: the first pass looks ahead of the writer only (the common case); a point with columns
+  -- the first ones lack sends it back for a full first pass. JSON Lines: no header, no pass.
   for _, full in ipairs({ false, true }) do
     local head
-    head, why = batch_mod.prepare(batch, bar, full)
+    if format == "jsonl" then
+      head, why = batch_mod.prepare_jsonl(batch)
+    else
+      head, why = batch_mod.prepare(batch, bar, full)
+    end
     if not head then return lua_path(why) end
     local w = require("fathom.output").open(path)
     local ok, done = pcall(function()
       w:write(head)
-      return batch_mod.write(batch, w, bar)
+      return batch_mod.write(batch, w, bar, format)
     end)
     if not ok or not done then w:abort() end
     if not ok then error(done, 0) end
@@ -259,8 +264,8 @@ function M.csv_batch(a, path)
 end
 
 -- stream(a, path, format, transform) -> count, first record: every record written
--- to `path` as one YAML or JSON list as it is made (the file appears whole at the
--- end, or not at all); transform(record) -> what to write.
+-- to `path` as one YAML or JSON list, or as JSON Lines ("jsonl"), as it is made (the
+-- file appears whole at the end, or not at all); transform(record) -> what to write.
 function M.stream(a, path, format, transform)
   local yaml = require("fathom.format.yaml")
   local json = require("fathom.format.json")
@@ -274,7 +279,9 @@ function M.stream(a, path, format, transform)
   end, function(rec, i)
     local v = transform and transform(rec) or rec
     local text
-    if format == "json" then
+    if format == "jsonl" then
+      text = require("fathom.format.jsonl").line(v)
+    elseif format == "json" then
       text = json.encode({ v }, true)
       text = (i == 1 and "[\n" or ",\n") .. text:sub(3, -3)
     else
@@ -286,7 +293,7 @@ function M.stream(a, path, format, transform)
     w:abort() -- nothing left behind, whoever called
     error(err, 0)
   end
-  if format == "json" then w:write(n == 0 and "[]\n" or "\n]\n") end
+  if format == "json" then w:write(n == 0 and "[]\n" or "\n]\n") end -- jsonl: lines only
   w:close()
   return n, first
 end

@@ -1,4 +1,4 @@
--- fathom.sweep_batch: a training sweep to CSV at C speed (fathom.core.sweep_new,
+-- fathom.sweep_batch: a training sweep to CSV or JSON Lines at C speed (fathom.core.sweep_new,
 -- src/core/fth_sweep.c). The base inputs are compiled once; per point the C core
 -- reworks the swept fields, evaluates, and writes the row from a column program
 -- built here once: each CSV column of the record (fathom.report.training_record,
@@ -15,6 +15,8 @@
 -- (`open` says why). Failures, energy and cost (fth_goodput) are computed per point in C.
 local core = require("fathom.core")
 local csv = require("fathom.format.csv")
+local json = require("fathom.format.json")
+local util = require("fathom.format.util")
 local names = require("fathom.names")
 local report = require("fathom.report")
 local spec = require("fathom.spec")
@@ -249,14 +251,18 @@ function M.open(a, docs, sweep_doc)
   if not ok then return nil, "the base inputs do not load: " .. tostring(base) end
   local axis_len = {}
   for i, ax in ipairs(axes) do axis_len[i] = #ax.values[1] end
-  local labels = {}
+  local labels, json_labels = {}, {}
   for i, k in ipairs(keys) do
-    labels[i] = {}
-    for j, v in ipairs(k.values) do labels[i][j] = csv.cell(v) end
+    labels[i], json_labels[i] = {}, {}
+    for j, v in ipairs(k.values) do
+      labels[i][j] = csv.cell(v)
+      json_labels[i][j] = json.encode(v)
+    end
   end
   local made, sw = pcall(core.sweep_new, spec.node_table(base.lib, base.physical.node_name),
     spec.topology_table(base.physical, base.logical), base.model, base.workload,
-    { axes = axis_len, keys = keys, labels = labels, goodput = report.goodput_def(base) })
+    { axes = axis_len, keys = keys, labels = labels, json_labels = json_labels,
+      goodput = report.goodput_def(base) })
   if not made then return nil, "the base inputs do not compile: " .. tostring(sw) end
   -- the first point the core evaluates, on the Lua path: its record gives the columns
   local first = sw:first_valid(count)
@@ -309,7 +315,7 @@ function M.open(a, docs, sweep_doc)
   for i, d in ipairs(sc.physical.dimensions) do fabric[i] = d.name or "" end
   sw:program({ columns = columns, texts = texts, fabric = fabric })
   local batch = { sw = sw, count = count, master = master, columns = columns, error_col = error_col,
-    at = at, point = point }
+    at = at, point = point, full = full, label = at(first).label }
   -- an invalid point's error text is the Lua path's (file:line:col, reason); nil if it finds
   -- the point valid, which the binding raises as a disagreement
   batch.err_of = function(i) return point(at(i)).error end
@@ -383,16 +389,88 @@ function M.prepare(batch, bar, full)
   return table.concat(cells, ",") .. "\n"
 end
 
--- write(batch, w, bar) -> true, or false when a point has columns the scanned ones lack
--- (the header is short: prepare again with a full pass and write again): every row, in
--- chunks, to writer w.
-function M.write(batch, w, bar)
-  local count = batch.count
+-- JSON Lines: a record's line is its tree (fathom.format.json's key order) walked as a node
+-- program: an object opens and closes, a leaf is a column of the C program or constant
+-- JSON text. A node is written where its presence group is in the point's mask (an object
+-- whose columns all belong to one optional group, e.g. one kind of communication, has
+-- that group); commas go between the nodes written.
+local NODE = { open = 0, close = 1, col = 2, const = 3 }
+
+-- tree(value, col_of, columns, default) -> nodes or nil, reason: the node program of a record.
+local function tree(value, col_of, columns, default)
+  local nodes = {}
+  local function walk(v, path, key)
+    if type(v) == "table" and not util.is_array(v) then
+      local at = #nodes + 1
+      nodes[at] = { t = NODE.open, text = key .. "{", group = default }
+      local groups, n, only = {}, 0, nil
+      for _, k in ipairs(util.keys(v)) do
+        local name = path == "" and tostring(k) or (path .. "." .. tostring(k))
+        local sub, why = walk(v[k], name, json.encode(tostring(k)) .. ":")
+        if not sub then return nil, why end
+        for g in pairs(sub) do
+          if not groups[g] then n, only = n + 1, g end
+          groups[g] = true
+        end
+      end
+      nodes[#nodes + 1] = { t = NODE.close, text = "}", group = default }
+      if n == 1 and only ~= G.always then nodes[at].group = only end
+      return groups
+    end
+    local ci = col_of[path]
+    if ci and columns[ci].src ~= SRC.text then
+      nodes[#nodes + 1] = { t = NODE.col, text = key, col = ci, group = columns[ci].group }
+      return { [columns[ci].group] = true }
+    end
+    for p in pairs(col_of) do -- a constant list holds no column of the program
+      if p:sub(1, #path + 1) == path .. "." and columns[col_of[p]].src ~= SRC.text then
+        return nil, "column " .. p .. " is inside a list"
+      end
+    end
+    nodes[#nodes + 1] = { t = NODE.const, text = key .. json.encode(v), group = default }
+    return {}
+  end
+  local ok, why = walk(value, "", "")
+  if not ok then return nil, why end
+  return nodes
+end
+
+-- prepare_jsonl(batch) -> "" (JSON Lines has no header) or nil, reason: the node programs of
+-- a valid and an invalid record, and the check of a sample of points against the Lua path.
+function M.prepare_jsonl(batch)
+  local sw, count = batch.sw, batch.count
+  local col_of = {}
+  for i, n in ipairs(batch.master) do col_of[n] = i end
+  local valid, why = tree(batch.full, col_of, batch.columns, G.valid)
+  if not valid then return nil, why end
+  local bad = { error = "", valid = false }
+  require("fathom.analysis").label(bad, batch.label)
+  local invalid
+  invalid, why = tree(bad, col_of, batch.columns, G.error)
+  if not invalid then return nil, why end
+  sw:json_program({ valid = valid, invalid = invalid })
+  for j = 0, M.CHECK_POINTS - 1 do
+    local i = 1 + (count - 1) * j // (M.CHECK_POINTS - 1)
+    local rec = batch.point(batch.at(i))
+    rec.input_error = nil -- each() drops it too: an error object is not written
+    if sw:lines(i, i, batch.err_of) ~= json.encode(rec) .. "\n" then
+      return nil, "point " .. i .. " differs from the Lua path"
+    end
+  end
+  return ""
+end
+
+-- write(batch, w, bar, format) -> true, or false when a CSV point has columns the scanned
+-- ones lack (the header is short: prepare again with a full pass and write again): every
+-- row (format "csv") or line ("jsonl"), in chunks, to writer w.
+function M.write(batch, w, bar, format)
+  local count, jsonl = batch.count, format == "jsonl"
+  local write = jsonl and batch.sw.write_lines or batch.sw.write_rows
   for f = 1, count, M.CHUNK do
     local l = math.min(count, f + M.CHUNK - 1)
-    w:write_with(function(file) return batch.sw:write_rows(f, l, batch.err_of, file) end)
-    if batch.sw:grew() then return false end
-    if bar then bar:update(count // 2 + l // 2) end
+    w:write_with(function(file) return write(batch.sw, f, l, batch.err_of, file) end)
+    if not jsonl and batch.sw:grew() then return false end
+    if bar then bar:update(jsonl and l or count // 2 + l // 2) end
   end
   return true
 end

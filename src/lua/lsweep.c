@@ -17,6 +17,9 @@
  *       the Lua path finds it valid (an internal disagreement: raised)
  *   sweep:write_rows(first, last, err_of, file) -> true or nil, message: the same rows
  *       written to an io file
+ *   sweep:json_program{valid = nodes, invalid = nodes} the JSON Lines node programs
+ *       (jnode; spec.json_labels gives the labels as JSON); sweep:lines(first, last,
+ *       err_of) and sweep:write_lines(first, last, err_of, file): JSON Lines as rows
  * Nothing is allocated per point; a row is appended to the chunk's buffer (kept and
  * reused from chunk to chunk). */
 #include <math.h>
@@ -29,6 +32,16 @@
 #include "lfathom.h"
 
 #define SWEEP "fathom.Sweep"
+
+/// A node of the JSON Lines program (sweep:json_program).
+typedef struct jnode {
+  int t;           ///< 0 open an object, 1 close it, 2 a column's value, 3 constant text
+  int group;       ///< written where this presence group is in the point's mask
+  int col;         ///< t 2: the column (0-based)
+  int skip;        ///< t 0: the index of its close node
+  const char *text; ///< "key":{ (open), } (close), "key": (column), "key":value (constant)
+  size_t len;
+} jnode;
 
 typedef struct lsweep {
   fth_sweep_def def;
@@ -43,6 +56,10 @@ typedef struct lsweep {
   const char **labels; ///< key k's position p at labels[label_off[k] + p]
   size_t *label_len;
   int label_off[FTH_SWEEP_MAX_KEYS];
+  const char **jlabels; ///< the labels as JSON text (labels' layout), NULL without json_labels
+  size_t *jlabel_len;
+  jnode *jnodes; ///< JSON Lines node program: a valid record's nodes, then an invalid one's
+  int n_jvalid, n_jnodes;
   const char **fabric;
   int n_fabric;
   unsigned long long seen; ///< groups scan has seen
@@ -65,6 +82,12 @@ static int sweep_gc(lua_State *L) {
   free(s->labels);
   free(s->label_len);
   free(s->fabric);
+  free(s->jlabels);
+  free(s->jlabel_len);
+  free(s->jnodes);
+  s->jlabels = NULL;
+  s->jlabel_len = NULL;
+  s->jnodes = NULL;
   free(s->out);
   s->out = NULL;
   s->values = NULL;
@@ -148,6 +171,12 @@ static int core_sweep_new(lua_State *L) {
   int labels = lua_gettop(L);
   s->labels = (const char **)xcalloc(L, n_values, sizeof(char *));
   s->label_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
+  lua_getfield(L, 5, "json_labels");
+  int jlabels = lua_istable(L, -1) ? lua_gettop(L) : 0;
+  if (jlabels) {
+    s->jlabels = (const char **)xcalloc(L, n_values, sizeof(char *));
+    s->jlabel_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
+  }
   size_t at = 0;
   for (int k = 0; k < s->def.n_keys; k++) {
     lua_rawgeti(L, keys, k + 1);
@@ -170,11 +199,19 @@ static int core_sweep_new(lua_State *L) {
       s->labels[at + i] = keep_string(L, keep);
       s->label_len[at + i] = strlen(s->labels[at + i]);
       lua_pop(L, 1);
+      if (jlabels) {
+        lua_rawgeti(L, jlabels, k + 1);
+        luaL_checktype(L, -1, LUA_TTABLE);
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        s->jlabels[at + i] = keep_string(L, keep);
+        s->jlabel_len[at + i] = strlen(s->jlabels[at + i]);
+        lua_pop(L, 2);
+      }
     }
     at += n;
     lua_pop(L, 3);
   }
-  lua_pop(L, 2);
+  lua_pop(L, 3); /* keys, labels, json_labels */
   /* the run with failures, energy and cost (report.goodput_def), as core.goodput reads it */
   lua_getfield(L, 5, "goodput");
   if (lua_istable(L, -1)) {
@@ -260,6 +297,58 @@ static int sweep_program(lua_State *L) {
     }
   }
   lua_pop(L, 1);
+  return 0;
+}
+
+/* Read one node list (table at idx) into s->jnodes from `at`; returns the next index. */
+static int read_jnodes(lua_State *L, lsweep *s, int idx, int at, int keep) {
+  int n = (int)lua_rawlen(L, idx), stack[64], depth = 0;
+  for (int i = 0; i < n; i++, at++) {
+    lua_rawgeti(L, idx, i + 1);
+    int nt = lua_gettop(L);
+    jnode *nd = &s->jnodes[at];
+    nd->t = (int)field_int(L, nt, "t", 0, 3);
+    nd->group = (int)field_int(L, nt, "group", 0, FTH_SG_COUNT - 1);
+    lua_getfield(L, nt, "text");
+    nd->text = keep_string(L, keep);
+    nd->len = strlen(nd->text);
+    lua_pop(L, 1);
+    if (nd->t == 2) {
+      nd->col = (int)field_int(L, nt, "col", 1, s->n_cols) - 1;
+      fth_sweep_src src = s->cols[nd->col].src;
+      if (src == FTH_SWEEP_SRC_TEXT || (src == FTH_SWEEP_SRC_LABEL && !s->jlabels))
+        return luaL_error(L, "sweep:json_program: node %d: column %d has no JSON value", i + 1, nd->col + 1);
+    } else if (nd->t == 0) {
+      if (depth == 64) return luaL_error(L, "sweep:json_program: objects nest too deep");
+      stack[depth++] = at;
+    } else if (nd->t == 1) {
+      if (depth == 0) return luaL_error(L, "sweep:json_program: node %d closes nothing", i + 1);
+      s->jnodes[stack[--depth]].skip = at;
+    }
+    lua_pop(L, 1);
+  }
+  if (depth != 0) return luaL_error(L, "sweep:json_program: an object is not closed");
+  return at;
+}
+
+/* sweep:json_program{valid = nodes, invalid = nodes}: the JSON Lines node programs (once,
+ * after program); node = {t =, group =, text =, col =} (jnode). */
+static int sweep_json_program(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (!s->cols) return luaL_error(L, "sweep:json_program: no program");
+  if (s->jnodes) return luaL_error(L, "sweep:json_program: already set");
+  lua_getiuservalue(L, 1, 1);
+  int keep = lua_gettop(L);
+  lua_getfield(L, 2, "valid");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  lua_getfield(L, 2, "invalid");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  size_t n = lua_rawlen(L, -2) + lua_rawlen(L, -1);
+  s->jnodes = (jnode *)xcalloc(L, n, sizeof(jnode));
+  s->n_jvalid = read_jnodes(L, s, keep + 1, 0, keep);
+  s->n_jnodes = read_jnodes(L, s, keep + 2, s->n_jvalid, keep);
+  lua_settop(L, keep - 1);
   return 0;
 }
 
@@ -458,8 +547,85 @@ static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
   return 1;
 }
 
-/* Rows of points first..last (arguments 2, 3; err_of at 4) into s->out. */
-static void fill_rows(lua_State *L, lsweep *s) {
+/* fathom.format.json's string text: " and \\ escaped, control characters as \\b \\f \\n
+ * \\r \\t or \\u00XX, every other byte as it is */
+static void add_json_string(lsweep *s, const char *t) {
+  put_char(s, '"');
+  for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+    unsigned char c = *p;
+    if (c >= 32 && c != 127 && c != '"' && c != '\\') {
+      put_char(s, (char)c);
+      continue;
+    }
+    char esc[8];
+    const char *e = NULL;
+    switch (c) {
+    case '"': e = "\\\""; break;
+    case '\\': e = "\\\\"; break;
+    case '\b': e = "\\b"; break;
+    case '\f': e = "\\f"; break;
+    case '\n': e = "\\n"; break;
+    case '\r': e = "\\r"; break;
+    case '\t': e = "\\t"; break;
+    default: snprintf(esc, sizeof esc, "\\u%04x", c); e = esc;
+    }
+    put(s, e, strlen(e));
+  }
+  put_char(s, '"');
+}
+
+/* Append point s->pt's JSON line (the valid or the invalid node program); 0 (line partly
+ * written) when a number is not finite. */
+static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
+  int lo = s->pt.valid ? 0 : s->n_jvalid, hi = s->pt.valid ? s->n_jvalid : s->n_jnodes;
+  int first = 1; /* the next member is its object's first: no comma */
+  for (int i = lo; i < hi; i++) {
+    const jnode *nd = &s->jnodes[i];
+    if (nd->t == 1) {
+      put_char(s, '}');
+      first = 0;
+      continue;
+    }
+    if (!(m & (1ULL << nd->group))) {
+      if (nd->t == 0) i = nd->skip;
+      continue;
+    }
+    if (!first) put_char(s, ',');
+    put(s, nd->text, nd->len);
+    first = nd->t == 0;
+    if (nd->t != 2) continue;
+    const fth_sweep_column *c = &s->cols[nd->col];
+    switch (c->src) {
+    case FTH_SWEEP_SRC_LABEL: {
+      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
+      put(s, s->jlabels[at], s->jlabel_len[at]);
+      break;
+    }
+    case FTH_SWEEP_SRC_RESULT: {
+      double v = fth_sweep_number(&s->pt, c);
+      if (!isfinite(v)) return 0;
+      if (room(s, 40)) s->out_len += (size_t)fth_sweep_format_number(s->out + s->out_len, 40, v, c->as_integer);
+      break;
+    }
+    case FTH_SWEEP_SRC_BOOL:
+      if (fth_sweep_number(&s->pt, c) != 0) put(s, "true", 4);
+      else put(s, "false", 5);
+      break;
+    case FTH_SWEEP_SRC_NAME: add_json_string(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
+    case FTH_SWEEP_SRC_ERROR: add_json_string(s, err_text ? err_text : ""); break;
+    case FTH_SWEEP_SRC_TEXT:
+    case FTH_SWEEP_SRC_COUNT: break;
+    }
+  }
+  put_char(s, '\n');
+  return 1;
+}
+
+/* Rows (CSV) or lines (JSON Lines: `json`) of points first..last (arguments 2, 3; err_of
+ * at 4) into s->out. */
+static void fill_rows(lua_State *L, lsweep *s, int json) {
+  int (*add)(lsweep *, unsigned long long, const char *) = json ? add_line : add_row;
+  if (json && !s->jnodes) luaL_error(L, "sweep:lines: no JSON program");
   if (!s->cols) luaL_error(L, "sweep:rows: no program");
   long long first, last;
   point_range(L, s, &first, &last);
@@ -470,7 +636,7 @@ static void fill_rows(lua_State *L, lsweep *s) {
     fth_sweep_point_eval(&s->def, i - 1, &s->pt);
     size_t start = s->out_len;
     if (s->pt.valid && (fth_sweep_mask(&s->pt) & ~s->seen)) s->grew = 1;
-    if (s->pt.valid && !add_row(s, fth_sweep_mask(&s->pt), NULL)) {
+    if (s->pt.valid && !add(s, fth_sweep_mask(&s->pt), NULL)) {
       /* a number not finite: the Lua path refuses the result (errors.check_finite) */
       s->out_len = start;
       s->pt.valid = 0;
@@ -480,31 +646,37 @@ static void fill_rows(lua_State *L, lsweep *s) {
       error_text(L, s, i);
       const char *err_text = lua_tostring(L, -1);
       if (fth_sweep_mask(&s->pt) & ~s->seen) s->grew = 1;
-      add_row(s, fth_sweep_mask(&s->pt), err_text);
+      add(s, fth_sweep_mask(&s->pt), err_text);
       lua_pop(L, 1);
     }
     if (s->out_failed) luaL_error(L, "sweep:rows: out of memory");
   }
 }
 
-static int sweep_rows(lua_State *L) {
+static int push_rows(lua_State *L, int json) {
   lsweep *s = check_sweep(L, 1);
-  fill_rows(L, s);
+  fill_rows(L, s, json);
   lua_pushlstring(L, s->out ? s->out : "", s->out_len);
   return 1;
 }
 
+static int sweep_rows(lua_State *L) { return push_rows(L, 0); }
+static int sweep_lines(lua_State *L) { return push_rows(L, 1); }
+
 /* sweep:write_rows(first, last, err_of, file) -> true, or nil, message: the rows written
  * to an open io file straight from the chunk's buffer (no Lua string of the chunk). */
-static int sweep_write_rows(lua_State *L) {
+static int write_to(lua_State *L, int json) {
   lsweep *s = check_sweep(L, 1);
   luaL_Stream *f = (luaL_Stream *)luaL_checkudata(L, 5, LUA_FILEHANDLE);
   if (f->closef == NULL) return luaL_error(L, "sweep:write_rows: the file is closed");
-  fill_rows(L, s);
+  fill_rows(L, s, json);
   if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len) return luaL_fileresult(L, 0, NULL);
   lua_pushboolean(L, 1);
   return 1;
 }
+
+static int sweep_write_rows(lua_State *L) { return write_to(L, 0); }
+static int sweep_write_lines(lua_State *L) { return write_to(L, 1); }
 
 static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"scan", sweep_scan},
@@ -515,6 +687,9 @@ static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"set_order", sweep_set_order},
                                          {"rows", sweep_rows},
                                          {"write_rows", sweep_write_rows},
+                                         {"json_program", sweep_json_program},
+                                         {"lines", sweep_lines},
+                                         {"write_lines", sweep_write_lines},
                                          {NULL, NULL}};
 
 static const luaL_Reg sweep_meta[] = {{"__gc", sweep_gc}, {NULL, NULL}};
