@@ -238,29 +238,24 @@ function M.write_batch(a, path, format)
   local batch, why = batch_mod.open(a, docs, sweep_doc)
   if not batch then return lua_path(why) end
   local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points" })
-  -- CSV: the first pass looks ahead of the writer only (the common case); a point with columns
-  -- the first ones lack sends it back for a full first pass. JSON Lines: no header, no pass.
-  for _, full in ipairs({ false, true }) do
-    local head
-    if format == "jsonl" then
-      head, why = batch_mod.prepare_jsonl(batch)
-    else
-      head, why = batch_mod.prepare(batch, bar, full)
-    end
-    if not head then return lua_path(why) end
-    local w = require("fathom.output").open(path)
-    local ok, done = pcall(function()
-      w:write(head)
-      return batch_mod.write(batch, w, bar, format)
-    end)
-    if not ok or not done then w:abort() end
-    if not ok then error(done, 0) end
-    if done then
-      w:close()
-      return count
-    end
+  local head
+  if format == "jsonl" then
+    head, why = batch_mod.prepare_jsonl(batch)
+  else
+    head, why = batch_mod.prepare(batch, bar)
   end
-  error("fathom.analysis: the full first pass left columns out") -- cannot happen: it saw every point
+  if not head then return lua_path(why) end
+  local w = require("fathom.output").open(path)
+  local ok, err = pcall(function()
+    w:write(head)
+    batch_mod.write(batch, w, bar, format)
+  end)
+  if not ok then
+    w:abort()
+    error(err, 0)
+  end
+  w:close()
+  return count
 end
 
 -- stream(a, path, format, transform) -> count, first record: every record written

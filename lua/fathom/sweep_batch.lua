@@ -338,55 +338,80 @@ local function header(batch, fresh, first_invalid)
   return cols
 end
 
--- prepare(batch, progress) -> header text or nil, reason: the first pass (which columns
--- the records have) and the check of a sample of points against the Lua path.
--- scanned: points the first pass looks at (all of them when `full`, else the first
--- SCAN_AHEAD: write() then checks the rest against it and starts again with a full pass
--- when a later point has columns the first ones lack).
-M.SCAN_AHEAD = 4096
-function M.prepare(batch, bar, full)
-  local sw, count = batch.sw, batch.count
-  local fresh, first_invalid = {}, false
-  local scanned = full and count or math.min(count, M.SCAN_AHEAD)
-  sw:reset()
-  for f = 1, scanned, 8 * M.CHUNK do
-    local l = math.min(scanned, f + 8 * M.CHUNK - 1)
-    local got, inv = sw:scan(f, l)
-    if f == 1 then first_invalid = inv end
-    for _, m in ipairs(got) do fresh[#fresh + 1] = m end
-    if bar then bar:update(l // 2) end
+-- the columns of `groups` (a mask) in the program's order: where a group first met after
+-- the header was written goes (fathom.format.csv's union appends a record's new columns)
+local function columns_of(batch, groups)
+  local out = {}
+  for i, c in ipairs(batch.columns) do
+    if groups & (1 << c.group) ~= 0 then out[#out + 1] = i end
   end
-  local any_valid = false
-  for _, m in ipairs(fresh) do any_valid = any_valid or m & (1 << G.valid) ~= 0 end
-  if not any_valid then return nil, "no valid point" end
+  return out
+end
+
+local function header_text(batch, cols)
+  local cells = {}
+  for i, c in ipairs(cols) do cells[i] = csv.cell(batch.master[c]) end
+  return table.concat(cells, ",") .. "\n"
+end
+
+-- prepare(batch, progress) -> header text or nil, reason: the first pass over the first
+-- SCAN_AHEAD points (which columns their records have; a group of columns first met later
+-- widens the file as it is written, see write) and the check of a sample of points
+-- against the Lua path.
+M.SCAN_AHEAD = 256
+function M.prepare(batch, bar)
+  local sw, count = batch.sw, batch.count
+  local fresh, seen = {}, 0
+  local scanned = math.min(count, M.SCAN_AHEAD)
+  sw:reset()
+  local got, first_invalid = sw:scan(1, scanned)
+  for _, m in ipairs(got) do
+    fresh[#fresh + 1] = m
+    seen = seen | m
+  end
+  if bar then bar:update(scanned) end
   local cols = header(batch, fresh, first_invalid)
   sw:set_order(cols)
-  local names_ = {}
-  for i, c in ipairs(cols) do names_[i] = batch.master[c] end
-  batch.header_names = names_
-  local cells = {}
-  for i, n in ipairs(names_) do cells[i] = csv.cell(n) end
-  -- the sample: both ends and points spread between
-  local sample, seen = {}, {}
+  batch.order = cols
+  -- the sample: both ends and points spread between, each under the header widened by
+  -- the groups it has that the first pass did not meet
+  local sample, picked = {}, {}
   for j = 0, M.CHECK_POINTS - 1 do
     local i = 1 + (count - 1) * j // (M.CHECK_POINTS - 1)
-    if not seen[i] then
-      seen[i] = true
+    if not picked[i] then
+      picked[i] = true
       sample[#sample + 1] = i
     end
   end
   for _, i in ipairs(sample) do
     local rec = batch.point(batch.at(i))
     rec.input_error = nil -- each() drops it too: an error object is not written
-    local want, why = row_of(rec, names_)
-    local got = want and sw:rows(i, i, batch.err_of)
-    if not full and (not want or sw:grew()) then -- columns past the look-ahead: a full pass
-      return M.prepare(batch, bar, true)
+    local extra, cols_i = sw:mask(i) & ~seen, cols
+    if extra ~= 0 then
+      cols_i = table.move(cols, 1, #cols, 1, {})
+      for _, c in ipairs(columns_of(batch, extra)) do cols_i[#cols_i + 1] = c end
+      sw:set_order(cols_i)
     end
+    local names_ = {}
+    for k, c in ipairs(cols_i) do names_[k] = batch.master[c] end
+    local want, why = row_of(rec, names_)
+    local got_row = want and sw:rows(i, i, batch.err_of)
+    sw:set_order(cols)
     if not want then return nil, "point " .. i .. ": " .. why end
-    if got ~= want then return nil, "point " .. i .. " differs from the Lua path" end
+    if got_row ~= want then return nil, "point " .. i .. " differs from the Lua path" end
   end
-  return table.concat(cells, ",") .. "\n"
+  return header_text(batch, cols)
+end
+
+-- widen(batch, w, groups): a record met groups of columns the header lacks: their columns
+-- go at the end of the header, and what was written gets as many empty cells a row.
+local function widen(batch, w, groups)
+  local added = columns_of(batch, groups)
+  for _, c in ipairs(added) do batch.order[#batch.order + 1] = c end
+  batch.sw:set_order(batch.order)
+  batch.sw:see(groups)
+  local head = header_text(batch, batch.order)
+  w:rewrite(function(from, to) return batch.sw:widen(from, to, #added, head) end)
 end
 
 -- JSON Lines: a record's line is its tree (fathom.format.json's key order) walked as a node
@@ -460,19 +485,31 @@ function M.prepare_jsonl(batch)
   return ""
 end
 
--- write(batch, w, bar, format) -> true, or false when a CSV point has columns the scanned
--- ones lack (the header is short: prepare again with a full pass and write again): every
--- row (format "csv") or line ("jsonl"), in chunks, to writer w.
+-- write(batch, w, bar, format): every row (format "csv") or line ("jsonl"), in chunks, to
+-- writer w; a CSV record with columns the header lacks widens what was written (widen).
 function M.write(batch, w, bar, format)
-  local count, jsonl = batch.count, format == "jsonl"
-  local write = jsonl and batch.sw.write_lines or batch.sw.write_rows
-  for f = 1, count, M.CHUNK do
+  local count, jsonl, sw = batch.count, format == "jsonl", batch.sw
+  local write = jsonl and sw.write_lines or sw.write_rows
+  local f = 1
+  while f <= count do
     local l = math.min(count, f + M.CHUNK - 1)
-    w:write_with(function(file) return write(batch.sw, f, l, batch.err_of, file) end)
-    if not jsonl and batch.sw:grew() then return false end
-    if bar then bar:update(jsonl and l or count // 2 + l // 2) end
+    local stop, groups
+    w:write_with(function(file)
+      local ok, at, g = write(sw, f, l, batch.err_of, file)
+      if ok == false then
+        stop, groups = at, g
+        return true
+      end
+      return ok, at
+    end)
+    if stop then
+      widen(batch, w, groups)
+      f = stop
+    else
+      f = l + 1
+    end
+    if bar then bar:update(f - 1) end
   end
-  return true
 end
 
 return M

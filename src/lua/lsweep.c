@@ -10,13 +10,16 @@
  *   sweep:first_valid(limit) -> the first point the core evaluates (1-based) or nil
  *   sweep:count() -> points
  *   sweep:scan(first, last) -> {mask of the groups first seen, in order}, first point invalid
- *   sweep:grew() -> rows met a group scan had not seen; sweep:reset() forgets the scan
+ *   sweep:reset() forgets the scan; sweep:see(groups) adds groups to the header's;
+ *   sweep:mask(i) -> point i's groups
  *   sweep:set_order({column, ...}) the columns a row writes, in order (1-based)
  *   sweep:rows(first, last, err_of) -> CSV text of points first..last (1-based);
  *       err_of(i) -> the error text of invalid point i (the Lua path's), or nil when
  *       the Lua path finds it valid (an internal disagreement: raised)
- *   sweep:write_rows(first, last, err_of, file) -> true or nil, message: the same rows
- *       written to an io file
+ *   sweep:write_rows(first, last, err_of, file) -> true, or false, point, groups (a record
+ *       with columns the header lacks: rows stop before it), or nil, message: the same
+ *       rows written to an io file; sweep:widen(from, to, added, header) rewrites them
+ *       under a wider header
  *   sweep:json_program{valid = nodes, invalid = nodes} the JSON Lines node programs
  *       (jnode; spec.json_labels gives the labels as JSON); sweep:lines(first, last,
  *       err_of) and sweep:write_lines(first, last, err_of, file): JSON Lines as rows
@@ -62,8 +65,9 @@ typedef struct lsweep {
   int n_jvalid, n_jnodes;
   const char **fabric;
   int n_fabric;
-  unsigned long long seen; ///< groups scan has seen
-  int grew;                ///< rows met a group scan had not seen (the header is short)
+  unsigned long long seen;  ///< groups the header has (scan saw them, or see added them)
+  unsigned long long fresh; ///< write_rows stopped at a record with these groups besides
+
   fth_sweep_point pt;
   char *out; ///< the chunk's text, kept between chunks (grows to one chunk's size once)
   size_t out_len, out_cap;
@@ -409,17 +413,10 @@ static int sweep_scan(lua_State *L) {
   return 2;
 }
 
-/* sweep:grew() -> whether rows met a group of columns scan had not seen; sweep:reset()
- * forgets what scan saw (a full scan follows). */
-static int sweep_grew(lua_State *L) {
-  lua_pushboolean(L, check_sweep(L, 1)->grew);
-  return 1;
-}
-
+/* sweep:reset() forgets what scan saw (the header's groups). */
 static int sweep_reset(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   s->seen = 0;
-  s->grew = 0;
   return 0;
 }
 
@@ -622,8 +619,10 @@ static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
 }
 
 /* Rows (CSV) or lines (JSON Lines: `json`) of points first..last (arguments 2, 3; err_of
- * at 4) into s->out. */
-static void fill_rows(lua_State *L, lsweep *s, int json) {
+ * at 4) into s->out. `stop`: a CSV point whose record has a group of columns the header
+ * lacks (not in s->seen) ends the chunk before its row; returns that point (1-based), 0
+ * when every row was made. */
+static long long fill_rows(lua_State *L, lsweep *s, int json, int stop) {
   int (*add)(lsweep *, unsigned long long, const char *) = json ? add_line : add_row;
   if (json && !s->jnodes) luaL_error(L, "sweep:lines: no JSON program");
   if (!s->cols) luaL_error(L, "sweep:rows: no program");
@@ -635,27 +634,31 @@ static void fill_rows(lua_State *L, lsweep *s, int json) {
   for (long long i = first; i <= last; i++) {
     fth_sweep_point_eval(&s->def, i - 1, &s->pt);
     size_t start = s->out_len;
-    if (s->pt.valid && (fth_sweep_mask(&s->pt) & ~s->seen)) s->grew = 1;
     if (s->pt.valid && !add(s, fth_sweep_mask(&s->pt), NULL)) {
       /* a number not finite: the Lua path refuses the result (errors.check_finite) */
       s->out_len = start;
       s->pt.valid = 0;
       fth_error_clear(&s->pt.err);
     }
+    unsigned long long m = fth_sweep_mask(&s->pt);
+    if (stop && (m & ~s->seen)) {
+      s->out_len = start;
+      s->fresh = m & ~s->seen;
+      return i;
+    }
     if (!s->pt.valid) {
       error_text(L, s, i);
-      const char *err_text = lua_tostring(L, -1);
-      if (fth_sweep_mask(&s->pt) & ~s->seen) s->grew = 1;
-      add(s, fth_sweep_mask(&s->pt), err_text);
+      add(s, m, lua_tostring(L, -1));
       lua_pop(L, 1);
     }
     if (s->out_failed) luaL_error(L, "sweep:rows: out of memory");
   }
+  return 0;
 }
 
 static int push_rows(lua_State *L, int json) {
   lsweep *s = check_sweep(L, 1);
-  fill_rows(L, s, json);
+  fill_rows(L, s, json, 0);
   lua_pushlstring(L, s->out ? s->out : "", s->out_len);
   return 1;
 }
@@ -663,14 +666,23 @@ static int push_rows(lua_State *L, int json) {
 static int sweep_rows(lua_State *L) { return push_rows(L, 0); }
 static int sweep_lines(lua_State *L) { return push_rows(L, 1); }
 
-/* sweep:write_rows(first, last, err_of, file) -> true, or nil, message: the rows written
- * to an open io file straight from the chunk's buffer (no Lua string of the chunk). */
+/* sweep:write_rows(first, last, err_of, file) -> true, or false, point, groups when a
+ * point's record has columns the header lacks (the rows before it are written; see
+ * sweep:widen), or nil, message: the rows written to an open io file straight from the
+ * chunk's buffer (no Lua string of the chunk). sweep:write_lines: the same in JSON Lines
+ * (which have no header: true or nil, message). */
 static int write_to(lua_State *L, int json) {
   lsweep *s = check_sweep(L, 1);
   luaL_Stream *f = (luaL_Stream *)luaL_checkudata(L, 5, LUA_FILEHANDLE);
   if (f->closef == NULL) return luaL_error(L, "sweep:write_rows: the file is closed");
-  fill_rows(L, s, json);
+  long long at = fill_rows(L, s, json, !json);
   if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len) return luaL_fileresult(L, 0, NULL);
+  if (at) {
+    lua_pushboolean(L, 0);
+    lua_pushinteger(L, (lua_Integer)at);
+    lua_pushinteger(L, (lua_Integer)s->fresh);
+    return 3;
+  }
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -678,10 +690,72 @@ static int write_to(lua_State *L, int json) {
 static int sweep_write_rows(lua_State *L) { return write_to(L, 0); }
 static int sweep_write_lines(lua_State *L) { return write_to(L, 1); }
 
+/* sweep:widen(from, to, added, header) -> true or nil, message: the CSV written so far
+ * (an io file open for reading) copied to `to` under a wider header: its first line
+ * replaced by `header` (newline included) and `added` empty cells put at the end of
+ * every row (a group of columns met after the header was written: its columns come last,
+ * as fathom.format.csv's union puts them, and the rows before had none of them). A
+ * newline inside a quoted cell is not a row's end. */
+static int sweep_widen(lua_State *L) {
+  check_sweep(L, 1);
+  luaL_Stream *in = (luaL_Stream *)luaL_checkudata(L, 2, LUA_FILEHANDLE);
+  luaL_Stream *out = (luaL_Stream *)luaL_checkudata(L, 3, LUA_FILEHANDLE);
+  lua_Integer added = luaL_checkinteger(L, 4);
+  size_t hlen;
+  const char *header = luaL_checklstring(L, 5, &hlen);
+  luaL_argcheck(L, added >= 0 && added < 1 << 20, 4, "out of range");
+  if (in->closef == NULL || out->closef == NULL) return luaL_error(L, "sweep:widen: a file is closed");
+  char buf[1 << 16], commas[256];
+  memset(commas, ',', sizeof commas);
+  int quoted = 0, in_header = 1, ok = fwrite(header, 1, hlen, out->f) == hlen;
+  size_t n;
+  while (ok && (n = fread(buf, 1, sizeof buf, in->f)) > 0) {
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (buf[i] == '"') quoted = !quoted;
+      if (buf[i] != '\n' || quoted) continue;
+      if (!in_header) {
+        ok = ok && fwrite(buf + from, 1, i - from, out->f) == i - from;
+        for (lua_Integer left = added; ok && left > 0; left -= (lua_Integer)sizeof commas) {
+          size_t k = left < (lua_Integer)sizeof commas ? (size_t)left : sizeof commas;
+          ok = fwrite(commas, 1, k, out->f) == k;
+        }
+        from = i;
+      } else {
+        from = i + 1;
+      }
+      in_header = 0;
+    }
+    if (!in_header) ok = ok && fwrite(buf + from, 1, n - from, out->f) == n - from;
+  }
+  if (!ok || ferror(in->f)) return luaL_fileresult(L, 0, NULL);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* sweep:mask(point) -> the presence groups of the point's record (1-based point) */
+static int sweep_mask(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  long long n = fth_sweep_count(&s->def), i = (long long)luaL_checkinteger(L, 2);
+  luaL_argcheck(L, i >= 1 && i <= n, 2, "point out of range");
+  if (!s->cols) return luaL_error(L, "sweep:mask: no program");
+  lua_pushinteger(L, (lua_Integer)eval_point(s, i - 1));
+  return 1;
+}
+
+/* sweep:see(groups): the header has these groups' columns too */
+static int sweep_see(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  s->seen |= (unsigned long long)luaL_checkinteger(L, 2);
+  return 0;
+}
+
 static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"scan", sweep_scan},
                                          {"program", sweep_program},
-                                         {"grew", sweep_grew},
+                                         {"widen", sweep_widen},
+                                         {"mask", sweep_mask},
+                                         {"see", sweep_see},
                                          {"reset", sweep_reset},
                                          {"first_valid", sweep_first_valid},
                                          {"set_order", sweep_set_order},
