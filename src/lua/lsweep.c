@@ -26,6 +26,7 @@
  * Nothing is allocated per point; a row is appended to the chunk's buffer (kept and
  * reused from chunk to chunk). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +47,18 @@ typedef struct jnode {
   size_t len;
 } jnode;
 
+/// A column's last number and its text (a sweep's consecutive points share many values).
+typedef struct numcache {
+  uint64_t bits; ///< the double's bits (-0 and 0 differ)
+  int len;       ///< 0: nothing cached
+  char text[40];
+} numcache;
+
 typedef struct lsweep {
   fth_sweep_def def;
   double *values;
   fth_sweep_column *cols;
+  numcache *numbers; ///< one per column
   int n_cols;
   int *order;
   int n_order;
@@ -80,6 +89,8 @@ static int sweep_gc(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   free(s->values);
   free(s->cols);
+  free(s->numbers);
+  s->numbers = NULL;
   free(s->order);
   free(s->texts);
   free(s->text_len);
@@ -256,6 +267,7 @@ static int sweep_program(lua_State *L) {
   s->n_cols = (int)lua_rawlen(L, cols);
   s->cols = (fth_sweep_column *)xcalloc(L, (size_t)s->n_cols, sizeof(fth_sweep_column));
   s->order = (int *)xcalloc(L, (size_t)s->n_cols, sizeof(int));
+  s->numbers = (numcache *)xcalloc(L, (size_t)s->n_cols, sizeof(numcache));
   for (int i = 0; i < s->n_cols; i++) {
     lua_rawgeti(L, cols, i + 1);
     int ct = lua_gettop(L);
@@ -464,6 +476,19 @@ static inline void put_char(lsweep *s, char c) {
   s->out[s->out_len++] = c;
 }
 
+/* Append column `col`'s number v (finite) as fth_sweep_format_number writes it, from the
+ * column's cache when v is the number it wrote last. */
+static inline void put_number(lsweep *s, int col, double v, int as_integer) {
+  numcache *c = &s->numbers[col];
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  if (c->len == 0 || c->bits != bits) {
+    c->len = fth_sweep_format_number(c->text, sizeof c->text, v, as_integer);
+    c->bits = bits;
+  }
+  put(s, c->text, (size_t)c->len);
+}
+
 /* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
 static void add_cell_text(lsweep *s, const char *t) {
   if (!strpbrk(t, ",\"\n\r")) {
@@ -528,7 +553,7 @@ static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
     case FTH_SWEEP_SRC_RESULT: {
       double v = fth_sweep_number(&s->pt, c);
       if (!isfinite(v)) return 0;
-      if (room(s, 40)) s->out_len += (size_t)fth_sweep_format_number(s->out + s->out_len, 40, v, c->as_integer);
+      put_number(s, s->order[j], v, c->as_integer);
       break;
     }
     case FTH_SWEEP_SRC_BOOL:
@@ -601,7 +626,7 @@ static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
     case FTH_SWEEP_SRC_RESULT: {
       double v = fth_sweep_number(&s->pt, c);
       if (!isfinite(v)) return 0;
-      if (room(s, 40)) s->out_len += (size_t)fth_sweep_format_number(s->out + s->out_len, 40, v, c->as_integer);
+      put_number(s, nd->col, v, c->as_integer);
       break;
     }
     case FTH_SWEEP_SRC_BOOL:
@@ -712,8 +737,14 @@ static int sweep_widen(lua_State *L) {
   while (ok && (n = fread(buf, 1, sizeof buf, in->f)) > 0) {
     size_t from = 0;
     for (size_t i = 0; i < n; i++) {
-      if (buf[i] == '"') quoted = !quoted;
-      if (buf[i] != '\n' || quoted) continue;
+      /* to the next newline; the quotes before it flip `quoted` (memchr: no byte loop) */
+      const char *nl = (const char *)memchr(buf + i, '\n', n - i);
+      size_t end = nl ? (size_t)(nl - buf) : n;
+      for (const char *q = (const char *)memchr(buf + i, '"', end - i); q;
+           q = (const char *)memchr(q + 1, '"', (size_t)(buf + end - q - 1)))
+        quoted = !quoted;
+      i = end;
+      if (!nl || quoted) continue;
       if (!in_header) {
         ok = ok && fwrite(buf + from, 1, i - from, out->f) == i - from;
         for (lua_Integer left = added; ok && left > 0; left -= (lua_Integer)sizeof commas) {
