@@ -245,6 +245,14 @@ function M.write_batch(a, path, format)
     head, why = batch_mod.prepare(batch, bar)
   end
   if not head then return lua_path(why) end
+  -- --jobs: contiguous ranges of points in worker processes (one for a small sweep; under
+  -- mpirun each rank runs the sweep and rank 0 writes it)
+  local parallel = require("fathom.parallel")
+  local procs = parallel.under_mpi() and 1 or parallel.processes(a.jobs, count, batch_mod.MIN_POINTS_PER_PROCESS)
+  if procs > 1 then
+    batch_mod.write_parallel(batch, path, head, format, procs)
+    return count
+  end
   local w = require("fathom.output").open(path)
   local ok, err = pcall(function()
     w:write(head)

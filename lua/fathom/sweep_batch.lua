@@ -403,14 +403,15 @@ function M.prepare(batch, bar)
   return header_text(batch, cols)
 end
 
--- widen(batch, w, groups): a record met groups of columns the header lacks: their columns
--- go at the end of the header, and what was written gets as many empty cells a row.
-local function widen(batch, w, groups)
+-- widen(batch, w, groups, headless): a record met groups of columns the header lacks: their
+-- columns go at the end of the header, and what was written gets as many empty cells a
+-- row (`headless`: a worker's part, which has no header line).
+local function widen(batch, w, groups, headless)
   local added = columns_of(batch, groups)
   for _, c in ipairs(added) do batch.order[#batch.order + 1] = c end
   batch.sw:set_order(batch.order)
   batch.sw:see(groups)
-  local head = header_text(batch, batch.order)
+  local head = not headless and header_text(batch, batch.order) or nil
   w:rewrite(function(from, to) return batch.sw:widen(from, to, #added, head) end)
 end
 
@@ -485,14 +486,17 @@ function M.prepare_jsonl(batch)
   return ""
 end
 
--- write(batch, w, bar, format): every row (format "csv") or line ("jsonl"), in chunks, to
--- writer w; a CSV record with columns the header lacks widens what was written (widen).
-function M.write(batch, w, bar, format)
-  local count, jsonl, sw = batch.count, format == "jsonl", batch.sw
+-- write(batch, w, bar, format [, first, last, part]): every row (format "csv") or line
+-- ("jsonl") of points first..last (default: all), in chunks, to writer w; a CSV record with
+-- columns the header lacks widens what was written (widen). Returns the groups met so,
+-- in order. `part`: w has no header line (a worker's share).
+function M.write(batch, w, bar, format, first, last, part)
+  local jsonl, sw = format == "jsonl", batch.sw
   local write = jsonl and sw.write_lines or sw.write_rows
-  local f = 1
-  while f <= count do
-    local l = math.min(count, f + M.CHUNK - 1)
+  local f, met = first or 1, {}
+  last = last or batch.count
+  while f <= last do
+    local l = math.min(last, f + M.CHUNK - 1)
     local stop, groups
     w:write_with(function(file)
       local ok, at, g = write(sw, f, l, batch.err_of, file)
@@ -503,13 +507,93 @@ function M.write(batch, w, bar, format)
       return ok, at
     end)
     if stop then
-      widen(batch, w, groups)
+      widen(batch, w, groups, part)
+      met[#met + 1] = groups
       f = stop
     else
       f = l + 1
     end
     if bar then bar:update(f - 1) end
   end
+  return met
+end
+
+-- Points per process below which a C sweep stays in fewer processes (one for a small sweep):
+-- a worker's start and its part's copy cost about what 10,000 points do.
+M.MIN_POINTS_PER_PROCESS = 10000
+
+-- write_parallel(batch, path, head, format, procs): the rows or lines written by `procs` processes,
+-- each evaluating one contiguous range of points into its own part file; the parts are
+-- joined in order into w, the same bytes as one process: a CSV header widened in a part
+-- (a group of columns first met there) is widened the same way here, in point order, and
+-- each part's cells rearranged to the joined header's columns (sweep:widen, sweep:reproject).
+-- `head`: what JSON Lines start with (""); the file at `path` is written whole once every
+-- part is done, or not at all.
+function M.write_parallel(batch, path, head, format, procs)
+  local output = require("fathom.output")
+  local parallel = require("fathom.parallel")
+  local count, sw = batch.count, batch.sw
+  local initial = table.move(batch.order or {}, 1, #(batch.order or {}), 1, {})
+  local parts = {}
+  for k = 1, procs do parts[k] = output.temp_file("fathom-sweep-part") end
+  local met = parallel.shares(procs, function(share, n)
+    local lo, hi = count * share // n + 1, count * (share + 1) // n
+    batch.order = table.move(initial, 1, #initial, 1, {})
+    if format ~= "jsonl" then sw:set_order(batch.order) end
+    local w = output.open(parts[share + 1])
+    local ok, groups = pcall(M.write, batch, w, nil, format, lo, hi, true)
+    if not ok then
+      w:abort()
+      error(groups, 0)
+    end
+    w:close()
+    return groups
+  end)
+  -- the joined header: the groups each part met, in point order (parts are in point order)
+  local final, seen = table.move(initial, 1, #initial, 1, {}), 0
+  for _, c in ipairs(initial) do seen = seen | (1 << batch.columns[c].group) end
+  local orders = {}
+  for k, groups in ipairs(met) do
+    local local_order = table.move(initial, 1, #initial, 1, {})
+    for _, g in ipairs(groups) do
+      for _, c in ipairs(columns_of(batch, g)) do local_order[#local_order + 1] = c end
+      local new = g & ~seen
+      for _, c in ipairs(columns_of(batch, new)) do final[#final + 1] = c end
+      seen = seen | new
+    end
+    orders[k] = local_order
+  end
+  local w = output.open(path)
+  local ok, err = pcall(function()
+    w:write(format == "jsonl" and head or header_text(batch, final))
+    for k, part in ipairs(parts) do
+      -- cell j of a joined row is cell pos[final[j]] of the part's row
+      local pos, map, widening = {}, {}, true
+      for i, c in ipairs(orders[k]) do pos[c] = i - 1 end
+      for j, c in ipairs(final) do
+        map[j] = pos[c] or -1
+        if map[j] ~= (j <= #orders[k] and j - 1 or -1) then widening = false end
+      end
+      w:write_with(function(file)
+        local from = assert(io.open(part, "rb"))
+        local wok, werr
+        if format == "jsonl" or widening then
+          wok, werr = sw:widen(from, file, format == "jsonl" and 0 or #final - #orders[k])
+        else
+          wok, werr = sw:reproject(from, file, map)
+        end
+        from:close()
+        return wok, werr
+      end)
+      output.discard(part)
+    end
+  end)
+  if not ok then
+    w:abort()
+    for _, part in ipairs(parts) do output.discard(part) end
+    error(err, 0)
+  end
+  w:close()
 end
 
 return M

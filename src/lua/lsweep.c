@@ -18,8 +18,8 @@
  *       the Lua path finds it valid (an internal disagreement: raised)
  *   sweep:write_rows(first, last, err_of, file) -> true, or false, point, groups (a record
  *       with columns the header lacks: rows stop before it), or nil, message: the same
- *       rows written to an io file; sweep:widen(from, to, added, header) rewrites them
- *       under a wider header
+ *       rows written to an io file; sweep:widen(from, to, added [, header]) rewrites them
+ *       under a wider header; sweep:reproject(from, to, map) rearranges a part's cells
  *   sweep:json_program{valid = nodes, invalid = nodes} the JSON Lines node programs
  *       (jnode; spec.json_labels gives the labels as JSON); sweep:lines(first, last,
  *       err_of) and sweep:write_lines(first, last, err_of, file): JSON Lines as rows
@@ -715,9 +715,10 @@ static int write_to(lua_State *L, int json) {
 static int sweep_write_rows(lua_State *L) { return write_to(L, 0); }
 static int sweep_write_lines(lua_State *L) { return write_to(L, 1); }
 
-/* sweep:widen(from, to, added, header) -> true or nil, message: the CSV written so far
+/* sweep:widen(from, to, added [, header]) -> true or nil, message: the CSV written so far
  * (an io file open for reading) copied to `to` under a wider header: its first line
- * replaced by `header` (newline included) and `added` empty cells put at the end of
+ * replaced by `header` (newline included; without it, `from` has no header line: a part
+ * a worker wrote; added 0 copies it) and `added` empty cells put at the end of
  * every row (a group of columns met after the header was written: its columns come last,
  * as fathom.format.csv's union puts them, and the rows before had none of them). A
  * newline inside a quoted cell is not a row's end. */
@@ -726,13 +727,13 @@ static int sweep_widen(lua_State *L) {
   luaL_Stream *in = (luaL_Stream *)luaL_checkudata(L, 2, LUA_FILEHANDLE);
   luaL_Stream *out = (luaL_Stream *)luaL_checkudata(L, 3, LUA_FILEHANDLE);
   lua_Integer added = luaL_checkinteger(L, 4);
-  size_t hlen;
-  const char *header = luaL_checklstring(L, 5, &hlen);
+  size_t hlen = 0;
+  const char *header = luaL_optlstring(L, 5, NULL, &hlen);
   luaL_argcheck(L, added >= 0 && added < 1 << 20, 4, "out of range");
   if (in->closef == NULL || out->closef == NULL) return luaL_error(L, "sweep:widen: a file is closed");
   char buf[1 << 16], commas[256];
   memset(commas, ',', sizeof commas);
-  int quoted = 0, in_header = 1, ok = fwrite(header, 1, hlen, out->f) == hlen;
+  int quoted = 0, in_header = header != NULL, ok = !header || fwrite(header, 1, hlen, out->f) == hlen;
   size_t n;
   while (ok && (n = fread(buf, 1, sizeof buf, in->f)) > 0) {
     size_t from = 0;
@@ -764,6 +765,72 @@ static int sweep_widen(lua_State *L) {
   return 1;
 }
 
+/* sweep:reproject(from, to, map) -> true or nil, message: CSV rows without a header (a
+ * worker's part) copied to `to` with their cells rearranged: output cell j is input cell
+ * map[j] (0-based), empty where map[j] is -1. Cells are split at commas outside quotes. */
+static int sweep_reproject(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_Stream *in = (luaL_Stream *)luaL_checkudata(L, 2, LUA_FILEHANDLE);
+  luaL_Stream *out = (luaL_Stream *)luaL_checkudata(L, 3, LUA_FILEHANDLE);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  if (in->closef == NULL || out->closef == NULL) return luaL_error(L, "sweep:reproject: a file is closed");
+  int n_map = (int)lua_rawlen(L, 4), max_cells = s->n_cols + 1;
+  int *map = (int *)lua_newuserdatauv(L, sizeof(int) * (size_t)(n_map + 1), 0);
+  size_t *cell = (size_t *)lua_newuserdatauv(L, sizeof(size_t) * (size_t)(max_cells + 1), 0);
+  for (int j = 0; j < n_map; j++) {
+    lua_rawgeti(L, 4, j + 1);
+    map[j] = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+    luaL_argcheck(L, map[j] >= -1 && map[j] < max_cells, 4, "no such cell");
+  }
+  /* one row at a time in s->out (the chunk's buffer, free between chunks) */
+  char buf[1 << 16];
+  size_t n;
+  int quoted = 0, ok = 1;
+  s->out_len = 0;
+  s->out_failed = 0;
+  while (ok && (n = fread(buf, 1, sizeof buf, in->f)) > 0) {
+    for (size_t i = 0; ok && i < n;) {
+      const char *nl = (const char *)memchr(buf + i, '\n', n - i);
+      size_t end = nl ? (size_t)(nl - buf) : n;
+      for (const char *q = (const char *)memchr(buf + i, '"', end - i); q;
+           q = (const char *)memchr(q + 1, '"', (size_t)(buf + end - q - 1)))
+        quoted = !quoted;
+      put(s, buf + i, end - i);
+      if (s->out_failed) return luaL_error(L, "sweep:reproject: out of memory");
+      if (!nl) break;
+      i = end + 1;
+      if (quoted) {
+        put_char(s, '\n');
+        continue;
+      }
+      /* a whole row in s->out: its cells' starts (cell[k]) and the end (cell[nc] - 1) */
+      int nc = 0, in_q = 0;
+      cell[nc++] = 0;
+      for (size_t k = 0; k < s->out_len; k++) {
+        if (s->out[k] == '"') in_q = !in_q;
+        else if (s->out[k] == ',' && !in_q) {
+          if (nc == max_cells) return luaL_error(L, "sweep:reproject: a row has more cells than the program");
+          cell[nc++] = k + 1;
+        }
+      }
+      cell[nc] = s->out_len + 1;
+      for (int j = 0; ok && j < n_map; j++) {
+        if (j > 0) ok = fputc(',', out->f) != EOF;
+        int c = map[j];
+        if (c < 0 || c >= nc) continue;
+        size_t len = cell[c + 1] - 1 - cell[c];
+        ok = ok && fwrite(s->out + cell[c], 1, len, out->f) == len;
+      }
+      ok = ok && fputc('\n', out->f) != EOF;
+      s->out_len = 0;
+    }
+  }
+  if (!ok || ferror(in->f)) return luaL_fileresult(L, 0, NULL);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* sweep:mask(point) -> the presence groups of the point's record (1-based point) */
 static int sweep_mask(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
@@ -785,6 +852,7 @@ static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"scan", sweep_scan},
                                          {"program", sweep_program},
                                          {"widen", sweep_widen},
+                                         {"reproject", sweep_reproject},
                                          {"mask", sweep_mask},
                                          {"see", sweep_see},
                                          {"reset", sweep_reset},

@@ -213,3 +213,43 @@ describe("fathom.sweep_batch's widening", function()
     os.remove(to)
   end)
 end)
+
+describe("fathom.sweep_batch with --jobs", function()
+  -- jobs(sweep_text, jobs, format) -> what write_batch wrote with `jobs` processes (each
+  -- taking 1 point or more, the first pass 1 point), and what the Lua path writes
+  local function jobs(sweep_text, n, format)
+    local batch = require("fathom.sweep_batch")
+    local analysis = require("fathom.analysis")
+    local sweep, out = os.tmpname(), os.tmpname()
+    write(sweep, sweep_text)
+    local a = { hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+      workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = n }
+    local saved_min, saved_scan = batch.MIN_POINTS_PER_PROCESS, batch.SCAN_AHEAD
+    batch.MIN_POINTS_PER_PROCESS, batch.SCAN_AHEAD = 1, 1
+    local ok, count = pcall(analysis.write_batch, a, out, format)
+    batch.MIN_POINTS_PER_PROCESS, batch.SCAN_AHEAD = saved_min, saved_scan
+    assert.is_true(ok, count)
+    local got = slurp(out)
+    os.remove(out)
+    a.jobs = 1
+    local want = require("fathom.format." .. format).encode(analysis.run(a))
+    os.remove(sweep)
+    return got, want
+  end
+
+  it("joins the workers' parts into the bytes of one process, columns met in other orders rearranged", function()
+    -- points 1-3 (worker 1): valid, invalid (global batch 6: 3 sequences a DP rank, micro-batch 2),
+    -- out of memory (seq 262,144); points 4-6 (worker 2): out of memory, invalid, valid. Worker 2
+    -- meets the overflow column before the error columns; the header has them the other way
+    local text = "zip:\n  workload_spec.global_batch_size: [8, 6, 8, 8, 6, 8]\n"
+      .. "  workload_spec.seq_length: [256, 256, 262144, 262144, 256, 256]\n"
+    for _, n in ipairs({ 2, 3 }) do
+      local got, want = jobs(text, n, "csv")
+      assert.are.equal(want, got)
+      assert.matches(",error,valid,memory_footprint.overflow_tier\n", got:match("^[^\n]*\n"))
+      got, want = jobs(text, n, "jsonl")
+      assert.are.equal(want, got)
+      assert.are.equal(6, h.count_lines(got))
+    end
+  end)
+end)
