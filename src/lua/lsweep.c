@@ -39,13 +39,23 @@
 
 /// A node of the JSON Lines program (sweep:json_program).
 typedef struct jnode {
-  int t;           ///< 0 open an object, 1 close it, 2 a column's value, 3 constant text
-  int group;       ///< written where this presence group is in the point's mask
-  int col;         ///< t 2: the column (0-based)
-  int skip;        ///< t 0: the index of its close node
+  int t;            ///< 0 open an object, 1 close it, 2 a column's value, 3 constant text
+  int group;        ///< written where this presence group is in the point's mask
+  int col;          ///< t 2: the column (0-based)
+  int skip;         ///< t 0: the index of its close node
   const char *text; ///< "key":{ (open), } (close), "key": (column), "key":value (constant)
   size_t len;
 } jnode;
+
+/// A cell of a CSV row as add_row writes it: a column, or a run of constant columns of one
+/// group joined with their commas (one copy for them all).
+typedef struct rowcell {
+  int col;          ///< the column (0-based), or -1: a run of constant text
+  int group;        ///< the run's presence group
+  int commas;       ///< the run's columns less one (its commas when absent)
+  const char *text; ///< the run's text ("a,b,c")
+  size_t len;
+} rowcell;
 
 /// A column's last number and its text (a sweep's consecutive points share many values).
 typedef struct numcache {
@@ -62,6 +72,9 @@ typedef struct lsweep {
   int n_cols;
   int *order;
   int n_order;
+  rowcell *cells; ///< the order compiled (set_order): n_cells of them
+  int n_cells;
+  char *run_text; ///< the runs' texts
   const char **texts;
   size_t *text_len;
   int n_texts;
@@ -83,7 +96,9 @@ typedef struct lsweep {
   int out_failed; ///< out of memory while writing the chunk
 } lsweep;
 
-static lsweep *check_sweep(lua_State *L, int idx) { return (lsweep *)luaL_checkudata(L, idx, SWEEP); }
+static lsweep *check_sweep(lua_State *L, int idx) {
+  return (lsweep *)luaL_checkudata(L, idx, SWEEP);
+}
 
 static int sweep_gc(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
@@ -92,6 +107,10 @@ static int sweep_gc(lua_State *L) {
   free(s->numbers);
   s->numbers = NULL;
   free(s->order);
+  free(s->cells);
+  free(s->run_text);
+  s->cells = NULL;
+  s->run_text = NULL;
   free(s->texts);
   free(s->text_len);
   free(s->labels);
@@ -121,7 +140,8 @@ static lua_Integer field_int(lua_State *L, int t, const char *k, lua_Integer lo,
   int ok;
   lua_Integer v = lua_tointegerx(L, -1, &ok);
   lua_pop(L, 1);
-  if (!ok || v < lo || v > hi) luaL_error(L, "sweep_new: '%s' must be an integer in [%d, %d]", k, (int)lo, (int)hi);
+  if (!ok || v < lo || v > hi)
+    luaL_error(L, "sweep_new: '%s' must be an integer in [%d, %d]", k, (int)lo, (int)hi);
   return v;
 }
 
@@ -202,7 +222,8 @@ static int core_sweep_new(lua_State *L) {
     key->axis = (int)field_int(L, kt, "axis", 1, s->def.n_axes) - 1;
     lua_getfield(L, kt, "values");
     size_t n = lua_rawlen(L, -1);
-    if ((long long)n != s->def.axis_len[key->axis]) return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
+    if ((long long)n != s->def.axis_len[key->axis])
+      return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
     key->values = s->values + at;
     s->label_off[k] = (int)at;
     lua_rawgeti(L, labels, k + 1);
@@ -248,7 +269,8 @@ static int core_sweep_new(lua_State *L) {
   }
   lua_pop(L, 1);
   fth_error err;
-  if (fth_sweep_check(&s->def, &err) != FTH_OK) return luaL_error(L, "sweep_new: %s: %s", err.path, err.msg);
+  if (fth_sweep_check(&s->def, &err) != FTH_OK)
+    return luaL_error(L, "sweep_new: %s: %s", err.path, err.msg);
   lua_settop(L, ud);
   return 1;
 }
@@ -280,7 +302,8 @@ static int sweep_program(lua_State *L) {
     c->as_integer = (int)field_int(L, ct, "int", 0, 1);
     if (c->src == FTH_SWEEP_SRC_LABEL && (c->a < 1 || c->a > s->def.n_keys))
       return luaL_error(L, "sweep:program: column %d: no key %d", i + 1, c->a);
-    if ((c->src == FTH_SWEEP_SRC_RESULT || c->src == FTH_SWEEP_SRC_BOOL || c->src == FTH_SWEEP_SRC_NAME) &&
+    if ((c->src == FTH_SWEEP_SRC_RESULT || c->src == FTH_SWEEP_SRC_BOOL ||
+         c->src == FTH_SWEEP_SRC_NAME) &&
         (c->a < 0 || c->a >= FTH_SV_COUNT))
       return luaL_error(L, "sweep:program: column %d: no value %d", i + 1, c->a);
     lua_pop(L, 1);
@@ -333,7 +356,8 @@ static int read_jnodes(lua_State *L, lsweep *s, int idx, int at, int keep) {
       nd->col = (int)field_int(L, nt, "col", 1, s->n_cols) - 1;
       fth_sweep_src src = s->cols[nd->col].src;
       if (src == FTH_SWEEP_SRC_TEXT || (src == FTH_SWEEP_SRC_LABEL && !s->jlabels))
-        return luaL_error(L, "sweep:json_program: node %d: column %d has no JSON value", i + 1, nd->col + 1);
+        return luaL_error(L, "sweep:json_program: node %d: column %d has no JSON value", i + 1,
+                          nd->col + 1);
     } else if (nd->t == 0) {
       if (depth == 64) return luaL_error(L, "sweep:json_program: objects nest too deep");
       stack[depth++] = at;
@@ -445,6 +469,41 @@ static int sweep_set_order(lua_State *L) {
     lua_pop(L, 1);
   }
   s->n_order = n;
+  /* the row's cells: consecutive constant columns of one group become one run */
+  size_t text = 0;
+  for (int i = 0; i < n; i++)
+    if (s->cols[s->order[i]].src == FTH_SWEEP_SRC_TEXT)
+      text += s->text_len[s->cols[s->order[i]].a - 1] + 1;
+  free(s->cells);
+  free(s->run_text);
+  s->cells = NULL;
+  s->run_text = NULL;
+  s->cells = (rowcell *)xcalloc(L, (size_t)n, sizeof(rowcell));
+  s->run_text = (char *)xcalloc(L, text, 1);
+  size_t at = 0;
+  int nc = 0;
+  for (int i = 0; i < n; i++) {
+    const fth_sweep_column *c = &s->cols[s->order[i]];
+    rowcell *cell = &s->cells[nc];
+    if (c->src != FTH_SWEEP_SRC_TEXT) {
+      *cell = (rowcell){s->order[i], c->group, 0, NULL, 0};
+      nc++;
+      continue;
+    }
+    int joins = nc > 0 && s->cells[nc - 1].col < 0 && s->cells[nc - 1].group == c->group;
+    if (joins) {
+      cell = &s->cells[nc - 1];
+      s->run_text[at++] = ',';
+      cell->commas++;
+    } else {
+      *cell = (rowcell){-1, c->group, 0, s->run_text + at, 0};
+      nc++;
+    }
+    memcpy(s->run_text + at, s->texts[c->a - 1], s->text_len[c->a - 1]);
+    at += s->text_len[c->a - 1];
+    cell->len = (size_t)(s->run_text + at - cell->text);
+  }
+  s->n_cells = nc;
   return 0;
 }
 
@@ -463,7 +522,9 @@ static int grow(lsweep *s, size_t n) {
 }
 
 /* Room for n more bytes of the chunk's text (the check inline, growing rarely). */
-static inline int room(lsweep *s, size_t n) { return s->out_len + n <= s->out_cap || grow(s, n); }
+static inline int room(lsweep *s, size_t n) {
+  return s->out_len + n <= s->out_cap || grow(s, n);
+}
 
 static inline void put(lsweep *s, const char *t, size_t n) {
   if (!room(s, n)) return;
@@ -486,7 +547,10 @@ static inline void put_number(lsweep *s, int col, double v, int as_integer) {
     c->len = fth_sweep_format_number(c->text, sizeof c->text, v, as_integer);
     c->bits = bits;
   }
-  put(s, c->text, (size_t)c->len);
+  /* a fixed-size copy (no call): the text is under 32 bytes, the cache 40 */
+  if (!room(s, 32)) return;
+  memcpy(s->out + s->out_len, c->text, 32);
+  s->out_len += (size_t)c->len;
 }
 
 /* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
@@ -529,7 +593,8 @@ static void error_text(lua_State *L, lsweep *s, long long i) {
   const char *text = lua_tolstring(L, -1, &len);
   if (!text) luaL_error(L, "sweep: point %d is valid on the Lua path, not in C", (int)i);
   size_t mlen = strlen(e->msg);
-  if (cacheable && len > mlen + 2 && strcmp(text + len - mlen, e->msg) == 0 && text[len - mlen - 2] == ':') {
+  if (cacheable && len > mlen + 2 && strcmp(text + len - mlen, e->msg) == 0 &&
+      text[len - mlen - 2] == ':') {
     lua_getiuservalue(L, 1, 2);
     lua_pushlstring(L, text, len - mlen);
     lua_setfield(L, -2, e->path);
@@ -539,12 +604,24 @@ static void error_text(lua_State *L, lsweep *s, long long i) {
 
 /* Append point s->pt's row; 0 (row partly written) when a number is not finite. */
 static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
-  for (int j = 0; j < s->n_order; j++) {
-    const fth_sweep_column *c = &s->cols[s->order[j]];
+  static const char commas[] = ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,";
+  for (int j = 0; j < s->n_cells; j++) {
+    const rowcell *cell = &s->cells[j];
     if (j > 0) put_char(s, ',');
+    if (cell->col < 0) { /* a run of constants: its text, or its commas where absent */
+      if (m & (1ULL << cell->group))
+        put(s, cell->text, cell->len);
+      else
+        for (int k = cell->commas; k > 0; k -= (int)sizeof commas - 1)
+          put(s, commas, (size_t)(k < (int)sizeof commas - 1 ? k : (int)sizeof commas - 1));
+      continue;
+    }
+    const fth_sweep_column *c = &s->cols[cell->col];
     if (!(m & (1ULL << c->group))) continue;
     switch (c->src) {
-    case FTH_SWEEP_SRC_TEXT: put(s, s->texts[c->a - 1], s->text_len[c->a - 1]); break;
+    case FTH_SWEEP_SRC_TEXT:
+      put(s, s->texts[c->a - 1], s->text_len[c->a - 1]);
+      break;
     case FTH_SWEEP_SRC_LABEL: {
       int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
       put(s, s->labels[at], s->label_len[at]);
@@ -553,16 +630,23 @@ static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
     case FTH_SWEEP_SRC_RESULT: {
       double v = fth_sweep_number(&s->pt, c);
       if (!isfinite(v)) return 0;
-      put_number(s, s->order[j], v, c->as_integer);
+      put_number(s, cell->col, v, c->as_integer);
       break;
     }
     case FTH_SWEEP_SRC_BOOL:
-      if (fth_sweep_number(&s->pt, c) != 0) put(s, "true", 4);
-      else put(s, "false", 5);
+      if (fth_sweep_number(&s->pt, c) != 0)
+        put(s, "true", 4);
+      else
+        put(s, "false", 5);
       break;
-    case FTH_SWEEP_SRC_NAME: add_cell_text(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
-    case FTH_SWEEP_SRC_ERROR: add_cell_text(s, err_text ? err_text : ""); break;
-    case FTH_SWEEP_SRC_COUNT: break;
+    case FTH_SWEEP_SRC_NAME:
+      add_cell_text(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric));
+      break;
+    case FTH_SWEEP_SRC_ERROR:
+      add_cell_text(s, err_text ? err_text : "");
+      break;
+    case FTH_SWEEP_SRC_COUNT:
+      break;
     }
   }
   put_char(s, '\n');
@@ -582,14 +666,30 @@ static void add_json_string(lsweep *s, const char *t) {
     char esc[8];
     const char *e = NULL;
     switch (c) {
-    case '"': e = "\\\""; break;
-    case '\\': e = "\\\\"; break;
-    case '\b': e = "\\b"; break;
-    case '\f': e = "\\f"; break;
-    case '\n': e = "\\n"; break;
-    case '\r': e = "\\r"; break;
-    case '\t': e = "\\t"; break;
-    default: snprintf(esc, sizeof esc, "\\u%04x", c); e = esc;
+    case '"':
+      e = "\\\"";
+      break;
+    case '\\':
+      e = "\\\\";
+      break;
+    case '\b':
+      e = "\\b";
+      break;
+    case '\f':
+      e = "\\f";
+      break;
+    case '\n':
+      e = "\\n";
+      break;
+    case '\r':
+      e = "\\r";
+      break;
+    case '\t':
+      e = "\\t";
+      break;
+    default:
+      snprintf(esc, sizeof esc, "\\u%04x", c);
+      e = esc;
     }
     put(s, e, strlen(e));
   }
@@ -630,13 +730,20 @@ static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
       break;
     }
     case FTH_SWEEP_SRC_BOOL:
-      if (fth_sweep_number(&s->pt, c) != 0) put(s, "true", 4);
-      else put(s, "false", 5);
+      if (fth_sweep_number(&s->pt, c) != 0)
+        put(s, "true", 4);
+      else
+        put(s, "false", 5);
       break;
-    case FTH_SWEEP_SRC_NAME: add_json_string(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
-    case FTH_SWEEP_SRC_ERROR: add_json_string(s, err_text ? err_text : ""); break;
+    case FTH_SWEEP_SRC_NAME:
+      add_json_string(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric));
+      break;
+    case FTH_SWEEP_SRC_ERROR:
+      add_json_string(s, err_text ? err_text : "");
+      break;
     case FTH_SWEEP_SRC_TEXT:
-    case FTH_SWEEP_SRC_COUNT: break;
+    case FTH_SWEEP_SRC_COUNT:
+      break;
     }
   }
   put_char(s, '\n');
@@ -688,8 +795,12 @@ static int push_rows(lua_State *L, int json) {
   return 1;
 }
 
-static int sweep_rows(lua_State *L) { return push_rows(L, 0); }
-static int sweep_lines(lua_State *L) { return push_rows(L, 1); }
+static int sweep_rows(lua_State *L) {
+  return push_rows(L, 0);
+}
+static int sweep_lines(lua_State *L) {
+  return push_rows(L, 1);
+}
 
 /* sweep:write_rows(first, last, err_of, file) -> true, or false, point, groups when a
  * point's record has columns the header lacks (the rows before it are written; see
@@ -701,7 +812,8 @@ static int write_to(lua_State *L, int json) {
   luaL_Stream *f = (luaL_Stream *)luaL_checkudata(L, 5, LUA_FILEHANDLE);
   if (f->closef == NULL) return luaL_error(L, "sweep:write_rows: the file is closed");
   long long at = fill_rows(L, s, json, !json);
-  if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len) return luaL_fileresult(L, 0, NULL);
+  if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len)
+    return luaL_fileresult(L, 0, NULL);
   if (at) {
     lua_pushboolean(L, 0);
     lua_pushinteger(L, (lua_Integer)at);
@@ -712,8 +824,12 @@ static int write_to(lua_State *L, int json) {
   return 1;
 }
 
-static int sweep_write_rows(lua_State *L) { return write_to(L, 0); }
-static int sweep_write_lines(lua_State *L) { return write_to(L, 1); }
+static int sweep_write_rows(lua_State *L) {
+  return write_to(L, 0);
+}
+static int sweep_write_lines(lua_State *L) {
+  return write_to(L, 1);
+}
 
 /* sweep:widen(from, to, added [, header]) -> true or nil, message: the CSV written so far
  * (an io file open for reading) copied to `to` under a wider header: its first line
@@ -730,10 +846,12 @@ static int sweep_widen(lua_State *L) {
   size_t hlen = 0;
   const char *header = luaL_optlstring(L, 5, NULL, &hlen);
   luaL_argcheck(L, added >= 0 && added < 1 << 20, 4, "out of range");
-  if (in->closef == NULL || out->closef == NULL) return luaL_error(L, "sweep:widen: a file is closed");
+  if (in->closef == NULL || out->closef == NULL)
+    return luaL_error(L, "sweep:widen: a file is closed");
   char buf[1 << 16], commas[256];
   memset(commas, ',', sizeof commas);
-  int quoted = 0, in_header = header != NULL, ok = !header || fwrite(header, 1, hlen, out->f) == hlen;
+  int quoted = 0, in_header = header != NULL,
+      ok = !header || fwrite(header, 1, hlen, out->f) == hlen;
   size_t n;
   while (ok && (n = fread(buf, 1, sizeof buf, in->f)) > 0) {
     size_t from = 0;
@@ -773,7 +891,8 @@ static int sweep_reproject(lua_State *L) {
   luaL_Stream *in = (luaL_Stream *)luaL_checkudata(L, 2, LUA_FILEHANDLE);
   luaL_Stream *out = (luaL_Stream *)luaL_checkudata(L, 3, LUA_FILEHANDLE);
   luaL_checktype(L, 4, LUA_TTABLE);
-  if (in->closef == NULL || out->closef == NULL) return luaL_error(L, "sweep:reproject: a file is closed");
+  if (in->closef == NULL || out->closef == NULL)
+    return luaL_error(L, "sweep:reproject: a file is closed");
   int n_map = (int)lua_rawlen(L, 4), max_cells = s->n_cols + 1;
   int *map = (int *)lua_newuserdatauv(L, sizeof(int) * (size_t)(n_map + 1), 0);
   size_t *cell = (size_t *)lua_newuserdatauv(L, sizeof(size_t) * (size_t)(max_cells + 1), 0);
@@ -808,9 +927,11 @@ static int sweep_reproject(lua_State *L) {
       int nc = 0, in_q = 0;
       cell[nc++] = 0;
       for (size_t k = 0; k < s->out_len; k++) {
-        if (s->out[k] == '"') in_q = !in_q;
+        if (s->out[k] == '"')
+          in_q = !in_q;
         else if (s->out[k] == ',' && !in_q) {
-          if (nc == max_cells) return luaL_error(L, "sweep:reproject: a row has more cells than the program");
+          if (nc == max_cells)
+            return luaL_error(L, "sweep:reproject: a row has more cells than the program");
           cell[nc++] = k + 1;
         }
       }
