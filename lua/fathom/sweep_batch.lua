@@ -523,33 +523,49 @@ end
 M.MIN_POINTS_PER_PROCESS = 10000
 
 -- write_parallel(batch, path, head, format, procs): the rows or lines written by `procs` processes,
--- each evaluating one contiguous range of points into its own part file; the parts are
--- joined in order into w, the same bytes as one process: a CSV header widened in a part
--- (a group of columns first met there) is widened the same way here, in point order, and
--- each part's cells rearranged to the joined header's columns (sweep:widen, sweep:reproject).
--- `head`: what JSON Lines start with (""); the file at `path` is written whole once every
--- part is done, or not at all.
+-- each evaluating one contiguous range of points: the first range straight into the file
+-- at `path` (this process: parallel.shares runs share 0 here), the others each into a part
+-- file; the parts are appended in order, the same bytes as one process: a group of CSV
+-- columns a later range met first widens the file the same way, in point order, and a
+-- part's cells are rearranged to the joined header's columns (sweep:widen, sweep:reproject;
+-- a part that needs neither is copied in the kernel). `head`: the header (CSV) or ""
+-- (JSON Lines). The file is written whole once every range is done, or not at all.
 function M.write_parallel(batch, path, head, format, procs)
   local output = require("fathom.output")
   local parallel = require("fathom.parallel")
-  local count, sw = batch.count, batch.sw
+  local pid = require("fathom.core").process.pid
+  local count, sw, csv_ = batch.count, batch.sw, format ~= "jsonl"
   local initial = table.move(batch.order or {}, 1, #(batch.order or {}), 1, {})
   local parts = {}
-  for k = 1, procs do parts[k] = output.temp_file("fathom-sweep-part") end
-  local met = parallel.shares(procs, function(share, n)
+  for k = 2, procs do parts[k] = output.temp_file("fathom-sweep-part") end
+  local w = output.open(path) -- opened before the workers start, written by this process only
+  local here = pid()
+  local function discard_all()
+    w:abort()
+    for k = 2, procs do output.discard(parts[k]) end
+  end
+  local ok, met = pcall(parallel.shares, procs, function(share, n)
     local lo, hi = count * share // n + 1, count * (share + 1) // n
     batch.order = table.move(initial, 1, #initial, 1, {})
-    if format ~= "jsonl" then sw:set_order(batch.order) end
-    local w = output.open(parts[share + 1])
-    local ok, groups = pcall(M.write, batch, w, nil, format, lo, hi, true)
-    if not ok then
-      w:abort()
+    if csv_ then sw:set_order(batch.order) end
+    if share == 0 and pid() == here then
+      w:write(head)
+      return M.write(batch, w, nil, format, lo, hi, false)
+    end
+    local pw = output.open(parts[share + 1])
+    local wok, groups = pcall(M.write, batch, pw, nil, format, lo, hi, true)
+    if not wok then
+      pw:abort()
       error(groups, 0)
     end
-    w:close()
+    pw:close()
     return groups
   end)
-  -- the joined header: the groups each part met, in point order (parts are in point order)
+  if not ok then
+    discard_all()
+    error(met, 0)
+  end
+  -- the joined header: the groups each range met, in point order (ranges are in point order)
   local final, seen = table.move(initial, 1, #initial, 1, {}), 0
   for _, c in ipairs(initial) do seen = seen | (1 << batch.columns[c].group) end
   local orders = {}
@@ -563,10 +579,12 @@ function M.write_parallel(batch, path, head, format, procs)
     end
     orders[k] = local_order
   end
-  local w = output.open(path)
-  local ok, err = pcall(function()
-    w:write(format == "jsonl" and head or header_text(batch, final))
-    for k, part in ipairs(parts) do
+  ok, met = pcall(function()
+    if csv_ and #final > #orders[1] then -- the first range's columns are the joined header's first
+      local text = header_text(batch, final)
+      w:rewrite(function(from, to) return sw:widen(from, to, #final - #orders[1], text) end)
+    end
+    for k = 2, procs do
       -- cell j of a joined row is cell pos[final[j]] of the part's row
       local pos, map, widening = {}, {}, true
       for i, c in ipairs(orders[k]) do pos[c] = i - 1 end
@@ -575,23 +593,22 @@ function M.write_parallel(batch, path, head, format, procs)
         if map[j] ~= (j <= #orders[k] and j - 1 or -1) then widening = false end
       end
       w:write_with(function(file)
-        local from = assert(io.open(part, "rb"))
+        local from = assert(io.open(parts[k], "rb"))
         local wok, werr
-        if format == "jsonl" or widening then
-          wok, werr = sw:widen(from, file, format == "jsonl" and 0 or #final - #orders[k])
+        if not csv_ or widening then
+          wok, werr = sw:widen(from, file, csv_ and #final - #orders[k] or 0)
         else
           wok, werr = sw:reproject(from, file, map)
         end
         from:close()
         return wok, werr
       end)
-      output.discard(part)
+      output.discard(parts[k])
     end
   end)
   if not ok then
-    w:abort()
-    for _, part in ipairs(parts) do output.discard(part) end
-    error(err, 0)
+    discard_all()
+    error(met, 0)
   end
   w:close()
 end

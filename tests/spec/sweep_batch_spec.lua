@@ -252,4 +252,13 @@ describe("fathom.sweep_batch with --jobs", function()
       assert.are.equal(6, h.count_lines(got))
     end
   end)
+
+  it("widens the first range's rows (written by this process) for columns only a later range has", function()
+    -- points 1-3 valid and fitting; points 4-6 out of memory, invalid, valid
+    local text = "zip:\n  workload_spec.global_batch_size: [8, 8, 8, 8, 6, 8]\n"
+      .. "  workload_spec.seq_length: [256, 512, 1024, 262144, 256, 256]\n"
+    local got, want = jobs(text, 2, "csv")
+    assert.are.equal(want, got)
+    assert.matches(",memory_footprint.overflow_tier,error,valid\n", got:match("^[^\n]*\n"))
+  end)
 end)
