@@ -179,14 +179,27 @@ static void put_u32(char *end, uint32_t v, int n) {
   if (n) end[-1] = (char)('0' + v);
 }
 
+/* the 8 decimal digits of v < 10^8 into d[0..8): four pairs from two halves, each
+ * computed from v directly (no chain of divisions) */
+static inline void put_8(char *d, uint32_t v) {
+  uint32_t hi = v / 10000, lo = v % 10000;
+  memcpy(d, PAIRS + 2 * (hi / 100), 2);
+  memcpy(d + 2, PAIRS + 2 * (hi % 100), 2);
+  memcpy(d + 4, PAIRS + 2 * (lo / 100), 2);
+  memcpy(d + 6, PAIRS + 2 * (lo % 100), 2);
+}
+
 /* the n (1..20) decimal digits of v < 10^n into d[0..n) */
 static void put_u64(char *d, uint64_t v, int n) {
   while (n > 8) {
-    put_u32(d + n, (uint32_t)(v % 100000000), 8);
+    put_8(d + n - 8, (uint32_t)(v % 100000000));
     v /= 100000000;
     n -= 8;
   }
-  put_u32(d + n, (uint32_t)v, n);
+  if (n == 8)
+    put_8(d, (uint32_t)v);
+  else
+    put_u32(d + n, (uint32_t)v, n);
 }
 
 int fth_numtext_int(char *buf, long long v) {
