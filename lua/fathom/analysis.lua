@@ -225,8 +225,9 @@ end
 
 -- write_batch(a, path, format) -> points written to `path` as CSV or JSON Lines (format
 -- "csv" or "jsonl") by the C batch path (fathom.sweep_batch: the same bytes as
--- fathom.format.csv of run()'s records, or as stream()'s JSON Lines, in constant memory),
--- or nil, reason when the sweep takes the Lua path.
+-- fathom.format.csv of run()'s records, or as stream()'s JSON Lines, in constant memory)
+-- and, with several processes, what they cost (sweep_batch.write_parallel's stats); or
+-- nil, reason when the sweep takes the Lua path.
 function M.write_batch(a, path, format)
   local batch_mod = require("fathom.sweep_batch")
   local docs, _, count, sweep_doc = M.open(a)
@@ -250,8 +251,7 @@ function M.write_batch(a, path, format)
   local parallel = require("fathom.parallel")
   local procs = parallel.under_mpi() and 1 or parallel.processes(a.jobs, count, batch_mod.MIN_POINTS_PER_PROCESS)
   if procs > 1 then
-    batch_mod.write_parallel(batch, path, head, format, procs)
-    return count
+    return count, batch_mod.write_parallel(batch, path, head, format, procs)
   end
   local w = require("fathom.output").open(path)
   local ok, err = pcall(function()

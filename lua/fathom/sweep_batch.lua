@@ -530,10 +530,11 @@ M.MIN_POINTS_PER_PROCESS = 10000
 -- part's cells are rearranged to the joined header's columns (sweep:widen, sweep:reproject;
 -- a part that needs neither is copied in the kernel). `head`: the header (CSV) or ""
 -- (JSON Lines). The file is written whole once every range is done, or not at all.
+-- Returns {range_cpu = {CPU seconds of each range}, join_cpu = CPU seconds of the join}.
 function M.write_parallel(batch, path, head, format, procs)
   local output = require("fathom.output")
   local parallel = require("fathom.parallel")
-  local pid = require("fathom.core").process.pid
+  local pid, cpu = require("fathom.core").process.pid, require("fathom.core").process.cpu
   local count, sw, csv_ = batch.count, batch.sw, format ~= "jsonl"
   local initial = table.move(batch.order or {}, 1, #(batch.order or {}), 1, {})
   local parts = {}
@@ -548,9 +549,10 @@ function M.write_parallel(batch, path, head, format, procs)
     local lo, hi = count * share // n + 1, count * (share + 1) // n
     batch.order = table.move(initial, 1, #initial, 1, {})
     if csv_ then sw:set_order(batch.order) end
+    local c0 = cpu()
     if share == 0 and pid() == here then
       w:write(head)
-      return M.write(batch, w, nil, format, lo, hi, false)
+      return { M.write(batch, w, nil, format, lo, hi, false), cpu() - c0 }
     end
     local pw = output.open(parts[share + 1])
     local wok, groups = pcall(M.write, batch, pw, nil, format, lo, hi, true)
@@ -559,12 +561,19 @@ function M.write_parallel(batch, path, head, format, procs)
       error(groups, 0)
     end
     pw:close()
-    return groups
+    return { groups, cpu() - c0 }
   end)
   if not ok then
     discard_all()
     error(met, 0)
   end
+  -- what each range cost (CPU seconds, its own process) and what joining them costs: on an
+  -- idle machine the wall time is about the busiest range plus the join (sweep_bench)
+  local stats = { range_cpu = {} }
+  for k, m in ipairs(met) do
+    met[k], stats.range_cpu[k] = m[1], m[2]
+  end
+  local j0 = cpu()
   -- the joined header: the groups each range met, in point order (ranges are in point order)
   local final, seen = table.move(initial, 1, #initial, 1, {}), 0
   for _, c in ipairs(initial) do seen = seen | (1 << batch.columns[c].group) end
@@ -611,6 +620,8 @@ function M.write_parallel(batch, path, head, format, procs)
     error(met, 0)
   end
   w:close()
+  stats.join_cpu = cpu() - j0
+  return stats
 end
 
 return M
