@@ -5,8 +5,11 @@
 -- flattened by fathom.format.csv) is a constant, the point's label, or a value of
 -- the result. Output is the same bytes as the per-point Lua path (analysis.run, then
 -- fathom.format.csv): the header is the union of every record's columns in first-seen
--- order (a first pass in C finds which groups of columns each point has), and a
--- sample of points is rendered on both paths and compared before anything is written.
+-- order (a first pass in C over the first points finds which groups of columns they have;
+-- a group met later widens what was written), and a sample of points is rendered on both
+-- paths and compared before anything is written. JSON Lines (analysis.stream's "jsonl")
+-- walk each record's tree as a node program instead (prepare_jsonl). With --jobs, contiguous
+-- ranges of points go to worker processes and their parts are joined (write_parallel).
 --
 -- Keys reworked in C: workload_spec.global_batch_size, .micro_batch_size, .seq_length
 -- and logical_topology.dimensions.<name, tag or number>.size (integer values). Any
