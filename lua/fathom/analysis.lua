@@ -223,10 +223,12 @@ function M.run(a)
   return records
 end
 
--- csv_batch(a, path) -> points written to `path` as CSV by the C batch path
--- (fathom.sweep_batch: the same bytes as fathom.format.csv of run()'s records, in
--- constant memory), or nil, reason when the sweep takes the Lua path.
-function M.csv_batch(a, path)
+-- write_batch(a, path, format) -> points written to `path` as CSV or JSON Lines (format
+-- "csv" or "jsonl") by the C batch path (fathom.sweep_batch: the same bytes as
+-- fathom.format.csv of run()'s records, or as stream()'s JSON Lines, in constant memory)
+-- and, with several processes, what they cost (sweep_batch.write_parallel's stats); or
+-- nil, reason when the sweep takes the Lua path.
+function M.write_batch(a, path, format)
   local batch_mod = require("fathom.sweep_batch")
   local docs, _, count, sweep_doc = M.open(a)
   local must = os.getenv(batch_mod.ENV) == "1" -- a spec or benchmark that needs the C path says so
@@ -237,30 +239,36 @@ function M.csv_batch(a, path)
   local batch, why = batch_mod.open(a, docs, sweep_doc)
   if not batch then return lua_path(why) end
   local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points" })
-  -- the first pass looks ahead of the writer only (the common case); a point with columns
-  -- the first ones lack sends it back for a full first pass
-  for _, full in ipairs({ false, true }) do
-    local head
-    head, why = batch_mod.prepare(batch, bar, full)
-    if not head then return lua_path(why) end
-    local w = require("fathom.output").open(path)
-    local ok, done = pcall(function()
-      w:write(head)
-      return batch_mod.write(batch, w, bar)
-    end)
-    if not ok or not done then w:abort() end
-    if not ok then error(done, 0) end
-    if done then
-      w:close()
-      return count
-    end
+  local head
+  if format == "jsonl" then
+    head, why = batch_mod.prepare_jsonl(batch)
+  else
+    head, why = batch_mod.prepare(batch, bar)
   end
-  error("fathom.analysis: the full first pass left columns out") -- cannot happen: it saw every point
+  if not head then return lua_path(why) end
+  -- --jobs: contiguous ranges of points in worker processes (one for a small sweep; under
+  -- mpirun each rank runs the sweep and rank 0 writes it)
+  local parallel = require("fathom.parallel")
+  local procs = parallel.under_mpi() and 1 or parallel.processes(a.jobs, count, batch_mod.MIN_POINTS_PER_PROCESS)
+  if procs > 1 then
+    return count, batch_mod.write_parallel(batch, path, head, format, procs)
+  end
+  local w = require("fathom.output").open(path)
+  local ok, err = pcall(function()
+    w:write(head)
+    batch_mod.write(batch, w, bar, format)
+  end)
+  if not ok then
+    w:abort()
+    error(err, 0)
+  end
+  w:close()
+  return count
 end
 
 -- stream(a, path, format, transform) -> count, first record: every record written
--- to `path` as one YAML or JSON list as it is made (the file appears whole at the
--- end, or not at all); transform(record) -> what to write.
+-- to `path` as one YAML or JSON list, or as JSON Lines ("jsonl"), as it is made (the
+-- file appears whole at the end, or not at all); transform(record) -> what to write.
 function M.stream(a, path, format, transform)
   local yaml = require("fathom.format.yaml")
   local json = require("fathom.format.json")
@@ -274,7 +282,9 @@ function M.stream(a, path, format, transform)
   end, function(rec, i)
     local v = transform and transform(rec) or rec
     local text
-    if format == "json" then
+    if format == "jsonl" then
+      text = require("fathom.format.jsonl").line(v)
+    elseif format == "json" then
       text = json.encode({ v }, true)
       text = (i == 1 and "[\n" or ",\n") .. text:sub(3, -3)
     else
@@ -286,7 +296,7 @@ function M.stream(a, path, format, transform)
     w:abort() -- nothing left behind, whoever called
     error(err, 0)
   end
-  if format == "json" then w:write(n == 0 and "[]\n" or "\n]\n") end
+  if format == "json" then w:write(n == 0 and "[]\n" or "\n]\n") end -- jsonl: lines only
   w:close()
   return n, first
 end

@@ -121,17 +121,18 @@ end
 
 -- The output formats, one list: every command takes --format from it (svg only where
 -- the command draws a plot). table: the readable view; yaml: readable units unless
--- --raw-output; json, csv: raw SI numbers, units in the key names.
-M.FORMATS = { "table", "yaml", "json", "csv", "svg" }
+-- --raw-output; json, csv: raw SI numbers, units in the key names; jsonl: JSON Lines, one
+-- record per line (only where the command writes records: a sweep).
+M.FORMATS = { "table", "yaml", "json", "jsonl", "csv", "svg" }
 
--- output_options{svg = bool, default = "table" (false: none), raw = bool, help = text} -> the rows of
+-- output_options{svg = bool, jsonl = bool, default = "table" (false: none), raw = bool, help = text} -> the rows of
 -- --format, --output-file and --raw-output, the one definition every command appends to
 -- its option table (fathom.output.emit reads them).
 function M.output_options(o)
   o = o or {}
   local choices = {}
   for _, f in ipairs(M.FORMATS) do
-    if f ~= "svg" or o.svg then choices[#choices + 1] = f end
+    if (f ~= "svg" or o.svg) and (f ~= "jsonl" or o.jsonl) then choices[#choices + 1] = f end
   end
   local rows = {
     { name = "format", arg = "FMT", choices = choices, default = o.default == nil and "table" or o.default or nil,

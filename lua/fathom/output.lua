@@ -94,8 +94,8 @@ end
 function M.open(path)
   local parallel = package.loaded["fathom.parallel"]
   if parallel and not parallel.is_root() then
-    return { write = function() end, write_with = function() end, close = function() end,
-      abort = function() end }
+    return { write = function() end, write_with = function() end, rewrite = function() end,
+      close = function() end, abort = function() end }
   end
   local tmp = M.temp_path(path)
   local f, err = io.open(tmp, "wb")
@@ -128,6 +128,31 @@ function M.open(path)
   -- from its own buffer) and returns true or nil, message, as file:write does.
   function w.write_with(_, fn)
     local ok, werr = fn(f)
+    if not ok then
+      f:close()
+      M.discard(tmp)
+      errors.raise("cannot write '%s': %s", path, tostring(werr))
+    end
+  end
+  -- w:rewrite(fn): fn(from, to) copies what was written so far (from: an io file open for
+  -- reading) into a fresh temporary file `to`, changed on the way, and returns true or nil,
+  -- message; writing goes on in the fresh file (a C writer widening its CSV header).
+  function w.rewrite(_, fn)
+    local cok, cerr = f:close()
+    local from = cok and io.open(tmp, "rb")
+    local old = tmp
+    tmp = M.temp_path(path)
+    local nf, nerr = io.open(tmp, "wb")
+    if not from or not nf then
+      if from then from:close() end
+      M.discard(old)
+      M.discard(tmp)
+      errors.raise("cannot write '%s': %s", path, tostring(cerr or nerr))
+    end
+    f = nf
+    local ok, werr = fn(from, f)
+    from:close()
+    M.discard(old)
     if not ok then
       f:close()
       M.discard(tmp)

@@ -1,12 +1,15 @@
--- fathom.sweep_batch: a training sweep to CSV at C speed (fathom.core.sweep_new,
+-- fathom.sweep_batch: a training sweep to CSV or JSON Lines at C speed (fathom.core.sweep_new,
 -- src/core/fth_sweep.c). The base inputs are compiled once; per point the C core
 -- reworks the swept fields, evaluates, and writes the row from a column program
 -- built here once: each CSV column of the record (fathom.report.training_record,
 -- flattened by fathom.format.csv) is a constant, the point's label, or a value of
 -- the result. Output is the same bytes as the per-point Lua path (analysis.run, then
 -- fathom.format.csv): the header is the union of every record's columns in first-seen
--- order (a first pass in C finds which groups of columns each point has), and a
--- sample of points is rendered on both paths and compared before anything is written.
+-- order (a first pass in C over the first points finds which groups of columns they have;
+-- a group met later widens what was written), and a sample of points is rendered on both
+-- paths and compared before anything is written. JSON Lines (analysis.stream's "jsonl")
+-- walk each record's tree as a node program instead (prepare_jsonl). With --jobs, contiguous
+-- ranges of points go to worker processes and their parts are joined (write_parallel).
 --
 -- Keys reworked in C: workload_spec.global_batch_size, .micro_batch_size, .seq_length
 -- and logical_topology.dimensions.<name, tag or number>.size (integer values). Any
@@ -15,6 +18,8 @@
 -- (`open` says why). Failures, energy and cost (fth_goodput) are computed per point in C.
 local core = require("fathom.core")
 local csv = require("fathom.format.csv")
+local json = require("fathom.format.json")
+local util = require("fathom.format.util")
 local names = require("fathom.names")
 local report = require("fathom.report")
 local spec = require("fathom.spec")
@@ -249,14 +254,18 @@ function M.open(a, docs, sweep_doc)
   if not ok then return nil, "the base inputs do not load: " .. tostring(base) end
   local axis_len = {}
   for i, ax in ipairs(axes) do axis_len[i] = #ax.values[1] end
-  local labels = {}
+  local labels, json_labels = {}, {}
   for i, k in ipairs(keys) do
-    labels[i] = {}
-    for j, v in ipairs(k.values) do labels[i][j] = csv.cell(v) end
+    labels[i], json_labels[i] = {}, {}
+    for j, v in ipairs(k.values) do
+      labels[i][j] = csv.cell(v)
+      json_labels[i][j] = json.encode(v)
+    end
   end
   local made, sw = pcall(core.sweep_new, spec.node_table(base.lib, base.physical.node_name),
     spec.topology_table(base.physical, base.logical), base.model, base.workload,
-    { axes = axis_len, keys = keys, labels = labels, goodput = report.goodput_def(base) })
+    { axes = axis_len, keys = keys, labels = labels, json_labels = json_labels,
+      goodput = report.goodput_def(base) })
   if not made then return nil, "the base inputs do not compile: " .. tostring(sw) end
   -- the first point the core evaluates, on the Lua path: its record gives the columns
   local first = sw:first_valid(count)
@@ -309,7 +318,7 @@ function M.open(a, docs, sweep_doc)
   for i, d in ipairs(sc.physical.dimensions) do fabric[i] = d.name or "" end
   sw:program({ columns = columns, texts = texts, fabric = fabric })
   local batch = { sw = sw, count = count, master = master, columns = columns, error_col = error_col,
-    at = at, point = point }
+    at = at, point = point, full = full, label = at(first).label }
   -- an invalid point's error text is the Lua path's (file:line:col, reason); nil if it finds
   -- the point valid, which the binding raises as a disagreement
   batch.err_of = function(i) return point(at(i)).error end
@@ -332,69 +341,290 @@ local function header(batch, fresh, first_invalid)
   return cols
 end
 
--- prepare(batch, progress) -> header text or nil, reason: the first pass (which columns
--- the records have) and the check of a sample of points against the Lua path.
--- scanned: points the first pass looks at (all of them when `full`, else the first
--- SCAN_AHEAD: write() then checks the rest against it and starts again with a full pass
--- when a later point has columns the first ones lack).
-M.SCAN_AHEAD = 4096
-function M.prepare(batch, bar, full)
-  local sw, count = batch.sw, batch.count
-  local fresh, first_invalid = {}, false
-  local scanned = full and count or math.min(count, M.SCAN_AHEAD)
-  sw:reset()
-  for f = 1, scanned, 8 * M.CHUNK do
-    local l = math.min(scanned, f + 8 * M.CHUNK - 1)
-    local got, inv = sw:scan(f, l)
-    if f == 1 then first_invalid = inv end
-    for _, m in ipairs(got) do fresh[#fresh + 1] = m end
-    if bar then bar:update(l // 2) end
+-- the columns of `groups` (a mask) in the program's order: where a group first met after
+-- the header was written goes (fathom.format.csv's union appends a record's new columns)
+local function columns_of(batch, groups)
+  local out = {}
+  for i, c in ipairs(batch.columns) do
+    if groups & (1 << c.group) ~= 0 then out[#out + 1] = i end
   end
-  local any_valid = false
-  for _, m in ipairs(fresh) do any_valid = any_valid or m & (1 << G.valid) ~= 0 end
-  if not any_valid then return nil, "no valid point" end
+  return out
+end
+
+local function header_text(batch, cols)
+  local cells = {}
+  for i, c in ipairs(cols) do cells[i] = csv.cell(batch.master[c]) end
+  return table.concat(cells, ",") .. "\n"
+end
+
+-- prepare(batch, progress) -> header text or nil, reason: the first pass over the first
+-- SCAN_AHEAD points (which columns their records have; a group of columns first met later
+-- widens the file as it is written, see write) and the check of a sample of points
+-- against the Lua path.
+M.SCAN_AHEAD = 256
+function M.prepare(batch, bar)
+  local sw, count = batch.sw, batch.count
+  local fresh, seen = {}, 0
+  local scanned = math.min(count, M.SCAN_AHEAD)
+  sw:reset()
+  local got, first_invalid = sw:scan(1, scanned)
+  for _, m in ipairs(got) do
+    fresh[#fresh + 1] = m
+    seen = seen | m
+  end
+  if bar then bar:update(scanned) end
   local cols = header(batch, fresh, first_invalid)
   sw:set_order(cols)
-  local names_ = {}
-  for i, c in ipairs(cols) do names_[i] = batch.master[c] end
-  batch.header_names = names_
-  local cells = {}
-  for i, n in ipairs(names_) do cells[i] = csv.cell(n) end
-  -- the sample: both ends and points spread between
-  local sample, seen = {}, {}
+  batch.order = cols
+  -- the sample: both ends and points spread between, each under the header widened by
+  -- the groups it has that the first pass did not meet
+  local sample, picked = {}, {}
   for j = 0, M.CHECK_POINTS - 1 do
     local i = 1 + (count - 1) * j // (M.CHECK_POINTS - 1)
-    if not seen[i] then
-      seen[i] = true
+    if not picked[i] then
+      picked[i] = true
       sample[#sample + 1] = i
     end
   end
   for _, i in ipairs(sample) do
     local rec = batch.point(batch.at(i))
     rec.input_error = nil -- each() drops it too: an error object is not written
-    local want, why = row_of(rec, names_)
-    local got = want and sw:rows(i, i, batch.err_of)
-    if not full and (not want or sw:grew()) then -- columns past the look-ahead: a full pass
-      return M.prepare(batch, bar, true)
+    local extra, cols_i = sw:mask(i) & ~seen, cols
+    if extra ~= 0 then
+      cols_i = table.move(cols, 1, #cols, 1, {})
+      for _, c in ipairs(columns_of(batch, extra)) do cols_i[#cols_i + 1] = c end
+      sw:set_order(cols_i)
     end
+    local names_ = {}
+    for k, c in ipairs(cols_i) do names_[k] = batch.master[c] end
+    local want, why = row_of(rec, names_)
+    local got_row = want and sw:rows(i, i, batch.err_of)
+    sw:set_order(cols)
     if not want then return nil, "point " .. i .. ": " .. why end
-    if got ~= want then return nil, "point " .. i .. " differs from the Lua path" end
+    if got_row ~= want then return nil, "point " .. i .. " differs from the Lua path" end
   end
-  return table.concat(cells, ",") .. "\n"
+  return header_text(batch, cols)
 end
 
--- write(batch, w, bar) -> true, or false when a point has columns the scanned ones lack
--- (the header is short: prepare again with a full pass and write again): every row, in
--- chunks, to writer w.
-function M.write(batch, w, bar)
-  local count = batch.count
-  for f = 1, count, M.CHUNK do
-    local l = math.min(count, f + M.CHUNK - 1)
-    w:write_with(function(file) return batch.sw:write_rows(f, l, batch.err_of, file) end)
-    if batch.sw:grew() then return false end
-    if bar then bar:update(count // 2 + l // 2) end
+-- widen(batch, w, groups, headless): a record met groups of columns the header lacks: their
+-- columns go at the end of the header, and what was written gets as many empty cells a
+-- row (`headless`: a worker's part, which has no header line).
+local function widen(batch, w, groups, headless)
+  local added = columns_of(batch, groups)
+  for _, c in ipairs(added) do batch.order[#batch.order + 1] = c end
+  batch.sw:set_order(batch.order)
+  batch.sw:see(groups)
+  local head = not headless and header_text(batch, batch.order) or nil
+  w:rewrite(function(from, to) return batch.sw:widen(from, to, #added, head) end)
+end
+
+-- JSON Lines: a record's line is its tree (fathom.format.json's key order) walked as a node
+-- program: an object opens and closes, a leaf is a column of the C program or constant
+-- JSON text. A node is written where its presence group is in the point's mask (an object
+-- whose columns all belong to one optional group, e.g. one kind of communication, has
+-- that group); commas go between the nodes written.
+local NODE = { open = 0, close = 1, col = 2, const = 3 }
+
+-- tree(value, col_of, columns, default) -> nodes or nil, reason: the node program of a record.
+local function tree(value, col_of, columns, default)
+  local nodes = {}
+  local function walk(v, path, key)
+    if type(v) == "table" and not util.is_array(v) then
+      local at = #nodes + 1
+      nodes[at] = { t = NODE.open, text = key .. "{", group = default }
+      local groups, n, only = {}, 0, nil
+      for _, k in ipairs(util.keys(v)) do
+        local name = path == "" and tostring(k) or (path .. "." .. tostring(k))
+        local sub, why = walk(v[k], name, json.encode(tostring(k)) .. ":")
+        if not sub then return nil, why end
+        for g in pairs(sub) do
+          if not groups[g] then n, only = n + 1, g end
+          groups[g] = true
+        end
+      end
+      nodes[#nodes + 1] = { t = NODE.close, text = "}", group = default }
+      if n == 1 and only ~= G.always then nodes[at].group = only end
+      return groups
+    end
+    local ci = col_of[path]
+    if ci and columns[ci].src ~= SRC.text then
+      nodes[#nodes + 1] = { t = NODE.col, text = key, col = ci, group = columns[ci].group }
+      return { [columns[ci].group] = true }
+    end
+    for p in pairs(col_of) do -- a constant list holds no column of the program
+      if p:sub(1, #path + 1) == path .. "." and columns[col_of[p]].src ~= SRC.text then
+        return nil, "column " .. p .. " is inside a list"
+      end
+    end
+    nodes[#nodes + 1] = { t = NODE.const, text = key .. json.encode(v), group = default }
+    return {}
   end
-  return true
+  local ok, why = walk(value, "", "")
+  if not ok then return nil, why end
+  return nodes
+end
+
+-- prepare_jsonl(batch) -> "" (JSON Lines has no header) or nil, reason: the node programs of
+-- a valid and an invalid record, and the check of a sample of points against the Lua path.
+function M.prepare_jsonl(batch)
+  local sw, count = batch.sw, batch.count
+  local col_of = {}
+  for i, n in ipairs(batch.master) do col_of[n] = i end
+  local valid, why = tree(batch.full, col_of, batch.columns, G.valid)
+  if not valid then return nil, why end
+  local bad = { error = "", valid = false }
+  require("fathom.analysis").label(bad, batch.label)
+  local invalid
+  invalid, why = tree(bad, col_of, batch.columns, G.error)
+  if not invalid then return nil, why end
+  sw:json_program({ valid = valid, invalid = invalid })
+  for j = 0, M.CHECK_POINTS - 1 do
+    local i = 1 + (count - 1) * j // (M.CHECK_POINTS - 1)
+    local rec = batch.point(batch.at(i))
+    rec.input_error = nil -- each() drops it too: an error object is not written
+    if sw:lines(i, i, batch.err_of) ~= json.encode(rec) .. "\n" then
+      return nil, "point " .. i .. " differs from the Lua path"
+    end
+  end
+  return ""
+end
+
+-- write(batch, w, bar, format [, first, last, part]): every row (format "csv") or line
+-- ("jsonl") of points first..last (default: all), in chunks, to writer w; a CSV record with
+-- columns the header lacks widens what was written (widen). Returns the groups met so,
+-- in order. `part`: w has no header line (a worker's share).
+function M.write(batch, w, bar, format, first, last, part)
+  local jsonl, sw = format == "jsonl", batch.sw
+  local write = jsonl and sw.write_lines or sw.write_rows
+  local f, met = first or 1, {}
+  last = last or batch.count
+  while f <= last do
+    local l = math.min(last, f + M.CHUNK - 1)
+    local stop, groups
+    w:write_with(function(file)
+      local ok, at, g = write(sw, f, l, batch.err_of, file)
+      if ok == false then
+        stop, groups = at, g
+        return true
+      end
+      return ok, at
+    end)
+    if stop then
+      widen(batch, w, groups, part)
+      met[#met + 1] = groups
+      f = stop
+    else
+      f = l + 1
+    end
+    if bar then bar:update(f - 1) end
+  end
+  return met
+end
+
+-- Points per process below which a C sweep stays in fewer processes (one for a small sweep):
+-- a worker's start and its part's copy cost about what 10,000 points do.
+M.MIN_POINTS_PER_PROCESS = 10000
+
+-- write_parallel(batch, path, head, format, procs): the rows or lines written by `procs` processes,
+-- each evaluating one contiguous range of points: the first range straight into the file
+-- at `path` (this process: parallel.shares runs share 0 here), the others each into a part
+-- file; the parts are appended in order, the same bytes as one process: a group of CSV
+-- columns a later range met first widens the file the same way, in point order, and a
+-- part's cells are rearranged to the joined header's columns (sweep:widen, sweep:reproject;
+-- a part that needs neither is copied in the kernel). `head`: the header (CSV) or ""
+-- (JSON Lines). The file is written whole once every range is done, or not at all.
+-- Returns {range_cpu = {CPU seconds of each range}, join_cpu = CPU seconds of the join}.
+function M.write_parallel(batch, path, head, format, procs)
+  local output = require("fathom.output")
+  local parallel = require("fathom.parallel")
+  local pid, cpu = require("fathom.core").process.pid, require("fathom.core").process.cpu
+  local count, sw, csv_ = batch.count, batch.sw, format ~= "jsonl"
+  local initial = table.move(batch.order or {}, 1, #(batch.order or {}), 1, {})
+  local parts = {}
+  for k = 2, procs do parts[k] = output.temp_file("fathom-sweep-part") end
+  local w = output.open(path) -- opened before the workers start, written by this process only
+  local here = pid()
+  local function discard_all()
+    w:abort()
+    for k = 2, procs do output.discard(parts[k]) end
+  end
+  local ok, met = pcall(parallel.shares, procs, function(share, n)
+    local lo, hi = count * share // n + 1, count * (share + 1) // n
+    batch.order = table.move(initial, 1, #initial, 1, {})
+    if csv_ then sw:set_order(batch.order) end
+    local c0 = cpu()
+    if share == 0 and pid() == here then
+      w:write(head)
+      return { M.write(batch, w, nil, format, lo, hi, false), cpu() - c0 }
+    end
+    local pw = output.open(parts[share + 1])
+    local wok, groups = pcall(M.write, batch, pw, nil, format, lo, hi, true)
+    if not wok then
+      pw:abort()
+      error(groups, 0)
+    end
+    pw:close()
+    return { groups, cpu() - c0 }
+  end)
+  if not ok then
+    discard_all()
+    error(met, 0)
+  end
+  -- what each range cost (CPU seconds, its own process) and what joining them costs: on an
+  -- idle machine the wall time is about the busiest range plus the join (sweep_bench)
+  local stats = { range_cpu = {} }
+  for k, m in ipairs(met) do
+    met[k], stats.range_cpu[k] = m[1], m[2]
+  end
+  local j0 = cpu()
+  -- the joined header: the groups each range met, in point order (ranges are in point order)
+  local final, seen = table.move(initial, 1, #initial, 1, {}), 0
+  for _, c in ipairs(initial) do seen = seen | (1 << batch.columns[c].group) end
+  local orders = {}
+  for k, groups in ipairs(met) do
+    local local_order = table.move(initial, 1, #initial, 1, {})
+    for _, g in ipairs(groups) do
+      for _, c in ipairs(columns_of(batch, g)) do local_order[#local_order + 1] = c end
+      local new = g & ~seen
+      for _, c in ipairs(columns_of(batch, new)) do final[#final + 1] = c end
+      seen = seen | new
+    end
+    orders[k] = local_order
+  end
+  ok, met = pcall(function()
+    if csv_ and #final > #orders[1] then -- the first range's columns are the joined header's first
+      local text = header_text(batch, final)
+      w:rewrite(function(from, to) return sw:widen(from, to, #final - #orders[1], text) end)
+    end
+    for k = 2, procs do
+      -- cell j of a joined row is cell pos[final[j]] of the part's row
+      local pos, map, widening = {}, {}, true
+      for i, c in ipairs(orders[k]) do pos[c] = i - 1 end
+      for j, c in ipairs(final) do
+        map[j] = pos[c] or -1
+        if map[j] ~= (j <= #orders[k] and j - 1 or -1) then widening = false end
+      end
+      w:write_with(function(file)
+        local from = assert(io.open(parts[k], "rb"))
+        local wok, werr
+        if not csv_ or widening then
+          wok, werr = sw:widen(from, file, csv_ and #final - #orders[k] or 0)
+        else
+          wok, werr = sw:reproject(from, file, map)
+        end
+        from:close()
+        return wok, werr
+      end)
+      output.discard(parts[k])
+    end
+  end)
+  if not ok then
+    discard_all()
+    error(met, 0)
+  end
+  w:close()
+  stats.join_cpu = cpu() - j0
+  return stats
 end
 
 return M

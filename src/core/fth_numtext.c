@@ -29,18 +29,42 @@
 __extension__ typedef unsigned __int128 u128;
 
 /* 5^i for i = 0..27 (5^27 < 2^63), and the bit length of 5^i for i = 0..55 */
-static const uint64_t POW5[28] = {
-    1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL, 1953125ULL, 9765625ULL,
-    48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL, 152587890625ULL,
-    762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL, 476837158203125ULL,
-    2384185791015625ULL, 11920928955078125ULL, 59604644775390625ULL, 298023223876953125ULL,
-    1490116119384765625ULL, 7450580596923828125ULL};
-static const unsigned char BITS5[56] = {1,  3,  5,  7,  10, 12, 14, 17, 19, 21, 24, 26, 28, 31,
-                                        33, 35, 38, 40, 42, 45, 47, 49, 52, 54, 56, 59, 61, 63,
-                                        66, 68, 70, 72, 75, 77, 79, 82, 84, 86, 89, 91, 93, 96,
-                                        98, 100, 103, 105, 107, 110, 112, 114, 117, 119, 121, 124, 126, 128};
+static const uint64_t POW5[28] = {1ULL,
+                                  5ULL,
+                                  25ULL,
+                                  125ULL,
+                                  625ULL,
+                                  3125ULL,
+                                  15625ULL,
+                                  78125ULL,
+                                  390625ULL,
+                                  1953125ULL,
+                                  9765625ULL,
+                                  48828125ULL,
+                                  244140625ULL,
+                                  1220703125ULL,
+                                  6103515625ULL,
+                                  30517578125ULL,
+                                  152587890625ULL,
+                                  762939453125ULL,
+                                  3814697265625ULL,
+                                  19073486328125ULL,
+                                  95367431640625ULL,
+                                  476837158203125ULL,
+                                  2384185791015625ULL,
+                                  11920928955078125ULL,
+                                  59604644775390625ULL,
+                                  298023223876953125ULL,
+                                  1490116119384765625ULL,
+                                  7450580596923828125ULL};
+static const unsigned char BITS5[56] = {
+    1,  3,  5,  7,  10, 12,  14,  17,  19,  21,  24,  26,  28,  31,  33,  35,  38,  40, 42,
+    45, 47, 49, 52, 54, 56,  59,  61,  63,  66,  68,  70,  72,  75,  77,  79,  82,  84, 86,
+    89, 91, 93, 96, 98, 100, 103, 105, 107, 110, 112, 114, 117, 119, 121, 124, 126, 128};
 
-static u128 pow5(int i) { return i <= 27 ? (u128)POW5[i] : (u128)POW5[i - 27] * POW5[27]; }
+static u128 pow5(int i) {
+  return i <= 27 ? (u128)POW5[i] : (u128)POW5[i - 27] * POW5[27];
+}
 
 /* 10^i for i = 0..19 */
 static const uint64_t POW10[20] = {1ULL,
@@ -113,7 +137,8 @@ static int scale(uint64_t m, int e, int k, scaled *out) {
 
 /* %.Pg's digits of y/f, f = 10^(17-P) (floor(y/f) = floor(q/f)), rounded to nearest,
  * ties to even; *k moves up on a carry to 10^P. Returns whether they read back as x. */
-static inline int round_at(const scaled *y, uint64_t m, int lower_half, int P, uint64_t *q, int *k) {
+static inline int round_at(const scaled *y, uint64_t m, int lower_half, int P, uint64_t *q,
+                           int *k) {
   /* f is a constant at each call (the loop below is unrolled): no division instruction */
   uint64_t f = P == 15 ? 100 : P == 16 ? 10 : 1;
   uint64_t qf = y->q / f, rem = y->q % f;
@@ -138,9 +163,10 @@ static inline int round_at(const scaled *y, uint64_t m, int lower_half, int P, u
 }
 
 /* "00".."99" */
-static const char PAIRS[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                               "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                               "8081828384858687888990919293949596979899";
+static const char PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
 
 /* the n (0..9) decimal digits of v < 10^n ending at end[-1], two at a time */
 static void put_u32(char *end, uint32_t v, int n) {
@@ -153,14 +179,27 @@ static void put_u32(char *end, uint32_t v, int n) {
   if (n) end[-1] = (char)('0' + v);
 }
 
+/* the 8 decimal digits of v < 10^8 into d[0..8): four pairs from two halves, each
+ * computed from v directly (no chain of divisions) */
+static inline void put_8(char *d, uint32_t v) {
+  uint32_t hi = v / 10000, lo = v % 10000;
+  memcpy(d, PAIRS + 2 * (hi / 100), 2);
+  memcpy(d + 2, PAIRS + 2 * (hi % 100), 2);
+  memcpy(d + 4, PAIRS + 2 * (lo / 100), 2);
+  memcpy(d + 6, PAIRS + 2 * (lo % 100), 2);
+}
+
 /* the n (1..20) decimal digits of v < 10^n into d[0..n) */
 static void put_u64(char *d, uint64_t v, int n) {
   while (n > 8) {
-    put_u32(d + n, (uint32_t)(v % 100000000), 8);
+    put_8(d + n - 8, (uint32_t)(v % 100000000));
     v /= 100000000;
     n -= 8;
   }
-  put_u32(d + n, (uint32_t)v, n);
+  if (n == 8)
+    put_8(d, (uint32_t)v);
+  else
+    put_u32(d + n, (uint32_t)v, n);
 }
 
 int fth_numtext_int(char *buf, long long v) {
@@ -217,6 +256,16 @@ static int layout(char *buf, int neg, uint64_t q, int P, int k) {
   return (int)(p - buf);
 }
 
+/* 10^i as doubles (the nearest) for i = P10_LO..P10_HI, about scale's range */
+#define P10_LO (-17)
+#define P10_HI 47
+static const double P10[P10_HI - P10_LO + 1] = {
+    1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5,
+    1e-4,  1e-3,  1e-2,  1e-1,  1e0,   1e1,   1e2,   1e3,   1e4,  1e5,  1e6,  1e7,  1e8,
+    1e9,   1e10,  1e11,  1e12,  1e13,  1e14,  1e15,  1e16,  1e17, 1e18, 1e19, 1e20, 1e21,
+    1e22,  1e23,  1e24,  1e25,  1e26,  1e27,  1e28,  1e29,  1e30, 1e31, 1e32, 1e33, 1e34,
+    1e35,  1e36,  1e37,  1e38,  1e39,  1e40,  1e41,  1e42,  1e43, 1e44, 1e45, 1e46, 1e47};
+
 int fth_numtext(char *buf, double x) {
   uint64_t bits;
   memcpy(&bits, &x, sizeof bits);
@@ -245,10 +294,15 @@ int fth_numtext(char *buf, double x) {
   /* floor(b * log10(2)) as floor(b * 78913 / 2^18): exact for |b| < 1100 (78913 / 2^18
    * = 0.3010292, below log10(2) by 7e-7); an estimate one off is corrected below */
   int k = b >= 0 ? (b * 78913) >> 18 : -((-b * 78913 + (1 << 18) - 1) >> 18);
+  /* one more when |x| >= 10^(k+1) (a double compare; near a power of ten the table's
+   * rounding may judge it wrong, and scale's range check below corrects that) */
+  if (k + 1 >= P10_LO && k + 1 <= P10_HI && fabs(x) >= P10[k + 1 - P10_LO]) k++;
   scaled y;
   int st = scale(m, e, k, &y);
-  if (st == 1) st = scale(m, e, ++k, &y);
-  else if (st == 2) st = scale(m, e, --k, &y);
+  if (st == 1)
+    st = scale(m, e, ++k, &y);
+  else if (st == 2)
+    st = scale(m, e, --k, &y);
   if (st != 0) return fth_numtext_slow(buf, x);
   uint64_t q;
   int kp = k;

@@ -10,16 +10,27 @@
  *   sweep:first_valid(limit) -> the first point the core evaluates (1-based) or nil
  *   sweep:count() -> points
  *   sweep:scan(first, last) -> {mask of the groups first seen, in order}, first point invalid
- *   sweep:grew() -> rows met a group scan had not seen; sweep:reset() forgets the scan
+ *   sweep:reset() forgets the scan; sweep:see(groups) adds groups to the header's;
+ *   sweep:mask(i) -> point i's groups
  *   sweep:set_order({column, ...}) the columns a row writes, in order (1-based)
  *   sweep:rows(first, last, err_of) -> CSV text of points first..last (1-based);
  *       err_of(i) -> the error text of invalid point i (the Lua path's), or nil when
  *       the Lua path finds it valid (an internal disagreement: raised)
- *   sweep:write_rows(first, last, err_of, file) -> true or nil, message: the same rows
- *       written to an io file
+ *   sweep:write_rows(first, last, err_of, file) -> true, or false, point, groups (a record
+ *       with columns the header lacks: rows stop before it), or nil, message: the same
+ *       rows written to an io file; sweep:widen(from, to, added [, header]) rewrites them
+ *       under a wider header; sweep:reproject(from, to, map) rearranges a part's cells
+ *   sweep:json_program{valid = nodes, invalid = nodes} the JSON Lines node programs
+ *       (jnode; spec.json_labels gives the labels as JSON); sweep:lines(first, last,
+ *       err_of) and sweep:write_lines(first, last, err_of, file): JSON Lines as rows
  * Nothing is allocated per point; a row is appended to the chunk's buffer (kept and
  * reused from chunk to chunk). */
+#if defined(__linux__)
+#define _GNU_SOURCE /* copy_file_range */
+#include <unistd.h>
+#endif
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,41 +41,91 @@
 
 #define SWEEP "fathom.Sweep"
 
+/// A node of the JSON Lines program (sweep:json_program).
+typedef struct jnode {
+  int t;            ///< 0 open an object, 1 close it, 2 a column's value, 3 constant text
+  int group;        ///< written where this presence group is in the point's mask
+  int col;          ///< t 2: the column (0-based)
+  int skip;         ///< t 0: the index of its close node
+  const char *text; ///< "key":{ (open), } (close), "key": (column), "key":value (constant)
+  size_t len;
+} jnode;
+
+/// A cell of a CSV row as add_row writes it: a column, or a run of constant columns of one
+/// group joined with their commas (one copy for them all).
+typedef struct rowcell {
+  int col;          ///< the column (0-based), or -1: a run of constant text
+  int group;        ///< the run's presence group
+  int commas;       ///< the run's columns less one (its commas when absent)
+  const char *text; ///< the run's text ("a,b,c")
+  size_t len;
+} rowcell;
+
+/// A column's last number and its text (a sweep's consecutive points share many values).
+typedef struct numcache {
+  uint64_t bits; ///< the double's bits (-0 and 0 differ)
+  int len;       ///< 0: nothing cached
+  char text[40];
+} numcache;
+
 typedef struct lsweep {
   fth_sweep_def def;
   double *values;
   fth_sweep_column *cols;
+  numcache *numbers; ///< one per column
   int n_cols;
   int *order;
   int n_order;
+  rowcell *cells; ///< the order compiled (set_order): n_cells of them
+  int n_cells;
+  char *run_text; ///< the runs' texts
   const char **texts;
   size_t *text_len;
   int n_texts;
   const char **labels; ///< key k's position p at labels[label_off[k] + p]
   size_t *label_len;
   int label_off[FTH_SWEEP_MAX_KEYS];
+  const char **jlabels; ///< the labels as JSON text (labels' layout), NULL without json_labels
+  size_t *jlabel_len;
+  jnode *jnodes; ///< JSON Lines node program: a valid record's nodes, then an invalid one's
+  int n_jvalid, n_jnodes;
   const char **fabric;
   int n_fabric;
-  unsigned long long seen; ///< groups scan has seen
-  int grew;                ///< rows met a group scan had not seen (the header is short)
+  unsigned long long seen;  ///< groups the header has (scan saw them, or see added them)
+  unsigned long long fresh; ///< write_rows stopped at a record with these groups besides
+
   fth_sweep_point pt;
   char *out; ///< the chunk's text, kept between chunks (grows to one chunk's size once)
   size_t out_len, out_cap;
   int out_failed; ///< out of memory while writing the chunk
 } lsweep;
 
-static lsweep *check_sweep(lua_State *L, int idx) { return (lsweep *)luaL_checkudata(L, idx, SWEEP); }
+static lsweep *check_sweep(lua_State *L, int idx) {
+  return (lsweep *)luaL_checkudata(L, idx, SWEEP);
+}
 
 static int sweep_gc(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   free(s->values);
   free(s->cols);
+  free(s->numbers);
+  s->numbers = NULL;
   free(s->order);
+  free(s->cells);
+  free(s->run_text);
+  s->cells = NULL;
+  s->run_text = NULL;
   free(s->texts);
   free(s->text_len);
   free(s->labels);
   free(s->label_len);
   free(s->fabric);
+  free(s->jlabels);
+  free(s->jlabel_len);
+  free(s->jnodes);
+  s->jlabels = NULL;
+  s->jlabel_len = NULL;
+  s->jnodes = NULL;
   free(s->out);
   s->out = NULL;
   s->values = NULL;
@@ -83,7 +144,8 @@ static lua_Integer field_int(lua_State *L, int t, const char *k, lua_Integer lo,
   int ok;
   lua_Integer v = lua_tointegerx(L, -1, &ok);
   lua_pop(L, 1);
-  if (!ok || v < lo || v > hi) luaL_error(L, "sweep_new: '%s' must be an integer in [%d, %d]", k, (int)lo, (int)hi);
+  if (!ok || v < lo || v > hi)
+    luaL_error(L, "sweep_new: '%s' must be an integer in [%d, %d]", k, (int)lo, (int)hi);
   return v;
 }
 
@@ -148,6 +210,12 @@ static int core_sweep_new(lua_State *L) {
   int labels = lua_gettop(L);
   s->labels = (const char **)xcalloc(L, n_values, sizeof(char *));
   s->label_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
+  lua_getfield(L, 5, "json_labels");
+  int jlabels = lua_istable(L, -1) ? lua_gettop(L) : 0;
+  if (jlabels) {
+    s->jlabels = (const char **)xcalloc(L, n_values, sizeof(char *));
+    s->jlabel_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
+  }
   size_t at = 0;
   for (int k = 0; k < s->def.n_keys; k++) {
     lua_rawgeti(L, keys, k + 1);
@@ -158,7 +226,8 @@ static int core_sweep_new(lua_State *L) {
     key->axis = (int)field_int(L, kt, "axis", 1, s->def.n_axes) - 1;
     lua_getfield(L, kt, "values");
     size_t n = lua_rawlen(L, -1);
-    if ((long long)n != s->def.axis_len[key->axis]) return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
+    if ((long long)n != s->def.axis_len[key->axis])
+      return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
     key->values = s->values + at;
     s->label_off[k] = (int)at;
     lua_rawgeti(L, labels, k + 1);
@@ -170,11 +239,19 @@ static int core_sweep_new(lua_State *L) {
       s->labels[at + i] = keep_string(L, keep);
       s->label_len[at + i] = strlen(s->labels[at + i]);
       lua_pop(L, 1);
+      if (jlabels) {
+        lua_rawgeti(L, jlabels, k + 1);
+        luaL_checktype(L, -1, LUA_TTABLE);
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        s->jlabels[at + i] = keep_string(L, keep);
+        s->jlabel_len[at + i] = strlen(s->jlabels[at + i]);
+        lua_pop(L, 2);
+      }
     }
     at += n;
     lua_pop(L, 3);
   }
-  lua_pop(L, 2);
+  lua_pop(L, 3); /* keys, labels, json_labels */
   /* the run with failures, energy and cost (report.goodput_def), as core.goodput reads it */
   lua_getfield(L, 5, "goodput");
   if (lua_istable(L, -1)) {
@@ -196,7 +273,8 @@ static int core_sweep_new(lua_State *L) {
   }
   lua_pop(L, 1);
   fth_error err;
-  if (fth_sweep_check(&s->def, &err) != FTH_OK) return luaL_error(L, "sweep_new: %s: %s", err.path, err.msg);
+  if (fth_sweep_check(&s->def, &err) != FTH_OK)
+    return luaL_error(L, "sweep_new: %s: %s", err.path, err.msg);
   lua_settop(L, ud);
   return 1;
 }
@@ -215,6 +293,7 @@ static int sweep_program(lua_State *L) {
   s->n_cols = (int)lua_rawlen(L, cols);
   s->cols = (fth_sweep_column *)xcalloc(L, (size_t)s->n_cols, sizeof(fth_sweep_column));
   s->order = (int *)xcalloc(L, (size_t)s->n_cols, sizeof(int));
+  s->numbers = (numcache *)xcalloc(L, (size_t)s->n_cols, sizeof(numcache));
   for (int i = 0; i < s->n_cols; i++) {
     lua_rawgeti(L, cols, i + 1);
     int ct = lua_gettop(L);
@@ -227,7 +306,8 @@ static int sweep_program(lua_State *L) {
     c->as_integer = (int)field_int(L, ct, "int", 0, 1);
     if (c->src == FTH_SWEEP_SRC_LABEL && (c->a < 1 || c->a > s->def.n_keys))
       return luaL_error(L, "sweep:program: column %d: no key %d", i + 1, c->a);
-    if ((c->src == FTH_SWEEP_SRC_RESULT || c->src == FTH_SWEEP_SRC_BOOL || c->src == FTH_SWEEP_SRC_NAME) &&
+    if ((c->src == FTH_SWEEP_SRC_RESULT || c->src == FTH_SWEEP_SRC_BOOL ||
+         c->src == FTH_SWEEP_SRC_NAME) &&
         (c->a < 0 || c->a >= FTH_SV_COUNT))
       return luaL_error(L, "sweep:program: column %d: no value %d", i + 1, c->a);
     lua_pop(L, 1);
@@ -260,6 +340,59 @@ static int sweep_program(lua_State *L) {
     }
   }
   lua_pop(L, 1);
+  return 0;
+}
+
+/* Read one node list (table at idx) into s->jnodes from `at`; returns the next index. */
+static int read_jnodes(lua_State *L, lsweep *s, int idx, int at, int keep) {
+  int n = (int)lua_rawlen(L, idx), stack[64], depth = 0;
+  for (int i = 0; i < n; i++, at++) {
+    lua_rawgeti(L, idx, i + 1);
+    int nt = lua_gettop(L);
+    jnode *nd = &s->jnodes[at];
+    nd->t = (int)field_int(L, nt, "t", 0, 3);
+    nd->group = (int)field_int(L, nt, "group", 0, FTH_SG_COUNT - 1);
+    lua_getfield(L, nt, "text");
+    nd->text = keep_string(L, keep);
+    nd->len = strlen(nd->text);
+    lua_pop(L, 1);
+    if (nd->t == 2) {
+      nd->col = (int)field_int(L, nt, "col", 1, s->n_cols) - 1;
+      fth_sweep_src src = s->cols[nd->col].src;
+      if (src == FTH_SWEEP_SRC_TEXT || (src == FTH_SWEEP_SRC_LABEL && !s->jlabels))
+        return luaL_error(L, "sweep:json_program: node %d: column %d has no JSON value", i + 1,
+                          nd->col + 1);
+    } else if (nd->t == 0) {
+      if (depth == 64) return luaL_error(L, "sweep:json_program: objects nest too deep");
+      stack[depth++] = at;
+    } else if (nd->t == 1) {
+      if (depth == 0) return luaL_error(L, "sweep:json_program: node %d closes nothing", i + 1);
+      s->jnodes[stack[--depth]].skip = at;
+    }
+    lua_pop(L, 1);
+  }
+  if (depth != 0) return luaL_error(L, "sweep:json_program: an object is not closed");
+  return at;
+}
+
+/* sweep:json_program{valid = nodes, invalid = nodes}: the JSON Lines node programs (once,
+ * after program); node = {t =, group =, text =, col =} (jnode). */
+static int sweep_json_program(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (!s->cols) return luaL_error(L, "sweep:json_program: no program");
+  if (s->jnodes) return luaL_error(L, "sweep:json_program: already set");
+  lua_getiuservalue(L, 1, 1);
+  int keep = lua_gettop(L);
+  lua_getfield(L, 2, "valid");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  lua_getfield(L, 2, "invalid");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  size_t n = lua_rawlen(L, -2) + lua_rawlen(L, -1);
+  s->jnodes = (jnode *)xcalloc(L, n, sizeof(jnode));
+  s->n_jvalid = read_jnodes(L, s, keep + 1, 0, keep);
+  s->n_jnodes = read_jnodes(L, s, keep + 2, s->n_jvalid, keep);
+  lua_settop(L, keep - 1);
   return 0;
 }
 
@@ -320,17 +453,10 @@ static int sweep_scan(lua_State *L) {
   return 2;
 }
 
-/* sweep:grew() -> whether rows met a group of columns scan had not seen; sweep:reset()
- * forgets what scan saw (a full scan follows). */
-static int sweep_grew(lua_State *L) {
-  lua_pushboolean(L, check_sweep(L, 1)->grew);
-  return 1;
-}
-
+/* sweep:reset() forgets what scan saw (the header's groups). */
 static int sweep_reset(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   s->seen = 0;
-  s->grew = 0;
   return 0;
 }
 
@@ -347,6 +473,41 @@ static int sweep_set_order(lua_State *L) {
     lua_pop(L, 1);
   }
   s->n_order = n;
+  /* the row's cells: consecutive constant columns of one group become one run */
+  size_t text = 0;
+  for (int i = 0; i < n; i++)
+    if (s->cols[s->order[i]].src == FTH_SWEEP_SRC_TEXT)
+      text += s->text_len[s->cols[s->order[i]].a - 1] + 1;
+  free(s->cells);
+  free(s->run_text);
+  s->cells = NULL;
+  s->run_text = NULL;
+  s->cells = (rowcell *)xcalloc(L, (size_t)n, sizeof(rowcell));
+  s->run_text = (char *)xcalloc(L, text, 1);
+  size_t at = 0;
+  int nc = 0;
+  for (int i = 0; i < n; i++) {
+    const fth_sweep_column *c = &s->cols[s->order[i]];
+    rowcell *cell = &s->cells[nc];
+    if (c->src != FTH_SWEEP_SRC_TEXT) {
+      *cell = (rowcell){s->order[i], c->group, 0, NULL, 0};
+      nc++;
+      continue;
+    }
+    int joins = nc > 0 && s->cells[nc - 1].col < 0 && s->cells[nc - 1].group == c->group;
+    if (joins) {
+      cell = &s->cells[nc - 1];
+      s->run_text[at++] = ',';
+      cell->commas++;
+    } else {
+      *cell = (rowcell){-1, c->group, 0, s->run_text + at, 0};
+      nc++;
+    }
+    memcpy(s->run_text + at, s->texts[c->a - 1], s->text_len[c->a - 1]);
+    at += s->text_len[c->a - 1];
+    cell->len = (size_t)(s->run_text + at - cell->text);
+  }
+  s->n_cells = nc;
   return 0;
 }
 
@@ -365,7 +526,9 @@ static int grow(lsweep *s, size_t n) {
 }
 
 /* Room for n more bytes of the chunk's text (the check inline, growing rarely). */
-static inline int room(lsweep *s, size_t n) { return s->out_len + n <= s->out_cap || grow(s, n); }
+static inline int room(lsweep *s, size_t n) {
+  return s->out_len + n <= s->out_cap || grow(s, n);
+}
 
 static inline void put(lsweep *s, const char *t, size_t n) {
   if (!room(s, n)) return;
@@ -376,6 +539,22 @@ static inline void put(lsweep *s, const char *t, size_t n) {
 static inline void put_char(lsweep *s, char c) {
   if (!room(s, 1)) return;
   s->out[s->out_len++] = c;
+}
+
+/* Append column `col`'s number v (finite) as fth_sweep_format_number writes it, from the
+ * column's cache when v is the number it wrote last. */
+static inline void put_number(lsweep *s, int col, double v, int as_integer) {
+  numcache *c = &s->numbers[col];
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  if (c->len == 0 || c->bits != bits) {
+    c->len = fth_sweep_format_number(c->text, sizeof c->text, v, as_integer);
+    c->bits = bits;
+  }
+  /* a fixed-size copy (no call): the text is under 32 bytes, the cache 40 */
+  if (!room(s, 32)) return;
+  memcpy(s->out + s->out_len, c->text, 32);
+  s->out_len += (size_t)c->len;
 }
 
 /* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
@@ -418,7 +597,8 @@ static void error_text(lua_State *L, lsweep *s, long long i) {
   const char *text = lua_tolstring(L, -1, &len);
   if (!text) luaL_error(L, "sweep: point %d is valid on the Lua path, not in C", (int)i);
   size_t mlen = strlen(e->msg);
-  if (cacheable && len > mlen + 2 && strcmp(text + len - mlen, e->msg) == 0 && text[len - mlen - 2] == ':') {
+  if (cacheable && len > mlen + 2 && strcmp(text + len - mlen, e->msg) == 0 &&
+      text[len - mlen - 2] == ':') {
     lua_getiuservalue(L, 1, 2);
     lua_pushlstring(L, text, len - mlen);
     lua_setfield(L, -2, e->path);
@@ -428,12 +608,24 @@ static void error_text(lua_State *L, lsweep *s, long long i) {
 
 /* Append point s->pt's row; 0 (row partly written) when a number is not finite. */
 static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
-  for (int j = 0; j < s->n_order; j++) {
-    const fth_sweep_column *c = &s->cols[s->order[j]];
+  static const char commas[] = ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,";
+  for (int j = 0; j < s->n_cells; j++) {
+    const rowcell *cell = &s->cells[j];
     if (j > 0) put_char(s, ',');
+    if (cell->col < 0) { /* a run of constants: its text, or its commas where absent */
+      if (m & (1ULL << cell->group))
+        put(s, cell->text, cell->len);
+      else
+        for (int k = cell->commas; k > 0; k -= (int)sizeof commas - 1)
+          put(s, commas, (size_t)(k < (int)sizeof commas - 1 ? k : (int)sizeof commas - 1));
+      continue;
+    }
+    const fth_sweep_column *c = &s->cols[cell->col];
     if (!(m & (1ULL << c->group))) continue;
     switch (c->src) {
-    case FTH_SWEEP_SRC_TEXT: put(s, s->texts[c->a - 1], s->text_len[c->a - 1]); break;
+    case FTH_SWEEP_SRC_TEXT:
+      put(s, s->texts[c->a - 1], s->text_len[c->a - 1]);
+      break;
     case FTH_SWEEP_SRC_LABEL: {
       int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
       put(s, s->labels[at], s->label_len[at]);
@@ -442,24 +634,133 @@ static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
     case FTH_SWEEP_SRC_RESULT: {
       double v = fth_sweep_number(&s->pt, c);
       if (!isfinite(v)) return 0;
-      if (room(s, 40)) s->out_len += (size_t)fth_sweep_format_number(s->out + s->out_len, 40, v, c->as_integer);
+      put_number(s, cell->col, v, c->as_integer);
       break;
     }
     case FTH_SWEEP_SRC_BOOL:
-      if (fth_sweep_number(&s->pt, c) != 0) put(s, "true", 4);
-      else put(s, "false", 5);
+      if (fth_sweep_number(&s->pt, c) != 0)
+        put(s, "true", 4);
+      else
+        put(s, "false", 5);
       break;
-    case FTH_SWEEP_SRC_NAME: add_cell_text(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric)); break;
-    case FTH_SWEEP_SRC_ERROR: add_cell_text(s, err_text ? err_text : ""); break;
-    case FTH_SWEEP_SRC_COUNT: break;
+    case FTH_SWEEP_SRC_NAME:
+      add_cell_text(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric));
+      break;
+    case FTH_SWEEP_SRC_ERROR:
+      add_cell_text(s, err_text ? err_text : "");
+      break;
+    case FTH_SWEEP_SRC_COUNT:
+      break;
     }
   }
   put_char(s, '\n');
   return 1;
 }
 
-/* Rows of points first..last (arguments 2, 3; err_of at 4) into s->out. */
-static void fill_rows(lua_State *L, lsweep *s) {
+/* fathom.format.json's string text: " and \\ escaped, control characters as \\b \\f \\n
+ * \\r \\t or \\u00XX, every other byte as it is */
+static void add_json_string(lsweep *s, const char *t) {
+  put_char(s, '"');
+  for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+    unsigned char c = *p;
+    if (c >= 32 && c != 127 && c != '"' && c != '\\') {
+      put_char(s, (char)c);
+      continue;
+    }
+    char esc[8];
+    const char *e = NULL;
+    switch (c) {
+    case '"':
+      e = "\\\"";
+      break;
+    case '\\':
+      e = "\\\\";
+      break;
+    case '\b':
+      e = "\\b";
+      break;
+    case '\f':
+      e = "\\f";
+      break;
+    case '\n':
+      e = "\\n";
+      break;
+    case '\r':
+      e = "\\r";
+      break;
+    case '\t':
+      e = "\\t";
+      break;
+    default:
+      snprintf(esc, sizeof esc, "\\u%04x", c);
+      e = esc;
+    }
+    put(s, e, strlen(e));
+  }
+  put_char(s, '"');
+}
+
+/* Append point s->pt's JSON line (the valid or the invalid node program); 0 (line partly
+ * written) when a number is not finite. */
+static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
+  int lo = s->pt.valid ? 0 : s->n_jvalid, hi = s->pt.valid ? s->n_jvalid : s->n_jnodes;
+  int first = 1; /* the next member is its object's first: no comma */
+  for (int i = lo; i < hi; i++) {
+    const jnode *nd = &s->jnodes[i];
+    if (nd->t == 1) {
+      put_char(s, '}');
+      first = 0;
+      continue;
+    }
+    if (!(m & (1ULL << nd->group))) {
+      if (nd->t == 0) i = nd->skip;
+      continue;
+    }
+    if (!first) put_char(s, ',');
+    put(s, nd->text, nd->len);
+    first = nd->t == 0;
+    if (nd->t != 2) continue;
+    const fth_sweep_column *c = &s->cols[nd->col];
+    switch (c->src) {
+    case FTH_SWEEP_SRC_LABEL: {
+      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
+      put(s, s->jlabels[at], s->jlabel_len[at]);
+      break;
+    }
+    case FTH_SWEEP_SRC_RESULT: {
+      double v = fth_sweep_number(&s->pt, c);
+      if (!isfinite(v)) return 0;
+      put_number(s, nd->col, v, c->as_integer);
+      break;
+    }
+    case FTH_SWEEP_SRC_BOOL:
+      if (fth_sweep_number(&s->pt, c) != 0)
+        put(s, "true", 4);
+      else
+        put(s, "false", 5);
+      break;
+    case FTH_SWEEP_SRC_NAME:
+      add_json_string(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric));
+      break;
+    case FTH_SWEEP_SRC_ERROR:
+      add_json_string(s, err_text ? err_text : "");
+      break;
+    case FTH_SWEEP_SRC_TEXT:
+    case FTH_SWEEP_SRC_COUNT:
+      break;
+    }
+  }
+  put_char(s, '\n');
+  return 1;
+}
+
+/* Rows (CSV) or lines (JSON Lines: `json`) of points first..last (arguments 2, 3; err_of
+ * at 4) into s->out. `stop`: a CSV point whose record has a group of columns the header
+ * lacks (not in s->seen) ends the chunk before its row; returns that point (1-based), 0
+ * when every row was made. */
+static long long fill_rows(lua_State *L, lsweep *s, int json, int stop) {
+  int (*add)(lsweep *, unsigned long long, const char *) = json ? add_line : add_row;
+  if (json && !s->jnodes) luaL_error(L, "sweep:lines: no JSON program");
   if (!s->cols) luaL_error(L, "sweep:rows: no program");
   long long first, last;
   point_range(L, s, &first, &last);
@@ -469,52 +770,251 @@ static void fill_rows(lua_State *L, lsweep *s) {
   for (long long i = first; i <= last; i++) {
     fth_sweep_point_eval(&s->def, i - 1, &s->pt);
     size_t start = s->out_len;
-    if (s->pt.valid && (fth_sweep_mask(&s->pt) & ~s->seen)) s->grew = 1;
-    if (s->pt.valid && !add_row(s, fth_sweep_mask(&s->pt), NULL)) {
+    if (s->pt.valid && !add(s, fth_sweep_mask(&s->pt), NULL)) {
       /* a number not finite: the Lua path refuses the result (errors.check_finite) */
       s->out_len = start;
       s->pt.valid = 0;
       fth_error_clear(&s->pt.err);
     }
+    unsigned long long m = fth_sweep_mask(&s->pt);
+    if (stop && (m & ~s->seen)) {
+      s->out_len = start;
+      s->fresh = m & ~s->seen;
+      return i;
+    }
     if (!s->pt.valid) {
       error_text(L, s, i);
-      const char *err_text = lua_tostring(L, -1);
-      if (fth_sweep_mask(&s->pt) & ~s->seen) s->grew = 1;
-      add_row(s, fth_sweep_mask(&s->pt), err_text);
+      add(s, m, lua_tostring(L, -1));
       lua_pop(L, 1);
     }
     if (s->out_failed) luaL_error(L, "sweep:rows: out of memory");
   }
+  return 0;
 }
 
-static int sweep_rows(lua_State *L) {
+static int push_rows(lua_State *L, int json) {
   lsweep *s = check_sweep(L, 1);
-  fill_rows(L, s);
+  fill_rows(L, s, json, 0);
   lua_pushlstring(L, s->out ? s->out : "", s->out_len);
   return 1;
 }
 
-/* sweep:write_rows(first, last, err_of, file) -> true, or nil, message: the rows written
- * to an open io file straight from the chunk's buffer (no Lua string of the chunk). */
-static int sweep_write_rows(lua_State *L) {
+static int sweep_rows(lua_State *L) {
+  return push_rows(L, 0);
+}
+static int sweep_lines(lua_State *L) {
+  return push_rows(L, 1);
+}
+
+/* sweep:write_rows(first, last, err_of, file) -> true, or false, point, groups when a
+ * point's record has columns the header lacks (the rows before it are written; see
+ * sweep:widen), or nil, message: the rows written to an open io file straight from the
+ * chunk's buffer (no Lua string of the chunk). sweep:write_lines: the same in JSON Lines
+ * (which have no header: true or nil, message). */
+static int write_to(lua_State *L, int json) {
   lsweep *s = check_sweep(L, 1);
   luaL_Stream *f = (luaL_Stream *)luaL_checkudata(L, 5, LUA_FILEHANDLE);
   if (f->closef == NULL) return luaL_error(L, "sweep:write_rows: the file is closed");
-  fill_rows(L, s);
-  if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len) return luaL_fileresult(L, 0, NULL);
+  long long at = fill_rows(L, s, json, !json);
+  if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len)
+    return luaL_fileresult(L, 0, NULL);
+  if (at) {
+    lua_pushboolean(L, 0);
+    lua_pushinteger(L, (lua_Integer)at);
+    lua_pushinteger(L, (lua_Integer)s->fresh);
+    return 3;
+  }
   lua_pushboolean(L, 1);
   return 1;
+}
+
+static int sweep_write_rows(lua_State *L) {
+  return write_to(L, 0);
+}
+static int sweep_write_lines(lua_State *L) {
+  return write_to(L, 1);
+}
+
+/* sweep:widen(from, to, added [, header]) -> true or nil, message: the CSV written so far
+ * (an io file open for reading) copied to `to` under a wider header: its first line
+ * replaced by `header` (newline included; without it, `from` has no header line: a part
+ * a worker wrote; added 0 copies it) and `added` empty cells put at the end of
+ * every row (a group of columns met after the header was written: its columns come last,
+ * as fathom.format.csv's union puts them, and the rows before had none of them). A
+ * newline inside a quoted cell is not a row's end. */
+/* Copy the rest of `in` (nothing read from it yet) to the end of `out` in the kernel
+ * (copy_file_range): 1 done, 0 not possible here (nothing copied: copy it by hand),
+ * -1 failed part way. */
+static int copy_in_kernel(FILE *in, FILE *out) {
+#if defined(__linux__)
+  if (fflush(out) != 0) return -1;
+  ssize_t n;
+  int any = 0;
+  while ((n = copy_file_range(fileno(in), NULL, fileno(out), NULL, (size_t)1 << 30, 0)) > 0)
+    any = 1;
+  if (n == 0) return 1;
+  return any ? -1 : 0;
+#else
+  (void)in;
+  (void)out;
+  return 0;
+#endif
+}
+
+static int sweep_widen(lua_State *L) {
+  check_sweep(L, 1);
+  luaL_Stream *in = (luaL_Stream *)luaL_checkudata(L, 2, LUA_FILEHANDLE);
+  luaL_Stream *out = (luaL_Stream *)luaL_checkudata(L, 3, LUA_FILEHANDLE);
+  lua_Integer added = luaL_checkinteger(L, 4);
+  size_t hlen = 0;
+  const char *header = luaL_optlstring(L, 5, NULL, &hlen);
+  luaL_argcheck(L, added >= 0 && added < 1 << 20, 4, "out of range");
+  if (in->closef == NULL || out->closef == NULL)
+    return luaL_error(L, "sweep:widen: a file is closed");
+  if (added == 0 && !header) { /* a plain copy (a part joined as it is) */
+    int k = copy_in_kernel(in->f, out->f);
+    if (k < 0) return luaL_fileresult(L, 0, NULL);
+    if (k > 0) {
+      lua_pushboolean(L, 1);
+      return 1;
+    }
+  }
+  char buf[1 << 16], commas[256];
+  memset(commas, ',', sizeof commas);
+  int quoted = 0, in_header = header != NULL,
+      ok = !header || fwrite(header, 1, hlen, out->f) == hlen;
+  size_t n;
+  while (ok && (n = fread(buf, 1, sizeof buf, in->f)) > 0) {
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+      /* to the next newline; the quotes before it flip `quoted` (memchr: no byte loop) */
+      const char *nl = (const char *)memchr(buf + i, '\n', n - i);
+      size_t end = nl ? (size_t)(nl - buf) : n;
+      for (const char *q = (const char *)memchr(buf + i, '"', end - i); q;
+           q = (const char *)memchr(q + 1, '"', (size_t)(buf + end - q - 1)))
+        quoted = !quoted;
+      i = end;
+      if (!nl || quoted) continue;
+      if (!in_header) {
+        ok = ok && fwrite(buf + from, 1, i - from, out->f) == i - from;
+        for (lua_Integer left = added; ok && left > 0; left -= (lua_Integer)sizeof commas) {
+          size_t k = left < (lua_Integer)sizeof commas ? (size_t)left : sizeof commas;
+          ok = fwrite(commas, 1, k, out->f) == k;
+        }
+        from = i;
+      } else {
+        from = i + 1;
+      }
+      in_header = 0;
+    }
+    if (!in_header) ok = ok && fwrite(buf + from, 1, n - from, out->f) == n - from;
+  }
+  if (!ok || ferror(in->f)) return luaL_fileresult(L, 0, NULL);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* sweep:reproject(from, to, map) -> true or nil, message: CSV rows without a header (a
+ * worker's part) copied to `to` with their cells rearranged: output cell j is input cell
+ * map[j] (0-based), empty where map[j] is -1. Cells are split at commas outside quotes. */
+static int sweep_reproject(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_Stream *in = (luaL_Stream *)luaL_checkudata(L, 2, LUA_FILEHANDLE);
+  luaL_Stream *out = (luaL_Stream *)luaL_checkudata(L, 3, LUA_FILEHANDLE);
+  luaL_checktype(L, 4, LUA_TTABLE);
+  if (in->closef == NULL || out->closef == NULL)
+    return luaL_error(L, "sweep:reproject: a file is closed");
+  int n_map = (int)lua_rawlen(L, 4), max_cells = s->n_cols + 1;
+  int *map = (int *)lua_newuserdatauv(L, sizeof(int) * (size_t)(n_map + 1), 0);
+  size_t *cell = (size_t *)lua_newuserdatauv(L, sizeof(size_t) * (size_t)(max_cells + 1), 0);
+  for (int j = 0; j < n_map; j++) {
+    lua_rawgeti(L, 4, j + 1);
+    map[j] = (int)luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+    luaL_argcheck(L, map[j] >= -1 && map[j] < max_cells, 4, "no such cell");
+  }
+  /* one row at a time in s->out (the chunk's buffer, free between chunks) */
+  char buf[1 << 16];
+  size_t n;
+  int quoted = 0, ok = 1;
+  s->out_len = 0;
+  s->out_failed = 0;
+  while (ok && (n = fread(buf, 1, sizeof buf, in->f)) > 0) {
+    for (size_t i = 0; ok && i < n;) {
+      const char *nl = (const char *)memchr(buf + i, '\n', n - i);
+      size_t end = nl ? (size_t)(nl - buf) : n;
+      for (const char *q = (const char *)memchr(buf + i, '"', end - i); q;
+           q = (const char *)memchr(q + 1, '"', (size_t)(buf + end - q - 1)))
+        quoted = !quoted;
+      put(s, buf + i, end - i);
+      if (s->out_failed) return luaL_error(L, "sweep:reproject: out of memory");
+      if (!nl) break;
+      i = end + 1;
+      if (quoted) {
+        put_char(s, '\n');
+        continue;
+      }
+      /* a whole row in s->out: its cells' starts (cell[k]) and the end (cell[nc] - 1) */
+      int nc = 0, in_q = 0;
+      cell[nc++] = 0;
+      for (size_t k = 0; k < s->out_len; k++) {
+        if (s->out[k] == '"')
+          in_q = !in_q;
+        else if (s->out[k] == ',' && !in_q) {
+          if (nc == max_cells)
+            return luaL_error(L, "sweep:reproject: a row has more cells than the program");
+          cell[nc++] = k + 1;
+        }
+      }
+      cell[nc] = s->out_len + 1;
+      for (int j = 0; ok && j < n_map; j++) {
+        if (j > 0) ok = fputc(',', out->f) != EOF;
+        int c = map[j];
+        if (c < 0 || c >= nc) continue;
+        size_t len = cell[c + 1] - 1 - cell[c];
+        ok = ok && fwrite(s->out + cell[c], 1, len, out->f) == len;
+      }
+      ok = ok && fputc('\n', out->f) != EOF;
+      s->out_len = 0;
+    }
+  }
+  if (!ok || ferror(in->f)) return luaL_fileresult(L, 0, NULL);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* sweep:mask(point) -> the presence groups of the point's record (1-based point) */
+static int sweep_mask(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  long long n = fth_sweep_count(&s->def), i = (long long)luaL_checkinteger(L, 2);
+  luaL_argcheck(L, i >= 1 && i <= n, 2, "point out of range");
+  if (!s->cols) return luaL_error(L, "sweep:mask: no program");
+  lua_pushinteger(L, (lua_Integer)eval_point(s, i - 1));
+  return 1;
+}
+
+/* sweep:see(groups): the header has these groups' columns too */
+static int sweep_see(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  s->seen |= (unsigned long long)luaL_checkinteger(L, 2);
+  return 0;
 }
 
 static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"scan", sweep_scan},
                                          {"program", sweep_program},
-                                         {"grew", sweep_grew},
+                                         {"widen", sweep_widen},
+                                         {"reproject", sweep_reproject},
+                                         {"mask", sweep_mask},
+                                         {"see", sweep_see},
                                          {"reset", sweep_reset},
                                          {"first_valid", sweep_first_valid},
                                          {"set_order", sweep_set_order},
                                          {"rows", sweep_rows},
                                          {"write_rows", sweep_write_rows},
+                                         {"json_program", sweep_json_program},
+                                         {"lines", sweep_lines},
+                                         {"write_lines", sweep_write_lines},
                                          {NULL, NULL}};
 
 static const luaL_Reg sweep_meta[] = {{"__gc", sweep_gc}, {NULL, NULL}};

@@ -1,4 +1,5 @@
--- Outputs: every command takes --format table|yaml|json|csv (svg where it draws) and
+-- Outputs: every command takes --format table|yaml|json|csv (svg where it draws, jsonl
+-- where it writes a sweep's records) and
 -- --output-file from one definition (fathom.args.output_options); JSON and CSV carry raw
 -- SI numbers; YAML is readable unless --raw-output; files are written whole. The plots
 -- have titles, titled axes with units, nice ticks, a colour-blind-safe palette, a legend.
@@ -18,7 +19,7 @@ local commands = {
   { name = "estimate", argv = { "estimate", "--model", "llama3.1_8b", "--hardware", "H100_SXM", "--gpus", "8",
     "--tp", "2" } },
   { name = "search", argv = SEARCH_FAST, svg = true },
-  { name = "analyze", argv = ANALYZE, svg = true },
+  { name = "analyze", argv = ANALYZE, svg = true, jsonl = true },
   { name = "route", argv = { "route", "--experts", "16", "--top-k", "2", "--gpus", "4", "--tokens", "256" } },
   { name = "validate", argv = { "validate", "--cases", "validation/korthikanti2022_cases.yaml", "--no-loso" } },
   { name = "show", argv = { "show", "models/llama3.1_8b.yaml" } },
@@ -97,7 +98,8 @@ describe("outputs", function()
     for _, c in ipairs(commands) do
       local r = run(c.argv[1] == "scenario" and { "scenario" } or { c.argv[1] }, "--help")
       assert.are.equal(0, r.code, c.name)
-      assert.matches("%-%-format FMT .*%(table|yaml|json|csv" .. (c.svg and "|svg" or "") .. "%)", r.stdout)
+      assert.matches("%-%-format FMT .*%(table|yaml|json" .. (c.jsonl and "|jsonl" or "") .. "|csv"
+        .. (c.svg and "|svg" or "") .. "%)", r.stdout)
       assert.matches("%-%-output%-file FILE", r.stdout)
     end
   end)
@@ -114,6 +116,16 @@ describe("outputs", function()
     assert.matches("step_time_seconds: [%d.]+ m?s\n", y.stdout)
     y = run(ANALYZE, "--format", "yaml", "--raw-output")
     assert.matches("step_time_seconds: [%d.e%-]+\n", y.stdout)
+  end)
+
+  it("analyze --format jsonl: one compact record per line, the same record as json's", function()
+    local r = run(ANALYZE, "--format", "jsonl")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.are.equal(1, h.count_lines(r.stdout))
+    local rec = json.decode(r.stdout)
+    local whole = json.decode(run(ANALYZE, "--format", "json").stdout)[1]
+    assert.are.equal(whole.time.step_time_seconds, rec.time.step_time_seconds)
+    assert.are.equal(whole.configuration.tp_attn, rec.configuration.tp_attn)
   end)
 
   it("analyze records only what was modelled: no goodput, MTBF or cost without their inputs", function()

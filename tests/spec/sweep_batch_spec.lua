@@ -1,5 +1,5 @@
--- The C batch sweep (fathom.sweep_batch, src/core/fth_sweep.c) writes the same CSV bytes
--- as the per-point Lua path, on dense and MoE sweeps, with invalid points kept as records
+-- The C batch sweep (fathom.sweep_batch, src/core/fth_sweep.c) writes the same CSV and
+-- JSON Lines bytes as the per-point Lua path, on dense and MoE sweeps, with invalid points kept as records
 -- with an `error`; keys it cannot rework take the Lua path. Memory: the C path holds one
 -- chunk of rows (sweep_batch.CHUNK), not the sweep (README "Speed"; not timed here).
 local h = require("helpers")
@@ -17,12 +17,13 @@ local function slurp(path)
   return s
 end
 
--- run(mode, args) -> {code, stderr}, output text: analyze with FATHOM_SWEEP_BATCH=mode, CSV to a file.
-local function run(mode, args)
+-- run(mode, args, format) -> {code, stderr}, output text: analyze with FATHOM_SWEEP_BATCH=mode,
+-- CSV (or `format`) to a file.
+local function run(mode, args, format)
   local out = os.tmpname()
   local parts = { "env", "FATHOM_SWEEP_BATCH=" .. mode, h.shell_quote(h.bin()), "analyze" }
   for _, a in ipairs(args) do parts[#parts + 1] = h.shell_quote(a) end
-  for _, a in ipairs({ "--format", "csv", "--jobs", "1", "--output-file", out }) do parts[#parts + 1] = a end
+  for _, a in ipairs({ "--format", format or "csv", "--jobs", "1", "--output-file", out }) do parts[#parts + 1] = a end
   local err = os.tmpname()
   local _, _, code = os.execute(table.concat(parts, " ") .. " 2>" .. err)
   local text = slurp(out)
@@ -42,10 +43,10 @@ local function tiny(sweep, extra)
   return a
 end
 
-local function same(args)
-  local rc, c = run("1", args)
+local function same(args, format)
+  local rc, c = run("1", args, format)
   assert.are.equal(0, rc.code, rc.stderr)
-  local rl, l = run("0", args)
+  local rl, l = run("0", args, format)
   assert.are.equal(0, rl.code, rl.stderr)
   assert.are.equal(l, c)
   return c
@@ -73,17 +74,45 @@ describe("fathom.sweep_batch", function()
     assert.matches("^error,sweep_point", text)
   end)
 
+  it("writes JSON Lines byte for byte as the Lua path: numbers, integers, names, booleans, errors", function()
+    -- TP 1 x DP 1 does not tile the 2 x 2 toy: invalid lines (error text with quotes) lead
+    write(sweep, "sweep:\n  logical_topology.dimensions.TP_Attn.size: [1, 2]\n"
+      .. "  logical_topology.dimensions.DP_Attn.size: [1, 2]\n  workload_spec.micro_batch_size: [1, 3]\n")
+    local text = same(tiny(sweep), "jsonl")
+    assert.are.equal(8, h.count_lines(text))
+    local json = require("fathom.format.json")
+    local lines, valid = 0, 0
+    for line in text:gmatch("[^\n]+") do
+      local rec = assert(json.decode(line))
+      lines = lines + 1
+      if rec.valid == false then
+        assert.is_string(rec.error)
+      else
+        valid = valid + 1
+        assert.is_number(rec.time.step_time_seconds)
+        assert.is_boolean(rec.memory_footprint.fits)
+        assert.is_string(rec.communication_per_batch_per_xpu.tp_communication.collective)
+      end
+    end
+    assert.are.equal(8, lines)
+    assert.is_true(valid > 0 and valid < 8, "valid and invalid points both")
+  end)
+
   it("matches on a MoE model with zipped keys and energy in the record", function()
     write(sweep, "sweep:\n  workload_spec.micro_batch_size: [1, 2]\n"
       .. "  logical_topology.dimensions.PP.size: [8, 16]\nzip:\n"
       .. "  logical_topology.dimensions.DP_MoE.size: [1, 2]\n  logical_topology.dimensions.EP_SO.size: [16, 8]\n")
-    local text = same({ "--hardware-lib", C .. "hardware/hardware_library.yaml",
+    local moe = { "--hardware-lib", C .. "hardware/hardware_library.yaml",
       "--physical-topology", C .. "topology_zoo/physical/hgx_h800_2048.yaml",
       "--logical-topology", C .. "topology_zoo/logical/deepseek_v3_pp16_ep64.yaml",
       "--model-spec", C .. "models/deepseek_v3.yaml", "--workload-spec", C .. "train_specs/deepseek_v3.yaml",
-      "--sweep-config", sweep })
+      "--sweep-config", sweep }
+    local text = same(moe)
     assert.matches("moe_all_to_all", text)
     assert.matches("energy_kwh", text)
+    local lines = same(moe, "jsonl")
+    assert.matches('"moe_all_to_all":{', lines)
+    assert.matches('"energy_kwh":', lines)
   end)
 
   it("takes the Lua path for a key the core does not rework, and says why when asked for C", function()
@@ -99,7 +128,8 @@ describe("fathom.sweep_batch", function()
 end)
 
 describe("fathom.sweep_batch's chunks", function()
-  it("writes rows chunk after chunk from one reused buffer, the plan reworked across invalid points", function()
+  it("writes rows and lines chunk after chunk from one reused buffer, the plan reworked across invalid points",
+    function()
     local batch = require("fathom.sweep_batch")
     local analysis = require("fathom.analysis")
     local csv = require("fathom.format.csv")
@@ -112,35 +142,41 @@ describe("fathom.sweep_batch's chunks", function()
       workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = 1 }
     local saved = batch.CHUNK
     batch.CHUNK = 5
-    local ok, n = pcall(analysis.csv_batch, a, out)
+    local ok, n = pcall(analysis.write_batch, a, out, "csv")
+    local lines = os.tmpname()
+    local lok, ln = pcall(analysis.write_batch, a, lines, "jsonl")
     batch.CHUNK = saved
     assert.is_true(ok, n)
+    assert.is_true(lok, ln)
     assert.are.equal(24, n)
-    local got = slurp(out)
+    assert.are.equal(24, ln)
+    local got, got_lines = slurp(out), slurp(lines)
     os.remove(out)
-    local want = csv.encode(analysis.run(a))
+    os.remove(lines)
+    local records = analysis.run(a)
     os.remove(sweep)
-    assert.are.equal(want, got)
+    assert.are.equal(csv.encode(records), got)
     assert.are.equal(25, h.count_lines(got))
+    assert.are.equal(require("fathom.format.jsonl").encode(records), got_lines)
   end)
 end)
 
 describe("fathom.sweep_batch's look-ahead", function()
-  it("starts again with a full first pass when a later point has new columns", function()
+  it("widens what it wrote when a later point has new columns (no second pass)", function()
     local batch = require("fathom.sweep_batch")
     local analysis = require("fathom.analysis")
     local csv = require("fathom.format.csv")
     local sweep, out = os.tmpname(), os.tmpname()
     -- 32 points, global batch outer; only point 4 (global 6 over DP 2 = 3 sequences, micro-batch 2)
     -- is invalid: past the look-ahead and off the checked sample (1, 3, 5, ..., 29, 32), so the
-    -- writer meets the error columns first and starts again
+    -- writer meets the error columns there: they go last in the header, rows 1-3 get empty cells
     write(sweep, "sweep:\n  workload_spec.global_batch_size: [8, 6, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8]\n"
       .. "  workload_spec.micro_batch_size: [1, 2]\n")
     local a = { hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
       workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = 1 }
     local saved = batch.SCAN_AHEAD
     batch.SCAN_AHEAD = 2
-    local ok, n = pcall(analysis.csv_batch, a, out)
+    local ok, n = pcall(analysis.write_batch, a, out, "csv")
     batch.SCAN_AHEAD = saved
     assert.is_true(ok, n)
     assert.are.equal(32, n)
@@ -150,5 +186,79 @@ describe("fathom.sweep_batch's look-ahead", function()
     os.remove(sweep)
     assert.are.equal(want, got)
     assert.matches(",error,valid\n", got:match("^[^\n]*\n"))
+  end)
+end)
+
+describe("fathom.sweep_batch's widening", function()
+  it("appends one empty cell per new column to every row, a newline inside quotes not a row's end", function()
+    local batch = require("fathom.sweep_batch")
+    local analysis = require("fathom.analysis")
+    local sweep = os.tmpname()
+    write(sweep, "sweep:\n  workload_spec.micro_batch_size: [1, 2]\n")
+    local a = { hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+      workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = 1 }
+    local docs, _, _, sweep_doc = analysis.open(a)
+    local b = assert(batch.open(a, docs, sweep_doc))
+    os.remove(sweep)
+    local from, to = os.tmpname(), os.tmpname()
+    -- a header with a quoted newline, a row whose first cell holds one and a quote, a plain row
+    write(from, '"h\n1",h2\n"x\ny ""z""",1\n2,3\n')
+    local fi, fo = assert(io.open(from, "rb")), assert(io.open(to, "wb"))
+    assert.is_true(b.sw:widen(fi, fo, 2, "h1,h2,h3,h4\n"))
+    fi:close()
+    fo:close()
+    -- each row gets 2 commas before its newline: ",," (two new empty cells)
+    assert.are.equal('h1,h2,h3,h4\n"x\ny ""z""",1,,\n2,3,,\n', slurp(to))
+    os.remove(from)
+    os.remove(to)
+  end)
+end)
+
+describe("fathom.sweep_batch with --jobs", function()
+  -- jobs(sweep_text, jobs, format) -> what write_batch wrote with `jobs` processes (each
+  -- taking 1 point or more, the first pass 1 point), and what the Lua path writes
+  local function jobs(sweep_text, n, format)
+    local batch = require("fathom.sweep_batch")
+    local analysis = require("fathom.analysis")
+    local sweep, out = os.tmpname(), os.tmpname()
+    write(sweep, sweep_text)
+    local a = { hardware_lib = T .. "hardware.yaml", physical = T .. "physical.yaml", logical = T .. "logical.yaml",
+      workload = T .. "train.yaml", model = T .. "model.yaml", sweep = sweep, pass_mode = "training", jobs = n }
+    local saved_min, saved_scan = batch.MIN_POINTS_PER_PROCESS, batch.SCAN_AHEAD
+    batch.MIN_POINTS_PER_PROCESS, batch.SCAN_AHEAD = 1, 1
+    local ok, count = pcall(analysis.write_batch, a, out, format)
+    batch.MIN_POINTS_PER_PROCESS, batch.SCAN_AHEAD = saved_min, saved_scan
+    assert.is_true(ok, count)
+    local got = slurp(out)
+    os.remove(out)
+    a.jobs = 1
+    local want = require("fathom.format." .. format).encode(analysis.run(a))
+    os.remove(sweep)
+    return got, want
+  end
+
+  it("joins the workers' parts into the bytes of one process, columns met in other orders rearranged", function()
+    -- points 1-3 (worker 1): valid, invalid (global batch 6: 3 sequences a DP rank, micro-batch 2),
+    -- out of memory (seq 262,144); points 4-6 (worker 2): out of memory, invalid, valid. Worker 2
+    -- meets the overflow column before the error columns; the header has them the other way
+    local text = "zip:\n  workload_spec.global_batch_size: [8, 6, 8, 8, 6, 8]\n"
+      .. "  workload_spec.seq_length: [256, 256, 262144, 262144, 256, 256]\n"
+    for _, n in ipairs({ 2, 3 }) do
+      local got, want = jobs(text, n, "csv")
+      assert.are.equal(want, got)
+      assert.matches(",error,valid,memory_footprint.overflow_tier\n", got:match("^[^\n]*\n"))
+      got, want = jobs(text, n, "jsonl")
+      assert.are.equal(want, got)
+      assert.are.equal(6, h.count_lines(got))
+    end
+  end)
+
+  it("widens the first range's rows (written by this process) for columns only a later range has", function()
+    -- points 1-3 valid and fitting; points 4-6 out of memory, invalid, valid
+    local text = "zip:\n  workload_spec.global_batch_size: [8, 8, 8, 8, 6, 8]\n"
+      .. "  workload_spec.seq_length: [256, 512, 1024, 262144, 256, 256]\n"
+    local got, want = jobs(text, 2, "csv")
+    assert.are.equal(want, got)
+    assert.matches(",memory_footprint.overflow_tier,error,valid\n", got:match("^[^\n]*\n"))
   end)
 end)

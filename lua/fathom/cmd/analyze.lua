@@ -43,8 +43,9 @@ for _, o in ipairs({
   { name = "trace-file", arg = "FILE", help = "Chrome/Perfetto trace of the first point's step (training)" },
   { name = "help", flag = true, help = "this help" },
 }) do spec[#spec + 1] = o end
-spec = args.with_output(spec, { svg = true, default = false,
-  help = "table (the summary), yaml (readable units unless --raw-output), json, csv (raw SI numbers) or svg "
+spec = args.with_output(spec, { svg = true, jsonl = true, default = false,
+  help = "table (the summary), yaml (readable units unless --raw-output), json, jsonl (JSON Lines: one "
+    .. "record per line), csv (raw SI numbers) or svg "
     .. "(the sweep's step times as stacked bars); to --output-file [default: yaml] or, without it, to stdout "
     .. "[default: table]" })
 M.spec = spec -- the option table (completion and the man page read it)
@@ -52,7 +53,7 @@ M.spec = spec -- the option table (completion and the man page read it)
 M.usage = "usage: fathom analyze --hardware-lib F --physical-topology F --logical-topology F \\\n" ..
   "                      --workload-spec F --model-spec F [--sweep-config F] \\\n" ..
   "                      [--pass-mode " .. table.concat(passes.names, "|") .. "] \\\n" ..
-  "                      [--output-file F] [--raw-output] [--format table|yaml|json|csv|svg] \\\n" ..
+  "                      [--output-file F] [--raw-output] [--format table|yaml|json|jsonl|csv|svg] \\\n" ..
   "                      [--memory-reserve SIZE] [--trace-file F] [--jobs N]\n\n" ..
   "Predicts step time, where it goes and memory per XPU for every point of the\n" ..
   "sweep. Without --output-file, prints a summary table; with it, writes one\n" ..
@@ -111,14 +112,15 @@ function M.main(argv)
   a.jobs = opts.trace_file and 1 or opts.jobs
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end
-  if opts.output_file and opts.format == "csv" and not opts.trace_file then
+  if opts.output_file and (opts.format == "csv" or opts.format == "jsonl") and not opts.trace_file then
     -- a training sweep over keys the core reworks runs in C (fathom.sweep_batch), streamed
-    local n = analysis.csv_batch(a, opts.output_file)
+    local n = analysis.write_batch(a, opts.output_file, opts.format)
     streamed = n
   end
   if streamed then -- nothing more to evaluate
     records = {}
-  elseif opts.output_file and (opts.format == "yaml" or opts.format == "json") then -- constant memory
+  elseif opts.output_file and (opts.format == "yaml" or opts.format == "json" or opts.format == "jsonl") then
+    -- constant memory
     -- readable units in YAML only: JSON and CSV carry raw SI numbers (units in the key names)
     local n, first = analysis.stream(a, opts.output_file, opts.format,
       (opts.format == "yaml" and not opts.raw_output) and report.humanize or nil)

@@ -184,9 +184,10 @@ function M.man_page()
   end
   for _, l in ipairs({
     ".SH OUTPUT",
-    "Every command takes \\-\\-format table|yaml|json|csv (svg where it plots) and \\-\\-output\\-file FILE, "
-      .. "written whole or not at all. JSON and CSV carry raw SI numbers with the unit in the key name; YAML "
-      .. "uses readable units unless \\-\\-raw\\-output. A quantity that was not modelled is absent.",
+    "Every command takes \\-\\-format table|yaml|json|csv (svg where it plots, jsonl on analyze) and "
+      .. "\\-\\-output\\-file FILE, written whole or not at all. JSON and CSV carry raw SI numbers with the "
+      .. "unit in the key name; YAML uses readable units unless \\-\\-raw\\-output. A quantity that was not "
+      .. "modelled is absent.",
     ".SH EXIT STATUS",
     "0 success; 2 bad input (one line on standard error naming the file, line and column or the key path, "
       .. "the reason and a hint); 1 an error in a Lua script or an internal error (traceback with \\-\\-debug).",
