@@ -458,6 +458,7 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
     g->bw_bytes_per_s = lcheck_number(L, t, "level", "bw_bytes_per_s", 0);
     g->latency_s = lcheck_number(L, t, "level", "latency_s", 0);
     g->in_network_reduction = lcheck_bool(L, t, "level", "in_network_reduction", 0);
+    g->span = 0.0;
     if (g->group_size < 1 || g->dim_size < g->group_size || !(g->bw_bytes_per_s > 0) ||
         !(g->latency_s >= 0))
     {
