@@ -174,7 +174,7 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
       snprintf(path, sizeof path, "logical.dimensions[%d].size", i + 1);
       return fth_fail(err, FTH_EINVAL, path, "expected an integer >= 1, got %d", l->size);
     }
-    for (int j = 0; j < i; j++) {
+    for (int j = 0; j < i && !t->placed; j++) { /* placed: a tag may recur at other strides */
       if (t->logical[j].tag == l->tag && t->logical[j].phys_dim == l->phys_dim) {
         snprintf(path, sizeof path, "logical.dimensions[%d].logical_tag", i + 1);
         return fth_fail(err, FTH_EINVAL, path,
