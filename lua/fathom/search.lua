@@ -318,8 +318,8 @@ function M.system(lib, node_name, gpus, pod_size, placed_ok)
   -- training strategies are then placed as they fall (fth_search.h, num_xpus).
   local placed = gpus % pod_size ~= 0
   if placed and not placed_ok then
-    errors.raise("search: %d GPUs are not a whole number of %d-GPU pods (only a training search places a partly used pod)",
-      gpus, pod_size)
+    errors.raise("search: %d GPUs are not a whole number of %d-GPU pods (only a training search places "
+      .. "a partly used pod)", gpus, pod_size)
   end
   local ic = node.device_interconnects
   local up = ic.scale_up or ic.passage or ic.electrical

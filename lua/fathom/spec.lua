@@ -167,7 +167,8 @@ M.placements = { "dimensions", "rank_order" }
 M.logical_schema = {
   name = { type = "string" },
   placement = { type = "string", choices = M.placements, default = "dimensions",
-    hint = "rank_order: the dimensions number the ranks in listed order, innermost first, and the ranks fill the pods in order" },
+    hint = "rank_order: the dimensions number the ranks in listed order, innermost first, "
+      .. "and the ranks fill the pods in order" },
   dimensions = { type = "list", required = true },
   description = { type = "string" },
   notes = { type = "any" },
