@@ -80,8 +80,7 @@ static double phys_product(const fth_topology_def *t) {
   return n;
 }
 
-/* Stride of logical dimension i in its view's rank order (PP: the attention view's). */
-static double view_stride(const fth_topology_def *t, int i, int expert_view) {
+double fth_topology_rank_stride(const fth_topology_def *t, int i, int expert_view) {
   double s = 1.0;
   for (int j = 0; j < i; j++)
     if (in_view(t->logical[j].tag, expert_view)) s *= (double)t->logical[j].size;
@@ -102,17 +101,25 @@ static fth_status placed_check(const fth_topology_def *t, fth_error *err) {
                     INT_MAX, n);
   for (int v = 0; v < 2; v++) {
     double prod = 1.0;
+    int specific = 0; /* a view with nothing of its own (a dense model's expert view) */
     for (int i = 0; i < t->num_logical; i++)
-      if (in_view(t->logical[i].tag, v)) prod *= (double)t->logical[i].size;
+      if (in_view(t->logical[i].tag, v)) {
+        prod *= (double)t->logical[i].size;
+        specific |= t->logical[i].tag != FTH_TAG_PP;
+      }
+    if (!specific && fmod(n, prod) == 0.0) continue;
     if (prod != n)
       return fth_fail(err, FTH_EINVAL, "logical.dimensions",
                       "the %s degrees multiply to %.0f but the job has %.0f GPUs (placed in rank "
                       "order, each view's sizes must multiply to the GPU count)",
                       v ? "expert-view" : "attention-view", prod, n);
   }
-  for (int i = 0; i < t->num_logical; i++) {
+  int expert_own = 0; /* a dense model's expert view holds only PP: its stride is moot */
+  for (int i = 0; i < t->num_logical; i++)
+    expert_own |= t->logical[i].tag != FTH_TAG_PP && in_view(t->logical[i].tag, 1);
+  for (int i = 0; i < t->num_logical && expert_own; i++) {
     if (t->logical[i].tag != FTH_TAG_PP) continue;
-    double sa = view_stride(t, i, 0), se = view_stride(t, i, 1);
+    double sa = fth_topology_rank_stride(t, i, 0), se = fth_topology_rank_stride(t, i, 1);
     if (sa != se) {
       char path[64];
       snprintf(path, sizeof path, "logical.dimensions[%d]", i + 1);
@@ -242,16 +249,13 @@ void fth_topology_place(const fth_topology_def *t, unsigned mask, fth_rank_place
   }
   long long stride[FTH_MAX_LOGICAL_DIMS], size[FTH_MAX_LOGICAL_DIMS];
   int k = 0;
-  long long s = 1, g = 1;
+  long long g = 1;
   for (int i = 0; i < t->num_logical; i++) {
     const fth_logical_dim_def *l = &t->logical[i];
-    if (!in_view(l->tag, expert_view)) continue;
-    if ((mask >> l->tag & 1u) && l->size > 1) {
-      stride[k] = s;
-      size[k++] = l->size;
-      g *= l->size;
-    }
-    s *= l->size;
+    if (!in_view(l->tag, expert_view) || !(mask >> l->tag & 1u) || l->size <= 1) continue;
+    stride[k] = (long long)fth_topology_rank_stride(t, i, expert_view);
+    size[k++] = l->size;
+    g *= l->size;
   }
   const long long n = (long long)fth_topology_num_gpus(t);
   const int nd = t->num_phys > 0 ? t->num_phys : 1;

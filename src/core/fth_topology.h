@@ -126,6 +126,11 @@ typedef struct fth_rank_place {
 
 void fth_topology_place(const fth_topology_def *def, unsigned tag_mask, fth_rank_place *out);
 
+/// Rank stride of logical dimension `i` in a placed topology's view (`expert_view` 0: the
+/// attention view; PP is in both): the product of the sizes of that view's dimensions listed
+/// before it. The one owner of the rank order that fth_topology_place and the traces use.
+double fth_topology_rank_stride(const fth_topology_def *def, int i, int expert_view);
+
 /// Total GPUs = product of physical sizes (placed: num_xpus when set).
 double fth_topology_num_gpus(const fth_topology_def *def);
 
