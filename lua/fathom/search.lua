@@ -103,14 +103,21 @@ M.MB_MAX = 64
 -- and every other degree that tiles the GPUs (a power of two dividing the pod inside it, times a
 -- divisor of the pod count across pods) and leaves each stage a layer, its stages split unevenly
 -- (ceil(layers / PP) on the middle ones, the first and last lighter: fth_layout.c). Up to 128.
-function M.pipeline_degrees(n_layers, pod, pods)
+-- `placed` (the job's GPU count, when they fill their last pod partly): every degree dividing
+-- it that leaves each stage a layer, the stages outermost in rank order.
+function M.pipeline_degrees(n_layers, pod, pods, placed)
   local out = {}
   for p = 1, math.min(n_layers, 128) do
+    if placed then
+      if placed % p == 0 then out[#out + 1] = p end
+      goto next
+    end
     local tiles = false
     for _, inside in ipairs(powers_of_two_dividing(pod, pod)) do
       tiles = tiles or (p % inside == 0 and pods % (p // inside) == 0)
     end
     if n_layers % p == 0 or tiles then out[#out + 1] = p end
+    ::next::
   end
   return out
 end
@@ -131,8 +138,8 @@ function M.space(model, system, workload, fix)
   local s = {
     tp = {},
     cp = { 1 },
-    pp = cap(M.pipeline_degrees(model.n_layers, pod, system.num_pods), 32),
-    pp_in = powers_of_two_dividing(pod, pod),
+    pp = cap(M.pipeline_degrees(model.n_layers, pod, system.num_pods, system.placed and system.gpus), 32),
+    pp_in = system.placed and { 1 } or powers_of_two_dividing(pod, pod),
     tp_moe = { 1 },
     ep = { 1 },
     vs = "auto",
@@ -297,7 +304,7 @@ function M.merge(parts, top)
 end
 
 -- system(args) -> the search's system table from a hardware library and a node name.
-function M.system(lib, node_name, gpus, pod_size)
+function M.system(lib, node_name, gpus, pod_size, placed_ok)
   local node = lib.nodes[node_name]
   if not node then
     local names = {}
@@ -307,8 +314,12 @@ function M.system(lib, node_name, gpus, pod_size)
       errors.suggest(tostring(node_name), names) ~= "" and errors.suggest(tostring(node_name), names)
         or " (known: " .. table.concat(names, ", ") .. ")")
   end
-  if gpus % pod_size ~= 0 then
-    errors.raise("search: %d GPUs are not a whole number of %d-GPU pods", gpus, pod_size)
+  -- GPUs that are not a whole number of pods fill them in rank order (the last one partly):
+  -- training strategies are then placed as they fall (fth_search.h, num_xpus).
+  local placed = gpus % pod_size ~= 0
+  if placed and not placed_ok then
+    errors.raise("search: %d GPUs are not a whole number of %d-GPU pods (only a training search places "
+      .. "a partly used pod)", gpus, pod_size)
   end
   local ic = node.device_interconnects
   local up = ic.scale_up or ic.passage or ic.electrical
@@ -321,7 +332,9 @@ function M.system(lib, node_name, gpus, pod_size)
     scale_up_type = TOPO.switched,
     scale_out_type = TOPO.two_tier,
     pod_size = pod_size,
-    num_pods = gpus // pod_size,
+    num_pods = (gpus + pod_size - 1) // pod_size,
+    gpus = gpus,
+    placed = placed,
     node_name = node_name,
     up_name = up,
   }
@@ -441,7 +454,7 @@ function M.prepare(a)
     model_path = "models/" .. model_path .. ".yaml"
   end
   local model = spec.model(type(model_path) == "string" and analysis.resolve(model_path) or model_path)
-  local system = M.system(lib, a.node, a.gpus, a.pod_size or 8)
+  local system = M.system(lib, a.node, a.gpus, a.pod_size or 8, true)
   local wdoc = a.workload or {}
   if type(wdoc) == "string" then wdoc = analysis.resolve(wdoc) end
   local base = type(wdoc) == "table" and wdoc or nil
@@ -456,6 +469,7 @@ function M.prepare(a)
     node = system.node, scale_up = system.scale_up, scale_out = system.scale_out,
     scale_up_type = system.scale_up_type, scale_out_type = system.scale_out_type,
     pod_size = system.pod_size, num_pods = system.num_pods,
+    num_xpus = system.placed and system.gpus or nil,
     model = model, workload = w,
     space = M.space(model, system, w, a.fix),
     objective = a.objective == "headroom" and "headroom" or "step_time",

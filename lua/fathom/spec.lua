@@ -166,6 +166,8 @@ M.physical_schema = {
     hint = "DP reductions (once per step) take their share without reducing the layer and PP collectives'" },
   bandwidth_by_traffic = { type = "boolean", default = core.defaults.topology.bandwidth_by_traffic,
     hint = "logical dimensions on one physical dimension share it by bytes per step (processor sharing), not evenly" },
+  num_xpus = { type = "integer", min = 1,
+    hint = "GPUs the job runs on, filled pod by pod (a logical topology with placement: rank_order)" },
   description = { type = "string" },
   notes = { type = "any" },
 }
@@ -178,8 +180,13 @@ M.physical_dim_schema = {
   description = { type = "string" },
 }
 
+M.placements = { "dimensions", "rank_order" }
+
 M.logical_schema = {
   name = { type = "string" },
+  placement = { type = "string", choices = M.placements, default = "dimensions",
+    hint = "rank_order: the dimensions number the ranks in listed order, innermost first, "
+      .. "and the ranks fill the pods in order" },
   dimensions = { type = "list", required = true },
   description = { type = "string" },
   notes = { type = "any" },
@@ -187,7 +194,7 @@ M.logical_schema = {
 
 M.logical_dim_schema = {
   logical_tag = { type = "string", required = true, choices = M.logical_tags },
-  maps_to_physical_dimension_name = { type = "string", required = true },
+  maps_to_physical_dimension_name = { type = "string" },
   size = { type = "any", required = true, hint = "a positive integer, or auto for DP tags" },
 }
 
@@ -534,8 +541,9 @@ function M.physical(src, lib)
   local out = { name = p.name, node_name = doc.node_definition_ref, dimensions = {}, by_name = {},
     expert_high_bandwidth_group_size_xpus = p.expert_high_bandwidth_group_size_xpus,
     dp_bandwidth_apart = p.dp_bandwidth_apart, bandwidth_by_traffic = p.bandwidth_by_traffic,
-    source_table = doc }
+    num_xpus = p.num_xpus, source_table = doc }
   if #doc.dimensions == 0 then errors.at(doc, "dimensions", "dimensions", "expected at least one dimension") end
+  local capacity = 1
   for i, d in ipairs(doc.dimensions) do
     local path = string.format("dimensions[%d]", i)
     local dim = check.fields(d, path, M.physical_dim_schema)
@@ -548,20 +556,45 @@ function M.physical(src, lib)
     out.dimensions[i] = { name = dim.name, topology_type = dim.topology_type, size = dim.size,
       interconnect = link, interconnect_ref = link_name, source_table = d }
     out.by_name[dim.name] = i
+    capacity = capacity * dim.size
   end
+  if p.num_xpus and p.num_xpus > capacity then
+    errors.at(doc, "num_xpus", "num_xpus", "%d GPUs, but the dimensions hold %d (size the last dimension up)",
+      p.num_xpus, capacity)
+  end
+  out.capacity = capacity
   return out
 end
 
 -- logical(src, phys) -> list of {logical_tag, phys_dim, size}
 function M.logical(src, phys)
   local doc = doc_of(src, "logical topology")
-  check.fields(doc, "", M.logical_schema)
-  local out = { name = doc.name, dimensions = {}, source_table = doc }
+  local top = check.fields(doc, "", M.logical_schema)
+  local placed = top.placement == "rank_order"
+  local out = { name = doc.name, dimensions = {}, source_table = doc, placed = placed }
+  if phys.num_xpus and not placed and phys.num_xpus ~= phys.capacity then
+    errors.at(doc, "placement", "placement",
+      "the physical topology runs %d of its %d GPUs (num_xpus), which only a rank-order placement "
+      .. "places (set placement: rank_order, or drop num_xpus)", phys.num_xpus, phys.capacity)
+  end
   for i, d in ipairs(doc.dimensions) do
     local path = string.format("dimensions[%d]", i)
     local l = check.fields(d, path, M.logical_dim_schema)
-    local idx = check.ref(d, "maps_to_physical_dimension_name",
-      path .. ".maps_to_physical_dimension_name", phys.by_name, "physical dimension")
+    local idx = 1
+    if placed then
+      if d.maps_to_physical_dimension_name ~= nil then
+        errors.at(d, "maps_to_physical_dimension_name", path .. ".maps_to_physical_dimension_name",
+          "placement: rank_order places each dimension by its rank stride (listed order), not on a "
+          .. "named physical dimension (drop the key)")
+      end
+    else
+      if d.maps_to_physical_dimension_name == nil then
+        errors.at(d, "maps_to_physical_dimension_name", path .. ".maps_to_physical_dimension_name",
+          "required (or set placement: rank_order on the logical topology)")
+      end
+      idx = check.ref(d, "maps_to_physical_dimension_name",
+        path .. ".maps_to_physical_dimension_name", phys.by_name, "physical dimension")
+    end
     local size = l.size
     if size == "auto" then
       if l.logical_tag ~= TAG.DP_Attn and l.logical_tag ~= TAG.DP_MoE then
@@ -580,15 +613,16 @@ function M.logical(src, phys)
       local view = l.logical_tag == TAG.DP_Attn and attn_view or moe_view
       local prod = 1
       for _, o in ipairs(out.dimensions) do
-        if o ~= l and o.phys_dim == l.phys_dim and view[o.logical_tag] and o.size ~= "auto" then
+        if o ~= l and (placed or o.phys_dim == l.phys_dim) and view[o.logical_tag] and o.size ~= "auto" then
           prod = prod * o.size
         end
       end
-      local dsize = phys.dimensions[l.phys_dim].size
+      local dsize = placed and (phys.num_xpus or phys.capacity) or phys.dimensions[l.phys_dim].size
+      local where = placed and "the job" or ("'" .. phys.dimensions[l.phys_dim].name .. "'")
       if dsize % prod ~= 0 then
         errors.at(l.source_table, "size", "dimensions.size",
-          "auto: the other tags on '%s' multiply to %d, which does not divide its %d GPUs",
-          phys.dimensions[l.phys_dim].name, prod, dsize)
+          "auto: the other tags on %s multiply to %d, which does not divide its %d GPUs",
+          where, prod, dsize)
       end
       l.size = dsize // prod
     end
@@ -600,7 +634,8 @@ end
 function M.topology_table(phys, logical)
   local t = { dimensions = {}, logical = {},
     expert_high_bandwidth_group_size_xpus = phys.expert_high_bandwidth_group_size_xpus,
-    dp_bandwidth_apart = phys.dp_bandwidth_apart, bandwidth_by_traffic = phys.bandwidth_by_traffic }
+    dp_bandwidth_apart = phys.dp_bandwidth_apart, bandwidth_by_traffic = phys.bandwidth_by_traffic,
+    placed = logical.placed or nil, num_xpus = logical.placed and phys.num_xpus or nil }
   for i, d in ipairs(phys.dimensions) do
     t.dimensions[i] = { topology_type = d.topology_type, size = d.size, interconnect = d.interconnect }
   end

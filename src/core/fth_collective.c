@@ -86,8 +86,10 @@ static double ceil_log2(double g) {
 
 /* ---- what a dimension offers each algorithm family -------------------------------------- */
 
+/* A placed group that straddles blocks unevenly has a real-valued level (span): its worst
+ * member's n_0 peers in its pod, the group's other members across (fth_topology_place). */
 static double gsize(const fth_group_level *l) {
-  return (double)l->group_size;
+  return l->span > 0.0 ? l->span : (double)l->group_size;
 }
 
 /* GPUs on the dimension; never fewer than the group. */

@@ -198,9 +198,54 @@ static const fth_logical_tag kind_tags[FTH_COMM_KIND_COUNT] = {
     FTH_TAG_TP_ATTN, FTH_TAG_TP_MOE, FTH_TAG_EP_SU,  FTH_TAG_CP,
     FTH_TAG_PP,      FTH_TAG_DP_ATTN, FTH_TAG_DP_MOE};
 
+#define TAG_BIT(t) (1u << (t))
+
+/* The tags of each kind's group (EP spans EP_SU x EP_SO, DP the data-parallel-with-CP
+ * group). */
+static unsigned kind_mask(int k) {
+  switch (k) {
+  case FTH_COMM_EP: return TAG_BIT(FTH_TAG_EP_SU) | TAG_BIT(FTH_TAG_EP_SO);
+  case FTH_COMM_DP: return TAG_BIT(FTH_TAG_DP_ATTN) | TAG_BIT(FTH_TAG_CP);
+  default: return TAG_BIT(kind_tags[k]);
+  }
+}
+
+/* Placed topologies: every kind's and tag's placement, once per layout (O(GPUs) each). */
+static void place_all(fth_layout *l, const fth_topology_def *topo) {
+  l->placed = 1;
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
+    fth_topology_place(topo, kind_mask(k), &l->kind_place[k]);
+  for (int t = 0; t < FTH_TAG_COUNT; t++) {
+    if (t == FTH_TAG_EP_SU)
+      l->tag_place[t] = l->kind_place[FTH_COMM_EP];
+    else if (t == FTH_TAG_EP_SO)
+      fth_topology_place(topo, 0u, &l->tag_place[t]); /* a group of one: no user */
+    else
+      fth_topology_place(topo, TAG_BIT(t), &l->tag_place[t]);
+  }
+}
+
+static void build_placed(fth_layout *l, const fth_topology_def *topo, const double *tag_bytes) {
+  for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
+    fth_group *g = &l->group[k];
+    g->n = fth_topology_group_placed(topo, kind_tags[k], &l->kind_place[k], l->tag_place, 1,
+                                     tag_bytes, g->lv, &g->dim);
+    g->size = l->kind_place[k].size;
+  }
+  const fth_rank_place *ep = &l->kind_place[FTH_COMM_EP];
+  /* The EP group's scale-up part: its worst member's peers in its pod; its scale-out part:
+   * the pods the slowest group reaches. */
+  l->ep_su = ep->size > 1 ? (int)floor(ep->level[0] + 1e-9) : 1;
+  l->ep_so = ep->size > 1 ? ep->blocks : 1;
+}
+
 /* Every communication group; tag_bytes (NULL: the even rule) shares the links
  * by traffic (fth_topology_group_by_traffic). */
 static void build_groups(fth_layout *l, const fth_topology_def *topo, const double *tag_bytes) {
+  if (topo->placed) {
+    build_placed(l, topo, tag_bytes);
+    return;
+  }
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
     if (k != FTH_COMM_EP) group(topo, kind_tags[k], tag_bytes, &l->group[k]);
   ep_group(topo, tag_bytes, l);
@@ -231,6 +276,7 @@ void fth_layout_regroup(fth_layout *l, const fth_topology_def *topo,
 fth_status fth_layout_make(fth_layout *l, const fth_topology_def *topo, const fth_model_def *m,
                            fth_error *err) {
   memset(l, 0, sizeof *l);
+  if (topo->placed) place_all(l, topo);
   build_groups(l, topo, NULL);
   l->tp = l->group[FTH_COMM_TP].size;
   l->tp_moe = l->group[FTH_COMM_TP_MOE].size;

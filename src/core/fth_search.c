@@ -7,9 +7,45 @@
 #include <math.h>
 #include <string.h>
 
+/* Rank-order placement (fth_search_def.num_xpus below the pods' GPUs). */
+static int placed(const fth_search_def *d) {
+  return d->num_xpus > 0 && (long long)d->num_xpus != (long long)d->pod_size * d->num_pods;
+}
+
+static fth_topology_def place_ranks(const fth_search_def *d, int tp, int cp, int pp, int tp_moe,
+                                    int ep, int moe) {
+  fth_topology_def t = fth_topology_def_default();
+  t.placed = 1;
+  t.num_xpus = d->num_xpus;
+  t.num_phys = d->num_pods > 1 ? 2 : 1;
+  t.phys[0].type = d->scale_up_type;
+  t.phys[0].size = d->pod_size;
+  t.phys[0].link = d->scale_up;
+  if (t.num_phys == 2) {
+    t.phys[1].type = d->scale_out_type;
+    t.phys[1].size = d->num_pods;
+    t.phys[1].link = d->scale_out;
+  }
+  int n = 0, per_stage = d->num_xpus / pp;
+#define ADD(tag, size) t.logical[n++] = (fth_logical_dim_def){(tag), 0, (size)}
+  ADD(FTH_TAG_TP_ATTN, tp);
+  if (cp > 1) ADD(FTH_TAG_CP, cp);
+  ADD(FTH_TAG_DP_ATTN, per_stage / (tp * cp));
+  if (moe) {
+    ADD(FTH_TAG_TP_MOE, tp_moe);
+    ADD(FTH_TAG_EP_SU, ep);
+    ADD(FTH_TAG_DP_MOE, per_stage / (tp_moe * ep));
+  }
+  if (pp > 1) ADD(FTH_TAG_PP, pp);
+#undef ADD
+  t.num_logical = n;
+  return t;
+}
+
 static fth_topology_def place(const fth_search_def *d, int tp, int cp, int pp, int pp_in,
                               int tp_moe, int ep_su, int ep_so, int moe) {
   fth_topology_def t = fth_topology_def_default();
+  if (placed(d)) return place_ranks(d, tp, cp, pp, tp_moe, ep_su * ep_so, moe);
   t.num_phys = d->num_pods > 1 ? 2 : 1;
   t.phys[0].type = d->scale_up_type;
   t.phys[0].size = d->pod_size;
@@ -275,6 +311,15 @@ static int placement_tiles(const fth_search_def *d, int moe, int tp, int cp, int
   *ep_su = 1;
   *ep_so = 1;
   long long pod = d->pod_size, pods = d->num_pods;
+  if (placed(d)) { /* rank order: the degrees need only tile the job's GPUs */
+    long long n = d->num_xpus;
+    if (tp <= 0 || cp <= 0 || pp <= 0 || pp_in != 1 || n % pp != 0 || (n / pp) % ((long long)tp * cp))
+      return 0;
+    if (!moe) return 1;
+    if (tp_moe <= 0 || ep <= 0 || (n / pp) % ((long long)tp_moe * ep) != 0) return 0;
+    *ep_su = ep;
+    return 1;
+  }
   if (tp <= 0 || cp <= 0 || pp_in <= 0 || pp % pp_in != 0) return 0;
   long long in_pod = (long long)tp * cp * pp_in;
   if (in_pod > pod || pod % in_pod != 0 || pods % (pp / pp_in) != 0) return 0;

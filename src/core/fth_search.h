@@ -133,6 +133,13 @@ typedef struct fth_search_def {
   fth_link_def scale_up, scale_out;
   fth_topo_type scale_up_type, scale_out_type;
   int pod_size, num_pods;
+  /// GPUs the job runs on; 0: pod_size x num_pods. Fewer (the last pod partly used, as 32,768
+  /// GPUs on pods of 144): each strategy is placed in rank order (fth_topology_def.placed),
+  /// Megatron-Core's order: TP, CP, DP_Attn (attention view) / TP_MoE, EP, DP_MoE (expert
+  /// view) innermost first, PP outermost; no stages are kept inside a pod (pp_in 1 only), EP
+  /// is one group wherever it falls (ep_su = EP in the hit), and a group that straddles pods
+  /// is costed as it falls.
+  int num_xpus;
   fth_model_def model;
   fth_train_def work; ///< batch, sequence, precisions, overlaps; parallel fields are searched
   fth_search_space space;

@@ -74,6 +74,68 @@ static double view_product(const fth_topology_def *t, int d, int expert_view, ch
   return prod;
 }
 
+static double phys_product(const fth_topology_def *t) {
+  double n = 1.0;
+  for (int d = 0; d < t->num_phys; d++) n *= (double)t->phys[d].size;
+  return n;
+}
+
+double fth_topology_rank_stride(const fth_topology_def *t, int i, int expert_view) {
+  double s = 1.0;
+  for (int j = 0; j < i; j++)
+    if (in_view(t->logical[j].tag, expert_view)) s *= (double)t->logical[j].size;
+  return s;
+}
+
+/* Rank-order placement (fth_topology_def.placed): both views number the job's ranks, PP
+ * at the same stride in both (the two views' PP groups are one set of stages). */
+static fth_status placed_check(const fth_topology_def *t, fth_error *err) {
+  double n = fth_topology_num_gpus(t), cap = phys_product(t);
+  if (!(n >= 1.0) || n != floor(n) || n > cap)
+    return fth_fail(err, FTH_EINVAL, "num_xpus",
+                    "expected a whole number of GPUs from 1 to the %.0f the physical dimensions "
+                    "hold, got %.0f",
+                    cap, n);
+  if (n > (double)INT_MAX)
+    return fth_fail(err, FTH_EINVAL, "num_xpus", "expected at most %d GPUs in all, got %.0f",
+                    INT_MAX, n);
+  for (int v = 0; v < 2; v++) {
+    double prod = 1.0;
+    int specific = 0; /* a view with nothing of its own (a dense model's expert view) */
+    for (int i = 0; i < t->num_logical; i++)
+      if (in_view(t->logical[i].tag, v)) {
+        prod *= (double)t->logical[i].size;
+        specific |= t->logical[i].tag != FTH_TAG_PP;
+      }
+    if (!specific && fmod(n, prod) == 0.0) continue;
+    if (prod != n)
+      return fth_fail(err, FTH_EINVAL, "logical.dimensions",
+                      "the %s degrees multiply to %.0f but the job has %.0f GPUs (placed in rank "
+                      "order, each view's sizes must multiply to the GPU count)",
+                      v ? "expert-view" : "attention-view", prod, n);
+  }
+  int expert_own = 0; /* a dense model's expert view holds only PP: its stride is moot */
+  for (int i = 0; i < t->num_logical; i++)
+    expert_own |= t->logical[i].tag != FTH_TAG_PP && in_view(t->logical[i].tag, 1);
+  for (int i = 0; i < t->num_logical && expert_own; i++) {
+    if (t->logical[i].tag != FTH_TAG_PP) continue;
+    double sa = fth_topology_rank_stride(t, i, 0), se = fth_topology_rank_stride(t, i, 1);
+    if (sa != se) {
+      char path[64];
+      snprintf(path, sizeof path, "logical.dimensions[%d]", i + 1);
+      return fth_fail(err, FTH_EINVAL, path,
+                      "PP sits at rank stride %.0f in the attention view but %.0f in the expert "
+                      "view (list the same product of each view's sizes before PP, or put PP "
+                      "first or last)",
+                      sa, se);
+    }
+  }
+  if (t->expert_hb_group_xpus < 0)
+    return fth_fail(err, FTH_EINVAL, "expert_high_bandwidth_group_size_xpus",
+                    "expected >= 0, got %d", t->expert_hb_group_xpus);
+  return FTH_OK;
+}
+
 fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
   char path[64];
   if (t->num_phys < 1 || t->num_phys > FTH_MAX_PHYS_DIMS)
@@ -119,7 +181,7 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
       snprintf(path, sizeof path, "logical.dimensions[%d].size", i + 1);
       return fth_fail(err, FTH_EINVAL, path, "expected an integer >= 1, got %d", l->size);
     }
-    for (int j = 0; j < i; j++) {
+    for (int j = 0; j < i && !t->placed; j++) { /* placed: a tag may recur at other strides */
       if (t->logical[j].tag == l->tag && t->logical[j].phys_dim == l->phys_dim) {
         snprintf(path, sizeof path, "logical.dimensions[%d].logical_tag", i + 1);
         return fth_fail(err, FTH_EINVAL, path,
@@ -128,6 +190,7 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
       }
     }
   }
+  if (t->placed) return placed_check(t, err);
   /* Tiling: on every physical dimension, each view's sizes multiply to its
    * size; a view with nothing of its own mapped there (at most the shared PP)
    * is data parallel over what is left, so its product need only divide it. */
@@ -169,9 +232,110 @@ double fth_topology_spine_share(int group_size, int leaf_xpus, double oversubscr
 }
 
 double fth_topology_num_gpus(const fth_topology_def *t) {
-  double n = 1.0;
-  for (int d = 0; d < t->num_phys; d++) n *= (double)t->phys[d].size;
-  return n;
+  if (t->placed && t->num_xpus > 0) return t->num_xpus;
+  return phys_product(t);
+}
+
+/* Follows fth_topology.h. The masked dimensions' coordinates are digits of a mixed radix
+ * whose place values grow with the listed order (each stride is the product of every size
+ * before it), so a group's members, enumerated innermost digit fastest, come in ascending
+ * rank order and the members sharing a block are consecutive: runs. */
+void fth_topology_place(const fth_topology_def *t, unsigned mask, fth_rank_place *out) {
+  memset(out, 0, sizeof *out);
+  int expert_view = 0;
+  for (int i = 0; i < t->num_logical; i++) {
+    fth_logical_tag tag = t->logical[i].tag;
+    if ((mask >> tag & 1u) && tag != FTH_TAG_PP && in_view(tag, 1)) expert_view = 1;
+  }
+  long long stride[FTH_MAX_LOGICAL_DIMS], size[FTH_MAX_LOGICAL_DIMS];
+  int k = 0;
+  long long g = 1;
+  for (int i = 0; i < t->num_logical; i++) {
+    const fth_logical_dim_def *l = &t->logical[i];
+    if (!in_view(l->tag, expert_view) || !(mask >> l->tag & 1u) || l->size <= 1) continue;
+    stride[k] = (long long)fth_topology_rank_stride(t, i, expert_view);
+    size[k++] = l->size;
+    g *= l->size;
+  }
+  const long long n = (long long)fth_topology_num_gpus(t);
+  const int nd = t->num_phys > 0 ? t->num_phys : 1;
+  long long block[FTH_MAX_PHYS_DIMS];
+  long long b = 1;
+  for (int d = 0; d < nd; d++) {
+    b *= t->num_phys > 0 ? t->phys[d].size : 1;
+    block[d] = b;
+  }
+  out->size = (int)g;
+  out->groups = g > 0 ? (double)(n / g) : 0.0;
+  out->level[0] = (double)g;
+  out->blocks = 1;
+  if (g <= 1 || n < g) return;
+  /* Levels below the last: n_d per group, the slowest group's kept. */
+  long long best[FTH_MAX_PHYS_DIMS];
+  for (int d = 0; d < nd; d++) best[d] = g;
+  int best_blocks = 1;
+  double cross = 0.0, straddling = 0.0;
+  for (long long r0 = 0; r0 < n; r0++) {
+    int base = 1;
+    for (int j = 0; j < k && base; j++) base = (r0 / stride[j]) % size[j] == 0;
+    if (!base) continue;
+    long long digit[FTH_MAX_LOGICAL_DIMS] = {0};
+    long long cur[FTH_MAX_PHYS_DIMS], run[FTH_MAX_PHYS_DIMS], least[FTH_MAX_PHYS_DIMS];
+    int runs0 = 0;
+    for (int d = 0; d < nd; d++) {
+      cur[d] = -1;
+      run[d] = 0;
+      least[d] = g;
+    }
+    for (long long m = 0; m < g; m++) {
+      long long r = r0;
+      for (int j = 0; j < k; j++) r += digit[j] * stride[j];
+      int below_changed = 1; /* the block of dimension d - 1 changed (d = 0: a new rank) */
+      for (int d = 0; d < nd; d++) {
+        int changed = d + 1 < nd && r / block[d] != cur[d];
+        if (m > 0 && below_changed && !changed) out->uses[d] = 1;
+        below_changed = changed;
+      }
+      for (int d = 0; d + 1 < nd; d++) {
+        long long blk = r / block[d];
+        if (blk != cur[d]) {
+          if (run[d] > 0) {
+            least[d] = run[d] < least[d] ? run[d] : least[d];
+            if (d == 0) cross += (double)run[d] * (double)(g - run[d]);
+          }
+          if (d == 0) runs0++;
+          cur[d] = blk;
+          run[d] = 0;
+        }
+        run[d]++;
+      }
+      for (int j = 0; j < k && ++digit[j] == size[j]; j++) digit[j] = 0;
+    }
+    for (int d = 0; d + 1 < nd; d++) {
+      least[d] = run[d] < least[d] ? run[d] : least[d];
+      if (d == 0) cross += (double)run[d] * (double)(g - run[d]);
+    }
+    if (runs0 > 1) straddling += 1.0;
+    int worse = 0;
+    for (int d = 0; d + 1 < nd; d++) {
+      if (least[d] == best[d]) continue;
+      worse = least[d] < best[d];
+      break;
+    }
+    if (worse) {
+      for (int d = 0; d + 1 < nd; d++) best[d] = least[d];
+      best_blocks = runs0;
+    }
+  }
+  double prev = 1.0;
+  for (int d = 0; d < nd; d++) {
+    double nd_ = d + 1 < nd ? (double)best[d] : (double)g;
+    out->level[d] = nd_ / prev;
+    prev = nd_;
+  }
+  out->blocks = nd > 1 ? best_blocks : 1;
+  out->straddling = nd > 1 ? straddling : 0.0;
+  out->cross_fraction = nd > 1 ? cross / (out->groups * (double)g * (double)(g - 1)) : 0.0;
 }
 
 int fth_topology_degree(const fth_topology_def *t, fth_logical_tag tag) {
@@ -231,6 +395,51 @@ static int group_levels(const fth_topology_def *t, fth_logical_tag tag, fth_logi
     g->bw_bytes_per_s = fth_link_bw_bytes_per_s(&pd->link) * share;
     if (pd->type == FTH_TOPO_TWO_TIER)
       g->bw_bytes_per_s *= fth_topology_spine_share(size, pd->link.leaf_xpus, pd->link.oversubscription);
+    g->latency_s = pd->link.latency_s;
+    g->in_network_reduction = pd->link.in_network_reduction;
+    g->span = 0.0;
+    if (inner_dim && *inner_dim < 0) *inner_dim = d;
+  }
+  return n;
+}
+
+/* Tolerance for a level "above 1" (levels are ratios of whole numbers). */
+#define PLACED_ONE (1.0 + 1e-9)
+
+int fth_topology_group_placed(const fth_topology_def *t, fth_logical_tag tag,
+                              const fth_rank_place *self, const fth_rank_place *tag_place,
+                              int shared, const double *tag_bytes, fth_group_level *levels,
+                              int *inner_dim) {
+  int expert_view = in_view(tag, 1) && tag != FTH_TAG_PP;
+  int is_dp = tag == FTH_TAG_DP_ATTN || tag == FTH_TAG_DP_MOE;
+  double own = tag_bytes ? tag_bytes[tag] : 0.0;
+  int n = 0;
+  if (inner_dim) *inner_dim = -1;
+  for (int d = 0; d < t->num_phys; d++) {
+    double span = self->level[d];
+    if (!(span > PLACED_ONE)) continue;
+    const fth_phys_dim_def *pd = &t->phys[d];
+    int users = 0;
+    double denom = 0.0;
+    for (int u = 0; u < FTH_TAG_COUNT; u++) {
+      if (!in_view((fth_logical_tag)u, expert_view) || !tag_place[u].uses[d]) continue;
+      int dp_tag = u == FTH_TAG_DP_ATTN || u == FTH_TAG_DP_MOE;
+      if (t->dp_bandwidth_apart && dp_tag && !is_dp) continue;
+      users++;
+      if (own > 0) denom += fth_min(tag_bytes[u], own);
+    }
+    if (users < 1) users = 1; /* the group's own dimension (a joined group: DP with CP) */
+    fth_group_level *g = &levels[n++];
+    g->span = span;
+    g->group_size = (int)ceil(span - 1e-9);
+    g->dim_size = pd->size;
+    g->type = pd->type;
+    double share = shared && users > 1 ? 1.0 / users : 1.0;
+    if (shared && users > 1 && own > 0 && denom >= own) share = own / denom;
+    g->bw_bytes_per_s = fth_link_bw_bytes_per_s(&pd->link) * share;
+    if (pd->type == FTH_TOPO_TWO_TIER)
+      g->bw_bytes_per_s *= fth_topology_spine_share(g->group_size, pd->link.leaf_xpus,
+                                                    pd->link.oversubscription);
     g->latency_s = pd->link.latency_s;
     g->in_network_reduction = pd->link.in_network_reduction;
     if (inner_dim && *inner_dim < 0) *inner_dim = d;

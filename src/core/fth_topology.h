@@ -66,6 +66,15 @@ typedef struct fth_topology_def {
   int expert_hb_group_xpus; ///< optional EP high-bandwidth group size; 0 = unset
   int dp_bandwidth_apart;   ///< 1: DP reductions do not reduce the other tags' shares (below)
   int share_by_traffic;     ///< 1: shares follow each tag's bytes per step (processor sharing)
+  /// 1: rank-order placement (fth_topology_place): the logical dimensions, in their listed
+  /// order innermost first, number the ranks, and the ranks fill the physical dimensions
+  /// block by block (rank r sits in pod floor(r / phys[0].size)); `phys_dim` is unused and
+  /// the degrees need not divide a pod. 0: each logical dimension lives on its `phys_dim`,
+  /// whose size the view's degrees there tile.
+  int placed;
+  /// Placed only: GPUs the job runs on (<= the product of the physical sizes; the last
+  /// blocks may be partly used). 0: the product.
+  double num_xpus;
 } fth_topology_def;
 
 fth_topology_def fth_topology_def_default(void);
@@ -87,7 +96,42 @@ fth_status fth_topology_check(const fth_topology_def *def, fth_error *err);
 /// uniform exchange; they are charged the same (an upper bound on their time).
 double fth_topology_spine_share(int group_size, int leaf_xpus, double oversubscription);
 
-/// Total GPUs = product of physical sizes.
+/// Rank-order placement of one communication group kind (fth_topology_def.placed): the
+/// groups of the logical dimensions whose tags are in `tag_mask` (bit 1 << tag; one view:
+/// the expert view if any expert-only tag is in it, else the attention view, PP in both).
+/// A dimension's stride is the product of the sizes listed before it in its view; a group
+/// is every rank reached from a base rank by varying the masked dimensions' coordinates.
+/// For every group and every physical dimension d but the last, the group's members fall
+/// in runs of consecutive blocks of B_d = size_0 x ... x size_d ranks (rank r in block
+/// floor(r / B_d)); n_d is the group's smallest run (its worst-placed member's peers in its
+/// own block, itself included). The slowest group has the smallest n_0 (then n_1, ...):
+/// all its ranks wait for that member. `level[d]` = n_d / n_(d-1) (n_(-1) = 1, n_last = the
+/// group size), so the levels multiply to the group size and a straddling group reads as
+/// its worst member sees it: n_0 peers at the pod's bandwidth, the rest across. Never
+/// allocates; O(num_xpus x masked dimensions).
+typedef struct fth_rank_place {
+  double level[FTH_MAX_PHYS_DIMS]; ///< the slowest group's members per level (above)
+  int size;                        ///< GPUs in a group (product of the masked degrees)
+  int blocks;                      ///< blocks of dimension 0 (pods) the slowest group spans
+  double groups;                   ///< groups in all (num_xpus / size)
+  double straddling;               ///< groups spanning more than one block of dimension 0
+  /// share of a uniform exchange's pair traffic (every member to every other, summed over
+  /// every group) that crosses a dimension-0 boundary: sum over groups and runs c of
+  /// c (g - c), over groups x g (g - 1)
+  double cross_fraction;
+  /// 1 where some group moves bytes over dimension d: two members in one block of d (d = 0),
+  /// or in one block of d but different blocks of d - 1; the users of d when links are shared
+  int uses[FTH_MAX_PHYS_DIMS];
+} fth_rank_place;
+
+void fth_topology_place(const fth_topology_def *def, unsigned tag_mask, fth_rank_place *out);
+
+/// Rank stride of logical dimension `i` in a placed topology's view (`expert_view` 0: the
+/// attention view; PP is in both): the product of the sizes of that view's dimensions listed
+/// before it. The one owner of the rank order that fth_topology_place and the traces use.
+double fth_topology_rank_stride(const fth_topology_def *def, int i, int expert_view);
+
+/// Total GPUs = product of physical sizes (placed: num_xpus when set).
 double fth_topology_num_gpus(const fth_topology_def *def);
 
 /// Degree of a logical tag = product of the sizes of every logical dimension with that tag
@@ -103,6 +147,9 @@ typedef struct fth_group_level {
   double bw_bytes_per_s; ///< effective per-GPU bandwidth for this group, after sharing
   double latency_s;
   int in_network_reduction;
+  /// GPUs of the group on this level as a real number, where a placed group falls unevenly
+  /// over the blocks (fth_rank_place.level; group_size is then its ceiling); 0: group_size
+  double span;
 } fth_group_level;
 
 /// Describe the communication group of `tag` as up to FTH_MAX_PHYS_DIMS levels,
@@ -137,6 +184,16 @@ int fth_topology_group_by_traffic(const fth_topology_def *def, fth_logical_tag t
 /// own bytes, in the sharing; `tag_bytes` NULL shares evenly.
 int fth_topology_group_with(const fth_topology_def *def, fth_logical_tag tag, fth_logical_tag also,
                             const double *tag_bytes, fth_group_level *levels, int *inner_dim);
+
+/// The group of a placed topology: levels from `self` (fth_topology_place of the group's
+/// tags), one per physical dimension whose level exceeds 1, with `span` set to it. Sharing
+/// as above, the users of dimension d being the view's tags whose own placement
+/// (`tag_place`, indexed by fth_logical_tag) uses d. `tag` names the group's
+/// view and its bytes in `tag_bytes` (NULL: the even rule; `shared` 0: no sharing).
+int fth_topology_group_placed(const fth_topology_def *def, fth_logical_tag tag,
+                              const fth_rank_place *self, const fth_rank_place *tag_place,
+                              int shared, const double *tag_bytes, fth_group_level *levels,
+                              int *inner_dim);
 
 int fth_topology_group(const fth_topology_def *def, fth_logical_tag tag, int shared,
                        fth_group_level *levels, int *inner_dim);

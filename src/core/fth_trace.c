@@ -39,6 +39,15 @@ static int tag_in_view(fth_logical_tag t, int expert) {
 static void view_factors(fth_trace *t, const fth_topology_def *topo, int v) {
   double stride = 1.0;
   int n = 0;
+  if (topo->placed) { /* rank order: the listed order (fth_topology_rank_stride) */
+    for (int i = 0; i < topo->num_logical; i++) {
+      const fth_logical_dim_def *l = &topo->logical[i];
+      if (!tag_in_view(l->tag, v) || l->size <= 1) continue;
+      t->factor[v][n++] = (fth_trace_factor){l->tag, l->size, fth_topology_rank_stride(topo, i, v)};
+    }
+    t->n_factor[v] = n;
+    return;
+  }
   for (int d = 0; d < topo->num_phys; d++) {
     double inner = 1.0;
     int pp = 1, own = 0;

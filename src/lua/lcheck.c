@@ -197,6 +197,8 @@ void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {
       lcheck_bool(L, idx, "topology", "dp_bandwidth_apart", out->dp_bandwidth_apart);
   out->share_by_traffic =
       lcheck_bool(L, idx, "topology", "bandwidth_by_traffic", out->share_by_traffic);
+  out->placed = lcheck_bool(L, idx, "topology", "placed", 0);
+  out->num_xpus = lcheck_int_range(L, idx, "topology", "num_xpus", 0, 0, LCHECK_MAX_XPUS);
   if (subtable(L, idx, "topology", "dimensions")) {
     int dims = lua_gettop(L);
     int n = (int)lua_rawlen(L, dims);
@@ -485,6 +487,7 @@ int lcheck_levels(lua_State *L, int idx, fth_group_level *out) {
     g->bw_bytes_per_s = lcheck_number(L, t, "level", "bw_bytes_per_s", 0);
     g->latency_s = lcheck_number(L, t, "level", "latency_s", 0);
     g->in_network_reduction = lcheck_bool(L, t, "level", "in_network_reduction", 0);
+    g->span = 0.0;
     if (g->group_size < 1 || g->dim_size < g->group_size || !(g->bw_bytes_per_s > 0) ||
         !(g->latency_s >= 0))
     {

@@ -129,6 +129,7 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
                                                   LNAMES_TOPOLOGY_TYPE, FTH_TOPO_TWO_TIER);
   d->pod_size = lcheck_int(L, idx, "search", "pod_size", 1);
   d->num_pods = lcheck_int(L, idx, "search", "num_pods", 1);
+  d->num_xpus = lcheck_int(L, idx, "search", "num_xpus", 0);
   lua_getfield(L, idx, "model");
   lcheck_model(L, -1, &d->model);
   lua_pop(L, 1);

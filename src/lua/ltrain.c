@@ -195,6 +195,34 @@ static int plan_group_levels(lua_State *L) {
   return 1;
 }
 
+/* (plan, kind) -> nil (not a rank-order placement) or {size, groups, straddling,
+ * cross_fraction, pods, levels = {...}}: fth_topology_place of the kind's group. */
+static int plan_placement(lua_State *L) {
+  const fth_train_plan *p = check_plan(L, 1);
+  const char *kind = luaL_checkstring(L, 2);
+  int k = 0;
+  while (k < FTH_COMM_KIND_COUNT && strcmp(kind, fth_comm_kind_name((fth_comm_kind)k)) != 0) k++;
+  luaL_argcheck(L, k < FTH_COMM_KIND_COUNT, 2, "unknown communication kind");
+  if (!p->layout.placed) {
+    lua_pushnil(L);
+    return 1;
+  }
+  const fth_rank_place *pl = &p->layout.kind_place[k];
+  lua_createtable(L, 0, 6);
+  setint(L, "size", pl->size);
+  setnum(L, "groups", pl->groups);
+  setnum(L, "straddling", pl->straddling);
+  setnum(L, "cross_fraction", pl->cross_fraction);
+  setint(L, "pods", pl->blocks);
+  lua_createtable(L, p->topo.num_phys, 0);
+  for (int d = 0; d < p->topo.num_phys; d++) {
+    lua_pushnumber(L, pl->level[d]);
+    lua_rawseti(L, -2, d + 1);
+  }
+  lua_setfield(L, -2, "levels");
+  return 1;
+}
+
 static int plan_tostring(lua_State *L) {
   const fth_train_plan *p = check_plan(L, 1);
   lua_pushfstring(L, "fathom.TrainPlan (%d GPUs, TP %d PP %d DP %d EP %d)", (int)p->layout.num_gpus, p->layout.tp,
@@ -206,6 +234,7 @@ static const luaL_Reg plan_methods[] = {{"evaluate", plan_evaluate},
                                         {"footprint", plan_footprint},
                                         {"degrees", plan_degrees},
                                         {"group_levels", plan_group_levels},
+                                        {"placement", plan_placement},
                                         {NULL, NULL}};
 
 static const luaL_Reg plan_meta[] = {{"__tostring", plan_tostring}, {NULL, NULL}};

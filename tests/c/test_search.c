@@ -102,6 +102,38 @@ static int place(const fth_search_def *d, int tp, int cp, int pp, int pp_in, int
                  fth_topology_def *t, int *ep_su_out) {
   int moe = d->model.num_experts > 1;
   int pod = d->pod_size, pods = d->num_pods;
+  if (d->num_xpus > 0 && d->num_xpus != pod * pods) {
+    /* Fewer GPUs than the pods hold: rank order, TP, CP, DP_Attn / TP_MoE, EP, DP_MoE
+     * innermost first, PP outermost, no stages kept in a pod (fth_search.h). */
+    int n = d->num_xpus;
+    if (pp_in != 1 || n % pp != 0 || (n / pp) % (tp * cp) != 0) return 0;
+    if (moe && (n / pp) % (tp_moe * ep) != 0) return 0;
+    *ep_su_out = moe ? ep : 1;
+    *t = fth_topology_def_default();
+    t->placed = 1;
+    t->num_xpus = n;
+    t->num_phys = 2;
+    t->phys[0].type = d->scale_up_type;
+    t->phys[0].size = pod;
+    t->phys[0].link = d->scale_up;
+    t->phys[1].type = d->scale_out_type;
+    t->phys[1].size = pods;
+    t->phys[1].link = d->scale_out;
+    fth_logical_dim_def want[] = {
+        {FTH_TAG_TP_ATTN, 0, tp},
+        {FTH_TAG_CP, 0, cp},
+        {FTH_TAG_DP_ATTN, 0, n / (pp * tp * cp)},
+        {FTH_TAG_TP_MOE, 0, moe ? tp_moe : 1},
+        {FTH_TAG_EP_SU, 0, moe ? ep : 1},
+        {FTH_TAG_DP_MOE, 0, moe ? n / (pp * tp_moe * ep) : 1},
+        {FTH_TAG_PP, 0, pp},
+    };
+    int k = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+      if (want[i].size > 1) t->logical[k++] = want[i];
+    t->num_logical = k;
+    return 1;
+  }
   if (pp % pp_in != 0 || pod % (tp * cp * pp_in) != 0 || pods % (pp / pp_in) != 0) return 0;
   int pp_out = pp / pp_in, dp_in = pod / (tp * cp * pp_in), dp_out = pods / pp_out;
   int ep_su = 1, ep_so = 1;
@@ -583,7 +615,39 @@ static int offload_search(void) {
   return 0;
 }
 
+/* 6 GPUs on 2 pods of 4 (the second half used): the search places each strategy in rank
+ * order and times it as the brute force does from the same order written here; e.g. EP 2 x
+ * DP_MoE 3 puts the EP group {4, 5} in pod 1 and {2, 3} in pod 0, TP 2 never straddles,
+ * and a DP group of 3 at stride 2 ({0, 2, 4}) spans both pods. */
+static int placed_against_brute_force(void) {
+  fth_search_def d = problem(1, 0.4e9);
+  d.num_xpus = 6;
+  d.work.global_batch = 24;
+  int pp[] = {1, 2, 3};
+  memcpy(d.space.pp, pp, sizeof pp);
+  d.space.n_pp = 3;
+  int n_all = 0;
+  brute_stats bs;
+  FTH_ENSURE(brute_force(&d, all, &n_all, &bs) == 0);
+  qsort(all, (size_t)n_all, sizeof all[0], by_time);
+  FTH_ENSURE(n_all > TOP_N);
+  FTH_ENSURE(bs.refused > 0);
+  fth_search_hit top[TOP_N];
+  int n_top = 0;
+  fth_search_stats st;
+  fth_error err;
+  d.prune = FTH_PRUNE_OFF;
+  FTH_ENSURE(fth_search_run(&d, top, TOP_N, &n_top, &st, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(TOP_N, n_top);
+  FTH_ENSURE_EQ_INT(bs.considered, st.considered);
+  FTH_ENSURE_EQ_INT(bs.fits, st.evaluated);
+  for (int i = 0; i < n_top; i++) FTH_ENSURE_NEAR(all[i].step_time_s, top[i].step_time_s, 1e-12);
+  FTH_RUN(pruned_is_exhaustive(&d));
+  return 0;
+}
+
 int search_test(void) {
+  FTH_RUN(placed_against_brute_force());
   FTH_RUN(offload_search());
   FTH_RUN(time_bound_by_hand());
   FTH_RUN(rate_bound_by_hand());

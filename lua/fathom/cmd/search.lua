@@ -130,13 +130,17 @@ local function table_text(res, system, top, rounded, n_layers)
   local tiers = {}
   for t, n in pairs(s.no_fit_by_tier or {}) do tiers[#tiers + 1] = string.format("%s %d", t, n) end
   table.sort(tiers)
+  -- GPUs filling their last pod partly are placed in rank order (fth_search.h, num_xpus).
+  local where = system.placed and string.format("%d GPUs in rank order on %d pods of %d (the last partly used; " ..
+    "groups straddling pods costed as they fall; EP(pod) is the EP degree)", system.gpus, system.num_pods,
+    system.pod_size) or string.format("%d x %d GPUs", system.num_pods, system.pod_size)
   if s.pruning == "on" then -- how many were timed depends on the processes' split
-    out[#out + 1] = string.format("\n%d strategies considered on %d x %d GPUs; bounds skipped what could not " ..
-      "enter the best %d (--no-prune times and counts every one).\n", s.considered or 0, system.num_pods,
-      system.pod_size, res.top or #res.hits)
+    out[#out + 1] = string.format("\n%d strategies considered on %s; bounds skipped what could not " ..
+      "enter the best %d (--no-prune times and counts every one).\n", s.considered or 0, where,
+      res.top or #res.hits)
   else
-    out[#out + 1] = string.format("\n%d strategies considered on %d x %d GPUs: %d timed, %d do not tile, " ..
-      "%d refused by the model, %d do not fit%s.\n", s.considered or 0, system.num_pods, system.pod_size,
+    out[#out + 1] = string.format("\n%d strategies considered on %s: %d timed, %d do not tile, " ..
+      "%d refused by the model, %d do not fit%s.\n", s.considered or 0, where,
       s.evaluated or 0, s.not_tiling or 0, s.invalid or 0, s.no_fit or 0,
       #tiers > 0 and (" (" .. table.concat(tiers, ", ") .. ")") or "")
   end
