@@ -33,6 +33,7 @@ fth_compute_def fth_compute_def_default(void) {
   fth_compute_def d;
   memset(&d, 0, sizeof d);
   d.efficiency = 1.0;
+  d.dense_clock_fraction = 1.0;
   return d;
 }
 
@@ -84,6 +85,10 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   if (!nonneg_ok(d->power_limit_watts))
     return fth_fail(err, FTH_EINVAL, "power_limit_watts", "expected >= 0 (0 = none), got %g",
                     d->power_limit_watts);
+  if (d->dense_clock_fraction != 0.0 && !fraction_ok(d->dense_clock_fraction))
+    return fth_fail(err, FTH_EINVAL, "dense_clock_fraction",
+                    "expected a fraction of the nominal clock in (0, 1] (0 = 1), got %g",
+                    d->dense_clock_fraction);
   if (d->fp8_any_layout != 0 && d->fp8_any_layout != 1)
     return fth_fail(err, FTH_EINVAL, "fp8_any_layout", "expected 0 or 1, got %d", d->fp8_any_layout);
   if (!nonneg_ok(d->vector_flops_per_s))
@@ -115,9 +120,10 @@ double fth_compute_flops_per_s(const fth_compute_def *d, fth_precision prec) {
 }
 
 double fth_compute_clock_scale(const fth_compute_def *d) {
+  double held = d->dense_clock_fraction > 0 ? d->dense_clock_fraction : 1.0;
   if (!(d->power_limit_watts > 0 && d->power_watts > 0 && d->power_limit_watts < d->power_watts))
-    return 1.0;
-  return cbrt(d->power_limit_watts / d->power_watts);
+    return held;
+  return held * cbrt(d->power_limit_watts / d->power_watts);
 }
 
 double fth_compute_attention_flops_per_s(const fth_compute_def *d, fth_precision prec) {

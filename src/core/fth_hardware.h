@@ -42,6 +42,12 @@ typedef struct fth_compute_def {
   double gemm_tile_m, gemm_tile_n; ///< output tile of the GEMM library (0 = 128 x 128)
   double power_watts;              ///< board power the nominal rates are quoted at (0 = unknown)
   double power_limit_watts;        ///< a lower cap the GPU runs under (0 = none)
+  /// Clock the part holds under a dense GEMM at its board power, as a fraction of the
+  /// clock its nominal rates are quoted at (1 = the nominal clock holds). AMD publishes
+  /// it with its Max-Achievable FLOPs: MI300X (750 W) 1,207 of 2,100 MHz in BF16, MI325X
+  /// (1,000 W) 1,447 MHz, the same silicon (ROCm blog "Measuring Max-Achievable FLOPs,
+  /// part 2", 2025). Scales every FLOP/s rate, with a power cap on top; 0 = 1.
+  double dense_clock_fraction;
   /// 1: FP8 GEMMs take either operand layout (Blackwell's tensor cores), so one FP8 copy
   /// of a per-tensor-scaled weight serves forward and backward; 0: TN only (Hopper, Ada),
   /// a row- and a column-wise copy
@@ -60,7 +66,8 @@ double fth_compute_attention_flops_per_s(const fth_compute_def *def, fth_precisi
 /// Clock under a power cap, as a fraction of the clock at `power_watts`: dynamic
 /// power goes as C V^2 f with the voltage following the frequency in the DVFS
 /// range, so P ~ f^3 and f ~ (limit / power)^(1/3) (e.g. 500 W of 700 W: 0.894).
-/// 1 without a cap below the rated power. Scales every FLOP/s rate above.
+/// 1 without a cap below the rated power; times dense_clock_fraction. Scales every
+/// FLOP/s rate above.
 double fth_compute_clock_scale(const fth_compute_def *def);
 
 /// Effective matrix FLOP/s at `prec` = nominal x efficiency (the precision's own

@@ -156,6 +156,7 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->expert_gemm_s = lcheck_number(L, c, dc, "expert_gemm_overhead_sec", 0);
     cd->power_watts = lcheck_number(L, c, dc, "power_watts", 0);
     cd->power_limit_watts = lcheck_number(L, c, dc, "power_limit_watts", 0);
+    cd->dense_clock_fraction = lcheck_number(L, c, dc, "dense_clock_fraction", 1.0);
     cd->fp8_any_layout = lcheck_bool(L, c, dc, "fp8_any_layout", 0);
     lua_pop(L, 1);
   }

@@ -64,6 +64,16 @@ static int rates(void) {
                   fth_compute_attention_flops_per_s(&n.compute, FTH_PREC_BF16), 1e-12);
   n.compute.power_limit_watts = 800;
   FTH_ENSURE_NEAR(1.0, fth_compute_clock_scale(&n.compute), 0);
+  /* A part that holds 1,207 of its 2,100 MHz under a dense GEMM (MI300X, AMD's MAF):
+   * every rate x 1207 / 2100 = 0.5747619; with the 500 W cap of 700 W on top,
+   * 0.5747619 x 0.8939035 = 0.5137820. */
+  n.compute.dense_clock_fraction = 1207.0 / 2100.0;
+  FTH_ENSURE(fth_node_check(&n, &err) == FTH_OK);
+  FTH_ENSURE_NEAR(0.5747619047619, fth_compute_clock_scale(&n.compute), 1e-12);
+  FTH_ENSURE_NEAR(692.58e12 * 0.5747619047619, fth_compute_flops_per_s(&n.compute, FTH_PREC_BF16),
+                  1e-12);
+  n.compute.power_limit_watts = 500;
+  FTH_ENSURE_NEAR(0.5747619047619 * 0.8939035350965, fth_compute_clock_scale(&n.compute), 1e-12);
   n = h100();
   /* H100 HBM3 3.35e12 B/s over 5 stacks = 670e9 each: 5 x 670e9 x 0.8 = 2.68e12 B/s;
    * 5 x 16 GiB = 80 GiB = 85,899,345,920 bytes. */
@@ -185,6 +195,9 @@ static int refusals(void) {
   n = h100();
   n.compute.power_limit_watts = -500;
   FTH_RUN(node_refused(&n, "device_compute.power_limit_watts"));
+  n = h100();
+  n.compute.dense_clock_fraction = 1.2;
+  FTH_RUN(node_refused(&n, "device_compute.dense_clock_fraction"));
   /* Memory tiers: paths carry the tier's YAML name. */
   n = h100();
   n.tier[FTH_TIER_XPU].size_per_stack_bytes = 0; /* zero size */
