@@ -51,7 +51,7 @@ M.compute_schema = {
   power_limit_watts = { type = "number", min = 0, default = 0,
     hint = "a power cap below power_watts the GPU runs under: clocks scale as (cap / power)^(1/3); 0 = none" },
   dense_clock_fraction = { type = "number", above = 0, max = 1, default = 1,
-    hint = "clock held under a dense GEMM at the board power, of the nominal rates' clock (AMD MAF: MI300X 1207/2100 MHz)" },
+    hint = "clock held under a dense GEMM at board power, of the nominal rates' clock (MI300X: 1207/2100 MHz)" },
   fp8_any_layout = { type = "boolean", default = false,
     hint = "FP8 GEMMs take either operand layout (Blackwell): one FP8 copy of a per-tensor-scaled weight" },
   gemm_tile_m = { type = "number", min = 0, default = 0 },
