@@ -227,6 +227,7 @@ end
 function M.run(def, jobs, progress)
   local parallel = require("fathom.parallel")
   local tps = def.space.tp
+  local top = def.top or 100
   local procs = parallel.processes(jobs or 1, M.work(def), M.MIN_WORK_PER_PROCESS)
   local parts = parallel.shares(procs, function(worker, workers)
     local mine = {}
@@ -243,6 +244,12 @@ function M.run(def, jobs, progress)
       for k, v in pairs(def.space) do d.space[k] = v end
       d.space.tp = { tp }
       d.worker, d.workers = worker, workers
+      -- the N-th best this process holds from its earlier TP degrees: the bounds skip what is
+      -- beyond it from the start (exact: those strategies cannot enter the best N either)
+      local so_far = #mine > 0 and M.merge(mine, top).hits
+      if so_far and #so_far >= top and (def.objective or "step_time") == "step_time" then
+        d.prune_above = so_far[top].objective
+      end
       local part = core.search(d)
       for _, h in ipairs(part.hits) do h.index = h.index + (c - 1) * CHUNK_STRIDE end
       if part.stats.smallest_shortfall then
@@ -251,9 +258,9 @@ function M.run(def, jobs, progress)
       mine[#mine + 1] = part
       bar:update(c)
     end
-    return M.merge(mine, def.top or 100) -- the top of each process's slots holds its part of the top overall
+    return M.merge(mine, top) -- the top of each process's slots holds its part of the top overall
   end)
-  return M.merge(parts, def.top or 100)
+  return M.merge(parts, top)
 end
 
 local int_fields = { "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs", "mb", "batch", "index",
