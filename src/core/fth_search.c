@@ -556,6 +556,7 @@ static int beyond(double lb, double worst) {
  * bound the earlier's. Such a bound costs nothing: the later split takes its
  * own references only where the earlier ones do not decide. The sum t_f +
  * t_b alone is carried over (charged at the bubble's smaller coefficient). */
+#define LB_CACHE    64
 #define SPLIT_CACHE 4
 #define MB_CACHE    64
 typedef struct split_refs {
@@ -629,6 +630,25 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
         for (int dv = 0; dv < FTH_DP_COUNT; dv++)
           for (int sp = 0; sp < N_SP; sp++)
             ok[v][sc][rc][dv][sp] = (char)in_space(s, tp, pp, v + 1, sc, rc, dv, sp);
+  /* how many DP variants each (vs > 1, schedule, recompute, SP) has in the space */
+  int n_ok[2][N_SCHED][N_RC][N_SP];
+  for (int v = 0; v < 2; v++)
+    for (int sc = 0; sc < N_SCHED; sc++)
+      for (int rc = 0; rc < N_RC; rc++)
+        for (int sp = 0; sp < N_SP; sp++) {
+          n_ok[v][sc][rc][sp] = 0;
+          for (int dv = 0; dv < FTH_DP_COUNT; dv++) n_ok[v][sc][rc][sp] += ok[v][sc][rc][dv][sp];
+        }
+  /* The bounds that do not read the recompute mode (earlier splits', the
+   * per-sequence one, the group reference without recomputation), as taken
+   * for the first mode of a (micro-batch, SP, vs, schedule), kept for the
+   * others (first LB_CACHE vs positions): the threshold only falls, so a value
+   * that stopped early (already beyond it) stays beyond, and one that did not
+   * holds every such bound. Stamped per (micro-batch, SP): nothing to reset. */
+  double lb_keep[LB_CACHE][N_SCHED];
+  int lb_stamp[LB_CACHE][N_SCHED];
+  memset(lb_stamp, 0, sizeof lb_stamp);
+  int stamp = 0;
   /* fth_pp_micro_multiple per (vs > 1, schedule): it reads vs only as 1 or more */
   double micro_mult[2][N_SCHED];
   for (int v = 0; v < 2; v++)
@@ -650,6 +670,7 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
     if (s->n_mb == 0 && !down && fmod(local, mb) != 0) continue;
     for (int sp = 0; sp < N_SP; sp++) {
+      stamp++;
       /* [0] every schedule but DualPipe, [1] DualPipe; base: recompute none,
        * whose passes bound every mode's (recomputation only adds its re-run) */
       group_ref base[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
@@ -662,17 +683,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
           const int splits = vs_splits(n_layers, pp, vs) && !(uneven && vs > 1);
           const long long my0 = slot + ((long long)vi * c->mb_slots + mi) * N_INNER;
           for (int sc = 0; sc < N_SCHED; sc++) {
-            /* the DP variants of (vs, sc, rc, sp) in the space (their positions):
-             * one batch, one bound */
-            long long mine[FTH_DP_COUNT];
-            int n_dv = 0;
-            for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
-              long long my = my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp;
-              if (ok[vs > 1][sc][rc][dv][sp])
-                mine[dv] = my, n_dv++;
-              else
-                mine[dv] = -1;
-            }
+            /* the DP variants of (vs, sc, rc, sp) in the space: one batch, one bound */
+            const int n_dv = n_ok[vs > 1][sc][rc][sp];
             if (n_dv == 0) continue;
             st->considered += n_dv;
             const double gb = splits ? batch_of(d, (double)dp * mb * micro_mult[vs > 1][sc]) : 0.0;
@@ -692,30 +704,38 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
               /* cheapest first, each only when the previous did not decide:
                * earlier splits' references (free), then this split's own */
               const int cached = mi < MB_CACHE;
+              const int kept = vi < LB_CACHE && lb_stamp[vi][sc] == stamp;
+              if (kept) lb = lb_keep[vi][sc];
               /* (audit: every bound taken, none prunes) */
-              for (int i = 0; i < n_below[dual] && (audit || !beyond(lb, worst)); i++) {
+              for (int i = 0; !kept && i < n_below[dual] && (audit || !beyond(lb, worst)); i++) {
                 const split_refs *o = &refs[below[dual][i]];
                 lb = fth_max(lb, seq_bound(d, &o->fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
                 const group_ref *b = &o->base[mi][sp][dual];
                 if (cached && b->ok && !(d->work.recipe != FTH_RECIPE_NONE && gb != b->batch))
                   lb = fth_max(lb, ranked(d, dp, pp, vs, mb, sc, gb, b->fwd_s + b->bwd_s, 0.0));
               }
+              if (!kept && (audit || !beyond(lb, worst))) {
+                if (!fl_tried[sp][dual]) {
+                  reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
+                  fl_tried[sp][dual] = 1;
+                  if (cur) cur->fl[sp][dual] = fl[sp][dual];
+                }
+                lb = fth_max(lb, seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
+                if (!beyond(lb, worst) || audit) {
+                  if (!base[dual].ok) {
+                    reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
+                    if (cur && cached) cur->base[mi][sp][dual] = base[dual];
+                  }
+                  lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, gb));
+                }
+              }
+              if (!kept && vi < LB_CACHE) {
+                lb_keep[vi][sc] = lb;
+                lb_stamp[vi][sc] = stamp;
+              }
               if (!audit && beyond(lb, worst)) {
                 st->pruned += n_dv;
                 continue;
-              }
-              if (!fl_tried[sp][dual]) {
-                reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
-                fl_tried[sp][dual] = 1;
-                if (cur) cur->fl[sp][dual] = fl[sp][dual];
-              }
-              lb = fth_max(lb, seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
-              if (!beyond(lb, worst) || audit) {
-                if (!base[dual].ok) {
-                  reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
-                  if (cur && cached) cur->base[mi][sp][dual] = base[dual];
-                }
-                lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, gb));
               }
               if ((!beyond(lb, worst) || audit) && rc != FTH_RECOMPUTE_NONE) {
                 if (!g[dual].ok) reference(d, plan, pp, mb, rc, sp, sc, &g[dual], st);
@@ -726,6 +746,12 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
                 continue;
               }
             }
+            /* their enumeration positions */
+            long long mine[FTH_DP_COUNT];
+            for (int dv = 0; dv < FTH_DP_COUNT; dv++)
+              mine[dv] = ok[vs > 1][sc][rc][dv][sp]
+                             ? my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp
+                             : -1;
             fth_train_def w = d->work;
             w.global_batch = gb;
             w.pp = (fth_pp_schedule)sc;
