@@ -90,7 +90,11 @@ describe("fathom.search", function()
     def.batch_rounding = "down"
     local res = search.run(def, 2)
     local all = brute(def)
-    assert.are.equal(#all, res.stats.evaluated)
+    -- every strategy that fits is timed without the bounds (with them, a TP degree after the
+    -- first 4,096 hits skips what cannot enter them)
+    def.prune = "off"
+    assert.are.equal(#all, search.run(def, 2).stats.evaluated)
+    def.prune = nil
     local smaller = false
     for i, a in ipairs(res.hits) do
       local b = all[i]
