@@ -669,6 +669,7 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   for (int mi = 0; mi < n_mi; mi++) {
     const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
     if (s->n_mb == 0 && !down && fmod(local, mb) != 0) continue;
+    if (cur && mi < MB_CACHE) memset(cur->base[mi], 0, sizeof cur->base[mi]);
     for (int sp = 0; sp < N_SP; sp++) {
       stamp++;
       /* [0] every schedule but DualPipe, [1] DualPipe; base: recompute none,
@@ -968,7 +969,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                       fth_layout_split(&plan.layout, m, first, last, "split", &e3) == FTH_OK) {
                     at = n_prev++;
                     split_refs *sr = &refs[at];
-                    memset(sr, 0, sizeof *sr);
+                    /* (its base rows are cleared as run_variants reaches them: every
+                     * split of a placement visits the same micro-batches) */
+                    memset(sr->fl, 0, sizeof sr->fl);
                     fth_block_stage_blocks(&plan.layout, sr->mid, sr->last);
                     sr->first[0] = plan.layout.first_stage_layers - plan.layout.first_stage_moe;
                     sr->first[1] = plan.layout.first_stage_moe;
