@@ -668,7 +668,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
   for (int mi = 0; mi < n_mi; mi++) {
     const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
-    if (s->n_mb == 0 && !down && fmod(local, mb) != 0) continue;
+    /* (local is a whole number here: an exact batch with no whole local batch has no list) */
+    if (s->n_mb == 0 && !down && (long long)local % mb != 0) continue;
     if (cur && mi < MB_CACHE) memset(cur->base[mi], 0, sizeof cur->base[mi]);
     for (int sp = 0; sp < N_SP; sp++) {
       stamp++;
