@@ -205,9 +205,11 @@ end
 
 local CHUNK_STRIDE = 2 ^ 40 -- enumeration indices of chunk c start at c x 2^40
 
--- Below this many placements x settings a search runs in one process: a worker costs about a
--- millisecond to fork and gather, and the core times ~10^6 strategies/s (README "Parallel").
-M.MIN_WORK_PER_PROCESS = 4000
+-- Below this much work (M.work) per process a search runs in one process: a worker costs 10-30 ms
+-- to fork and gather on a loaded machine, and searches below ~200,000 (Llama 3.1 8B on 8 GPUs,
+-- 3 ms; 70B on 24 A100, 70 ms; GPT-3 175B on 1,024 A100, 0.2 s, break-even) gain nothing from a
+-- second process (bench/search_bench.lua; README "Strategy search").
+M.MIN_WORK_PER_PROCESS = 200000
 
 -- work(def) -> a cheap size of the space: the product of its lists' lengths (auto micro-batch
 -- and virtual stages count once). Only decides how many processes are worth starting.

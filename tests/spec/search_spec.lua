@@ -134,6 +134,33 @@ describe("fathom.search", function()
     end
   end)
 
+  it("split over two processes by work, the same best N and counts as one (bounds on and off)", function()
+    -- force the split on a small space (below search.MIN_WORK_PER_PROCESS it stays in one process)
+    local saved = search.MIN_WORK_PER_PROCESS
+    search.MIN_WORK_PER_PROCESS = 1
+    local ok, err = pcall(function()
+      for _, prune in ipairs({ "on", "off" }) do
+        local def = small_def({ mb = "auto", vs = "auto" }, 24)
+        def.top = 20
+        def.prune = prune
+        local one, two = search.run(def, 1), search.run(def, 2)
+        assert.are.equal(#one.hits, #two.hits)
+        for i = 1, #one.hits do
+          assert.are.equal(one.hits[i].index, two.hits[i].index)
+          assert.are.equal(one.hits[i].objective, two.hits[i].objective)
+        end
+        assert.are.equal(one.stats.considered, two.stats.considered)
+        if prune == "off" then
+          for _, k in ipairs({ "evaluated", "no_fit", "not_tiling", "invalid" }) do
+            assert.are.equal(one.stats[k], two.stats[k], k)
+          end
+        end
+      end
+    end)
+    search.MIN_WORK_PER_PROCESS = saved
+    assert(ok, err)
+  end)
+
   it("--fix restricts a dimension, and an unknown one is refused", function()
     local def = search.prepare({ hardware = "tests/fixtures/tiny/hardware.yaml", node = "TOY", gpus = 16,
       pod_size = 4, model = "tests/fixtures/tiny/model.yaml", workload = "tests/fixtures/tiny/train.yaml",
