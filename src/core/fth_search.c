@@ -664,7 +664,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   for (int dual = 0; dual < 2; dual++)
     for (int i = 0; cur && i < n_prev; i++)
       if (holds_more(&refs[i], cur, dual)) below[dual][n_below[dual]++] = i;
-  const double rate = fth_search_rate_bound(&plan->node, fth_precision_from_bytes(d->work.act_bytes));
+  const double rate =
+      fth_search_rate_bound(&plan->node, fth_precision_from_bytes(d->work.act_bytes));
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
   for (int mi = 0; mi < n_mi; mi++) {
     const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
@@ -945,7 +946,8 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                * leaves a usable layout: each variant is reworked and judged. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
                   plan.layout.num_gpus == 0) {
-                refuse_all(st, refused_count(refused_n, &ctx, s, m->n_layers, proto.tp, c), e2.status == FTH_ETILE);
+                refuse_all(st, refused_count(refused_n, &ctx, s, m->n_layers, proto.tp, c),
+                           e2.status == FTH_ETILE);
                 continue;
               }
               /* Every split of the space: its own workload, so that the bounds'
