@@ -67,7 +67,7 @@ test: ctest sanitize lint fuzz-smoke mpi
 
 bench: build
 	$(BUILD)/fathom_bench
-	$(BUILD)/fathom bench/search_bench.lua 2
+	$(BUILD)/fathom bench/search_bench.lua 1,2
 	$(BUILD)/fathom bench/route_bench.lua
 	$(BUILD)/fathom bench/parallel_bench.lua
 	$(BUILD)/fathom bench/sweep_bench.lua

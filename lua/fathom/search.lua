@@ -212,9 +212,11 @@ end
 
 local CHUNK_STRIDE = 2 ^ 40 -- enumeration indices of chunk c start at c x 2^40
 
--- Below this many placements x settings a search runs in one process: a worker costs about a
--- millisecond to fork and gather, and the core times ~10^6 strategies/s (README "Parallel").
-M.MIN_WORK_PER_PROCESS = 4000
+-- Below this much work (M.work) per process a search runs in one process: a worker costs 10-30 ms
+-- to fork and gather on a loaded machine, and searches below ~200,000 (Llama 3.1 8B on 8 GPUs,
+-- 3 ms; 70B on 24 A100, 70 ms; GPT-3 175B on 1,024 A100, 0.2 s, break-even) gain nothing from a
+-- second process (bench/search_bench.lua; README "Strategy search").
+M.MIN_WORK_PER_PROCESS = 200000
 
 -- work(def) -> a cheap size of the space: the product of its lists' lengths (auto micro-batch
 -- and virtual stages count once). Only decides how many processes are worth starting.
@@ -234,6 +236,7 @@ end
 function M.run(def, jobs, progress)
   local parallel = require("fathom.parallel")
   local tps = def.space.tp
+  local top = def.top or 100
   local procs = parallel.processes(jobs or 1, M.work(def), M.MIN_WORK_PER_PROCESS)
   local parts = parallel.shares(procs, function(worker, workers)
     local mine = {}
@@ -250,6 +253,12 @@ function M.run(def, jobs, progress)
       for k, v in pairs(def.space) do d.space[k] = v end
       d.space.tp = { tp }
       d.worker, d.workers = worker, workers
+      -- the N-th best this process holds from its earlier TP degrees: the bounds skip what is
+      -- beyond it from the start (exact: those strategies cannot enter the best N either)
+      local so_far = #mine > 0 and M.merge(mine, top).hits
+      if so_far and #so_far >= top and (def.objective or "step_time") == "step_time" then
+        d.prune_above = so_far[top].objective
+      end
       local part = core.search(d)
       for _, h in ipairs(part.hits) do h.index = h.index + (c - 1) * CHUNK_STRIDE end
       if part.stats.smallest_shortfall then
@@ -258,9 +267,9 @@ function M.run(def, jobs, progress)
       mine[#mine + 1] = part
       bar:update(c)
     end
-    return M.merge(mine, def.top or 100) -- the top of each process's slots holds its part of the top overall
+    return M.merge(mine, top) -- the top of each process's slots holds its part of the top overall
   end)
-  return M.merge(parts, def.top or 100)
+  return M.merge(parts, top)
 end
 
 local int_fields = { "tp", "cp", "pp", "pp_in", "dp", "tp_moe", "ep", "ep_su", "vs", "mb", "batch", "index",

@@ -57,6 +57,15 @@ double fth_pp_chunks(fth_pp_schedule s, int virt) {
   return (r && r->interleaved && virt > 1) ? (double)virt : 1.0;
 }
 
+double fth_pp_micro_multiple(fth_pp_schedule s, int stages, int virt) {
+  const fth_schedule *r = fth_schedule_get(s);
+  if (r == NULL) return 0.0;
+  if (r->even_stages && (stages < 2 || stages % 2 != 0)) return 0.0;
+  long long unit = r->even_stages ? 2 : 1;
+  if (fth_pp_chunks(s, virt) > 1) unit = stages % unit == 0 ? stages : unit * stages; /* lcm */
+  return (double)unit;
+}
+
 double fth_pp_bubble_s(fth_pp_schedule s, int stages, int virt, double fwd_s, double bwd_s,
                        double wgrad_s) {
   const fth_schedule *r = fth_schedule_get(s);

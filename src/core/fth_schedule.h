@@ -70,6 +70,13 @@ double fth_pp_inflight_stage(fth_pp_schedule s, int stages, int stage, double mi
 /// Chunks per GPU the schedule runs: v for interleaved rows, else 1.
 double fth_pp_chunks(fth_pp_schedule s, int virt);
 
+/// What the micro-batch count of a step must be a multiple of: 2 for rows fed
+/// from both ends (even_stages), PP when more than one chunk is interleaved,
+/// their least common multiple when both, else 1; 0 when no count tiles (a
+/// row fed from both ends over fewer than 2 or an odd number of stages).
+/// The one owner of these rules (fth_train_rework, the search's batches).
+double fth_pp_micro_multiple(fth_pp_schedule s, int stages, int virt);
+
 /* ---- the order of passes on each GPU (execution traces, fth_trace.h) ----------------------- */
 
 /// One pass of a schedule on one GPU: the forward or the backward (its weight

@@ -267,17 +267,20 @@ static int vs_splits(int n_layers, int pp, int vs) {
   return vs == 1 || n_layers % ((long long)pp * vs) == 0;
 }
 
-/* The global batch a strategy runs: the request (exact), or the largest batch
- * <= the request that is a multiple of DP x mb x what the schedule needs of
- * the micro-batch count (2 for rows fed from both ends, PP when interleaved;
- * fth_train_rework). 0 when none. */
-static double batch_for(const fth_search_def *d, int dp, int pp, int vs, int mb, int sc) {
+/* The global batch a strategy runs: the request when it tiles (exact), or
+ * (down) the largest batch <= the request that does: a multiple of DP x mb x
+ * what the schedule needs of the micro-batch count (fth_pp_micro_multiple,
+ * the rule fth_train_rework applies). 0 when none: such a strategy is
+ * counted as not tiling before any bound or rework. */
+static double batch_of(const fth_search_def *d, double unit) {
   double want = d->work.global_batch;
-  if (d->batch_rounding != FTH_BATCH_DOWN) return want;
-  double m = fth_schedule_get((fth_pp_schedule)sc)->even_stages ? 2 : 1;
-  if (fth_pp_chunks((fth_pp_schedule)sc, vs) > 1) m = pp % 2 == 0 ? pp : m * pp; /* lcm(m, PP) */
-  double unit = (double)dp * mb * m;
-  return floor(want / unit) * unit;
+  if (!(unit > 0)) return 0.0;
+  double down = floor(want / unit) * unit; /* exact in doubles: sizes stay far below 2^53 */
+  return d->batch_rounding == FTH_BATCH_DOWN ? down : down == want ? want : 0.0;
+}
+
+static double batch_for(const fth_search_def *d, int dp, int pp, int vs, int mb, int sc) {
+  return batch_of(d, (double)dp * mb * fth_pp_micro_multiple((fth_pp_schedule)sc, pp, vs));
 }
 
 /* Strategies of the space for one placement when it is refused as a whole:
@@ -301,6 +304,15 @@ static long long count_split_variants(const enum_ctx *c, const fth_search_space 
 static long long count_variants(const enum_ctx *c, const fth_search_space *s, int n_layers, int tp,
                                 int pp) {
   return count_split_variants(c, s, n_layers, tp, pp) * valid_splits(c, s, n_layers, pp);
+}
+
+/* count_variants of the PP at position ci, kept in cache[ci][TP > 1] (-1: not
+ * yet counted): in_space reads TP only as 1 or more. */
+static long long refused_count(long long cache[][2], const enum_ctx *c, const fth_search_space *s,
+                               int n_layers, int tp, int ci) {
+  long long *n = &cache[ci][tp > 1];
+  if (*n < 0) *n = count_variants(c, s, n_layers, tp, s->pp[ci]);
+  return *n;
 }
 
 /* Does (tp, cp, pp, pp_in, tp_moe, ep) tile the pods? Products are taken in
@@ -505,14 +517,10 @@ typedef struct seq_ref {
   double flops, comm_s; /* per sequence */
 } seq_ref;
 
-double fth_search_rate_bound(const fth_node_def *node) {
-  double r = 0.0;
-  for (int p = 0; p < FTH_PREC_COUNT; p++) {
-    r = fth_max(r, fth_compute_flops_per_s(&node->compute, (fth_precision)p));
-    r = fth_max(r, fth_compute_attention_flops_per_s(&node->compute, (fth_precision)p));
-  }
-  fth_kernel_env e = fth_kernel_env_make(node, FTH_PREC_BF16, FTH_TIER_XPU);
-  return fth_max(r, e.vector_flops_per_s);
+double fth_search_rate_bound(const fth_node_def *node, fth_precision prec) {
+  /* as fth_train's block_env without a recipe: every kernel at `prec` */
+  fth_kernel_env e = fth_kernel_env_make(node, prec, FTH_TIER_XPU);
+  return fth_max(fth_max(e.matrix_flops_per_s, e.attention_flops_per_s), e.vector_flops_per_s);
 }
 
 static void reference_per_seq(const fth_search_def *d, fth_train_plan *plan, int pp, int sp, int sc,
@@ -593,6 +601,7 @@ static int beyond(double lb, double worst) {
  * bound the earlier's. Such a bound costs nothing: the later split takes its
  * own references only where the earlier ones do not decide. The sum t_f +
  * t_b alone is carried over (charged at the bubble's smaller coefficient). */
+#define LB_CACHE    64
 #define SPLIT_CACHE 4
 #define MB_CACHE    64
 typedef struct split_refs {
@@ -633,6 +642,8 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   const int audit = d->prune == FTH_PRUNE_AUDIT;
   const int n_off = searched ? 8 : 1;
   const int uneven = d->work.pp_first_layers > 0 || d->work.pp_last_layers > 0;
+  const int share = plan->topo.share_by_traffic;
+  const double above = d->prune_above > 0 ? d->prune_above : HUGE_VAL;
   /* The automatic micro-batches: divisors of the local batch (exact), every
    * size up to it (down: each strategy rounds its own batch); none when the
    * request is smaller than DP or (exact) not a multiple of it. */
@@ -664,6 +675,30 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
         for (int dv = 0; dv < FTH_DP_COUNT; dv++)
           for (int sp = 0; sp < N_SP; sp++)
             ok[v][sc][rc][dv][sp] = (char)in_space(s, tp, pp, v + 1, sc, rc, dv, sp);
+  /* how many DP variants each (vs > 1, schedule, recompute, SP) has in the space */
+  int n_ok[2][N_SCHED][N_RC][N_SP];
+  for (int v = 0; v < 2; v++)
+    for (int sc = 0; sc < N_SCHED; sc++)
+      for (int rc = 0; rc < N_RC; rc++)
+        for (int sp = 0; sp < N_SP; sp++) {
+          n_ok[v][sc][rc][sp] = 0;
+          for (int dv = 0; dv < FTH_DP_COUNT; dv++) n_ok[v][sc][rc][sp] += ok[v][sc][rc][dv][sp];
+        }
+  /* The bounds that do not read the recompute mode (earlier splits', the
+   * per-sequence one, the group reference without recomputation), as taken
+   * for the first mode of a (micro-batch, SP, vs, schedule), kept for the
+   * others (first LB_CACHE vs positions): the threshold only falls, so a value
+   * that stopped early (already beyond it) stays beyond, and one that did not
+   * holds every such bound. Stamped per (micro-batch, SP): nothing to reset. */
+  double lb_keep[LB_CACHE][N_SCHED];
+  int lb_stamp[LB_CACHE][N_SCHED];
+  memset(lb_stamp, 0, sizeof lb_stamp);
+  int stamp = 0;
+  /* fth_pp_micro_multiple per (vs > 1, schedule): it reads vs only as 1 or more */
+  double micro_mult[2][N_SCHED];
+  for (int v = 0; v < 2; v++)
+    for (int sc = 0; sc < N_SCHED; sc++)
+      micro_mult[v][sc] = fth_pp_micro_multiple((fth_pp_schedule)sc, pp, v + 1);
   fth_train_result r;
   seq_ref fl[N_SP][2];
   memset(fl, 0, sizeof fl);
@@ -674,12 +709,16 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   for (int dual = 0; dual < 2; dual++)
     for (int i = 0; cur && i < n_prev; i++)
       if (holds_more(&refs[i], cur, dual)) below[dual][n_below[dual]++] = i;
-  const double rate = fth_search_rate_bound(&plan->node);
+  const double rate =
+      fth_search_rate_bound(&plan->node, fth_precision_from_bytes(d->work.act_bytes));
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
   for (int mi = 0; mi < n_mi; mi++) {
     const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
-    if (s->n_mb == 0 && !down && fmod(local, mb) != 0) continue;
+    /* (local is a whole number here: an exact batch with no whole local batch has no list) */
+    if (s->n_mb == 0 && !down && (long long)local % mb != 0) continue;
+    if (cur && mi < MB_CACHE) memset(cur->base[mi], 0, sizeof cur->base[mi]);
     for (int sp = 0; sp < N_SP; sp++) {
+      stamp++;
       /* [0] every schedule but DualPipe, [1] DualPipe; base: recompute none,
        * whose passes bound every mode's (recomputation only adds its re-run) */
       group_ref base[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
@@ -692,20 +731,11 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
           const int splits = vs_splits(n_layers, pp, vs) && !(uneven && vs > 1);
           const long long my0 = slot + ((long long)vi * c->mb_slots + mi) * N_INNER;
           for (int sc = 0; sc < N_SCHED; sc++) {
-            /* the DP variants of (vs, sc, rc, sp) in the space (their positions):
-             * one batch, one bound */
-            long long mine[FTH_DP_COUNT];
-            int n_dv = 0;
-            for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
-              long long my = my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp;
-              if (ok[vs > 1][sc][rc][dv][sp])
-                mine[dv] = my, n_dv++;
-              else
-                mine[dv] = -1;
-            }
+            /* the DP variants of (vs, sc, rc, sp) in the space: one batch, one bound */
+            const int n_dv = n_ok[vs > 1][sc][rc][sp];
             if (n_dv == 0) continue;
             st->considered += n_dv;
-            const double gb = splits ? batch_for(d, dp, pp, vs, mb, sc) : 0.0;
+            const double gb = splits ? batch_of(d, (double)dp * mb * micro_mult[vs > 1][sc]) : 0.0;
             if (gb <= 0) {
               st->not_tiling += n_dv;
               continue;
@@ -716,36 +746,44 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
             }
             const int dual = sc == FTH_PP_DUALPIPE;
             const int full = *n_top == top_cap && top_cap > 0;
-            const double worst = full ? top[top_cap - 1].objective : HUGE_VAL;
+            const double worst = fth_min(full ? top[top_cap - 1].objective : HUGE_VAL, above);
             double lb = 0.0;
-            if ((prune && full) || audit) {
+            if ((prune && worst < HUGE_VAL) || audit) {
               /* cheapest first, each only when the previous did not decide:
                * earlier splits' references (free), then this split's own */
               const int cached = mi < MB_CACHE;
+              const int kept = vi < LB_CACHE && lb_stamp[vi][sc] == stamp;
+              if (kept) lb = lb_keep[vi][sc];
               /* (audit: every bound taken, none prunes) */
-              for (int i = 0; i < n_below[dual] && (audit || !beyond(lb, worst)); i++) {
+              for (int i = 0; !kept && i < n_below[dual] && (audit || !beyond(lb, worst)); i++) {
                 const split_refs *o = &refs[below[dual][i]];
                 lb = fth_max(lb, seq_bound(d, &o->fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
                 const group_ref *b = &o->base[mi][sp][dual];
                 if (cached && b->ok && !(d->work.recipe != FTH_RECIPE_NONE && gb != b->batch))
                   lb = fth_max(lb, ranked(d, dp, pp, vs, mb, sc, gb, b->fwd_s + b->bwd_s, 0.0));
               }
+              if (!kept && (audit || !beyond(lb, worst))) {
+                if (!fl_tried[sp][dual]) {
+                  reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
+                  fl_tried[sp][dual] = 1;
+                  if (cur) cur->fl[sp][dual] = fl[sp][dual];
+                }
+                lb = fth_max(lb, seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
+                if (!beyond(lb, worst) || audit) {
+                  if (!base[dual].ok) {
+                    reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
+                    if (cur && cached) cur->base[mi][sp][dual] = base[dual];
+                  }
+                  lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, gb));
+                }
+              }
+              if (!kept && vi < LB_CACHE) {
+                lb_keep[vi][sc] = lb;
+                lb_stamp[vi][sc] = stamp;
+              }
               if (!audit && beyond(lb, worst)) {
                 st->pruned += n_dv;
                 continue;
-              }
-              if (!fl_tried[sp][dual]) {
-                reference_per_seq(d, plan, pp, sp, sc, &fl[sp][dual], st);
-                fl_tried[sp][dual] = 1;
-                if (cur) cur->fl[sp][dual] = fl[sp][dual];
-              }
-              lb = fth_max(lb, seq_bound(d, &fl[sp][dual], rate, dp, pp, vs, mb, sc, gb));
-              if (!beyond(lb, worst) || audit) {
-                if (!base[dual].ok) {
-                  reference(d, plan, pp, mb, FTH_RECOMPUTE_NONE, sp, sc, &base[dual], st);
-                  if (cur && cached) cur->base[mi][sp][dual] = base[dual];
-                }
-                lb = fth_max(lb, time_bound(d, &base[dual], dp, pp, vs, mb, sc, gb));
               }
               if ((!beyond(lb, worst) || audit) && rc != FTH_RECOMPUTE_NONE) {
                 if (!g[dual].ok) reference(d, plan, pp, mb, rc, sp, sc, &g[dual], st);
@@ -756,6 +794,12 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
                 continue;
               }
             }
+            /* their enumeration positions */
+            long long mine[FTH_DP_COUNT];
+            for (int dv = 0; dv < FTH_DP_COUNT; dv++)
+              mine[dv] = ok[vs > 1][sc][rc][dv][sp]
+                             ? my0 + (((long long)sc * N_RC + rc) * FTH_DP_COUNT + dv) * N_SP + sp
+                             : -1;
             fth_train_def w = d->work;
             w.global_batch = gb;
             w.pp = (fth_pp_schedule)sc;
@@ -791,8 +835,12 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
                 if (covered) continue;
                 fth_train_def wo = w;
                 offload_work(d, bits, &wo);
+                /* memory first: the links' shares by traffic (a third of a
+                 * rework) only for what fits and is timed (fth_train_regroup) */
                 fth_error e3;
+                plan->topo.share_by_traffic = 0;
                 fth_status rs = fth_train_rework(plan, &wo, &e3);
+                plan->topo.share_by_traffic = share;
                 if (rs != FTH_OK) {
                   /* refused for its shape, whatever the offload */
                   if (rs == FTH_ETILE)
@@ -813,6 +861,7 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
                   }
                   continue;
                 }
+                fth_train_regroup(plan);
                 fth_train_evaluate(plan, &r);
                 fth_search_hit cand = h;
                 fill_hit(&cand, plan, &r, d);
@@ -898,6 +947,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                     "%.3g enumeration positions: at most 2^40 (fix some dimensions)",
                     placements * (double)ctx.stride);
   long long index = 0;
+  /* count_variants per (PP position, TP > 1): in_space reads TP only as 1 or more */
+  long long refused_n[FTH_SEARCH_MAX_VALUES][2];
+  for (int i = 0; i < FTH_SEARCH_MAX_VALUES; i++) refused_n[i][0] = refused_n[i][1] = -1;
   fth_train_plan plan;
   split_refs refs[SPLIT_CACHE];
   /* the def with each split's workload (a copy: the caller's stays as given) */
@@ -923,7 +975,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
               int ep_so;
               if (!placement_tiles(d, moe, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
                                    proto.ep, &proto.ep_su, &ep_so)) {
-                refuse_all(st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp), 1);
+                refuse_all(st, refused_count(refused_n, &ctx, s, m->n_layers, proto.tp, c), 1);
                 continue;
               }
               fth_topology_def t = place(d, proto.tp, proto.cp, proto.pp, proto.pp_in, proto.tp_moe,
@@ -939,7 +991,7 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                * leaves a usable layout: each variant is reworked and judged. */
               if (fth_train_compile(&plan, &d->node, &t, m, &w, &e2) != FTH_OK &&
                   plan.layout.num_gpus == 0) {
-                refuse_all(st, count_variants(&ctx, s, m->n_layers, proto.tp, proto.pp),
+                refuse_all(st, refused_count(refused_n, &ctx, s, m->n_layers, proto.tp, c),
                            e2.status == FTH_ETILE);
                 continue;
               }
@@ -965,7 +1017,9 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                       fth_layout_split(&plan.layout, m, first, last, "split", &e3) == FTH_OK) {
                     at = n_prev++;
                     split_refs *sr = &refs[at];
-                    memset(sr, 0, sizeof *sr);
+                    /* (its base rows are cleared as run_variants reaches them: every
+                     * split of a placement visits the same micro-batches) */
+                    memset(sr->fl, 0, sizeof sr->fl);
                     fth_block_stage_blocks(&plan.layout, sr->mid, sr->last);
                     sr->first[0] = plan.layout.first_stage_layers - plan.layout.first_stage_moe;
                     sr->first[1] = plan.layout.first_stage_moe;
@@ -976,8 +1030,10 @@ fth_status fth_search_run(const fth_search_def *d, fth_search_hit *top, int top_
                 }
             }
   /* Only the memory bound prunes while fewer than N are kept: when nothing
-   * fits, run again without it, for the counts and the closest to fitting. */
-  if (*n_top == 0 && st->pruned > 0 && d->prune == FTH_PRUNE_ON) {
+   * fits, run again without it, for the counts and the closest to fitting
+   * (not when an earlier part of the search holds N: its time bounds may
+   * have skipped all that fits here). */
+  if (*n_top == 0 && st->pruned > 0 && d->prune == FTH_PRUNE_ON && !(d->prune_above > 0)) {
     fth_search_def ex = *d;
     ex.prune = FTH_PRUNE_OFF;
     return fth_search_run(&ex, top, top_cap, n_top, st, err);

@@ -149,6 +149,10 @@ typedef struct fth_search_def {
   /// number (index / positions per placement) % workers == worker
   int worker, workers;
   fth_prune_mode prune; ///< FTH_PRUNE_ON (0, the default), OFF (exhaustive) or AUDIT
+  /// > 0: the N-th best objective an earlier part of the same search already
+  /// holds (a caller running the space in chunks): the time bounds skip what
+  /// is beyond it from the start, as if the best N were full; 0: none.
+  double prune_above;
 } fth_search_def;
 
 /// The first / last stage layer counts (fth_layout_split's `first`, `last`;
@@ -205,10 +209,13 @@ fth_status fth_search_eval_one(const fth_search_def *def, const fth_search_hit *
 double fth_search_time_bound(fth_pp_schedule sc, int pp, int vs, double microbatches, double fwd_s,
                              double bwd_s);
 
-/// The fastest rate any kernel runs at on `node` (FLOP/s): the largest
-/// achievable matrix or attention rate of any precision, or the vector rate.
-/// A pass of F FLOPs takes at least F / this (the per-sequence bound).
-double fth_search_rate_bound(const fth_node_def *node);
+/// The fastest rate any kernel of a workload without a precision recipe runs
+/// at on `node` (FLOP/s): its kernels compute at the activation precision
+/// `prec` (fth_train's block environment), so the largest of the achievable
+/// matrix and attention rates at `prec` and the vector rate. A pass of F
+/// FLOPs takes at least F / this (the per-sequence bound, taken only without
+/// a recipe).
+double fth_search_rate_bound(const fth_node_def *node, fth_precision prec);
 
 /// Least accelerator bytes any DP variant, schedule, micro-batch or recompute
 /// mode of `plan`'s placement needs under workload `work`: ZeRO-3-sharded

@@ -111,7 +111,8 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
     return fth_fail(err, FTH_ETILE, "topology.logical",
                     "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp, w->virtual_stages,
                     m->n_layers);
-  if (fth_schedule_get(w->pp)->even_stages && (l->pp < 2 || l->pp % 2 != 0))
+  const double micro_unit = fth_pp_micro_multiple(w->pp, l->pp, w->virtual_stages);
+  if (micro_unit <= 0)
     return fth_fail(err, FTH_ETILE, "workload.pp_spec.variant",
                     "%s needs an even number of pipeline stages, got PP = %d",
                     fth_pp_schedule_name(w->pp), l->pp);
@@ -124,15 +125,16 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
                     "%.0f redundant expert slots over EP = %d: EPLB needs a multiple of EP and "
                     "a MoE model (num_regular_experts %d)",
                     w->moe_redundant_experts, l->ep, m->num_experts);
-  if (fth_schedule_get(w->pp)->even_stages && fmod(p->microbatches, 2.0) != 0)
-    return fth_fail(err, FTH_ETILE, "workload.global_batch_size",
-                    "%s feeds micro-batches from both ends: it needs an even number, got %.0f",
-                    fth_pp_schedule_name(w->pp), p->microbatches);
-  if (fth_pp_chunks(w->pp, w->virtual_stages) > 1 && fmod(p->microbatches, (double)l->pp) != 0)
+  if (fmod(p->microbatches, micro_unit) != 0) {
+    if (fth_schedule_get(w->pp)->even_stages && fmod(p->microbatches, 2.0) != 0)
+      return fth_fail(err, FTH_ETILE, "workload.global_batch_size",
+                      "%s feeds micro-batches from both ends: it needs an even number, got %.0f",
+                      fth_pp_schedule_name(w->pp), p->microbatches);
     return fth_fail(err, FTH_ETILE, "workload.global_batch_size",
                     "the interleaved schedule needs micro-batches (%.0f) to be a multiple of "
                     "PP = %d",
                     p->microbatches, l->pp);
+  }
   p->prec = fth_precision_from_bytes(w->act_bytes);
   if (w->recipe != FTH_RECIPE_NONE) p->prec = fth_recipe_get(w->recipe)->gemm;
   int n_moe = fth_model_num_moe_layers(m);
@@ -182,6 +184,11 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
         2.0 * ((m->n_layers - n_moe) * fth_layer_lora_params(&l->dense_shape, r, 1.0, tg) +
                n_moe * fth_layer_lora_params(&l->moe_shape, r, 1.0, tg));
   }
+  fth_train_regroup(p);
+  return FTH_OK;
+}
+
+void fth_train_regroup(fth_train_plan *p) {
   /* Links shared by traffic: the bytes each kind moves a step do not depend
    * on the bandwidth; the groups are re-derived from them. */
   if (p->topo.share_by_traffic) {
@@ -189,7 +196,6 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
     step_bytes(p, kind_bytes);
     fth_layout_regroup(&p->layout, &p->topo, kind_bytes);
   }
-  return FTH_OK;
 }
 
 /* Expert slots per routed expert: (E + R) / E with EPLB's R redundant slots. */

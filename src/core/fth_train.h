@@ -87,6 +87,13 @@ fth_status fth_train_compile(fth_train_plan *plan, const fth_node_def *node,
 /// not tile (layers, batch, sequence) fail with FTH_ETILE.
 fth_status fth_train_rework(fth_train_plan *plan, const fth_train_def *work, fth_error *err);
 
+/// Re-derive the links' shares by traffic for the plan's workload: the last
+/// step of fth_train_rework (nothing when the topology does not share links
+/// by traffic). Only the groups' bandwidths change (not their sizes), so a
+/// search may rework with plan->topo.share_by_traffic = 0, check the memory
+/// footprint, and regroup (sharing restored) only what it times.
+void fth_train_regroup(fth_train_plan *plan);
+
 typedef struct fth_train_result {
   /* time per step, per GPU, on the critical path */
   double step_time_s;

@@ -8,7 +8,8 @@
  *        sp = {false, true}, mb_max = N, offload = "off"|tier name, trim_first = {0, 1, ...},
  *        trim_last = {...} (layers off the even split's first / last stage)}, objective =
  * "step_time"|"headroom", top = N, batch_rounding = "exact"|"down", worker = i, workers = n, prune
- * = "on"|"off"|"audit" (off: exhaustive; audit: exhaustive, counting stats.bound_violations)} vs
+ * = "on"|"off"|"audit" (off: exhaustive; audit: exhaustive, counting stats.bound_violations),
+ * prune_above = the N-th best objective an earlier chunk of the search holds (0: none)} vs
  * and mb may be "auto" instead of a list: the values then follow from each placement (fth_search.h:
  * divisors of n_layers / PP, of the local batch). The space is the caller's policy; C places,
  * checks, times and keeps the best N. */
@@ -193,6 +194,10 @@ static void read_def(lua_State *L, int idx, fth_search_def *d) {
     d->prune = FTH_PRUNE_AUDIT;
   else
     lbind_fail(L, FTH_EINVAL, "search.prune", "expected on, off or audit, got '%s'", prune);
+  d->prune_above = lcheck_number(L, idx, "search", "prune_above", 0.0);
+  if (!(d->prune_above >= 0))
+    lbind_fail(L, FTH_EINVAL, "search.prune_above",
+               "expected an objective >= 0 (0: none), got %g", d->prune_above);
 }
 
 static void setnum(lua_State *L, const char *k, double v) {

@@ -53,6 +53,18 @@ int schedule_test(void) {
   /* Chunks (sends and bubble divisor): v only for interleaved rows. */
   FTH_ENSURE(fth_pp_chunks(FTH_PP_INTERLEAVED, 4) == 4.0);
   FTH_ENSURE(fth_pp_chunks(FTH_PP_ZB_H1, 4) == 1.0);
+  /* What the micro-batch count must be a multiple of, by hand: 1F1B and GPipe
+   * any count (1); DualPipe, fed from both ends, an even one (2), and no count
+   * over an odd PP or one stage (0); interleaved with v = 2 chunks over PP 4 a
+   * multiple of PP (4), over PP 3 also 3, with v = 1 any count. */
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_1F1B, 4, 1) == 1.0);
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_GPIPE, 3, 1) == 1.0);
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_DUALPIPE, 4, 1) == 2.0);
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_DUALPIPE, 3, 1) == 0.0);
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_DUALPIPE, 1, 1) == 0.0);
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_INTERLEAVED, 4, 2) == 4.0);
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_INTERLEAVED, 3, 2) == 3.0);
+  FTH_ENSURE(fth_pp_micro_multiple(FTH_PP_INTERLEAVED, 4, 1) == 1.0);
   /* Every row has a name that parses back to it, and sends fwd + bwd. */
   for (int i = 0; i < FTH_PP_COUNT; i++) {
     const fth_schedule *r = fth_schedule_get((fth_pp_schedule)i);

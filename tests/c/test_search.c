@@ -305,6 +305,25 @@ static int same_hits(const fth_search_def *d0, int cap, long long *pruned) {
   FTH_ENSURE_EQ_INT(st_ex.evaluated, st_au.evaluated);
   FTH_ENSURE(st_au.bound_evals > 0);
   *pruned = st_pr.pruned;
+  /* an earlier part of the search holding N at the N-th best objective
+   * (prune_above, as search.run passes it between TP degrees): the same N,
+   * timing no more; just below it the N-th is still found (ties at the
+   * threshold are not skipped) */
+  if (n_ex == cap && d0->objective == FTH_OBJ_STEP_TIME) {
+    fth_search_stats st_ab;
+    int n_ab = 0;
+    d.prune = FTH_PRUNE_ON;
+    d.prune_above = ex_hits[cap - 1].objective;
+    FTH_ENSURE(fth_search_run(&d, pr_hits, cap, &n_ab, &st_ab, &err) == FTH_OK);
+    FTH_ENSURE_EQ_INT(n_ex, n_ab);
+    for (int i = 0; i < n_ex; i++) {
+      FTH_ENSURE_EQ_INT(ex_hits[i].index, pr_hits[i].index);
+      FTH_ENSURE(ex_hits[i].objective == pr_hits[i].objective);
+    }
+    FTH_ENSURE(st_ab.evaluated <= st_pr.evaluated);
+    FTH_ENSURE_EQ_INT(st_ab.considered, st_ab.evaluated + st_ab.not_tiling + st_ab.invalid +
+                                            st_ab.no_fit + st_ab.pruned);
+  }
   return 0;
 }
 
@@ -504,8 +523,9 @@ static int time_bound_by_hand(void) {
 
 /* fth_search_rate_bound by hand: bf16 1 PFLOP/s and fp8 2 PFLOP/s nominal at
  * efficiency 0.5, fused attention at 0.8: matrix rates 0.5 and 1 PFLOP/s,
- * attention 0.8 and 1.6 PFLOP/s, vector 1/8 of bf16's 0.5: the fastest is
- * fp8 attention, 1.6 PFLOP/s. */
+ * attention 0.8 and 1.6 PFLOP/s, vector 1/8 of bf16's 0.5 = 0.0625. A bf16
+ * workload's kernels run at most at bf16 attention's 0.8 PFLOP/s (not fp8's,
+ * which only a recipe uses); an fp8 one at fp8 attention's 1.6. */
 static int rate_bound_by_hand(void) {
   fth_node_def n = fth_node_def_default();
   for (int p = 0; p < FTH_PREC_COUNT; p++) n.compute.flops_per_s[p] = 0;
@@ -514,9 +534,14 @@ static int rate_bound_by_hand(void) {
   n.compute.efficiency = 0.5;
   n.compute.attention_efficiency = 0.8;
   n.compute.vector_flops_per_s = 0;
-  FTH_ENSURE_NEAR(1.6e15, fth_search_rate_bound(&n), 1e-15);
-  n.compute.attention_efficiency = 0.25; /* attention 0.5 PFLOP/s: fp8 GEMMs, 1 PFLOP/s */
-  FTH_ENSURE_NEAR(1e15, fth_search_rate_bound(&n), 1e-15);
+  FTH_ENSURE_NEAR(0.8e15, fth_search_rate_bound(&n, FTH_PREC_BF16), 1e-15);
+  FTH_ENSURE_NEAR(1.6e15, fth_search_rate_bound(&n, FTH_PREC_FP8), 1e-15);
+  n.compute.attention_efficiency = 0.25; /* attention 0.25 / 0.5 PFLOP/s: the GEMMs' 0.5 / 1 */
+  FTH_ENSURE_NEAR(0.5e15, fth_search_rate_bound(&n, FTH_PREC_BF16), 1e-15);
+  FTH_ENSURE_NEAR(1e15, fth_search_rate_bound(&n, FTH_PREC_FP8), 1e-15);
+  /* a declared vector rate above both (4 PFLOP/s at efficiency 0.5): 2 PFLOP/s */
+  n.compute.vector_flops_per_s = 4e15;
+  FTH_ENSURE_NEAR(2e15, fth_search_rate_bound(&n, FTH_PREC_BF16), 1e-15);
   return 0;
 }
 

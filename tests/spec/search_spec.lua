@@ -90,7 +90,11 @@ describe("fathom.search", function()
     def.batch_rounding = "down"
     local res = search.run(def, 2)
     local all = brute(def)
-    assert.are.equal(#all, res.stats.evaluated)
+    -- every strategy that fits is timed without the bounds (with them, a TP degree after the
+    -- first 4,096 hits skips what cannot enter them)
+    def.prune = "off"
+    assert.are.equal(#all, search.run(def, 2).stats.evaluated)
+    def.prune = nil
     local smaller = false
     for i, a in ipairs(res.hits) do
       local b = all[i]
@@ -128,6 +132,33 @@ describe("fathom.search", function()
     for _, k in ipairs({ "considered", "evaluated", "no_fit", "not_tiling", "invalid" }) do
       assert.are.equal(one.stats[k], two.stats[k], k)
     end
+  end)
+
+  it("split over two processes by work, the same best N and counts as one (bounds on and off)", function()
+    -- force the split on a small space (below search.MIN_WORK_PER_PROCESS it stays in one process)
+    local saved = search.MIN_WORK_PER_PROCESS
+    search.MIN_WORK_PER_PROCESS = 1
+    local ok, err = pcall(function()
+      for _, prune in ipairs({ "on", "off" }) do
+        local def = small_def({ mb = "auto", vs = "auto" }, 24)
+        def.top = 20
+        def.prune = prune
+        local one, two = search.run(def, 1), search.run(def, 2)
+        assert.are.equal(#one.hits, #two.hits)
+        for i = 1, #one.hits do
+          assert.are.equal(one.hits[i].index, two.hits[i].index)
+          assert.are.equal(one.hits[i].objective, two.hits[i].objective)
+        end
+        assert.are.equal(one.stats.considered, two.stats.considered)
+        if prune == "off" then
+          for _, k in ipairs({ "evaluated", "no_fit", "not_tiling", "invalid" }) do
+            assert.are.equal(one.stats[k], two.stats[k], k)
+          end
+        end
+      end
+    end)
+    search.MIN_WORK_PER_PROCESS = saved
+    assert(ok, err)
   end)
 
   it("--fix restricts a dimension, and an unknown one is refused", function()
