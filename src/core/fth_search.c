@@ -12,20 +12,29 @@ static int placed(const fth_search_def *d) {
   return d->num_xpus > 0 && (long long)d->num_xpus != (long long)d->pod_size * d->num_pods;
 }
 
+/* The search's physical dimensions: its pods, and the scale-out fabric between them when
+ * there is more than one. */
+static void physical_dims(const fth_search_def *d, fth_topology_def *t) {
+  t->num_phys = d->num_pods > 1 ? 2 : 1;
+  t->phys[0].type = d->scale_up_type;
+  t->phys[0].size = d->pod_size;
+  t->phys[0].link = d->scale_up;
+  if (t->num_phys == 2) {
+    t->phys[1].type = d->scale_out_type;
+    t->phys[1].size = d->num_pods;
+    t->phys[1].link = d->scale_out;
+  }
+}
+
+/* A strategy placed in rank order (Megatron-Core's: TP innermost, then CP, DP; the expert
+ * dimensions over the same ranks; PP outermost), for GPU counts that are no whole number of
+ * pods: the topology works out which groups straddle a pod. */
 static fth_topology_def place_ranks(const fth_search_def *d, int tp, int cp, int pp, int tp_moe,
                                     int ep, int moe) {
   fth_topology_def t = fth_topology_def_default();
   t.placed = 1;
   t.num_xpus = d->num_xpus;
-  t.num_phys = d->num_pods > 1 ? 2 : 1;
-  t.phys[0].type = d->scale_up_type;
-  t.phys[0].size = d->pod_size;
-  t.phys[0].link = d->scale_up;
-  if (t.num_phys == 2) {
-    t.phys[1].type = d->scale_out_type;
-    t.phys[1].size = d->num_pods;
-    t.phys[1].link = d->scale_out;
-  }
+  physical_dims(d, &t);
   int n = 0, per_stage = d->num_xpus / pp;
 #define ADD(tag, size) t.logical[n++] = (fth_logical_dim_def){(tag), 0, (size)}
   ADD(FTH_TAG_TP_ATTN, tp);
@@ -46,15 +55,7 @@ static fth_topology_def place(const fth_search_def *d, int tp, int cp, int pp, i
                               int tp_moe, int ep_su, int ep_so, int moe) {
   fth_topology_def t = fth_topology_def_default();
   if (placed(d)) return place_ranks(d, tp, cp, pp, tp_moe, ep_su * ep_so, moe);
-  t.num_phys = d->num_pods > 1 ? 2 : 1;
-  t.phys[0].type = d->scale_up_type;
-  t.phys[0].size = d->pod_size;
-  t.phys[0].link = d->scale_up;
-  if (t.num_phys == 2) {
-    t.phys[1].type = d->scale_out_type;
-    t.phys[1].size = d->num_pods;
-    t.phys[1].link = d->scale_out;
-  }
+  physical_dims(d, &t);
   int n = 0;
   int pp_out = pp / pp_in;
   int dp_in = d->pod_size / (tp * cp * pp_in);
