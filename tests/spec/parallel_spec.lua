@@ -280,8 +280,9 @@ describe("--jobs", function()
   it("a worker killed by SIGKILL: a message naming it, exit 1, no output file", function()
     local sweep, out = os.tmpname(), os.tmpname()
     os.remove(out)
-    -- 1,152 points: a round of 1,024 keeps a worker alive long enough to be found and killed
-    local batches = "global_batch_size: {start: 8, stop: 192, step: 8}"
+    -- 4,608 points: long enough for a worker to be found and killed even when the machine
+    -- is idle and each evaluates fast (1,152 finished first at times under ctest -j2)
+    local batches = "global_batch_size: {start: 8, stop: 768, step: 8}"
     write(sweep, (SWEEP:gsub("global_batch_size: %[8, 16, 24, 32%]", batches)))
     local args = analyze_args(sweep, { "--jobs", "2", "--format", "yaml", "--output-file", out })
     local parts = { h.shell_quote(h.bin()) }
