@@ -5,11 +5,13 @@
 #include "test_macros.h"
 
 #include <math.h>
+#include <string.h>
 
 static const double M = 1e9, B = 1e11, A = 1e-6;
 
 static fth_group_level level(int g, int n, fth_topo_type type, double bw, double lat) {
   fth_group_level l;
+  memset(&l, 0, sizeof l); /* span 0: a whole level (fth_topology_place sets it) */
   l.group_size = g;
   l.dim_size = n;
   l.type = type;
