@@ -772,6 +772,11 @@ function M.training_docs(case)
     gradient_float_size = fw.grad_bytes, recompute = recompute, recompute_modules = modules,
     flash_attention = fw.flash_attention,
     eager_elementwise = fw.eager_elementwise,
+    -- the host's time per operator, where CUDA graphs do not replay them: the scope as the
+    -- kernels string states it, else a statement in the notes, else none
+    host_op_sec = fw.host_op_sec,
+    cuda_graph_scope = require("fathom.frameworks").cuda_graph_scope(tr.kernels)
+      or require("fathom.frameworks").cuda_graph_scope(case.notes) or nil,
     cast_kernels = fw.cast_kernels,
     lora_rank = lora_rank,
     lora_targets = lora_targets,

@@ -78,6 +78,13 @@
 --                          head for its group of query heads (FlashDecoding/FlashInfer, vLLM,
 --                          SGLang, TensorRT-LLM's XQA from v0.7/0.8); TensorRT-LLM 2023's masked
 --                          MHA ran one thread block per query head, each loading its KV head
+--   host_op_sec            host seconds per operator the framework issues eagerly (Python,
+--                          PyTorch's dispatcher, the launch; fth_host.h counts the operators of
+--                          a block): a pass takes at least its operators' host time. 0: the
+--                          host keeps ahead (not modelled). CUDA graphs remove the host time of
+--                          the parts they capture: a case's `training.kernels` (or a CUDA-graph
+--                          statement in its notes) names the scope, as Megatron-Core's
+--                          --cuda-graph-scope does (M.cuda_graph_scope)
 local names = require("fathom.names")
 
 local M = {}
@@ -89,8 +96,18 @@ local base = {
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
-  cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0,
+  cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0, host_op_sec = 0,
 }
+
+-- Megatron-Core with Transformer Engine, eager (NeMo, Megatron-Bridge): host seconds per
+-- operator on an x86 server CPU (the node's host_op_time_factor scales it: Grace 2.75x). Not
+-- fitted: no case of the default set is host-bound at any value up to 30 us. Bounds: a bare
+-- PyTorch operator's dispatch and launch takes ~5 us, a torch.nn.Linear call 13.48 us on DGX
+-- H100's Xeon (TransformerEngine issue #2053); capturing attention, router and preprocess in CUDA
+-- graphs gained DeepSeek-V3 on GB200 8% of its step (NVIDIA, Megatron-LM docs/discussions,
+-- 2025), at least 4 us an operator (x86-equivalent) with fth_host.c's counts. 8 us: the mean of
+-- a mix of element-wise operators and module calls.
+local TE_HOST_OP_SEC = 8e-6
 
 M.rows = {
   -- Narayanan et al. 2021 (SC21) and Korthikanti et al. 2022: no fused attention, torch/
@@ -111,23 +128,23 @@ M.rows = {
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
   { name = "Megatron-Core", pattern = "megatron",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
   -- Its MoE recipes (examples/llm_benchmark) dispatch with DeepEP or HybridEP (per node).
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false,
@@ -214,6 +231,37 @@ function M.ep_per_node(s)
   return (s:find("deepep") or s:find("hybridep") or s:find("flex[%s%-_]*dispatch")) ~= nil
 end
 
+-- cuda_graph_scope(s) -> the CUDA-graph scope a kernels or notes string states (fth_host.h's
+-- names), {} when it says none, nil when it says nothing: "CUDA graphs full_iteration",
+-- "full-iteration CUDA graph", FULL_CUDA_GRAPH=1 -> full_iteration; "scope ['attn',
+-- 'moe_router', 'moe_preprocess']" -> those; per-layer graphs (LAYER_CUDA_GRAPH=1, "CUDA graphs:
+-- partial", or a plain "yes": NeMo's enable_cuda_graph, MCORE_CUDA_GRAPH) -> attn and mlp (a
+-- dropless MoE layer cannot be captured);
+-- "CUDA graphs: no", CUDA_GRAPH=0 -> {}.
+function M.cuda_graph_scope(s)
+  s = tostring(s or ""):lower()
+  if not s:find("cuda[%s%-_]*graph") then return nil end
+  if s:find("full[%s%-_]*iter") or s:find("full_cuda_graph%s*=%s*1") or s:find("full_cuda_graph%s*=%s*true") then
+    return { "full_iteration" }
+  end
+  local list = s:match("scope%s*(%b[])")
+  if list then
+    local out = {}
+    for _, n in ipairs(names.cuda_graph_scope) do
+      if list:find("'" .. n .. "'", 1, true) or list:find('"' .. n .. '"', 1, true) then out[#out + 1] = n end
+    end
+    return out
+  end
+  if s:find("layer_cuda_graph%s*=%s*1") or s:find("per%-layer") or s:find("cuda graphs:%s*partial")
+    or s:find("cuda graphs:%s*yes") then
+    return { "attn", "mlp" }
+  end
+  if s:find("cuda graphs:%s*no") or s:find("cuda_graph%s*=%s*0") or s:find("cuda_graph%s*=%s*false") then
+    return {}
+  end
+  return nil
+end
+
 -- lookup(name) -> a row with every field set (base values where the row is silent).
 function M.lookup(name)
   local s = tostring(name or ""):lower()
@@ -264,6 +312,7 @@ function M.workload_defaults(name, pass)
     w.recompute = f.recompute
     w.gradient_float_size = f.grad_bytes
     w.eager_elementwise = f.eager_elementwise
+    w.host_op_sec = f.host_op_sec
     w.cast_kernels = f.cast_kernels
     w.tp_comm_overlap = f.tp_comm_overlap
     w.ep_comm_overlap = f.ep_comm_overlap

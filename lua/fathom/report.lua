@@ -83,6 +83,8 @@ function M.step_breakdown(r)
   for _, k in ipairs(comm_order) do
     breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
   end
+  -- the GPU waiting on the host, where the workload models it (host_op_sec > 0)
+  if (r.host_wait_s or 0) > 0 then breakdown.host_wait_seconds = r.host_wait_s end
   return breakdown
 end
 

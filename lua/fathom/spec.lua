@@ -89,6 +89,8 @@ M.node_schema = {
   device_compute = { type = "string", required = true },
   device_memory_tiers = { type = "table", required = true },
   device_interconnects = { type = "table", default = {} },
+  host_op_time_factor = { type = "number", above = 0, max = 10, default = 1,
+    hint = "the host CPU's time per framework operator over an x86 server CPU's (Grace: 2.75)" },
   description = { type = "string" },
   source = { type = "any" },
 }
@@ -286,6 +288,12 @@ M.train_schema = with_common({
       .. "(1 byte each; Megatron fp8_param_gather, torchao float8 all-gather)" },
   eager_elementwise = { type = "boolean", default = TRAIN.eager_elementwise,
     hint = "eager PyTorch element-wise ops, one kernel each (torchtitan without torch.compile)" },
+  host_op_sec = { type = "number", min = 0, max = 1e-3, default = TRAIN.host_op_sec,
+    hint = "host seconds per operator an eager framework issues (Python, dispatch, launch); a pass "
+      .. "takes at least its operators' host time; 0: the host keeps ahead (not modelled)" },
+  cuda_graph_scope = { type = "list", default = {},
+    hint = "parts replayed from CUDA graphs, no host time (Megatron-Core --cuda-graph-scope): "
+      .. table.concat(names.cuda_graph_scope, ", ") },
   moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
     hint = "share of the compute units the MoE dispatch/combine kernels hold (DeepSeek-V3: 20 / 132)" },
   moe_dispatch_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
@@ -459,7 +467,8 @@ end
 -- node_table(lib, name) -> the normalised node the C core reads.
 function M.node_table(lib, name)
   local n = lib.nodes[name]
-  local t = { device_compute = lib.compute[n.device_compute], device_memory_tiers = {} }
+  local t = { device_compute = lib.compute[n.device_compute], device_memory_tiers = {},
+    host_op_time_factor = n.host_op_time_factor }
   for tier, ref in pairs(n.device_memory_tiers) do t.device_memory_tiers[tier] = lib.memory[ref] end
   return t
 end
@@ -680,6 +689,14 @@ function M.train(src)
         "expected one of %s, got %s", table.concat(names.recompute_module, ", "), tostring(n))
     end
   end
+  local scopes = {}
+  for _, n in ipairs(names.cuda_graph_scope) do scopes[n] = true end
+  for i, n in ipairs(w.cuda_graph_scope) do
+    if not scopes[n] then
+      errors.at(w.cuda_graph_scope, i, string.format("cuda_graph_scope[%d]", i),
+        "expected one of %s, got %s", table.concat(names.cuda_graph_scope, ", "), tostring(n))
+    end
+  end
   local RC = names.key("recompute")
   if #w.recompute_modules > 0 and not (w.recompute == RC.none or w.recompute == RC.selective) then
     errors.at(doc, "recompute_modules", "recompute_modules",
@@ -724,6 +741,8 @@ function M.train(src)
     ep_comm_overlap = w.ep_comm_overlap,
     ep_dispatch_per_node = w.ep_dispatch_per_node,
     eager_elementwise = w.eager_elementwise,
+    host_op_sec = w.host_op_sec,
+    cuda_graph_scope = w.cuda_graph_scope,
     flash_attention = w.flash_attention,
     kernel_launch_sec = w.kernel_launch_sec,
     memory_reserve_bytes = w.memory_reserve_bytes,

@@ -1,6 +1,8 @@
 /* fth_block.c: one block's kernels and layer collectives (fth_block.h). */
 #include "fth_block.h"
 
+#include "fth_host.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -561,6 +563,11 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
   if (e->mode != FTH_BLOCK_TRAIN) kv_append(e, sh, tokens, fwd);
   elementwise(e, moe, tokens, fwd, bwd);
   collectives(e, moe, tokens, fwd, bwd);
+  /* the host issuing the block's operators (fth_host.h); training only */
+  if (e->k.host_op_s > 0 && bwd) {
+    fth_host_ops ops = fth_host_block_ops(e->model, moe, experts, e->k.gemm_bytes > 0);
+    fth_host_block_s(&ops, e->k.graph_scope, e->k.host_op_s, &fwd->host_s, &bwd->host_s);
+  }
 }
 
 void fth_block_attention(const fth_block_env *e, int moe, double requests, double q, double ctx,

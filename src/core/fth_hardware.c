@@ -206,11 +206,16 @@ fth_node_def fth_node_def_default(void) {
   memset(&n, 0, sizeof n);
   n.compute = fth_compute_def_default();
   for (int t = 0; t < FTH_TIER_COUNT; t++) n.tier[t] = fth_memory_def_default();
+  n.host_op_factor = 1.0;
   return n;
 }
 
 fth_status fth_node_check(const fth_node_def *n, fth_error *err) {
   if (fth_compute_check(&n->compute, err) != FTH_OK) return fth_error_prefix(err, "device_compute");
+  if (!(n->host_op_factor > 0 && n->host_op_factor <= 10))
+    return fth_fail(err, FTH_EINVAL, "host_op_time_factor",
+                    "expected the host's time per operator over an x86 server's in (0, 10], got %g",
+                    n->host_op_factor);
   if (!n->has_tier[FTH_TIER_XPU])
     return fth_fail(err, FTH_EINVAL, "device_memory_tiers.xpu_memory",
                     "missing (every node needs its accelerator memory)");

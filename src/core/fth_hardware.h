@@ -123,6 +123,9 @@ typedef struct fth_node_def {
   fth_compute_def compute;
   fth_memory_def tier[FTH_TIER_COUNT];
   int has_tier[FTH_TIER_COUNT]; ///< 1 where the node declares the tier
+  /// the host CPU's time per framework operator relative to an x86 server CPU (DGX
+  /// H100's Xeon 8480C = 1; fth_host.h); (0, 10]
+  double host_op_factor;
 } fth_node_def;
 
 fth_node_def fth_node_def_default(void);

@@ -75,6 +75,7 @@ void fth_phase_scale(fth_phase *ph, double s) {
   ph->wgrad_s *= s;
   ph->weight_memory_s *= s;
   ph->kv_memory_s *= s;
+  ph->host_s *= s;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
     ph->comm_s[i] *= s;
     ph->comm_calls[i] *= s;
@@ -96,6 +97,7 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
   a->wgrad_s += b->wgrad_s;
   a->weight_memory_s += b->weight_memory_s;
   a->kv_memory_s += b->kv_memory_s;
+  a->host_s += b->host_s;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
     if (a->comm_calls[i] == 0 && b->comm_calls[i] > 0) {
       a->comm_op[i] = b->comm_op[i];
@@ -125,7 +127,7 @@ double fth_phase_time_blocking(const fth_phase *ph, double comp_comm_eff, unsign
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++)
     exposed[i] = (blocking & (1u << i)) ? ph->comm_s[i]
                                         : (comm > 0 ? exp_total * ph->comm_s[i] / comm : 0.0);
-  return t + block;
+  return fth_max(t + block, ph->host_s);
 }
 
 /* Quantise `elems` elements before a GEMM (a recipe's cast: fth_recipe.h). */

@@ -49,6 +49,7 @@ typedef struct fth_phase {
   double comm_bytes[FTH_COMM_KIND_COUNT]; ///< their bytes, summed over the calls
   fth_coll_op comm_op[FTH_COMM_KIND_COUNT];     ///< the kind's main collective
   fth_coll_algo comm_algo[FTH_COMM_KIND_COUNT]; ///< the algorithm the cost model chose for it
+  double host_s; ///< host time issuing the pass's operators (fth_host.h); the pass takes at least this
 } fth_phase;
 
 /// What kernels run on and how their compute and memory overlap.
@@ -65,6 +66,8 @@ typedef struct fth_phase_ctx {
   double lora_rank;         ///< LoRA: base weights frozen (no weight gradients), adapters of
                             ///< this rank on fth_linear_takes_lora linears; 0 = off
   fth_lora_targets lora_targets; ///< the linears that carry them
+  double host_op_s;         ///< host time per operator issued eagerly (fth_host.h); 0 = not modelled
+  unsigned graph_scope;     ///< FTH_GRAPH_* parts captured by CUDA graphs (no host time)
 } fth_phase_ctx;
 
 /// overlap(a, b, e) = a + b - e min(a, b): e = 1 perfect overlap (max), e = 0 none (sum).
@@ -85,7 +88,8 @@ void fth_phase_scale(fth_phase *ph, double s);
 void fth_phase_add(fth_phase *a, const fth_phase *b);
 
 /// Time on the critical path: kernels overlapped with the layer collectives at
-/// `comp_comm_eff`; `exposed[k]` receives each kind's exposed share.
+/// `comp_comm_eff`, and never less than the host time issuing them (a host-bound
+/// pass: the GPU waits on the host); `exposed[k]` receives each kind's exposed share.
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed);
 
 /// The same with the kinds in `blocking` (bit 1 << kind) run on their own,

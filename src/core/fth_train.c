@@ -343,6 +343,8 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->k.weight_bw = p->node.has_tier[wt] ? fth_memory_bw_bytes_per_s(&p->node.tier[wt]) : 0.0;
   e->k.comp_mem_eff = w->comp_mem_eff;
   e->k.launch_s = w->kernel_launch_s;
+  e->k.host_op_s = w->host_op_s * p->node.host_op_factor;
+  e->k.graph_scope = w->cuda_graph_scope;
   /* Activations, attention, norms and the head run at the activation width;
    * with a recipe the linears' GEMMs run at its precision, inputs cast first. */
   fth_precision act = fth_precision_from_bytes(w->act_bytes);
@@ -811,6 +813,17 @@ static void passes(const fth_train_plan *p, const fth_block_env *ep, fth_train_r
   double t_f = fth_phase_time_blocking(&fwd, eff, bk, ex[0]);
   double t_rec = fth_phase_time_blocking(&rec, eff, bk, ex[2]);
   double t_b = fth_phase_time_blocking(&bwd, eff, bk, ex[1]) + t_rec;
+  /* the GPU's wait on the host: each pass's time above its device time */
+  const fth_phase *ph[3] = {&fwd, &bwd, &rec};
+  double wait = 0;
+  for (int i = 0; i < 3; i++) {
+    if (ph[i]->host_s <= 0) continue;
+    fth_phase dev = *ph[i];
+    double scratch[FTH_COMM_KIND_COUNT];
+    dev.host_s = 0;
+    wait += ph[i]->host_s - fth_min(ph[i]->host_s, fth_phase_time_blocking(&dev, eff, bk, scratch));
+  }
+  r->host_wait_s = mbs * wait;
   r->fwd_s = t_f;
   r->bwd_s = t_b;
   r->recompute_s = mbs * t_rec;

@@ -101,6 +101,7 @@ typedef struct fth_train_result {
   double compute_s;        ///< kernels' compute-bound time over the step (all micro-batches)
   double memory_exposed_s; ///< kernels' memory time not hidden under compute
   double recompute_s;      ///< forward re-run inside backward
+  double host_wait_s;      ///< GPU idle waiting on the host issuing operators (fth_host.h)
   double bubble_s;
   double optimizer_s;
   double exposed_comm_s;    ///< sum of comm[].exposed_s

@@ -1,6 +1,8 @@
 /* fth_workload.c: the training workload's defaults and checks (fth_workload.h). */
 #include "fth_workload.h"
 
+#include "fth_host.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -100,6 +102,13 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages",
                     "virtual stages need an interleaved pp_spec.variant (%s), got %s",
                     fth_pp_schedule_name(FTH_PP_INTERLEAVED), fth_pp_schedule_name(w->pp));
+  if (!(w->host_op_s >= 0 && w->host_op_s <= FTH_HOST_OP_MAX_S))
+    return fth_fail(err, FTH_EINVAL, "host_op_sec",
+                    "expected seconds per host operator in [0, %g], got %g", FTH_HOST_OP_MAX_S,
+                    w->host_op_s);
+  if (w->cuda_graph_scope >> FTH_GRAPH_SCOPE_COUNT)
+    return fth_fail(err, FTH_EINVAL, "cuda_graph_scope", "unknown scope bits 0x%x",
+                    w->cuda_graph_scope);
   if (w->eager_elementwise != 0 && w->eager_elementwise != 1)
     return fth_fail(err, FTH_EINVAL, "eager_elementwise", "expected 0 or 1, got %d",
                     w->eager_elementwise);

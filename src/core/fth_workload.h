@@ -51,6 +51,8 @@ typedef struct fth_train_def {
   fth_tier footprint_tier[FTH_MEM_COMPONENT_COUNT]; ///< where each component is stored
   fth_coll_params coll;                             ///< per-peer overhead, launch cost
   double kernel_launch_s;                           ///< per kernel fixed overhead (0 = none)
+  double host_op_s; ///< host time per operator an eager framework issues (fth_host.h); 0 = none
+  unsigned cuda_graph_scope; ///< FTH_GRAPH_* parts replayed from CUDA graphs (no host time)
   fth_kernel_model kernel_model; ///< tiled (default: wave quantisation) or roofline
   fth_recipe recipe;             ///< precision recipe of the linears (FTH_RECIPE_NONE: act width)
   fth_cast_kernels cast_kernels; ///< how the recipe's casts are written (fused, compiled, eager)

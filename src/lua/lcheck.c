@@ -137,6 +137,7 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   *out = fth_node_def_default();
+  out->host_op_factor = lcheck_number(L, idx, "hardware", "host_op_time_factor", 1.0);
   if (subtable(L, idx, "hardware", "device_compute")) {
     int c = lua_gettop(L);
     fth_compute_def *cd = &out->compute;
@@ -440,6 +441,18 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comp_mem_eff = lcheck_number(L, idx, w, "comp_mem_efficiency", out->comp_mem_eff);
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
+  out->host_op_s = lcheck_number(L, idx, w, "host_op_sec", out->host_op_s);
+  if (lua_getfield(L, idx, "cuda_graph_scope") == LUA_TTABLE) {
+    int n = (int)lua_rawlen(L, -1);
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      char path[64];
+      snprintf(path, sizeof path, "%s.cuda_graph_scope[%d]", w, i);
+      out->cuda_graph_scope |= 1u << lnames_check_value(L, -1, path, LNAMES_GRAPH_SCOPE);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
   out->lora_rank = lcheck_number(L, idx, w, "lora_rank", out->lora_rank);
   out->lora_targets =
       (fth_lora_targets)lnames_check(L, idx, w, "lora_targets", LNAMES_LORA_TARGETS, out->lora_targets);

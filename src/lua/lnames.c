@@ -11,6 +11,7 @@
 
 #include "fth_collective.h"
 #include "fth_hardware.h"
+#include "fth_host.h"
 #include "fth_kernel.h"
 #include "fth_model.h"
 #include "fth_phase.h"
@@ -84,6 +85,17 @@ static int recompute_module_parse_i(const char *s) {
   return b ? i : 3;
 }
 
+/* CUDA graph scopes are bits too (fth_host.h): index i is bit 1 << i. */
+static const char *graph_scope_name_i(int i) {
+  return fth_graph_scope_name(1u << i);
+}
+static int graph_scope_parse_i(const char *s) {
+  unsigned b = fth_graph_scope_parse(s);
+  int i = 0;
+  while (b > 1u) b >>= 1, i++;
+  return b ? i : FTH_GRAPH_SCOPE_COUNT;
+}
+
 /* One enum: its names, its parser and the core's table of other spellings
  * its parser accepts (exported so Lua's choices can offer them; names_spec.lua
  * checks the core parses each one to its target). */
@@ -131,6 +143,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                              fth_lora_targets_parse_i, NULL},
     [LNAMES_RECOMPUTE_MODULE] = {"recompute_module", 3, recompute_module_name_i,
                                  recompute_module_parse_i, NULL},
+    [LNAMES_GRAPH_SCOPE] = {"cuda_graph_scope", FTH_GRAPH_SCOPE_COUNT, graph_scope_name_i,
+                            graph_scope_parse_i, NULL},
     [LNAMES_SERVE_ARRIVAL] = {"serve_arrival", FTH_ARRIVAL_COUNT, fth_serve_arrival_name_i,
                               fth_serve_arrival_parse_i, NULL},
     [LNAMES_SERVE_LENGTH] = {"serve_length", FTH_LEN_COUNT, fth_serve_dist_name_i,

@@ -71,6 +71,7 @@ void lfth_push_train_result(lua_State *L, const fth_train_result *r) {
   setnum(L, "compute_s", r->compute_s);
   setnum(L, "memory_exposed_s", r->memory_exposed_s);
   setnum(L, "recompute_s", r->recompute_s);
+  setnum(L, "host_wait_s", r->host_wait_s);
   setnum(L, "bubble_s", r->bubble_s);
   setnum(L, "optimizer_s", r->optimizer_s);
   setnum(L, "exposed_comm_s", r->exposed_comm_s);

@@ -99,3 +99,70 @@ describe("the EP dispatcher and FSDP2's gathers as the framework runs them", fun
     assert.matches("dp_spec.zero3_microbatches_per_gather", tostring(err))
   end)
 end)
+
+describe("the host issuing an eager framework's operators (fth_host.h)", function()
+  local frameworks = require("fathom.frameworks")
+  local function case(fw, kernels, notes, gpu)
+    return { id = "x", source = "s", workload = "training", notes = notes,
+      model = { name = "Qwen3-30B-A3B", layers = 48, hidden = 2048, heads = 32, kv_heads = 4, head_dim = 128,
+        vocab = 151936, experts = 128, top_k = 8, expert_ffn = 768, shared_experts = 0 },
+      system = { gpu = gpu or "NVIDIA H100 80GB HBM3", gpu_memory_gb = 80, num_gpus = 16, gpus_per_node = 8 },
+      parallelism = { tp = 1, pp = 1, dp = 16, ep = 16, micro_batch = 1, global_batch = 1024, seq_len = 4096 },
+      training = { precision = "FP8", framework = fw, kernels = kernels },
+      measured = { { metric = "tokens_per_sec_per_gpu", value = 1, unit = "tokens/s/GPU" } } }
+  end
+
+  it("reads the CUDA-graph scope as the kernels string or the notes state it", function()
+    assert.is_nil(frameworks.cuda_graph_scope("Transformer Engine (Megatron-Core), hybridep flex dispatcher"))
+    assert.are.same({ "full_iteration" },
+      frameworks.cuda_graph_scope("TE, A2A overlap (moe_a2a_overlap), CUDA graphs full_iteration"))
+    assert.are.same({ "full_iteration" }, frameworks.cuda_graph_scope("TE + HybridEP, full-iteration CUDA graph"))
+    assert.are.same({ "attn", "moe_router", "moe_preprocess" }, frameworks.cuda_graph_scope(
+      "TE, CUDA graphs transformer_engine scope ['attn', 'moe_router', 'moe_preprocess']"))
+    assert.are.same({ "moe_router", "moe_preprocess" },
+      frameworks.cuda_graph_scope("CUDA graphs transformer_engine scope ['moe_router', 'moe_preprocess']"))
+    assert.are.same({ "attn", "mlp" }, frameworks.cuda_graph_scope("CUDA graphs: yes (LAYER_CUDA_GRAPH=1, per-layer)"))
+    assert.are.same({}, frameworks.cuda_graph_scope("CUDA graphs: no (no CUDA-graph knobs set)"))
+  end)
+
+  it("gives the Megatron-Core family its host time per operator, and the scope the case states", function()
+    local w = assert(cases.training_docs(case("Megatron-Bridge (container 26.04)", "TE, hybridep flex dispatcher")))
+      .workload
+    assert.are.equal(8e-6, w.host_op_sec)
+    assert.is_nil(w.cuda_graph_scope)
+    w = assert(cases.training_docs(case("Megatron-Bridge 26.06", "TE, CUDA graphs full_iteration"))).workload
+    assert.are.same({ "full_iteration" }, w.cuda_graph_scope)
+    w = assert(cases.training_docs(case("NeMo 25.04", "TE", "MLPerf config. CUDA graphs: no (not set)"))).workload
+    assert.are.same({}, w.cuda_graph_scope)
+    -- frameworks without the model (PyTorch-native, serving engines) leave it at 0
+    assert.are.equal(0, assert(cases.training_docs(case("torchtitan 2025"))).workload.host_op_sec)
+    assert.are.equal(8e-6, frameworks.workload_defaults("Megatron-Bridge").host_op_sec)
+  end)
+
+  it("makes a small-expert eager run host-bound, more so on Grace, and CUDA graphs remove it", function()
+    local state = validate.state()
+    local function run(c)
+      local docs = assert(cases.training_docs(c))
+      local setting = require("fathom.calibration").lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
+      local lib = validate.calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts)
+      return require("fathom.scenario").new({ hardware_lib = lib, physical = docs.physical,
+        logical = docs.logical, model = docs.model, workload = docs.workload }):evaluate()
+    end
+    -- H100 (x86 host, 8 us an operator): a layer's 95 forward operators (attention 18, router
+    -- 31, preprocess 10, experts 4 + 2 x 2 x 8 under FP8) and 190 backward take 2.3 ms, under
+    -- the ~6 ms its GPU work takes: the host keeps ahead
+    assert.are.equal(0, run(case("Megatron-Bridge 26.04", "TE")).host_wait_s)
+    -- GB200: Grace issues each 2.75x slower (22 us): 6.3 ms a layer, above its ~2.5 ms of GPU work
+    local function gb(kernels)
+      local c = case("Megatron-Bridge 26.04", kernels, nil, "NVIDIA GB200")
+      c.system.gpus_per_node = 4
+      c.system.intra_node_interconnect = "NVL72"
+      return c
+    end
+    local eager = run(gb("TE"))
+    local graphed = run(gb("TE, CUDA graphs full_iteration"))
+    assert.is_true(eager.host_wait_s > 0.3 * eager.step_time_s)
+    assert.are.equal(0, graphed.host_wait_s)
+    assert.is_true(math.abs(eager.step_time_s - eager.host_wait_s - graphed.step_time_s) < 1e-9 * graphed.step_time_s)
+  end)
+end)

@@ -45,6 +45,7 @@ local allowed = {
   ["lua/fathom/serve.lua"] = { why = "the engine's degree keys", names = { tp = true, pp = true, ep = true } },
   ["lua/fathom/serve_multi.lua"] = { why = "a pool's degree keys", names = { tp = true, pp = true, ep = true } },
   ["src/lua/lserve.c"] = { why = "the result's 'kv_cache' section", names = { kv_cache = true } },
+  ["src/lua/ldefaults.c"] = { why = "core.defaults.moe, the MoE constants' table", names = { moe = true } },
 }
 
 local function read(path)
@@ -108,8 +109,8 @@ end
 
 describe("fathom.names", function()
   it("exports every enum in the core's order and parses its names back", function()
-    assert.are.same({ "cast_kernels", "collective_algorithm", "collective_op", "comm_kind", "dp_variant", "flop_part",
-      "kernel_model",
+    assert.are.same({ "cast_kernels", "collective_algorithm", "collective_op", "comm_kind", "cuda_graph_scope",
+      "dp_variant", "flop_part", "kernel_model",
       "logical_tag", "lora_targets", "memory_component", "memory_tier", "pp_schedule", "precision_recipe", "recompute",
       "recompute_module", "route_distribution", "route_placement", "route_scheduler", "serve_arrival", "serve_length",
       "serve_policy", "serve_routing", "topology_type" }, enums())

@@ -1,0 +1,77 @@
+/* fth_host.c: host operators of a block and their time (fth_host.h). */
+#include "fth_host.h"
+
+#include <string.h>
+
+/* Operators a block's forward issues in Megatron-Core with Transformer Engine,
+ * counted from their forward code (PyTorch-level calls, each costing the host
+ * about the same):
+ *   attention: norm, QKV projection, split/reshape (3), RoPE on Q and K (2),
+ *   core attention, output projection, bias-dropout-add, and the module
+ *   bookkeeping around them (about 6): 16; MLA adds its down- and up-projections
+ *   and the latent norms (6 more);
+ *   dense MLP: norm, fc1, activation, fc2, bias-dropout-add and a reshape: 6;
+ *   router: 31 with Transformer Engine's router fusion (72 unfused; NVIDIA 2025,
+ *   Sec. 2.1.4) -- the score GEMM, top-k, the routing map, the auxiliary loss;
+ *   preprocess: the tokens per expert, their device-to-host copy, the split
+ *   sizes, permute and un-permute and the two all-to-all calls: 10;
+ *   routed experts: the grouped GEMMs (fc1, fc2) are one cuBLAS launch per local
+ *   expert (Transformer Engine's multi-stream grouped GEMM), each input cast per
+ *   expert under a recipe, plus the activation, the probability scaling, and the
+ *   split and concatenation of the expert inputs: 4. */
+#define ATTN_OPS       16.0
+#define MLA_EXTRA_OPS  6.0
+#define MLP_OPS        6.0
+#define ROUTER_OPS     31.0
+#define PREPROCESS_OPS 10.0
+#define EXPERT_FIXED_OPS 4.0
+#define EXPERT_GEMMS   2.0
+/* Backward: each GEMM's data and weight gradients, each element-wise op's
+ * backward: about twice the forward's operators. */
+#define BWD_OPS_RATIO 2.0
+
+static const char *const scope_names[FTH_GRAPH_SCOPE_COUNT] = {
+    "attn", "mlp", "moe_router", "moe_preprocess", "moe", "full_iteration"};
+
+const char *fth_graph_scope_name(unsigned bit) {
+  for (int i = 0; i < FTH_GRAPH_SCOPE_COUNT; i++)
+    if (bit == (1u << i)) return scope_names[i];
+  return NULL;
+}
+
+unsigned fth_graph_scope_parse(const char *name) {
+  for (int i = 0; i < FTH_GRAPH_SCOPE_COUNT; i++)
+    if (strcmp(name, scope_names[i]) == 0) return 1u << i;
+  return 0u;
+}
+
+fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_experts,
+                                int cast_per_gemm) {
+  fth_host_ops o;
+  memset(&o, 0, sizeof o);
+  double cast = cast_per_gemm ? 1.0 : 0.0;
+  o.attn = ATTN_OPS + 2.0 * cast + (m->kv_lora_rank > 0 ? MLA_EXTRA_OPS : 0.0);
+  double dense = MLP_OPS + 2.0 * cast;
+  if (!moe) {
+    o.mlp = dense;
+    return o;
+  }
+  o.router = ROUTER_OPS + (m->num_shared_experts > 0 ? dense : 0.0);
+  o.preprocess = PREPROCESS_OPS;
+  o.experts = EXPERT_FIXED_OPS + EXPERT_GEMMS * (1.0 + cast) * local_experts;
+  return o;
+}
+
+void fth_host_block_s(const fth_host_ops *o, unsigned scope, double op_s, double *fwd_s,
+                      double *bwd_s) {
+  double n = 0;
+  if (!(scope & FTH_GRAPH_FULL_ITERATION)) {
+    if (!(scope & FTH_GRAPH_ATTN)) n += o->attn;
+    if (!(scope & FTH_GRAPH_MLP)) n += o->mlp;
+    if (!(scope & (FTH_GRAPH_MOE_ROUTER | FTH_GRAPH_MOE))) n += o->router;
+    if (!(scope & (FTH_GRAPH_MOE_PREPROCESS | FTH_GRAPH_MOE))) n += o->preprocess;
+    if (!(scope & FTH_GRAPH_MOE)) n += o->experts;
+  }
+  *fwd_s = n * op_s;
+  *bwd_s = BWD_OPS_RATIO * n * op_s;
+}
