@@ -18,13 +18,15 @@ fth_model_def fth_model_def_default(void) {
   d.mlp_ratio = 4.0;
   d.max_seq_len = 2048;
   d.moe_layer_interval = 1;
-  /* Megatron-Core TransformerConfig's Mamba defaults (mamba_state_dim 128, mamba_head_dim 64,
-   * mamba_num_groups 8; MambaMixer d_conv 4, chunk_size 256). */
+  /* Megatron-Core's Mamba defaults: TransformerConfig mamba_state_dim 128, mamba_head_dim 64,
+   * mamba_num_groups 8; MambaMixer (megatron/core/ssm/mamba_mixer.py) d_conv 4 and chunk_size
+   * 128, which NeMo's and Megatron-Bridge's Mamba layer specs do not override (mamba_ssm's own
+   * Mamba2 module uses 256; HF configs carry their chunk_size). */
   d.mamba_state_dim = 128;
   d.mamba_head_dim = 64;
   d.mamba_num_groups = 8;
   d.mamba_conv_kernel = 4;
-  d.mamba_chunk = 256;
+  d.mamba_chunk = 128;
   return d;
 }
 

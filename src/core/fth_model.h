@@ -70,7 +70,7 @@ typedef struct fth_model_def {
   int mamba_num_heads;   ///< H; 0 = 2 d_model / P (expand 2)
   int mamba_num_groups;  ///< G: heads sharing one B and C
   int mamba_conv_kernel; ///< width of the depthwise causal conv1d (4)
-  int mamba_chunk;       ///< SSD chunk length Q (256, as Megatron-Core and mamba_ssm use)
+  int mamba_chunk;       ///< SSD chunk length Q (128: Megatron-Core's MambaMixer)
 } fth_model_def;
 
 /// Sub-layers of each kind per block: *mamba, *attn, *mlp (the FFN: MLP, or MoE with E

@@ -40,6 +40,20 @@ describe("hybrid Mamba2 models", function()
     os.remove(mlp)
   end)
 
+  it("runs the SSD in Megatron-Core's MambaMixer chunks (128) unless the model names its own", function()
+    local function step(extra)
+      local path = model_file('n_layers: 4\nhybrid_override_pattern: "M-M-"\n' .. extra)
+      local r = estimate(path, "--tp", "1", "--seq", "4096", "--format", "json")
+      os.remove(path)
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout).time.step_time_seconds
+    end
+    local default, q128, q256 = step(""), step("mamba_chunk_size: 128\n"), step("mamba_chunk_size: 256\n")
+    assert.are.equal(q128, default)
+    assert.are_not.equal(q256, default)
+    assert.are.equal(128, require("fathom.core").defaults.model.mamba_chunk_size)
+  end)
+
   it("routes tokens through the MoE sub-layers only (Nemotron 3's E): half of them, half the EP time", function()
     local moe = "num_regular_experts: 8\nnum_selected_experts: 2\nexpert_ffn_hidden_size: 256\n"
     local two = model_file('n_layers: 4\nhybrid_override_pattern: "ME*E"\n' .. moe)
