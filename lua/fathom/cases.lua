@@ -180,7 +180,8 @@ function M.arch(mdl)
     out.tied = fam and fam.tied or false
   end
   -- what the model schema cannot say: kept as notes (their cost is measured in the README)
-  if a:find("squared") then out.notes[#out.notes + 1] = "squared-ReLU MLP run as a plain MLP" end
+  -- squared ReLU (Nemotron-4, Nemotron-H): a plain MLP whose activation runs as relu then square
+  out.squared = not out.gated and (a:find("squared") ~= nil or a:find("relu2") ~= nil or a:find("relu%^2") ~= nil)
   if a:find("parallel attn") or a:find("parallel attention") then
     out.notes[#out.notes + 1] = "parallel attention/MLP run sequentially"
   end
@@ -252,7 +253,8 @@ function M.model_doc(mdl, seq)
     name = mdl.name, d_model = M.count(mdl.hidden), n_layers = M.count(mdl.layers), num_heads = heads,
     num_kv_heads = M.count(mdl.kv_heads) or heads, head_dim = M.count(mdl.head_dim),
     vocab_size = M.count(mdl.vocab), max_sequence_length = math.max(seq or 2048, 1),
-    gated_mlp = arch.gated, tied_embeddings = arch.tied, learned_pos_emb = arch.learned,
+    gated_mlp = arch.gated, squared_relu = arch.squared or nil, tied_embeddings = arch.tied,
+    learned_pos_emb = arch.learned,
     attention_window = arch.window, full_attention_interval = arch.window and arch.full_interval or nil,
   }
   local experts = M.count(mdl.experts or mdl.num_experts)

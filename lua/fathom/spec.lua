@@ -105,6 +105,8 @@ M.model_schema = {
   mlp_ratio = { type = "number", above = 0 },
   ffn_hidden_size = { type = "number", above = 0 },
   gated_mlp = { type = "boolean", default = false },
+  squared_relu = { type = "boolean", default = false,
+    hint = "plain MLP with relu(x)^2 (Nemotron-4, Nemotron-H; HF hidden_act relu2), run as relu then square" },
   max_sequence_length = { type = "integer", min = 1, default = 2048 },
   vocab_size = { type = "integer", min = 1, required = true },
   tied_embeddings = { type = "boolean", default = false },

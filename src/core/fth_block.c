@@ -17,6 +17,15 @@
  * ~8 FLOPs forward (SiLU/GELU), ~13 backward. */
 #define ACT_FLOPS    8.0
 #define ACT_FLOPS_BW 13.0
+/* Squared ReLU (Nemotron-4, Nemotron-H) runs unfused: Megatron-Core's MLP fuses only GeLU
+ * and SwiGLU (bias_activation_fusion) and otherwise calls activation_func, NeMo's
+ * torch.pow(F.relu(x), 2); HF's ReLUSquaredActivation is the same two ops. Forward: relu
+ * (read x, write r) and pow (read r, write y), 2 moves each; backward: pow's (read dy and
+ * r, write dr) and relu's threshold_backward (read dr and r, write dx), 3 each. Both keep
+ * only r, the one tensor a fused activation keeps. */
+#define SQRELU_MOVES_FWD 2.0
+#define SQRELU_MOVES_BWD 3.0
+#define SQRELU_FLOPS     1.0
 /* Eager PyTorch (no fusion: torchtitan without torch.compile; PyTorch 2.x op
  * decompositions as torchtitan's Llama writes them), bytes per element:
  *   RMSNorm, x.float() * rsqrt(x.float().pow(2).mean(-1) + eps), type_as(x),
@@ -407,6 +416,18 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
   double ff = moe ? tokens * (m->top_k * e->expert_imbalance + m->num_shared_experts) *
                         l->expert_ffn / l->tp
                   : tokens * l->ffn_hidden / l->tp;
+  if (m->squared_relu && !m->gated_mlp) {
+    fth_kernel_cost kf = fth_kernel_elementwise(&e->k.env, ff, SQRELU_FLOPS, SQRELU_MOVES_FWD * ab);
+    add(e, fwd, FTH_FLOP_MLP, kf, 0.0); /* relu */
+    add(e, fwd, FTH_FLOP_MLP, kf, 0.0); /* pow */
+    if (bwd) {
+      fth_kernel_cost kb =
+          fth_kernel_elementwise(&e->k.env, ff, SQRELU_FLOPS, SQRELU_MOVES_BWD * ab);
+      add(e, bwd, FTH_FLOP_MLP, kb, 0.0);
+      add(e, bwd, FTH_FLOP_MLP, kb, 0.0);
+    }
+    return;
+  }
   double gate = m->gated_mlp ? (eager ? 5.0 : 3.0) : 2.0;
   add(e, fwd, FTH_FLOP_MLP, fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS, gate * ab), 0.0);
   if (bwd)

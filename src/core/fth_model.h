@@ -20,6 +20,7 @@ typedef struct fth_model_def {
   double ffn_hidden; ///< dense FFN inner size; 0 = mlp_ratio x d_model
   double mlp_ratio;  ///< used when ffn_hidden == 0
   int gated_mlp;     ///< 1: SwiGLU (gate, up, down); 0: plain (up, down) with GeLU
+  int squared_relu;  ///< plain MLP with relu(x)^2 (Nemotron-4, Nemotron-H), run unfused
   int vocab_size;
   int max_seq_len;
   int learned_pos_emb; ///< 1: GPT-style learned position table (max_seq_len x h)

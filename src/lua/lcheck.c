@@ -281,6 +281,7 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
   out->ffn_hidden = lcheck_number(L, idx, w, "ffn_hidden_size", out->ffn_hidden);
   out->mlp_ratio = lcheck_number(L, idx, w, "mlp_ratio", out->mlp_ratio);
   out->gated_mlp = lcheck_bool(L, idx, w, "gated_mlp", out->gated_mlp);
+  out->squared_relu = lcheck_bool(L, idx, w, "squared_relu", out->squared_relu);
   out->vocab_size = lcheck_int_range(L, idx, w, "vocab_size", out->vocab_size, 1, LCHECK_MAX_TOKENS);
   out->max_seq_len =
       lcheck_int_range(L, idx, w, "max_sequence_length", out->max_seq_len, 1, LCHECK_MAX_TOKENS);
