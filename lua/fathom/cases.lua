@@ -129,6 +129,9 @@ local families = {
   { pattern = "gpt", gated = false, tied = true, learned = true },
   { pattern = "mpt", gated = false, tied = true, learned = false },
   { pattern = "falcon", gated = false, tied = true, learned = false },
+  -- NeMo's / Megatron-Bridge's Nemotron-H configs set first_last_layers_bf16 (Megatron-Core:
+  -- one layer at each end, here sub-layers, runs outside the FP8 recipe)
+  { pattern = "nemotron%-h", gated = false, tied = false, learned = false, bf16_edge_layers = 1 },
   { pattern = "nemotron", gated = false, tied = false, learned = false },
   { pattern = "grok", gated = true, tied = false, learned = false },
   { pattern = "gemma", gated = true, tied = true, learned = false },
@@ -151,7 +154,7 @@ function M.arch(mdl)
   for _, f in ipairs(families) do
     if a:find(f.pattern) or name:find(f.pattern) then fam = f break end
   end
-  local out = { notes = {} }
+  local out = { notes = {}, bf16_edge_layers = fam and fam.bf16_edge_layers }
   -- gated MLP (SwiGLU, GeGLU, ReGLU) versus a plain two-matrix MLP (GeLU, ReLU, squared ReLU)
   if a:find("swiglu") or a:find("geglu") or a:find("reglu") or a:find("gated") or a:find("silu") then
     out.gated = true
@@ -755,6 +758,11 @@ function M.training_docs(case)
   -- FP8 attention as the precision string or training.attention_fp8 states it, under a recipe
   local attention_fp8 = prec.recipe ~= nil and prec.recipe ~= "none"
     and (prec.fp8_attention or M.flag(tr.attention_fp8))
+  -- first and last layers kept in BF16 under a recipe: as the case states it
+  -- (training.first_last_layers_bf16), else as the model family's configs set it
+  local edges = M.arch(mdl).bf16_edge_layers
+  if tr.first_last_layers_bf16 ~= nil then edges = M.flag(tr.first_last_layers_bf16) and 1 or nil end
+  if not (prec.recipe ~= nil and prec.recipe ~= "none") then edges = nil end
   local fsdp = M.count((case.parallelism or {}).fsdp)
   if fsdp and fsdp > 1 and fsdp < p.dp then
     notes[#notes + 1] = string.format("hybrid sharding (FSDP %d within DP %d) costed as ZeRO-3 over all of DP",
@@ -779,6 +787,7 @@ function M.training_docs(case)
     lora_targets = lora_targets,
     -- "FP8 activation input store": the MLP activation's input cached in FP8
     attention_fp8 = attention_fp8,
+    num_layers_at_start_in_bf16 = edges, num_layers_at_end_in_bf16 = edges,
     activation_input_fp8 = prec.recipe ~= nil and (lower(tr.precision):find("activation input store") ~= nil
       or lower(tr.precision):find("fp8 activation input") ~= nil),
     recompute_num_layers = recompute == "full" and M.recompute_num_layers(tr.recompute) or nil,

@@ -447,6 +447,10 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->attention_fp8 = lcheck_bool(L, idx, w, "attention_fp8", out->attention_fp8);
   out->activation_input_fp8 =
       lcheck_bool(L, idx, w, "activation_input_fp8", out->activation_input_fp8);
+  out->bf16_layers_start = lcheck_int_range(L, idx, w, "num_layers_at_start_in_bf16",
+                                            out->bf16_layers_start, 0, LCHECK_MAX_LAYERS);
+  out->bf16_layers_end = lcheck_int_range(L, idx, w, "num_layers_at_end_in_bf16",
+                                          out->bf16_layers_end, 0, LCHECK_MAX_LAYERS);
   out->recompute_num_layers = lcheck_int_range(L, idx, w, "recompute_num_layers",
                                                out->recompute_num_layers, 0, LCHECK_MAX_LAYERS);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);

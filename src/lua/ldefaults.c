@@ -86,6 +86,8 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "lora_targets", LNAMES_LORA_TARGETS, (int)t.lora_targets);
   setint(L, "recompute_num_layers", t.recompute_num_layers);
   setbool(L, "activation_input_fp8", t.activation_input_fp8);
+  setint(L, "num_layers_at_start_in_bf16", t.bf16_layers_start);
+  setint(L, "num_layers_at_end_in_bf16", t.bf16_layers_end);
   setbool(L, "attention_fp8", t.attention_fp8);
   setint(L, "virtual_stages", t.virtual_stages);
   setint(L, "zero3_microbatches_per_gather", t.zero3_microbatches_per_gather);
