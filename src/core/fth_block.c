@@ -256,17 +256,20 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
  * compute them, at the fused-attention rate (the intra-chunk part is a masked attention
  * of chunk length Q on tensor cores, written like FlashAttention 2), against the bytes
  * they move at the activations' bandwidth: x, B, C, dt in, y out at the activation
- * width, the fp32 C B^T blocks (Q per token per group) and the fp32 chunk states
- * (N P per head per chunk: written by chunk_state, read and written by state_passing,
- * read by chunk_scan). Long chunks of small states make it bandwidth-bound on every
- * current GPU: that, not a fitted factor, is its efficiency. Backward re-runs the conv1d
+ * width, the fp32 C B^T blocks (Q per token per group) and the chunk states (N P per head
+ * per chunk: written in fp32 by chunk_state, read by state_passing, which writes them at
+ * the activation width for chunk_scan). Megatron-Core's training path (MambaMixer with
+ * mamba_split_conv1d_scan_combined) gates inside chunk_scan, which reads z and writes the
+ * gated y and the ungated out_x, and norms the gated y after it (read, write). Long chunks
+ * of small states make it bandwidth-bound on every current GPU: that, not a fitted factor,
+ * is its efficiency. Backward re-runs the conv1d
  * and the scan's forward (mamba_split_conv1d_scan_combined at its default checkpoint_lvl 1
  * keeps neither their outputs nor the chunk states: fth_model_layer_activations), then
  * does twice the forward's FLOPs and bytes (two gradient products per forward product, as
  * the attention core): 3x the forward; the gated norm's backward 2x. Decode (inference) updates each request's recurrent state instead:
  * read and write N P per head and the conv1d's K-token window, 4 N P FLOP per head. */
 #define SSD_DT_FLOPS   4.0  /* softplus(dt + bias), dA and its cumulative sum per head */
-#define GATED_NORM_FLOPS 10.0 /* y silu(z), its mean square and scale, per element */
+#define GATED_NORM_FLOPS 10.0 /* y silu(z) (in chunk_scan), its mean square and scale, per element */
 #define CONV_ACT_FLOPS 8.0  /* the conv1d's SiLU per channel */
 #define FP32 4.0
 
@@ -324,20 +327,20 @@ static void mamba(const fth_block_env *e, const fth_layer_shape *sh, double reqs
           ssd_kernel(e, t * hl * 2.0 * n * p,
                      t * (dil * w + gl * n * w + 2.0 * FP32 * hl) + FP32 * state * t / Q),
           share, SSD_BWD);
-  /* state_passing: one state update per chunk */
-  add_ssd(e, fwd, bwd, ssd_kernel(e, t * hl * 2.0 * n * p / Q, 2.0 * FP32 * state * t / Q), share,
+  /* state_passing: one state update per chunk, fp32 in, the activation width out */
+  add_ssd(e, fwd, bwd, ssd_kernel(e, t * hl * 2.0 * n * p / Q, (FP32 + w) * state * t / Q), share,
           SSD_BWD);
   /* bmm_chunk: C B^T per group and chunk */
   add_ssd(e, fwd, bwd, ssd_kernel(e, t * gl * 2.0 * Q * n, t * (2.0 * gl * n * w + FP32 * gl * Q)),
           share, SSD_BWD);
-  /* chunk_scan: the masked (C B^T o L) X and C h per head */
+  /* chunk_scan: the masked (C B^T o L) X and C h per head; x and z in, y and out_x out */
   add_ssd(e, fwd, bwd,
           ssd_kernel(e, t * hl * (2.0 * n * p + p * (Q + 1.0)),
-                     t * (gl * n * w + FP32 * gl * Q + 2.0 * dil * w + 2.0 * FP32 * hl) +
-                         FP32 * state * t / Q),
+                     t * (gl * n * w + FP32 * gl * Q + 4.0 * dil * w + 2.0 * FP32 * hl) +
+                         w * state * t / Q),
           share, SSD_BWD);
-  /* gated RMSNorm: y and z in, the out_proj input out */
-  add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * dil, GATED_NORM_FLOPS, 3.0 * w),
+  /* the RMSNorm of the gated y: in, the out_proj input out */
+  add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * dil, GATED_NORM_FLOPS, 2.0 * w),
           share, GATED_NORM_BWD);
 }
 
