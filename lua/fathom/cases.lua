@@ -129,6 +129,9 @@ local families = {
   { pattern = "gpt", gated = false, tied = true, learned = true },
   { pattern = "mpt", gated = false, tied = true, learned = false },
   { pattern = "falcon", gated = false, tied = true, learned = false },
+  -- NeMo's / Megatron-Bridge's Nemotron-H configs set first_last_layers_bf16 (Megatron-Core:
+  -- one layer at each end, here sub-layers, runs outside the FP8 recipe)
+  { pattern = "nemotron%-h", gated = false, tied = false, learned = false, bf16_edge_layers = 1 },
   { pattern = "nemotron", gated = false, tied = false, learned = false },
   { pattern = "grok", gated = true, tied = false, learned = false },
   { pattern = "gemma", gated = true, tied = true, learned = false },
@@ -151,7 +154,7 @@ function M.arch(mdl)
   for _, f in ipairs(families) do
     if a:find(f.pattern) or name:find(f.pattern) then fam = f break end
   end
-  local out = { notes = {} }
+  local out = { notes = {}, bf16_edge_layers = fam and fam.bf16_edge_layers }
   -- gated MLP (SwiGLU, GeGLU, ReGLU) versus a plain two-matrix MLP (GeLU, ReLU, squared ReLU)
   if a:find("swiglu") or a:find("geglu") or a:find("reglu") or a:find("gated") or a:find("silu") then
     out.gated = true
@@ -180,7 +183,8 @@ function M.arch(mdl)
     out.tied = fam and fam.tied or false
   end
   -- what the model schema cannot say: kept as notes (their cost is measured in the README)
-  if a:find("squared") then out.notes[#out.notes + 1] = "squared-ReLU MLP run as a plain MLP" end
+  -- squared ReLU (Nemotron-4, Nemotron-H): a plain MLP whose activation runs as relu then square
+  out.squared = not out.gated and (a:find("squared") ~= nil or a:find("relu2") ~= nil or a:find("relu%^2") ~= nil)
   if a:find("parallel attn") or a:find("parallel attention") then
     out.notes[#out.notes + 1] = "parallel attention/MLP run sequentially"
   end
@@ -252,7 +256,8 @@ function M.model_doc(mdl, seq)
     name = mdl.name, d_model = M.count(mdl.hidden), n_layers = M.count(mdl.layers), num_heads = heads,
     num_kv_heads = M.count(mdl.kv_heads) or heads, head_dim = M.count(mdl.head_dim),
     vocab_size = M.count(mdl.vocab), max_sequence_length = math.max(seq or 2048, 1),
-    gated_mlp = arch.gated, tied_embeddings = arch.tied, learned_pos_emb = arch.learned,
+    gated_mlp = arch.gated, squared_relu = arch.squared or nil, tied_embeddings = arch.tied,
+    learned_pos_emb = arch.learned,
     attention_window = arch.window, full_attention_interval = arch.window and arch.full_interval or nil,
   }
   local experts = M.count(mdl.experts or mdl.num_experts)
@@ -753,6 +758,11 @@ function M.training_docs(case)
   -- FP8 attention as the precision string or training.attention_fp8 states it, under a recipe
   local attention_fp8 = prec.recipe ~= nil and prec.recipe ~= "none"
     and (prec.fp8_attention or M.flag(tr.attention_fp8))
+  -- first and last layers kept in BF16 under a recipe: as the case states it
+  -- (training.first_last_layers_bf16), else as the model family's configs set it
+  local edges = M.arch(mdl).bf16_edge_layers
+  if tr.first_last_layers_bf16 ~= nil then edges = M.flag(tr.first_last_layers_bf16) and 1 or nil end
+  if not (prec.recipe ~= nil and prec.recipe ~= "none") then edges = nil end
   local fsdp = M.count((case.parallelism or {}).fsdp)
   if fsdp and fsdp > 1 and fsdp < p.dp then
     notes[#notes + 1] = string.format("hybrid sharding (FSDP %d within DP %d) costed as ZeRO-3 over all of DP",
@@ -782,6 +792,7 @@ function M.training_docs(case)
     lora_targets = lora_targets,
     -- "FP8 activation input store": the MLP activation's input cached in FP8
     attention_fp8 = attention_fp8,
+    num_layers_at_start_in_bf16 = edges, num_layers_at_end_in_bf16 = edges,
     activation_input_fp8 = prec.recipe ~= nil and (lower(tr.precision):find("activation input store") ~= nil
       or lower(tr.precision):find("fp8 activation input") ~= nil),
     recompute_num_layers = recompute == "full" and M.recompute_num_layers(tr.recompute) or nil,

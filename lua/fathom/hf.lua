@@ -74,6 +74,7 @@ end
 local function nemotron(c)
   local m = common(c)
   m.gated_mlp = c.hidden_act ~= "relu2" and c.hidden_act ~= "relu"
+  m.squared_relu = c.hidden_act == "relu2"
   return m
 end
 
@@ -89,6 +90,7 @@ local function nemotron_h(c)
   end
   local m = nemotron(c)
   m.gated_mlp = c.mlp_hidden_act ~= "relu2" and c.mlp_hidden_act ~= "relu" and m.gated_mlp
+  m.squared_relu = c.mlp_hidden_act == "relu2" or (c.mlp_hidden_act == nil and m.squared_relu)
   m.head_dim = c.head_dim or c.attention_head_dim
   m.hybrid_override_pattern = c.hybrid_override_pattern
   m.mamba_num_heads, m.mamba_head_dim = c.mamba_num_heads, c.mamba_head_dim

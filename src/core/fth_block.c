@@ -19,6 +19,15 @@
  * ~8 FLOPs forward (SiLU/GELU), ~13 backward. */
 #define ACT_FLOPS    8.0
 #define ACT_FLOPS_BW 13.0
+/* Squared ReLU (Nemotron-4, Nemotron-H) runs unfused: Megatron-Core's MLP fuses only GeLU
+ * and SwiGLU (bias_activation_fusion) and otherwise calls activation_func, NeMo's
+ * torch.pow(F.relu(x), 2); HF's ReLUSquaredActivation is the same two ops. Forward: relu
+ * (read x, write r) and pow (read r, write y), 2 moves each; backward: pow's (read dy and
+ * r, write dr) and relu's threshold_backward (read dr and r, write dx), 3 each. Both keep
+ * only r, the one tensor a fused activation keeps. */
+#define SQRELU_MOVES_FWD 2.0
+#define SQRELU_MOVES_BWD 3.0
+#define SQRELU_FLOPS     1.0
 /* Eager PyTorch (no fusion: torchtitan without torch.compile; PyTorch 2.x op
  * decompositions as torchtitan's Llama writes them), bytes per element:
  *   RMSNorm, x.float() * rsqrt(x.float().pow(2).mean(-1) + eps), type_as(x),
@@ -249,17 +258,20 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
  * compute them, at the fused-attention rate (the intra-chunk part is a masked attention
  * of chunk length Q on tensor cores, written like FlashAttention 2), against the bytes
  * they move at the activations' bandwidth: x, B, C, dt in, y out at the activation
- * width, the fp32 C B^T blocks (Q per token per group) and the fp32 chunk states
- * (N P per head per chunk: written by chunk_state, read and written by state_passing,
- * read by chunk_scan). Long chunks of small states make it bandwidth-bound on every
- * current GPU: that, not a fitted factor, is its efficiency. Backward re-runs the conv1d
+ * width, the fp32 C B^T blocks (Q per token per group) and the chunk states (N P per head
+ * per chunk: written in fp32 by chunk_state, read by state_passing, which writes them at
+ * the activation width for chunk_scan). Megatron-Core's training path (MambaMixer with
+ * mamba_split_conv1d_scan_combined) gates inside chunk_scan, which reads z and writes the
+ * gated y and the ungated out_x, and norms the gated y after it (read, write). Long chunks
+ * of small states make it bandwidth-bound on every current GPU: that, not a fitted factor,
+ * is its efficiency. Backward re-runs the conv1d
  * and the scan's forward (mamba_split_conv1d_scan_combined at its default checkpoint_lvl 1
  * keeps neither their outputs nor the chunk states: fth_model_layer_activations), then
  * does twice the forward's FLOPs and bytes (two gradient products per forward product, as
  * the attention core): 3x the forward; the gated norm's backward 2x. Decode (inference) updates each request's recurrent state instead:
  * read and write N P per head and the conv1d's K-token window, 4 N P FLOP per head. */
 #define SSD_DT_FLOPS   4.0  /* softplus(dt + bias), dA and its cumulative sum per head */
-#define GATED_NORM_FLOPS 10.0 /* y silu(z), its mean square and scale, per element */
+#define GATED_NORM_FLOPS 10.0 /* y silu(z) (in chunk_scan), its mean square and scale, per element */
 #define CONV_ACT_FLOPS 8.0  /* the conv1d's SiLU per channel */
 #define FP32 4.0
 
@@ -317,20 +329,20 @@ static void mamba(const fth_block_env *e, const fth_layer_shape *sh, double reqs
           ssd_kernel(e, t * hl * 2.0 * n * p,
                      t * (dil * w + gl * n * w + 2.0 * FP32 * hl) + FP32 * state * t / Q),
           share, SSD_BWD);
-  /* state_passing: one state update per chunk */
-  add_ssd(e, fwd, bwd, ssd_kernel(e, t * hl * 2.0 * n * p / Q, 2.0 * FP32 * state * t / Q), share,
+  /* state_passing: one state update per chunk, fp32 in, the activation width out */
+  add_ssd(e, fwd, bwd, ssd_kernel(e, t * hl * 2.0 * n * p / Q, (FP32 + w) * state * t / Q), share,
           SSD_BWD);
   /* bmm_chunk: C B^T per group and chunk */
   add_ssd(e, fwd, bwd, ssd_kernel(e, t * gl * 2.0 * Q * n, t * (2.0 * gl * n * w + FP32 * gl * Q)),
           share, SSD_BWD);
-  /* chunk_scan: the masked (C B^T o L) X and C h per head */
+  /* chunk_scan: the masked (C B^T o L) X and C h per head; x and z in, y and out_x out */
   add_ssd(e, fwd, bwd,
           ssd_kernel(e, t * hl * (2.0 * n * p + p * (Q + 1.0)),
-                     t * (gl * n * w + FP32 * gl * Q + 2.0 * dil * w + 2.0 * FP32 * hl) +
-                         FP32 * state * t / Q),
+                     t * (gl * n * w + FP32 * gl * Q + 4.0 * dil * w + 2.0 * FP32 * hl) +
+                         w * state * t / Q),
           share, SSD_BWD);
-  /* gated RMSNorm: y and z in, the out_proj input out */
-  add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * dil, GATED_NORM_FLOPS, 3.0 * w),
+  /* the RMSNorm of the gated y: in, the out_proj input out */
+  add_ssd(e, fwd, bwd, fth_kernel_elementwise(&e->k.env, t * dil, GATED_NORM_FLOPS, 2.0 * w),
           share, GATED_NORM_BWD);
 }
 
@@ -409,6 +421,18 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
   double ff = moe ? tokens * (m->top_k * e->expert_imbalance + m->num_shared_experts) *
                         l->expert_ffn / l->tp
                   : tokens * l->ffn_hidden / l->tp;
+  if (m->squared_relu && !m->gated_mlp) {
+    fth_kernel_cost kf = fth_kernel_elementwise(&e->k.env, ff, SQRELU_FLOPS, SQRELU_MOVES_FWD * ab);
+    add(e, fwd, FTH_FLOP_MLP, kf, 0.0); /* relu */
+    add(e, fwd, FTH_FLOP_MLP, kf, 0.0); /* pow */
+    if (bwd) {
+      fth_kernel_cost kb =
+          fth_kernel_elementwise(&e->k.env, ff, SQRELU_FLOPS, SQRELU_MOVES_BWD * ab);
+      add(e, bwd, FTH_FLOP_MLP, kb, 0.0);
+      add(e, bwd, FTH_FLOP_MLP, kb, 0.0);
+    }
+    return;
+  }
   double gate = m->gated_mlp ? (eager ? 5.0 : 3.0) : 2.0;
   add(e, fwd, FTH_FLOP_MLP, fth_kernel_elementwise(&e->k.env, ff, ACT_FLOPS, gate * ab), 0.0);
   if (bwd)

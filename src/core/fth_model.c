@@ -18,13 +18,15 @@ fth_model_def fth_model_def_default(void) {
   d.mlp_ratio = 4.0;
   d.max_seq_len = 2048;
   d.moe_layer_interval = 1;
-  /* Megatron-Core TransformerConfig's Mamba defaults (mamba_state_dim 128, mamba_head_dim 64,
-   * mamba_num_groups 8; MambaMixer d_conv 4, chunk_size 256). */
+  /* Megatron-Core's Mamba defaults: TransformerConfig mamba_state_dim 128, mamba_head_dim 64,
+   * mamba_num_groups 8; MambaMixer (megatron/core/ssm/mamba_mixer.py) d_conv 4 and chunk_size
+   * 128, which NeMo's and Megatron-Bridge's Mamba layer specs do not override (mamba_ssm's own
+   * Mamba2 module uses 256; HF configs carry their chunk_size). */
   d.mamba_state_dim = 128;
   d.mamba_head_dim = 64;
   d.mamba_num_groups = 8;
   d.mamba_conv_kernel = 4;
-  d.mamba_chunk = 256;
+  d.mamba_chunk = 128;
   return d;
 }
 
@@ -509,11 +511,14 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
    * Hybrid blocks (fth_model_shares): the attention terms times attn_share, the MLP's
    * times mlp_share, one norm input w h per sub-layer, and per Mamba2 mixer (mamba_ssm's
    * mamba_split_conv1d_scan_combined at its default checkpoint_lvl 1, which recomputes
-   * the scan output in backward; Megatron-Core MambaMixer):
+   * the scan output in backward; Megatron-Core MambaMixer, whose training path gates inside
+   * the scan (z passed to it) and norms after it, apart):
    *   replicated  in_proj input (norm output)             w h
    *   sharded     in_proj output z, x, B, C, dt          w (2 d_inner + 2 G N + H)
-   *               out_proj input (gated norm output)     w d_inner
-   *               the gated norm's fp32 1/rms per group  4 G */
+   *               the scan's ungated output out_x        w d_inner
+   *               the norm's input (the gated output)    w d_inner
+   *               out_proj input (the norm's output)     w d_inner
+   *               the norm's fp32 1/rms per group        4 G */
   fth_layer_activations a;
   memset(&a, 0, sizeof a);
   fth_layer_shape s = fth_model_layer_shape(d, moe);
@@ -541,7 +546,7 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
   if (sm > 0) {
     double di = fth_model_mamba_inner(d), g = d->mamba_num_groups;
     a.replicated += sm * w * h;
-    a.sharded += sm * (w * (3.0 * di + 2.0 * g * d->mamba_state_dim + mamba_heads(d)) +
+    a.sharded += sm * (w * (5.0 * di + 2.0 * g * d->mamba_state_dim + mamba_heads(d)) +
                        FP32_BYTES * g);
   }
 

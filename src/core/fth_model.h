@@ -20,6 +20,7 @@ typedef struct fth_model_def {
   double ffn_hidden; ///< dense FFN inner size; 0 = mlp_ratio x d_model
   double mlp_ratio;  ///< used when ffn_hidden == 0
   int gated_mlp;     ///< 1: SwiGLU (gate, up, down); 0: plain (up, down) with GeLU
+  int squared_relu;  ///< plain MLP with relu(x)^2 (Nemotron-4, Nemotron-H), run unfused
   int vocab_size;
   int max_seq_len;
   int learned_pos_emb; ///< 1: GPT-style learned position table (max_seq_len x h)
@@ -70,7 +71,7 @@ typedef struct fth_model_def {
   int mamba_num_heads;   ///< H; 0 = 2 d_model / P (expand 2)
   int mamba_num_groups;  ///< G: heads sharing one B and C
   int mamba_conv_kernel; ///< width of the depthwise causal conv1d (4)
-  int mamba_chunk;       ///< SSD chunk length Q (256, as Megatron-Core and mamba_ssm use)
+  int mamba_chunk;       ///< SSD chunk length Q (128: Megatron-Core's MambaMixer)
 } fth_model_def;
 
 /// Sub-layers of each kind per block: *mamba, *attn, *mlp (the FFN: MLP, or MoE with E

@@ -441,6 +441,39 @@ static void recompute_phase(const fth_train_plan *p, const fth_block_env *e,
   }
 }
 
+/* Megatron-Core's first_last_layers_bf16 (fp8_utils get_fp8_context: the first
+ * num_layers_at_start_in_bf16 and last num_layers_at_end_in_bf16 layers, counted over a
+ * hybrid's sub-layers, run without the FP8 context): `layers` layers of kind `moe` cost
+ * their block's pass with the linears at the activation width and no casts instead of the
+ * recipe's; the difference, scaled to the blocks they are (a hybrid's sub-layer is
+ * blocks / sub-layers of a block: Nemotron-H 56B's 59 / 118), is added to the stage's
+ * passes. */
+static void bf16_layers(const fth_train_plan *p, const fth_block_env *e, int moe, int layers,
+                        fth_phase *fwd, fth_phase *bwd) {
+  const fth_train_def *w = &p->work;
+  const fth_model_def *m = &p->model;
+  if (layers <= 0 || !(e->k.gemm_bytes > 0)) return;
+  int sub = m->hybrid_mamba + m->hybrid_attention + m->hybrid_mlp + m->hybrid_moe;
+  double blocks = sub > 0 ? layers * (double)m->n_layers / sub : (double)layers;
+  const double q = w->seq_len / p->layout.cp;
+  fth_block_env wide = *e;
+  wide.k.gemm_bytes = 0.0;
+  wide.k.cast_bytes = 0.0;
+  wide.k.env.attention_flops_per_s = fth_compute_attention_flops_per_s(
+      &p->node.compute, fth_precision_from_bytes(w->act_bytes));
+  fth_phase rf, rb, wf, wb;
+  fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &rf, &rb);
+  fth_block_pass(&wide, moe, w->micro_batch, q, w->seq_len, &wf, &wb);
+  fth_phase_scale(&rf, -1.0);
+  fth_phase_scale(&rb, -1.0);
+  fth_phase_add(&wf, &rf);
+  fth_phase_add(&wb, &rb);
+  fth_phase_scale(&wf, blocks);
+  fth_phase_scale(&wb, blocks);
+  fth_phase_add(fwd, &wf);
+  fth_phase_add(bwd, &wb);
+}
+
 /* One micro-batch through the slowest stage: the heaviest stage but the last,
  * or the last with the LM head, whichever takes longer under the overlap
  * `eff`; and what recomputation re-runs inside its backward: the whole blocks
@@ -461,6 +494,10 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
     if (mid[moe] > 0 || last[moe] > 0)
       fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
   fth_block_stage(e, blk_f, blk_b, last, 1, w->micro_batch, q, fwd, bwd);
+  /* the last stage holds the last layers, the first (the only one at PP 1) the first */
+  const int moe_first = fth_model_num_moe_in(m, 0, 1) > 0, moe_last = fth_model_last_layer_moe(m);
+  bf16_layers(p, e, moe_last, w->bf16_layers_end, fwd, bwd);
+  if (l->pp == 1) bf16_layers(p, e, moe_first, w->bf16_layers_start, fwd, bwd);
   if (m->mtp_layers > 0) {
     fth_phase tf, tb;
     fth_block_mtp(e, w->micro_batch, q, &tf, &tb);
@@ -483,6 +520,7 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
         fth_block_pass(e, moe, w->micro_batch, q, w->seq_len, &blk_f[moe], &blk_b[moe]);
     fth_phase ff, fb;
     fth_block_stage(e, blk_f, blk_b, first, 0, w->micro_batch, q, &ff, &fb);
+    bf16_layers(p, e, moe_first, w->bf16_layers_start, &ff, &fb);
     fth_phase_scale(fwd, 0.5);
     fth_phase_scale(bwd, 0.5);
     fth_phase_scale(&ff, 0.5);
@@ -496,6 +534,8 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
   if (l->pp > 1 && (mid[0] != last[0] || mid[1] != last[1] || dual) && !(dual && l->pp == 2)) {
     fth_phase mf, mb;
     fth_block_stage(e, blk_f, blk_b, mid, 0, w->micro_batch, q, &mf, &mb);
+    /* the heaviest stage but the last stands for the first */
+    bf16_layers(p, e, moe_first, w->bf16_layers_start, &mf, &mb);
     double ex[FTH_COMM_KIND_COUNT];
     unsigned bk = blocking_kinds(p);
     double t_last =

@@ -137,6 +137,15 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (w->attention_fp8 && w->recipe == FTH_RECIPE_NONE)
     return fth_fail(err, FTH_EINVAL, "attention_fp8",
                     "FP8 attention runs under an FP8 precision_recipe (none set)");
+  if (w->bf16_layers_start < 0 || w->bf16_layers_end < 0)
+    return fth_fail(err, FTH_EINVAL,
+                    w->bf16_layers_start < 0 ? "num_layers_at_start_in_bf16" : "num_layers_at_end_in_bf16",
+                    "expected layers >= 0, got %d",
+                    w->bf16_layers_start < 0 ? w->bf16_layers_start : w->bf16_layers_end);
+  if ((w->bf16_layers_start > 0 || w->bf16_layers_end > 0) && w->recipe == FTH_RECIPE_NONE)
+    return fth_fail(err, FTH_EINVAL,
+                    w->bf16_layers_start > 0 ? "num_layers_at_start_in_bf16" : "num_layers_at_end_in_bf16",
+                    "BF16 layers are the exception to a precision_recipe (none set)");
   if (w->activation_input_fp8 != 0 && w->activation_input_fp8 != 1)
     return fth_fail(err, FTH_EINVAL, "activation_input_fp8", "expected 0 or 1, got %d",
                     w->activation_input_fp8);

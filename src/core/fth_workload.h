@@ -64,6 +64,11 @@ typedef struct fth_train_def {
   /// 1: under a precision recipe, fused attention runs at FP8 (both passes at the FP8
   /// rate) and saves Q, K and V at one byte
   int attention_fp8;
+  /// Megatron-Core's first_last_layers_bf16 (`num_layers_at_start_in_bf16` /
+  /// `..._at_end_in_bf16`; NeMo's Nemotron-H configs: 1 and 1): layers at each end of the
+  /// model (sub-layers of a hybrid pattern) run outside the precision recipe, their linears
+  /// at the activation width with no casts; 0 = none
+  int bf16_layers_start, bf16_layers_end;
   double ep_dispatch_override_s; ///< time of one EP dispatch, if simulated (0 = model)
   double ep_combine_override_s;  ///< time of one EP combine, if simulated (0 = the dispatch's,
                                  ///< scaled by the combine's bytes over the dispatch's)

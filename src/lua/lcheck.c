@@ -282,6 +282,7 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
   out->ffn_hidden = lcheck_number(L, idx, w, "ffn_hidden_size", out->ffn_hidden);
   out->mlp_ratio = lcheck_number(L, idx, w, "mlp_ratio", out->mlp_ratio);
   out->gated_mlp = lcheck_bool(L, idx, w, "gated_mlp", out->gated_mlp);
+  out->squared_relu = lcheck_bool(L, idx, w, "squared_relu", out->squared_relu);
   out->vocab_size = lcheck_int_range(L, idx, w, "vocab_size", out->vocab_size, 1, LCHECK_MAX_TOKENS);
   out->max_seq_len =
       lcheck_int_range(L, idx, w, "max_sequence_length", out->max_seq_len, 1, LCHECK_MAX_TOKENS);
@@ -459,6 +460,10 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->attention_fp8 = lcheck_bool(L, idx, w, "attention_fp8", out->attention_fp8);
   out->activation_input_fp8 =
       lcheck_bool(L, idx, w, "activation_input_fp8", out->activation_input_fp8);
+  out->bf16_layers_start = lcheck_int_range(L, idx, w, "num_layers_at_start_in_bf16",
+                                            out->bf16_layers_start, 0, LCHECK_MAX_LAYERS);
+  out->bf16_layers_end = lcheck_int_range(L, idx, w, "num_layers_at_end_in_bf16",
+                                          out->bf16_layers_end, 0, LCHECK_MAX_LAYERS);
   out->recompute_num_layers = lcheck_int_range(L, idx, w, "recompute_num_layers",
                                                out->recompute_num_layers, 0, LCHECK_MAX_LAYERS);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);

@@ -1,6 +1,7 @@
 /* ldefaults.c: fathom.core.defaults, the core's defaults by their YAML names.
  *   core.defaults.train = {kernel_model = "tiled", recompute = "none", dp_variant = "DDP", ...}
  *   core.defaults.infer = {kernel_model = "tiled", flash_attention = true, ...}
+ *   core.defaults.model = {mamba_state_dim = 128, mamba_chunk_size = 128, ...}
  * The binding starts every def it reads from ldefaults_train/_infer, and spec.lua
  * takes the schema's defaults for these fields from core.defaults, so a workload
  * given as a Lua table and the same workload read from YAML get the same values. */
@@ -54,7 +55,7 @@ static void setname(lua_State *L, const char *k, lnames_enum e, int v) {
   } while (0)
 
 void lfth_open_defaults(lua_State *L) {
-  lua_createtable(L, 0, 4); /* core defaults */
+  lua_createtable(L, 0, 6); /* core defaults */
   fth_topology_def topo = fth_topology_def_default();
   lua_createtable(L, 0, 2); /* core defaults topology */
   setbool(L, "dp_bandwidth_apart", topo.dp_bandwidth_apart);
@@ -63,6 +64,14 @@ void lfth_open_defaults(lua_State *L) {
   lua_createtable(L, 0, 1); /* core defaults limits */
   setint(L, "num_nextn_predict_layers", FTH_MAX_MTP_LAYERS);
   lua_setfield(L, -2, "limits");
+  fth_model_def m = fth_model_def_default();
+  lua_createtable(L, 0, 5); /* core defaults model: the Mamba2 mixer's */
+  setint(L, "mamba_state_dim", m.mamba_state_dim);
+  setint(L, "mamba_head_dim", m.mamba_head_dim);
+  setint(L, "mamba_num_groups", m.mamba_num_groups);
+  setint(L, "mamba_conv_kernel", m.mamba_conv_kernel);
+  setint(L, "mamba_chunk_size", m.mamba_chunk);
+  lua_setfield(L, -2, "model");
   lua_createtable(L, 0, 1); /* core defaults moe: constants the Lua side needs */
   setnum(L, "dispatch_scale_bytes", FTH_DISPATCH_SCALE_BYTES);
   lua_setfield(L, -2, "moe");
@@ -77,6 +86,8 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "lora_targets", LNAMES_LORA_TARGETS, (int)t.lora_targets);
   setint(L, "recompute_num_layers", t.recompute_num_layers);
   setbool(L, "activation_input_fp8", t.activation_input_fp8);
+  setint(L, "num_layers_at_start_in_bf16", t.bf16_layers_start);
+  setint(L, "num_layers_at_end_in_bf16", t.bf16_layers_end);
   setbool(L, "attention_fp8", t.attention_fp8);
   setint(L, "virtual_stages", t.virtual_stages);
   setint(L, "zero3_microbatches_per_gather", t.zero3_microbatches_per_gather);

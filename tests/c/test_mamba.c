@@ -84,6 +84,13 @@ static int step(void) {
   FTH_ENSURE_NEAR(a.bwd_flops[FTH_FLOP_ATTENTION] - 193536.0, b.bwd_flops[FTH_FLOP_ATTENTION],
                   1e-6);
   FTH_ENSURE(a.fwd_flops[FTH_FLOP_MLP] == b.fwd_flops[FTH_FLOP_MLP]);
+  /* and the scan's bytes: per token the chunk states (H N P = 8 x 32 x 16 = 4,096 per chunk)
+   * written in fp32 by chunk_state (4), read in fp32 and written at w = 2 by state_passing
+   * (6), read by chunk_scan (2): 12 x 4,096 x (1/32 - 1/64) = +768; the fp32 C B^T blocks
+   * (G Q = 2 x Q per token), written by bmm_chunk and read by chunk_scan: 2 x 4 x 2 x (32 -
+   * 64) = -512. +256 a token, +2,048 B for the 8 tokens forward, three times that backward. */
+  FTH_ENSURE_NEAR(a.fwd_bytes[FTH_FLOP_ATTENTION] + 2048.0, b.fwd_bytes[FTH_FLOP_ATTENTION], 1e-6);
+  FTH_ENSURE_NEAR(a.bwd_bytes[FTH_FLOP_ATTENTION] + 6144.0, b.bwd_bytes[FTH_FLOP_ATTENTION], 1e-6);
   FTH_ENSURE(a.step_time_s > 0);
   return 0;
 }
@@ -112,11 +119,12 @@ int mamba_test(void) {
   FTH_ENSURE_NEAR(132096.0, f.bwd_weight, 1e-9);
   /* Saved for backward at w = 2, flash: the two norm inputs 2 x 2 x 64, the in_proj and MLP
    * inputs 2 x 64 each (replicated: 512, + the plain MLP's dropout mask 64 = 576); sharded:
-   * in_proj output 2 x 392, out_proj input 2 x 128, 4 x 2 fp32 1/rms, MLP 2 x 2 x 256:
-   * 784 + 256 + 8 + 1,024 = 2,072. No KV cache. */
+   * in_proj output 2 x 392, the scan's ungated output and the norm's input 2 x 2 x 128,
+   * out_proj input 2 x 128, 4 x 2 fp32 1/rms, MLP 2 x 2 x 256:
+   * 784 + 512 + 256 + 8 + 1,024 = 2,584. No KV cache. */
   fth_layer_activations act = fth_model_layer_activations(&m, 0, 2.0, 1);
   FTH_ENSURE_NEAR(576.0, act.replicated, 1e-12);
-  FTH_ENSURE_NEAR(2072.0, act.sharded, 1e-12);
+  FTH_ENSURE_NEAR(2584.0, act.sharded, 1e-12);
   FTH_ENSURE(s.kv_cache_per_token == 0.0);
 
   /* "M*--": one Mamba2, one attention (4 heads of 16: QKV 64 x 192, O 64 x 64 = 16,384)

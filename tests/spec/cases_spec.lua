@@ -93,7 +93,9 @@ describe("fathom.cases", function()
     assert.is_true(a.learned)
     a = cases.arch({ arch = "Nemotron-4 (RoPE, squared-ReLU MLP, LayerNorm, GQA)" })
     assert.is_false(a.gated)
-    assert.is_truthy(a.notes[1])
+    assert.is_true(a.squared)
+    assert.is_nil(a.notes[1])
+    assert.is_false(cases.arch({ arch = "GPT (GeLU MLP)" }).squared)
     a = cases.arch({ arch = "Llama 4 (SwiGLU, GQA; MoE in every other layer, 1 shared expert)" })
     assert.are.equal(2, a.moe_interval)
     -- Mamba2 hybrids are modelled (with or without MoE sub-layers); SSM models without counts are not
@@ -243,6 +245,29 @@ describe("fathom.cases", function()
     case.training.precision = "BF16" -- no FP8 recipe: neither applies
     assert.is_false(cases.training_docs(case).workload.activation_input_fp8)
     assert.is_false(cases.training_docs(case).workload.attention_fp8)
+  end)
+
+  it("keeps Nemotron-H's first and last sub-layers in BF16 under FP8, as NeMo's configs do", function()
+    local case = { id = "nh", source = "t", workload = "training",
+      model = { name = "Nemotron-H 56B (hybrid Mamba2-Transformer)", layers = 6, hidden = 1024, heads = 8,
+        kv_heads = 8, ffn = 4096, vocab = 32000, arch = "hybrid, squared-ReLU MLP",
+        mamba = { mamba_layers = 2, attention_layers = 1, mlp_layers = 3, state_dim = 128, groups = 8 } },
+      system = { gpu = "NVIDIA H100 80GB HBM3", num_gpus = 8, gpus_per_node = 8 },
+      parallelism = { tp = 8, pp = 1, dp = 1, micro_batch = 1, global_batch = 8, seq_len = 4096, sp = true },
+      training = { precision = "FP8", framework = "NeMo 25.04" },
+      measured = { { metric = "step_time_s", value = 1.0, unit = "s" } } }
+    local w = assert(cases.training_docs(case)).workload
+    assert.are.equal(1, w.num_layers_at_start_in_bf16)
+    assert.are.equal(1, w.num_layers_at_end_in_bf16)
+    assert.is_true(assert(cases.training_docs(case)).model.squared_relu)
+    case.training.first_last_layers_bf16 = false -- as a case states it
+    assert.is_nil(cases.training_docs(case).workload.num_layers_at_start_in_bf16)
+    case.training.first_last_layers_bf16 = nil
+    case.training.precision = "BF16" -- no recipe: nothing to except
+    assert.is_nil(cases.training_docs(case).workload.num_layers_at_end_in_bf16)
+    case.model.name = "Nemotron-4 15B" -- a family whose configs do not set it
+    case.training.precision = "FP8"
+    assert.is_nil(cases.training_docs(case).workload.num_layers_at_start_in_bf16)
   end)
 
   it("maps training.precision to a compute width and recipe", function()

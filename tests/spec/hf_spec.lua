@@ -57,7 +57,7 @@ describe("Hugging Face config.json", function()
       for _, k in ipairs({ "d_model", "n_layers", "num_heads", "vocab_size", "num_regular_experts",
         "num_selected_experts", "num_shared_experts", "first_dense_layers", "kv_lora_rank", "n_group",
         "num_nextn_predict_layers", "mamba_layers", "attention_layers", "mlp_layers", "mamba_state_dim",
-        "mamba_num_groups" }) do
+        "mamba_num_groups", "squared_relu" }) do
         assert.are.equal(mb[k], ma[k], name .. "." .. k)
       end
     end
@@ -66,6 +66,9 @@ describe("Hugging Face config.json", function()
   it("Nemotron's squared-ReLU MLP is not gated; an explicit head_dim that differs is kept", function()
     local _, n = info(HF .. "nemotron4_340b.json")
     assert.is_false(n.gated_mlp)
+    assert.is_true(n.squared_relu)
+    local _, l = info(HF .. "llama3.1_8b.json")
+    assert.is_false(l.squared_relu)
     local _, q = info(HF .. "qwen3_8b.json")
     assert.is_nil(q.head_dim) -- 32 heads x 128 = 4096 = hidden: implied
     local _, g = info(HF .. "gpt_oss_120b.json")

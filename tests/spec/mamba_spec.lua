@@ -40,6 +40,45 @@ describe("hybrid Mamba2 models", function()
     os.remove(mlp)
   end)
 
+  it("runs the SSD in Megatron-Core's MambaMixer chunks (128) unless the model names its own", function()
+    local function step(extra)
+      local path = model_file('n_layers: 4\nhybrid_override_pattern: "M-M-"\n' .. extra)
+      local r = estimate(path, "--tp", "1", "--seq", "4096", "--format", "json")
+      os.remove(path)
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout).time.step_time_seconds
+    end
+    local default, q128, q256 = step(""), step("mamba_chunk_size: 128\n"), step("mamba_chunk_size: 256\n")
+    assert.are.equal(q128, default)
+    assert.are_not.equal(q256, default)
+    assert.are.equal(128, require("fathom.core").defaults.model.mamba_chunk_size)
+  end)
+
+  it("keeps the first and last sub-layers in BF16 under an FP8 recipe when the workload says so", function()
+    local model = model_file('n_layers: 4\nhybrid_override_pattern: "M-M-"\n')
+    local function run(extra, precision)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "w"))
+      f:write(assert(io.open("configs/train_specs/search_default.yaml")):read("a") .. extra)
+      f:close()
+      local r = estimate(model, "--tp", "1", "--workload", path, "--precision", precision, "--format", "json")
+      os.remove(path)
+      return r
+    end
+    local function step(r)
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout).time.step_time_seconds
+    end
+    local fp8 = step(run("", "fp8_current"))
+    local edges = step(run("num_layers_at_start_in_bf16: 1\nnum_layers_at_end_in_bf16: 1\n", "fp8_current"))
+    local bf16 = step(run("", "bf16"))
+    -- two of the four sub-layers (one of the two blocks' worth) in BF16: half way from the
+    -- FP8 step to the BF16 one (the head and loss run at the activation width in both)
+    assert.is_true(math.abs(edges - (fp8 + bf16) / 2) < 1e-9 * bf16, string.format("%g %g %g", fp8, edges, bf16))
+    refused(run("num_layers_at_end_in_bf16: 1\n", "bf16"), "num_layers_at_end_in_bf16.*precision_recipe")
+    os.remove(model)
+  end)
+
   it("routes tokens through the MoE sub-layers only (Nemotron 3's E): half of them, half the EP time", function()
     local moe = "num_regular_experts: 8\nnum_selected_experts: 2\nexpert_ffn_hidden_size: 256\n"
     local two = model_file('n_layers: 4\nhybrid_override_pattern: "ME*E"\n' .. moe)
