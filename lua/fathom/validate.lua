@@ -776,7 +776,9 @@ function M.fit(state, jobs, settings, only)
   end
   -- newer kernels of one lineage (Transformer Engine/cuDNN stacks "2021".."2025"; PyTorch-native
   -- "torch2024".."torch2025") are not slower: fit in kernel order, each bounded below by the
-  -- previous calibrated key of its lineage on the same GPU generation
+  -- previous key of its lineage on the same GPU generation (on a derived generation only one
+  -- fitted in this run: a row that follows its neighbour's factors, CDNA 3's "2024" from
+  -- Hopper's, is no evidence)
   local order = {}
   for _, grp in pairs(groups) do
     if #grp.jobs >= M.min_fit_cases then order[#order + 1] = grp end
@@ -788,12 +790,15 @@ function M.fit(state, jobs, settings, only)
     return (rank[x.kernels] or 0) < (rank[y.kernels] or 0)
   end)
   local lineage = calibration.lineage
+  local fitted = {}
   local function floor_of(grp, key)
     local rows = settings[grp.generation] or {}
     local best, bi = nil, 0
     for k, v in pairs(rows) do
       local i = rank[k] or 0
-      if k ~= grp.kernels and lineage(k) == lineage(grp.kernels) and i < (rank[grp.kernels] or 0) and i > bi then
+      local evidence = fitted[grp.generation .. "/" .. k] or not calibration.derived[grp.generation]
+      if k ~= grp.kernels and evidence and lineage(k) == lineage(grp.kernels)
+        and i < (rank[grp.kernels] or 0) and i > bi then
         best, bi = v[key], i
       end
     end
@@ -816,6 +821,15 @@ function M.fit(state, jobs, settings, only)
     if grp.wide then keys[#keys + 1] = "efficiency" end
     if grp.flash then keys[#keys + 1] = "attention_efficiency" end
     if grp.fp8 then keys[#keys + 1] = "fp8_efficiency" end
+    -- a derived generation's cases calibrate only the settings it names (`fit`); the rest
+    -- follow its neighbour's by the stated ratio (fathom.calibration.derived)
+    local only_keys = calibration.derived[grp.generation] and calibration.derived[grp.generation].fit
+    if only_keys then
+      local named, kept = {}, {}
+      for _, k in ipairs(only_keys) do named[k] = true end
+      for _, k in ipairs(keys) do if named[k] then kept[#kept + 1] = k end end
+      keys = kept
+    end
     local best
     for _ = 1, 2 do
       for _, key in ipairs(keys) do
@@ -830,6 +844,7 @@ function M.fit(state, jobs, settings, only)
       end
     end
     grp.loss = best
+    fitted[grp.generation .. "/" .. grp.kernels] = true
   end
   return settings, groups
 end
