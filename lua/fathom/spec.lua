@@ -78,7 +78,7 @@ M.interconnect_schema = {
   latency_sec = { type = "number", min = 0, default = 0 },
   in_network_reduction = { type = "boolean", default = false },
   topology = { type = "string", default = "switched", choices = { "switched", "mesh" },
-    hint = "how a scale-up fabric joins a node's GPUs: switched (NVSwitch), mesh (point-to-point links to every peer)" },
+    hint = "how a scale-up fabric joins a node's GPUs: switched (NVSwitch), mesh (a link to every peer)" },
   oversubscription = { type = "number", min = 1, default = 1,
     hint = "two_tier fabrics: leaf down-link to up-link bandwidth ratio, 1 = full bisection" },
   leaf_size_xpus = { type = "integer", min = 0, default = 0,
