@@ -586,6 +586,13 @@ describe("framework versions", function()
     assert.are.equal(0, f.comp_comm_efficiency)
   end)
 
+  it("says that an MXFP6 recipe is costed at BF16, and maps MXFP4 to the FP4 rate", function()
+    local p6 = cases.precision("MXFP6 (weights and activations)")
+    assert.are.equal(2, p6.gemm_bytes)
+    assert.matches("MXFP6", p6.note)
+    assert.are.equal(0.5, cases.precision("MXFP4 linears, BF16 attention").gemm_bytes)
+  end)
+
   it("reads NeMo / Megatron on ROCm as one 2025 kernel library, whatever date its container tag holds", function()
     -- a Linux release in a ROCm container tag is not a NeMo 22.04 container (it once picked
     -- NeMo's 2024 row for AMD's ROCm 7.0 LoRA runs and 2025's for its ROCm 7.0 pre-training)
