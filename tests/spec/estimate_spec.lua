@@ -271,7 +271,7 @@ describe("fathom estimate on an Infinity Fabric mesh", function()
   -- (a one-shot exchange over all 7): as switched.
   local lib = os.tmpname()
   local f = assert(io.open(lib, "w"))
-  f:write("base: " .. os.getenv("PWD") .. "/configs/hardware/hardware_library.yaml\n",
+  f:write("base: hardware/hardware_library.yaml\n",
     "components:\n  interconnect:\n    infinity_fabric_mi300: {topology: switched}\n")
   f:close()
   local function tp_s(tp, extra)
