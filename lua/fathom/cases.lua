@@ -397,6 +397,12 @@ function M.precision_width(s, default_recipe)
     if p:find("block") or p:find("deepseek") or p:find("deepgemm") then return low(R.fp8_blockwise, 1) end
     return low(R[default_recipe or R.fp8_current], 1)
   end
+  if p:find("fp6") then
+    -- FP6 GEMMs run at the FP4 rate on CDNA 4 and at the FP8 rate on Blackwell; the core has
+    -- no FP6 precision, so the case is costed at BF16 and says so
+    return { bytes = 2, gemm_bytes = 2, recipe = R.none, fp8 = false, fp4 = false,
+      note = "MXFP6/FP6 GEMMs are not modelled (no FP6 rate in the core): costed at BF16" }
+  end
   if p:find("fp32") and not (p:find("bf16") or p:find("fp16") or p:find("mixed")) then
     return { bytes = 4, gemm_bytes = 4, recipe = R.none, fp8 = false, fp4 = false }
   end

@@ -1,8 +1,9 @@
 -- fathom.frameworks: what a training or serving framework does by default, as data.
 -- A case file's `training.framework` (or a workload spec's `framework`) names one;
 -- its row supplies every setting the source leaves unsaid. Rows are matched in order
--- against the lower-cased name; `min_version` rows need a version >= it (YY.MM for
--- NeMo containers, a year for the rest).
+-- against the lower-cased name (`pattern`, and `also` where a row sets it; never
+-- `exclude`); `min_version` rows need a version >= it (YY.MM for NeMo containers, a year
+-- for the rest).
 --
 -- Fields:
 --   flash_attention        fused (FlashAttention-class) attention kernels, yes/no
@@ -125,6 +126,24 @@ M.rows = {
   -- param all-gather, TP communication overlap (userbuffers) in the performance recipes,
   -- sequence parallelism with TP, expert TP = TP unless set (MCore >= 0.10), FP8 delayed
   -- scaling by default (current scaling and MXFP8 selectable from NeMo 25.04 / TE 2.x).
+  -- NeMo / Megatron-LM on ROCm (AMD's MLPerf implementations, MangoBoost LLMBoost, AMD Primus):
+  -- ROCm forks of Megatron-LM and Transformer Engine, hipBLASLt GEMMs, CK / AITER fused
+  -- attention, the distributed optimizer, FP8 delayed scaling (TE's hybrid E4M3/E5M2). ROCm
+  -- has no counterpart of NVIDIA's TE 1.x -> 2.x / cuDNN FA2 -> FA3 step that separates the
+  -- NeMo 2024 and 2025 rows, and every such run here is a 2025 ROCm (6.4, 7.0): one kernel
+  -- library, the CDNA generation's reference ("2025"), whatever container date the name holds.
+  { name = "NeMo / Megatron on ROCm", pattern = "nemo", also = "rocm", exclude = "automodel",
+    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
+  { name = "NeMo / Megatron on ROCm", pattern = "megatron", also = "rocm",
+    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
+  { name = "NeMo / Megatron on ROCm", pattern = "primus",
+    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
+    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
+    ep_dispatch_per_node = false },
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
@@ -193,7 +212,8 @@ M.rows = {
 -- "MLPerf Training v5.0" -> nil, 2025; "core_r0.13" -> nil, 2025; "TensorRT-LLM v0.6.1" -> nil, 2023;
 -- "vLLM 0.6.3" -> nil, 2024.
 function M.version(s)
-  s = tostring(s or "")
+  -- a Linux release in a container tag ("rocm6.4_ubuntu22.04") is not a NeMo YY.MM container
+  s = tostring(s or ""):gsub("[Uu][Bb][Uu][Nn][Tt][Uu][%s_%-]*%d+%.%d+", "")
   -- MLPerf Training rounds: v3.x 2023, v4.x 2024, v5.x 2025 (the software of that round)
   local round = s:lower():match("mlperf[^%d]-v?(%d)%.%d")
   if round then return nil, 2020 + tonumber(round) end
@@ -268,7 +288,7 @@ function M.lookup(name)
   local v, year = M.version(name)
   local row
   for _, r in ipairs(M.rows) do
-    if s:find(r.pattern) and not (r.exclude and s:find(r.exclude)) then
+    if s:find(r.pattern) and not (r.exclude and s:find(r.exclude)) and not (r.also and not s:find(r.also)) then
       local ok = true
       if r.min_version then
         local have
@@ -288,7 +308,7 @@ function M.lookup(name)
   for k, val in pairs(base) do out[k] = val end
   for k, val in pairs(row or {}) do out[k] = val end
   out.name = row and row.name or "default"
-  out.pattern, out.min_version, out.max_version, out.exclude = nil, nil, nil, nil
+  out.pattern, out.min_version, out.max_version, out.exclude, out.also = nil, nil, nil, nil, nil
   if s:find("compile") then
     out.eager_elementwise = false
     if out.cast_kernels == "eager" then out.cast_kernels = "compiled" end

@@ -338,7 +338,8 @@ function M.system(lib, node_name, gpus, pod_size, placed_ok)
     node = spec.node_table(lib, node_name),
     scale_up = lib.interconnect[up],
     scale_out = out and lib.interconnect[out] or lib.interconnect[up],
-    scale_up_type = TOPO.switched,
+    -- the scale-up fabric as the library joins it (NVSwitch: switched; Infinity Fabric: a full mesh)
+    scale_up_type = TOPO[lib.interconnect[up].topology] or TOPO.switched,
     scale_out_type = TOPO.two_tier,
     pod_size = pod_size,
     num_pods = (gpus + pod_size - 1) // pod_size,

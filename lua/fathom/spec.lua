@@ -77,6 +77,8 @@ M.interconnect_schema = {
   efficiency = { type = "number", above = 0, max = 1, default = 1, hint = "a fraction in (0, 1]" },
   latency_sec = { type = "number", min = 0, default = 0 },
   in_network_reduction = { type = "boolean", default = false },
+  topology = { type = "string", default = TOPO.switched, choices = names.topology_type,
+    hint = "how a scale-up fabric joins a node's GPUs: switched (NVSwitch), mesh (a link to every peer)" },
   oversubscription = { type = "number", min = 1, default = 1,
     hint = "two_tier fabrics: leaf down-link to up-link bandwidth ratio, 1 = full bisection" },
   leaf_size_xpus = { type = "integer", min = 0, default = 0,

@@ -217,6 +217,30 @@ end
 
 M.calibrated_lib = calibrated_lib -- bench/gpu/compare_layers.lua prices layers on the same library
 
+-- physical(state, docs) -> the case's physical topology with its scale-up dimension joined
+-- as the node's scale-up fabric is (the library interconnect's `topology`: NVSwitch
+-- "switched", Infinity Fabric's full "mesh" of 8), cached on the docs
+local function physical(state, docs)
+  if docs.physical_of == state.lib_doc then return docs.physical_fabric end
+  local ph = docs.physical
+  local node = state.lib_doc.nodes[ph.node_definition_ref]
+  local up = node and (node.device_interconnects or {}).scale_up
+  local ic = up and state.lib_doc.components.interconnect[up]
+  local topo = ic and ic.topology
+  local out = ph
+  if topo and ph.dimensions[1] and ph.dimensions[1].name == "scale_up" and topo ~= ph.dimensions[1].topology_type then
+    out = { name = ph.name, node_definition_ref = ph.node_definition_ref, dimensions = {} }
+    for i, d in ipairs(ph.dimensions) do
+      local c = {}
+      for k, v in pairs(d) do c[k] = v end
+      if i == 1 then c.topology_type = topo end
+      out.dimensions[i] = c
+    end
+  end
+  docs.physical_of, docs.physical_fabric = state.lib_doc, out
+  return out
+end
+
 local function node_peak(lib, node, bytes)
   local c = lib.compute[lib.nodes[node].device_compute]
   if bytes <= 1 and (c.fp8_nominal or 0) > 0 then return c.fp8_nominal end
@@ -242,7 +266,7 @@ local function evaluate_training(state, job, settings)
   end
   local lib = calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts)
   local ok, r = pcall(function()
-    return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+    return scenario.new({ hardware_lib = lib, physical = physical(state, docs), logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()
   end)
   if not ok then return nil, rejected(r) end
@@ -546,9 +570,9 @@ M.MAX_SIM_REQUESTS = 16384
 -- simulate(docs, lib) -> core.serve_run's result for the case's closed-loop benchmark on
 -- its decode plan (one DP rank per replica; KV per rank as the memory model leaves it, times
 -- the engine's kv_cache_free_gpu_mem_fraction where stated).
-local function simulate(docs, lib)
+local function simulate(state, docs, lib)
   local sim = docs.sim
-  local plan = scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+  local plan = scenario.new({ hardware_lib = lib, physical = physical(state, docs), logical = docs.logical,
     model = docs.model, workload = docs.decode, pass_mode = "inference_decode" }):compile()
   local def = { requests = math.min(sim.requests, math.max(M.MAX_SIM_REQUESTS, sim.concurrency)),
     arrival = "closed", concurrency = sim.concurrency,
@@ -581,13 +605,13 @@ local function evaluate_inference(state, job, settings)
   local lib = calibrated_lib(state, docs.gpu.node, setting)
   local ok, res = pcall(function()
     local function run(mode, w)
-      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+      return scenario.new({ hardware_lib = lib, physical = physical(state, docs), logical = docs.logical,
         model = docs.model, workload = w, pass_mode = mode }):evaluate()
     end
     local pre = docs.prefill and run("inference_prefill", docs.prefill)
     local dec = docs.decode and run("inference_decode", docs.decode)
     local out = { pre = pre, dec = dec }
-    if docs.sim then out.sim = simulate(docs, lib) end
+    if docs.sim then out.sim = simulate(state, docs, lib) end
     return out
   end)
   if not ok then return nil, rejected(res) end
@@ -776,7 +800,9 @@ function M.fit(state, jobs, settings, only)
   end
   -- newer kernels of one lineage (Transformer Engine/cuDNN stacks "2021".."2025"; PyTorch-native
   -- "torch2024".."torch2025") are not slower: fit in kernel order, each bounded below by the
-  -- previous calibrated key of its lineage on the same GPU generation
+  -- previous key of its lineage on the same GPU generation (on a derived generation only one
+  -- fitted in this run: a row that follows its neighbour's factors, CDNA 3's "2024" from
+  -- Hopper's, is no evidence)
   local order = {}
   for _, grp in pairs(groups) do
     if #grp.jobs >= M.min_fit_cases then order[#order + 1] = grp end
@@ -788,12 +814,15 @@ function M.fit(state, jobs, settings, only)
     return (rank[x.kernels] or 0) < (rank[y.kernels] or 0)
   end)
   local lineage = calibration.lineage
+  local fitted = {}
   local function floor_of(grp, key)
     local rows = settings[grp.generation] or {}
     local best, bi = nil, 0
     for k, v in pairs(rows) do
       local i = rank[k] or 0
-      if k ~= grp.kernels and lineage(k) == lineage(grp.kernels) and i < (rank[grp.kernels] or 0) and i > bi then
+      local evidence = fitted[grp.generation .. "/" .. k] or not calibration.derived[grp.generation]
+      if k ~= grp.kernels and evidence and lineage(k) == lineage(grp.kernels)
+        and i < (rank[grp.kernels] or 0) and i > bi then
         best, bi = v[key], i
       end
     end
@@ -816,6 +845,15 @@ function M.fit(state, jobs, settings, only)
     if grp.wide then keys[#keys + 1] = "efficiency" end
     if grp.flash then keys[#keys + 1] = "attention_efficiency" end
     if grp.fp8 then keys[#keys + 1] = "fp8_efficiency" end
+    -- a derived generation's cases calibrate only the settings it names (`fit`); the rest
+    -- follow its neighbour's by the stated ratio (fathom.calibration.derived)
+    local only_keys = calibration.derived[grp.generation] and calibration.derived[grp.generation].fit
+    if only_keys then
+      local named, kept = {}, {}
+      for _, k in ipairs(only_keys) do named[k] = true end
+      for _, k in ipairs(keys) do if named[k] then kept[#kept + 1] = k end end
+      keys = kept
+    end
     local best
     for _ = 1, 2 do
       for _, key in ipairs(keys) do
@@ -830,6 +868,7 @@ function M.fit(state, jobs, settings, only)
       end
     end
     grp.loss = best
+    fitted[grp.generation .. "/" .. grp.kernels] = true
   end
   return settings, groups
 end

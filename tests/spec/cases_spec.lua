@@ -538,6 +538,26 @@ describe("fathom.calibration", function()
     end
   end)
 
+  it("derives MI350X's held clock from MI355X's by the power law of AMD's MAF pair", function()
+    -- MI300X (750 W) and MI325X (1,000 W), one silicon, hold 0.575 and 0.689 of 2.1 GHz under
+    -- a dense GEMM: clock ~ power^e, e = ln(0.689 / 0.575) / ln(1000 / 750) = 0.629. MI350X is
+    -- MI355X's silicon at 1,000 of 1,400 W, rated at 2.2 of 2.4 GHz: with MI355X at its rated
+    -- clock it holds 2.4 x (1000/1400)^0.629 = 1.94 GHz, 0.883 of 2.2 (the library's 0.882
+    -- rounds AMD's MHz: 1,447 / 1,207)
+    local a, b = comp("MI300X"), comp("MI325X")
+    local e = math.log(b.dense_clock_fraction / a.dense_clock_fraction) / math.log(b.power_watts / a.power_watts)
+    assert.is_true(math.abs(e - 0.629) < 2e-3, e)
+    local hi, lo = comp("MI355X"), comp("MI350X")
+    local want = (hi.dense_clock_fraction or 1) * (hi.bf16_nominal / lo.bf16_nominal)
+      * (lo.power_watts / hi.power_watts) ^ e
+    assert.is_true(math.abs(want - 0.883) < 1e-3, want)
+    assert.is_true(math.abs(lo.dense_clock_fraction - want) < 2e-3, lo.dense_clock_fraction)
+    -- CDNA 4's BF16 and attention fractions are CDNA 3's of MI300X's nominal peak (x its 0.575)
+    for _, k in ipairs({ "efficiency", "attention_efficiency" }) do
+      assert.is_true(math.abs(hi[k] - a[k] * a.dense_clock_fraction) < 5e-4, k)
+    end
+  end)
+
   it("reads each generation's reference row from the hardware library, the same values search uses", function()
     assert.are.equal(comp("H100_SXM").efficiency, settings.hopper["2025"].efficiency)
     assert.are.equal(comp("H100_SXM").fp8_efficiency, settings.hopper["2025"].fp8_efficiency)
@@ -589,6 +609,33 @@ describe("framework versions", function()
     local f = frameworks.lookup("Megatron-LM (2022)")
     assert.are.equal("Megatron-LM (2021)", f.name)
     assert.are.equal(0, f.comp_comm_efficiency)
+  end)
+
+  it("says that an MXFP6 recipe is costed at BF16, and maps MXFP4 to the FP4 rate", function()
+    local p6 = cases.precision("MXFP6 (weights and activations)")
+    assert.are.equal(2, p6.gemm_bytes)
+    assert.matches("MXFP6", p6.note)
+    assert.are.equal(0.5, cases.precision("MXFP4 linears, BF16 attention").gemm_bytes)
+  end)
+
+  it("reads NeMo / Megatron on ROCm as one 2025 kernel library, whatever date its container tag holds", function()
+    -- a Linux release in a ROCm container tag is not a NeMo 22.04 container (it once picked
+    -- NeMo's 2024 row for AMD's ROCm 7.0 LoRA runs and 2025's for its ROCm 7.0 pre-training)
+    assert.is_nil(frameworks.version("rocm/pytorch:rocm7.0_ubuntu22.04_py3.10_pytorch_release_2.8.0"))
+    assert.are.equal(24.09, (frameworks.version("NeMo 24.09 on ubuntu 22.04")))
+    for _, name in ipairs({
+      "AMD NeMo/Megatron-based LoRA implementation, container base image rocm/pytorch:rocm6.4_ubuntu22.04_py3.10",
+      "MangoBoost LLMBoost 1.1.0 (AMD NeMo-based LoRA implementation, ROCm)",
+      "NeMo 2.5.0rc0 (patched) on ROCm Megatron-LM and ROCm Transformer Engine (MLPerf Training v5.1)",
+      "ROCm Megatron-LM", "AMD Primus (Megatron backend)" }) do
+      local f = frameworks.lookup(name)
+      assert.are.equal("NeMo / Megatron on ROCm", f.name, name)
+      assert.are.equal("2025", f.kernels, name)
+      assert.are.equal("ZERO1", f.dp_variant, name)
+    end
+    -- other engines on ROCm keep their own rows; NVIDIA's NeMo keeps its dated ones
+    assert.are.equal("vllm2024", frameworks.lookup("vLLM (ROCm, 2024)").kernels)
+    assert.are.equal("NeMo / Megatron-Core (2024)", frameworks.lookup("NeMo 24.04 container").name)
   end)
 
   it("reads Korthikanti et al. 2022's modes: full vs selective + sequence parallel", function()

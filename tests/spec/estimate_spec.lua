@@ -262,3 +262,31 @@ describe("fathom estimate", function()
     assert.matches("examples:\n  fathom estimate ", r.stdout)
   end)
 end)
+
+describe("fathom estimate on an Infinity Fabric mesh", function()
+  -- MI300X's 8 GPUs are a full mesh: each GPU's 7 links (64 GB/s each way) go one to each
+  -- peer. A TP pair has one link between them, so its ring all-reduce runs at B/7 where an
+  -- NVSwitch-like fabric would give all of B: the bandwidth term is 7x (the 12 us hop
+  -- latency per step is the same, so the whole is a little under 7x). TP 8 uses every link
+  -- (a one-shot exchange over all 7): as switched.
+  local lib = os.tmpname()
+  local f = assert(io.open(lib, "w"))
+  f:write("base: hardware/hardware_library.yaml\n",
+    "components:\n  interconnect:\n    infinity_fabric_mi300: {topology: switched}\n")
+  f:close()
+  local function tp_s(tp, extra)
+    local a = { "estimate", "--model", "llama3.1_70b", "--hardware", "MI300X", "--gpus", "8", "--tp", tp,
+      "--format", "json" }
+    if extra then a[#a + 1], a[#a + 2] = "--hardware-lib", extra end
+    local r = h.run(table.unpack(a))
+    assert.are.equal(0, r.code, r.stderr)
+    return json.decode(r.stdout).time.step_breakdown.exposed_tp_seconds
+  end
+  it("gives a TP pair one link of seven, TP 8 the whole mesh", function()
+    local mesh2, sw2 = tp_s("2"), tp_s("2", lib)
+    assert.is_true(mesh2 / sw2 > 6 and mesh2 / sw2 < 7, mesh2 / sw2)
+    local mesh8, sw8 = tp_s("8"), tp_s("8", lib)
+    assert.is_true(math.abs(mesh8 / sw8 - 1) < 0.01, mesh8 / sw8)
+    os.remove(lib)
+  end)
+end)

@@ -137,6 +137,31 @@ describe("fathom.validate on parts without calibration data", function()
   end)
 end)
 
+describe("fathom.validate --fit on a derived generation", function()
+  it("fits only the settings CDNA 3's cases calibrate (attention), unbounded by Hopper's factor rows", function()
+    local calibration = require("fathom.calibration")
+    local state = validate.state("configs/hardware/hardware_library.yaml")
+    local jobs = validate.prepare(validate.load("validation/mlperf_lora_cases.yaml"))
+    local mine = {}
+    for _, j in ipairs(jobs) do if j.generation == "cdna3" then mine[#mine + 1] = j end end
+    assert.are.equal(21, #mine)
+    for _, j in ipairs(mine) do assert.are.equal("2025", j.kernels, j.case.id) end -- ROCm 6.4/7.0 runs
+    local before = state.settings.cdna3["2025"]
+    -- a "2024" row from Hopper's factors far above the data (as the old derived reference
+    -- gave, 0.85) bounds nothing: it is no evidence
+    local settings = calibration.copy(state.settings)
+    settings.cdna3["2024"].attention_efficiency = 0.85
+    local fitted = validate.fit(state, mine, settings).cdna3["2025"]
+    -- the GEMM fractions stay derived from Hopper's (x 1.304), only attention moves
+    assert.are.equal(before.fp8_efficiency, fitted.fp8_efficiency)
+    assert.are.equal(before.efficiency, fitted.efficiency)
+    assert.are.same({ "attention_efficiency" }, calibration.derived.cdna3.fit)
+    -- the shipped attention is this fit
+    assert.is_true(math.abs(fitted.attention_efficiency - before.attention_efficiency) < 0.005,
+      fitted.attention_efficiency)
+  end)
+end)
+
 describe("fathom.validate metrics", function()
   it("reads a metric by name, else by its unit and the words of its name", function()
     local m = validate.metrics
