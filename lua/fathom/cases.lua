@@ -438,6 +438,23 @@ function M.recompute_num_layers(s)
   return n and n >= 1 and math.tointeger(n) or nil
 end
 
+-- activation_offload_layers(tr) -> the blocks per stage whose activations Megatron-Core offloads
+-- to host memory (cpu_offloading_num_layers), from the training section: a count field
+-- (cpu_offloading_num_layers, activation_offload_layers) or a recompute / kernels string
+-- ("activation CPU offloading of 40 layers", "cpu_offloading_num_layers: 20"); nil when none.
+function M.activation_offload_layers(tr)
+  local n = M.count(tr.cpu_offloading_num_layers) or M.count(tr.activation_offload_layers)
+  if type(n) ~= "number" then n = nil end
+  if not n then
+    for _, key in ipairs({ "recompute", "kernels" }) do
+      local r = lower(tr[key])
+      n = n or tonumber(r:match("cpu_offloading_num_layers[%s:=]+(%d+)")
+        or r:match("offload%a*%s+of%s+(%d+)%s+layers") or r:match("offload%a*%s+(%d+)%s+layers"))
+    end
+  end
+  return n and n >= 1 and math.tointeger(n) or nil
+end
+
 -- LoRA target module names (HF PEFT, NeMo, Megatron) by the part of the block they adapt.
 local lora_attention = { attention = true, qkv = true, linear_qkv = true, linear_proj = true, q_proj = true,
   k_proj = true, v_proj = true, o_proj = true, query_key_value = true, wq = true, wk = true, wv = true,
@@ -802,6 +819,7 @@ function M.training_docs(case)
     activation_input_fp8 = prec.recipe ~= nil and (lower(tr.precision):find("activation input store") ~= nil
       or lower(tr.precision):find("fp8 activation input") ~= nil),
     recompute_num_layers = recompute == "full" and M.recompute_num_layers(tr.recompute) or nil,
+    activation_offload_layers = M.activation_offload_layers(tr),
     -- async TP as the case states it (torchtitan's async_tp), else the framework's convention
     tp_comm_overlap = (case.parallelism or {}).async_tp == nil and fw.tp_comm_overlap
       or M.flag((case.parallelism or {}).async_tp),

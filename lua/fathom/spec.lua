@@ -323,6 +323,10 @@ M.train_schema = with_common({
     hint = "under a precision_recipe: the last layers run in BF16 (Megatron-Core first_last_layers_bf16)" },
   activation_input_fp8 = { type = "boolean", default = TRAIN.activation_input_fp8,
     hint = "save the MLP activation function's input in FP8 (Transformer Engine's activation ops)" },
+  activation_offload_layers = { type = "integer", min = 0, max = 1000000,
+    default = TRAIN.activation_offload_layers,
+    hint = "blocks per pipeline stage whose saved activations go to host memory and back (Megatron-Core "
+      .. "cpu_offloading_num_layers); the node needs a host_memory tier" },
   recompute_num_layers = { type = "integer", min = 0, max = 1000000, default = TRAIN.recompute_num_layers,
     hint = "with recompute full: blocks re-run per stage (per model chunk when interleaved), Megatron's "
       .. "block method; 0 = every block" },
@@ -769,6 +773,7 @@ function M.train(src)
     num_layers_at_start_in_bf16 = w.num_layers_at_start_in_bf16,
     num_layers_at_end_in_bf16 = w.num_layers_at_end_in_bf16,
     recompute_num_layers = w.recompute_num_layers,
+    activation_offload_layers = w.activation_offload_layers,
     collective = coll,
     memory_device_map_traffic = tier_map(doc, "memory_device_map_traffic", M.traffic_components),
     memory_device_map_footprint = tier_map(doc, "memory_device_map_footprint", M.footprint_components),

@@ -23,6 +23,9 @@ fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
   if (fth_topology_check(topo, err) != FTH_OK) return fth_error_prefix(err, "topology");
   if (fth_model_check(model, err) != FTH_OK) return fth_error_prefix(err, "model");
   if (fth_train_def_check(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
+  if (work->activation_offload_layers > 0 && !node->has_tier[FTH_TIER_HOST])
+    return fth_fail(err, FTH_EINVAL, "workload.activation_offload_layers",
+                    "activations offloaded to host memory, but the node has no host_memory tier");
   p->node = *node;
   p->topo = *topo;
   p->model = *model;
@@ -253,11 +256,19 @@ static double stage_recomputed_share(const fth_train_plan *p) {
  * stage where it is largest (parameters: fth_layout's busiest stage), an
  * upper bound of the most-loaded stage's footprint, equal to it when one
  * stage is the heaviest in every part (an even split: the first). */
-static double stage_activation_bytes(const fth_train_plan *p, double tokens) {
+/* The saved activations of the stage that holds the most on the accelerator.
+ * Megatron-Core's activation offloading (cpu_offloading_num_layers) sends
+ * the activations of k of a stage's n blocks to host memory after each
+ * forward and brings them back for the backward: the accelerator keeps
+ * (n - k) / n of them. `host` (may be NULL) receives what that stage keeps
+ * in host memory, `moved_per_mb` (may be NULL) what one micro-batch sends
+ * out (and back). */
+static double stage_activation_bytes(const fth_train_plan *p, double tokens, double *host,
+                                           double *moved_per_mb) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const fth_model_def *m = &p->model;
-  double most = 0.0;
+  double most = 0.0, most_host = 0.0, most_moved = 0.0;
   int first = 0;
   for (int s = 0; s < l->pp; s++) {
     int n = fth_layout_stage_size(l, m, s);
@@ -269,10 +280,18 @@ static double stage_activation_bytes(const fth_train_plan *p, double tokens) {
                               moe * (f * p->act_bytes_per_token[1] +
                                      (1.0 - f) * p->act_kept_per_token[1]));
     double held = fth_pp_inflight_stage(w->pp, l->pp, s, p->microbatches, w->virtual_stages);
-    most = fth_max(most, per_mb * held);
+    double off = n > 0 ? fth_min((double)w->activation_offload_layers, (double)n) / n : 0.0;
+    if (per_mb * held * (1.0 - off) >= most) {
+      most = per_mb * held * (1.0 - off);
+      most_host = per_mb * held * off;
+      most_moved = per_mb * off;
+    }
   }
+  if (host) *host = most_host;
+  if (moved_per_mb) *moved_per_mb = most_moved;
   return most;
 }
+
 
 void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   const fth_train_def *w = &p->work;
@@ -314,7 +333,8 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   double tokens = w->micro_batch * w->seq_len / l->cp;
   double per_mb = tokens * (l->dense_layers_per_stage * p->act_bytes_per_token[0] +
                             l->moe_layers_per_stage * p->act_bytes_per_token[1]);
-  out->bytes[FTH_MEM_ACTIVATIONS] = stage_activation_bytes(p, tokens);
+  double act_host = 0.0, act_moved = 0.0;
+  out->bytes[FTH_MEM_ACTIVATIONS] = stage_activation_bytes(p, tokens, &act_host, &act_moved);
 
   /* Transients: forward, the largest live intermediate (fp32 logits of the
    * vocabulary shard on the last stage, or the MLP's inner activation);
@@ -325,11 +345,30 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   out->bytes[FTH_MEM_TRANSIENT_FWD] +=
       fth_offload_buffer_bytes(w->footprint_tier, (dense + expert) * wb, (dense + expert) * gb,
                                per_mb, l->dense_layers_per_stage + l->moe_layers_per_stage);
+  /* Offloaded blocks' activations pass through two blocks' worth on the accelerator: the
+   * one leaving while the next computes, or arriving for the backward. */
+  if (act_moved > 0) {
+    double k = w->activation_offload_layers; /* <= the stage's blocks, so act_moved / k is one's */
+    int n = l->dense_layers_per_stage + l->moe_layers_per_stage;
+    if (n > 0 && k > n) k = n;
+    out->bytes[FTH_MEM_TRANSIENT_FWD] += fth_min(2.0, k) * act_moved / k;
+  }
   double block_full = w->recompute != FTH_RECOMPUTE_NONE ? tokens * p->act_full_per_token : 0.0;
   out->bytes[FTH_MEM_TRANSIENT_BWD] = block_full + out->bytes[FTH_MEM_TRANSIENT_FWD];
   /* The runtime's context and the allocator's slack (fth_footprint.c). */
   fth_footprint_reserve(out, &w->reserve, w->footprint_tier);
   fth_footprint_place(out, &p->node, w->footprint_tier);
+  /* The offloaded blocks' activations are held in host memory (not a component of the
+   * accelerator's footprint: that tier's bytes). */
+  if (act_host > 0) {
+    out->tier_bytes[FTH_TIER_HOST] += act_host;
+    out->tier_fits[FTH_TIER_HOST] =
+        out->tier_bytes[FTH_TIER_HOST] <= out->tier_capacity[FTH_TIER_HOST];
+    if (!out->tier_fits[FTH_TIER_HOST] && out->fits) {
+      out->fits = 0;
+      out->overflow_tier = FTH_TIER_HOST;
+    }
+  }
 }
 
 /* ---- one step ---------------------------------------------------------------------------- */
@@ -748,9 +787,19 @@ static void offload(const fth_train_plan *p, fth_train_result *r) {
   fth_tier at = w->footprint_tier[FTH_MEM_ACTIVATIONS], gt = w->footprint_tier[FTH_MEM_GRADIENTS];
   if (!p->node.has_tier[at]) at = FTH_TIER_XPU;
   if (!p->node.has_tier[gt]) gt = FTH_TIER_XPU;
-  if (at == FTH_TIER_XPU && gt == FTH_TIER_XPU) return;
   double inflight = fth_pp_inflight(w->pp, p->layout.pp, p->microbatches, w->virtual_stages);
   double per_mb = inflight > 0 ? r->mem.bytes[FTH_MEM_ACTIVATIONS] / inflight : 0.0;
+  /* Megatron's per-block offloading: the offloaded blocks' share of a micro-batch moves to
+   * host memory and back */
+  if (w->activation_offload_layers > 0 && at == FTH_TIER_XPU && p->node.has_tier[FTH_TIER_HOST]) {
+    double host, moved;
+    stage_activation_bytes(p, w->micro_batch * w->seq_len / p->layout.cp, &host, &moved);
+    if (moved > 0) {
+      at = FTH_TIER_HOST;
+      per_mb = moved;
+    }
+  }
+  if (at == FTH_TIER_XPU && gt == FTH_TIER_XPU) return;
   fth_offload_transfers(at, per_mb, fth_memory_bw_bytes_per_s(&p->node.tier[at]), gt,
                         r->mem.bytes[FTH_MEM_GRADIENTS],
                         fth_memory_bw_bytes_per_s(&p->node.tier[gt]), p->microbatches, r->busy_s,

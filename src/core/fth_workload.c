@@ -122,6 +122,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "recompute_modules",
                     "modules are re-run on top of recompute none or selective, not %s",
                     fth_recompute_name(w->recompute));
+  if (w->activation_offload_layers < 0)
+    return fth_fail(err, FTH_EINVAL, "activation_offload_layers",
+                    "expected blocks per stage >= 0 (0: none), got %d", w->activation_offload_layers);
   if (w->recompute_num_layers < 0)
     return fth_fail(err, FTH_EINVAL, "recompute_num_layers",
                     "expected blocks per stage >= 0 (0: every block), got %d",

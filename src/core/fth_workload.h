@@ -33,6 +33,10 @@ typedef struct fth_train_def {
   /// full recomputation, Megatron's block method: blocks recomputed per stage (per
   /// model chunk when interleaved), the rest keep their activations; 0 = every block
   int recompute_num_layers;
+  /// blocks per pipeline stage (per rank) whose saved activations go to host memory after
+  /// their forward and come back for their backward (Megatron-Core cpu_offloading_num_layers);
+  /// 0 = none. The rest of the stage keeps its activations on the accelerator.
+  int activation_offload_layers;
   unsigned recompute_modules; ///< FTH_RECOMPUTE_MOD_* bits re-run on top of none / selective
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int tp_comm_overlap;     ///< 0: TP collectives run between the GEMMs, none hidden (vanilla TP)

@@ -466,6 +466,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
                                           out->bf16_layers_end, 0, LCHECK_MAX_LAYERS);
   out->recompute_num_layers = lcheck_int_range(L, idx, w, "recompute_num_layers",
                                                out->recompute_num_layers, 0, LCHECK_MAX_LAYERS);
+  out->activation_offload_layers = lcheck_int_range(
+      L, idx, w, "activation_offload_layers", out->activation_offload_layers, 0, LCHECK_MAX_LAYERS);
   out->kernel_model = lcheck_kernel_model(L, idx, out->kernel_model);
   out->recipe =
       (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE, out->recipe);

@@ -85,6 +85,7 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "cast_kernels", LNAMES_CAST_KERNELS, (int)t.cast_kernels);
   setname(L, "lora_targets", LNAMES_LORA_TARGETS, (int)t.lora_targets);
   setint(L, "recompute_num_layers", t.recompute_num_layers);
+  setint(L, "activation_offload_layers", t.activation_offload_layers);
   setbool(L, "activation_input_fp8", t.activation_input_fp8);
   setint(L, "num_layers_at_start_in_bf16", t.bf16_layers_start);
   setint(L, "num_layers_at_end_in_bf16", t.bf16_layers_end);

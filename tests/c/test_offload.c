@@ -105,7 +105,7 @@ static fth_node_def node_with_host(void) {
   return n;
 }
 
-static int step(const fth_offload *o, fth_train_result *r) {
+static int step_k(const fth_offload *o, int offload_layers, fth_train_result *r) {
   fth_node_def node = node_with_host();
   fth_topology_def topo = tfx_tp_only(8, 100e9);
   fth_model_def m = fth_model_def_default();
@@ -118,11 +118,16 @@ static int step(const fth_offload *o, fth_train_result *r) {
   w.reserve.context_bytes = 0;
   w.reserve.fragmentation = 0;
   fth_offload_apply(o, w.footprint_tier, w.traffic_tier);
+  w.activation_offload_layers = offload_layers;
   fth_train_plan plan;
   fth_error err;
   FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &m, &w, &err) == FTH_OK);
   fth_train_evaluate(&plan, r);
   return 0;
+}
+
+static int step(const fth_offload *o, fth_train_result *r) {
+  return step_k(o, 0, r);
 }
 
 /* Against the step without offload (b):
@@ -178,7 +183,48 @@ static int train_step(void) {
   return 0;
 }
 
+/* Megatron's per-block offloading (activation_offload_layers k of the stage's 4 blocks),
+ * against the step without (b), A its saved activations (one micro-batch in flight):
+ *  - k = 3: the accelerator keeps A / 4, host memory holds 3 A / 4; two of the offloaded
+ *    blocks' activations pass through (2 x (3 A / 4) / 3 = A / 2 in the transient peak),
+ *    so HBM = b - A + A / 4 + A / 2 = b - A / 4; each of the 4 micro-batches sends 3 A / 4
+ *    out and back at 50 GB/s, none hidden: 2 x 4 x (3 A / 4) / 50e9 s on the step;
+ *  - k above the stage's blocks offloads them all: HBM = b - A + A / 2, as the tier map's
+ *    offload of every activation;
+ *  - without a host tier it is refused. */
+static int layer_offload(void) {
+  fth_offload none = fth_offload_none();
+  fth_train_result b, r;
+  FTH_RUN(step(&none, &b));
+  const double A = b.mem.bytes[FTH_MEM_ACTIVATIONS];
+  FTH_ENSURE(A > 0);
+  FTH_RUN(step_k(&none, 3, &r));
+  FTH_ENSURE_NEAR(A / 4, r.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  FTH_ENSURE_NEAR(3 * A / 4, r.mem.tier_bytes[FTH_TIER_HOST], 1e-12);
+  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - A / 4, r.mem.tier_bytes[FTH_TIER_XPU], 1e-12);
+  FTH_ENSURE_NEAR(2.0 * 4 * (3 * A / 4) / 50e9, r.offload_raw_s, 1e-12);
+  FTH_ENSURE_NEAR(r.offload_raw_s, r.offload_exposed_s, 1e-12);
+  FTH_ENSURE_NEAR(b.step_time_s + r.offload_exposed_s, r.step_time_s, 1e-12);
+  FTH_RUN(step_k(&none, 9, &r));
+  FTH_ENSURE_NEAR(0.0, r.mem.bytes[FTH_MEM_ACTIVATIONS], 0);
+  FTH_ENSURE_NEAR(b.mem.tier_bytes[FTH_TIER_XPU] - A / 2, r.mem.tier_bytes[FTH_TIER_XPU], 1e-12);
+
+  fth_node_def n = tfx_node();
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_block_model();
+  fth_train_def w = tfx_serial_work(1, 1024);
+  w.activation_offload_layers = 1;
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) != FTH_OK);
+  FTH_ENSURE(strstr(err.path, "activation_offload_layers") != NULL);
+  w.activation_offload_layers = -1;
+  FTH_ENSURE(fth_train_def_check(&w, &err) != FTH_OK);
+  return 0;
+}
+
 int offload_test(void) {
+  FTH_RUN(layer_offload());
   FTH_RUN(apply_maps());
   FTH_RUN(buffers());
   FTH_RUN(transfers());

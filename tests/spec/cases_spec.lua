@@ -654,3 +654,46 @@ describe("framework versions", function()
     end
   end)
 end)
+
+describe("activation offloading as the case states it (Megatron-Core cpu_offloading_num_layers)", function()
+  it("reads the blocks per stage from a count field or the recompute / kernels text", function()
+    assert.are.equal(40, cases.activation_offload_layers({
+      recompute = "not set (recipe default); activation CPU offloading of 40 layers (cpu_offloading_num_layers)" }))
+    assert.are.equal(20, cases.activation_offload_layers({ kernels = "TE, cpu_offloading_num_layers: 20" }))
+    assert.are.equal(8, cases.activation_offload_layers({ cpu_offloading_num_layers = 8 }))
+    assert.is_nil(cases.activation_offload_layers({ recompute = "full, method block, 21 layers" }))
+    assert.is_nil(cases.activation_offload_layers({ activation_cpu_offload = false }))
+  end)
+
+  it("keeps the offloaded blocks' activations in host memory: a measured FSDP run fits", function()
+    local function case(recompute)
+      return { id = "x", source = "s", workload = "training",
+        model = { name = "Llama 3 70B", layers = 80, hidden = 8192, heads = 64, kv_heads = 8, head_dim = 128,
+          ffn = 28672, vocab = 128256, arch = "Llama (GQA, RoPE, SwiGLU)" },
+        system = { gpu = "NVIDIA GB200", gpu_memory_gb = 186, num_gpus = 64, gpus_per_node = 4,
+          intra_node_interconnect = "NVL72" },
+        parallelism = { tp = 1, pp = 1, dp = 64, cp = 1, micro_batch = 2, global_batch = 128, seq_len = 8192,
+          fsdp = 64 },
+        training = { precision = "FP8", framework = "Megatron-Bridge (container 26.04)", recompute = recompute,
+          kernels = "Transformer Engine (Megatron-Core), Megatron-FSDP" },
+        measured = { { metric = "tokens_per_sec_per_gpu", value = 1, unit = "tokens/s/GPU" } } }
+    end
+    local validate = require("fathom.validate")
+    local state = validate.state()
+    local function run(c)
+      local docs = assert(cases.training_docs(c))
+      local setting = require("fathom.calibration").lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
+      local lib = validate.calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts)
+      return require("fathom.scenario").new({ hardware_lib = lib, physical = docs.physical,
+        logical = docs.logical, model = docs.model, workload = docs.workload }):evaluate()
+    end
+    local kept = run(case("not set"))
+    local off = run(case("not set; activation CPU offloading of 40 layers (cpu_offloading_num_layers)"))
+    assert.is_false(kept.memory.fits)
+    assert.is_true(off.memory.fits)
+    -- 40 of 80 blocks leave: half the saved activations stay (two blocks pass through the transient)
+    local a = kept.memory.components.saved_activations
+    assert.is_true(math.abs(off.memory.components.saved_activations - a / 2) < 1e-6 * a)
+    assert.is_true(off.offload_raw_s > 0 and off.step_time_s >= kept.step_time_s)
+  end)
+end)
