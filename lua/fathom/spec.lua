@@ -299,6 +299,9 @@ M.train_schema = with_common({
   lora_targets = { type = "string", choices = names.lora_targets, default = TRAIN.lora_targets,
     hint = "the linears that carry LoRA adapters: all_linear (PEFT; never router or routed experts), "
       .. "attention (QKV and output projections: NeMo's 'attention'), mlp" },
+  cp_comm = { type = "string", choices = names.cp_comm, default = TRAIN.cp_comm,
+    hint = "how context-parallel ranks share the attention: p2p (ring: K/V passed rank to rank, CP steps) "
+      .. "or a2a (all-to-all of Q, K, V and O, heads / CP each; Megatron-Core cp_comm_type)" },
   attention_fp8 = { type = "boolean", default = TRAIN.attention_fp8,
     hint = "under an FP8 precision_recipe: fused attention at the FP8 rate, Q, K, V saved at one byte" },
   activation_input_fp8 = { type = "boolean", default = TRAIN.activation_input_fp8,
@@ -725,6 +728,7 @@ function M.train(src)
     ep_dispatch_per_node = w.ep_dispatch_per_node,
     eager_elementwise = w.eager_elementwise,
     flash_attention = w.flash_attention,
+    cp_comm = w.cp_comm,
     kernel_launch_sec = w.kernel_launch_sec,
     memory_reserve_bytes = w.memory_reserve_bytes,
     memory_fragmentation_fraction = w.memory_fragmentation_fraction,
