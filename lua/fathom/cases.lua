@@ -631,6 +631,15 @@ function M.parallelism(case, fw)
     p.dp_moe = gpus // moe
   end
   p.sp = M.flag(par.sp) or (p.tp > 1 and fw.sequence_parallel == true and par.sp == nil)
+  -- Megatron-Core's cp_comm_type as the run's config sets it (its default: p2p, the ring)
+  if par.cp_comm_type ~= nil and p.cp > 1 then
+    local c = lower(par.cp_comm_type)
+    p.cp_comm = names.canonical("cp_comm", c)
+    if not p.cp_comm then
+      return nil, string.format("parallelism.cp_comm_type '%s' is not modelled (choices: %s)",
+        tostring(par.cp_comm_type), table.concat(names.cp_comm, ", "))
+    end
+  end
   p.vpp = M.count(par.vpp) or 1
   local lpvs = M.count(par.layers_per_virtual_stage)
   local layers = M.count((case.model or {}).layers)
@@ -804,6 +813,7 @@ function M.training_docs(case)
     float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
     gradient_float_size = fw.grad_bytes, recompute = recompute, recompute_modules = modules,
     flash_attention = fw.flash_attention,
+    cp_comm = p.cp_comm,
     eager_elementwise = fw.eager_elementwise,
     -- the host's time per operator, where CUDA graphs do not replay them: the scope as the
     -- kernels string states it, else a statement in the notes, else none

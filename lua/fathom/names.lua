@@ -7,7 +7,7 @@
 --                           recompute, kernel_model, collective_op, collective_algorithm,
 --                           topology_type, logical_tag, memory_tier, memory_component,
 --                           comm_kind, flop_part, route_distribution, route_placement,
---                           serve_arrival, serve_length, serve_policy, serve_routing)
+--                           serve_arrival, serve_length, serve_policy, serve_routing, cp_comm)
 --   names.aliases.<enum>    {alias = canonical}: other spellings the core accepts
 --                           (dp_variant FSDP = ZERO3; memory_component activations,
 --                           gradients); documented here and in src/lua/lnames.c only

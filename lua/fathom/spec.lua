@@ -312,6 +312,9 @@ M.train_schema = with_common({
   lora_targets = { type = "string", choices = names.lora_targets, default = TRAIN.lora_targets,
     hint = "the linears that carry LoRA adapters: all_linear (PEFT; never router or routed experts), "
       .. "attention (QKV and output projections: NeMo's 'attention'), mlp" },
+  cp_comm = { type = "string", choices = names.cp_comm, default = TRAIN.cp_comm,
+    hint = "how context-parallel ranks share the attention: p2p (ring: K/V passed rank to rank, CP steps) "
+      .. "or a2a (all-to-all of Q, K, V and O, heads / CP each; Megatron-Core cp_comm_type)" },
   attention_fp8 = { type = "boolean", default = TRAIN.attention_fp8,
     hint = "under an FP8 precision_recipe: fused attention at the FP8 rate, Q, K, V saved at one byte" },
   num_layers_at_start_in_bf16 = { type = "integer", min = 0, max = 1000000,
@@ -760,6 +763,7 @@ function M.train(src)
     host_op_sec = w.host_op_sec,
     cuda_graph_scope = w.cuda_graph_scope,
     flash_attention = w.flash_attention,
+    cp_comm = w.cp_comm,
     kernel_launch_sec = w.kernel_launch_sec,
     memory_reserve_bytes = w.memory_reserve_bytes,
     memory_fragmentation_fraction = w.memory_fragmentation_fraction,

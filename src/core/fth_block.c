@@ -175,6 +175,202 @@ static double moe_share(const fth_block_env *e) {
   return e->lay->moe_shape.mlp_share;
 }
 
+/* A kernel's time as fth_phase_add_kernel charges it. */
+static double kernel_s(const fth_block_env *e, fth_kernel_cost k) {
+  return fth_overlap(k.compute_s, k.memory_s, e->k.comp_mem_eff) + e->k.launch_s;
+}
+
+/* Elements of K and V per token a ring step passes on: the local KV heads', or for
+ * MLA every local head's materialised K (d_qk) and V (d_v), not the cached latent. */
+static double ring_kv_elems(const fth_block_env *e, const fth_layer_shape *sh) {
+  const fth_layout *l = e->lay;
+  const fth_model_def *m = e->model;
+  return m->kv_lora_rank > 0 ? sh->heads / l->tp * (sh->d_qk + sh->d_v)
+                             : fth_layout_kv_elems_per_gpu(l, m, sh);
+}
+
+/* Context parallelism's ring attention (Liu et al. 2023; Transformer Engine's
+ * AttnFuncWithCPAndKVP2P, Megatron-Core's default cp_comm_type "p2p"; PyTorch's
+ * _templated_ring_attention under torchtitan). Each rank holds q = ctx / CP tokens as
+ * two chunks of ctx / (2 CP), chunks i and 2 CP - 1 - i (the load-balanced causal
+ * split), and runs CP attention steps a pass: step 0 its own causal q x q, each other
+ * step the K/V of another rank, received during the step before it: all q queries
+ * against the first of that rank's two chunks, or the second half of the queries
+ * against both; q^2 / 2 query-key pairs either way, as many as the diagonal's, so the
+ * ranks stay balanced (rank-by-rank, step by step). */
+static int ring_steps(const fth_block_env *e, double q, double ctx) {
+  const int cp = e->lay->cp;
+  return (cp > 1 && q * cp == ctx && e->mode != FTH_BLOCK_DECODE) ? cp : 1;
+}
+
+static double exposed_part(double transfer_s, double step_s) {
+  return fth_max(0.0, transfer_s - step_s);
+}
+
+/* The ring's transfers, each a send to the next rank and a receive from the previous
+ * (the group's slowest link sets a step's pace): forward, the K/V for step i + 1 moves
+ * during step i, CP - 1 transfers; a step cannot start before its K/V is in, so of
+ * each transfer max(0, transfer - step) is exposed. Backward, each step's transfer
+ * runs under that step's backward kernel: K/V on at step 0, the dK/dV accumulated so
+ * far back at step CP - 1, both at the steps between. K/V move at kv_bytes (one byte
+ * under FP8 attention: TE passes the quantised K/V), dK/dV at the activation width.
+ * step_f / step_b: the diagonal step's kernel time and another step's (HUGE_VAL where
+ * only the bytes are wanted). */
+static void ring_exchange(const fth_block_env *e, const fth_layer_shape *sh, double reqs, double q,
+                          const double step_f[2], const double step_b[2], fth_phase *fwd,
+                          fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  const fth_group *g = &l->group[FTH_COMM_CP];
+  const double cp = l->cp;
+  double elems = reqs * q * ring_kv_elems(e, sh);
+  double xk = elems * e->kv_bytes, xd = elems * e->act_bytes;
+  if (g->n == 0 || cp < 2 || elems <= 0) return;
+  fth_coll_result rk = fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, xk, g->lv, g->n, e->coll);
+  double tk = rk.time_s;
+  double ex = exposed_part(tk, step_f[0]) + (cp - 2.0) * exposed_part(tk, step_f[1]);
+  fth_phase_add_paced_comm(fwd, FTH_COMM_CP, FTH_COLL_SEND_RECV, rk.algo, xk, tk, cp - 1.0, ex);
+  if (!bwd) return;
+  fth_coll_result rd = fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, xd, g->lv, g->n, e->coll);
+  fth_coll_result rb =
+      fth_collective(FTH_COLL_SEND_RECV, FTH_ALGO_AUTO, xk + xd, g->lv, g->n, e->coll);
+  double td = rd.time_s, tb = rb.time_s;
+  fth_phase_add_paced_comm(bwd, FTH_COMM_CP, FTH_COLL_SEND_RECV, rk.algo, xk, tk, 1.0,
+                           exposed_part(tk, step_b[0]));
+  fth_phase_add_paced_comm(bwd, FTH_COMM_CP, FTH_COLL_SEND_RECV, rb.algo, xk + xd, tb, cp - 2.0,
+                           (cp - 2.0) * exposed_part(tb, step_b[1]));
+  fth_phase_add_paced_comm(bwd, FTH_COMM_CP, FTH_COLL_SEND_RECV, rd.algo, xd, td, 1.0,
+                           exposed_part(td, step_b[1]));
+}
+
+/* Merging the steps: forward, each step's partial output is rescaled by its log-sum-exp
+ * and added into the sum (Transformer Engine's flash_attn_fwd_out_correction; PyTorch's
+ * _SDPAMerger), and the LSEs merged in fp32 (read both, write one: 12 bytes per token
+ * and head); backward, each step's dQ is added into dQ and its dK/dV into the dK/dV
+ * received. Element-wise and memory-bound: the first step copies (2 moves per
+ * element), each later one reads its part and reads and writes the sum (3). */
+#define RING_MERGE_FLOPS 2.0 /* scale and add, per element */
+#define RING_LSE_FLOPS   5.0 /* max, min, exp, log1p, add, per token and head */
+#define RING_LSE_BYTES   12.0
+
+static void ring_merges(const fth_block_env *e, double elems, int cp, fth_phase *ph) {
+  const double ab = e->act_bytes;
+  add(e, ph, FTH_FLOP_ATTENTION, fth_kernel_elementwise(&e->k.env, elems, RING_MERGE_FLOPS, 2.0 * ab),
+      0.0);
+  for (int i = 1; i < cp; i++)
+    add(e, ph, FTH_FLOP_ATTENTION,
+        fth_kernel_elementwise(&e->k.env, elems, RING_MERGE_FLOPS, 3.0 * ab), 0.0);
+}
+
+/* The fused attention core of a CP rank as ring steps (above): kernels, transfers
+ * and merges. `env`: the fused-attention rates; `win`: the sliding-window share. */
+static void ring_attention(const fth_block_env *e, const fth_layer_shape *sh,
+                           const fth_kernel_env *env, double reqs, double q, double win,
+                           fth_phase *fwd, fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  const int cp = l->cp;
+  const double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
+  fth_kernel_cost k[2];
+  k[0] = fth_kernel_attention(env, reqs, heads, kvh, q, q, sh->d_qk, sh->d_v, 1, e->act_bytes);
+  k[1] = fth_kernel_attention(env, reqs, heads, kvh, q, q / 2.0, sh->d_qk, sh->d_v, 0,
+                              e->act_bytes);
+  double step_f[2], step_b[2];
+  fth_kernel_cost kb[2];
+  for (int i = 0; i < 2; i++) {
+    k[i].flops *= win;
+    k[i].compute_s *= win;
+    k[i].time_s = fth_max(k[i].compute_s, k[i].memory_s);
+    kb[i] = k[i];
+    kb[i].flops *= FLASH_BWD_FLOPS;
+    kb[i].compute_s *= FLASH_BWD_FLOPS;
+    kb[i].bytes *= 2.0;
+    kb[i].memory_s *= 2.0;
+    kb[i].time_s = fth_max(kb[i].compute_s, kb[i].memory_s);
+    step_f[i] = kernel_s(e, k[i]);
+    step_b[i] = kernel_s(e, kb[i]);
+  }
+  for (int i = 0; i < cp; i++) {
+    add_attn(e, fwd, k[i > 0]);
+    if (bwd) add_attn(e, bwd, kb[i > 0]);
+  }
+  ring_exchange(e, sh, reqs, q, step_f, step_b, fwd, bwd);
+  const double tokens = reqs * q;
+  ring_merges(e, tokens * heads * sh->d_v, cp, fwd);
+  if (cp > 1)
+    add(e, fwd, FTH_FLOP_ATTENTION,
+        fth_kernel_elementwise(&e->k.env, (cp - 1.0) * tokens * heads, RING_LSE_FLOPS,
+                               RING_LSE_BYTES),
+        0.0);
+  if (bwd) {
+    ring_merges(e, tokens * heads * sh->d_qk, cp, bwd);
+    ring_merges(e, tokens * ring_kv_elems(e, sh), cp, bwd);
+  }
+}
+
+/* All-to-all context parallelism (cp_comm a2a: DeepSpeed-Ulysses, Jacobs et al. 2023;
+ * Transformer Engine's AttnFuncWithCPAndQKVOA2A, Megatron-Core cp_comm_type "a2a"):
+ * before the core an all-to-all over the CP group trades each rank's q = ctx / CP tokens
+ * of all its heads for all ctx tokens of heads / CP of them, one exchange each for Q, K
+ * and V; after it another sends O back; backward the same for dO, then dQ, dK and dV.
+ * Each moves (CP - 1) / CP of one rank's tensor (fth_collective's all-to-all); Q, K and
+ * V at kv_bytes (one byte under FP8 attention: TE quantises them before the exchange),
+ * the rest at the activation width. The exchanges sit between the projections and the
+ * core, on its path: none is hidden. Around each, the tensor is copied to group it by
+ * destination and, once received, back into sequence order (TE's movedim/index_select
+ * reorders): 2 copies, 4 moves per element at the exchange's width. */
+#define A2A_REORDER_MOVES 4.0
+
+static void a2a_exchange(const fth_block_env *e, const fth_layer_shape *sh, double reqs, double q,
+                         int copies, fth_phase *fwd, fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  const fth_group *g = &l->group[FTH_COMM_CP];
+  const double tokens = reqs * q, heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
+  /* forward Q, K, V, then O; backward dO, then dQ, dK, dV: the same four sizes */
+  const double elems[4] = {tokens * heads * sh->d_qk, tokens * kvh * sh->d_qk,
+                           tokens * kvh * sh->d_v, tokens * heads * sh->d_v};
+  for (int pass = 0; pass < 2; pass++) {
+    fth_phase *ph = pass ? bwd : fwd;
+    if (!ph) continue;
+    for (int i = 0; i < 4; i++) {
+      double width = (pass == 0 && i < 3) ? e->kv_bytes : e->act_bytes;
+      double bytes = elems[i] * width;
+      if (g->n > 0 && bytes > 0) {
+        fth_coll_result r =
+            fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes, g->lv, g->n, e->coll);
+        fth_phase_add_paced_comm(ph, FTH_COMM_CP, FTH_COLL_ALL_TO_ALL, r.algo, bytes, r.time_s,
+                                 1.0, r.time_s);
+      }
+      if (copies)
+        add(e, ph, FTH_FLOP_ATTENTION,
+            fth_kernel_elementwise(&e->k.env, elems[i], 0.0, A2A_REORDER_MOVES * width), 0.0);
+    }
+  }
+}
+
+/* The core under a2a: one causal ctx x ctx kernel on heads / CP of the TP rank's heads
+ * (as many query-key pairs as the ring's CP steps), nothing to merge. */
+static void a2a_attention(const fth_block_env *e, const fth_layer_shape *sh,
+                          const fth_kernel_env *env, double reqs, double q, double ctx, double win,
+                          fth_phase *fwd, fth_phase *bwd) {
+  const fth_layout *l = e->lay;
+  const double heads = sh->heads / l->tp, kvh = fth_max(1.0, sh->kv_heads / l->tp);
+  fth_kernel_cost k = fth_kernel_attention(env, reqs, heads / l->cp, fth_max(1.0, kvh / l->cp),
+                                           ctx, ctx, sh->d_qk, sh->d_v, 1, e->act_bytes);
+  k.flops *= win;
+  k.compute_s *= win;
+  k.time_s = fth_max(k.compute_s, k.memory_s);
+  add_attn(e, fwd, k);
+  if (bwd) {
+    fth_kernel_cost kb = k;
+    kb.flops *= FLASH_BWD_FLOPS;
+    kb.compute_s *= FLASH_BWD_FLOPS;
+    kb.bytes *= 2.0;
+    kb.memory_s *= 2.0;
+    kb.time_s = fth_max(kb.compute_s, kb.memory_s);
+    add_attn(e, bwd, kb);
+  }
+  a2a_exchange(e, sh, reqs, q, 1, fwd, bwd);
+}
+
 /* Attention core: heads / TP query heads. A whole sequence (q = ctx / CP)
  * runs the causal ctx x ctx problem split evenly over CP (load-balanced ring
  * attention: q / ctx of it per rank); a chunk of q < ctx new tokens attends
@@ -214,6 +410,14 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
    * masked half. */
   fth_kernel_env env = e->k.env;
   if (!e->flash_attention) env.attention_flops_per_s = env.matrix_flops_per_s;
+  if (ring_steps(e, q, ctx) > 1 && e->flash_attention) {
+    double win = fth_model_window_share(e->model, ctx, ctx);
+    if (e->cp_comm == FTH_CP_A2A)
+      a2a_attention(e, sh, &env, reqs, q, ctx, win, fwd, bwd);
+    else
+      ring_attention(e, sh, &env, reqs, q, win, fwd, bwd);
+    return;
+  }
   fth_kernel_cost k;
   if (q * l->cp == ctx) {
     k = fth_kernel_attention(&env, reqs, heads, kvh, ctx, ctx, sh->d_qk, sh->d_v,
@@ -239,14 +443,22 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
     add_attn(e, fwd, fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, per));
     if (bwd) add_attn(e, bwd, fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS_BW, 2.0 * per));
   }
+  fth_kernel_cost kb = k;
   if (bwd) {
     double f = e->flash_attention ? FLASH_BWD_FLOPS : UNFUSED_BWD_FLOPS;
-    fth_kernel_cost kb = k;
     kb.flops *= f;
     kb.compute_s *= f;
     kb.bytes *= 2.0;
     kb.memory_s *= 2.0;
     add_attn(e, bwd, kb);
+  }
+  /* Unfused attention under CP (no ring kernels, either exchange): the ring's
+   * transfers, each under a CP-th of the core's kernels. */
+  const int cp = ring_steps(e, q, ctx);
+  if (cp > 1) {
+    double sf = kernel_s(e, k) / cp, sb = kernel_s(e, kb) / cp;
+    const double step_f[2] = {sf, sf}, step_b[2] = {sb, sb};
+    ring_exchange(e, sh, reqs, q, step_f, step_b, fwd, bwd);
   }
 }
 
@@ -444,15 +656,14 @@ static void elementwise(const fth_block_env *e, int moe, double tokens, fth_phas
  * attention's plus one that sums the shared expert's partial outputs with
  * the routed ones; without SP each TP rank dispatched 1/TP of the tokens, so
  * that sum is needed even without a shared expert. */
-/* Layer collectives of one block, forward (and backward, the same again
- * except CP's, which sends K/V and their gradients).
+/* Layer collectives of one block, forward (and backward, the same again).
  * TP (Korthikanti et al. 2022 Sec. 4.2.2): two all-reduces of the [tokens, h]
  * activation per block, or with sequence parallelism a reduce-scatter and an
  * all-gather of the same data; an MoE block keeps one (attention) plus one for
  * shared experts. TP_MoE (Megatron-Core MoE): gather the group's routed copies
  * before the experts, reduce-scatter after. EP: dispatch + combine all-to-all of the
- * routed copies, h each; the busiest receiver sets the pace. CP (ring
- * attention, Liu et al. 2023): the other ranks' K and V pass by every rank. */
+ * routed copies, h each; the busiest receiver sets the pace. CP's K/V transfers are
+ * the attention core's own, step by step (ring_attention). */
 static double tp_calls_per_block(const fth_block_env *e, int moe) {
   int combine = e->model->num_shared_experts > 0 || (!e->sequence_parallel && e->lay->tp > 1);
   /* one per sub-layer: a hybrid's Mamba2 mixer reduces its out_proj like attention */
@@ -515,15 +726,6 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
       ep_all_to_all(e, fwd, bwd, dispatch, 1.0);
       ep_all_to_all(e, fwd, bwd, combined, 1.0);
     }
-  }
-  if (l->cp > 1 && e->mode != FTH_BLOCK_DECODE) {
-    const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
-    /* Ring attention exchanges materialised keys and values; for MLA that is
-     * every local head's K (d_qk) and V (d_v), not the cached latent. */
-    double elems = m->kv_lora_rank > 0 ? sh->heads / l->tp * (sh->d_qk + sh->d_v)
-                                       : fth_layout_kv_elems_per_gpu(l, m, sh);
-    double kv = tokens * elems * e->kv_bytes * l->cp;
-    comm(e, fwd, bwd, FTH_COMM_CP, FTH_COLL_ALL_GATHER, kv, 1.0, 2.0);
   }
 }
 
@@ -642,6 +844,15 @@ void fth_block_comm(const fth_block_env *e, int moe, double requests, double q, 
   memset(fwd, 0, sizeof *fwd);
   if (bwd) memset(bwd, 0, sizeof *bwd);
   collectives(e, moe, requests * q, fwd, bwd);
+  /* CP's ring transfers, timed with the attention core's steps (ring_attention) */
+  const fth_layer_shape *sh = moe ? &e->lay->moe_shape : &e->lay->dense_shape;
+  if (sh->attn_share > 0 && ring_steps(e, q, q * e->lay->cp) > 1) {
+    const double none[2] = {HUGE_VAL, HUGE_VAL};
+    if (e->cp_comm == FTH_CP_A2A && e->flash_attention)
+      a2a_exchange(e, sh, requests * sh->attn_share, q, 0, fwd, bwd);
+    else
+      ring_exchange(e, sh, requests * sh->attn_share, q, none, none, fwd, bwd);
+  }
 }
 
 void fth_block_head(const fth_block_env *e, double requests, double q, int embedding,

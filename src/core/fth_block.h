@@ -30,11 +30,12 @@ typedef struct fth_block_env {
   fth_block_mode mode;
   double act_bytes;        ///< activations and compute operands
   double weight_bytes;     ///< stored weights
-  double kv_bytes;         ///< KV cache (and the CP K/V exchange)
+  double kv_bytes;         ///< KV cache; in training the CP exchanges' Q/K/V width
   double kv_bw;            ///< bandwidth of the KV cache's tier (decode)
   double kv_reread;        ///< decode: share of a GQA group's extra KV loads (fth_infer_def)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   int flash_attention;
+  fth_cp_comm cp_comm;  ///< ring (p2p) or all-to-all context parallelism (fth_block.c)
   int sequence_parallel;
   int eager_elementwise; ///< 1: eager PyTorch element-wise ops (fp32 norm/RoPE chains, lone SiLU)
   double ep_dispatch_override_s; ///< time of one EP dispatch, if simulated (0 = model)

@@ -119,12 +119,13 @@ fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
   return FTH_OK;
 }
 
-/* An iteration's time from its phase: the layer collectives block unless the
- * engine overlaps two half-batches (fth_infer_def.batch_overlap). */
+/* An iteration's time from its phase: the layer collectives (and what CP's ring
+ * leaves exposed) block unless the engine overlaps two half-batches
+ * (fth_infer_def.batch_overlap). */
 static double iteration_time(const fth_infer_plan *p, const fth_phase *ph, double *exposed) {
   unsigned blocking = p->inf.batch_overlap ? 0u
                                            : (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE) |
-                                                 (1u << FTH_COMM_EP);
+                                                 (1u << FTH_COMM_EP) | (1u << FTH_COMM_CP);
   return fth_phase_time_blocking(ph, p->inf.comp_comm_eff, blocking, exposed);
 }
 

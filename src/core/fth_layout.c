@@ -11,6 +11,18 @@ const char *fth_comm_kind_name(fth_comm_kind k) {
   return (k >= 0 && k < FTH_COMM_KIND_COUNT) ? comm_names[k] : NULL;
 }
 
+static const char *const cp_comm_names[FTH_CP_COMM_COUNT] = {"p2p", "a2a"};
+
+const char *fth_cp_comm_name(fth_cp_comm c) {
+  return (c >= 0 && c < FTH_CP_COMM_COUNT) ? cp_comm_names[c] : NULL;
+}
+
+fth_cp_comm fth_cp_comm_parse(const char *name) {
+  for (int i = 0; i < FTH_CP_COMM_COUNT; i++)
+    if (strcmp(name, cp_comm_names[i]) == 0) return (fth_cp_comm)i;
+  return FTH_CP_COMM_COUNT;
+}
+
 static int levels_size(const fth_group_level *lv, int n) {
   int g = 1;
   for (int i = 0; i < n; i++) g *= lv[i].group_size;

@@ -26,6 +26,18 @@ typedef enum fth_comm_kind {
 
 const char *fth_comm_kind_name(fth_comm_kind k); ///< "tp", "tp_moe", "ep", "cp", "pp", "dp", "dp_moe"
 
+/// How context-parallel ranks share the attention (Megatron-Core / Transformer Engine
+/// cp_comm_type; fth_block.c costs both).
+typedef enum fth_cp_comm {
+  FTH_CP_P2P = 0, ///< ring attention: K/V passed rank to rank, CP steps (the default)
+  FTH_CP_A2A,     ///< all-to-all of Q, K, V and O: each rank attends the whole sequence
+                  ///< with heads / CP heads (DeepSpeed-Ulysses, Jacobs et al. 2023)
+  FTH_CP_COMM_COUNT
+} fth_cp_comm;
+
+const char *fth_cp_comm_name(fth_cp_comm c); ///< "p2p", "a2a"
+fth_cp_comm fth_cp_comm_parse(const char *name); ///< FTH_CP_COMM_COUNT if unknown
+
 /// One communication group: its levels on the physical dimensions.
 typedef struct fth_group {
   fth_group_level lv[FTH_MAX_PHYS_DIMS];

@@ -61,6 +61,15 @@ void fth_phase_add_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op, fth_c
   ph->comm_bytes[kind] += calls * bytes;
 }
 
+void fth_phase_add_paced_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op,
+                              fth_coll_algo algo, double bytes, double time_s, double calls,
+                              double exposed_s) {
+  if (calls <= 0) return;
+  fth_phase_add_comm(ph, kind, op, algo, bytes, time_s, calls);
+  ph->comm_exposed_s[kind] += exposed_s;
+  ph->paced |= 1u << kind;
+}
+
 void fth_phase_scale(fth_phase *ph, double s) {
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++) {
     ph->flops[i] *= s;
@@ -80,6 +89,7 @@ void fth_phase_scale(fth_phase *ph, double s) {
     ph->comm_s[i] *= s;
     ph->comm_calls[i] *= s;
     ph->comm_bytes[i] *= s;
+    ph->comm_exposed_s[i] *= s;
   }
 }
 
@@ -106,7 +116,9 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
     a->comm_s[i] += b->comm_s[i];
     a->comm_calls[i] += b->comm_calls[i];
     a->comm_bytes[i] += b->comm_bytes[i];
+    a->comm_exposed_s[i] += b->comm_exposed_s[i];
   }
+  a->paced |= b->paced;
 }
 
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed) {
@@ -115,18 +127,21 @@ double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed
 
 double fth_phase_time_blocking(const fth_phase *ph, double comp_comm_eff, unsigned blocking,
                                double *exposed) {
+  /* a paced kind brings only what its own pipeline leaves exposed */
+  double part[FTH_COMM_KIND_COUNT];
   double comm = 0, block = 0;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    part[i] = (ph->paced & (1u << i)) ? ph->comm_exposed_s[i] : ph->comm_s[i];
     if (blocking & (1u << i))
-      block += ph->comm_s[i];
+      block += part[i];
     else
-      comm += ph->comm_s[i];
+      comm += part[i];
   }
   double t = fth_overlap(ph->kernel_s, comm, comp_comm_eff);
   double exp_total = t - ph->kernel_s;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++)
-    exposed[i] = (blocking & (1u << i)) ? ph->comm_s[i]
-                                        : (comm > 0 ? exp_total * ph->comm_s[i] / comm : 0.0);
+    exposed[i] = (blocking & (1u << i)) ? part[i]
+                                        : (comm > 0 ? exp_total * part[i] / comm : 0.0);
   return fth_max(t + block, ph->host_s);
 }
 

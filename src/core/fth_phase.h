@@ -50,6 +50,12 @@ typedef struct fth_phase {
   fth_coll_op comm_op[FTH_COMM_KIND_COUNT];     ///< the kind's main collective
   fth_coll_algo comm_algo[FTH_COMM_KIND_COUNT]; ///< the algorithm the cost model chose for it
   double host_s; ///< host time issuing the pass's operators (fth_host.h); the pass takes at least this
+  /// Of comm_s, what a kind pipelined step by step with its own kernels leaves exposed
+  /// (context parallelism's ring: each step waits for the K/V its transfer brings); the
+  /// kinds so timed are the bits of `paced` (1 << kind): only this part of theirs meets
+  /// the other kernels (fth_phase_time_blocking), the rest is hidden by construction.
+  double comm_exposed_s[FTH_COMM_KIND_COUNT];
+  unsigned paced;
 } fth_phase;
 
 /// What kernels run on and how their compute and memory overlap.
@@ -84,12 +90,18 @@ void fth_phase_add_kernel_class(const fth_phase_ctx *c, fth_phase *ph, fth_flop_
 /// a kind names its op and algorithm in the report.
 void fth_phase_add_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op, fth_coll_algo algo,
                         double bytes, double time_s, double calls);
+/// The same for `calls` transfers of a kind pipelined with its own kernels, which leave
+/// `exposed_s` of their time exposed in all (the kind becomes paced: fth_phase.comm_exposed_s).
+void fth_phase_add_paced_comm(fth_phase *ph, fth_comm_kind kind, fth_coll_op op,
+                              fth_coll_algo algo, double bytes, double time_s, double calls,
+                              double exposed_s);
 void fth_phase_scale(fth_phase *ph, double s);
 void fth_phase_add(fth_phase *a, const fth_phase *b);
 
 /// Time on the critical path: kernels overlapped with the layer collectives at
 /// `comp_comm_eff`, and never less than the host time issuing them (a host-bound
-/// pass: the GPU waits on the host); `exposed[k]` receives each kind's exposed share.
+/// pass: the GPU waits on the host); `exposed[k]` receives each kind's exposed share. A
+/// paced kind takes part with its exposed part only (comm_exposed_s).
 double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed);
 
 /// The same with the kinds in `blocking` (bit 1 << kind) run on their own,

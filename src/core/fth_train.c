@@ -94,6 +94,19 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   const fth_model_def *m = &p->model;
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
+  /* The all-to-all exchange gives each CP rank heads / CP of the TP rank's query and
+   * KV heads (Transformer Engine's flash_attn_a2a_communicate splits both). */
+  if (w->cp_comm == FTH_CP_A2A && l->cp > 1) {
+    for (int moe = 0; moe < 2; moe++) {
+      const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
+      double qh = sh->heads / l->tp, kvh = sh->kv_heads / l->tp;
+      if (sh->attn_share > 0 && (fmod(qh, l->cp) != 0 || fmod(kvh, l->cp) != 0))
+        return fth_fail(err, FTH_EINVAL, "workload.cp_comm",
+                        "a2a splits the heads over CP = %d, but a TP rank holds %g query and %g "
+                        "KV heads; use p2p (ring) or a CP that divides both",
+                        l->cp, qh, kvh);
+    }
+  }
   /* The stage split the workload asks for (re-split only when it changes:
    * a search reworks many variants of one split). */
   if (l->split_first != w->pp_first_layers || l->split_last != w->pp_last_layers) {
@@ -410,9 +423,12 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->mode = FTH_BLOCK_TRAIN;
   e->act_bytes = w->act_bytes;
   e->weight_bytes = w->act_bytes;
-  e->kv_bytes = w->act_bytes;
+  /* no KV cache in training: the width of the K/V context parallelism exchanges, one
+   * byte under FP8 attention (Transformer Engine exchanges the quantised tensors) */
+  e->kv_bytes = w->attention_fp8 && w->recipe != FTH_RECIPE_NONE ? 1.0 : w->act_bytes;
   e->expert_imbalance = w->expert_imbalance;
   e->flash_attention = w->flash_attention;
+  e->cp_comm = w->cp_comm;
   e->sequence_parallel = w->sequence_parallel;
   e->eager_elementwise = w->eager_elementwise;
   e->k.lora_rank = w->lora_rank;
@@ -427,11 +443,13 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
 /* Kinds run without overlap: TP's collectives when the workload does not
  * overlap them (vanilla TP), EP's dispatch and combine when it does not
  * (an all-to-all between the router and the experts, Megatron-Core's alltoall
- * dispatcher without its 1F1B A2A overlap), unless the schedule hides the
- * layer collectives under the other direction's chunk (DualPipe). */
+ * dispatcher without its 1F1B A2A overlap), and what CP's ring leaves exposed
+ * (its steps wait for their K/V: the wait stalls the attention, nothing else runs
+ * then), unless the schedule hides the layer collectives under the other
+ * direction's chunk (DualPipe). */
 static unsigned blocking_kinds(const fth_train_plan *p) {
   if (fth_schedule_get(p->work.pp)->comm_hidden > 0) return 0u;
-  unsigned k = 0u;
+  unsigned k = 1u << FTH_COMM_CP;
   if (!p->work.tp_comm_overlap) k |= (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
   if (!p->work.ep_comm_overlap) k |= 1u << FTH_COMM_EP;
   return k;

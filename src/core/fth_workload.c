@@ -86,6 +86,8 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
     return fth_fail(err, FTH_EINVAL, "dp_spec.variant", "unknown variant");
   if (w->pp < 0 || w->pp >= FTH_PP_COUNT)
     return fth_fail(err, FTH_EINVAL, "pp_spec.variant", "unknown variant");
+  if (w->cp_comm < 0 || w->cp_comm >= FTH_CP_COMM_COUNT)
+    return fth_fail(err, FTH_EINVAL, "cp_comm", "unknown context-parallel exchange");
   if (w->zero3_microbatches_per_gather < 1)
     return fth_fail(err, FTH_EINVAL, "dp_spec.zero3_microbatches_per_gather",
                     "expected >= 1, got %d", w->zero3_microbatches_per_gather);

@@ -8,6 +8,7 @@
 #include "fth_collective.h"
 #include "fth_footprint.h"
 #include "fth_kernel.h"
+#include "fth_layout.h"
 #include "fth_model.h"
 #include "fth_recipe.h"
 #include "fth_schedule.h"
@@ -48,6 +49,7 @@ typedef struct fth_train_def {
   /// (FSDP2 under a PyTorch pipeline schedule: one per schedule run); 1 = every one
   int zero3_microbatches_per_gather;
   int flash_attention;     ///< 1: fused attention (no s^2 activations)
+  fth_cp_comm cp_comm;     ///< how context-parallel ranks share the attention (ring by default)
   int eager_elementwise;   ///< 1: eager PyTorch element-wise ops, one kernel each (fth_block.c)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   double comp_comm_eff, comp_mem_eff, comm_mem_eff; ///< in [0, 1]

@@ -436,6 +436,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->ep_dispatch_per_node =
       lcheck_bool(L, idx, w, "ep_dispatch_per_node", out->ep_dispatch_per_node);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);
+  out->cp_comm = (fth_cp_comm)lnames_check(L, idx, w, "cp_comm", LNAMES_CP_COMM, out->cp_comm);
   out->eager_elementwise = lcheck_bool(L, idx, w, "eager_elementwise", out->eager_elementwise);
   out->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", out->expert_imbalance);
   out->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", out->comp_comm_eff);

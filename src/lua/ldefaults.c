@@ -84,6 +84,7 @@ void lfth_open_defaults(lua_State *L) {
   setname(L, "precision_recipe", LNAMES_PRECISION_RECIPE, (int)t.recipe);
   setname(L, "cast_kernels", LNAMES_CAST_KERNELS, (int)t.cast_kernels);
   setname(L, "lora_targets", LNAMES_LORA_TARGETS, (int)t.lora_targets);
+  setname(L, "cp_comm", LNAMES_CP_COMM, (int)t.cp_comm);
   setint(L, "recompute_num_layers", t.recompute_num_layers);
   setint(L, "activation_offload_layers", t.activation_offload_layers);
   setbool(L, "activation_input_fp8", t.activation_input_fp8);

@@ -54,6 +54,8 @@ PARSE_OF(fth_tier_parse)
 NAME_OF(fth_mem_component_name, fth_mem_component)
 PARSE_OF(fth_mem_component_parse)
 NAME_OF(fth_comm_kind_name, fth_comm_kind)
+NAME_OF(fth_cp_comm_name, fth_cp_comm)
+PARSE_OF(fth_cp_comm_parse)
 NAME_OF(fth_route_dist_name, fth_route_dist)
 PARSE_OF(fth_route_dist_parse)
 NAME_OF(fth_mesh_sched_name, fth_mesh_sched)
@@ -153,6 +155,8 @@ static const enum_desc enums[LNAMES_COUNT] = {
                              fth_serve_policy_parse_i, NULL},
     [LNAMES_SERVE_ROUTING] = {"serve_routing", FTH_ROUTE_COUNT, fth_serve_routing_name_i,
                               fth_serve_routing_parse_i, NULL},
+    [LNAMES_CP_COMM] = {"cp_comm", FTH_CP_COMM_COUNT, fth_cp_comm_name_i, fth_cp_comm_parse_i,
+                        NULL},
 };
 
 int lnames_count(lnames_enum e) {

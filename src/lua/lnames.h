@@ -33,6 +33,7 @@ typedef enum lnames_enum {
   LNAMES_SERVE_LENGTH,
   LNAMES_SERVE_POLICY,
   LNAMES_SERVE_ROUTING,
+  LNAMES_CP_COMM,
   LNAMES_COUNT
 } lnames_enum;
 

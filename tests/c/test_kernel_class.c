@@ -139,6 +139,40 @@ static int moe(void) {
   return 0;
 }
 
+/* A paced kind (context parallelism's ring): of its raw time only the part its own
+ * pipeline left exposed meets the other kernels. Kernels 10 s; TP 4 s raw; CP 6 s raw
+ * of which 1.5 s exposed. Pooled at e = 0.5: overlap(10, 4 + 1.5) = 15.5 - 0.5 x 5.5
+ * = 12.75 s, exposed 2.75 s split 4 : 1.5 (2 and 0.75). With CP blocking: overlap(10, 4)
+ * = 12 s plus CP's 1.5 s whole = 13.5 s; TP exposed 2, CP 1.5. Scale and add carry the
+ * exposed part and the pacing. */
+static int paced(void) {
+  fth_phase_ctx c;
+  memset(&c, 0, sizeof c);
+  c.comp_mem_eff = 1.0;
+  fth_phase ph;
+  memset(&ph, 0, sizeof ph);
+  fth_phase_add_kernel(&c, &ph, FTH_FLOP_MLP, cost(10.0, 0.0), 0.0);
+  fth_phase_add_comm(&ph, FTH_COMM_TP, FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, 1.0, 4.0, 1.0);
+  fth_phase_add_paced_comm(&ph, FTH_COMM_CP, FTH_COLL_SEND_RECV, FTH_ALGO_RING, 1.0, 3.0, 2.0,
+                           1.5);
+  FTH_ENSURE_NEAR(6.0, ph.comm_s[FTH_COMM_CP], 1e-15);
+  double ex[FTH_COMM_KIND_COUNT];
+  FTH_ENSURE_NEAR(12.75, fth_phase_time(&ph, 0.5, ex), 1e-12);
+  FTH_ENSURE_NEAR(2.0, ex[FTH_COMM_TP], 1e-12);
+  FTH_ENSURE_NEAR(0.75, ex[FTH_COMM_CP], 1e-12);
+  FTH_ENSURE_NEAR(13.5, fth_phase_time_blocking(&ph, 0.5, 1u << FTH_COMM_CP, ex), 1e-12);
+  FTH_ENSURE_NEAR(2.0, ex[FTH_COMM_TP], 1e-12);
+  FTH_ENSURE_NEAR(1.5, ex[FTH_COMM_CP], 1e-12);
+  fth_phase sum;
+  memset(&sum, 0, sizeof sum);
+  fth_phase_scale(&ph, 2.0);
+  fth_phase_add(&sum, &ph);
+  FTH_ENSURE(sum.paced == (1u << FTH_COMM_CP));
+  FTH_ENSURE_NEAR(3.0, sum.comm_exposed_s[FTH_COMM_CP], 1e-15);
+  FTH_ENSURE_NEAR(27.0, fth_phase_time_blocking(&sum, 0.5, 1u << FTH_COMM_CP, ex), 1e-12);
+  return 0;
+}
+
 int kernel_class_test(void) {
-  return accumulator() || step() || moe();
+  return accumulator() || paced() || step() || moe();
 }

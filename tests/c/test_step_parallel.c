@@ -10,6 +10,8 @@
 #include "fth_train.h"
 #include "test_macros.h"
 
+#include <string.h>
+
 static fth_node_def node(void) {
   fth_node_def n = fth_node_def_default();
   n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
@@ -150,25 +152,34 @@ static int sequence_parallel(void) {
   return 0;
 }
 
-/* CP (ring attention, Liu et al. 2023): TP 2 x CP 2 in the pod (each gets
- * half of its 100 GB/s: 50 GB/s), 2 layers, seq 2048, one micro-batch. */
+/* CP (ring attention, Liu et al. 2023; Transformer Engine's p2p exchange): TP 2 x
+ * CP 2 in the pod (each gets half of its 100 GB/s: 50 GB/s), 2 layers, seq 2048, one
+ * micro-batch. Each GPU holds q = 2048 / CP 2 = 1024 tokens and 8 of the 16 heads. */
 static int context_parallel(void) {
   fth_topology_def t = pod(FTH_TAG_TP_ATTN, 2, FTH_TAG_CP, 2);
   fth_model_def m = gpt(2);
   fth_train_def w = work(1, 2048);
   fth_train_result r;
   FTH_RUN(run(&t, &m, &w, &r));
-  /* Each GPU gathers K and V of the whole sequence for its 8 heads: 2048
-   * tokens x 2 x 8 x 64 x 2 B = 4,194,304 B (ALL_GATHER bytes = output), at
-   * (1/2) M / 50 GB/s = 41.94304 us; once per layer forward, twice backward
-   * (K/V again, with their gradients): 3 x 2 layers x 1 micro-batch = 6. */
+  /* A ring step passes one rank's K and V on: 1024 tokens x 8 heads x (64 + 64) x 2 B
+   * = 2,097,152 B, a send/recv at 50 GB/s: 41.94304 us. Forward CP - 1 = 1 transfer a
+   * layer; backward K/V at step 0 and dK/dV back at step 1 (same bytes): 2. So
+   * 3 x 2 layers = 6 transfers. */
   const fth_comm_item *cp = &r.comm[FTH_COMM_CP];
-  FTH_ENSURE(cp->op == FTH_COLL_ALL_GATHER);
+  FTH_ENSURE(cp->op == FTH_COLL_SEND_RECV);
   FTH_ENSURE_EQ_INT(2, cp->group_size);
-  FTH_ENSURE_NEAR(4194304.0, cp->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(2097152.0, cp->bytes_per_call, 1e-12);
   FTH_ENSURE_NEAR(6.0, cp->calls_per_step, 0);
   FTH_ENSURE_NEAR(6.0 * 41.94304e-6, cp->raw_s, 1e-9);
-  FTH_ENSURE_NEAR(cp->raw_s, cp->exposed_s, 1e-12);
+  /* Each transfer hides under one attention step (1 PFLOP/s, 10 TB/s, full overlap):
+   * forward, the diagonal step 0 (causal 1024 x 1024: 2 x 1024 x 512.5 keys x 128 x 8
+   * heads = 1,074,790,400 FLOP, 1.0747904 us; its Q, K, V, O, 4,194,304 B, take
+   * 0.4194304 us) covers the transfer for step 1: 40.8682496 us exposed. Backward 2.5x
+   * the FLOPs: step 0 2.686976 us under the K/V (39.256064 us exposed), step 1 (1024
+   * queries x 512 keys, 1,073,741,824 FLOP x 2.5 = 2.68435456 us) under the dK/dV
+   * (39.25868544 us). 119.38299904 us a layer, x 2. */
+  FTH_ENSURE_NEAR(2.0 * 119.38299904e-6, cp->exposed_s, 1e-12);
+  FTH_ENSURE_NEAR(cp->raw_s - cp->exposed_s, cp->hidden_s, 1e-12);
   /* Tokens per GPU: 2048 / CP 2 = 1024, so the TP all-reduce carries
    * [1024, h] x 2 B = 2,097,152 B. */
   FTH_ENSURE_NEAR(2097152.0, r.comm[FTH_COMM_TP].bytes_per_call, 1e-12);
@@ -176,25 +187,83 @@ static int context_parallel(void) {
    * norms/residuals 1024 h x 25 = 26,214,400; GeLU 1024 x 2048 x 8 =
    * 16,777,216: 8,632,926,208, x 2 layers = 17,265,852,416.
    * Attention per layer: QKV 2 T h 3h / 2 = 3,221,225,472, output 1,073,741,824,
-   * the causal core of the whole sequence over the 8 local heads shared by the
-   * 2 CP ranks, 2 x 2048 x 2049 / 2 x 128 x 8 / 2 = 2,148,532,224, element-
-   * wise 26,214,400: 6,469,713,920, x 2 layers = 12,939,427,840. */
+   * the two ring steps 1,074,790,400 + 1,073,741,824 = 2,148,532,224 (the causal
+   * 2048 x 2048 over 8 heads, halved), element-wise 26,214,400, and the merges: the
+   * output's, 2 FLOP per element of 1024 x 8 x 64 = 524,288 in each of the 2 steps
+   * (2,097,152), the LSE's, 5 per token and head after the first step (40,960):
+   * 6,471,852,032, x 2 layers = 12,943,704,064. */
   FTH_ENSURE_NEAR(17265852416.0, r.fwd_flops[FTH_FLOP_MLP], 1e-12);
-  FTH_ENSURE_NEAR(12939427840.0, r.fwd_flops[FTH_FLOP_ATTENTION], 1e-12);
+  FTH_ENSURE_NEAR(12943704064.0, r.fwd_flops[FTH_FLOP_ATTENTION], 1e-12);
 
-  /* GQA, 4 K/V heads: each TP rank holds 2 of them, so the gather carries
-   * 2048 x 2 x 2 x 64 x 2 B = 1,048,576 B: (1/2) M / 50 GB/s = 10.48576 us. */
+  /* GQA, 4 K/V heads: each TP rank holds 2 of them, so a step carries
+   * 1024 x 2 x 128 x 2 B = 524,288 B: 10.48576 us. */
   m.num_kv_heads = 4;
   FTH_RUN(run(&t, &m, &w, &r));
-  FTH_ENSURE_NEAR(1048576.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(524288.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
   FTH_ENSURE_NEAR(6.0 * 10.48576e-6, r.comm[FTH_COMM_CP].raw_s, 1e-9);
 
   /* MQA, 1 K/V head: fewer than the TP ranks, so both ranks hold it whole:
-   * 2048 x 2 x 64 x 2 B = 524,288 B, (1/2) M / 50 GB/s = 5.24288 us. */
+   * 1024 x 128 x 2 B = 262,144 B, 5.24288 us. */
   m.num_kv_heads = 1;
   FTH_RUN(run(&t, &m, &w, &r));
-  FTH_ENSURE_NEAR(524288.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(262144.0, r.comm[FTH_COMM_CP].bytes_per_call, 1e-12);
   FTH_ENSURE_NEAR(6.0 * 5.24288e-6, r.comm[FTH_COMM_CP].raw_s, 1e-9);
+
+  /* A link 1000x faster: a transfer (41.94304 ns) is shorter than any step, nothing
+   * is exposed. */
+  m.num_kv_heads = 16;
+  t.phys[0].link.bw_bytes_per_s = 100e12;
+  FTH_RUN(run(&t, &m, &w, &r));
+  FTH_ENSURE_NEAR(0.0, r.comm[FTH_COMM_CP].exposed_s, 1e-15);
+  FTH_ENSURE(r.comm[FTH_COMM_CP].raw_s > 0);
+  return 0;
+}
+
+/* CP with the all-to-all exchange (cp_comm a2a: DeepSpeed-Ulysses, TE's
+ * AttnFuncWithCPAndQKVOA2A): the same TP 2 x CP 2 pod. */
+static int context_parallel_a2a(void) {
+  fth_topology_def t = pod(FTH_TAG_TP_ATTN, 2, FTH_TAG_CP, 2);
+  fth_model_def m = gpt(2);
+  fth_train_def w = work(1, 2048);
+  w.cp_comm = FTH_CP_A2A;
+  fth_train_result r;
+  FTH_RUN(run(&t, &m, &w, &r));
+  /* Q, K, V and O of a GPU: 1024 tokens x 8 heads x 64 x 2 B = 1,048,576 B each; an
+   * all-to-all over 2 ranks sends half, 524,288 B at 50 GB/s: 10.48576 us. Forward
+   * Q, K, V before the core and O after; backward dO, then dQ, dK, dV: 8 a layer,
+   * 16 in all, on the core's path: all exposed. */
+  const fth_comm_item *cp = &r.comm[FTH_COMM_CP];
+  FTH_ENSURE(cp->op == FTH_COLL_ALL_TO_ALL);
+  FTH_ENSURE_NEAR(1048576.0, cp->bytes_per_call, 1e-12);
+  FTH_ENSURE_NEAR(16.0, cp->calls_per_step, 0);
+  FTH_ENSURE_NEAR(16.0 * 10.48576e-6, cp->raw_s, 1e-9);
+  FTH_ENSURE_NEAR(cp->raw_s, cp->exposed_s, 1e-12);
+  /* The core: the whole causal 2048 x 2048 on 8 / 2 = 4 heads, 2 x 2048 x 1024.5 x
+   * 128 x 4 = 2,148,532,224 FLOP, as the ring's two steps; nothing to merge (the
+   * reorder copies move bytes, no FLOPs): 6,469,713,920 a layer, x 2. */
+  FTH_ENSURE_NEAR(12939427840.0, r.fwd_flops[FTH_FLOP_ATTENTION], 1e-12);
+  /* Bytes of the attention part, against the ring's (the projections and norms the
+   * same): the ring's steps move Q, K, V, O of the diagonal (4,194,304 B) and of the
+   * half step (3,145,728 B), its merges the output's 524,288 elements (2 + 3 moves of
+   * 2 B: 5,242,880 B) and the LSE's 8,192 (12 B: 98,304 B): 12,681,216 B. The a2a core
+   * moves 2048 x 4 x (64 + 128 + 64) x 2 B = 4,194,304 B and the reorders copy each of
+   * the 4 exchanged tensors twice (524,288 elements x 4 moves x 2 B each: 16,777,216 B):
+   * 20,971,520 B. 8,290,304 B more a layer, x 2. */
+  fth_train_result ring;
+  w.cp_comm = FTH_CP_P2P;
+  FTH_RUN(run(&t, &m, &w, &ring));
+  FTH_ENSURE_NEAR(16580608.0, r.fwd_bytes[FTH_FLOP_ATTENTION] - ring.fwd_bytes[FTH_FLOP_ATTENTION],
+                  1e-6);
+  w.cp_comm = FTH_CP_A2A;
+
+  /* The exchange splits the heads: with one K/V head a TP rank holds half of one, which
+   * CP 2 cannot split: the workload is refused, naming cp_comm. */
+  m.num_kv_heads = 1;
+  fth_node_def n = node();
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) != FTH_OK);
+  FTH_ENSURE(strcmp(err.path, "workload.cp_comm") == 0);
   return 0;
 }
 
@@ -297,6 +366,7 @@ static int interleaved(void) {
 int step_parallel_test(void) {
   FTH_RUN(sequence_parallel());
   FTH_RUN(context_parallel());
+  FTH_RUN(context_parallel_a2a());
   FTH_RUN(zero_traffic());
   FTH_RUN(interleaved());
   return 0;

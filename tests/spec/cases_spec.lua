@@ -332,6 +332,49 @@ describe("fathom.cases", function()
     assert.is_true(math.abs(grads("Megatron-Core v0.9 (2024)") / (4 * params) - 1) < 1e-9)
   end)
 
+  it("reads Megatron-Core's cp_comm_type (ring by default) and refuses one it does not model", function()
+    local function docs(cp_comm_type)
+      return cases.training_docs({ id = "c", system = { gpu = "NVIDIA GB200", num_gpus = 16, gpus_per_node = 4 },
+        model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 80, hidden = 8192, heads = 64, kv_heads = 8,
+          ffn = 28672, vocab = 32000 },
+        training = { framework = "NeMo 25.09 container", precision = "BF16" },
+        parallelism = { tp = 1, cp = 8, micro_batch = 1, global_batch = 2, seq_len = 8192,
+          cp_comm_type = cp_comm_type } })
+    end
+    assert.is_nil(assert(docs(nil)).workload.cp_comm) -- the core's default: p2p
+    assert.are.equal("a2a", assert(docs("A2A")).workload.cp_comm)
+    assert.are.equal("p2p", assert(docs("p2p")).workload.cp_comm)
+    local none, why = docs("a2a+p2p")
+    assert.is_nil(none)
+    assert.matches("parallelism.cp_comm_type 'a2a+p2p' is not modelled (choices: p2p, a2a)", why, 1, true)
+  end)
+
+  it("costs the all-to-all exchange: the whole sequence on heads / CP, every exchange exposed", function()
+    local validate = require("fathom.validate")
+    local scenario = require("fathom.scenario")
+    local calibration = require("fathom.calibration")
+    local state = validate.state()
+    local function step(cp_comm_type)
+      local docs = assert(cases.training_docs({ id = "c", system = { gpu = "NVIDIA GB200", num_gpus = 16,
+        gpus_per_node = 4 }, model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 80, hidden = 8192,
+        heads = 64, kv_heads = 8, ffn = 28672, vocab = 32000 },
+        training = { framework = "NeMo 25.09 container", precision = "BF16" },
+        parallelism = { tp = 1, cp = 8, micro_batch = 1, global_batch = 2, seq_len = 8192,
+          cp_comm_type = cp_comm_type } }))
+      local setting = calibration.lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
+      local lib = validate.calibrated_lib(state, docs.gpu.node, setting)
+      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+        model = docs.model, workload = docs.workload }):evaluate()
+    end
+    local ring, a2a = step(nil), step("a2a")
+    assert.are.equal("send_recv", ring.comm.cp.op)
+    assert.are.equal("all_to_all", a2a.comm.cp.op)
+    -- a ring step hides its transfer under the attention; the all-to-all sits on the path
+    assert.is_true(ring.comm.cp.hidden_s > 0)
+    assert.are.equal(0, a2a.comm.cp.hidden_s)
+    assert.is_true(math.abs(a2a.comm.cp.exposed_s - a2a.comm.cp.raw_s) < 1e-12)
+  end)
+
   it("lays out EP and CP as logical dimensions", function()
     local phys, logical = cases.layout({ tp = 2, cp = 1, dp = 16, pp = 4, etp = 1, ep = 32, dp_moe = 1 }, 128, 8)
     assert.are.equal(2, #phys)
