@@ -197,8 +197,8 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
     k.bytes += wbytes * (wgt - gb);
     k.memory_s = c->env.mem_bw_bytes_per_s > 0 ? k.bytes / c->env.mem_bw_bytes_per_s : k.memory_s;
     if (q) {
-      cast(c, fwd, part, mtok * in * batch);                   /* X */
-      cast(c, fwd, part, wbytes * c->weight_cast_share);      /* W, once per step */
+      cast(c, fwd, part, mtok * in * batch);             /* X */
+      cast(c, fwd, part, wbytes * c->weight_cast_share); /* W, once per step */
     }
     fth_phase_add_kernel_class(c, fwd, part, FTH_KERNEL_GEMM, k, wbytes * wgt);
     /* A grouped GEMM over `batch` local experts pays a fixed cost per expert;
@@ -210,6 +210,11 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
     bwd->kernel_s += 2.0 * per_expert; /* dgrad and wgrad */
     bwd->class_s[FTH_KERNEL_GEMM] += 2.0 * per_expert;
     if (q) cast(c, bwd, part, mtok * out * batch); /* dY */
+    /* a frozen weight held in one layout: its transpose for the data gradient, made per pass */
+    if (q && c->weight_transpose_bytes > 0)
+      fth_phase_add_kernel(c, bwd, part,
+                           fth_kernel_elementwise(&c->env, wbytes, 0.0, c->weight_transpose_bytes),
+                           0.0);
     fth_kernel_cost kd = fth_kernel_gemm(genv, mtok, in, out, batch, gb);
     fth_phase_add_kernel_class(c, bwd, part, FTH_KERNEL_GEMM, kd, wbytes * gb);
     if (c->lora_rank > 0) continue; /* frozen: no weight gradient (adapters below) */

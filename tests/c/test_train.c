@@ -445,7 +445,9 @@ static int mtp_module(void) {
  * 43.94304 us, toy_hand_derived) run between the kernels. With
  * comp_comm_efficiency 1 and overlap on they hide under the ~2.2 ms of kernels
  * per pass; off, all of them are exposed and the step grows by exactly their
- * raw time. DualPipe's pairing hides them anyway (tested in the spec). */
+ * raw time. DualPipe's pairing hides them anyway (tested in the spec). The same
+ * with overlap on where TP's dimension is PCIe peer-to-peer (no peer-mapped buffers
+ * for the overlap's kernels): all exposed; PCIe under DP alone changes nothing. */
 static int tp_overlap(void) {
   fth_node_def node = toy_node();
   fth_topology_def topo = toy_topo();
@@ -464,6 +466,18 @@ static int tp_overlap(void) {
   FTH_ENSURE_NEAR(32.0 * 43.94304e-6, off.comm[FTH_COMM_TP].raw_s, 1e-12);
   FTH_ENSURE_NEAR(off.comm[FTH_COMM_TP].raw_s, off.comm[FTH_COMM_TP].exposed_s, 1e-12);
   FTH_ENSURE_NEAR(on.step_time_s + 32.0 * 43.94304e-6, off.step_time_s, 1e-12);
+  fth_train_result pcie;
+  work.tp_comm_overlap = 1;
+  topo.phys[0].link.pcie_peer = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &pcie);
+  FTH_ENSURE_NEAR(off.step_time_s, pcie.step_time_s, 1e-12);
+  FTH_ENSURE_NEAR(pcie.comm[FTH_COMM_TP].raw_s, pcie.comm[FTH_COMM_TP].exposed_s, 1e-12);
+  topo.phys[0].link.pcie_peer = 0;
+  topo.phys[1].link.pcie_peer = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &pcie);
+  FTH_ENSURE_NEAR(on.step_time_s, pcie.step_time_s, 1e-12);
   return 0;
 }
 
