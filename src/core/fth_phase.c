@@ -77,6 +77,7 @@ void fth_phase_scale(fth_phase *ph, double s) {
   ph->kv_memory_s *= s;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
     ph->comm_s[i] *= s;
+    ph->comm_serial_s[i] *= s;
     ph->comm_calls[i] *= s;
     ph->comm_bytes[i] *= s;
   }
@@ -102,6 +103,7 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
       a->comm_algo[i] = b->comm_algo[i];
     }
     a->comm_s[i] += b->comm_s[i];
+    a->comm_serial_s[i] += b->comm_serial_s[i];
     a->comm_calls[i] += b->comm_calls[i];
     a->comm_bytes[i] += b->comm_bytes[i];
   }
@@ -115,16 +117,21 @@ double fth_phase_time_blocking(const fth_phase *ph, double comp_comm_eff, unsign
                                double *exposed) {
   double comm = 0, block = 0;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
-    if (blocking & (1u << i))
+    if (blocking & (1u << i)) {
       block += ph->comm_s[i];
-    else
-      comm += ph->comm_s[i];
+    } else {
+      block += ph->comm_serial_s[i];
+      comm += ph->comm_s[i] - ph->comm_serial_s[i];
+    }
   }
   double t = fth_overlap(ph->kernel_s, comm, comp_comm_eff);
   double exp_total = t - ph->kernel_s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++)
-    exposed[i] = (blocking & (1u << i)) ? ph->comm_s[i]
-                                        : (comm > 0 ? exp_total * ph->comm_s[i] / comm : 0.0);
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    double hideable = ph->comm_s[i] - ph->comm_serial_s[i];
+    exposed[i] = (blocking & (1u << i))
+                     ? ph->comm_s[i]
+                     : ph->comm_serial_s[i] + (comm > 0 ? exp_total * hideable / comm : 0.0);
+  }
   return t + block;
 }
 

@@ -45,6 +45,7 @@ typedef struct fth_phase {
   double weight_memory_s; ///< of the memory time, reading weights from their tier
   double kv_memory_s;     ///< of the memory time, reading and writing the KV cache
   double comm_s[FTH_COMM_KIND_COUNT];           ///< layer collectives, raw
+  double comm_serial_s[FTH_COMM_KIND_COUNT];    ///< of comm_s, what nothing hides (run between)
   double comm_calls[FTH_COMM_KIND_COUNT];       ///< how many collectives of each kind
   double comm_bytes[FTH_COMM_KIND_COUNT];       ///< their bytes, summed over the calls
   fth_coll_op comm_op[FTH_COMM_KIND_COUNT];     ///< the kind's main collective
