@@ -13,6 +13,7 @@
 #include <string.h>
 
 static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT]);
+static double gather_bytes(const fth_train_def *w);
 
 fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
                              const fth_topology_def *topo, const fth_model_def *model,
@@ -308,8 +309,16 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
     double quantised = fth_recipe_weight_copies(w->recipe, p->node.compute.fp8_any_layout) * per;
     /* A frozen LoRA base never updates: it is held quantised alone (Transformer Engine's
      * fp8_model_init; NeMo's fp8 parameters), no wide copy, in one layout where a
-     * per-tensor scale lets the backward transpose it (fth_recipe_frozen_copies). */
-    wb = w->lora_rank > 0 ? fth_recipe_frozen_copies(w->recipe) * per : wb + quantised;
+     * per-tensor scale lets the backward transpose it (fth_recipe_frozen_copies). Weights
+     * gathered as FP8 by the distributed optimizer are FP8 parameters too (Megatron-Core's
+     * fp8_param_gather: the compute weights are the quantised copies, the master copy in
+     * the optimizer's shard): no wide copy either. */
+    if (w->lora_rank > 0)
+      wb = fth_recipe_frozen_copies(w->recipe) * per;
+    else if (w->dp != FTH_DP_ZERO3 && gather_bytes(w) < w->act_bytes)
+      wb = quantised;
+    else
+      wb += quantised;
   }
   /* LoRA (Hu et al. 2021): the base is frozen, stored at the compute width with no
    * gradient, master copy or moments; only the adapters train. */

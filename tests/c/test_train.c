@@ -489,6 +489,9 @@ static int tp_overlap(void) {
  * 57,938,944 B. Step bytes: gradients 4 B + weights 2 B or 1 B a parameter.
  * A ring all-gather of M over 2 GPUs takes (1/2) M / B + a, so the step
  * shortens by (1/2) 57,938,944 / 10e9 = 2.8969472 ms, the latency unchanged.
+ * The gathered FP8 copies are the compute weights (FP8 parameters, the master copy in the
+ * optimizer's shard): the weights held drop from the 2-byte copy plus the recipe's two
+ * 1-byte copies (4 B a parameter) to the copies alone (2 B): 115,877,888 B less.
  * Without an FP8 recipe (or under NVFP4) the flag changes nothing. */
 static int fp8_param_gather(void) {
   fth_node_def node = toy_node();
@@ -512,6 +515,8 @@ static int fp8_param_gather(void) {
   FTH_ENSURE_NEAR(2.8969472e-3, off.comm[FTH_COMM_DP].exposed_s - on.comm[FTH_COMM_DP].exposed_s,
                   1e-9);
   FTH_ENSURE_NEAR(2.8969472e-3, off.step_time_s - on.step_time_s, 1e-9);
+  FTH_ENSURE_NEAR(4.0 * 57938944.0, off.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(2.0 * 57938944.0, on.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
   /* no FP8 recipe, or NVFP4: the weights go at the compute width */
   const fth_recipe others[2] = {FTH_RECIPE_NONE, FTH_RECIPE_NVFP4};
   for (int i = 0; i < 2; i++) {
@@ -525,6 +530,7 @@ static int fp8_param_gather(void) {
     fth_train_evaluate(&plan, &b);
     FTH_ENSURE_NEAR(57938944.0 * (4 + 2), b.comm[FTH_COMM_DP].bytes_per_step, 1e-12);
     FTH_ENSURE_NEAR(a.step_time_s, b.step_time_s, 0);
+    FTH_ENSURE_NEAR(a.mem.bytes[FTH_MEM_WEIGHTS], b.mem.bytes[FTH_MEM_WEIGHTS], 0);
   }
   return 0;
 }
