@@ -685,6 +685,16 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
   } else {
     comm(e, fwd, bwd, FTH_COMM_TP, FTH_COLL_ALL_REDUCE, msg, tp_calls, tp_calls);
   }
+  /* The backward's reduction of each column-parallel linear's input gradient (the
+   * reduce-scatter with SP, else the all-reduce: one per forward TP call) hides under
+   * that linear's weight-gradient GEMM (Transformer Engine's bulk overlap, Megatron's
+   * async TP all-reduce). A frozen LoRA base has no such GEMM: nothing hides it. */
+  const fth_group *tg = &l->group[FTH_COMM_TP];
+  if (bwd && e->k.lora_rank > 0 && tg->n > 0 && msg > 0) {
+    fth_coll_op op = e->sequence_parallel ? FTH_COLL_REDUCE_SCATTER : FTH_COLL_ALL_REDUCE;
+    bwd->comm_serial_s[FTH_COMM_TP] +=
+        tp_calls * fth_collective(op, FTH_ALGO_AUTO, msg, tg->lv, tg->n, e->coll).time_s;
+  }
   if (moe) {
     /* Dispatch and combine at their own widths (DeepSeek-V3 Sec. 3.3.2,
      * DeepEP: FP8 dispatch, BF16 combine). The dispatch direction carries the

@@ -110,6 +110,10 @@ typedef struct fth_link_def {
   int in_network_reduction; ///< 1 when the fabric reduces in the switch (NVLS, SHARP)
   double oversubscription;  ///< two_tier fabrics: leaf down- to up-link bandwidth, >= 1 (1: full bisection)
   int leaf_xpus;            ///< two_tier fabrics: GPUs under one leaf switch; 0 = unknown (all cross the spine)
+  /// 1 when GPUs reach each other over PCIe through the host's switches (no NVLink or
+  /// Infinity Fabric): no peer-mapped buffers at link speed, so no communication kernels
+  /// that write into a peer's memory between GEMM tiles (fth_train's TP overlap)
+  int pcie_peer;
 } fth_link_def;
 
 fth_link_def fth_link_def_default(void);

@@ -87,6 +87,7 @@ void fth_phase_scale(fth_phase *ph, double s) {
   ph->host_s *= s;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
     ph->comm_s[i] *= s;
+    ph->comm_serial_s[i] *= s;
     ph->comm_calls[i] *= s;
     ph->comm_bytes[i] *= s;
     ph->comm_exposed_s[i] *= s;
@@ -114,6 +115,7 @@ void fth_phase_add(fth_phase *a, const fth_phase *b) {
       a->comm_algo[i] = b->comm_algo[i];
     }
     a->comm_s[i] += b->comm_s[i];
+    a->comm_serial_s[i] += b->comm_serial_s[i];
     a->comm_calls[i] += b->comm_calls[i];
     a->comm_bytes[i] += b->comm_bytes[i];
     a->comm_exposed_s[i] += b->comm_exposed_s[i];
@@ -127,21 +129,28 @@ double fth_phase_time(const fth_phase *ph, double comp_comm_eff, double *exposed
 
 double fth_phase_time_blocking(const fth_phase *ph, double comp_comm_eff, unsigned blocking,
                                double *exposed) {
-  /* a paced kind brings only what its own pipeline leaves exposed */
-  double part[FTH_COMM_KIND_COUNT];
+  /* a paced kind brings only what its own pipeline leaves exposed; a serial share runs
+   * with nothing to hide under (comm_serial_s) */
+  double part[FTH_COMM_KIND_COUNT], serial[FTH_COMM_KIND_COUNT];
   double comm = 0, block = 0;
   for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
     part[i] = (ph->paced & (1u << i)) ? ph->comm_exposed_s[i] : ph->comm_s[i];
-    if (blocking & (1u << i))
+    serial[i] = fth_min(ph->comm_serial_s[i], part[i]);
+    if (blocking & (1u << i)) {
       block += part[i];
-    else
-      comm += part[i];
+    } else {
+      block += serial[i];
+      comm += part[i] - serial[i];
+    }
   }
   double t = fth_overlap(ph->kernel_s, comm, comp_comm_eff);
   double exp_total = t - ph->kernel_s;
-  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++)
-    exposed[i] = (blocking & (1u << i)) ? part[i]
-                                        : (comm > 0 ? exp_total * part[i] / comm : 0.0);
+  for (int i = 0; i < FTH_COMM_KIND_COUNT; i++) {
+    double hideable = part[i] - serial[i];
+    exposed[i] = (blocking & (1u << i))
+                     ? part[i]
+                     : serial[i] + (comm > 0 ? exp_total * hideable / comm : 0.0);
+  }
   return fth_max(t + block, ph->host_s);
 }
 
@@ -214,8 +223,8 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
     k.bytes += wbytes * (wgt - gb);
     k.memory_s = c->env.mem_bw_bytes_per_s > 0 ? k.bytes / c->env.mem_bw_bytes_per_s : k.memory_s;
     if (q) {
-      cast(c, fwd, part, mtok * in * batch);                   /* X */
-      cast(c, fwd, part, wbytes * c->weight_cast_share);      /* W, once per step */
+      cast(c, fwd, part, mtok * in * batch);             /* X */
+      cast(c, fwd, part, wbytes * c->weight_cast_share); /* W, once per step */
     }
     fth_phase_add_kernel_class(c, fwd, part, FTH_KERNEL_GEMM, k, wbytes * wgt);
     /* A grouped GEMM over `batch` local experts pays a fixed cost per expert;
@@ -227,6 +236,11 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
     bwd->kernel_s += 2.0 * per_expert; /* dgrad and wgrad */
     bwd->class_s[FTH_KERNEL_GEMM] += 2.0 * per_expert;
     if (q) cast(c, bwd, part, mtok * out * batch); /* dY */
+    /* a frozen weight held in one layout: its transpose for the data gradient, made per pass */
+    if (q && c->weight_transpose_bytes > 0)
+      fth_phase_add_kernel(c, bwd, part,
+                           fth_kernel_elementwise(&c->env, wbytes, 0.0, c->weight_transpose_bytes),
+                           0.0);
     fth_kernel_cost kd = fth_kernel_gemm(genv, mtok, in, out, batch, gb);
     fth_phase_add_kernel_class(c, bwd, part, FTH_KERNEL_GEMM, kd, wbytes * gb);
     if (c->lora_rank > 0) continue; /* frozen: no weight gradient (adapters below) */

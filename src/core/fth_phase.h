@@ -37,16 +37,17 @@ typedef struct fth_phase {
   double bytes[FTH_FLOP_PART_COUNT];
   double compute_s[FTH_FLOP_PART_COUNT];
   double memory_s[FTH_FLOP_PART_COUNT];
-  double kernel_s;                    ///< kernels with compute/memory overlap applied
+  double kernel_s;                        ///< kernels with compute/memory overlap applied
   double class_s[FTH_KERNEL_CLASS_COUNT]; ///< kernel_s by kind of kernel (sums to kernel_s)
-  double compute_bound_s;             ///< time of kernels limited by compute
-  double memory_bound_s;              ///< time of kernels limited by memory
+  double compute_bound_s;                 ///< time of kernels limited by compute
+  double memory_bound_s;                  ///< time of kernels limited by memory
   double wgrad_s;         ///< of kernel_s, weight-gradient GEMMs (what ZB schedules move)
   double weight_memory_s; ///< of the memory time, reading weights from their tier
   double kv_memory_s;     ///< of the memory time, reading and writing the KV cache
-  double comm_s[FTH_COMM_KIND_COUNT]; ///< layer collectives, raw
-  double comm_calls[FTH_COMM_KIND_COUNT]; ///< how many collectives of each kind
-  double comm_bytes[FTH_COMM_KIND_COUNT]; ///< their bytes, summed over the calls
+  double comm_s[FTH_COMM_KIND_COUNT];           ///< layer collectives, raw
+  double comm_serial_s[FTH_COMM_KIND_COUNT];    ///< of comm_s, what nothing hides (run between)
+  double comm_calls[FTH_COMM_KIND_COUNT];       ///< how many collectives of each kind
+  double comm_bytes[FTH_COMM_KIND_COUNT];       ///< their bytes, summed over the calls
   fth_coll_op comm_op[FTH_COMM_KIND_COUNT];     ///< the kind's main collective
   fth_coll_algo comm_algo[FTH_COMM_KIND_COUNT]; ///< the algorithm the cost model chose for it
   double host_s; ///< host time issuing the pass's operators (fth_host.h); the pass takes at least this
@@ -69,8 +70,11 @@ typedef struct fth_phase_ctx {
   double gemm_bytes;        ///< their operand width
   double cast_bytes;        ///< bytes moved per element quantised before a GEMM
   double weight_cast_share; ///< share of the once-per-step weight casts charged per pass
-  double lora_rank;         ///< LoRA: base weights frozen (no weight gradients), adapters of
-                            ///< this rank on fth_linear_takes_lora linears; 0 = off
+  /// Bytes moved per weight element by re-laying a frozen quantised weight for each
+  /// backward pass (a frozen LoRA base held in one layout: fth_recipe_frozen_copies); 0 = none
+  double weight_transpose_bytes;
+  double lora_rank;              ///< LoRA: base weights frozen (no weight gradients), adapters of
+                                 ///< this rank on fth_linear_takes_lora linears; 0 = off
   fth_lora_targets lora_targets; ///< the linears that carry them
   double host_op_s;         ///< host time per operator issued eagerly (fth_host.h); 0 = not modelled
   unsigned graph_scope;     ///< FTH_GRAPH_* parts captured by CUDA graphs (no host time)

@@ -45,6 +45,17 @@ double fth_recipe_weight_copies(fth_recipe r, int any_layout) {
   return row->copies;
 }
 
+double fth_recipe_frozen_copies(fth_recipe r) {
+  return fth_recipe_weight_copies(r, 1);
+}
+
+double fth_recipe_frozen_transpose_bytes(fth_recipe r, int any_layout) {
+  const fth_recipe_row *row = fth_recipe_get(r);
+  if (row == NULL || row->gemm == FTH_PREC_COUNT) return 0.0;
+  if (fth_recipe_weight_copies(r, any_layout) <= fth_recipe_frozen_copies(r)) return 0.0;
+  return 2.0 * fth_precision_bytes(row->gemm);
+}
+
 const char *fth_recipe_name(fth_recipe r) {
   const fth_recipe_row *row = fth_recipe_get(r);
   return row ? row->name : NULL;

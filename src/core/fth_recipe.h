@@ -18,13 +18,13 @@
 #include "fth_hardware.h"
 
 typedef enum fth_recipe {
-  FTH_RECIPE_NONE = 0,    ///< every kernel at the activation precision (no casts)
-  FTH_RECIPE_FP8_DELAYED, ///< E4M3/E5M2, per-tensor scale from the amax history (TE default)
-  FTH_RECIPE_FP8_CURRENT, ///< per-tensor scale from the tensor itself: an amax pass first
-  FTH_RECIPE_FP8_ROWWISE, ///< a scale per row of each GEMM's reduction axis (torchao rowwise)
-  FTH_RECIPE_MXFP8,       ///< OCP MX E4M3, an E8M0 scale per 32 elements (Blackwell)
+  FTH_RECIPE_NONE = 0,      ///< every kernel at the activation precision (no casts)
+  FTH_RECIPE_FP8_DELAYED,   ///< E4M3/E5M2, per-tensor scale from the amax history (TE default)
+  FTH_RECIPE_FP8_CURRENT,   ///< per-tensor scale from the tensor itself: an amax pass first
+  FTH_RECIPE_FP8_ROWWISE,   ///< a scale per row of each GEMM's reduction axis (torchao rowwise)
+  FTH_RECIPE_MXFP8,         ///< OCP MX E4M3, an E8M0 scale per 32 elements (Blackwell)
   FTH_RECIPE_FP8_BLOCKWISE, ///< E4M3, an FP32 scale per 1x128 tile / 128x128 block (DeepSeek-V3)
-  FTH_RECIPE_NVFP4,       ///< E2M1, an E4M3 scale per 16 elements and an FP32 one per tensor
+  FTH_RECIPE_NVFP4,         ///< E2M1, an E4M3 scale per 16 elements and an FP32 one per tensor
   FTH_RECIPE_COUNT
 } fth_recipe;
 
@@ -45,6 +45,14 @@ const fth_recipe_row *fth_recipe_get(fth_recipe r); ///< NULL when out of range
 /// GEMMs take either layout (`any_layout`) and one per-tensor scale serves both axes
 /// (one quantisation, no per-block scales: delayed and current scaling).
 double fth_recipe_weight_copies(fth_recipe r, int any_layout);
+/// Quantised copies a frozen weight (a LoRA base, never updated) is held in: one where one
+/// per-tensor scale serves both axes (the other layout is an exact transpose of it, made for
+/// each backward pass: Transformer Engine's FP8 parameters with the transpose cache off, as
+/// NeMo's LoRA recipes run, disable_parameter_transpose_cache), else the recipe's copies.
+double fth_recipe_frozen_copies(fth_recipe r);
+/// Bytes moved per element to make that other layout for one backward pass (read and
+/// write the quantised element): 0 where the GEMMs take either layout or both are held.
+double fth_recipe_frozen_transpose_bytes(fth_recipe r, int any_layout);
 const char *fth_recipe_name(fth_recipe r);
 fth_recipe fth_recipe_parse(const char *name); ///< FTH_RECIPE_COUNT when unknown
 
@@ -56,7 +64,7 @@ typedef enum fth_cast_kernels {
   FTH_CAST_KERNELS_COUNT
 } fth_cast_kernels;
 
-const char *fth_cast_kernels_name(fth_cast_kernels k); ///< "fused", "compiled", "eager"
+const char *fth_cast_kernels_name(fth_cast_kernels k);     ///< "fused", "compiled", "eager"
 fth_cast_kernels fth_cast_kernels_parse(const char *name); ///< FTH_CAST_KERNELS_COUNT if unknown
 
 /// Traffic of `k`'s casts over the fused ideal (measured on H100, fth_recipe.c).

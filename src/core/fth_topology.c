@@ -397,6 +397,7 @@ static int group_levels(const fth_topology_def *t, fth_logical_tag tag, fth_logi
       g->bw_bytes_per_s *= fth_topology_spine_share(size, pd->link.leaf_xpus, pd->link.oversubscription);
     g->latency_s = pd->link.latency_s;
     g->in_network_reduction = pd->link.in_network_reduction;
+    g->pcie_peer = pd->link.pcie_peer;
     g->span = 0.0;
     if (inner_dim && *inner_dim < 0) *inner_dim = d;
   }
@@ -442,6 +443,7 @@ int fth_topology_group_placed(const fth_topology_def *t, fth_logical_tag tag,
                                                     pd->link.oversubscription);
     g->latency_s = pd->link.latency_s;
     g->in_network_reduction = pd->link.in_network_reduction;
+    g->pcie_peer = pd->link.pcie_peer;
     if (inner_dim && *inner_dim < 0) *inner_dim = d;
   }
   return n;

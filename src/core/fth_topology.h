@@ -147,6 +147,7 @@ typedef struct fth_group_level {
   double bw_bytes_per_s; ///< effective per-GPU bandwidth for this group, after sharing
   double latency_s;
   int in_network_reduction;
+  int pcie_peer; ///< the fabric is PCIe peer-to-peer (fth_link_def.pcie_peer)
   /// GPUs of the group on this level as a real number, where a placed group falls unevenly
   /// over the blocks (fth_rank_place.level; group_size is then its ceiling); 0: group_size
   double span;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT]);
+static double gather_bytes(const fth_train_def *w);
 
 fth_status fth_train_compile(fth_train_plan *p, const fth_node_def *node,
                              const fth_topology_def *topo, const fth_model_def *model,
@@ -67,8 +68,8 @@ static void saved_per_token(const fth_train_plan *p, fth_recompute rc, double ou
     out[k] = fth_model_activation_bytes_per_token(m, k, rc, l->tp, l->tp_moe, w->sequence_parallel,
                                                   seq, w->act_bytes, w->flash_attention, r);
     if (!stored) continue;
-    out[k] -= (w->act_bytes - gb) * fth_model_gemm_input_elems_per_token(
-                                        m, k, l->tp, l->tp_moe, w->sequence_parallel, r);
+    out[k] -= (w->act_bytes - gb) *
+              fth_model_gemm_input_elems_per_token(m, k, l->tp, l->tp_moe, w->sequence_parallel, r);
     if (w->recompute_modules) {
       double act, gemm;
       fth_model_recompute_module_elems(m, k, w->recompute_modules, l->tp, l->tp_moe,
@@ -76,13 +77,13 @@ static void saved_per_token(const fth_train_plan *p, fth_recompute rc, double ou
       out[k] -= act * w->act_bytes + gemm * gb;
     }
     if (w->lora_rank > 0)
-      out[k] -= gb * fth_model_frozen_input_elems_per_token(m, k, w->lora_targets, l->tp,
-                                                            l->tp_moe, w->sequence_parallel, r);
+      out[k] -= gb * fth_model_frozen_input_elems_per_token(m, k, w->lora_targets, l->tp, l->tp_moe,
+                                                            w->sequence_parallel, r);
     if (w->attention_fp8 && w->act_bytes > 1.0)
       out[k] -= (w->act_bytes - 1.0) * fth_model_qkv_elems_per_token(m, k, l->tp);
     if (w->activation_input_fp8 && w->act_bytes > 1.0)
-      out[k] -= (w->act_bytes - 1.0) *
-                fth_model_act_fn_input_elems_per_token(m, k, l->tp, l->tp_moe, r);
+      out[k] -=
+          (w->act_bytes - 1.0) * fth_model_act_fn_input_elems_per_token(m, k, l->tp, l->tp_moe, r);
   }
 }
 
@@ -110,8 +111,8 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   /* The stage split the workload asks for (re-split only when it changes:
    * a search reworks many variants of one split). */
   if (l->split_first != w->pp_first_layers || l->split_last != w->pp_last_layers) {
-    if (fth_layout_split(&p->layout, m, w->pp_first_layers, w->pp_last_layers,
-                         "workload.pp_spec", err) != FTH_OK)
+    if (fth_layout_split(&p->layout, m, w->pp_first_layers, w->pp_last_layers, "workload.pp_spec",
+                         err) != FTH_OK)
       return err->status;
   }
   /* Interleaved chunks are equal slices of equal stages (an uneven split with
@@ -288,10 +289,10 @@ static double stage_activation_bytes(const fth_train_plan *p, double tokens, dou
     int moe = fth_model_num_moe_in(m, first, first + n);
     first += n;
     double f = recomputed_share(p, n);
-    double per_mb = tokens * ((n - moe) * (f * p->act_bytes_per_token[0] +
-                                           (1.0 - f) * p->act_kept_per_token[0]) +
-                              moe * (f * p->act_bytes_per_token[1] +
-                                     (1.0 - f) * p->act_kept_per_token[1]));
+    double per_mb =
+        tokens *
+        ((n - moe) * (f * p->act_bytes_per_token[0] + (1.0 - f) * p->act_kept_per_token[0]) +
+         moe * (f * p->act_bytes_per_token[1] + (1.0 - f) * p->act_kept_per_token[1]));
     double held = fth_pp_inflight_stage(w->pp, l->pp, s, p->microbatches, w->virtual_stages);
     double off = n > 0 ? fth_min((double)w->activation_offload_layers, (double)n) / n : 0.0;
     if (per_mb * held * (1.0 - off) >= most) {
@@ -305,6 +306,17 @@ static double stage_activation_bytes(const fth_train_plan *p, double tokens, dou
   return most;
 }
 
+/* Elements of the largest TP-sharded dense linear of a block (experts excluded). */
+static double largest_linear(const fth_layer_shape *sh, double tp) {
+  double most = 0.0;
+  for (int i = 0; i < sh->num_linears; i++) {
+    const fth_linear *li = &sh->lin[i];
+    if (li->part == FTH_PART_EXPERT || li->part == FTH_PART_ROUTER) continue;
+    double n = li->in * li->out / (li->shard == FTH_SHARD_NONE ? 1.0 : tp);
+    most = fth_max(most, n);
+  }
+  return most;
+}
 
 void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   const fth_train_def *w = &p->work;
@@ -324,11 +336,20 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   /* A recipe caches its quantised weights (row- and column-wise) for the step. */
   const fth_recipe_row *rr = fth_recipe_get(w->recipe);
   if (rr->gemm != FTH_PREC_COUNT) {
-    double quantised = fth_recipe_weight_copies(w->recipe, p->node.compute.fp8_any_layout) *
-                       (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
-    /* A frozen LoRA base never updates: it is held as those quantised copies alone
-     * (Transformer Engine's fp8_model_init; NeMo's fp8 parameters), no wide copy. */
-    wb = w->lora_rank > 0 ? quantised : wb + quantised;
+    double per = fth_precision_bytes(rr->gemm) + rr->scale_bytes;
+    double quantised = fth_recipe_weight_copies(w->recipe, p->node.compute.fp8_any_layout) * per;
+    /* A frozen LoRA base never updates: it is held quantised alone (Transformer Engine's
+     * fp8_model_init; NeMo's fp8 parameters), no wide copy, in one layout where a
+     * per-tensor scale lets the backward transpose it (fth_recipe_frozen_copies). Weights
+     * gathered as FP8 by the distributed optimizer are FP8 parameters too (Megatron-Core's
+     * fp8_param_gather: the compute weights are the quantised copies, the master copy in
+     * the optimizer's shard): no wide copy either. */
+    if (w->lora_rank > 0)
+      wb = fth_recipe_frozen_copies(w->recipe) * per;
+    else if (w->dp != FTH_DP_ZERO3 && gather_bytes(w) < w->act_bytes)
+      wb = quantised;
+    else
+      wb += quantised;
   }
   /* LoRA (Hu et al. 2021): the base is frozen, stored at the compute width with no
    * gradient, master copy or moments; only the adapters train. */
@@ -368,6 +389,12 @@ void fth_train_footprint(const fth_train_plan *p, fth_memory_footprint *out) {
   }
   double block_full = w->recompute != FTH_RECOMPUTE_NONE ? tokens * p->act_full_per_token : 0.0;
   out->bytes[FTH_MEM_TRANSIENT_BWD] = block_full + out->bytes[FTH_MEM_TRANSIENT_FWD];
+  /* A frozen base held in one layout: the backward's transposed copy of one linear at a time. */
+  if (w->lora_rank > 0 &&
+      fth_recipe_frozen_transpose_bytes(w->recipe, p->node.compute.fp8_any_layout) > 0)
+    out->bytes[FTH_MEM_TRANSIENT_BWD] +=
+        fth_max(largest_linear(&l->dense_shape, l->tp), largest_linear(&l->moe_shape, l->tp)) *
+        (fth_precision_bytes(rr->gemm) + rr->scale_bytes);
   /* The runtime's context and the allocator's slack (fth_footprint.c). */
   fth_footprint_reserve(out, &w->reserve, w->footprint_tier);
   fth_footprint_place(out, &p->node, w->footprint_tier);
@@ -411,6 +438,10 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
     /* the weights are cast once a step, after the update; a frozen LoRA base is held
      * quantised (fth_train_footprint) and never cast */
     e->k.weight_cast_share = w->lora_rank > 0 ? 0.0 : 1.0 / p->microbatches;
+    e->k.weight_transpose_bytes =
+        w->lora_rank > 0
+            ? fth_recipe_frozen_transpose_bytes(w->recipe, p->node.compute.fp8_any_layout)
+            : 0.0;
     /* FP8 attention (TE's FP8 dot-product attention on cuDNN's FP8 FMHA; FlashAttention-3
      * FP8): both passes at the FP8 tensor rate, the same achieved fraction of it */
     if (w->attention_fp8)
@@ -441,7 +472,10 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
 }
 
 /* Kinds run without overlap: TP's collectives when the workload does not
- * overlap them (vanilla TP), EP's dispatch and combine when it does not
+ * overlap them (vanilla TP) or its group talks over PCIe (Transformer Engine's
+ * userbuffers overlap writes into peers' memory between GEMM chunks, which needs
+ * NVLink-class peer mapping: NVIDIA's L40S MLPerf configs set TP_COMM_OVERLAP=False),
+ * EP's dispatch and combine when it does not
  * (an all-to-all between the router and the experts, Megatron-Core's alltoall
  * dispatcher without its 1F1B A2A overlap), and what CP's ring leaves exposed
  * (its steps wait for their K/V: the wait stalls the attention, nothing else runs
@@ -450,7 +484,9 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
 static unsigned blocking_kinds(const fth_train_plan *p) {
   if (fth_schedule_get(p->work.pp)->comm_hidden > 0) return 0u;
   unsigned k = 1u << FTH_COMM_CP;
-  if (!p->work.tp_comm_overlap) k |= (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
+  const fth_group *tp = &p->layout.group[FTH_COMM_TP];
+  if (!p->work.tp_comm_overlap || (tp->n > 0 && tp->lv[0].pcie_peer))
+    k |= (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
   if (!p->work.ep_comm_overlap) k |= 1u << FTH_COMM_EP;
   return k;
 }

@@ -187,6 +187,7 @@ void lcheck_link(lua_State *L, int idx, const char *what, fth_link_def *out) {
   out->in_network_reduction = lcheck_bool(L, idx, what, "in_network_reduction", 0);
   out->oversubscription = lcheck_number(L, idx, what, "oversubscription", out->oversubscription);
   out->leaf_xpus = lcheck_int_range(L, idx, what, "leaf_size_xpus", 0, 0, LCHECK_MAX_XPUS);
+  out->pcie_peer = strcmp(lcheck_string(L, idx, what, "type", "generic"), "pcie") == 0;
 }
 
 void lcheck_topology(lua_State *L, int idx, fth_topology_def *out) {

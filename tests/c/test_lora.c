@@ -59,7 +59,8 @@ static int lora_memory(void) {
   FTH_ENSURE_NEAR(24640.0 - 4096.0, p.act_bytes_per_token[0], 1e-12);
   /* Under an FP8 recipe (two quantised copies, 1 B each, of every weight) full training
    * holds the 2-byte weights and the copies, 4 B per parameter; the frozen base is held
-   * as its copies alone, 2 B. */
+   * quantised alone, in one layout (its per-tensor scale lets the backward transpose it):
+   * 1 B. */
   fth_train_result full;
   w = tfx_serial_work(1, 1024);
   w.recipe = FTH_RECIPE_FP8_DELAYED;
@@ -69,7 +70,7 @@ static int lora_memory(void) {
   w.lora_rank = 16;
   FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
   fth_train_evaluate(&p, &r);
-  FTH_ENSURE_NEAR(2.0 * r.params_per_gpu, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(1.0 * r.params_per_gpu, r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
   w.lora_targets = FTH_LORA_TARGETS_COUNT;
   FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_EINVAL);
   FTH_ENSURE(strcmp(err.path, "workload.lora_targets") == 0);
@@ -83,8 +84,11 @@ static int lora_memory(void) {
  * lora_test). FP8 attention: the causal core, 2 x 1024 x 512.5 x (64 + 64) x 16 heads =
  * 2,149,580,800 FLOP, compute-bound at either rate (Q, K, V, O: 8.4 MB = 8.4 us), runs at
  * 200 TFLOP/s: 10.747904 us faster forward and 2.5 x that backward; it keeps Q, K and V
- * at one byte: (16 + 16) x 64 + 16 x 64 = 3,072 B per token less. One FP8 copy of the
- * weights where the GEMMs take either layout: 1 B per parameter less. */
+ * at one byte: (16 + 16) x 64 + 16 x 64 = 3,072 B per token less. The base is held in one
+ * FP8 layout either way; where the GEMMs take only one layout, each backward transposes
+ * the four weights for the data gradients, 12 h^2 = 12,582,912 elements read and written
+ * at 1 B = 25.165824 MB at 1 TB/s = 25.165824 us, and holds one transposed weight at a
+ * time, the largest (fc1, 1024 x 4096 = 4,194,304 B). Where they take either: neither. */
 static int lora_fp8(void) {
   fth_node_def n = tfx_fp8_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
@@ -110,8 +114,11 @@ static int lora_fp8(void) {
   n.compute.fp8_any_layout = 1;
   FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
   fth_train_evaluate(&p, &lora);
-  FTH_ENSURE_NEAR(attn.mem.bytes[FTH_MEM_WEIGHTS] - attn.params_per_gpu,
-                  lora.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(attn.mem.bytes[FTH_MEM_WEIGHTS], lora.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(attn.mem.bytes[FTH_MEM_TRANSIENT_BWD] - 4194304.0,
+                  lora.mem.bytes[FTH_MEM_TRANSIENT_BWD], 1e-12);
+  FTH_ENSURE_NEAR(attn.bwd_s - 25.165824e-6, lora.bwd_s, 1e-12);
+  FTH_ENSURE_NEAR(attn.fwd_s, lora.fwd_s, 1e-12);
   /* FP8 attention needs a recipe */
   w.recipe = FTH_RECIPE_NONE;
   FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_EINVAL);
@@ -119,9 +126,46 @@ static int lora_fp8(void) {
   return 0;
 }
 
+/* TP 2 (100 GB/s, no latency), everything overlapped (comp_comm_efficiency 1). The block's
+ * two TP collectives a pass move its [1024 tokens, h 1024] activation, 2,097,152 B: without
+ * SP two all-reduces, a ring over 2 GPUs sending 2 (1/2) 2,097,152 B at 100 GB/s = 20.97152
+ * us each; with SP a reduce-scatter and an all-gather per collective, half that each.
+ * Full training hides all of them under the kernels. Under LoRA the backward's reductions of
+ * the column-parallel linears' input gradients (QKV's and fc1's: the all-reduces without SP,
+ * the reduce-scatters with) have no weight-gradient GEMM to hide under: 2 x 20.97152 =
+ * 41.94304 us without SP, 2 x 10.48576 = 20.97152 us with, on top of the backward's
+ * kernels; the forward still hides everything. */
+static int lora_tp_backward(void) {
+  fth_node_def n = tfx_node();
+  fth_topology_def t = tfx_tp_only(2, 100e9);
+  fth_model_def m = tfx_block_model();
+  fth_train_def w = tfx_serial_work(1, 1024);
+  w.comp_comm_eff = 1.0;
+  fth_train_plan p;
+  fth_error err;
+  fth_train_result r;
+  const double serial[2] = {41.94304e-6, 20.97152e-6};
+  for (int sp = 0; sp < 2; sp++) {
+    w.sequence_parallel = sp;
+    w.lora_rank = 0;
+    FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+    fth_train_evaluate(&p, &r);
+    FTH_ENSURE_NEAR(r.bwd_kernel_s, r.bwd_s, 1e-12);
+    FTH_ENSURE_NEAR(0.0, r.comm[FTH_COMM_TP].exposed_s, 0);
+    w.lora_rank = 16;
+    FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+    fth_train_evaluate(&p, &r);
+    FTH_ENSURE_NEAR(r.fwd_kernel_s, r.fwd_s, 1e-12);
+    FTH_ENSURE_NEAR(r.bwd_kernel_s + serial[sp], r.bwd_s, 1e-12);
+    FTH_ENSURE_NEAR(serial[sp], r.comm[FTH_COMM_TP].exposed_s, 1e-12);
+  }
+  return 0;
+}
+
 int lora_test(void) {
   FTH_RUN(lora_memory());
   FTH_RUN(lora_fp8());
+  FTH_RUN(lora_tp_backward());
   fth_node_def n = tfx_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
   fth_model_def m = tfx_block_model();

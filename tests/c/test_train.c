@@ -445,7 +445,9 @@ static int mtp_module(void) {
  * 43.94304 us, toy_hand_derived) run between the kernels. With
  * comp_comm_efficiency 1 and overlap on they hide under the ~2.2 ms of kernels
  * per pass; off, all of them are exposed and the step grows by exactly their
- * raw time. DualPipe's pairing hides them anyway (tested in the spec). */
+ * raw time. DualPipe's pairing hides them anyway (tested in the spec). The same
+ * with overlap on where TP's dimension is PCIe peer-to-peer (no peer-mapped buffers
+ * for the overlap's kernels): all exposed; PCIe under DP alone changes nothing. */
 static int tp_overlap(void) {
   fth_node_def node = toy_node();
   fth_topology_def topo = toy_topo();
@@ -464,6 +466,18 @@ static int tp_overlap(void) {
   FTH_ENSURE_NEAR(32.0 * 43.94304e-6, off.comm[FTH_COMM_TP].raw_s, 1e-12);
   FTH_ENSURE_NEAR(off.comm[FTH_COMM_TP].raw_s, off.comm[FTH_COMM_TP].exposed_s, 1e-12);
   FTH_ENSURE_NEAR(on.step_time_s + 32.0 * 43.94304e-6, off.step_time_s, 1e-12);
+  fth_train_result pcie;
+  work.tp_comm_overlap = 1;
+  topo.phys[0].link.pcie_peer = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &pcie);
+  FTH_ENSURE_NEAR(off.step_time_s, pcie.step_time_s, 1e-12);
+  FTH_ENSURE_NEAR(pcie.comm[FTH_COMM_TP].raw_s, pcie.comm[FTH_COMM_TP].exposed_s, 1e-12);
+  topo.phys[0].link.pcie_peer = 0;
+  topo.phys[1].link.pcie_peer = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &pcie);
+  FTH_ENSURE_NEAR(on.step_time_s, pcie.step_time_s, 1e-12);
   return 0;
 }
 
@@ -475,6 +489,9 @@ static int tp_overlap(void) {
  * 57,938,944 B. Step bytes: gradients 4 B + weights 2 B or 1 B a parameter.
  * A ring all-gather of M over 2 GPUs takes (1/2) M / B + a, so the step
  * shortens by (1/2) 57,938,944 / 10e9 = 2.8969472 ms, the latency unchanged.
+ * The gathered FP8 copies are the compute weights (FP8 parameters, the master copy in the
+ * optimizer's shard): the weights held drop from the 2-byte copy plus the recipe's two
+ * 1-byte copies (4 B a parameter) to the copies alone (2 B): 115,877,888 B less.
  * Without an FP8 recipe (or under NVFP4) the flag changes nothing. */
 static int fp8_param_gather(void) {
   fth_node_def node = toy_node();
@@ -498,6 +515,8 @@ static int fp8_param_gather(void) {
   FTH_ENSURE_NEAR(2.8969472e-3, off.comm[FTH_COMM_DP].exposed_s - on.comm[FTH_COMM_DP].exposed_s,
                   1e-9);
   FTH_ENSURE_NEAR(2.8969472e-3, off.step_time_s - on.step_time_s, 1e-9);
+  FTH_ENSURE_NEAR(4.0 * 57938944.0, off.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+  FTH_ENSURE_NEAR(2.0 * 57938944.0, on.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
   /* no FP8 recipe, or NVFP4: the weights go at the compute width */
   const fth_recipe others[2] = {FTH_RECIPE_NONE, FTH_RECIPE_NVFP4};
   for (int i = 0; i < 2; i++) {
@@ -511,6 +530,7 @@ static int fp8_param_gather(void) {
     fth_train_evaluate(&plan, &b);
     FTH_ENSURE_NEAR(57938944.0 * (4 + 2), b.comm[FTH_COMM_DP].bytes_per_step, 1e-12);
     FTH_ENSURE_NEAR(a.step_time_s, b.step_time_s, 0);
+    FTH_ENSURE_NEAR(a.mem.bytes[FTH_MEM_WEIGHTS], b.mem.bytes[FTH_MEM_WEIGHTS], 0);
   }
   return 0;
 }

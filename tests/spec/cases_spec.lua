@@ -373,6 +373,33 @@ describe("fathom.cases", function()
     assert.is_true(ring.comm.cp.hidden_s > 0)
     assert.are.equal(0, a2a.comm.cp.hidden_s)
     assert.is_true(math.abs(a2a.comm.cp.exposed_s - a2a.comm.cp.raw_s) < 1e-12)
+
+  it("holds a frozen FP8 LoRA base once and runs TP over PCIe without overlap", function()
+    -- Llama 2 70B LoRA (NeMo, FP8 delayed scaling, rank 16 on the attention), TP 4 x CP 2 on
+    -- 8 GPUs of 4-GPU nodes. The frozen base is held as one FP8 copy, 1 byte a parameter
+    -- (NeMo's fp8 parameters with the transpose cache off): on the 48 GB L40S it fits. The
+    -- L40S talks over PCIe: TP's collectives run between the GEMMs, all exposed; on H100's
+    -- NVLink the userbuffers overlap hides the forward's.
+    local scenario = require("fathom.scenario")
+    local lib = require("fathom.spec").hardware_library(
+      require("fathom.config").load_mapping("configs/hardware/hardware_library.yaml", "hardware library"))
+    local function run(gpu, link)
+      local docs = assert(cases.training_docs({ id = "l", system = { gpu = gpu, num_gpus = 8, gpus_per_node = 4,
+        intra_node_interconnect = link }, model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 80,
+        hidden = 8192, heads = 64, kv_heads = 8, ffn = 28672, vocab = 32000 },
+        training = { framework = "NeMo 24.04 container", precision = "FP8 (delayed scaling)", task = "LoRA",
+          lora_rank = 16, lora_targets = "attention" },
+        parallelism = { tp = 4, pp = 1, cp = 2, dp = 1, micro_batch = 1, global_batch = 1, seq_len = 8192 } }))
+      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+        model = docs.model, workload = docs.workload }):evaluate()
+    end
+    local l40s = run("NVIDIA L40S", "none (PCIe Gen4)")
+    assert.is_true(l40s.memory.fits)
+    assert.is_true(math.abs(l40s.memory.components.weights / l40s.params_per_gpu - 1) < 1e-9)
+    assert.is_true(l40s.comm.tp.raw_s > 0)
+    assert.is_true(math.abs(l40s.comm.tp.exposed_s / l40s.comm.tp.raw_s - 1) < 1e-9)
+    local h100 = run("NVIDIA H100 SXM5 80GB", "NVLink 4 + NVSwitch")
+    assert.is_true(h100.comm.tp.exposed_s < 0.5 * h100.comm.tp.raw_s)
   end)
 
   it("lays out EP and CP as logical dimensions", function()
