@@ -119,7 +119,7 @@ M.derived = {
   -- 0.75 / 0.575 = 1.304 of Hopper's fractions of its nominal peak. `fit`: the settings
   -- CDNA 3's own cases calibrate (validate --fit leaves the others derived). Its fused
   -- attention (CK / AITER) is fitted on the 21 MLPerf LoRA runs (v5.0, v5.1; ROCm 6.4 / 7.0):
-  -- 0.445 of the held-clock peak, half the 0.883 the ratio gave (0.26 of the nominal peak
+  -- 0.455 of the held-clock peak, half the 0.883 the ratio gave (0.26 of the nominal peak
   -- against Hopper's 0.68): the LoRA runs cannot tell FP8 GEMMs from attention apart (a flat
   -- valley, fathom calibrate's sigma > 1), so the GEMMs keep the kernel ratio and attention
   -- takes the rest, where AMD's kernels are known to lag (HipKittens, arXiv 2511.08083: AITER's

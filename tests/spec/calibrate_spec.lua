@@ -282,8 +282,8 @@ describe("fathom calibrate", function()
     local r = h.run(table.unpack(a))
     assert.are.equal(0, r.code, r.stderr)
     assert.are.equal(shown, r.stdout)
-    -- the cases left out are predicted worse than when they were fitted, better than shipped
+    -- the cases left out are predicted worse than when they were fitted, no worse than shipped
     local before, after, loo = r.stdout:match("\nmean +([%d.]+)%% +([%d.]+)%% +([%d.]+)%%\n")
-    assert.is_true(tonumber(loo) > tonumber(after) and tonumber(loo) < tonumber(before), r.stdout)
+    assert.is_true(tonumber(loo) > tonumber(after) and tonumber(loo) <= tonumber(before), r.stdout)
   end)
 end)
