@@ -255,18 +255,9 @@ function M.open(a, docs, sweep_doc)
   if not ok then return nil, "the base inputs do not load: " .. tostring(base) end
   local axis_len = {}
   for i, ax in ipairs(axes) do axis_len[i] = #ax.values[1] end
-  local labels, json_labels = {}, {}
-  for i, k in ipairs(keys) do
-    labels[i], json_labels[i] = {}, {}
-    for j, v in ipairs(k.values) do
-      labels[i][j] = csv.cell(v)
-      json_labels[i][j] = json.encode(v)
-    end
-  end
   local made, sw = pcall(core.sweep_new, spec.node_table(base.lib, base.physical.node_name),
     spec.topology_table(base.physical, base.logical), base.model, base.workload,
-    { axes = axis_len, keys = keys, labels = labels, json_labels = json_labels,
-      goodput = report.goodput_def(base) })
+    { axes = axis_len, keys = keys, goodput = report.goodput_def(base) })
   if not made then return nil, "the base inputs do not compile: " .. tostring(sw) end
   -- the first point the core evaluates, on the Lua path: its record gives the columns
   local first = sw:first_valid(count)
@@ -516,17 +507,10 @@ function M.prepare_nodes(batch, format, humanize)
   if format == "jsonl" then
     sw:json_program({ valid = valid, invalid = invalid })
   else
-    -- each key's values as the label's YAML text
-    local labels = {}
-    for i, k in ipairs(batch.keys) do
-      labels[i] = {}
-      for j, v in ipairs(k.values) do
-        local t = { [k.key] = v }
-        if batch.humanize then t = report.humanize(t) end
-        labels[i][j] = yaml.scalar(t[k.key])
-      end
+    for _, k in ipairs(batch.keys) do -- C writes a label as its integer's digits
+      if batch.humanize and report.unit_of(k.key) then return nil, "key " .. k.key .. " is written in units" end
     end
-    sw:yaml_program({ valid = valid, invalid = invalid, labels = labels })
+    sw:yaml_program({ valid = valid, invalid = invalid })
   end
   for j = 0, M.CHECK_POINTS - 1 do
     local i = 1 + (count - 1) * j // (M.CHECK_POINTS - 1)

@@ -3,7 +3,6 @@
  * the per-point Lua path.
  *   core.sweep_new(node, topology, model, workload, spec) -> sweep
  *     spec = {axes = {len, ...}, keys = {{field =, index =, axis =, values = {...}}, ...},
- *             labels = {{cell text per position}, ...} (one per key),
  *             goodput = report.goodput_def's table or nil}
  *   sweep:program{columns = {{src =, group =, a =, b =, c =, int =}, ...},
  *                 texts = {cell text, ...}, fabric = {physical dimension name, ...}}
@@ -21,12 +20,13 @@
  *       rows written to an io file; sweep:widen(from, to, added [, header]) rewrites them
  *       under a wider header; sweep:reproject(from, to, map) rearranges a part's cells
  *   sweep:json_program{valid = nodes, invalid = nodes} the JSON Lines node programs
- *       (jnode; spec.json_labels gives the labels as JSON); sweep:lines(first, last,
+ *       (jnode); sweep:lines(first, last,
  *       err_of) and sweep:write_lines(first, last, err_of, file): JSON Lines as rows
- *   sweep:yaml_program{valid = nodes, invalid = nodes, labels = {{YAML text per position},
- *       ...}} the YAML node programs (a node's `unit`: its number readable, core.unit_text);
+ *   sweep:yaml_program{valid = nodes, invalid = nodes} the YAML node programs (a node's `unit`: its number readable, core.unit_text);
  *       sweep:lines(first, last, err_of, "yaml") and sweep:write_lines(first, last, err_of,
  *       file, "yaml"): each point's YAML list item (fathom.analysis.stream's text)
+ * A key's value (an integer: sweep_batch.lua takes no other) is its label in every format:
+ * its decimal digits, fathom.format.util.number's text of an integer.
  * Nothing is allocated per point; a row is appended to the chunk's buffer (kept and
  * reused from chunk to chunk). */
 #if defined(__linux__)
@@ -92,15 +92,8 @@ typedef struct lsweep {
   const char **texts;
   size_t *text_len;
   int n_texts;
-  const char **labels; ///< key k's position p at labels[label_off[k] + p]
-  size_t *label_len;
-  int label_off[FTH_SWEEP_MAX_KEYS];
-  const char **jlabels; ///< the labels as JSON text (labels' layout), NULL without json_labels
-  size_t *jlabel_len;
   jnode *jnodes; ///< JSON Lines node program: a valid record's nodes, then an invalid one's
   int n_jvalid, n_jnodes;
-  const char **ylabels; ///< the labels as YAML text (labels' layout), from yaml_program
-  size_t *ylabel_len;
   jnode *ynodes; ///< YAML node program (jnodes' layout)
   int n_yvalid, n_ynodes;
   numcache *ynumbers; ///< one per column: its last YAML value text
@@ -133,22 +126,12 @@ static int sweep_gc(lua_State *L) {
   s->run_text = NULL;
   free(s->texts);
   free(s->text_len);
-  free(s->labels);
-  free(s->label_len);
   free(s->fabric);
-  free(s->jlabels);
-  free(s->jlabel_len);
   free(s->jnodes);
-  free(s->ylabels);
-  free(s->ylabel_len);
   free(s->ynodes);
   free(s->ynumbers);
-  s->ylabels = NULL;
-  s->ylabel_len = NULL;
   s->ynodes = NULL;
   s->ynumbers = NULL;
-  s->jlabels = NULL;
-  s->jlabel_len = NULL;
   s->jnodes = NULL;
   free(s->out);
   s->out = NULL;
@@ -157,8 +140,6 @@ static int sweep_gc(lua_State *L) {
   s->order = NULL;
   s->texts = NULL;
   s->text_len = NULL;
-  s->labels = NULL;
-  s->label_len = NULL;
   s->fabric = NULL;
   return 0;
 }
@@ -229,17 +210,6 @@ static int core_sweep_new(lua_State *L) {
     lua_pop(L, 2);
   }
   s->values = (double *)xcalloc(L, n_values, sizeof(double));
-  lua_getfield(L, 5, "labels");
-  luaL_checktype(L, -1, LUA_TTABLE);
-  int labels = lua_gettop(L);
-  s->labels = (const char **)xcalloc(L, n_values, sizeof(char *));
-  s->label_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
-  lua_getfield(L, 5, "json_labels");
-  int jlabels = lua_istable(L, -1) ? lua_gettop(L) : 0;
-  if (jlabels) {
-    s->jlabels = (const char **)xcalloc(L, n_values, sizeof(char *));
-    s->jlabel_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
-  }
   size_t at = 0;
   for (int k = 0; k < s->def.n_keys; k++) {
     lua_rawgeti(L, keys, k + 1);
@@ -253,29 +223,18 @@ static int core_sweep_new(lua_State *L) {
     if ((long long)n != s->def.axis_len[key->axis])
       return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
     key->values = s->values + at;
-    s->label_off[k] = (int)at;
-    lua_rawgeti(L, labels, k + 1);
     for (size_t i = 0; i < n; i++) {
-      lua_rawgeti(L, -2, (lua_Integer)i + 1);
-      s->values[at + i] = luaL_checknumber(L, -1);
-      lua_pop(L, 1);
       lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      s->labels[at + i] = keep_string(L, keep);
-      s->label_len[at + i] = strlen(s->labels[at + i]);
+      lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+      if (v < 1 || v > (1 << 22))
+        return luaL_error(L, "sweep_new: key %d: value %d is not an integer in [1, 2^22]", k + 1, (int)i + 1);
+      s->values[at + i] = (double)v;
       lua_pop(L, 1);
-      if (jlabels) {
-        lua_rawgeti(L, jlabels, k + 1);
-        luaL_checktype(L, -1, LUA_TTABLE);
-        lua_rawgeti(L, -1, (lua_Integer)i + 1);
-        s->jlabels[at + i] = keep_string(L, keep);
-        s->jlabel_len[at + i] = strlen(s->jlabels[at + i]);
-        lua_pop(L, 2);
-      }
     }
     at += n;
-    lua_pop(L, 3);
+    lua_pop(L, 2);
   }
-  lua_pop(L, 3); /* keys, labels, json_labels */
+  lua_pop(L, 1); /* keys */
   /* the run with failures, energy and cost (report.goodput_def), as core.goodput reads it */
   lua_getfield(L, 5, "goodput");
   if (lua_istable(L, -1)) {
@@ -367,8 +326,8 @@ static int sweep_program(lua_State *L) {
   return 0;
 }
 
-/* Read one node list (table at idx) into nodes from `at` (`yaml`: the YAML program, whose
- * labels are read already); returns the next index. */
+/* Read one node list (table at idx) into nodes from `at` (`yaml`: the YAML program); returns
+ * the next index. */
 static int read_jnodes(lua_State *L, lsweep *s, jnode *nodes, int yaml, int idx, int at, int keep) {
   int n = (int)lua_rawlen(L, idx), stack[64], depth = 0;
   const char *what = yaml ? "sweep:yaml_program" : "sweep:json_program";
@@ -388,7 +347,7 @@ static int read_jnodes(lua_State *L, lsweep *s, jnode *nodes, int yaml, int idx,
     if (nd->t == 2) {
       nd->col = (int)field_int(L, nt, "col", 1, s->n_cols) - 1;
       fth_sweep_src src = s->cols[nd->col].src;
-      if (src == FTH_SWEEP_SRC_TEXT || (src == FTH_SWEEP_SRC_LABEL && !(yaml ? s->ylabels : s->jlabels)))
+      if (src == FTH_SWEEP_SRC_TEXT)
         return luaL_error(L, "%s: node %d: column %d has no value", what, i + 1, nd->col + 1);
       if (nd->unit >= 0 && src != FTH_SWEEP_SRC_RESULT)
         return luaL_error(L, "%s: node %d: a unit on a column that is not a number", what, i + 1);
@@ -426,8 +385,8 @@ static int sweep_json_program(lua_State *L) {
   return 0;
 }
 
-/* sweep:yaml_program{valid = nodes, invalid = nodes, labels = {{text, ...}, ...}}: the YAML
- * node programs and each key's labels as YAML text (once, after program). */
+/* sweep:yaml_program{valid = nodes, invalid = nodes}: the YAML node programs (once, after
+ * program). */
 static int sweep_yaml_program(lua_State *L) {
   lsweep *s = check_sweep(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -435,25 +394,6 @@ static int sweep_yaml_program(lua_State *L) {
   if (s->ynodes) return luaL_error(L, "sweep:yaml_program: already set");
   lua_getiuservalue(L, 1, 1);
   int keep = lua_gettop(L);
-  size_t n_values = 0;
-  for (int k = 0; k < s->def.n_keys; k++) n_values += (size_t)s->def.axis_len[s->def.key[k].axis];
-  s->ylabels = (const char **)xcalloc(L, n_values, sizeof(char *));
-  s->ylabel_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
-  lua_getfield(L, 2, "labels");
-  luaL_checktype(L, -1, LUA_TTABLE);
-  for (int k = 0; k < s->def.n_keys; k++) {
-    lua_rawgeti(L, -1, k + 1);
-    luaL_checktype(L, -1, LUA_TTABLE);
-    for (long long p = 0; p < s->def.axis_len[s->def.key[k].axis]; p++) {
-      lua_rawgeti(L, -1, (lua_Integer)p + 1);
-      size_t at = (size_t)s->label_off[k] + (size_t)p;
-      s->ylabels[at] = keep_string(L, keep);
-      s->ylabel_len[at] = strlen(s->ylabels[at]);
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
   lua_getfield(L, 2, "valid");
   luaL_checktype(L, -1, LUA_TTABLE);
   lua_getfield(L, 2, "invalid");
@@ -628,6 +568,13 @@ static inline void put_number(lsweep *s, int col, double v, int as_integer) {
   s->out_len += (size_t)c->len;
 }
 
+/* Key k's value at this point as its label: an integer's digits. */
+static inline void put_label(lsweep *s, int k) {
+  const fth_sweep_key *key = &s->def.key[k];
+  if (!room(s, 24)) return;
+  s->out_len += (size_t)fth_numtext_int(s->out + s->out_len, (long long)key->values[s->pt.idx[key->axis]]);
+}
+
 /* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
 static void add_cell_text(lsweep *s, const char *t) {
   if (!strpbrk(t, ",\"\n\r")) {
@@ -698,8 +645,7 @@ static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
       put(s, s->texts[c->a - 1], s->text_len[c->a - 1]);
       break;
     case FTH_SWEEP_SRC_LABEL: {
-      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
-      put(s, s->labels[at], s->label_len[at]);
+      put_label(s, c->a - 1);
       break;
     }
     case FTH_SWEEP_SRC_RESULT: {
@@ -794,8 +740,7 @@ static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
     const fth_sweep_column *c = &s->cols[nd->col];
     switch (c->src) {
     case FTH_SWEEP_SRC_LABEL: {
-      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
-      put(s, s->jlabels[at], s->jlabel_len[at]);
+      put_label(s, c->a - 1);
       break;
     }
     case FTH_SWEEP_SRC_RESULT: {
@@ -897,8 +842,7 @@ static int add_doc(lsweep *s, unsigned long long m, const char *err_text) {
     const fth_sweep_column *c = &s->cols[nd->col];
     switch (c->src) {
     case FTH_SWEEP_SRC_LABEL: {
-      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
-      put(s, s->ylabels[at], s->ylabel_len[at]);
+      put_label(s, c->a - 1);
       break;
     }
     case FTH_SWEEP_SRC_RESULT: {
