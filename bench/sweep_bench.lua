@@ -1,5 +1,6 @@
 -- Sweep benchmark: points per second written to CSV, on the C batch path (fathom.sweep_batch)
--- with one and two processes (--jobs) and on the per-point Lua path, GPT-3 175B on 1,024 A100s
+-- with one and two processes (--jobs) and on the per-point Lua path, and to YAML (readable
+-- units, as `analyze --output-file F` writes) on both paths, GPT-3 175B on 1,024 A100s
 -- (seq_length x micro-batch). Run: build/fathom bench/sweep_bench.lua [points]   (C path
 -- points; default 200,000; the Lua path runs 1/100 of them). wall: the in-process monotonic
 -- clock; cpu: CPU seconds of this process and its workers (core.process.cpu); load: the
@@ -18,7 +19,7 @@ local function loadavg()
   return s:match("^(%S+)") or s
 end
 
-local function run(n, force, jobs)
+local function run(n, force, jobs, format)
   local seqs = n // 4
   local sweep = os.tmpname()
   local f = assert(io.open(sweep, "w"))
@@ -33,8 +34,10 @@ local function run(n, force, jobs)
   local t0, c0 = proc.now(), proc.cpu()
   local written, stats
   if force == "c" then
-    written, stats = analysis.write_batch(a, out, "csv")
+    written, stats = analysis.write_batch(a, out, format, true)
     assert(written)
+  elseif format == "yaml" then
+    written = analysis.stream(a, out, "yaml", require("fathom.report").humanize)
   else
     local records = analysis.run(a)
     require("fathom.output").write(records, "csv", out)
@@ -46,11 +49,13 @@ local function run(n, force, jobs)
   return written, dt, cpu, stats
 end
 
-print(string.format("%-28s %5s %9s %8s %8s %12s %12s %5s", "sweep to CSV", "procs", "points", "wall", "cpu",
+print(string.format("%-28s %5s %9s %8s %8s %12s %12s %5s", "sweep to", "procs", "points", "wall", "cpu",
   "points/s", "points/cpu-s", "load"))
-for _, case in ipairs({ { "C batch path", "c", points, 1 }, { "C batch path", "c", points, 2 },
-  { "Lua path", "lua", math.max(4, points // 100), 1 } }) do
-  local n, dt, cpu, stats = run(case[3], case[2], case[4])
+for _, case in ipairs({ { "CSV, C batch path", "c", points, 1, "csv" }, { "CSV, C batch path", "c", points, 2, "csv" },
+  { "CSV, Lua path", "lua", math.max(4, points // 100), 1, "csv" },
+  { "YAML, C batch path", "c", math.max(4, points // 4), 1, "yaml" },
+  { "YAML, Lua path", "lua", math.max(4, points // 100), 1, "yaml" } }) do
+  local n, dt, cpu, stats = run(case[3], case[2], case[4], case[5])
   print(string.format("%-28s %5d %9d %7.2fs %7.2fs %12.0f %12.0f %5s", case[1], case[4], n, dt, cpu, n / dt, n / cpu,
     loadavg()))
   if stats then

@@ -40,6 +40,29 @@ function M.run(...)
   return { code = code, stdout = slurp(out), stderr = slurp(err) }
 end
 
+-- write_temp(text [, ext]) -> the path of a new temporary file holding text (its name ends
+-- in ext when given: ".yaml", ".csv").
+function M.write_temp(text, ext)
+  local path = os.tmpname() .. (ext or "")
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+-- placed_as(ep, straddling, groups, in_pod, across): an expert-parallel placement on pods
+-- (hoti25.study's placement(...).ep) as counted by hand: groups that straddle pods, groups
+-- in all, and the worst placed member's peers in its pod and across.
+function M.placed_as(ep, straddling, groups, in_pod, across)
+  for what, want in pairs({ straddling = straddling, groups = groups }) do
+    if ep[what] ~= want then
+      error(string.format("%s: expected %s, got %s", what, tostring(want), tostring(ep[what])), 2)
+    end
+  end
+  M.near(in_pod, ep.levels[1], 1e-12, "worst member's peers in its pod")
+  M.near(across, ep.levels[2], 1e-12, "the rest across")
+end
+
 -- lines(s) -> number of lines in s.
 function M.count_lines(s)
   local n = 0

@@ -223,12 +223,12 @@ function M.run(a)
   return records
 end
 
--- write_batch(a, path, format) -> points written to `path` as CSV or JSON Lines (format
--- "csv" or "jsonl") by the C batch path (fathom.sweep_batch: the same bytes as
--- fathom.format.csv of run()'s records, or as stream()'s JSON Lines, in constant memory)
--- and, with several processes, what they cost (sweep_batch.write_parallel's stats); or
--- nil, reason when the sweep takes the Lua path.
-function M.write_batch(a, path, format)
+-- write_batch(a, path, format [, humanize]) -> points written to `path` as CSV, JSON Lines or
+-- YAML (format "csv", "jsonl" or "yaml"; `humanize`: readable units in YAML) by the C batch
+-- path (fathom.sweep_batch: the same bytes as fathom.format.csv of run()'s records, or as
+-- stream()'s JSON Lines or YAML, in constant memory) and, with several processes, what they
+-- cost (sweep_batch.write_parallel's stats); or nil, reason when the sweep takes the Lua path.
+function M.write_batch(a, path, format, humanize)
   local batch_mod = require("fathom.sweep_batch")
   local docs, _, count, sweep_doc = M.open(a)
   local must = os.getenv(batch_mod.ENV) == "1" -- a spec or benchmark that needs the C path says so
@@ -240,8 +240,8 @@ function M.write_batch(a, path, format)
   if not batch then return lua_path(why) end
   local bar <close> = require("fathom.progress").new({ label = "sweep", total = count, unit = "points" })
   local head
-  if format == "jsonl" then
-    head, why = batch_mod.prepare_jsonl(batch)
+  if format == "jsonl" or format == "yaml" then
+    head, why = batch_mod.prepare_nodes(batch, format, humanize)
   else
     head, why = batch_mod.prepare(batch, bar)
   end

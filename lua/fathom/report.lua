@@ -354,30 +354,38 @@ end
 -- total_time_seconds numeric next to the readable total_time).
 local keep_numeric = { total_time_seconds = true, float_size_bytes = true, expected_time_seconds = true }
 
-local function humanize_value(key, v)
-  if type(v) ~= "number" or keep_numeric[key] then return v end
-  if key == "total_time" or key == "expected_time" or key:match("_seconds$") then return units.time(v) end
+-- unit_of(key, times) -> the fathom.units function ("time", "bytes", "flops", "flops_rate",
+-- "percent") a number under `key` is written with in readable output, or nil (it stays a
+-- number); `times`: the key's table holds times (holds_times of its own key).
+function M.unit_of(key, times)
+  if times then return "time" end
+  if type(key) ~= "string" or keep_numeric[key] then return nil end
+  if key == "total_time" or key == "expected_time" or key:match("_seconds$") then return "time" end
   -- the core's and the search's own names: `step_time_s` is a time, `tokens_per_s` a rate
-  if key:match("_s$") and not key:match("_per_s$") then return units.time(v) end
-  if key:match("bytes") then return units.bytes(v) end
-  if key:match("flops$") then return units.flops(v) end
-  if key:match("flops_per_second") then return units.flops_rate(v) end
-  if key == "mfu" or key == "hfu" or key == "goodput" or key:match("fraction$") then return units.percent(v) end
-  return v
+  if key:match("_s$") and not key:match("_per_s$") then return "time" end
+  if key:match("bytes") then return "bytes" end
+  if key:match("flops$") then return "flops" end
+  if key:match("flops_per_second") then return "flops_rate" end
+  if key == "mfu" or key == "hfu" or key == "goodput" or key:match("fraction$") then return "percent" end
+  return nil
 end
 
--- humanize(rec) -> a copy with times, bytes and FLOPs as readable strings. A table under a
--- time key (a search hit's `exposed_s`, per kind of communication) holds times.
+-- holds_times(key) -> true when a table under `key` holds times (a search hit's `exposed_s`,
+-- per kind of communication).
+function M.holds_times(key)
+  return type(key) == "string" and key:match("_s$") ~= nil and not key:match("_per_s$")
+end
+
+-- humanize(rec) -> a copy with times, bytes and FLOPs as readable strings (unit_of).
 function M.humanize(rec, times)
   if type(rec) ~= "table" then return rec end
   local out = {}
   for k, v in pairs(rec) do
     if type(v) == "table" then
-      out[k] = M.humanize(v, type(k) == "string" and k:match("_s$") ~= nil and not k:match("_per_s$"))
-    elseif times and type(v) == "number" then
-      out[k] = units.time(v)
+      out[k] = M.humanize(v, M.holds_times(k))
     else
-      out[k] = type(k) == "string" and humanize_value(k, v) or v
+      local unit = type(v) == "number" and M.unit_of(k, times)
+      out[k] = unit and units[unit](v) or v
     end
   end
   local mt = getmetatable(rec)

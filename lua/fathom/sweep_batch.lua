@@ -7,8 +7,8 @@
 -- fathom.format.csv): the header is the union of every record's columns in first-seen
 -- order (a first pass in C over the first points finds which groups of columns they have;
 -- a group met later widens what was written), and a sample of points is rendered on both
--- paths and compared before anything is written. JSON Lines (analysis.stream's "jsonl")
--- walk each record's tree as a node program instead (prepare_jsonl). With --jobs, contiguous
+-- paths and compared before anything is written. JSON Lines and YAML (analysis.stream's
+-- "jsonl" and "yaml") walk each record's tree as a node program instead (prepare_nodes). With --jobs, contiguous
 -- ranges of points go to worker processes and their parts are joined (write_parallel).
 --
 -- Keys reworked in C: workload_spec.global_batch_size, .micro_batch_size, .seq_length
@@ -19,6 +19,7 @@
 local core = require("fathom.core")
 local csv = require("fathom.format.csv")
 local json = require("fathom.format.json")
+local yaml = require("fathom.format.yaml")
 local util = require("fathom.format.util")
 local names = require("fathom.names")
 local report = require("fathom.report")
@@ -254,18 +255,9 @@ function M.open(a, docs, sweep_doc)
   if not ok then return nil, "the base inputs do not load: " .. tostring(base) end
   local axis_len = {}
   for i, ax in ipairs(axes) do axis_len[i] = #ax.values[1] end
-  local labels, json_labels = {}, {}
-  for i, k in ipairs(keys) do
-    labels[i], json_labels[i] = {}, {}
-    for j, v in ipairs(k.values) do
-      labels[i][j] = csv.cell(v)
-      json_labels[i][j] = json.encode(v)
-    end
-  end
   local made, sw = pcall(core.sweep_new, spec.node_table(base.lib, base.physical.node_name),
     spec.topology_table(base.physical, base.logical), base.model, base.workload,
-    { axes = axis_len, keys = keys, labels = labels, json_labels = json_labels,
-      goodput = report.goodput_def(base) })
+    { axes = axis_len, keys = keys, goodput = report.goodput_def(base) })
   if not made then return nil, "the base inputs do not compile: " .. tostring(sw) end
   -- the first point the core evaluates, on the Lua path: its record gives the columns
   local first = sw:first_valid(count)
@@ -318,7 +310,7 @@ function M.open(a, docs, sweep_doc)
   for i, d in ipairs(sc.physical.dimensions) do fabric[i] = d.name or "" end
   sw:program({ columns = columns, texts = texts, fabric = fabric })
   local batch = { sw = sw, count = count, master = master, columns = columns, error_col = error_col,
-    at = at, point = point, full = full, label = at(first).label }
+    at = at, point = point, full = full, label = at(first).label, keys = keys }
   -- an invalid point's error text is the Lua path's (file:line:col, reason); nil if it finds
   -- the point valid, which the binding raises as a disagreement
   batch.err_of = function(i) return point(at(i)).error end
@@ -418,37 +410,62 @@ local function widen(batch, w, groups, headless)
   w:rewrite(function(from, to) return batch.sw:widen(from, to, #added, head) end)
 end
 
--- JSON Lines: a record's line is its tree (fathom.format.json's key order) walked as a node
--- program: an object opens and closes, a leaf is a column of the C program or constant
--- JSON text. A node is written where its presence group is in the point's mask (an object
--- whose columns all belong to one optional group, e.g. one kind of communication, has
--- that group); commas go between the nodes written.
+-- JSON Lines and YAML: a record's text is its tree (fathom.format.json's and .yaml's key
+-- order) walked as a node program: an object opens and closes, a leaf is a column of the C
+-- program or constant text. A node is written where its presence group is in the point's
+-- mask (an object whose columns all belong to one optional group, e.g. one kind of
+-- communication, has that group); JSON's commas go between the nodes written, YAML's
+-- newline after an object's key once a member is written (" {}" when none is).
 local NODE = { open = 0, close = 1, col = 2, const = 3 }
 
--- tree(value, col_of, columns, default) -> nodes or nil, reason: the node program of a record.
-local function tree(value, col_of, columns, default)
-  local nodes = {}
-  local function walk(v, path, key)
+-- How each format spells a node: key(k, depth) the text before a member's value, open(k,
+-- depth) an object's opening, close, const(k, v, depth) a constant member; the root's key is
+-- root. YAML writes a record as fathom.analysis.stream does: one list item ("-"), members
+-- two spaces deeper per level, numbers readable where `humanize` (report.unit_of; the column
+-- node carries the unit, C writes it by core.unit_text's rule).
+local STYLE = {
+  jsonl = {
+    root = "",
+    key = function(k) return json.encode(tostring(k)) .. ":" end,
+    open = function(key) return key .. "{" end,
+    close = "}",
+    const = function(key, v) return key .. json.encode(v) end,
+  },
+  yaml = {
+    root = "-",
+    key = function(k, depth) return string.rep("  ", depth) .. yaml.scalar(tostring(k)) .. ":" end,
+    open = function(key) return key end,
+    close = "",
+    const = function(_, v, depth, k) return yaml.entry(k, v, depth) end,
+  },
+}
+
+-- tree(value, col_of, columns, default, format, humanize) -> nodes or nil, reason: the node
+-- program of a record.
+local function tree(value, col_of, columns, default, format, humanize)
+  local style, nodes = STYLE[format], {}
+  local function walk(v, path, key, depth, k, times)
     if type(v) == "table" and not util.is_array(v) then
       local at = #nodes + 1
-      nodes[at] = { t = NODE.open, text = key .. "{", group = default }
+      nodes[at] = { t = NODE.open, text = style.open(key), group = default }
       local groups, n, only = {}, 0, nil
-      for _, k in ipairs(util.keys(v)) do
-        local name = path == "" and tostring(k) or (path .. "." .. tostring(k))
-        local sub, why = walk(v[k], name, json.encode(tostring(k)) .. ":")
+      for _, sk in ipairs(util.keys(v)) do
+        local name = path == "" and tostring(sk) or (path .. "." .. tostring(sk))
+        local sub, why = walk(v[sk], name, style.key(sk, depth + 1), depth + 1, sk, report.holds_times(sk))
         if not sub then return nil, why end
         for g in pairs(sub) do
           if not groups[g] then n, only = n + 1, g end
           groups[g] = true
         end
       end
-      nodes[#nodes + 1] = { t = NODE.close, text = "}", group = default }
+      nodes[#nodes + 1] = { t = NODE.close, text = style.close, group = default }
       if n == 1 and only ~= G.always then nodes[at].group = only end
       return groups
     end
     local ci = col_of[path]
     if ci and columns[ci].src ~= SRC.text then
-      nodes[#nodes + 1] = { t = NODE.col, text = key, col = ci, group = columns[ci].group }
+      local unit = humanize and columns[ci].src == SRC.result and report.unit_of(k, times) or nil
+      nodes[#nodes + 1] = { t = NODE.col, text = key, col = ci, group = columns[ci].group, unit = unit }
       return { [columns[ci].group] = true }
     end
     for p in pairs(col_of) do -- a constant list holds no column of the program
@@ -456,46 +473,65 @@ local function tree(value, col_of, columns, default)
         return nil, "column " .. p .. " is inside a list"
       end
     end
-    nodes[#nodes + 1] = { t = NODE.const, text = key .. json.encode(v), group = default }
+    if humanize then v = report.humanize({ [k] = v }, times)[k] end
+    nodes[#nodes + 1] = { t = NODE.const, text = style.const(key, v, depth, k), group = default }
     return {}
   end
-  local ok, why = walk(value, "", "")
+  local ok, why = walk(value, "", style.root, 0, nil, false)
   if not ok then return nil, why end
   return nodes
 end
 
--- prepare_jsonl(batch) -> "" (JSON Lines has no header) or nil, reason: the node programs of
--- a valid and an invalid record, and the check of a sample of points against the Lua path.
-function M.prepare_jsonl(batch)
+-- encode(batch, rec) -> the Lua path's text of one record in the batch's format
+local function encode(batch, rec)
+  if batch.format == "jsonl" then return json.encode(rec) .. "\n" end
+  return yaml.encode({ batch.humanize and report.humanize(rec) or rec })
+end
+
+-- prepare_nodes(batch, format [, humanize]) -> "" (JSON Lines and YAML have no header) or nil,
+-- reason: the node programs of a valid and an invalid record for `format` ("jsonl" or
+-- "yaml"; `humanize`: readable units in YAML, as analyze writes without --raw-output), and
+-- the check of a sample of points against the Lua path.
+function M.prepare_nodes(batch, format, humanize)
   local sw, count = batch.sw, batch.count
+  batch.format, batch.humanize = format, humanize and format == "yaml"
   local col_of = {}
   for i, n in ipairs(batch.master) do col_of[n] = i end
-  local valid, why = tree(batch.full, col_of, batch.columns, G.valid)
+  local valid, why = tree(batch.full, col_of, batch.columns, G.valid, format, batch.humanize)
   if not valid then return nil, why end
   local bad = { error = "", valid = false }
   require("fathom.analysis").label(bad, batch.label)
   local invalid
-  invalid, why = tree(bad, col_of, batch.columns, G.error)
+  invalid, why = tree(bad, col_of, batch.columns, G.error, format, batch.humanize)
   if not invalid then return nil, why end
-  sw:json_program({ valid = valid, invalid = invalid })
+  if format == "jsonl" then
+    sw:json_program({ valid = valid, invalid = invalid })
+  else
+    for _, k in ipairs(batch.keys) do -- C writes a label as its integer's digits
+      if batch.humanize and report.unit_of(k.key) then return nil, "key " .. k.key .. " is written in units" end
+    end
+    sw:yaml_program({ valid = valid, invalid = invalid })
+  end
   for j = 0, M.CHECK_POINTS - 1 do
     local i = 1 + (count - 1) * j // (M.CHECK_POINTS - 1)
     local rec = batch.point(batch.at(i))
     rec.input_error = nil -- each() drops it too: an error object is not written
-    if sw:lines(i, i, batch.err_of) ~= json.encode(rec) .. "\n" then
+    if sw:lines(i, i, batch.err_of, format) ~= encode(batch, rec) then
       return nil, "point " .. i .. " differs from the Lua path"
     end
   end
   return ""
 end
 
--- write(batch, w, bar, format [, first, last, part]): every row (format "csv") or line
--- ("jsonl") of points first..last (default: all), in chunks, to writer w; a CSV record with
--- columns the header lacks widens what was written (widen). Returns the groups met so,
--- in order. `part`: w has no header line (a worker's share).
+-- write(batch, w, bar, format [, first, last, part]): every row (format "csv"), line
+-- ("jsonl") or YAML list item ("yaml") of points first..last (default: all), in chunks, to
+-- writer w; a CSV record with columns the header lacks widens what was written (widen).
+-- Returns the groups met so, in order. `part`: w has no header line (a worker's share).
 function M.write(batch, w, bar, format, first, last, part)
-  local jsonl, sw = format == "jsonl", batch.sw
-  local write = jsonl and sw.write_lines or sw.write_rows
+  local sw = batch.sw
+  local write = format == "csv" and sw.write_rows or function(s, f, l, err_of, file)
+    return s:write_lines(f, l, err_of, file, format)
+  end
   local f, met = first or 1, {}
   last = last or batch.count
   while f <= last do
@@ -538,7 +574,7 @@ function M.write_parallel(batch, path, head, format, procs)
   local output = require("fathom.output")
   local parallel = require("fathom.parallel")
   local pid, cpu = require("fathom.core").process.pid, require("fathom.core").process.cpu
-  local count, sw, csv_ = batch.count, batch.sw, format ~= "jsonl"
+  local count, sw, csv_ = batch.count, batch.sw, format == "csv"
   local initial = table.move(batch.order or {}, 1, #(batch.order or {}), 1, {})
   local parts = {}
   for k = 2, procs do parts[k] = output.temp_file("fathom-sweep-part") end

@@ -313,3 +313,52 @@ int fth_numtext(char *buf, double x) {
   round_at(&y, m, lower_half, 17, &q, &kp); /* 17 digits always read back */
   return layout(buf, neg, q, 17, kp);
 }
+
+/* fathom.units' scaled quantities: the first prefix at or below |x|, else the last one */
+typedef struct unit_step {
+  double at;
+  const char *prefix;
+} unit_step;
+
+static const unit_step SI_STEPS[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"},
+                                     {1e6, "M"},  {1e3, "k"},  {1, ""}};
+static const unit_step BIN_STEPS[] = {{1125899906842624.0, "Pi"}, {1099511627776.0, "Ti"}, {1073741824.0, "Gi"},
+                                      {1048576.0, "Mi"},          {1024.0, "Ki"},          {1, ""}};
+
+static int unit_scaled(char *buf, double x, const unit_step *steps, int n, const char *unit) {
+  if (isnan(x)) return snprintf(buf, FTH_UNIT_TEXT_CAP, "nan");
+  if (isinf(x) && x > 0) return snprintf(buf, FTH_UNIT_TEXT_CAP, "inf");
+  double ax = fabs(x);
+  int i = 0;
+  while (i < n - 1 && !(ax >= steps[i].at)) i++;
+  return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g %s%s", x / steps[i].at, steps[i].prefix, unit);
+}
+
+int fth_unit_text(char *buf, fth_unit u, double x) {
+  const int nsi = (int)(sizeof SI_STEPS / sizeof SI_STEPS[0]);
+  switch (u) {
+  case FTH_UNIT_TIME: {
+    if (isnan(x)) return snprintf(buf, FTH_UNIT_TEXT_CAP, "nan");
+    if (isinf(x) && x > 0) return snprintf(buf, FTH_UNIT_TEXT_CAP, "inf");
+    double a = fabs(x);
+    if (a >= 86400.0 * 2) return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g days", x / 86400);
+    if (a >= 3600) return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g h", x / 3600);
+    if (a >= 60) return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g min", x / 60);
+    if (a >= 1 || a == 0) return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g s", x);
+    if (a >= 1e-3) return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g ms", x * 1e3);
+    if (a >= 1e-6) return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g us", x * 1e6);
+    return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.4g ns", x * 1e9);
+  }
+  case FTH_UNIT_BYTES:
+    if (isnan(x)) return snprintf(buf, FTH_UNIT_TEXT_CAP, "nan");
+    return unit_scaled(buf, x, BIN_STEPS, (int)(sizeof BIN_STEPS / sizeof BIN_STEPS[0]), "B");
+  case FTH_UNIT_FLOPS: return unit_scaled(buf, x, SI_STEPS, nsi, "FLOP");
+  case FTH_UNIT_FLOPS_RATE: return unit_scaled(buf, x, SI_STEPS, nsi, "FLOP/s");
+  case FTH_UNIT_BANDWIDTH: return unit_scaled(buf, x, SI_STEPS, nsi, "B/s");
+  case FTH_UNIT_SI: return unit_scaled(buf, x, SI_STEPS, nsi, "");
+  case FTH_UNIT_PERCENT: return snprintf(buf, FTH_UNIT_TEXT_CAP, "%.2f%%", 100 * x);
+  case FTH_UNIT_KINDS: break;
+  }
+  buf[0] = '\0';
+  return 0;
+}

@@ -20,4 +20,26 @@ int fth_numtext_int(char *buf, long long v);
 /// The same text through snprintf("%.*g") and strtod (the reference).
 int fth_numtext_slow(char *buf, double x);
 
+/* Readable quantities (fathom.units, which calls these): four significant
+ * digits and a prefix. */
+
+/// What a readable quantity measures.
+typedef enum fth_unit {
+  FTH_UNIT_TIME = 0,   ///< seconds: "553.1 ms", "3.2 h", "4.5 days"
+  FTH_UNIT_BYTES,      ///< binary prefixes: "1.5 GiB"
+  FTH_UNIT_FLOPS,      ///< SI prefixes: "3.2 PFLOP"
+  FTH_UNIT_FLOPS_RATE, ///< "3.2 TFLOP/s"
+  FTH_UNIT_BANDWIDTH,  ///< "450 GB/s"
+  FTH_UNIT_SI,         ///< a bare SI-prefixed count: "1.2 k"
+  FTH_UNIT_PERCENT,    ///< a fraction as a percentage: "47.93%"
+  FTH_UNIT_KINDS
+} fth_unit;
+
+#define FTH_UNIT_TEXT_CAP 320 ///< bytes a buffer for fth_unit_text needs (%.2f of 100 x below DBL_MAX)
+
+/// x in unit `u` as fathom.units writes it (%.4g of x over the largest prefix
+/// not above |x|, else the smallest; "nan", "inf" where units.lua says so);
+/// returns the length (0 for an unknown unit).
+int fth_unit_text(char *buf, fth_unit u, double x);
+
 #endif

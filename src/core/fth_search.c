@@ -206,6 +206,10 @@ typedef struct enum_ctx {
   int n_trim_first, n_trim_last; /* split slots: every (trim_first, trim_last) pair */
   long long slots;  /* per placement and split */
   long long stride; /* per placement: slots x splits */
+  /* in_space by [TP > 1][PP > 1][vs > 1] (it reads them only so), and how many DP
+   * variants each (schedule, recompute, SP) has there: the same for every placement */
+  char ok[2][2][2][N_SCHED][N_RC][FTH_DP_COUNT][N_SP];
+  int n_ok[2][2][2][N_SCHED][N_RC][N_SP];
 } enum_ctx;
 
 static int trim_first_at(const fth_search_space *s, int i) {
@@ -668,23 +672,9 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
     offload_work(d, 7, &most); /* what the most offloaded placement keeps */
     mem_out = fth_search_memory_bound(plan, &most) > cap;
   }
-  /* in_space for this TP and PP: it reads the virtual stages only as 1 or more */
-  char ok[2][N_SCHED][N_RC][FTH_DP_COUNT][N_SP];
-  for (int v = 0; v < 2; v++)
-    for (int sc = 0; sc < N_SCHED; sc++)
-      for (int rc = 0; rc < N_RC; rc++)
-        for (int dv = 0; dv < FTH_DP_COUNT; dv++)
-          for (int sp = 0; sp < N_SP; sp++)
-            ok[v][sc][rc][dv][sp] = (char)in_space(s, tp, pp, v + 1, sc, rc, dv, sp);
-  /* how many DP variants each (vs > 1, schedule, recompute, SP) has in the space */
-  int n_ok[2][N_SCHED][N_RC][N_SP];
-  for (int v = 0; v < 2; v++)
-    for (int sc = 0; sc < N_SCHED; sc++)
-      for (int rc = 0; rc < N_RC; rc++)
-        for (int sp = 0; sp < N_SP; sp++) {
-          n_ok[v][sc][rc][sp] = 0;
-          for (int dv = 0; dv < FTH_DP_COUNT; dv++) n_ok[v][sc][rc][sp] += ok[v][sc][rc][dv][sp];
-        }
+  /* in_space for this TP and PP, by vs > 1 (enum_ctx) */
+  const char(*ok)[N_SCHED][N_RC][FTH_DP_COUNT][N_SP] = c->ok[tp > 1][pp > 1];
+  const int(*n_ok)[N_SCHED][N_RC][N_SP] = c->n_ok[tp > 1][pp > 1];
   /* The bounds that do not read the recompute mode (earlier splits', the
    * per-sequence one, the group reference without recomputation), as taken
    * for the first mode of a (micro-batch, SP, vs, schedule), kept for the
@@ -713,10 +703,22 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   const double rate =
       fth_search_rate_bound(&plan->node, fth_precision_from_bytes(d->work.act_bytes));
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
+  /* each virtual-stage position's vs (0: not one for this PP) and whether its chunks split
+   * the layers (an uneven split runs one chunk per GPU: fth_train_rework) */
+  int vs_of[MAX_DIVISORS];
+  char splits_of[MAX_DIVISORS];
+  for (int vi = 0; vi < c->vs_slots; vi++) {
+    vs_of[vi] = vs_at(c, s, n_layers, pp, vi);
+    splits_of[vi] = (char)(vs_of[vi] != 0 && vs_splits(n_layers, pp, vs_of[vi]) && !(uneven && vs_of[vi] > 1));
+  }
   for (int mi = 0; mi < n_mi; mi++) {
     const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;
     /* (local is a whole number here: an exact batch with no whole local batch has no list) */
     if (s->n_mb == 0 && !down && (long long)local % mb != 0) continue;
+    /* the batch each (vs > 1, schedule) runs at this micro-batch (batch_for) */
+    double gb_of[2][N_SCHED];
+    for (int v = 0; v < 2; v++)
+      for (int sc = 0; sc < N_SCHED; sc++) gb_of[v][sc] = batch_of(d, (double)dp * mb * micro_mult[v][sc]);
     if (cur && mi < MB_CACHE) memset(cur->base[mi], 0, sizeof cur->base[mi]);
     for (int sp = 0; sp < N_SP; sp++) {
       stamp++;
@@ -726,17 +728,16 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
       for (int rc = 0; rc < N_RC; rc++) {
         group_ref g[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
         for (int vi = 0; vi < c->vs_slots; vi++) {
-          const int vs = vs_at(c, s, n_layers, pp, vi);
+          const int vs = vs_of[vi];
           if (vs == 0) continue;
-          /* an uneven split runs one chunk per GPU (fth_train_rework) */
-          const int splits = vs_splits(n_layers, pp, vs) && !(uneven && vs > 1);
+          const int splits = splits_of[vi];
           const long long my0 = slot + ((long long)vi * c->mb_slots + mi) * N_INNER;
           for (int sc = 0; sc < N_SCHED; sc++) {
             /* the DP variants of (vs, sc, rc, sp) in the space: one batch, one bound */
             const int n_dv = n_ok[vs > 1][sc][rc][sp];
             if (n_dv == 0) continue;
             st->considered += n_dv;
-            const double gb = splits ? batch_of(d, (double)dp * mb * micro_mult[vs > 1][sc]) : 0.0;
+            const double gb = splits ? gb_of[vs > 1][sc] : 0.0;
             if (gb <= 0) {
               st->not_tiling += n_dv;
               continue;
@@ -921,6 +922,19 @@ static fth_status context(const fth_search_def *d, enum_ctx *c, fth_error *err) 
   c->mb_slots = s->n_mb > 0 ? s->n_mb : c->mb_max;
   c->slots = (long long)c->vs_slots * c->mb_slots * N_INNER;
   c->stride = c->slots * c->n_trim_first * c->n_trim_last;
+  for (int t = 0; t < 2; t++)
+    for (int p = 0; p < 2; p++)
+      for (int v = 0; v < 2; v++)
+        for (int sc = 0; sc < N_SCHED; sc++)
+          for (int rc = 0; rc < N_RC; rc++)
+            for (int sp = 0; sp < N_SP; sp++) {
+              c->n_ok[t][p][v][sc][rc][sp] = 0;
+              for (int dv = 0; dv < FTH_DP_COUNT; dv++) {
+                int in_s = in_space(s, t + 1, p + 1, v + 1, sc, rc, dv, sp);
+                c->ok[t][p][v][sc][rc][dv][sp] = (char)in_s;
+                c->n_ok[t][p][v][sc][rc][sp] += in_s;
+              }
+            }
   return FTH_OK;
 }
 

@@ -50,7 +50,7 @@ static int in_view(fth_logical_tag t, int expert_view) {
   return t == FTH_TAG_TP_ATTN || t == FTH_TAG_CP || t == FTH_TAG_DP_ATTN;
 }
 
-/* Product of one view's sizes on dimension d, its factors as text, the
+/* Product of one view's sizes on dimension d, its factors as text (text and sizes NULL: none), the
  * index of the view's first logical dimension there (-1 if none) and whether
  * any of them is specific to the view (not PP, which both views share). */
 static double view_product(const fth_topology_def *t, int d, int expert_view, char *text,
@@ -59,14 +59,15 @@ static double view_product(const fth_topology_def *t, int d, int expert_view, ch
   double prod = 1.0;
   *first = -1;
   *specific = 0;
-  text[0] = '\0';
-  sizes[0] = '\0';
+  if (text) text[0] = '\0';
+  if (sizes) sizes[0] = '\0';
   for (int i = 0; i < t->num_logical; i++) {
     const fth_logical_dim_def *l = &t->logical[i];
     if (l->phys_dim != d || !in_view(l->tag, expert_view)) continue;
     if (*first < 0) *first = i;
     if (l->tag != FTH_TAG_PP) *specific = 1;
     prod *= (double)l->size;
+    if (!text || !sizes) continue; /* the product only: the texts are for an error */
     size_t n = strlen(text), m = strlen(sizes);
     snprintf(text + n, text_size - n, "%s%s", n ? " x " : "", fth_logical_tag_name(l->tag));
     snprintf(sizes + m, sizes_size - m, "%s%d", m ? " x " : "", l->size);
@@ -198,11 +199,11 @@ fth_status fth_topology_check(const fth_topology_def *t, fth_error *err) {
     for (int v = 0; v < 2; v++) {
       char tags[160], sizes[96];
       int first, specific;
-      double prod =
-          view_product(t, d, v, tags, sizeof tags, sizes, sizeof sizes, &first, &specific);
+      double prod = view_product(t, d, v, NULL, 0, NULL, 0, &first, &specific);
       if (first < 0) continue;
       if (!specific && fmod((double)t->phys[d].size, prod) == 0.0) continue;
       if (prod != (double)t->phys[d].size) {
+        view_product(t, d, v, tags, sizeof tags, sizes, sizeof sizes, &first, &specific);
         snprintf(path, sizeof path, "logical.dimensions[%d]", first + 1);
         return fth_fail(err, FTH_EINVAL, path,
                         "physical dimension %d has %d GPUs but %s mapped to it = %s = %.0f (the %s "

@@ -87,6 +87,52 @@ static void saved_per_token(const fth_train_plan *p, fth_recompute rc, double ou
   }
 }
 
+/* Start p->act_memo over unless it was taken for the inputs saved_per_token reads now;
+ * then act_memo.full holds the whole block's activations per token. */
+static void act_memo_key(fth_train_plan *p) {
+  const fth_train_def *w = &p->work;
+  const fth_layout *l = &p->layout;
+  const fth_model_def *m = &p->model;
+  fth_act_memo *a = &p->act_memo;
+  if (a->valid && a->tp == l->tp && a->tp_moe == l->tp_moe && a->cp == l->cp && a->sp == w->sequence_parallel &&
+      a->flash == w->flash_attention && a->attention_fp8 == w->attention_fp8 &&
+      a->activation_input_fp8 == w->activation_input_fp8 && a->recipe == (int)w->recipe &&
+      a->lora_targets == (int)w->lora_targets && a->modules == w->recompute_modules && a->seq_len == w->seq_len &&
+      a->act_bytes == w->act_bytes && a->expert_imbalance == w->expert_imbalance && a->lora_rank == w->lora_rank)
+    return;
+  memset(a, 0, sizeof *a);
+  a->valid = 1;
+  a->tp = l->tp;
+  a->tp_moe = l->tp_moe;
+  a->cp = l->cp;
+  a->sp = w->sequence_parallel;
+  a->flash = w->flash_attention;
+  a->attention_fp8 = w->attention_fp8;
+  a->activation_input_fp8 = w->activation_input_fp8;
+  a->recipe = (int)w->recipe;
+  a->lora_targets = (int)w->lora_targets;
+  a->modules = w->recompute_modules;
+  a->seq_len = w->seq_len;
+  a->act_bytes = w->act_bytes;
+  a->expert_imbalance = w->expert_imbalance;
+  a->lora_rank = w->lora_rank;
+  int moe = m->num_experts > 1;
+  a->full = fth_model_activation_bytes_per_token(m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel,
+                                                 w->seq_len / l->cp, w->act_bytes, w->flash_attention,
+                                                 moe ? m->top_k * w->expert_imbalance * l->tp_moe / l->tp : 0.0);
+}
+
+/* saved_per_token for recompute mode rc, from p->act_memo when taken (act_memo_key first). */
+static void saved_cached(fth_train_plan *p, fth_recompute rc, double out[2]) {
+  fth_act_memo *a = &p->act_memo;
+  if (!a->have[rc]) {
+    saved_per_token(p, rc, a->saved[rc]);
+    a->have[rc] = 1;
+  }
+  out[0] = a->saved[rc][0];
+  out[1] = a->saved[rc][1];
+}
+
 fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_error *err) {
   fth_error_clear(err);
   if (fth_train_def_check(work, err) != FTH_OK) return fth_error_prefix(err, "workload");
@@ -166,18 +212,15 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
         (n_moe > 0 ? n_moe * fth_model_op_recompute_flops_per_token(m, 1) : 0.0);
     p->per_token_seq_len = w->seq_len;
   }
-  saved_per_token(p, w->recompute, p->act_bytes_per_token);
+  act_memo_key(p);
+  saved_cached(p, w->recompute, p->act_bytes_per_token);
   /* Megatron's block method (recompute_num_layers): the stage's other blocks keep
    * what they would without recomputation. */
   if (w->recompute == FTH_RECOMPUTE_FULL && w->recompute_num_layers > 0)
-    saved_per_token(p, FTH_RECOMPUTE_NONE, p->act_kept_per_token);
+    saved_cached(p, FTH_RECOMPUTE_NONE, p->act_kept_per_token);
   else
     for (int k = 0; k < 2; k++) p->act_kept_per_token[k] = p->act_bytes_per_token[k];
-  int moe = m->num_experts > 1;
-  p->act_full_per_token = fth_model_activation_bytes_per_token(
-      m, moe, FTH_RECOMPUTE_NONE, l->tp, l->tp_moe, w->sequence_parallel, w->seq_len / l->cp,
-      w->act_bytes, w->flash_attention,
-      moe ? m->top_k * w->expert_imbalance * l->tp_moe / l->tp : 0.0);
+  p->act_full_per_token = p->act_memo.full;
   /* Recompute modules' model FLOPs: MLA's up-projections (norms and activations
    * are element-wise, not counted as FLOPs, as for per-op). */
   p->module_recompute_flops_per_token = 0.0;

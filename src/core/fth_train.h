@@ -50,6 +50,21 @@ typedef struct fth_comm_item {
   double exposed_s;      ///< of raw_s, on the critical path
 } fth_comm_item;
 
+/// What a plan's per-token activations were last taken for (the workload's and layout's
+/// inputs they read; the model is the compile's) and their values: a rework with the same
+/// inputs keeps them (a search reworks one placement for every micro-batch, schedule and
+/// offload).
+typedef struct fth_act_memo {
+  int valid; ///< 0: nothing taken since the compile
+  int tp, tp_moe, cp, sp, flash, attention_fp8, activation_input_fp8;
+  int recipe, lora_targets;
+  unsigned modules;
+  double seq_len, act_bytes, expert_imbalance, lora_rank;
+  int have[FTH_RECOMPUTE_COUNT]; ///< saved[rc] taken for these inputs
+  double saved[FTH_RECOMPUTE_COUNT][2];
+  double full; ///< a whole block's activations per token (act_full_per_token)
+} fth_act_memo;
+
 /// A compiled training scenario: the inputs, validated, and what is fixed by them.
 typedef struct fth_train_plan {
   fth_node_def node;
@@ -66,6 +81,7 @@ typedef struct fth_train_plan {
   double per_token_seq_len; ///< the seq_len the four above were taken at (0: not yet): a
                             ///< rework at the same length keeps them (the model is the compile's)
   double module_recompute_flops_per_token; ///< MLA up-projections re-run by recompute modules
+  fth_act_memo act_memo; ///< the per-token activations' inputs and values (fth_train.c)
   double act_bytes_per_token[2];  ///< saved activations per token of a dense / MoE block
   double act_kept_per_token[2];   ///< the same for a block recompute_num_layers leaves stored
   double act_full_per_token;      ///< a whole block's, live while it is recomputed

@@ -48,6 +48,20 @@ void lbind_newclass(lua_State *L, const char *name, const luaL_Reg *meta, const 
 struct fth_train_result;
 void lfth_push_train_result(lua_State *L, const struct fth_train_result *r);
 
+/* The text of values (ltext.c): one owner for fathom.format.yaml and the C sweep writer. */
+
+/// fth_unit's names, in its order (NULL-terminated): core.unit_text's first argument.
+extern const char *const ltext_unit_names[];
+
+/// 1 when NUL-terminated s (len bytes, no NUL inside) can be a plain YAML scalar.
+int ltext_yaml_plain(lua_State *L, const char *s, size_t len);
+
+/// Bytes ltext_yaml_quote may write for `len` bytes of text.
+#define LTEXT_YAML_QUOTED_CAP(len) (4 * (len) + 2)
+
+/// s double-quoted with YAML escapes into out (LTEXT_YAML_QUOTED_CAP(len) bytes); the length.
+size_t ltext_yaml_quote(const char *s, size_t len, char *out);
+
 #define FTH_OPENER(name) void lfth_open_##name(lua_State *L);
 #include "lua_openers.h"
 #undef FTH_OPENER

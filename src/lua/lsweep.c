@@ -3,7 +3,6 @@
  * the per-point Lua path.
  *   core.sweep_new(node, topology, model, workload, spec) -> sweep
  *     spec = {axes = {len, ...}, keys = {{field =, index =, axis =, values = {...}}, ...},
- *             labels = {{cell text per position}, ...} (one per key),
  *             goodput = report.goodput_def's table or nil}
  *   sweep:program{columns = {{src =, group =, a =, b =, c =, int =}, ...},
  *                 texts = {cell text, ...}, fabric = {physical dimension name, ...}}
@@ -21,8 +20,13 @@
  *       rows written to an io file; sweep:widen(from, to, added [, header]) rewrites them
  *       under a wider header; sweep:reproject(from, to, map) rearranges a part's cells
  *   sweep:json_program{valid = nodes, invalid = nodes} the JSON Lines node programs
- *       (jnode; spec.json_labels gives the labels as JSON); sweep:lines(first, last,
+ *       (jnode); sweep:lines(first, last,
  *       err_of) and sweep:write_lines(first, last, err_of, file): JSON Lines as rows
+ *   sweep:yaml_program{valid = nodes, invalid = nodes} the YAML node programs (a node's `unit`: its number readable, core.unit_text);
+ *       sweep:lines(first, last, err_of, "yaml") and sweep:write_lines(first, last, err_of,
+ *       file, "yaml"): each point's YAML list item (fathom.analysis.stream's text)
+ * A key's value (an integer: sweep_batch.lua takes no other) is its label in every format:
+ * its decimal digits, fathom.format.util.number's text of an integer.
  * Nothing is allocated per point; a row is appended to the chunk's buffer (kept and
  * reused from chunk to chunk). */
 #if defined(__linux__)
@@ -35,21 +39,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fth_numtext.h"
 #include "fth_sweep.h"
 #include "lcheck.h"
 #include "lfathom.h"
 
 #define SWEEP "fathom.Sweep"
 
-/// A node of the JSON Lines program (sweep:json_program).
+/// A node of the JSON Lines or YAML program (sweep:json_program, sweep:yaml_program).
 typedef struct jnode {
   int t;            ///< 0 open an object, 1 close it, 2 a column's value, 3 constant text
   int group;        ///< written where this presence group is in the point's mask
   int col;          ///< t 2: the column (0-based)
   int skip;         ///< t 0: the index of its close node
-  const char *text; ///< "key":{ (open), } (close), "key": (column), "key":value (constant)
+  int unit;         ///< t 2, YAML: the column's number as fth_unit_text writes it (-1: a number)
+  const char *text; ///< JSON: "key":{ (open), } (close), "key": (column), "key":value (constant);
+                    ///< YAML: <indent>key: (open, column), <indent>key: value\n (constant)
   size_t len;
 } jnode;
+
+/// What fill_rows writes.
+enum { OUT_CSV = 0, OUT_JSONL, OUT_YAML };
 
 /// A cell of a CSV row as add_row writes it: a column, or a run of constant columns of one
 /// group joined with their commas (one copy for them all).
@@ -82,13 +92,12 @@ typedef struct lsweep {
   const char **texts;
   size_t *text_len;
   int n_texts;
-  const char **labels; ///< key k's position p at labels[label_off[k] + p]
-  size_t *label_len;
-  int label_off[FTH_SWEEP_MAX_KEYS];
-  const char **jlabels; ///< the labels as JSON text (labels' layout), NULL without json_labels
-  size_t *jlabel_len;
   jnode *jnodes; ///< JSON Lines node program: a valid record's nodes, then an invalid one's
   int n_jvalid, n_jnodes;
+  jnode *ynodes; ///< YAML node program (jnodes' layout)
+  int n_yvalid, n_ynodes;
+  numcache *ynumbers; ///< one per column: its last YAML value text
+  lua_State *L;       ///< while filling (the YAML string rule asks Lua's number syntax)
   const char **fabric;
   int n_fabric;
   unsigned long long seen;  ///< groups the header has (scan saw them, or see added them)
@@ -117,14 +126,12 @@ static int sweep_gc(lua_State *L) {
   s->run_text = NULL;
   free(s->texts);
   free(s->text_len);
-  free(s->labels);
-  free(s->label_len);
   free(s->fabric);
-  free(s->jlabels);
-  free(s->jlabel_len);
   free(s->jnodes);
-  s->jlabels = NULL;
-  s->jlabel_len = NULL;
+  free(s->ynodes);
+  free(s->ynumbers);
+  s->ynodes = NULL;
+  s->ynumbers = NULL;
   s->jnodes = NULL;
   free(s->out);
   s->out = NULL;
@@ -133,8 +140,6 @@ static int sweep_gc(lua_State *L) {
   s->order = NULL;
   s->texts = NULL;
   s->text_len = NULL;
-  s->labels = NULL;
-  s->label_len = NULL;
   s->fabric = NULL;
   return 0;
 }
@@ -205,17 +210,6 @@ static int core_sweep_new(lua_State *L) {
     lua_pop(L, 2);
   }
   s->values = (double *)xcalloc(L, n_values, sizeof(double));
-  lua_getfield(L, 5, "labels");
-  luaL_checktype(L, -1, LUA_TTABLE);
-  int labels = lua_gettop(L);
-  s->labels = (const char **)xcalloc(L, n_values, sizeof(char *));
-  s->label_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
-  lua_getfield(L, 5, "json_labels");
-  int jlabels = lua_istable(L, -1) ? lua_gettop(L) : 0;
-  if (jlabels) {
-    s->jlabels = (const char **)xcalloc(L, n_values, sizeof(char *));
-    s->jlabel_len = (size_t *)xcalloc(L, n_values, sizeof(size_t));
-  }
   size_t at = 0;
   for (int k = 0; k < s->def.n_keys; k++) {
     lua_rawgeti(L, keys, k + 1);
@@ -229,29 +223,18 @@ static int core_sweep_new(lua_State *L) {
     if ((long long)n != s->def.axis_len[key->axis])
       return luaL_error(L, "sweep_new: key %d: values != axis", k + 1);
     key->values = s->values + at;
-    s->label_off[k] = (int)at;
-    lua_rawgeti(L, labels, k + 1);
     for (size_t i = 0; i < n; i++) {
-      lua_rawgeti(L, -2, (lua_Integer)i + 1);
-      s->values[at + i] = luaL_checknumber(L, -1);
-      lua_pop(L, 1);
       lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      s->labels[at + i] = keep_string(L, keep);
-      s->label_len[at + i] = strlen(s->labels[at + i]);
+      lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+      if (v < 1 || v > (1 << 22))
+        return luaL_error(L, "sweep_new: key %d: value %d is not an integer in [1, 2^22]", k + 1, (int)i + 1);
+      s->values[at + i] = (double)v;
       lua_pop(L, 1);
-      if (jlabels) {
-        lua_rawgeti(L, jlabels, k + 1);
-        luaL_checktype(L, -1, LUA_TTABLE);
-        lua_rawgeti(L, -1, (lua_Integer)i + 1);
-        s->jlabels[at + i] = keep_string(L, keep);
-        s->jlabel_len[at + i] = strlen(s->jlabels[at + i]);
-        lua_pop(L, 2);
-      }
     }
     at += n;
-    lua_pop(L, 3);
+    lua_pop(L, 2);
   }
-  lua_pop(L, 3); /* keys, labels, json_labels */
+  lua_pop(L, 1); /* keys */
   /* the run with failures, energy and cost (report.goodput_def), as core.goodput reads it */
   lua_getfield(L, 5, "goodput");
   if (lua_istable(L, -1)) {
@@ -343,13 +326,18 @@ static int sweep_program(lua_State *L) {
   return 0;
 }
 
-/* Read one node list (table at idx) into s->jnodes from `at`; returns the next index. */
-static int read_jnodes(lua_State *L, lsweep *s, int idx, int at, int keep) {
+/* Read one node list (table at idx) into nodes from `at` (`yaml`: the YAML program); returns
+ * the next index. */
+static int read_jnodes(lua_State *L, lsweep *s, jnode *nodes, int yaml, int idx, int at, int keep) {
   int n = (int)lua_rawlen(L, idx), stack[64], depth = 0;
+  const char *what = yaml ? "sweep:yaml_program" : "sweep:json_program";
   for (int i = 0; i < n; i++, at++) {
     lua_rawgeti(L, idx, i + 1);
     int nt = lua_gettop(L);
-    jnode *nd = &s->jnodes[at];
+    jnode *nd = &nodes[at];
+    lua_getfield(L, nt, "unit");
+    nd->unit = lua_isnil(L, -1) ? -1 : luaL_checkoption(L, -1, NULL, ltext_unit_names);
+    lua_pop(L, 1);
     nd->t = (int)field_int(L, nt, "t", 0, 3);
     nd->group = (int)field_int(L, nt, "group", 0, FTH_SG_COUNT - 1);
     lua_getfield(L, nt, "text");
@@ -359,19 +347,20 @@ static int read_jnodes(lua_State *L, lsweep *s, int idx, int at, int keep) {
     if (nd->t == 2) {
       nd->col = (int)field_int(L, nt, "col", 1, s->n_cols) - 1;
       fth_sweep_src src = s->cols[nd->col].src;
-      if (src == FTH_SWEEP_SRC_TEXT || (src == FTH_SWEEP_SRC_LABEL && !s->jlabels))
-        return luaL_error(L, "sweep:json_program: node %d: column %d has no JSON value", i + 1,
-                          nd->col + 1);
+      if (src == FTH_SWEEP_SRC_TEXT)
+        return luaL_error(L, "%s: node %d: column %d has no value", what, i + 1, nd->col + 1);
+      if (nd->unit >= 0 && src != FTH_SWEEP_SRC_RESULT)
+        return luaL_error(L, "%s: node %d: a unit on a column that is not a number", what, i + 1);
     } else if (nd->t == 0) {
-      if (depth == 64) return luaL_error(L, "sweep:json_program: objects nest too deep");
+      if (depth == 64) return luaL_error(L, "%s: objects nest too deep", what);
       stack[depth++] = at;
     } else if (nd->t == 1) {
-      if (depth == 0) return luaL_error(L, "sweep:json_program: node %d closes nothing", i + 1);
-      s->jnodes[stack[--depth]].skip = at;
+      if (depth == 0) return luaL_error(L, "%s: node %d closes nothing", what, i + 1);
+      nodes[stack[--depth]].skip = at;
     }
     lua_pop(L, 1);
   }
-  if (depth != 0) return luaL_error(L, "sweep:json_program: an object is not closed");
+  if (depth != 0) return luaL_error(L, "%s: an object is not closed", what);
   return at;
 }
 
@@ -390,8 +379,30 @@ static int sweep_json_program(lua_State *L) {
   luaL_checktype(L, -1, LUA_TTABLE);
   size_t n = lua_rawlen(L, -2) + lua_rawlen(L, -1);
   s->jnodes = (jnode *)xcalloc(L, n, sizeof(jnode));
-  s->n_jvalid = read_jnodes(L, s, keep + 1, 0, keep);
-  s->n_jnodes = read_jnodes(L, s, keep + 2, s->n_jvalid, keep);
+  s->n_jvalid = read_jnodes(L, s, s->jnodes, 0, keep + 1, 0, keep);
+  s->n_jnodes = read_jnodes(L, s, s->jnodes, 0, keep + 2, s->n_jvalid, keep);
+  lua_settop(L, keep - 1);
+  return 0;
+}
+
+/* sweep:yaml_program{valid = nodes, invalid = nodes}: the YAML node programs (once, after
+ * program). */
+static int sweep_yaml_program(lua_State *L) {
+  lsweep *s = check_sweep(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (!s->cols) return luaL_error(L, "sweep:yaml_program: no program");
+  if (s->ynodes) return luaL_error(L, "sweep:yaml_program: already set");
+  lua_getiuservalue(L, 1, 1);
+  int keep = lua_gettop(L);
+  lua_getfield(L, 2, "valid");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  lua_getfield(L, 2, "invalid");
+  luaL_checktype(L, -1, LUA_TTABLE);
+  size_t n = lua_rawlen(L, -2) + lua_rawlen(L, -1);
+  s->ynodes = (jnode *)xcalloc(L, n, sizeof(jnode));
+  s->ynumbers = (numcache *)xcalloc(L, (size_t)s->n_cols, sizeof(numcache));
+  s->n_yvalid = read_jnodes(L, s, s->ynodes, 1, keep + 1, 0, keep);
+  s->n_ynodes = read_jnodes(L, s, s->ynodes, 1, keep + 2, s->n_yvalid, keep);
   lua_settop(L, keep - 1);
   return 0;
 }
@@ -557,6 +568,13 @@ static inline void put_number(lsweep *s, int col, double v, int as_integer) {
   s->out_len += (size_t)c->len;
 }
 
+/* Key k's value at this point as its label: an integer's digits. */
+static inline void put_label(lsweep *s, int k) {
+  const fth_sweep_key *key = &s->def.key[k];
+  if (!room(s, 24)) return;
+  s->out_len += (size_t)fth_numtext_int(s->out + s->out_len, (long long)key->values[s->pt.idx[key->axis]]);
+}
+
 /* fathom.format.csv's cell rule for a string: quoted when it holds , " CR or LF */
 static void add_cell_text(lsweep *s, const char *t) {
   if (!strpbrk(t, ",\"\n\r")) {
@@ -627,8 +645,7 @@ static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
       put(s, s->texts[c->a - 1], s->text_len[c->a - 1]);
       break;
     case FTH_SWEEP_SRC_LABEL: {
-      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
-      put(s, s->labels[at], s->label_len[at]);
+      put_label(s, c->a - 1);
       break;
     }
     case FTH_SWEEP_SRC_RESULT: {
@@ -723,8 +740,7 @@ static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
     const fth_sweep_column *c = &s->cols[nd->col];
     switch (c->src) {
     case FTH_SWEEP_SRC_LABEL: {
-      int at = s->label_off[c->a - 1] + (int)s->pt.idx[s->def.key[c->a - 1].axis];
-      put(s, s->jlabels[at], s->jlabel_len[at]);
+      put_label(s, c->a - 1);
       break;
     }
     case FTH_SWEEP_SRC_RESULT: {
@@ -754,14 +770,123 @@ static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
   return 1;
 }
 
+/* A string as a YAML scalar (ltext.c's rule, fathom.format.yaml's): plain or quoted. */
+static void add_yaml_string(lsweep *s, const char *t, size_t len) {
+  if (ltext_yaml_plain(s->L, t, len)) {
+    put(s, t, len);
+    return;
+  }
+  if (!room(s, LTEXT_YAML_QUOTED_CAP(len))) return;
+  s->out_len += ltext_yaml_quote(t, len, s->out + s->out_len);
+}
+
+/* Column `col`'s number v (finite) as its YAML scalar: readable in `unit` (>= 0; a string,
+ * quoted where the rule says) or fathom.format.yaml's number (a float that prints without a
+ * point or an exponent gets ".0"); from the column's cache when v is its last number. */
+static void put_yaml_number(lsweep *s, int col, double v, int unit, int as_integer) {
+  numcache *c = &s->ynumbers[col];
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  if (c->len > 0 && c->bits == bits) {
+    put(s, c->text, (size_t)c->len);
+    return;
+  }
+  size_t start = s->out_len;
+  if (unit >= 0) {
+    char text[FTH_UNIT_TEXT_CAP];
+    int n = fth_unit_text(text, (fth_unit)unit, v);
+    add_yaml_string(s, text, (size_t)n);
+  } else {
+    char text[40];
+    int n = fth_sweep_format_number(text, sizeof text, v, as_integer);
+    put(s, text, (size_t)n);
+    if (!as_integer && !strpbrk(text, ".eEn")) put(s, ".0", 2);
+  }
+  if (s->out_failed) return;
+  size_t len = s->out_len - start;
+  c->len = 0;
+  if (len < sizeof c->text) {
+    memcpy(c->text, s->out + start, len);
+    c->len = (int)len;
+    c->bits = bits;
+  }
+}
+
+/* Append point s->pt's YAML list item (the valid or the invalid node program): an object's
+ * key line ends once its first member is written (" {}" when none is); 0 (item partly
+ * written) when a number is not finite. */
+static int add_doc(lsweep *s, unsigned long long m, const char *err_text) {
+  int lo = s->pt.valid ? 0 : s->n_yvalid, hi = s->pt.valid ? s->n_yvalid : s->n_ynodes;
+  int written[64], depth = 0; /* per open object: a member was written */
+  for (int i = lo; i < hi; i++) {
+    const jnode *nd = &s->ynodes[i];
+    if (nd->t == 1) {
+      if (depth > 0 && !written[--depth]) put(s, " {}\n", 4);
+      continue;
+    }
+    if (!(m & (1ULL << nd->group))) {
+      if (nd->t == 0) i = nd->skip;
+      continue;
+    }
+    if (depth > 0 && !written[depth - 1]) {
+      put_char(s, '\n');
+      written[depth - 1] = 1;
+    }
+    put(s, nd->text, nd->len);
+    if (nd->t == 0) {
+      if (depth < 64) written[depth++] = 0;
+      continue;
+    }
+    if (nd->t != 2) continue;
+    put_char(s, ' ');
+    const fth_sweep_column *c = &s->cols[nd->col];
+    switch (c->src) {
+    case FTH_SWEEP_SRC_LABEL: {
+      put_label(s, c->a - 1);
+      break;
+    }
+    case FTH_SWEEP_SRC_RESULT: {
+      double v = fth_sweep_number(&s->pt, c);
+      if (!isfinite(v)) return 0;
+      put_yaml_number(s, nd->col, v, nd->unit, c->as_integer);
+      break;
+    }
+    case FTH_SWEEP_SRC_BOOL:
+      if (fth_sweep_number(&s->pt, c) != 0)
+        put(s, "true", 4);
+      else
+        put(s, "false", 5);
+      break;
+    case FTH_SWEEP_SRC_NAME: {
+      const char *name = fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric);
+      add_yaml_string(s, name, strlen(name));
+      break;
+    }
+    case FTH_SWEEP_SRC_ERROR: {
+      const char *e = err_text ? err_text : "";
+      add_yaml_string(s, e, strlen(e));
+      break;
+    }
+    case FTH_SWEEP_SRC_TEXT:
+    case FTH_SWEEP_SRC_COUNT:
+      break;
+    }
+    put_char(s, '\n');
+  }
+  return 1;
+}
+
 /* Rows (CSV) or lines (JSON Lines: `json`) of points first..last (arguments 2, 3; err_of
  * at 4) into s->out. `stop`: a CSV point whose record has a group of columns the header
  * lacks (not in s->seen) ends the chunk before its row; returns that point (1-based), 0
  * when every row was made. */
-static long long fill_rows(lua_State *L, lsweep *s, int json, int stop) {
-  int (*add)(lsweep *, unsigned long long, const char *) = json ? add_line : add_row;
-  if (json && !s->jnodes) luaL_error(L, "sweep:lines: no JSON program");
+static long long fill_rows(lua_State *L, lsweep *s, int format, int stop) {
+  int (*add)(lsweep *, unsigned long long, const char *) =
+      format == OUT_YAML ? add_doc : format == OUT_JSONL ? add_line : add_row;
+  if (format == OUT_JSONL && !s->jnodes) luaL_error(L, "sweep:lines: no JSON program");
+  if (format == OUT_YAML && !s->ynodes) luaL_error(L, "sweep:lines: no YAML program");
   if (!s->cols) luaL_error(L, "sweep:rows: no program");
+  s->L = L;
   long long first, last;
   point_range(L, s, &first, &last);
   luaL_checktype(L, 4, LUA_TFUNCTION);
@@ -792,30 +917,34 @@ static long long fill_rows(lua_State *L, lsweep *s, int json, int stop) {
   return 0;
 }
 
-static int push_rows(lua_State *L, int json) {
+static const char *const LINE_FORMATS[] = {"jsonl", "yaml", NULL};
+
+static int push_rows(lua_State *L, int format) {
   lsweep *s = check_sweep(L, 1);
-  fill_rows(L, s, json, 0);
+  fill_rows(L, s, format, 0);
   lua_pushlstring(L, s->out ? s->out : "", s->out_len);
   return 1;
 }
 
 static int sweep_rows(lua_State *L) {
-  return push_rows(L, 0);
+  return push_rows(L, OUT_CSV);
 }
+/* sweep:lines(first, last, err_of [, "jsonl" | "yaml"]) */
 static int sweep_lines(lua_State *L) {
-  return push_rows(L, 1);
+  return push_rows(L, OUT_JSONL + luaL_checkoption(L, 5, "jsonl", LINE_FORMATS));
 }
 
 /* sweep:write_rows(first, last, err_of, file) -> true, or false, point, groups when a
  * point's record has columns the header lacks (the rows before it are written; see
  * sweep:widen), or nil, message: the rows written to an open io file straight from the
- * chunk's buffer (no Lua string of the chunk). sweep:write_lines: the same in JSON Lines
- * (which have no header: true or nil, message). */
-static int write_to(lua_State *L, int json) {
+ * chunk's buffer (no Lua string of the chunk). sweep:write_lines(first, last, err_of, file
+ * [, "jsonl" | "yaml"]): the same in JSON Lines or YAML (which have no header: true or nil,
+ * message). */
+static int write_to(lua_State *L, int format) {
   lsweep *s = check_sweep(L, 1);
   luaL_Stream *f = (luaL_Stream *)luaL_checkudata(L, 5, LUA_FILEHANDLE);
   if (f->closef == NULL) return luaL_error(L, "sweep:write_rows: the file is closed");
-  long long at = fill_rows(L, s, json, !json);
+  long long at = fill_rows(L, s, format, format == OUT_CSV);
   if (s->out_len > 0 && fwrite(s->out, 1, s->out_len, f->f) != s->out_len)
     return luaL_fileresult(L, 0, NULL);
   if (at) {
@@ -829,10 +958,10 @@ static int write_to(lua_State *L, int json) {
 }
 
 static int sweep_write_rows(lua_State *L) {
-  return write_to(L, 0);
+  return write_to(L, OUT_CSV);
 }
 static int sweep_write_lines(lua_State *L) {
-  return write_to(L, 1);
+  return write_to(L, OUT_JSONL + luaL_checkoption(L, 6, "jsonl", LINE_FORMATS));
 }
 
 /* sweep:widen(from, to, added [, header]) -> true or nil, message: the CSV written so far
@@ -1013,6 +1142,7 @@ static const luaL_Reg sweep_methods[] = {{"count", sweep_count},
                                          {"rows", sweep_rows},
                                          {"write_rows", sweep_write_rows},
                                          {"json_program", sweep_json_program},
+                                         {"yaml_program", sweep_yaml_program},
                                          {"lines", sweep_lines},
                                          {"write_lines", sweep_write_lines},
                                          {NULL, NULL}};

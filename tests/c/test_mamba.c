@@ -21,6 +21,15 @@
 #include "test_fixtures.h"
 #include "test_macros.h"
 
+/* A hybrid layer pattern of `mamba` Mamba2, `attention` attention and `mlp` MLP sub-layers:
+ * n_layers counts pairs of sub-layers, rounded up. */
+static void hybrid_pattern(fth_model_def *m, int mamba, int attention, int mlp) {
+  m->hybrid_mamba = mamba;
+  m->hybrid_attention = attention;
+  m->hybrid_mlp = mlp;
+  m->n_layers = (mamba + attention + mlp + 1) / 2;
+}
+
 static fth_model_def small(int mamba, int attention, int mlp) {
   fth_model_def m = fth_model_def_default();
   m.d_model = 64;
@@ -28,10 +37,7 @@ static fth_model_def small(int mamba, int attention, int mlp) {
   m.vocab_size = 128;
   m.max_seq_len = 8;
   m.ffn_hidden = 256;
-  m.hybrid_mamba = mamba;
-  m.hybrid_attention = attention;
-  m.hybrid_mlp = mlp;
-  m.n_layers = (mamba + attention + mlp + 1) / 2;
+  hybrid_pattern(&m, mamba, attention, mlp);
   m.mamba_head_dim = 16;
   m.mamba_num_groups = 2;
   m.mamba_state_dim = 32;
@@ -51,10 +57,7 @@ static fth_model_def nemotron_h(int h, int heads, double ffn, int state, int m, 
   x.ffn_hidden = ffn;
   x.vocab_size = 131072;
   x.max_seq_len = 8192;
-  x.hybrid_mamba = m;
-  x.hybrid_attention = a;
-  x.hybrid_mlp = d;
-  x.n_layers = (m + a + d + 1) / 2;
+  hybrid_pattern(&x, m, a, d);
   x.mamba_state_dim = state;
   x.mamba_head_dim = 64;
   x.mamba_num_groups = 8;

@@ -94,6 +94,18 @@ static fth_search_def problem(int moe, double capacity_bytes) {
   return d;
 }
 
+/* The search's two physical tiers (a pod's scale-up, the pods' scale-out), no logical ones. */
+static void two_tiers(const fth_search_def *d, fth_topology_def *t) {
+  *t = fth_topology_def_default();
+  t->num_phys = 2;
+  t->phys[0].type = d->scale_up_type;
+  t->phys[0].size = d->pod_size;
+  t->phys[0].link = d->scale_up;
+  t->phys[1].type = d->scale_out_type;
+  t->phys[1].size = d->num_pods;
+  t->phys[1].link = d->scale_out;
+}
+
 /* Placement as fth_search.h states it: TP, CP and pp_in stages in the pod,
  * the other pp / pp_in stages across pods, DP filling the rest of each; in
  * the expert view TP_MoE and the largest part of EP that divides what is left
@@ -109,16 +121,9 @@ static int place(const fth_search_def *d, int tp, int cp, int pp, int pp_in, int
     if (pp_in != 1 || n % pp != 0 || (n / pp) % (tp * cp) != 0) return 0;
     if (moe && (n / pp) % (tp_moe * ep) != 0) return 0;
     *ep_su_out = moe ? ep : 1;
-    *t = fth_topology_def_default();
+    two_tiers(d, t);
     t->placed = 1;
     t->num_xpus = n;
-    t->num_phys = 2;
-    t->phys[0].type = d->scale_up_type;
-    t->phys[0].size = pod;
-    t->phys[0].link = d->scale_up;
-    t->phys[1].type = d->scale_out_type;
-    t->phys[1].size = pods;
-    t->phys[1].link = d->scale_out;
     fth_logical_dim_def want[] = {
         {FTH_TAG_TP_ATTN, 0, tp},
         {FTH_TAG_CP, 0, cp},
@@ -149,14 +154,7 @@ static int place(const fth_search_def *d, int tp, int cp, int pp, int pp_in, int
     if (pods % (pp_out * ep_so) != 0) return 0;
   }
   *ep_su_out = ep_su;
-  *t = fth_topology_def_default();
-  t->num_phys = 2;
-  t->phys[0].type = d->scale_up_type;
-  t->phys[0].size = pod;
-  t->phys[0].link = d->scale_up;
-  t->phys[1].type = d->scale_out_type;
-  t->phys[1].size = pods;
-  t->phys[1].link = d->scale_out;
+  two_tiers(d, t);
   int n = 0;
   fth_logical_dim_def want[] = {
       {FTH_TAG_TP_ATTN, 0, tp},

@@ -123,6 +123,25 @@ static fth_serve_def base_def(void) {
   return d;
 }
 
+/* base_def with one request of `input` prompt and `output` output tokens (their means). */
+static fth_serve_def one_request(double input, double output) {
+  fth_serve_def d = base_def();
+  d.requests = 1;
+  d.input.mean = input;
+  d.output.mean = output;
+  return d;
+}
+
+/* base_def with `n` requests at once (a closed loop of n clients), each of `input` prompt and
+ * `output` output tokens (their means). */
+static fth_serve_def closed_batch(int n, double input, double output) {
+  fth_serve_def d = one_request(input, output);
+  d.requests = n;
+  d.arrival = FTH_ARRIVAL_CLOSED;
+  d.concurrency = n;
+  return d;
+}
+
 static int run(const fth_serve_def *d, fth_serve_cost_fn f, const void *c, void *ws,
                fth_serve_result *r) {
   fth_error err;
@@ -137,10 +156,7 @@ static int single_request(void) {
    * iteration (100 tokens: 10 ms + 10 ms) gives the first token, ten decode
    * iterations (10.1 ms each) the rest. */
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
-  d.requests = 1;
-  d.input.mean = 100;
-  d.output.mean = 11;
+  fth_serve_def d = one_request(100, 11);
   void *ws = ws_for(&d);
   fth_serve_result r;
   FTH_RUN(run(&d, affine_cost, &c, ws, &r));
@@ -289,12 +305,7 @@ static int preemption(void) {
    * gives its 18th token, and decodes 15 more: done at 338 + 13.3 + 151.5 =
    * 502.8 ms. */
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
-  d.requests = 2;
-  d.arrival = FTH_ARRIVAL_CLOSED;
-  d.concurrency = 2;
-  d.input.mean = 16;
-  d.output.mean = 33;
+  fth_serve_def d = closed_batch(2, 16, 33);
   d.kv_capacity_tokens = 64;
   void *ws = ws_for(&d);
   fth_serve_result r;
@@ -497,10 +508,7 @@ static int disaggregated(void) {
    * its KV (100 kB) at the decode replica 100 + 5 ms later, then ten decodes
    * of 10.1 ms: done at 0.02 + 0.105 + 0.101 = 0.226 s. */
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
-  d.requests = 1;
-  d.input.mean = 100;
-  d.output.mean = 11;
+  fth_serve_def d = one_request(100, 11);
   d.prefill_replicas = 1;
   d.kv_transfer_bytes_per_token = 1000;
   d.kv_link_bw_bytes_per_s = 1e6;
@@ -544,10 +552,7 @@ static int prefix_cache(void) {
    * computes 50 tokens against 50 cached (10 ms + 5 ms), the KV holds all
    * 100 plus the decodes. */
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
-  d.requests = 1;
-  d.input.mean = 100;
-  d.output.mean = 11;
+  fth_serve_def d = one_request(100, 11);
   d.prefix_hit_ratio = 0.5;
   void *ws = ws_for(&d);
   fth_serve_result r;
@@ -571,16 +576,11 @@ static int prefix_cache(void) {
 
 static int pre_stages(void) {
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
+  fth_serve_def d = closed_batch(4, 100, 1);
   /* Retrieval on 2 servers of 100 ms each, four requests at 0: two reach the
    * engine at 0.1 s, two at 0.2 s; the first two (100 + 64 retrieved prompt
    * tokens each, one output token) are prefilled together: 10 ms + 328 x 0.1
    * ms, TTFT 0.1428 s. */
-  d.requests = 4;
-  d.arrival = FTH_ARRIVAL_CLOSED;
-  d.concurrency = 4;
-  d.input.mean = 100;
-  d.output.mean = 1;
   d.retrieval_servers = 2;
   d.retrieval_s = 0.1;
   d.retrieval_tokens = 64;
@@ -601,10 +601,7 @@ static int pre_stages(void) {
    * with 10 ms latency: at the engine at 0.06 s, then the 50 uncomputed
    * tokens (15 ms): TTFT 0.075 s. Reasoning: 10 thinking tokens on top of
    * 11: 20 decodes of 10.1 ms after the first token. */
-  d = base_def();
-  d.requests = 1;
-  d.input.mean = 100;
-  d.output.mean = 11;
+  d = one_request(100, 11);
   d.kv_fetch_share = 0.5;
   d.kv_transfer_bytes_per_token = 1000;
   d.kv_fetch_bw_bytes_per_s = 1e6;
@@ -738,12 +735,7 @@ static int inflight(void) {
    * done); 1 token [70.5, 80.6] (request 2 done). Chunked prefill under the
    * same budget would split request 1 into 50 + 50. */
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
-  d.requests = 3;
-  d.arrival = FTH_ARRIVAL_CLOSED;
-  d.concurrency = 3;
-  d.input.mean = 100;
-  d.output.mean = 3;
+  fth_serve_def d = closed_batch(3, 100, 3);
   d.policy = FTH_POLICY_INFLIGHT;
   d.max_batch_tokens = 150;
   d.max_batch = 4;
@@ -777,12 +769,7 @@ static int swap_to_host(void) {
    * copy takes 32 us: done at 338.032 and 338.032 + 10.132 + 151.5 = 499.664
    * ms, before recompute's (a 13.3 ms prefill against a 10.132 ms decode). */
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
-  d.requests = 2;
-  d.arrival = FTH_ARRIVAL_CLOSED;
-  d.concurrency = 2;
-  d.input.mean = 16;
-  d.output.mean = 33;
+  fth_serve_def d = closed_batch(2, 16, 33);
   d.kv_capacity_tokens = 64;
   d.kv_transfer_bytes_per_token = 1000;
   d.swap_bw_bytes_per_s = 1e6;
@@ -818,10 +805,7 @@ static int swap_to_host(void) {
  * for 3, mean 1 + 1/2 + 1/4 + 1/8 = 1.875, so about 1000 / 1.875 = 533.3 steps. */
 static int speculative(void) {
   affine c = {0.010, 0.0001};
-  fth_serve_def d = base_def();
-  d.requests = 1;
-  d.input.mean = 100;
-  d.output.mean = 9;
+  fth_serve_def d = one_request(100, 9);
   d.spec_tokens = 3;
   d.spec_acceptance = 1.0;
   void *ws = ws_for(&d);
@@ -992,10 +976,7 @@ static int draft_model(void) {
   FTH_ENSURE_NEAR(1.0, fth_serve_spec_tokens_per_step(3, 0.0), 1e-15);
   affine tc = {0.010, 0.0001}, dc = {0.001, 0.00001};
   fth_serve_draft_engine e = {affine_cost, &tc, affine_cost, &dc};
-  fth_serve_def d = base_def();
-  d.requests = 1;
-  d.input.mean = 100;
-  d.output.mean = 9;
+  fth_serve_def d = one_request(100, 9);
   d.spec_tokens = 3;
   d.spec_acceptance = 1.0;
   void *ws = ws_for(&d);

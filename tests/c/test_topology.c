@@ -32,13 +32,19 @@ static fth_phys_dim_def infiniband(int size) {
   return d;
 }
 
+/* Pods of `pod` GPUs on NVLink joined by InfiniBand (`pods` of them), no logical dimensions. */
+static fth_topology_def nvlink_over_ib(int pod, int pods) {
+  fth_topology_def t = fth_topology_def_default();
+  t.num_phys = 2;
+  t.phys[0] = nvlink(pod);
+  t.phys[1] = infiniband(pods);
+  return t;
+}
+
 /* 16 nodes x 8 GPUs. Attention view: TP_Attn 8 on NVLink, DP_Attn 16 on IB.
  * Expert view: TP_MoE 4 x EP_SU 2 = 8 on NVLink, EP_SO 4 x DP_MoE 4 = 16 on IB. */
 static fth_topology_def two_level(void) {
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 2;
-  t.phys[0] = nvlink(8);
-  t.phys[1] = infiniband(16);
+  fth_topology_def t = nvlink_over_ib(8, 16);
   t.num_logical = 6;
   t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 8};
   t.logical[1] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 4};
@@ -53,10 +59,7 @@ static fth_topology_def two_level(void) {
  * Attention: TP_Attn 4 x DP_Attn 2 = 8 on NVLink; DP_Attn 8 x PP 4 = 32 on IB.
  * Expert: TP_MoE 2 x EP_SU 4 = 8 on NVLink; EP_SO 4 x DP_MoE 2 x PP 4 = 32 on IB. */
 static fth_topology_def split(void) {
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 2;
-  t.phys[0] = nvlink(8);
-  t.phys[1] = infiniband(32);
+  fth_topology_def t = nvlink_over_ib(8, 32);
   t.num_logical = 8;
   t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 4};
   t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 0, 2};
@@ -413,12 +416,9 @@ static int scale_out_fabrics(void) {
  * pods and 80 GPUs of a 228th (144 x 227 = 32,688). Attention view TP_Attn 8 x DP_Attn 4096,
  * expert view EP_SU 64 x DP_MoE 512, each listed innermost first. */
 static fth_topology_def pods144(void) {
-  fth_topology_def t = fth_topology_def_default();
+  fth_topology_def t = nvlink_over_ib(144, 228);
   t.placed = 1;
   t.num_xpus = 32768;
-  t.num_phys = 2;
-  t.phys[0] = nvlink(144);
-  t.phys[1] = infiniband(228);
   t.num_logical = 4;
   t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 8};
   t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 0, 4096};

@@ -777,7 +777,49 @@ static int uneven_four_stages(void) {
   return 0;
 }
 
+/* A rework keeps the per-token activations only while the inputs they read stay
+ * (fth_act_memo): each rework below changes one of them (or none), and the plan must hold
+ * the same per-token bytes, to the bit, as a fresh compile of that workload. The recompute
+ * mode and the block method (recompute_num_layers: the kept blocks' values) are walked
+ * back and forth so that a value taken for one set of inputs is never read for another. */
+static int act_memo_follows_inputs(void) {
+  fth_train_plan p, fresh;
+  FTH_RUN(pipeline_case(&p, 1.0, 32, FTH_PP_1F1B, FTH_RECOMPUTE_NONE, FTH_DP_DDP));
+  fth_node_def node = p.node;
+  fth_topology_def topo = p.topo;
+  fth_model_def model = p.model;
+  fth_train_def w = p.work;
+  fth_error err;
+  for (int step = 0; step < 12; step++) {
+    switch (step) {
+    case 1: w.recompute = FTH_RECOMPUTE_SELECTIVE; break;
+    case 2: w.sequence_parallel = 1; break;
+    case 3: w.recompute = FTH_RECOMPUTE_FULL; w.recompute_num_layers = 2; break;
+    case 4: w.seq_len *= 2; break;
+    case 5: w.flash_attention = !w.flash_attention; break;
+    case 6: w.act_bytes = 4; break;
+    case 7: w.recompute = FTH_RECOMPUTE_NONE; w.recompute_num_layers = 0; break;
+    case 8: w.micro_batch = 2; break; /* not an input of theirs: kept */
+    case 9: w.sequence_parallel = 0; break;
+    case 10: w.recompute = FTH_RECOMPUTE_SELECTIVE; break;
+    case 11: w.act_bytes = 2; w.seq_len /= 2; break;
+    default: break;
+    }
+    FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_OK);
+    FTH_ENSURE(fth_train_compile(&fresh, &node, &topo, &model, &w, &err) == FTH_OK);
+    for (int k = 0; k < 2; k++) {
+      FTH_ENSURE(p.act_bytes_per_token[k] == fresh.act_bytes_per_token[k]);
+      FTH_ENSURE(p.act_kept_per_token[k] == fresh.act_kept_per_token[k]);
+    }
+    FTH_ENSURE(p.act_full_per_token == fresh.act_full_per_token);
+  }
+  /* and the values changed where their inputs did: selective keeps less than none */
+  FTH_ENSURE(p.act_bytes_per_token[0] < fresh.act_full_per_token);
+  return 0;
+}
+
 int train_test(void) {
+  FTH_RUN(act_memo_follows_inputs());
   FTH_RUN(uneven_two_stages());
   FTH_RUN(uneven_four_stages());
   FTH_RUN(last_stage_lighter());

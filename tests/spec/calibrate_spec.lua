@@ -15,13 +15,7 @@ local function read(path)
   return s
 end
 
-local function write(text)
-  local p = os.tmpname()
-  local f = assert(io.open(p, "w"))
-  f:write(text)
-  f:close()
-  return p
-end
+local write = h.write_temp
 
 local function run(...)
   local a = { "calibrate" }

@@ -61,6 +61,64 @@ describe("fathom.format", function()
       t.self = t
       assert.has_error(function() yaml.encode(t) end)
     end)
+
+    -- The string rule moved to the core (core.yaml_string, src/lua/ltext.c) so the C sweep
+    -- writer shares it: it must write every string as the Lua rule it replaced did. That rule,
+    -- kept here as the reference (fathom.format.yaml before the move):
+    local plain_bad = { ["true"] = 1, ["false"] = 1, ["True"] = 1, ["False"] = 1, ["TRUE"] = 1, ["FALSE"] = 1,
+      ["null"] = 1, ["Null"] = 1, ["NULL"] = 1, ["~"] = 1, ["yes"] = 1, ["no"] = 1, ["on"] = 1, ["off"] = 1,
+      ["y"] = 1, ["n"] = 1 }
+    local function needs_quotes(s)
+      if s == "" or plain_bad[s] then return true end
+      if tonumber(s) or s:match("^[-+]?%.") or s:match("^0[xo]") then return true end
+      if s:match("^[%s%-%?:,%[%]{}#&%*!|>'\"%%@`]") or s:match("%s$") then return true end
+      if s:find(": ", 1, true) or s:find(" #", 1, true) or s:match(":$") then return true end
+      return s:find("[%c\128-\255]") ~= nil
+    end
+    local escapes = { ['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r" }
+    local function reference(s)
+      if not needs_quotes(s) then return s end
+      local body = s:gsub('[%c"\\]', function(c) return escapes[c] or string.format("\\x%02x", c:byte()) end)
+      if utf8.len(body) == nil then
+        body = body:gsub("[\128-\255]", function(c) return string.format("\\x%02x", c:byte()) end)
+      else
+        body = body:gsub("\194([\128-\159])", function(c) return string.format("\\x%02x", c:byte()) end)
+          :gsub("\226\128\168", "\\L"):gsub("\226\128\169", "\\P"):gsub("\239\187\191", "\\uFEFF")
+      end
+      return '"' .. body .. '"'
+    end
+
+    it("writes every string as the Lua rule it replaced: edge cases and 200,000 random strings", function()
+      local core = require("fathom.core")
+      local cases = { "", "true", "y", "n", "~", "12", " 12 ", "0x1F", "0x1p4", "1e5", "1e", ".5", "-.5", "+.5",
+        "0o7", "0xg", "inf", "nan", "-inf", "1.5 GiB", "-1.5 GiB", "47.93%", "8.674e-10 ns", "a: b", "a:b", "a:",
+        "a #b", "a#b", "#a", " a", "a ", "a\tb", "\0", "a\0b", "q\"uote", "back\\slash", "\127", "caf\195\169",
+        "\194\133", "\194\160", "\226\128\168", "\226\128\169", "\239\187\191x", "\192\128", "\237\160\128",
+        "\244\144\128\128", "\244\143\191\191", "\255", "\195", "x\226\128", "`a", "@a", "%a", "-", "- a", "?", "a?" }
+      for _, s in ipairs(cases) do
+        assert.are.equal(reference(s), core.yaml_string(s), ("%q"):format(s))
+      end
+      -- random strings over an alphabet weighted to the rule's edges: number characters,
+      -- indicators, spaces, controls, and bytes of valid and broken UTF-8
+      local alphabet = { "0", "1", "9", ".", "e", "E", "x", "p", "+", "-", " ", "\t", "\n", ":", "#", "a", "n",
+        "\"", "\\", "\0", "\127", "\194", "\133", "\226", "\128", "\168", "\239", "\187", "\191", "\195",
+        "\169", "\240", "\159", "\255", "'", "[", "~" }
+      local rng, mismatches = 12345, 0
+      local function nxt(n)
+        rng = (rng * 1103515245 + 12345) % 2147483648
+        return rng % n + 1
+      end
+      for _ = 1, 200000 do
+        local parts = {}
+        for k = 1, nxt(6) - 1 do parts[k] = alphabet[nxt(#alphabet)] end
+        local s = table.concat(parts)
+        if reference(s) ~= core.yaml_string(s) then
+          mismatches = mismatches + 1
+          if mismatches < 5 then print(("%q: %s vs %s"):format(s, reference(s), core.yaml_string(s))) end
+        end
+      end
+      assert.are.equal(0, mismatches)
+    end)
   end)
 
   describe("json", function()

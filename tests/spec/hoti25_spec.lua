@@ -27,11 +27,7 @@ describe("scenarios/hoti25 #paper", function()
 
   it("the 144-GPU pods place Config4's EP groups as counted by hand", function()
     -- EP 64 at stride 1 (tests/c/test_topology.c): 171 of 512 groups straddle; the worst 16 | 48.
-    local ep = study.placement(4, 256).ep
-    assert.are.equal(171, ep.straddling)
-    assert.are.equal(512, ep.groups)
-    h.near(16, ep.levels[1], 1e-12, "worst member's peers in its pod")
-    h.near(4, ep.levels[2], 1e-12, "the rest across")
+    h.placed_as(study.placement(4, 256).ep, 171, 512, 16, 4)
   end)
 
   it("matched radix (both 512-GPU pods, only bandwidth differs) within 10% of 1.4x", function()

@@ -8,13 +8,7 @@ local study = require("hoti25.study")
 
 local T = "tests/fixtures/tiny/"
 
-local function write(text)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
+local write = h.write_temp
 
 local function analyze(physical, logical)
   local r = h.run("analyze", "--hardware-lib", T .. "hardware.yaml", "--physical-topology", physical,
@@ -42,11 +36,7 @@ describe("rank-order placement", function()
   it("places the alternative's Config1 EP groups of 32 on 144-GPU pods as counted", function()
     -- EP 32 at stride 1: boundaries 144 p (p = 1..227) fall inside a group unless 144 p is a
     -- multiple of 32 (p even): 114 of 1,024 groups straddle, each 16 | 16.
-    local ep = study.placement(1, 32).ep
-    assert.are.equal(114, ep.straddling)
-    assert.are.equal(1024, ep.groups)
-    h.near(16, ep.levels[1], 1e-12, "in the pod")
-    h.near(2, ep.levels[2], 1e-12, "across")
+    h.placed_as(study.placement(1, 32).ep, 114, 1024, 16, 2)
   end)
 
   it("runs the 144-GPU alternative through analyze", function()

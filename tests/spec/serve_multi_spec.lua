@@ -5,13 +5,7 @@ local h = require("helpers")
 local json = require("fathom.format.json")
 local serve = require("fathom.serve")
 
-local function write(text)
-  local path = os.tmpname() .. ".yaml"
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-  return path
-end
+local function write(text) return h.write_temp(text, ".yaml") end
 
 -- Two pools on disjoint GPUs, each with one client; a third client shares the 70B pool.
 local TWO = [[

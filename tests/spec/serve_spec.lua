@@ -319,13 +319,7 @@ describe("fathom serve", function()
     assert.is_nil(io.open(out, "rb"))
   end)
 
-  local function write_tmp(text, ext)
-    local path = os.tmpname() .. ext
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-    return path
-  end
+  local write_tmp = h.write_temp
 
   it("--replay runs a CSV or JSON-lines trace, and --trace-file draws each request's life", function()
     local csv = write_tmp("arrival_s,input_tokens,output_tokens\n100,512,16\n100.5,256,8\n103,1024,4\n", ".csv")

@@ -43,7 +43,11 @@ local function tiny(sweep, extra)
   return a
 end
 
-local function same(args, format)
+local function same(args, format, extra)
+  if extra then
+    args = table.move(args, 1, #args, 1, {})
+    for _, x in ipairs(extra) do args[#args + 1] = x end
+  end
   local rc, c = run("1", args, format)
   assert.are.equal(0, rc.code, rc.stderr)
   local rl, l = run("0", args, format)
@@ -98,6 +102,38 @@ describe("fathom.sweep_batch", function()
     assert.is_true(valid > 0 and valid < 8, "valid and invalid points both")
   end)
 
+  it("writes YAML byte for byte as the Lua path, readable units and raw: strings quoted, floats with .0",
+    function()
+    -- as the JSON Lines case: invalid points (error text with quotes and ": ") lead
+    write(sweep, "sweep:\n  logical_topology.dimensions.TP_Attn.size: [1, 2]\n"
+      .. "  logical_topology.dimensions.DP_Attn.size: [1, 2]\n  workload_spec.micro_batch_size: [1, 3]\n")
+    local config = require("fathom.config")
+    for _, raw in ipairs({ false, true }) do
+      local text = same(tiny(sweep), "yaml", raw and { "--raw-output" } or nil)
+      local list = config.load_string(text, "sweep.yaml")
+      assert.are.equal(8, #list)
+      local valid = 0
+      for _, rec in ipairs(list) do
+        if rec.valid == false then
+          assert.is_string(rec.error)
+        else
+          valid = valid + 1
+          assert.is_string(rec.communication_per_batch_per_xpu.tp_communication.collective)
+          if raw then
+            assert.is_number(rec.time.step_time_seconds)
+            assert.are.equal("float", math.type(rec.model_configuration.total_params))
+          else
+            assert.matches("^[%d.]+ m?s$", rec.time.step_time_seconds)
+            assert.matches("^[%d.]+%%$", rec.time.mfu)
+            assert.matches("^[%d.]+ [KMG]?i?B$", rec.memory_footprint.headroom_bytes)
+          end
+        end
+      end
+      assert.is_true(valid > 0 and valid < 8, "valid and invalid points both")
+      assert.matches('\n  error: "[^\n]+: [^\n]+"\n', text) -- the error text (it holds ": ") quoted
+    end
+  end)
+
   it("matches on a MoE model with zipped keys and energy in the record", function()
     write(sweep, "sweep:\n  workload_spec.micro_batch_size: [1, 2]\n"
       .. "  logical_topology.dimensions.PP.size: [8, 16]\nzip:\n"
@@ -113,6 +149,9 @@ describe("fathom.sweep_batch", function()
     local lines = same(moe, "jsonl")
     assert.matches('"moe_all_to_all":{', lines)
     assert.matches('"energy_kwh":', lines)
+    local docs = same(moe, "yaml")
+    assert.matches("\n    moe_all_to_all:\n", docs)
+    assert.matches("\n      energy_kwh: ", docs)
   end)
 
   it("takes the Lua path for a key the core does not rework, and says why when asked for C", function()
@@ -143,13 +182,18 @@ describe("fathom.sweep_batch's chunks", function()
     local saved = batch.CHUNK
     batch.CHUNK = 5
     local ok, n = pcall(analysis.write_batch, a, out, "csv")
-    local lines = os.tmpname()
+    local lines, docs = os.tmpname(), os.tmpname()
     local lok, ln = pcall(analysis.write_batch, a, lines, "jsonl")
+    local dok, dn = pcall(analysis.write_batch, a, docs, "yaml", true)
     batch.CHUNK = saved
     assert.is_true(ok, n)
     assert.is_true(lok, ln)
+    assert.is_true(dok, dn)
     assert.are.equal(24, n)
     assert.are.equal(24, ln)
+    assert.are.equal(24, dn)
+    local got_docs = slurp(docs)
+    os.remove(docs)
     local got, got_lines = slurp(out), slurp(lines)
     os.remove(out)
     os.remove(lines)
@@ -158,6 +202,9 @@ describe("fathom.sweep_batch's chunks", function()
     assert.are.equal(csv.encode(records), got)
     assert.are.equal(25, h.count_lines(got))
     assert.are.equal(require("fathom.format.jsonl").encode(records), got_lines)
+    local readable = {}
+    for i, r in ipairs(records) do readable[i] = require("fathom.report").humanize(r) end
+    assert.are.equal(require("fathom.format.yaml").encode(readable), got_docs)
   end)
 end)
 
@@ -250,6 +297,9 @@ describe("fathom.sweep_batch with --jobs", function()
       got, want = jobs(text, n, "jsonl")
       assert.are.equal(want, got)
       assert.are.equal(6, h.count_lines(got))
+      got, want = jobs(text, n, "yaml") -- raw numbers: write_batch's default
+      assert.are.equal(want, got)
+      assert.are.equal(6, select(2, got:gsub("\n%-\n", "")) + 1)
     end
   end)
 

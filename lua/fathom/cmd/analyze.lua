@@ -112,9 +112,10 @@ function M.main(argv)
   a.jobs = opts.trace_file and 1 or opts.jobs
   local records, streamed
   if opts.output_file and not opts.format then opts.format = "yaml" end
-  if opts.output_file and (opts.format == "csv" or opts.format == "jsonl") and not opts.trace_file then
+  if opts.output_file and (opts.format == "csv" or opts.format == "jsonl" or opts.format == "yaml")
+    and not opts.trace_file then
     -- a training sweep over keys the core reworks runs in C (fathom.sweep_batch), streamed
-    local n = analysis.write_batch(a, opts.output_file, opts.format)
+    local n = analysis.write_batch(a, opts.output_file, opts.format, not opts.raw_output)
     streamed = n
   end
   if streamed then -- nothing more to evaluate

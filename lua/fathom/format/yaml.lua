@@ -4,38 +4,10 @@ local util = require("fathom.format.util")
 
 local M = {}
 
-local plain_bad = {
-  ["true"] = true, ["false"] = true, ["True"] = true, ["False"] = true, ["TRUE"] = true,
-  ["FALSE"] = true, ["null"] = true, ["Null"] = true, ["NULL"] = true, ["~"] = true,
-  ["yes"] = true, ["no"] = true, ["on"] = true, ["off"] = true, ["y"] = true, ["n"] = true,
-}
-
-local function needs_quotes(s)
-  if s == "" or plain_bad[s] then return true end
-  if tonumber(s) or s:match("^[-+]?%.") or s:match("^0[xo]") then return true end
-  if s:match("^[%s%-%?:,%[%]{}#&%*!|>'\"%%@`]") or s:match("%s$") then return true end
-  if s:find(": ", 1, true) or s:find(" #", 1, true) or s:match(":$") then return true end
-  if s:find("[%c\128-\255]") then return true end
-  return false
-end
-
-local escapes = { ['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r" }
-
--- Double-quoted text a YAML reader takes back unchanged: ASCII controls, C1
--- controls (U+0080..U+009F), the line and paragraph separators and the BOM are
--- escaped; bytes that are not UTF-8 are written as \xNN (read back as U+00NN).
-local function quote(s)
-  local body = s:gsub('[%c"\\]', function(c)
-    return escapes[c] or string.format("\\x%02x", c:byte())
-  end)
-  if utf8.len(body) == nil then
-    body = body:gsub("[\128-\255]", function(c) return string.format("\\x%02x", c:byte()) end)
-  else
-    body = body:gsub("\194([\128-\159])", function(c) return string.format("\\x%02x", c:byte()) end)
-      :gsub("\226\128\168", "\\L"):gsub("\226\128\169", "\\P"):gsub("\239\187\191", "\\uFEFF")
-  end
-  return '"' .. body .. '"'
-end
+-- A string's text (plain, or double-quoted with escapes where a reader would take it for
+-- something else) is the core's rule (core.yaml_string, src/lua/ltext.c), which the C
+-- sweep writer applies too.
+local yaml_string = require("fathom.core").yaml_string
 
 -- scalar(v) -> YAML text of a non-table value.
 function M.scalar(v)
@@ -53,7 +25,7 @@ function M.scalar(v)
   elseif tv == "nil" or (tv == "userdata" and v == nil) then
     return "null"
   elseif tv == "string" then
-    return needs_quotes(v) and quote(v) or v
+    return yaml_string(v)
   elseif tv == "userdata" then
     return "null" -- core.null
   end
@@ -91,6 +63,14 @@ local function emit(out, v, indent, seen)
     end
   end
   seen[v] = nil
+end
+
+-- entry(key, value, indent) -> the text of `key: value` in a mapping `indent` levels deep
+-- (value's lines below it when it is a non-empty table), as encode writes it.
+function M.entry(key, value, indent)
+  local out = { string.rep("  ", indent) .. M.scalar(tostring(key)) .. ":" }
+  emit(out, value, indent + 1, {})
+  return table.concat(out)
 end
 
 -- encode(value) -> YAML document text (ends with a newline).
