@@ -373,6 +373,7 @@ describe("fathom.cases", function()
     assert.is_true(ring.comm.cp.hidden_s > 0)
     assert.are.equal(0, a2a.comm.cp.hidden_s)
     assert.is_true(math.abs(a2a.comm.cp.exposed_s - a2a.comm.cp.raw_s) < 1e-12)
+  end)
 
   it("holds a frozen FP8 LoRA base once and runs TP over PCIe without overlap", function()
     -- Llama 2 70B LoRA (NeMo, FP8 delayed scaling, rank 16 on the attention), TP 4 x CP 2 on
