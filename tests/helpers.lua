@@ -12,6 +12,20 @@ function M.near(expected, actual, rel_tol, what)
   return true
 end
 
+-- evaluate_case(case) -> the training result `fathom validate` compares for a case table
+-- (the case reader's documents on the calibrated library of its GPU and kernel library).
+function M.evaluate_case(case)
+  local cases = require("fathom.cases")
+  local validate = require("fathom.validate")
+  M.validate_state = M.validate_state or validate.state()
+  local docs = assert(cases.training_docs(case))
+  local setting = require("fathom.calibration").lookup(docs.gpu.generation, docs.fw.kernels,
+    M.validate_state.settings)
+  local lib = validate.calibrated_lib(M.validate_state, docs.gpu.node, setting, docs.power_limit_watts)
+  return require("fathom.scenario").new({ hardware_lib = lib, physical = docs.physical,
+    logical = docs.logical, model = docs.model, workload = docs.workload }):evaluate()
+end
+
 -- The host binary under test (ctest sets FATHOM_TEST_BIN).
 function M.bin()
   return os.getenv("FATHOM_TEST_BIN") or "build/fathom"

@@ -390,6 +390,25 @@ fth_kernel_model lcheck_kernel_model(lua_State *L, int idx, fth_kernel_model def
                                         (int)def);
 }
 
+
+/* t[key], a list of names of a bit enum (index i names bit 1 << i), as the OR of its bits;
+ * 0 when absent. A name outside the enum raises, naming "<what>.<key>[i]". */
+static unsigned name_bits(lua_State *L, int t, const char *what, const char *key, lnames_enum e) {
+  unsigned bits = 0u;
+  if (lua_getfield(L, t, key) == LUA_TTABLE) {
+    int n = (int)lua_rawlen(L, -1);
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      char path[96];
+      snprintf(path, sizeof path, "%s.%s[%d]", what, key, i);
+      bits |= 1u << lnames_check_value(L, -1, path, e);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return bits;
+}
+
 void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   idx = lua_absindex(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
@@ -419,17 +438,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
                        out->pp_last_layers, 0, LCHECK_MAX_LAYERS);
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
-  if (lua_getfield(L, idx, "recompute_modules") == LUA_TTABLE) {
-    int n = (int)lua_rawlen(L, -1);
-    for (int i = 1; i <= n; i++) {
-      lua_rawgeti(L, -1, i);
-      char path[64];
-      snprintf(path, sizeof path, "%s.recompute_modules[%d]", w, i);
-      out->recompute_modules |= 1u << lnames_check_value(L, -1, path, LNAMES_RECOMPUTE_MODULE);
-      lua_pop(L, 1);
-    }
-  }
-  lua_pop(L, 1);
+  out->recompute_modules |= name_bits(L, idx, w, "recompute_modules", LNAMES_RECOMPUTE_MODULE);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
   out->tp_comm_overlap = lcheck_bool(L, idx, w, "tp_comm_overlap", out->tp_comm_overlap);
   out->fp8_param_gather = lcheck_bool(L, idx, w, "fp8_param_gather", out->fp8_param_gather);
@@ -445,17 +454,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->comm_mem_eff = lcheck_number(L, idx, w, "comm_mem_efficiency", out->comm_mem_eff);
   out->kernel_launch_s = lcheck_number(L, idx, w, "kernel_launch_sec", out->kernel_launch_s);
   out->host_op_s = lcheck_number(L, idx, w, "host_op_sec", out->host_op_s);
-  if (lua_getfield(L, idx, "cuda_graph_scope") == LUA_TTABLE) {
-    int n = (int)lua_rawlen(L, -1);
-    for (int i = 1; i <= n; i++) {
-      lua_rawgeti(L, -1, i);
-      char path[64];
-      snprintf(path, sizeof path, "%s.cuda_graph_scope[%d]", w, i);
-      out->cuda_graph_scope |= 1u << lnames_check_value(L, -1, path, LNAMES_GRAPH_SCOPE);
-      lua_pop(L, 1);
-    }
-  }
-  lua_pop(L, 1);
+  out->cuda_graph_scope |= name_bits(L, idx, w, "cuda_graph_scope", LNAMES_GRAPH_SCOPE);
   out->lora_rank = lcheck_number(L, idx, w, "lora_rank", out->lora_rank);
   out->lora_targets =
       (fth_lora_targets)lnames_check(L, idx, w, "lora_targets", LNAMES_LORA_TARGETS, out->lora_targets);

@@ -350,21 +350,13 @@ describe("fathom.cases", function()
   end)
 
   it("costs the all-to-all exchange: the whole sequence on heads / CP, every exchange exposed", function()
-    local validate = require("fathom.validate")
-    local scenario = require("fathom.scenario")
-    local calibration = require("fathom.calibration")
-    local state = validate.state()
     local function step(cp_comm_type)
-      local docs = assert(cases.training_docs({ id = "c", system = { gpu = "NVIDIA GB200", num_gpus = 16,
+      return require("helpers").evaluate_case({ id = "c", system = { gpu = "NVIDIA GB200", num_gpus = 16,
         gpus_per_node = 4 }, model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 80, hidden = 8192,
         heads = 64, kv_heads = 8, ffn = 28672, vocab = 32000 },
         training = { framework = "NeMo 25.09 container", precision = "BF16" },
         parallelism = { tp = 1, cp = 8, micro_batch = 1, global_batch = 2, seq_len = 8192,
-          cp_comm_type = cp_comm_type } }))
-      local setting = calibration.lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
-      local lib = validate.calibrated_lib(state, docs.gpu.node, setting)
-      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
-        model = docs.model, workload = docs.workload }):evaluate()
+          cp_comm_type = cp_comm_type } })
     end
     local ring, a2a = step(nil), step("a2a")
     assert.are.equal("send_recv", ring.comm.cp.op)
@@ -749,15 +741,7 @@ describe("activation offloading as the case states it (Megatron-Core cpu_offload
           kernels = "Transformer Engine (Megatron-Core), Megatron-FSDP" },
         measured = { { metric = "tokens_per_sec_per_gpu", value = 1, unit = "tokens/s/GPU" } } }
     end
-    local validate = require("fathom.validate")
-    local state = validate.state()
-    local function run(c)
-      local docs = assert(cases.training_docs(c))
-      local setting = require("fathom.calibration").lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
-      local lib = validate.calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts)
-      return require("fathom.scenario").new({ hardware_lib = lib, physical = docs.physical,
-        logical = docs.logical, model = docs.model, workload = docs.workload }):evaluate()
-    end
+    local run = require("helpers").evaluate_case
     local kept = run(case("not set"))
     local off = run(case("not set; activation CPU offloading of 40 layers (cpu_offloading_num_layers)"))
     assert.is_false(kept.memory.fits)

@@ -125,6 +125,17 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     assert.are.same({}, frameworks.cuda_graph_scope("CUDA graphs: no (no CUDA-graph knobs set)"))
   end)
 
+  it("refuses a scope it does not know and a host time out of range, naming the key", function()
+    local spec = require("fathom.spec")
+    local ok, err = pcall(spec.train, { global_batch_size = 8, micro_batch_size = 1, seq_length = 128,
+      cuda_graph_scope = { "attn", "everything" } })
+    assert.is_false(ok)
+    assert.matches("cuda_graph_scope%[2%]", tostring(err))
+    ok, err = pcall(spec.train, { global_batch_size = 8, micro_batch_size = 1, seq_length = 128, host_op_sec = 0.5 })
+    assert.is_false(ok)
+    assert.matches("host_op_sec", tostring(err))
+  end)
+
   it("gives the Megatron-Core family its host time per operator, and the scope the case states", function()
     local w = assert(cases.training_docs(case("Megatron-Bridge (container 26.04)", "TE, hybridep flex dispatcher")))
       .workload
@@ -140,14 +151,7 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
   end)
 
   it("makes a small-expert eager run host-bound, more so on Grace, and CUDA graphs remove it", function()
-    local state = validate.state()
-    local function run(c)
-      local docs = assert(cases.training_docs(c))
-      local setting = require("fathom.calibration").lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
-      local lib = validate.calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts)
-      return require("fathom.scenario").new({ hardware_lib = lib, physical = docs.physical,
-        logical = docs.logical, model = docs.model, workload = docs.workload }):evaluate()
-    end
+    local run = h.evaluate_case
     -- H100 (x86 host, 8 us an operator): a layer's 95 forward operators (attention 18, router
     -- 31, preprocess 10, experts 4 + 2 x 2 x 8 under FP8) and 190 backward take 2.3 ms, under
     -- the ~6 ms its GPU work takes: the host keeps ahead
