@@ -8,17 +8,29 @@
 #include "fth_topology.h"
 #include "fth_workload.h"
 
-/* One GPU at 100 TFLOP/s BF16 (efficiency 1) with 80 GB of memory at 1 TB/s. */
-static inline fth_node_def tfx_node(void) {
+/* One GPU at `flops` BF16 (efficiency 1; vector rate the default eighth) with `bytes` of
+ * memory at `bw` bytes/s (efficiency 1). */
+static inline fth_node_def tfx_node_with(double flops, double bw, double bytes) {
   fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 100e12;
+  n.compute.flops_per_s[FTH_PREC_BF16] = flops;
   n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e12;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 80e9;
+  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = bw;
+  n.tier[FTH_TIER_XPU].size_per_stack_bytes = bytes;
   n.tier[FTH_TIER_XPU].num_stacks = 1;
   n.tier[FTH_TIER_XPU].efficiency = 1.0;
   n.has_tier[FTH_TIER_XPU] = 1;
   return n;
+}
+
+/* One GPU at 100 TFLOP/s BF16 with 80 GB of memory at 1 TB/s. */
+static inline fth_node_def tfx_node(void) {
+  return tfx_node_with(100e12, 1e12, 80e9);
+}
+
+/* One GPU at 1 PFLOP/s BF16 (vector 125 TFLOP/s) with 1 TB of memory at 10 TB/s: the
+ * step tests' (recompute, op SAC, parallel, MoE, squared ReLU). */
+static inline fth_node_def tfx_pflops_node(void) {
+  return tfx_node_with(1e15, 1e13, 1e12);
 }
 
 /* tfx_node with an FP8 rate twice the BF16 one (200 TFLOP/s): the recipe tests'. */

@@ -7,19 +7,8 @@
  * experts of 512, top-2, one shared expert, V 32000. bf16, comp_comm 0: every
  * collective is exposed. */
 #include "fth_infer.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
-
-static fth_node_def node(void) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
-  return n;
-}
 
 static fth_topology_def topo(void) {
   fth_topology_def t = fth_topology_def_default();
@@ -59,7 +48,7 @@ static fth_model_def model(void) {
 }
 
 static int evaluate(const fth_infer_def *d, fth_pass pass, fth_infer_result *r) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = topo();
   fth_model_def m = model();
   fth_infer_plan p;

@@ -17,19 +17,8 @@
  * micro-batches; bf16 activations, fp32 master and gradients, DDP, no
  * recompute, flash attention, comp_comm 0 (nothing hidden), comp_mem 1. */
 #include "fth_train.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
-
-static fth_node_def node(void) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
-  return n;
-}
 
 static fth_topology_def topo(void) {
   fth_topology_def t = fth_topology_def_default();
@@ -81,7 +70,7 @@ static fth_train_def work(void) {
 }
 
 static int moe_step(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = topo();
   fth_model_def m = model();
   fth_train_def w = work();
@@ -329,7 +318,7 @@ static int moe_step(void) {
  * alltoall dispatcher): with comp_comm_efficiency 1 they hide under the
  * kernels when overlapped; not overlapped, all of their raw time is exposed. */
 static int ep_overlap(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = topo();
   fth_model_def m = model();
   fth_train_def w = work();
@@ -361,7 +350,7 @@ static int ep_overlap(void) {
  * time per byte: 10 us x 1,048,576 / 540,672 = 19.393939... us, so 4 x
  * 29.393939... = 117.575757... us. Before, one time served both: 4 x 20 us. */
 static int ep_override(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = topo();
   fth_model_def m = model();
   fth_train_def w = work();
@@ -391,7 +380,7 @@ static int ep_override(void) {
  * BF16 weight (+1,572,864 B), an fp32 gradient (+3,145,728 B) and Adam's fp32
  * master and two moments (12 B: +9,437,184 B) under DDP (nothing sharded). */
 static int eplb_memory(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = topo();
   fth_model_def m = model();
   fth_train_def w = work();
@@ -421,7 +410,7 @@ static int eplb_memory(void) {
  * and ZeRO-3 move different DP bytes, so their shares of it differ, and a plan
  * left with DDP's groups times ZeRO-3 otherwise (the check that can fail). */
 static int regroup_after_rework(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = topo();
   t.share_by_traffic = 1;
   fth_model_def m = model();

@@ -93,20 +93,9 @@ static int saved_bytes(void) {
  * h 1024, 16 heads of 64, plain MLP f 4096, 2 layers, V 32000; seq 1024,
  * 2 micro-batches of 1; comp_comm 0, comp_mem 1, comm_mem 0; flash attention.
  * The plain MLP's mms: wq wk wv wo w1 w2 = counts 1..6: wk, wo, w2 recomputed. */
-static fth_node_def node(void) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
-  return n;
-}
 
 static int step(void) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = tfx_tp_only(2, 100e9);
   fth_model_def m = fth_model_def_default();
   m.d_model = 1024;

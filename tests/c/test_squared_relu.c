@@ -13,14 +13,7 @@
 #include "test_macros.h"
 
 static int eval(int squared, fth_train_result *r) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
+  fth_node_def n = tfx_pflops_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
   fth_model_def m = fth_model_def_default();
   m.d_model = 1024;

@@ -8,21 +8,10 @@
  * 1, bf16 activations, fp32 master and gradients, flash attention, comp_comm 0
  * (nothing hidden), comp_mem 1, comm_mem 0. Each case states the rest. */
 #include "fth_train.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 #include <string.h>
-
-static fth_node_def node(void) {
-  fth_node_def n = fth_node_def_default();
-  n.compute.flops_per_s[FTH_PREC_BF16] = 1e15;
-  n.compute.efficiency = 1.0;
-  n.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e13;
-  n.tier[FTH_TIER_XPU].size_per_stack_bytes = 1e12;
-  n.tier[FTH_TIER_XPU].num_stacks = 1;
-  n.tier[FTH_TIER_XPU].efficiency = 1.0;
-  n.has_tier[FTH_TIER_XPU] = 1;
-  return n;
-}
 
 /* One switched pod of 4 GPUs; `a` and `b` are the logical dimensions on it. */
 static fth_topology_def pod(fth_logical_tag a, int na, fth_logical_tag b, int nb) {
@@ -63,7 +52,7 @@ static fth_train_def work(double global_batch, double seq) {
 
 static int run(const fth_topology_def *t, const fth_model_def *m, const fth_train_def *w,
                fth_train_result *r) {
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_train_plan plan;
   fth_error err;
   if (fth_train_compile(&plan, &n, t, m, w, &err) != FTH_OK) {
@@ -259,7 +248,7 @@ static int context_parallel_a2a(void) {
   /* The exchange splits the heads: with one K/V head a TP rank holds half of one, which
    * CP 2 cannot split: the workload is refused, naming cp_comm. */
   m.num_kv_heads = 1;
-  fth_node_def n = node();
+  fth_node_def n = tfx_pflops_node();
   fth_train_plan plan;
   fth_error err;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) != FTH_OK);
