@@ -312,16 +312,15 @@ static double stage_recomputed_share(const fth_train_plan *p) {
  * that holds the most). Each component of the footprint is taken at the
  * stage where it is largest (parameters: fth_layout's busiest stage), an
  * upper bound of the most-loaded stage's footprint, equal to it when one
- * stage is the heaviest in every part (an even split: the first). */
-/* The saved activations of the stage that holds the most on the accelerator.
- * Megatron-Core's activation offloading (cpu_offloading_num_layers) sends
- * the activations of k of a stage's n blocks to host memory after each
- * forward and brings them back for the backward: the accelerator keeps
- * (n - k) / n of them. `host` (may be NULL) receives what that stage keeps
- * in host memory, `moved_per_mb` (may be NULL) what one micro-batch sends
- * out (and back). */
+ * stage is the heaviest in every part (an even split: the first).
+ * Megatron-Core's activation offloading (cpu_offloading_num_layers) sends the
+ * activations of k of a stage's n blocks to host memory after each forward
+ * and brings them back for the backward: the accelerator keeps (n - k) / n of
+ * them (none when the tier map already stores them all off it). `host` (may
+ * be NULL) receives what that stage keeps in host memory, `moved_per_mb` (may
+ * be NULL) what one micro-batch sends out (and back). */
 static double stage_activation_bytes(const fth_train_plan *p, double tokens, double *host,
-                                           double *moved_per_mb) {
+                                     double *moved_per_mb) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const fth_model_def *m = &p->model;
@@ -337,7 +336,9 @@ static double stage_activation_bytes(const fth_train_plan *p, double tokens, dou
         ((n - moe) * (f * p->act_bytes_per_token[0] + (1.0 - f) * p->act_kept_per_token[0]) +
          moe * (f * p->act_bytes_per_token[1] + (1.0 - f) * p->act_kept_per_token[1]));
     double held = fth_pp_inflight_stage(w->pp, l->pp, s, p->microbatches, w->virtual_stages);
-    double off = n > 0 ? fth_min((double)w->activation_offload_layers, (double)n) / n : 0.0;
+    double off = n > 0 && w->footprint_tier[FTH_MEM_ACTIVATIONS] == FTH_TIER_XPU
+                     ? fth_min((double)w->activation_offload_layers, (double)n) / n
+                     : 0.0;
     if (per_mb * held * (1.0 - off) >= most) {
       most = per_mb * held * (1.0 - off);
       most_host = per_mb * held * off;
