@@ -110,6 +110,15 @@ local base = {
 -- a mix of element-wise operators and module calls.
 local TE_HOST_OP_SEC = 8e-6
 
+-- The NeMo / Megatron on ROCm row (below) under each name it is matched by.
+local function rocm(match)
+  local row = { name = "NeMo / Megatron on ROCm", kernels = "2025", dp_variant = "ZERO1",
+    comp_comm_efficiency = 0.9, sequence_parallel = true, expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed,
+    grad_bytes = 2, ep_comm_overlap = false, ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC }
+  for k, v in pairs(match) do row[k] = v end
+  return row
+end
+
 M.rows = {
   -- Narayanan et al. 2021 (SC21) and Korthikanti et al. 2022: no fused attention, torch/
   -- local DDP, full recomputation in every SC21 Table 1 run, non-interleaved or interleaved
@@ -132,18 +141,9 @@ M.rows = {
   -- has no counterpart of NVIDIA's TE 1.x -> 2.x / cuDNN FA2 -> FA3 step that separates the
   -- NeMo 2024 and 2025 rows, and every such run here is a 2025 ROCm (6.4, 7.0): one kernel
   -- library, the CDNA generation's reference ("2025"), whatever container date the name holds.
-  { name = "NeMo / Megatron on ROCm", pattern = "nemo", also = "rocm", exclude = "automodel",
-    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
-  { name = "NeMo / Megatron on ROCm", pattern = "megatron", also = "rocm",
-    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
-  { name = "NeMo / Megatron on ROCm", pattern = "primus",
-    kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
-    expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false },
+  rocm({ pattern = "nemo", also = "rocm", exclude = "automodel" }),
+  rocm({ pattern = "megatron", also = "rocm" }),
+  rocm({ pattern = "primus" }),
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
