@@ -624,56 +624,6 @@ static void error_text(lua_State *L, lsweep *s, long long i) {
   }
 }
 
-/* Append point s->pt's row; 0 (row partly written) when a number is not finite. */
-static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
-  static const char commas[] = ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,";
-  for (int j = 0; j < s->n_cells; j++) {
-    const rowcell *cell = &s->cells[j];
-    if (j > 0) put_char(s, ',');
-    if (cell->col < 0) { /* a run of constants: its text, or its commas where absent */
-      if (m & (1ULL << cell->group))
-        put(s, cell->text, cell->len);
-      else
-        for (int k = cell->commas; k > 0; k -= (int)sizeof commas - 1)
-          put(s, commas, (size_t)(k < (int)sizeof commas - 1 ? k : (int)sizeof commas - 1));
-      continue;
-    }
-    const fth_sweep_column *c = &s->cols[cell->col];
-    if (!(m & (1ULL << c->group))) continue;
-    switch (c->src) {
-    case FTH_SWEEP_SRC_TEXT:
-      put(s, s->texts[c->a - 1], s->text_len[c->a - 1]);
-      break;
-    case FTH_SWEEP_SRC_LABEL: {
-      put_label(s, c->a - 1);
-      break;
-    }
-    case FTH_SWEEP_SRC_RESULT: {
-      double v = fth_sweep_number(&s->pt, c);
-      if (!isfinite(v)) return 0;
-      put_number(s, cell->col, v, c->as_integer);
-      break;
-    }
-    case FTH_SWEEP_SRC_BOOL:
-      if (fth_sweep_number(&s->pt, c) != 0)
-        put(s, "true", 4);
-      else
-        put(s, "false", 5);
-      break;
-    case FTH_SWEEP_SRC_NAME:
-      add_cell_text(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric));
-      break;
-    case FTH_SWEEP_SRC_ERROR:
-      add_cell_text(s, err_text ? err_text : "");
-      break;
-    case FTH_SWEEP_SRC_COUNT:
-      break;
-    }
-  }
-  put_char(s, '\n');
-  return 1;
-}
-
 /* fathom.format.json's string text: " and \\ escaped, control characters as \\b \\f \\n
  * \\r \\t or \\u00XX, every other byte as it is */
 static void add_json_string(lsweep *s, const char *t) {
@@ -715,59 +665,6 @@ static void add_json_string(lsweep *s, const char *t) {
     put(s, e, strlen(e));
   }
   put_char(s, '"');
-}
-
-/* Append point s->pt's JSON line (the valid or the invalid node program); 0 (line partly
- * written) when a number is not finite. */
-static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
-  int lo = s->pt.valid ? 0 : s->n_jvalid, hi = s->pt.valid ? s->n_jvalid : s->n_jnodes;
-  int first = 1; /* the next member is its object's first: no comma */
-  for (int i = lo; i < hi; i++) {
-    const jnode *nd = &s->jnodes[i];
-    if (nd->t == 1) {
-      put_char(s, '}');
-      first = 0;
-      continue;
-    }
-    if (!(m & (1ULL << nd->group))) {
-      if (nd->t == 0) i = nd->skip;
-      continue;
-    }
-    if (!first) put_char(s, ',');
-    put(s, nd->text, nd->len);
-    first = nd->t == 0;
-    if (nd->t != 2) continue;
-    const fth_sweep_column *c = &s->cols[nd->col];
-    switch (c->src) {
-    case FTH_SWEEP_SRC_LABEL: {
-      put_label(s, c->a - 1);
-      break;
-    }
-    case FTH_SWEEP_SRC_RESULT: {
-      double v = fth_sweep_number(&s->pt, c);
-      if (!isfinite(v)) return 0;
-      put_number(s, nd->col, v, c->as_integer);
-      break;
-    }
-    case FTH_SWEEP_SRC_BOOL:
-      if (fth_sweep_number(&s->pt, c) != 0)
-        put(s, "true", 4);
-      else
-        put(s, "false", 5);
-      break;
-    case FTH_SWEEP_SRC_NAME:
-      add_json_string(s, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric));
-      break;
-    case FTH_SWEEP_SRC_ERROR:
-      add_json_string(s, err_text ? err_text : "");
-      break;
-    case FTH_SWEEP_SRC_TEXT:
-    case FTH_SWEEP_SRC_COUNT:
-      break;
-    }
-  }
-  put_char(s, '\n');
-  return 1;
 }
 
 /* A string as a YAML scalar (ltext.c's rule, fathom.format.yaml's): plain or quoted. */
@@ -812,6 +709,104 @@ static void put_yaml_number(lsweep *s, int col, double v, int unit, int as_integ
   }
 }
 
+/* How a point's values are written: CSV cells, JSON Lines members, YAML list items. */
+typedef enum cell_enc { ENC_CSV, ENC_JSON, ENC_YAML } cell_enc;
+
+static void put_string(lsweep *s, cell_enc enc, const char *t) {
+  if (enc == ENC_CSV)
+    add_cell_text(s, t);
+  else if (enc == ENC_JSON)
+    add_json_string(s, t);
+  else
+    add_yaml_string(s, t, strlen(t));
+}
+
+/* Column `col`'s value at point s->pt in encoding `enc` (YAML numbers readable in `unit`
+ * when >= 0); 0 when its number is not finite. Constant texts are CSV's alone (the node
+ * programs of JSON and YAML carry their own). */
+static int put_value(lsweep *s, cell_enc enc, int col, int unit, const char *err_text) {
+  const fth_sweep_column *c = &s->cols[col];
+  switch (c->src) {
+  case FTH_SWEEP_SRC_TEXT:
+    if (enc == ENC_CSV) put(s, s->texts[c->a - 1], s->text_len[c->a - 1]);
+    break;
+  case FTH_SWEEP_SRC_LABEL:
+    put_label(s, c->a - 1);
+    break;
+  case FTH_SWEEP_SRC_RESULT: {
+    double v = fth_sweep_number(&s->pt, c);
+    if (!isfinite(v)) return 0;
+    if (enc == ENC_YAML)
+      put_yaml_number(s, col, v, unit, c->as_integer);
+    else
+      put_number(s, col, v, c->as_integer);
+    break;
+  }
+  case FTH_SWEEP_SRC_BOOL:
+    if (fth_sweep_number(&s->pt, c) != 0)
+      put(s, "true", 4);
+    else
+      put(s, "false", 5);
+    break;
+  case FTH_SWEEP_SRC_NAME:
+    put_string(s, enc, fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric));
+    break;
+  case FTH_SWEEP_SRC_ERROR:
+    put_string(s, enc, err_text ? err_text : "");
+    break;
+  case FTH_SWEEP_SRC_COUNT:
+    break;
+  }
+  return 1;
+}
+
+/* Append point s->pt's row; 0 (row partly written) when a number is not finite. */
+static int add_row(lsweep *s, unsigned long long m, const char *err_text) {
+  static const char commas[] = ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,";
+  for (int j = 0; j < s->n_cells; j++) {
+    const rowcell *cell = &s->cells[j];
+    if (j > 0) put_char(s, ',');
+    if (cell->col < 0) { /* a run of constants: its text, or its commas where absent */
+      if (m & (1ULL << cell->group))
+        put(s, cell->text, cell->len);
+      else
+        for (int k = cell->commas; k > 0; k -= (int)sizeof commas - 1)
+          put(s, commas, (size_t)(k < (int)sizeof commas - 1 ? k : (int)sizeof commas - 1));
+      continue;
+    }
+    if (!(m & (1ULL << s->cols[cell->col].group))) continue;
+    if (!put_value(s, ENC_CSV, cell->col, -1, err_text)) return 0;
+  }
+  put_char(s, '\n');
+  return 1;
+}
+
+/* Append point s->pt's JSON line (the valid or the invalid node program); 0 (line partly
+ * written) when a number is not finite. */
+static int add_line(lsweep *s, unsigned long long m, const char *err_text) {
+  int lo = s->pt.valid ? 0 : s->n_jvalid, hi = s->pt.valid ? s->n_jvalid : s->n_jnodes;
+  int first = 1; /* the next member is its object's first: no comma */
+  for (int i = lo; i < hi; i++) {
+    const jnode *nd = &s->jnodes[i];
+    if (nd->t == 1) {
+      put_char(s, '}');
+      first = 0;
+      continue;
+    }
+    if (!(m & (1ULL << nd->group))) {
+      if (nd->t == 0) i = nd->skip;
+      continue;
+    }
+    if (!first) put_char(s, ',');
+    put(s, nd->text, nd->len);
+    first = nd->t == 0;
+    if (nd->t != 2) continue;
+    if (!put_value(s, ENC_JSON, nd->col, -1, err_text)) return 0;
+  }
+  put_char(s, '\n');
+  return 1;
+}
+
 /* Append point s->pt's YAML list item (the valid or the invalid node program): an object's
  * key line ends once its first member is written (" {}" when none is); 0 (item partly
  * written) when a number is not finite. */
@@ -839,38 +834,7 @@ static int add_doc(lsweep *s, unsigned long long m, const char *err_text) {
     }
     if (nd->t != 2) continue;
     put_char(s, ' ');
-    const fth_sweep_column *c = &s->cols[nd->col];
-    switch (c->src) {
-    case FTH_SWEEP_SRC_LABEL: {
-      put_label(s, c->a - 1);
-      break;
-    }
-    case FTH_SWEEP_SRC_RESULT: {
-      double v = fth_sweep_number(&s->pt, c);
-      if (!isfinite(v)) return 0;
-      put_yaml_number(s, nd->col, v, nd->unit, c->as_integer);
-      break;
-    }
-    case FTH_SWEEP_SRC_BOOL:
-      if (fth_sweep_number(&s->pt, c) != 0)
-        put(s, "true", 4);
-      else
-        put(s, "false", 5);
-      break;
-    case FTH_SWEEP_SRC_NAME: {
-      const char *name = fth_sweep_name(&s->pt, c, s->fabric, s->n_fabric);
-      add_yaml_string(s, name, strlen(name));
-      break;
-    }
-    case FTH_SWEEP_SRC_ERROR: {
-      const char *e = err_text ? err_text : "";
-      add_yaml_string(s, e, strlen(e));
-      break;
-    }
-    case FTH_SWEEP_SRC_TEXT:
-    case FTH_SWEEP_SRC_COUNT:
-      break;
-    }
+    if (!put_value(s, ENC_YAML, nd->col, nd->unit, err_text)) return 0;
     put_char(s, '\n');
   }
   return 1;
