@@ -24,16 +24,22 @@ static fth_node_def toy_node(double hbm_bw) {
   return n;
 }
 
-static int toy_plan(fth_infer_plan *p, double hbm_bw) {
+/* The toy's decode plan on a GPU with `hbm_bw` of bandwidth; `layers` 0: the model's own. */
+static int toy_plan_layers(fth_infer_plan *p, double hbm_bw, int layers) {
   fth_node_def n = toy_node(hbm_bw);
   fth_topology_def t = tfx_one_gpu();
   fth_model_def m = tfx_infer_model();
+  if (layers > 0) m.n_layers = layers;
   fth_infer_def d = fth_infer_def_default();
   d.context_len = 1023;
   d.gen_tokens = 1;
   fth_error err;
   FTH_ENSURE(fth_infer_compile(p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
   return 0;
+}
+
+static int toy_plan(fth_infer_plan *p, double hbm_bw) {
+  return toy_plan_layers(p, hbm_bw, 0);
 }
 
 static int mixed_iteration(void) {
@@ -844,14 +850,7 @@ static int speculative(void) {
    * cost of its verification, which grows with k (more query tokens). */
   fth_infer_plan p, p1;
   FTH_RUN(toy_plan(&p, 1e12));
-  fth_node_def n = toy_node(1e12);
-  fth_topology_def t = tfx_one_gpu();
-  fth_model_def m = tfx_infer_model();
-  m.n_layers = 1;
-  fth_infer_def id = fth_infer_def_default();
-  id.context_len = 1023;
-  id.gen_tokens = 1;
-  FTH_ENSURE(fth_infer_compile(&p1, &n, &t, &m, &id, FTH_PASS_DECODE, &err) == FTH_OK);
+  FTH_RUN(toy_plan_layers(&p1, 1e12, 1));
   fth_phase a;
   double draft = fth_infer_draft_s(&p, 4, 1024);
   FTH_ENSURE(draft > 0);
@@ -1000,15 +999,7 @@ static int draft_model(void) {
    * the 1-layer toy's decode, k of them for a batch of decodes. */
   fth_infer_plan p, p1;
   FTH_RUN(toy_plan(&p, 1e12));
-  fth_node_def n = toy_node(1e12);
-  fth_topology_def t = tfx_one_gpu();
-  fth_model_def m = tfx_infer_model();
-  m.n_layers = 1;
-  fth_infer_def id = fth_infer_def_default();
-  id.context_len = 1023;
-  id.gen_tokens = 1;
-  fth_error err;
-  FTH_ENSURE(fth_infer_compile(&p1, &n, &t, &m, &id, FTH_PASS_DECODE, &err) == FTH_OK);
+  FTH_RUN(toy_plan_layers(&p1, 1e12, 1));
   fth_phase a;
   fth_infer_batch mtp = {4, 4 * 1024.0, NULL, 0, 0, 3, 0};
   fth_infer_batch ver = {4, 4 * 1024.0, NULL, 0, 0, 3, 1};
