@@ -60,16 +60,16 @@ M.factors = {
   },
   hopper = {
     -- LLM Foundry 2023 (llmfoundry_mpt H100): FlashAttention 2 / Triton, TE 1.x FP8
-    ["2023"] = { efficiency = 0.890, fp8_efficiency = 0.836, attention_efficiency = 0.264 },
+    ["2023"] = { efficiency = 0.892, fp8_efficiency = 0.854, attention_efficiency = 0.240 },
     -- TensorRT-LLM v0.5/0.6 (trtllm_v061 H100; efficiency follows 2023's)
-    trt2023 = { efficiency = 0.891, fp8_efficiency = 0.778, attention_efficiency = 1.107 },
+    trt2023 = { efficiency = 0.853, fp8_efficiency = 0.736, attention_efficiency = 0.999 },
     -- NeMo 24.x / MaxText 2024 (dgxc_benchmarking v25.01, nemo_long_sequence H100)
-    ["2024"] = { efficiency = 0.988, fp8_efficiency = 0.926, attention_efficiency = 0.959 },
+    ["2024"] = { efficiency = 0.990, fp8_efficiency = 0.937, attention_efficiency = 0.877 },
     -- torchtitan Dec 2024 / Jun 2025 (torchtitan_benchmarks; PyTorch-native GEMMs and SDPA),
     -- refitted once per-op selective checkpointing (recompute "op") prices the re-run GEMMs
     -- and eager runs pay for their unfused element-wise kernels (eager_elementwise)
-    torch2024 = { efficiency = 0.959, fp8_efficiency = 1.084, attention_efficiency = 0.307 },
-    torch2025 = { efficiency = 0.959, fp8_efficiency = 1.084, attention_efficiency = 0.309 },
+    torch2024 = { efficiency = 0.943, fp8_efficiency = 1.127, attention_efficiency = 0.280 },
+    torch2025 = { efficiency = 0.943, fp8_efficiency = 1.127, attention_efficiency = 0.281 },
   },
 }
 
@@ -96,14 +96,17 @@ end
 M.derived = {
   -- Blackwell Ultra (B300, GB300): the Blackwell kernels (cuBLASLt/TE/cuDNN) on 160 SMs (148
   -- on B200) with twice the SFU exponent rate. Its BF16/FP8 datasheet rates are Blackwell's,
-  -- yet identical Megatron-Bridge recipes (performance summary 25.09-26.04: same model, GPUs,
-  -- precision and layout) run 1.15-1.27x faster on GB300 than on GB200 (Llama 3 8B/70B FP8,
-  -- gpt-oss-120b BF16, Qwen3-30B MXFP8; 12 pairs) and 1.04-1.16x on B300 than on B200 (7
-  -- pairs), so its GEMMs reach ~1.15x Blackwell's fraction of the same peak. Its NVFP4 rate
-  -- already carries its gain (1.5x Blackwell's on the datasheet; identical NVFP4 Llama 3 70B
-  -- recipes measure 1.49x), and fused attention stays at Blackwell's, the fit's ceiling
-  blackwell_ultra = { from = "blackwell", scale = 1.15, scaled = { "efficiency", "fp8_efficiency" },
-    why = "B300/GB300: Blackwell's kernels, BF16/FP8 GEMMs at 1.15x its fraction (identical recipes)" },
+  -- yet identical Megatron-Bridge recipes (performance summary 25.09-26.08: same model, GPUs,
+  -- precision and layout) run 1.05-1.31x faster on GB300 than on GB200 (dense FP8 Llama 3
+  -- ~1.24x) and 1.04-1.16x on B300 than on B200. The scale is fitted through the model on
+  -- those pairs, where everything but the GPU cancels: 1.25 puts the median of predicted over
+  -- measured pair ratios at 0.99 (67 pairs; dense Llama 0.97). (It was 1.15, the measured step
+  -- ratio taken as the GEMMs' ratio, which the steps' non-GEMM time dilutes: predicted dense
+  -- pairs then ran ~9% short.) Its NVFP4 rate already carries its gain (1.5x Blackwell's on the
+  -- datasheet; identical NVFP4 Llama 3 70B recipes measure 1.49x), and fused attention stays
+  -- at Blackwell's, the fit's ceiling
+  blackwell_ultra = { from = "blackwell", scale = 1.25, scaled = { "efficiency", "fp8_efficiency" },
+    why = "B300/GB300: Blackwell's kernels, BF16/FP8 GEMMs at 1.25x its fraction (identical-recipe pairs)" },
   -- Ada Lovelace (L40S, L4): SM 8.9 runs Ampere's kernel family (mma.sync tensor-core GEMMs,
   -- no wgmma/TMA; FlashAttention 2, FA3 being Hopper-only) -> Ampere's fractions; its FP8
   -- GEMMs (cuBLASLt on SM 8.9) are the same kernel family at twice the rate

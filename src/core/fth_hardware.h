@@ -40,6 +40,14 @@ typedef struct fth_compute_def {
   double attention_efficiency;     ///< fraction of nominal fused attention reaches; 0 = efficiency
   int compute_units;               ///< SMs (NVIDIA) / CUs (AMD); 0 = unknown (roofline only)
   double gemm_tile_m, gemm_tile_n; ///< output tile of the GEMM library (0 = 128 x 128)
+  /// Fixed cost of one output tile (pipeline fill, epilogue), as the depth of K in bytes
+  /// its main loop would stream in that time: a tile of depth k costs k + this / element
+  /// bytes. H100, measured (validation/measurements/, cuBLAS and _scaled_mm, M, N >= 2048):
+  /// ~225 BF16 and 325-475 FP8 elements, 3.5 main-loop steps of 128 bytes either way, so
+  /// FP8 loses more at a given K. Tiled model only; 0 (the default) = none: the hardware
+  /// library sets it where it was measured (Hopper) and on the parts running the same
+  /// TMA-fed asynchronous-MMA pipelines (Blackwell).
+  double gemm_k_overhead_bytes;
   double power_watts;              ///< board power the nominal rates are quoted at (0 = unknown)
   double power_limit_watts;        ///< a lower cap the GPU runs under (0 = none)
   /// Clock the part holds under a dense GEMM at its board power, as a fraction of the

@@ -39,6 +39,7 @@ fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec,
   e.compute_units = node->compute.compute_units;
   e.tile_m = node->compute.gemm_tile_m > 0 ? node->compute.gemm_tile_m : 128.0;
   e.tile_n = node->compute.gemm_tile_n > 0 ? node->compute.gemm_tile_n : 128.0;
+  e.k_overhead_bytes = node->compute.gemm_k_overhead_bytes;
   e.attn_block_q = 128.0;
   e.expert_gemm_s = node->compute.expert_gemm_s;
   return e;
@@ -84,7 +85,9 @@ fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, d
   if (tiled(env) && flops > 0) {
     double tm = tile_edge(env->tile_m, m), tn = tile_edge(env->tile_n, n);
     double tiles = fth_ceil_div(m, tm) * fth_ceil_div(n, tn) * batch;
-    double tile_flops = 2.0 * tm * tn * k;
+    /* each tile's fill and epilogue: k_overhead_bytes more of K (fth_kernel.h) */
+    double k_fixed = elem_bytes > 0 ? env->k_overhead_bytes / elem_bytes : 0.0;
+    double tile_flops = 2.0 * tm * tn * (k + k_fixed);
     if (tiles >= env->compute_units) {
       c.compute_s = waves_s(env, tiles, tile_flops, env->matrix_flops_per_s);
     } else {

@@ -26,6 +26,7 @@ typedef struct fth_kernel_env {
   fth_kernel_model model;
   int compute_units;     ///< SMs / CUs (tiled model; 0 = roofline)
   double tile_m, tile_n; ///< GEMM output tile (tiled model)
+  double k_overhead_bytes; ///< a GEMM tile's fixed cost as bytes of K (tiled model)
   double attn_block_q;   ///< flash-attention query block (tiled model)
   double expert_gemm_s;  ///< fixed cost per expert of a grouped GEMM
 } fth_kernel_env;
@@ -47,6 +48,9 @@ typedef struct fth_kernel_cost {
 /// waves of `compute_units`, each unit at 1 / compute_units of the rate, so a
 /// partial last wave and padded edge tiles cost as much as full ones (wave
 /// quantisation, as in NVIDIA's GEMM performance guide); `flops` stays the useful work.
+/// A tile of depth k costs as much as one of depth k + k_overhead_bytes / elem_bytes (its
+/// pipeline fill and epilogue), so short-K GEMMs (fine-grained experts' down projection,
+/// K = 768 in Qwen3-30B-A3B) reach a smaller fraction of the peak than long-K ones.
 fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, double k,
                                 double batch, double elem_bytes);
 

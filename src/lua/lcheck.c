@@ -154,6 +154,8 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->compute_units = lcheck_int_range(L, c, dc, "compute_units", 0, 0, 1 << 20);
     cd->gemm_tile_m = lcheck_number(L, c, dc, "gemm_tile_m", 0);
     cd->gemm_tile_n = lcheck_number(L, c, dc, "gemm_tile_n", 0);
+    cd->gemm_k_overhead_bytes =
+        lcheck_number(L, c, dc, "gemm_k_overhead_bytes", cd->gemm_k_overhead_bytes);
     cd->expert_gemm_s = lcheck_number(L, c, dc, "expert_gemm_overhead_sec", 0);
     cd->power_watts = lcheck_number(L, c, dc, "power_watts", 0);
     cd->power_limit_watts = lcheck_number(L, c, dc, "power_limit_watts", 0);
