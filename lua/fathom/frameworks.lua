@@ -57,6 +57,13 @@
 --                          (default): NCCL's all-to-all(v), Megatron-Core's alltoall
 --                          dispatcher, one copy per (token, expert). A name or kernels
 --                          string saying DeepEP, flex or HybridEP turns it on
+--   fp8_param_recipes      the FP8 recipes (the core's precision_recipe names) whose weights the
+--                          framework holds as FP8 parameters gathered in FP8 (Megatron-Core's
+--                          fp8_param_gather: no BF16 compute copy) unless the case says
+--                          otherwise: Megatron-Bridge's bf16_with_fp8_current_scaling_mixed and
+--                          bf16_with_mxfp8_mixed set fp8_param_gather = True (training/
+--                          mixed_precision.py, v0.2.0 to v0.4.2, which its performance scripts'
+--                          fp8_cs / fp8_mx map to); its NVFP4 recipe gathers FP4 instead
 --   tp_comm_overlap        TP collectives overlapped with the GEMMs (Megatron-Core/NeMo
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
@@ -155,7 +162,8 @@ M.rows = {
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC,
+    fp8_param_recipes = { R.fp8_current, R.mxfp8 } },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,
@@ -347,6 +355,12 @@ end
 function M.apply(doc, pass)
   for k, v in pairs(M.workload_defaults(doc.framework, pass)) do
     if doc[k] == nil then doc[k] = v end
+  end
+  -- FP8 parameters where the framework's recipe of the spec's precision_recipe holds them
+  if (pass == nil or pass == "training") and doc.fp8_param_gather == nil then
+    for _, r in ipairs(M.lookup(doc.framework).fp8_param_recipes or {}) do
+      if r == doc.precision_recipe then doc.fp8_param_gather = true end
+    end
   end
   return doc
 end

@@ -32,3 +32,54 @@ describe("fp8_param_gather", function()
     assert.is_true(on.step_time_s < off.step_time_s)
   end)
 end)
+
+-- Megatron-Bridge's FP8 current-scaling and MXFP8 precision recipes (bf16_with_fp8_current_
+-- scaling_mixed, bf16_with_mxfp8_mixed: fp8_param_gather = True) hold the weights as FP8
+-- parameters: no BF16 compute copy, the FP32 master in the distributed optimizer's shard.
+-- Its NVFP4 recipe gathers FP4 (fp4_param_gather), which the core costs as BF16; other
+-- frameworks gather FP8 only where the case says so.
+describe("fp8_param_gather as Megatron-Bridge's recipes set it", function()
+  local function docs_of(id)
+    for _, c in ipairs(validate.load({ "validation/megatron_bridge_cases.yaml" })) do
+      if c.id == id then return assert(cases.training_docs(c)) end
+    end
+    error("no case " .. id)
+  end
+
+  it("is on for FP8-CS and MXFP8, off for NVFP4 and BF16, and off in other frameworks", function()
+    assert.is_true(docs_of("mbr2604_llama31_405b_gb300_mxfp8_256gpu").workload.fp8_param_gather)
+    assert.is_true(docs_of("mbr2511_llama3_70b_gb300_fp8cs_64gpu").workload.fp8_param_gather)
+    assert.is_false(docs_of("mbr2604_llama31_405b_gb300_nvfp4_256gpu").workload.fp8_param_gather)
+    assert.is_false(docs_of("mbr2511_qwen3_235b_a22b_gb300_bf16_256gpu").workload.fp8_param_gather)
+    assert.is_true(cases.listed({ "mxfp8" }, "mxfp8"))
+    assert.is_false(cases.listed(nil, "mxfp8"))
+    local fw = require("fathom.frameworks")
+    assert.is_nil(fw.lookup("NeMo 25.04").fp8_param_recipes)
+    -- a workload spec naming the framework gets the same, unless it says otherwise
+    assert.is_true(fw.apply({ framework = "Megatron-Bridge", precision_recipe = "mxfp8" }).fp8_param_gather)
+    assert.is_nil(fw.apply({ framework = "Megatron-Bridge", precision_recipe = "nvfp4" }).fp8_param_gather)
+    assert.is_false(fw.apply({ framework = "Megatron-Bridge", precision_recipe = "fp8_current",
+      fp8_param_gather = false }).fp8_param_gather)
+    assert.is_nil(fw.apply({ framework = "NeMo 25.04", precision_recipe = "fp8_current" }).fp8_param_gather)
+  end)
+
+  it("fits Llama 3.1 405B at TP 2 PP 8 CP 2 on GB300 in MXFP8 (measured at 968 tokens/s/GPU)", function()
+    -- 25.3B parameters a GPU (405B / TP 2 / PP 8): the BF16 copy of the linears (2 bytes
+    -- each) goes, the row- and column-wise MXFP8 copies (2 x 1 byte + 1/32 scales) stay
+    local docs = docs_of("mbr2604_llama31_405b_gb300_mxfp8_256gpu")
+    local state = validate.state("configs/hardware/hardware_library.yaml")
+    local setting = calibration.lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
+    local lib = validate.calibrated_lib(state, docs.gpu.node, setting)
+    local function run(flag)
+      docs.workload.fp8_param_gather = flag
+      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+        model = docs.model, workload = docs.workload }):evaluate()
+    end
+    local on, off = run(true), run(false)
+    assert.is_true(on.memory.fits)
+    assert.is_false(off.memory.fits)
+    local saved = off.memory.components.weights - on.memory.components.weights
+    -- the linears' BF16 copy: about 2 bytes a parameter of the stage's linears
+    assert.is_true(saved > 1.9 * 25e9 and saved < 2.05 * 25.4e9, string.format("%.4g bytes", saved))
+  end)
+end)
