@@ -8,6 +8,19 @@ local cases = require("fathom.cases")
 local calibration = require("fathom.calibration")
 local scenario = require("fathom.scenario")
 
+-- run(docs) -> a function of the flag: the case evaluated with fp8_param_gather set to it,
+-- on the calibrated library as validate builds it
+local function runner(docs)
+  local state = validate.state("configs/hardware/hardware_library.yaml")
+  local setting = calibration.lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
+  local lib = validate.calibrated_lib(state, docs.gpu.node, setting)
+  return function(flag)
+    docs.workload.fp8_param_gather = flag
+    return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
+      model = docs.model, workload = docs.workload }):evaluate()
+  end
+end
+
 describe("fp8_param_gather", function()
   it("halves the distributed optimizer's weight all-gather under FP8", function()
     local case
@@ -17,14 +30,7 @@ describe("fp8_param_gather", function()
     local docs = assert(cases.training_docs(case))
     assert.is_true(docs.workload.fp8_param_gather)
     assert.are.equal(2, docs.workload.float_size_bytes)
-    local state = validate.state("configs/hardware/hardware_library.yaml")
-    local setting = calibration.lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
-    local lib = validate.calibrated_lib(state, docs.gpu.node, setting)
-    local function run(flag)
-      docs.workload.fp8_param_gather = flag
-      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
-        model = docs.model, workload = docs.workload }):evaluate()
-    end
+    local run = runner(docs)
     local on, off = run(true), run(false)
     local params = on.params_per_gpu
     assert.is_true(params > 1e9)
@@ -66,15 +72,7 @@ describe("fp8_param_gather as Megatron-Bridge's recipes set it", function()
   it("fits Llama 3.1 405B at TP 2 PP 8 CP 2 on GB300 in MXFP8 (measured at 968 tokens/s/GPU)", function()
     -- 25.3B parameters a GPU (405B / TP 2 / PP 8): the BF16 copy of the linears (2 bytes
     -- each) goes, the row- and column-wise MXFP8 copies (2 x 1 byte + 1/32 scales) stay
-    local docs = docs_of("mbr2604_llama31_405b_gb300_mxfp8_256gpu")
-    local state = validate.state("configs/hardware/hardware_library.yaml")
-    local setting = calibration.lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
-    local lib = validate.calibrated_lib(state, docs.gpu.node, setting)
-    local function run(flag)
-      docs.workload.fp8_param_gather = flag
-      return scenario.new({ hardware_lib = lib, physical = docs.physical, logical = docs.logical,
-        model = docs.model, workload = docs.workload }):evaluate()
-    end
+    local run = runner(docs_of("mbr2604_llama31_405b_gb300_mxfp8_256gpu"))
     local on, off = run(true), run(false)
     assert.is_true(on.memory.fits)
     assert.is_false(off.memory.fits)
