@@ -100,11 +100,14 @@ M.derived = {
   -- precision and layout) run 1.05-1.31x faster on GB300 than on GB200 (dense FP8 Llama 3
   -- ~1.24x) and 1.04-1.16x on B300 than on B200. The scale is fitted through the model on
   -- those pairs, where everything but the GPU cancels: 1.25 puts the median of predicted over
-  -- measured pair ratios at 0.99 (67 pairs; dense Llama 0.97). (It was 1.15, the measured step
-  -- ratio taken as the GEMMs' ratio, which the steps' non-GEMM time dilutes: predicted dense
-  -- pairs then ran ~9% short.) Its NVFP4 rate already carries its gain (1.5x Blackwell's on the
+  -- measured GB300/GB200 pair ratios at 0.99 (53 pairs; dense Llama 0.97). (It was 1.15, the
+  -- measured step ratio taken as the GEMMs' ratio, which the steps' non-GEMM time dilutes:
+  -- predicted dense pairs then ran ~9% short.) Its NVFP4 rate already carries its gain (1.5x Blackwell's on the
   -- datasheet; identical NVFP4 Llama 3 70B recipes measure 1.49x), and fused attention stays
-  -- at Blackwell's, the fit's ceiling
+  -- at Blackwell's, the fit's ceiling. The pairs split by system: GB300 (NVL72, 1,400 W) gains
+  -- ~1.22x over GB200, B300 (air-cooled HGX, 1,100 W) 1.11x over B200; the scale is GB300's
+  -- (53 pairs), and B300 holds 0.92 of the clock GB300 holds under a dense GEMM (the library's
+  -- dense_clock_fraction, fitted the same way on 17 B300/B200 pairs)
   blackwell_ultra = { from = "blackwell", scale = 1.25, scaled = { "efficiency", "fp8_efficiency" },
     why = "B300/GB300: Blackwell's kernels, BF16/FP8 GEMMs at 1.25x its fraction (identical-recipe pairs)" },
   -- Ada Lovelace (L40S, L4): SM 8.9 runs Ampere's kernel family (mma.sync tensor-core GEMMs,
