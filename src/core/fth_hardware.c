@@ -82,7 +82,8 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
                     d->gemm_tile_n);
   if (!(nonneg_ok(d->gemm_k_overhead_bytes) && d->gemm_k_overhead_bytes <= 65536))
     return fth_fail(err, FTH_EINVAL, "gemm_k_overhead_bytes",
-                    "expected bytes of K in [0, 65536] (0 = none), got %g", d->gemm_k_overhead_bytes);
+                    "expected bytes of K in [0, 65536] (0 = none), got %g",
+                    d->gemm_k_overhead_bytes);
   if (!nonneg_ok(d->power_watts))
     return fth_fail(err, FTH_EINVAL, "power_watts", "expected >= 0, got %g", d->power_watts);
   if (!nonneg_ok(d->power_limit_watts))

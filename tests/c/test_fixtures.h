@@ -86,6 +86,49 @@ static inline fth_topology_def tfx_tp_only(int size, double bw) {
   return t;
 }
 
+/* The MoE system of test_moe_step.c and test_infer_comm.c: 16 GPUs, 4 per switched pod
+ * at 100 GB/s, 4 pods at 10 GB/s, latency 0; TP_Attn 4 in the pod, DP_Attn 4 across;
+ * TP_MoE 2 and EP_SU 2 in the pod, EP_SO 2 and DP_MoE 2 across, each pair splitting its
+ * fabric evenly (share_by_traffic off: the hand derivations' 50 and 5 GB/s). */
+static inline fth_topology_def tfx_moe_pods(void) {
+  fth_topology_def t = fth_topology_def_default();
+  t.share_by_traffic = 0;
+  t.num_phys = 2;
+  for (int i = 0; i < 2; i++) {
+    t.phys[i].type = FTH_TOPO_SWITCHED;
+    t.phys[i].size = 4;
+    t.phys[i].link.latency_s = 0.0;
+  }
+  t.phys[0].link.bw_bytes_per_s = 100e9;
+  t.phys[1].link.bw_bytes_per_s = 10e9;
+  t.num_logical = 6;
+  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 4};
+  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 4};
+  t.logical[2] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 2};
+  t.logical[3] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 2};
+  t.logical[4] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 2};
+  t.logical[5] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 2};
+  return t;
+}
+
+/* Their model: h 1024, 1 MoE layer, 16 heads, SwiGLU, 8 experts of 512 (written out: no
+ * fallback involved), top-2, one shared expert, V 32000, up to `max_seq` tokens. */
+static inline fth_model_def tfx_moe_model(int max_seq) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 1;
+  m.num_heads = 16;
+  m.gated_mlp = 1;
+  m.ffn_hidden = 512;
+  m.vocab_size = 32000;
+  m.max_seq_len = max_seq;
+  m.num_experts = 8;
+  m.top_k = 2;
+  m.num_shared_experts = 1;
+  m.expert_ffn_hidden = 512;
+  return m;
+}
+
 /* A training step of `global_batch` sequences of `seq` tokens, micro-batch 1,
  * with nothing overlapped but kernels' compute and memory (the roofline max):
  * every term adds up as the hand derivations write it. */

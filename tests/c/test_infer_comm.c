@@ -1,8 +1,8 @@
 /* TP and EP communication of MoE inference, prefill and decode, derived by hand.
  *
- * The system and model of test_moe_step.c: 16 GPUs, 4 per switched pod at
- * 100 GB/s, 4 pods at 10 GB/s, latency 0; TP_Attn 4 in the pod, DP_Attn 4
- * across pods; TP_MoE 2 and EP_SU 2 in the pod (50 GB/s each), EP_SO 2 and
+ * The system and model of test_moe_step.c (test_fixtures.h: tfx_moe_pods, tfx_moe_model):
+ * 16 GPUs, 4 per switched pod at 100 GB/s, 4 pods at 10 GB/s, latency 0; TP_Attn 4 in the
+ * pod, DP_Attn 4 across pods; TP_MoE 2 and EP_SU 2 in the pod (50 GB/s each), EP_SO 2 and
  * DP_MoE 2 across (5 GB/s each). h 1024, 1 MoE layer, 16 heads, SwiGLU, 8
  * experts of 512, top-2, one shared expert, V 32000. bf16, comp_comm 0: every
  * collective is exposed. */
@@ -10,47 +10,10 @@
 #include "test_fixtures.h"
 #include "test_macros.h"
 
-static fth_topology_def topo(void) {
-  fth_topology_def t = fth_topology_def_default();
-  t.num_phys = 2;
-  t.phys[0].type = FTH_TOPO_SWITCHED;
-  t.phys[0].size = 4;
-  t.phys[0].link.bw_bytes_per_s = 100e9;
-  t.phys[0].link.latency_s = 0.0;
-  t.phys[1].type = FTH_TOPO_SWITCHED;
-  t.phys[1].size = 4;
-  t.phys[1].link.bw_bytes_per_s = 10e9;
-  t.phys[1].link.latency_s = 0.0;
-  t.num_logical = 6;
-  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 4};
-  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 4};
-  t.logical[2] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 2};
-  t.logical[3] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 2};
-  t.logical[4] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 2};
-  t.logical[5] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 2};
-  return t;
-}
-
-static fth_model_def model(void) {
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 1;
-  m.num_heads = 16;
-  m.gated_mlp = 1;
-  m.ffn_hidden = 512;
-  m.vocab_size = 32000;
-  m.max_seq_len = 4096;
-  m.num_experts = 8;
-  m.top_k = 2;
-  m.num_shared_experts = 1;
-  m.expert_ffn_hidden = 512;
-  return m;
-}
-
 static int evaluate(const fth_infer_def *d, fth_pass pass, fth_infer_result *r) {
   fth_node_def n = tfx_pflops_node();
-  fth_topology_def t = topo();
-  fth_model_def m = model();
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(4096);
   fth_infer_plan p;
   fth_error err;
   if (fth_infer_compile(&p, &n, &t, &m, d, pass, &err) != FTH_OK) {

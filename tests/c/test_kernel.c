@@ -173,14 +173,14 @@ static int tile_k_overhead(void) {
   fth_kernel_cost k = fth_kernel_gemm(&e, 256, 256, 768, 1, 2);
   FTH_ENSURE_NEAR(4.0 * 2 * 128 * 128 * 992 / 1e15, k.compute_s, 1e-12);
   FTH_ENSURE_NEAR(2.0 * 256 * 256 * 768, k.flops, 0); /* the useful work */
-  FTH_ENSURE_NEAR(4.0 * 2 * 128 * 128 * 1216 / 1e15, fth_kernel_gemm(&e, 256, 256, 768, 1, 1).compute_s,
-                  1e-12);
+  FTH_ENSURE_NEAR(4.0 * 2 * 128 * 128 * 1216 / 1e15,
+                  fth_kernel_gemm(&e, 256, 256, 768, 1, 1).compute_s, 1e-12);
   /* the useful fraction rises with K: 4096 / (4096 + 224) */
   fth_kernel_cost l = fth_kernel_gemm(&e, 256, 256, 4096, 1, 2);
   FTH_ENSURE_NEAR(4096.0 / 4320.0, l.flops / 1e15 / l.compute_s, 1e-12);
   /* the split-K branch (fewer tiles than units) pays it too: one 64 x 128 tile */
-  FTH_ENSURE_NEAR(2.0 * 64 * 128 * (1024 + 224) / 1e15, fth_kernel_gemm(&e, 64, 128, 1024, 1, 2).compute_s,
-                  1e-12);
+  FTH_ENSURE_NEAR(2.0 * 64 * 128 * (1024 + 224) / 1e15,
+                  fth_kernel_gemm(&e, 64, 128, 1024, 1, 2).compute_s, 1e-12);
   /* Against the H100 measurements (validation/measurements/h100_sxm/run2/gemm.csv, M and N
    * >= 2048, median fraction of the dense peak per K): cuBLAS BF16 0.609 at K 1,024 and
    * 0.758 at K 12,288, a ratio of 0.803; FP8 tensorwise with fast accumulation 0.516 and
@@ -194,8 +194,8 @@ static int tile_k_overhead(void) {
   FTH_ENSURE(fabs(fp8 / (0.516 / 0.697) - 1) < 0.04);
   /* 0 = none; the roofline never pays it */
   e.k_overhead_bytes = 0.0;
-  FTH_ENSURE_NEAR(4.0 * 2 * 128 * 128 * 768 / 1e15, fth_kernel_gemm(&e, 256, 256, 768, 1, 2).compute_s,
-                  1e-12);
+  FTH_ENSURE_NEAR(4.0 * 2 * 128 * 128 * 768 / 1e15,
+                  fth_kernel_gemm(&e, 256, 256, 768, 1, 2).compute_s, 1e-12);
   e.k_overhead_bytes = 448.0;
   e.model = FTH_KERNEL_ROOFLINE;
   FTH_ENSURE_NEAR(2.0 * 256 * 256 * 768 / 1e15, fth_kernel_gemm(&e, 256, 256, 768, 1, 2).compute_s,

@@ -20,44 +20,6 @@
 #include "test_fixtures.h"
 #include "test_macros.h"
 
-static fth_topology_def topo(void) {
-  fth_topology_def t = fth_topology_def_default();
-  t.share_by_traffic = 0; /* the even split the hand derivations below assume */
-  t.num_phys = 2;
-  t.phys[0].type = FTH_TOPO_SWITCHED;
-  t.phys[0].size = 4;
-  t.phys[0].link.bw_bytes_per_s = 100e9;
-  t.phys[0].link.latency_s = 0.0;
-  t.phys[1].type = FTH_TOPO_SWITCHED;
-  t.phys[1].size = 4;
-  t.phys[1].link.bw_bytes_per_s = 10e9;
-  t.phys[1].link.latency_s = 0.0;
-  t.num_logical = 6;
-  t.logical[0] = (fth_logical_dim_def){FTH_TAG_TP_ATTN, 0, 4};
-  t.logical[1] = (fth_logical_dim_def){FTH_TAG_DP_ATTN, 1, 4};
-  t.logical[2] = (fth_logical_dim_def){FTH_TAG_TP_MOE, 0, 2};
-  t.logical[3] = (fth_logical_dim_def){FTH_TAG_EP_SU, 0, 2};
-  t.logical[4] = (fth_logical_dim_def){FTH_TAG_EP_SO, 1, 2};
-  t.logical[5] = (fth_logical_dim_def){FTH_TAG_DP_MOE, 1, 2};
-  return t;
-}
-
-static fth_model_def model(void) {
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 1;
-  m.num_heads = 16;
-  m.gated_mlp = 1;
-  m.ffn_hidden = 512;
-  m.vocab_size = 32000;
-  m.max_seq_len = 1024;
-  m.num_experts = 8;
-  m.top_k = 2;
-  m.num_shared_experts = 1;
-  m.expert_ffn_hidden = 512; /* written out: no fallback involved */
-  return m;
-}
-
 static fth_train_def work(void) {
   fth_train_def w = fth_train_def_default();
   w.global_batch = 8;
@@ -71,8 +33,8 @@ static fth_train_def work(void) {
 
 static int moe_step(void) {
   fth_node_def n = tfx_pflops_node();
-  fth_topology_def t = topo();
-  fth_model_def m = model();
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(1024);
   fth_train_def w = work();
   fth_train_plan plan;
   fth_error err;
@@ -257,7 +219,7 @@ static int moe_step(void) {
   m.n_group = 3; /* does not divide 8 experts */
   m.topk_group = 0;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
-  m = model();
+  m = tfx_moe_model(1024);
   w.ep_dispatch_per_node = 0;
 
   /* FP8 dispatch, BF16 combine (DeepSeek-V3 Sec. 3.3.2; DeepEP): the 512
@@ -319,8 +281,8 @@ static int moe_step(void) {
  * kernels when overlapped; not overlapped, all of their raw time is exposed. */
 static int ep_overlap(void) {
   fth_node_def n = tfx_pflops_node();
-  fth_topology_def t = topo();
-  fth_model_def m = model();
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(1024);
   fth_train_def w = work();
   w.comp_comm_eff = 1.0;
   fth_train_plan plan;
@@ -351,8 +313,8 @@ static int ep_overlap(void) {
  * 29.393939... = 117.575757... us. Before, one time served both: 4 x 20 us. */
 static int ep_override(void) {
   fth_node_def n = tfx_pflops_node();
-  fth_topology_def t = topo();
-  fth_model_def m = model();
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(1024);
   fth_train_def w = work();
   fth_train_plan plan;
   fth_error err;
@@ -381,8 +343,8 @@ static int ep_override(void) {
  * master and two moments (12 B: +9,437,184 B) under DDP (nothing sharded). */
 static int eplb_memory(void) {
   fth_node_def n = tfx_pflops_node();
-  fth_topology_def t = topo();
-  fth_model_def m = model();
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(1024);
   fth_train_def w = work();
   w.dp = FTH_DP_DDP;
   fth_train_plan plan;
@@ -411,9 +373,9 @@ static int eplb_memory(void) {
  * left with DDP's groups times ZeRO-3 otherwise (the check that can fail). */
 static int regroup_after_rework(void) {
   fth_node_def n = tfx_pflops_node();
-  fth_topology_def t = topo();
+  fth_topology_def t = tfx_moe_pods();
   t.share_by_traffic = 1;
-  fth_model_def m = model();
+  fth_model_def m = tfx_moe_model(1024);
   fth_train_def w = work(), w3 = work();
   w3.dp = FTH_DP_ZERO3;
   fth_train_plan ref, plan;
