@@ -118,13 +118,6 @@ function M.flag(v)
     or s:find("^%s*0%s*$") or s:find("^%s*null"))
 end
 
--- listed(list, v): v is one of list's entries (a nil list or v lists nothing)
-function M.listed(list, v)
-  if list == nil or v == nil then return false end
-  for _, x in ipairs(list) do if x == v then return true end end
-  return false
-end
-
 local function lower(s) return tostring(s or ""):lower() end
 
 -- Architecture -----------------------------------------------------------------------------
@@ -847,7 +840,7 @@ function M.training_docs(case)
       or false,
     sequence_parallel = p.sp and p.tp > 1,
     -- FP8 parameters where the source says so, else where the framework's recipe holds them
-    fp8_param_gather = prec.fp8_param_gather or M.listed(fw.fp8_param_recipes, prec.recipe),
+    fp8_param_gather = prec.fp8_param_gather or require("fathom.frameworks").holds_fp8_params(fw, prec.recipe),
     dp_spec = { variant = p.dp_variant, zero3_microbatches_per_gather = M.microbatches_per_gather(case, p, fw) },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),
       virtual_stages = p.vpp > 1 and p.vpp or nil,

@@ -350,6 +350,15 @@ function M.workload_defaults(name, pass)
   return w
 end
 
+-- holds_fp8_params(row, recipe) -> whether a framework row (lookup's) holds the weights as
+-- FP8 parameters under the precision recipe `recipe` (its fp8_param_recipes)
+function M.holds_fp8_params(row, recipe)
+  for _, r in ipairs(row and row.fp8_param_recipes or {}) do
+    if r == recipe then return true end
+  end
+  return false
+end
+
 -- apply(doc, pass) -> doc with every key the framework implies and the spec leaves unset
 -- filled in (in place: the keys the user wrote keep their file positions).
 function M.apply(doc, pass)
@@ -357,10 +366,9 @@ function M.apply(doc, pass)
     if doc[k] == nil then doc[k] = v end
   end
   -- FP8 parameters where the framework's recipe of the spec's precision_recipe holds them
-  if (pass == nil or pass == "training") and doc.fp8_param_gather == nil then
-    for _, r in ipairs(M.lookup(doc.framework).fp8_param_recipes or {}) do
-      if r == doc.precision_recipe then doc.fp8_param_gather = true end
-    end
+  if (pass == nil or pass == "training") and doc.fp8_param_gather == nil
+    and M.holds_fp8_params(M.lookup(doc.framework), doc.precision_recipe) then
+    doc.fp8_param_gather = true
   end
   return doc
 end
