@@ -90,7 +90,11 @@ end
 -- the settings `scaled` names (default: the four fractions). The
 -- hardware library's values for these parts were written as from's reference x scale, and
 -- their other kernel libraries take from's factors (M.from_library); lookup also derives
--- from `from` when a generation has no row at all (leave-one-source-out refits). So B300,
+-- from `from` when a generation has no row at all (leave-one-source-out refits). Where
+-- `from` carries a GEMM tile cost (gemm_k_overhead_bytes: Hopper) and the part does not
+-- (CDNA, Gaudi, TPU), the library's GEMM values take from's fraction on a K 8,192 GEMM
+-- (Hopper: 0.594 BF16, 0.539 FP8), what the public GEMM measurements behind the scales
+-- ran; lookup's derivation scales from's row itself, 3-6% higher (leave-one-out only). So B300,
 -- GB300, MI350X/MI355X, Gaudi 3 and TPUs get a defensible prediction. `fit` (optional):
 -- the settings the generation's own cases calibrate, the rest staying derived.
 M.derived = {
@@ -106,8 +110,8 @@ M.derived = {
   -- datasheet; identical NVFP4 Llama 3 70B recipes measure 1.49x), and fused attention stays
   -- at Blackwell's, the fit's ceiling. The pairs split by system: GB300 (NVL72, 1,400 W) gains
   -- ~1.22x over GB200, B300 (air-cooled HGX, 1,100 W) 1.11x over B200; the scale is GB300's
-  -- (53 pairs), and B300 holds 0.92 of the clock GB300 holds under a dense GEMM (the library's
-  -- dense_clock_fraction, fitted the same way on 17 B300/B200 pairs)
+  -- (53 pairs), and B300 holds 0.92 of its nominal clock under a dense GEMM where GB300 holds
+  -- its own (the library's dense_clock_fraction, fitted the same way on 17 B300/B200 pairs)
   blackwell_ultra = { from = "blackwell", scale = 1.25, scaled = { "efficiency", "fp8_efficiency" },
     why = "B300/GB300: Blackwell's kernels, BF16/FP8 GEMMs at 1.25x its fraction (identical-recipe pairs)" },
   -- Ada Lovelace (L40S, L4): SM 8.9 runs Ampere's kernel family (mma.sync tensor-core GEMMs,

@@ -60,10 +60,11 @@
 --   fp8_param_recipes      the FP8 recipes (the core's precision_recipe names) whose weights the
 --                          framework holds as FP8 parameters gathered in FP8 (Megatron-Core's
 --                          fp8_param_gather: no BF16 compute copy) unless the case says
---                          otherwise: Megatron-Bridge's bf16_with_fp8_current_scaling_mixed and
---                          bf16_with_mxfp8_mixed set fp8_param_gather = True (training/
---                          mixed_precision.py, v0.2.0 to v0.4.2, which its performance scripts'
---                          fp8_cs / fp8_mx map to); its NVFP4 recipe gathers FP4 instead
+--                          otherwise: Megatron-Bridge's bf16_with_fp8_delayed_scaling_mixed,
+--                          bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set
+--                          fp8_param_gather = True (training/mixed_precision.py, v0.1.0 to
+--                          v0.4.2, which its performance scripts' fp8 / fp8_cs / fp8_mx map to);
+--                          its NVFP4 recipe gathers FP4 instead
 --   tp_comm_overlap        TP collectives overlapped with the GEMMs (Megatron-Core/NeMo
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
@@ -163,7 +164,7 @@ M.rows = {
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
     ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC,
-    fp8_param_recipes = { R.fp8_current, R.mxfp8 } },
+    fp8_param_recipes = { R.fp8_delayed, R.fp8_current, R.mxfp8 } },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,
@@ -365,7 +366,7 @@ function M.apply(doc, pass)
   for k, v in pairs(M.workload_defaults(doc.framework, pass)) do
     if doc[k] == nil then doc[k] = v end
   end
-  -- FP8 parameters where the framework's recipe of the spec's precision_recipe holds them
+  -- FP8 parameters where the framework holds them under the spec's precision_recipe
   if (pass == nil or pass == "training") and doc.fp8_param_gather == nil
     and M.holds_fp8_params(M.lookup(doc.framework), doc.precision_recipe) then
     doc.fp8_param_gather = true

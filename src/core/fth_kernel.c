@@ -92,8 +92,10 @@ fth_kernel_cost fth_kernel_gemm(const fth_kernel_env *env, double m, double n, d
       c.compute_s = waves_s(env, tiles, tile_flops, env->matrix_flops_per_s);
     } else {
       /* Fewer tiles than units: libraries split K to fill the GPU (split-K), so
-       * only the padding of the edge tiles is lost. */
-      c.compute_s = tiles * tile_flops / env->matrix_flops_per_s;
+       * only the padding of the edge tiles is lost; every unit's K slice pays its
+       * own fill and epilogue. */
+      c.compute_s = 2.0 * tm * tn * (tiles * k + env->compute_units * k_fixed) /
+                    env->matrix_flops_per_s;
     }
     c.time_s = fth_max(c.compute_s, c.memory_s);
   }

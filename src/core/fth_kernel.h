@@ -24,11 +24,11 @@ typedef struct fth_kernel_env {
   double vector_flops_per_s;    ///< effective element-wise FLOP/s
   double mem_bw_bytes_per_s;    ///< effective bandwidth of the tier the operands live in
   fth_kernel_model model;
-  int compute_units;     ///< SMs / CUs (tiled model; 0 = roofline)
-  double tile_m, tile_n; ///< GEMM output tile (tiled model)
+  int compute_units;       ///< SMs / CUs (tiled model; 0 = roofline)
+  double tile_m, tile_n;   ///< GEMM output tile (tiled model)
   double k_overhead_bytes; ///< a GEMM tile's fixed cost as bytes of K (tiled model)
-  double attn_block_q;   ///< flash-attention query block (tiled model)
-  double expert_gemm_s;  ///< fixed cost per expert of a grouped GEMM
+  double attn_block_q;     ///< flash-attention query block (tiled model)
+  double expert_gemm_s;    ///< fixed cost per expert of a grouped GEMM
 } fth_kernel_env;
 
 /// Build an env from a node at a precision (tier for operand traffic).

@@ -271,8 +271,8 @@ static int kernels(void) {
   /* Element-wise: 1e9 elements, 4 B each, 1 FLOP: 4e9 / 2.68e12. */
   FTH_ENSURE_NEAR(4e9 / 2.68e12, fth_kernel_elementwise(&e, 1e9, 1, 4).time_s, 1e-12);
   /* Tiled model, 132 units, 128 x 128 tiles. 1536 x 1408 output = 12 x 11 = 132
-   * tiles: one full wave, the roofline's time (with the tiles' fixed cost). 1536 x 1536 = 144 tiles:
-   * two waves, the second 12/132 full, so 2 x 132 tiles' worth of time:
+   * tiles: one full wave, the roofline's time (with the tiles' fixed cost). 1536 x 1536 =
+   * 144 tiles: two waves, the second 12/132 full, so 2 x 132 tiles' worth of time:
    * 264 x 2 x 128^2 x 4096 FLOP at 692.58 TFLOP/s, 1.8333x the useful work's time. */
   fth_kernel_env t = fth_kernel_env_make(&n, FTH_PREC_BF16, FTH_TIER_XPU);
   t.model = FTH_KERNEL_TILED;
