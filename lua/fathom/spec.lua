@@ -56,7 +56,7 @@ M.compute_schema = {
     hint = "FP8 GEMMs take either operand layout (Blackwell): one FP8 copy of a per-tensor-scaled weight" },
   gemm_tile_m = { type = "number", min = 0, default = 0 },
   gemm_tile_n = { type = "number", min = 0, default = 0 },
-  gemm_k_overhead_bytes = { type = "number", min = 0, max = 65536, default = 0,
+  gemm_k_overhead_bytes = { type = "number", min = 0, max = 65536,
     hint = "a GEMM tile's fixed cost as bytes of K streamed (kernel_model: tiled; H100 measured 448); 0 = none" },
   description = { type = "string" },
   source = { type = "any" },

@@ -17,26 +17,11 @@
 static int eval(int eager, fth_recompute rc, fth_train_result *r) {
   fth_node_def n = tfx_pflops_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 2;
-  m.num_heads = 16;
-  m.num_kv_heads = 4;
-  m.ffn_hidden = 3072;
-  m.gated_mlp = 1;
-  m.vocab_size = 32000;
-  m.max_seq_len = 1024;
+  fth_model_def m = tfx_gqa_model(3072, 1);
   fth_train_def w = tfx_serial_work(1, 1024);
   w.eager_elementwise = eager;
   w.recompute = rc;
-  fth_train_plan plan;
-  fth_error err;
-  if (fth_train_compile(&plan, &n, &t, &m, &w, &err) != FTH_OK) {
-    fprintf(stderr, "compile: %s: %s\n", err.path, err.msg);
-    return 1;
-  }
-  fth_train_evaluate(&plan, r);
-  return 0;
+  return tfx_train_run(&n, &t, &m, &w, r);
 }
 
 /* Per block, forward, eager minus fused:

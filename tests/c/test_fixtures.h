@@ -6,7 +6,10 @@
 #include "fth_hardware.h"
 #include "fth_model.h"
 #include "fth_topology.h"
+#include "fth_train.h"
 #include "fth_workload.h"
+
+#include <stdio.h>
 
 /* One GPU at `flops` BF16 (efficiency 1; vector rate the default eighth) with `bytes` of
  * memory at `bw` bytes/s (efficiency 1). */
@@ -127,6 +130,36 @@ static inline fth_model_def tfx_moe_model(int max_seq) {
   m.num_shared_experts = 1;
   m.expert_ffn_hidden = 512;
   return m;
+}
+
+/* The small GQA model of the element-wise tests (test_eager_elementwise.c,
+ * test_squared_relu.c): h 1024, 16 query heads of 64, 4 KV heads, 2 layers, V 32000, up to
+ * 1,024 tokens; an MLP of `ffn`, gated (SwiGLU) or not. */
+static inline fth_model_def tfx_gqa_model(int ffn, int gated) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 2;
+  m.num_heads = 16;
+  m.num_kv_heads = 4;
+  m.ffn_hidden = ffn;
+  m.gated_mlp = gated;
+  m.vocab_size = 32000;
+  m.max_seq_len = 1024;
+  return m;
+}
+
+/* Compile and evaluate one training step into `r`; 1 (after saying why) if refused. */
+static inline int tfx_train_run(const fth_node_def *n, const fth_topology_def *t,
+                                const fth_model_def *m, const fth_train_def *w,
+                                fth_train_result *r) {
+  fth_train_plan plan;
+  fth_error err;
+  if (fth_train_compile(&plan, n, t, m, w, &err) != FTH_OK) {
+    fprintf(stderr, "compile: %s: %s\n", err.path, err.msg);
+    return 1;
+  }
+  fth_train_evaluate(&plan, r);
+  return 0;
 }
 
 /* A training step of `global_batch` sequences of `seq` tokens, micro-batch 1,

@@ -15,25 +15,10 @@
 static int eval(int squared, fth_train_result *r) {
   fth_node_def n = tfx_pflops_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 2;
-  m.num_heads = 16;
-  m.num_kv_heads = 4;
-  m.ffn_hidden = 4096;
-  m.gated_mlp = 0;
+  fth_model_def m = tfx_gqa_model(4096, 0);
   m.squared_relu = squared;
-  m.vocab_size = 32000;
-  m.max_seq_len = 1024;
   fth_train_def w = tfx_serial_work(1, 1024);
-  fth_train_plan plan;
-  fth_error err;
-  if (fth_train_compile(&plan, &n, &t, &m, &w, &err) != FTH_OK) {
-    fprintf(stderr, "compile: %s: %s\n", err.path, err.msg);
-    return 1;
-  }
-  fth_train_evaluate(&plan, r);
-  return 0;
+  return tfx_train_run(&n, &t, &m, &w, r);
 }
 
 /* Per block, forward: fused, read and write f: 4,194,304 x 2 x 2 B = 16,777,216 B =

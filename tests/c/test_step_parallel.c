@@ -53,14 +53,7 @@ static fth_train_def work(double global_batch, double seq) {
 static int run(const fth_topology_def *t, const fth_model_def *m, const fth_train_def *w,
                fth_train_result *r) {
   fth_node_def n = tfx_pflops_node();
-  fth_train_plan plan;
-  fth_error err;
-  if (fth_train_compile(&plan, &n, t, m, w, &err) != FTH_OK) {
-    fprintf(stderr, "compile: %s: %s\n", err.path, err.msg);
-    return 1;
-  }
-  fth_train_evaluate(&plan, r);
-  return 0;
+  return tfx_train_run(&n, t, m, w, r);
 }
 
 /* SP (Korthikanti et al. 2022 Sec. 4.2.2): TP 4, 2 layers, seq 1024, global

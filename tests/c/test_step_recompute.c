@@ -9,6 +9,7 @@
  * gradients, DDP, comp_comm 0, comp_mem 1 (a kernel takes the longer of its
  * compute and memory times), comm_mem 0. */
 #include "fth_train.h"
+#include "test_fixtures.h"
 #include "test_macros.h"
 
 #include <string.h>
@@ -52,14 +53,7 @@ static fth_train_def work(double global_batch, double seq) {
 
 static int run(const fth_node_def *n, const fth_topology_def *t, const fth_model_def *m,
                const fth_train_def *w, fth_train_result *r) {
-  fth_train_plan plan;
-  fth_error err;
-  if (fth_train_compile(&plan, n, t, m, w, &err) != FTH_OK) {
-    fprintf(stderr, "compile: %s: %s\n", err.path, err.msg);
-    return 1;
-  }
-  fth_train_evaluate(&plan, r);
-  return 0;
+  return tfx_train_run(n, t, m, w, r);
 }
 
 /* TP 2 on 2 GPUs; 2 layers, 16 heads of 64, V 32000; seq 1024, global batch
