@@ -41,7 +41,10 @@ def load_node(repo):
             "tile_m": float(c.get("gemm_tile_m", 0) or 0),
             "tile_n": float(c.get("gemm_tile_n", 0) or 0),
             "stack_bw": float(m["bandwidth_per_stack_nominal"]), "stacks": int(m["num_stack"]),
-            "mem_eff": float(m["efficiency"])}
+            "mem_eff": float(m["efficiency"]),
+            "fp8_eff": float(c.get("fp8_efficiency", 0) or 0),
+            "k_overhead": float(c.get("gemm_k_overhead_bytes", 0) or 0),
+            "expert_s": float(c.get("expert_gemm_overhead_sec", 0) or 0)}
 
 
 def build_predictor(repo, build):
@@ -57,7 +60,7 @@ def build_predictor(repo, build):
 def predict(exe, node, queries):
     args = [exe] + [str(node[k]) for k in ("bf16", "fp8", "fp32", "eff", "attn_eff", "units",
                                              "tile_m", "tile_n", "stack_bw", "stacks",
-                                             "mem_eff")]
+                                             "mem_eff", "fp8_eff", "k_overhead", "expert_s")]
     out = subprocess.run(args, input="\n".join(queries) + "\n", capture_output=True, text=True,
                          check=True).stdout.split("\n")
     res = []

@@ -3,10 +3,12 @@
  * builds and drives it; it links the core library only).
  *
  *   fathom_predict BF16 FP8 FP32 EFF ATTN_EFF UNITS TILE_M TILE_N STACK_BW STACKS MEM_EFF
+ *                  [FP8_EFF K_OVERHEAD_BYTES EXPERT_GEMM_S]
  *
  * The node figures come from the command line (compare_fathom.py reads them from
  * configs/hardware/hardware_library.yaml). Queries on stdin, one per line:
- *   gemm MODEL PREC m n k batch elem_bytes
+ *   gemm MODEL PREC m n k batch elem_bytes   (batch > 1: a grouped expert GEMM, which
+ *                                            pays EXPERT_GEMM_S per expert as fth_phase.c does)
  *   attn MODEL PREC batch heads kv_heads q_len kv_len d_qk d_v causal elem_bytes
  *   elem MODEL PREC elems flops_per_elem bytes_per_elem
  * MODEL: roofline | tiled; PREC: fp8 | bf16 | fp32. Prints per query:
@@ -25,8 +27,9 @@ static fth_precision prec_of(const char *s) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 12) {
-    fprintf(stderr, "usage: %s BF16 FP8 FP32 EFF ATTN_EFF UNITS TILE_M TILE_N STACK_BW STACKS MEM_EFF\n",
+  if (argc != 12 && argc != 15) {
+    fprintf(stderr, "usage: %s BF16 FP8 FP32 EFF ATTN_EFF UNITS TILE_M TILE_N STACK_BW STACKS MEM_EFF "
+                    "[FP8_EFF K_OVERHEAD_BYTES EXPERT_GEMM_S]\n",
             argv[0]);
     return 2;
   }
@@ -39,6 +42,11 @@ int main(int argc, char **argv) {
   node.compute.compute_units = atoi(argv[6]);
   node.compute.gemm_tile_m = atof(argv[7]);
   node.compute.gemm_tile_n = atof(argv[8]);
+  if (argc == 15) {
+    node.compute.prec_efficiency[FTH_PREC_FP8] = atof(argv[12]);
+    node.compute.gemm_k_overhead_bytes = atof(argv[13]);
+    node.compute.expert_gemm_s = atof(argv[14]);
+  }
   node.tier[FTH_TIER_XPU] = fth_memory_def_default();
   node.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = atof(argv[9]);
   node.tier[FTH_TIER_XPU].num_stacks = atoi(argv[10]);
@@ -55,6 +63,7 @@ int main(int argc, char **argv) {
       double m, n, k, batch, eb;
       if (scanf("%lf %lf %lf %lf %lf", &m, &n, &k, &batch, &eb) != 5) return 1;
       c = fth_kernel_gemm(&env, m, n, k, batch, eb);
+      if (batch > 1) c.time_s += batch * env.expert_gemm_s;
     } else if (!strcmp(kind, "attn")) {
       double b, h, hkv, q, kv, dqk, dv, eb;
       int causal;
