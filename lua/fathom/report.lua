@@ -78,8 +78,9 @@ function M.step_breakdown(r)
     bubble_seconds = r.bubble_s,
     optimizer_seconds = r.optimizer_s,
     exposed_offload_seconds = r.offload_exposed_s,
+    dp_interference_seconds = r.dp_interference_s,
   }, { "compute_seconds", "memory_exposed_seconds", "recompute_seconds", "bubble_seconds",
-    "optimizer_seconds", "exposed_offload_seconds" })
+    "optimizer_seconds", "exposed_offload_seconds", "dp_interference_seconds" })
   for _, k in ipairs(comm_order) do
     breakdown["exposed_" .. k .. "_seconds"] = r.comm[k].exposed_s
   end

@@ -301,6 +301,9 @@ M.train_schema = with_common({
   cuda_graph_scope = { type = "list", default = {},
     hint = "parts replayed from CUDA graphs, no host time (Megatron-Core --cuda-graph-scope): "
       .. table.concat(names.cuda_graph_scope, ", ") },
+  dp_comm_compute_fraction = { type = "number", min = 0, max = 0.99, default = TRAIN.dp_comm_compute_fraction,
+    hint = "compute a hidden data-parallel collective displaces, per second of it (its NCCL channels' SMs "
+      .. "and HBM traffic); 0: hiding is free" },
   moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
     hint = "share of the compute units the MoE dispatch/combine kernels hold (DeepSeek-V3: 20 / 132)" },
   moe_dispatch_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
@@ -754,6 +757,7 @@ function M.train(src)
       or 0,
     moe_dispatch_float_size_bytes = w.moe_dispatch_float_size_bytes,
     moe_comm_compute_fraction = w.moe_comm_compute_fraction,
+    dp_comm_compute_fraction = w.dp_comm_compute_fraction,
     recompute = w.recompute,
     recompute_modules = w.recompute_modules,
     sequence_parallel = w.sequence_parallel,

@@ -44,7 +44,7 @@ local SRC = { text = 0, label = 1, result = 2, bool = 3, name = 4, error = 5 }
 local SV = {}
 for i, n in ipairs({ "step_time", "total_time", "steps", "tokens_per_step", "tokens_per_s", "mfu", "hfu",
   "achieved_flops", "compute_s", "memory_exposed_s", "recompute_s", "bubble_s", "optimizer_s",
-  "offload_exposed_s", "bubble_fraction", "comm", "part", "pass_sum", "ratio", "component", "tier",
+  "offload_exposed_s", "dp_interference_s", "bubble_fraction", "comm", "part", "pass_sum", "ratio", "component", "tier",
   "peak_bytes", "headroom_bytes", "fits", "overflow_tier", "degree", "work", "goodput" }) do
   SV[n] = i - 1
 end
@@ -83,7 +83,7 @@ local TIME = { total_time = "total_time", total_time_seconds = "total_time", ste
   hfu = "hfu", model_flops_per_second_per_xpu = "achieved_flops" }
 local BREAKDOWN = { compute_seconds = "compute_s", memory_exposed_seconds = "memory_exposed_s",
   recompute_seconds = "recompute_s", bubble_seconds = "bubble_s", optimizer_seconds = "optimizer_s",
-  exposed_offload_seconds = "offload_exposed_s" }
+  exposed_offload_seconds = "offload_exposed_s", dp_interference_seconds = "dp_interference_s" }
 local RUN = { expected_time = 0, expected_time_seconds = 0, goodput = 1, expected_failures = 2,
   system_mtbf_seconds = 3, checkpoint_interval_seconds = 4, checkpoint_write_seconds = 5, energy_kwh = 6,
   cost_usd = 7 }

@@ -188,6 +188,7 @@ double fth_sweep_number(const fth_sweep_point *p, const fth_sweep_column *col) {
   case FTH_SV_BUBBLE_S: return r->bubble_s;
   case FTH_SV_OPTIMIZER_S: return r->optimizer_s;
   case FTH_SV_OFFLOAD_EXPOSED_S: return r->offload_exposed_s;
+  case FTH_SV_DP_INTERFERENCE_S: return r->dp_interference_s;
   case FTH_SV_BUBBLE_FRACTION: return r->bubble_fraction;
   case FTH_SV_COMM:
     if (b < 0 || b >= FTH_COMM_KIND_COUNT) return NAN;

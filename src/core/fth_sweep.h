@@ -98,7 +98,7 @@ typedef enum fth_sweep_value {
   FTH_SV_STEP_TIME = 0, FTH_SV_TOTAL_TIME, FTH_SV_STEPS, FTH_SV_TOKENS_PER_STEP, FTH_SV_TOKENS_PER_S,
   FTH_SV_MFU, FTH_SV_HFU, FTH_SV_ACHIEVED_FLOPS, FTH_SV_COMPUTE_S, FTH_SV_MEMORY_EXPOSED_S,
   FTH_SV_RECOMPUTE_S, FTH_SV_BUBBLE_S, FTH_SV_OPTIMIZER_S, FTH_SV_OFFLOAD_EXPOSED_S,
-  FTH_SV_BUBBLE_FRACTION,
+  FTH_SV_DP_INTERFERENCE_S, FTH_SV_BUBBLE_FRACTION,
   FTH_SV_COMM,       ///< [kind, fth_sweep_comm_field]
   FTH_SV_PART,       ///< [pass (0 fwd, 1 bwd), part * 4 + (0 flops, 1 compute_s, 2 bytes, 3 memory_s)]
   FTH_SV_PASS_SUM,   ///< [pass, (0 flops, 1 compute_s, 2 bytes, 3 memory_s)]: sum over the parts

@@ -804,11 +804,43 @@ static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f
  * under the last micro-batch's backward (bucketed, as in Megatron and PyTorch
  * DDP); ZeRO-1/2's all-gather of the updated weights under the next step's
  * first forward (Megatron's distributed optimizer with overlapped parameter
- * gathers); ZeRO-3's traffic under the whole step. A window hides
- * comp_comm_eff of its compute-bound kernel time and comm_mem_eff of its
- * memory-bound time (both contend for HBM). */
+ * gathers); under an interleaved schedule each model chunk's share under the
+ * passes after its last backward or before its first forward
+ * (fth_train_dp_exposed_s); ZeRO-3's traffic under the whole step. A window
+ * hides comp_comm_eff of its compute-bound kernel time and comm_mem_eff of its
+ * memory-bound time (both contend for HBM), and what it hides costs
+ * dp_comm_compute_share of itself in the compute it displaces. */
 static double window_s(const fth_train_def *w, const fth_phase *ph) {
   return w->comp_comm_eff * ph->compute_bound_s + w->comm_mem_eff * ph->memory_bound_s;
+}
+
+/* Model chunks a GPU holds: v under an interleaved schedule, else 1. */
+static double chunks_per_gpu(const fth_train_plan *p) {
+  const fth_schedule *row = fth_schedule_get(p->work.pp);
+  return (p->layout.pp > 1 && row && row->interleaved && p->work.virtual_stages > 1)
+             ? p->work.virtual_stages
+             : 1.0;
+}
+
+/* Chunk-passes between one chunk's last backward (or first forward) and the
+ * next chunk's: Megatron's interleaved 1F1B runs the micro-batches through a
+ * chunk in groups of PP (Narayanan et al. 2021, Sec. 2.2), so in the
+ * cool-down chunk j's gradients are final PP chunk-passes before chunk
+ * j - 1's, and in the warm-up chunk j first runs PP chunk-passes after j - 1. */
+static double chunk_spacing(const fth_train_plan *p) {
+  return fth_min((double)p->layout.pp, p->microbatches);
+}
+
+/* fth_train.h. Chunk i, counted from the one ready last, is ready i `spacing`
+ * chunk-passes (window / v each) before the end, the transfers queue one after
+ * another, and the last chunk's own pass hides window / v (its buckets fill as
+ * its layers finish): the queue ends max_i ((i + 1) total / v - i spacing
+ * window / v) after the end, largest at i = 0 or i = v - 1. */
+double fth_train_dp_exposed_s(double total, double window, double v, double spacing) {
+  if (total <= 0) return 0.0;
+  double pass = window / v;
+  double tail = fth_max(total / v, total - (v - 1.0) * spacing * pass);
+  return fth_max(0.0, tail - pass);
 }
 
 /* Width of the weights the sharded data-parallel variants all-gather: the
@@ -853,11 +885,15 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
     gather += z.gather_s;
   }
   double exposed;
-  if (w->dp == FTH_DP_ZERO3)
+  if (w->dp == FTH_DP_ZERO3) {
     exposed = raw - fth_min(raw, p->microbatches * (window_s(w, fwd) + window_s(w, bwd)));
-  else
-    exposed = (raw - gather) - fth_min(raw - gather, window_s(w, bwd)) + gather -
-              fth_min(gather, window_s(w, fwd));
+  } else {
+    double v = chunks_per_gpu(p), spacing = chunk_spacing(p);
+    exposed = fth_train_dp_exposed_s(raw - gather, window_s(w, bwd), v, spacing) +
+              fth_train_dp_exposed_s(gather, window_s(w, fwd), v, spacing);
+  }
+  /* The hidden part still costs the compute under it the units its kernels hold. */
+  r->dp_interference_s = w->dp_comm_compute_share * (raw - exposed);
   for (int i = 0; i < 2; i++) {
     fth_comm_item *it = &r->comm[kinds[i]];
     it->raw_s = t[i];
@@ -1062,7 +1098,7 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   offload(p, r);
   r->step_time_s = r->busy_s + r->bubble_s + r->comm[FTH_COMM_PP].exposed_s +
                    r->comm[FTH_COMM_DP].exposed_s + r->comm[FTH_COMM_DP_MOE].exposed_s +
-                   r->optimizer_s + r->offload_exposed_s;
+                   r->dp_interference_s + r->optimizer_s + r->offload_exposed_s;
   double compute = 0;
   for (int i = 0; i < FTH_FLOP_PART_COUNT; i++)
     compute += fwd.compute_s[i] + bwd.compute_s[i] + rec.compute_s[i];

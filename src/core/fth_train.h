@@ -110,6 +110,16 @@ fth_status fth_train_rework(fth_train_plan *plan, const fth_train_def *work, fth
 /// footprint, and regroup (sharing restored) only what it times.
 void fth_train_regroup(fth_train_plan *plan);
 
+/// Exposed seconds of a data-parallel collective of `total` seconds split over the
+/// `v` model chunks a GPU holds, each hidden under the passes after it: Megatron-Core
+/// buckets each chunk's parameters apart, so a chunk's gradients reduce once its last
+/// backward is done (its weights gather before its first forward), and under an
+/// interleaved schedule the chunks are ready `spacing` chunk-passes apart (PP: the
+/// micro-batches run through a chunk in groups of PP; Narayanan et al. 2021, Sec. 2.2).
+/// `window`: the seconds of one micro-batch's pass that can hide traffic. v = 1:
+/// max(0, total - window), the last micro-batch's backward (or first forward) alone.
+double fth_train_dp_exposed_s(double total, double window, double v, double spacing);
+
 typedef struct fth_train_result {
   /* time per step, per GPU, on the critical path */
   double step_time_s;
@@ -123,6 +133,7 @@ typedef struct fth_train_result {
   double exposed_comm_s;    ///< sum of comm[].exposed_s
   double offload_raw_s;     ///< activations and gradients to and from an offload tier, per step
   double offload_exposed_s; ///< of which on the critical path
+  double dp_interference_s; ///< compute the hidden data-parallel collectives displace
   double busy_s;            ///< microbatches x (fwd + bwd)
   fth_comm_item comm[FTH_COMM_KIND_COUNT];
   /* work per micro-batch per GPU on the slowest stage */

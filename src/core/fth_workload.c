@@ -27,6 +27,7 @@ fth_train_def fth_train_def_default(void) {
   d.flash_attention = 1;
   d.expert_imbalance = 1.0;
   d.comp_comm_eff = 0.0;
+  d.dp_comm_compute_share = FTH_DP_COMM_COMPUTE_SHARE;
   d.comp_mem_eff = 1.0;
   d.comm_mem_eff = 0.0;
   for (int i = 0; i < FTH_MEM_COMPONENT_COUNT; i++) {
@@ -166,6 +167,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
                     "%s casts wider activations for its GEMMs, but float_size_bytes is %g "
                     "(set float_size_bytes 2: activations in BF16)",
                     fth_recipe_name(w->recipe), w->act_bytes);
+  if (!(w->dp_comm_compute_share >= 0 && w->dp_comm_compute_share < 1))
+    return fth_fail(err, FTH_EINVAL, "dp_comm_compute_fraction", "expected a value in [0, 1), got %g",
+                    w->dp_comm_compute_share);
   if (!(w->moe_comm_compute_share >= 0 && w->moe_comm_compute_share < 1))
     return fth_fail(err, FTH_EINVAL, "moe_comm_compute_fraction", "expected a value in [0, 1), got %g",
                     w->moe_comm_compute_share);

@@ -77,6 +77,7 @@ void lfth_push_train_result(lua_State *L, const fth_train_result *r) {
   setnum(L, "exposed_comm_s", r->exposed_comm_s);
   setnum(L, "offload_raw_s", r->offload_raw_s);
   setnum(L, "offload_exposed_s", r->offload_exposed_s);
+  setnum(L, "dp_interference_s", r->dp_interference_s);
   setnum(L, "busy_s", r->busy_s);
   setnum(L, "microbatches", r->microbatches);
   setnum(L, "bubble_fraction", r->bubble_fraction);

@@ -345,11 +345,88 @@ static int interleaved(void) {
   return 0;
 }
 
+/* Data-parallel traffic under the passes (fth_train_dp_exposed_s) and the compute
+ * the hidden part displaces (dp_comm_compute_fraction). */
+static int dp_overlap(void) {
+  /* The queue by hand. One chunk: total - window, never below 0. */
+  FTH_ENSURE_NEAR(6.0, fth_train_dp_exposed_s(10.0, 4.0, 1.0, 1.0), 1e-15);
+  FTH_ENSURE_NEAR(0.0, fth_train_dp_exposed_s(3.0, 4.0, 1.0, 1.0), 1e-15);
+  FTH_ENSURE_NEAR(0.0, fth_train_dp_exposed_s(0.0, 4.0, 1.0, 1.0), 1e-15);
+  /* Four chunks, window 8 (2 per chunk-pass), ready 2 chunk-passes apart: 12 s
+   * of traffic keeps up (3 s a chunk in 4 s between them), so only the last
+   * chunk's 3 s outlast its own 2 s pass: 1 s. 40 s does not: the queue ends
+   * 40 - 3 x 2 x 2 = 28 s after the first chunk's release point, less the
+   * last pass's 2 s: 26 s. */
+  FTH_ENSURE_NEAR(1.0, fth_train_dp_exposed_s(12.0, 8.0, 4.0, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(26.0, fth_train_dp_exposed_s(40.0, 8.0, 4.0, 2.0), 1e-15);
+
+  /* ZeRO-1 over DP 4 (zero_traffic's step: reduce-scatter 2.72120832 ms, all-gather
+   * 1.36060416 ms) with both windows whole (comp_comm = comm_mem = 1): the
+   * reduce-scatter hides under the one backward, the gather under the forward. */
+  fth_topology_def t = pod(FTH_TAG_DP_ATTN, 4, FTH_TAG_DP_ATTN, 0);
+  fth_model_def m = gpt(2);
+  fth_train_def w = work(4, 1024);
+  w.dp = FTH_DP_ZERO1;
+  w.comp_comm_eff = 1.0;
+  w.comm_mem_eff = 1.0;
+  fth_train_result free_, held;
+  w.dp_comm_compute_share = 0.0;
+  FTH_RUN(run(&t, &m, &w, &free_));
+  w.dp_comm_compute_share = 0.3;
+  FTH_RUN(run(&t, &m, &w, &held));
+  const fth_comm_item *c = &held.comm[FTH_COMM_DP];
+  double exposed = fth_max(0.0, 2.72120832e-3 - held.bwd_kernel_s) +
+                   fth_max(0.0, 1.36060416e-3 - held.fwd_kernel_s);
+  FTH_ENSURE_NEAR(4.08181248e-3, c->raw_s, 1e-9);
+  FTH_ENSURE_NEAR(exposed, c->exposed_s, 1e-9);
+  FTH_ENSURE(c->hidden_s > 0.0);
+  /* The hidden part costs 0.3 of itself, and nothing else moves. */
+  FTH_ENSURE_NEAR(0.0, free_.dp_interference_s, 0.0);
+  FTH_ENSURE_NEAR(0.3 * c->hidden_s, held.dp_interference_s, 1e-12);
+  FTH_ENSURE_NEAR(free_.step_time_s + 0.3 * c->hidden_s, held.step_time_s, 1e-12);
+
+  /* Interleaved 1F1B, PP 4 x DP 2 (8 GPUs), 8 layers, 16 sequences (8 micro-batches
+   * a pipeline): v = 2 chunks a GPU ready PP = 4 chunk-passes apart, so each
+   * half of the traffic hides under more than its own pass. */
+  t = pod(FTH_TAG_PP, 4, FTH_TAG_DP_ATTN, 2);
+  t.phys[0].size = 8;
+  m = gpt(8);
+  w = work(16, 1024);
+  w.dp = FTH_DP_ZERO1;
+  w.comp_comm_eff = 1.0;
+  w.comm_mem_eff = 1.0;
+  fth_train_result one, il;
+  FTH_RUN(run(&t, &m, &w, &one));
+  w.pp = FTH_PP_INTERLEAVED;
+  w.virtual_stages = 2;
+  FTH_RUN(run(&t, &m, &w, &il));
+  const fth_comm_item *a = &one.comm[FTH_COMM_DP], *b = &il.comm[FTH_COMM_DP];
+  FTH_ENSURE_NEAR(a->raw_s, b->raw_s, 1e-12);
+  double rs = b->raw_s * 2.0 / 3.0, ag = b->raw_s / 3.0; /* fp32 gradients, bf16 weights */
+  FTH_ENSURE_NEAR(fth_train_dp_exposed_s(rs, one.bwd_kernel_s, 1.0, 1.0) +
+                      fth_train_dp_exposed_s(ag, one.fwd_kernel_s, 1.0, 1.0),
+                  a->exposed_s, 1e-9);
+  FTH_ENSURE_NEAR(fth_train_dp_exposed_s(rs, il.bwd_kernel_s, 2.0, 4.0) +
+                      fth_train_dp_exposed_s(ag, il.fwd_kernel_s, 2.0, 4.0),
+                  b->exposed_s, 1e-9);
+  FTH_ENSURE(b->exposed_s < a->exposed_s);
+
+  /* A share of 1 would stop the compute: refused where it enters. */
+  fth_node_def n = tfx_pflops_node();
+  fth_train_plan plan;
+  fth_error err;
+  w.dp_comm_compute_share = 1.0;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strstr(err.path, "dp_comm_compute_fraction") != NULL);
+  return 0;
+}
+
 int step_parallel_test(void) {
   FTH_RUN(sequence_parallel());
   FTH_RUN(context_parallel());
   FTH_RUN(context_parallel_a2a());
   FTH_RUN(zero_traffic());
   FTH_RUN(interleaved());
+  FTH_RUN(dp_overlap());
   return 0;
 }

@@ -98,14 +98,15 @@ end)
 -- and 15 - i on one rank, EP 64 = 8 GPUs x 8 nodes, node-limited to 4 nodes, ZeRO-1,
 -- fp8_blockwise GEMMs, FP8 dispatch, BF16 combine, 20 of 132 SMs held by DeepEP, the MTP
 -- module, RMSNorm and the MLA up-projections recomputed in backward (Sec. 3.3.3), links
--- shared by traffic) predicts a 16.2 s step, ~44.1 days, 2.17M GPU-hours: 18.7% under, outside
+-- shared by traffic) predicts a 16.4 s step, ~44.6 days, 2.19M GPU-hours: 17.6% under, outside
 -- the 15% the issue asks (it was 15.6% under before Hopper's FP8 fraction was refitted,
--- 0.487 -> 0.538, to the MLPerf runs: the GEMMs were not what is short here). Where the step
--- goes (s): compute 13.65 on the busiest
+-- 0.487 -> 0.538, to the MLPerf runs, 18.7% before the data-parallel traffic was charged for
+-- the compute it displaces: the GEMMs were not what is short here). Where the step
+-- goes (s): compute 13.83 on the busiest
 -- rank (the first, which DualPipe gives the first stage's 3 dense and 1 MoE layers and the
 -- last stage's 3 MoE layers, MTP block, projection and two head passes, at half the
 -- micro-batches each, recomputing the norms and up-projections of both), memory-bound
--- time 1.67, bubble 0.80, the EP all-to-all 3.73 raw and all of it hidden under DualPipe's
+-- time 1.67, bubble 0.81, the EP all-to-all 3.73 raw and all of it hidden under DualPipe's
 -- paired chunks: InfiniBand carries the all-to-all beside ~13 GiB of pipeline sends and 3.9
 -- GiB of DP_MoE reduce-scatter a step, so processor sharing gives it ~97%. Under the even
 -- split (the Hot Interconnects study's rule) it gets a third and 9.5 s of it is exposed on
@@ -128,11 +129,12 @@ describe("DeepSeek-V3 pre-training on 2,048 H800 (report: 2.664M GPU-hours, ~54 
     assert.are.equal(235240, r.steps)
   end)
 
-  it("predicts 2.17M GPU-hours, -18.7% on the report's 2.664M: outside the 15% the issue asks", function()
-    assert.is_true(math.abs(gpu_hours / 2.166e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
-    -- the issue's bound is 15%; fathom is outside it (-18.7%, -15.6% before the Hopper FP8
-    -- refit), so the spec holds it to 19%: a regression past that fails here
-    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.19, string.format("%.4g GPU-hours", gpu_hours))
+  it("predicts 2.19M GPU-hours, -17.6% on the report's 2.664M: outside the 15% the issue asks", function()
+    assert.is_true(math.abs(gpu_hours / 2.195e6 - 1) < 0.05, string.format("%.4g GPU-hours", gpu_hours))
+    -- the issue's bound is 15%; fathom is outside it (-17.6%; -15.6% before the Hopper FP8
+    -- refit, -18.7% before DP interference), so the spec holds it to 18%: a regression past
+    -- that fails here
+    assert.is_true(math.abs(gpu_hours / 2.664e6 - 1) < 0.18, string.format("%.4g GPU-hours", gpu_hours))
   end)
 
   it("hides the all-to-all under DualPipe: the links are shared by traffic", function()

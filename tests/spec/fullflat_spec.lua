@@ -55,7 +55,9 @@ describe("scenarios/fullflat", function()
     end
     local a = study.find(r, { kind = "grid", model = "dense", network = "full_flat", domain = 8 })
     local b = study.find(r, { kind = "grid", model = "dense", network = "full_flat", domain = 64 })
-    h.near(a.tokens_per_s, b.tokens_per_s, 1e-12, "GPT-3 on FullFlat, 8- vs 64-GPU domains")
+    -- within 0.5%, not exactly: the 64-GPU domain also admits TP 16 (ZeRO-1 over DP 128, where
+    -- its hidden gradient traffic displaces less compute), which an 8-GPU domain cannot place
+    h.near(a.tokens_per_s, b.tokens_per_s, 5e-3, "GPT-3 on FullFlat, 8- vs 64-GPU domains")
   end)
 
   it("agrees with five of the study's findings and disagrees with two (in-network collectives, HBM capacity)",

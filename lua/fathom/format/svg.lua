@@ -22,6 +22,7 @@ local parts = {
   { "exposed_pp_seconds", "PP" },
   { "exposed_dp_seconds", "DP" },
   { "exposed_dp_moe_seconds", "DP (experts)" },
+  { "dp_interference_seconds", "DP interference" },
   { "exposed_offload_seconds", "activation offload" },
   { "bubble_seconds", "bubble" },
   { "optimizer_seconds", "optimizer" },

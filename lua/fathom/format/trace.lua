@@ -88,6 +88,9 @@ function M.events(r, order, chunks)
   add("DP gradient reduction (hidden)", "comm", 4, last_b_start, dp_raw - dp_exposed, {})
   add("DP gradient reduction (exposed)", "comm", 4, t, dp_exposed, {})
   t = t + dp_exposed
+  -- the compute the hidden reduction displaced, charged where the step ends
+  add("DP interference", "comm", 4, t, r.dp_interference_s or 0, {})
+  t = t + (r.dp_interference_s or 0)
   add("activation offload (exposed)", "offload", 4, t, r.offload_exposed_s or 0, {})
   t = t + (r.offload_exposed_s or 0)
   add("optimizer step", "optimizer", 1, t, r.optimizer_s, {})
@@ -189,6 +192,8 @@ function M.pipeline_events(tr, r)
   end
   local t_end = 0
   local dp_exposed = info.training and r.comm.dp.exposed_s + r.comm.dp_moe.exposed_s or 0
+  -- the compute the hidden reductions displaced (fth_train.h dp_interference_s), after them
+  local interference = info.training and r.dp_interference_s or 0
   for s = 0, S - 1 do
     if info.training then -- inference has no gradients and no optimizer
       for _, k in ipairs({ COMM.dp, COMM.dp_moe }) do
@@ -196,9 +201,10 @@ function M.pipeline_events(tr, r)
         add("hidden", "comm", s + 1, TID[k], last_b[s], c.raw_s - c.exposed_s, { kind = k })
         add("exposed", "comm", s + 1, TID[k], free[s], c.exposed_s, { kind = k })
       end
-      add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed, r.optimizer_s, {})
+      add("DP interference", "comm", s + 1, 1, free[s] + dp_exposed, interference, {})
+      add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed + interference, r.optimizer_s, {})
     end
-    t_end = math.max(t_end, free[s] + dp_exposed + (info.training and r.optimizer_s or 0))
+    t_end = math.max(t_end, free[s] + dp_exposed + interference + (info.training and r.optimizer_s or 0))
     -- DualPipe: the rank of stage s also runs stage S - 1 - s of the other direction
     local pname = (info.schedule == PP.DUALPIPE and C == 2) and string.format("stage %d (and %d)", s, S - 1 - s)
       or string.format("stage %d", s)
