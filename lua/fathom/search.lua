@@ -412,9 +412,12 @@ function M.explain(a, b, system)
       units.time(a.exposed_s.ep), units.time(b.exposed_s.ep), b.ep)
   end
   if a.dp_variant ~= b.dp_variant then
-    out[#out + 1] = string.format("%s (exposed DP %s, %s per GPU) vs %s (%s, %s)", a.dp_variant,
-      units.time(a.exposed_s.dp + a.exposed_s.dp_moe), units.bytes(a.peak_bytes), b.dp_variant,
-      units.time(b.exposed_s.dp + b.exposed_s.dp_moe), units.bytes(b.peak_bytes))
+    -- what the DP traffic costs the step: its exposed part and the compute its hidden part
+    -- displaces (dp_interference_s)
+    out[#out + 1] = string.format("%s (exposed DP %s + %s displaced, %s per GPU) vs %s (%s + %s, %s)",
+      a.dp_variant, units.time(a.exposed_s.dp + a.exposed_s.dp_moe), units.time(a.dp_interference_s or 0),
+      units.bytes(a.peak_bytes), b.dp_variant, units.time(b.exposed_s.dp + b.exposed_s.dp_moe),
+      units.time(b.dp_interference_s or 0), units.bytes(b.peak_bytes))
   end
   if a.recompute ~= b.recompute then
     out[#out + 1] = string.format("recompute %s vs %s: %s vs %s per GPU", a.recompute, b.recompute,

@@ -146,6 +146,7 @@ static void fill_hit(fth_search_hit *h, const fth_train_plan *p, const fth_train
   h->capacity_bytes = r->mem.tier_capacity[FTH_TIER_XPU];
   h->bubble_fraction = r->bubble_fraction;
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) h->exposed_s[k] = r->comm[k].exposed_s;
+  h->dp_interference_s = r->dp_interference_s;
   h->fits = r->mem.fits;
   h->overflow_tier = r->mem.overflow_tier;
   /* A rounded-down batch runs a shorter step: rank by the time of the requested

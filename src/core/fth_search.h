@@ -100,6 +100,7 @@ typedef struct fth_search_hit {
   double step_time_s, mfu, tokens_per_s, total_time_s;
   double peak_bytes, capacity_bytes, bubble_fraction;
   double exposed_s[FTH_COMM_KIND_COUNT];
+  double dp_interference_s; ///< compute the hidden data-parallel traffic displaces (fth_train.h)
   /// smaller is better: step time (scaled to the requested batch when rounded
   /// down, i.e. time per sequence x request: the ranking of tokens/s) or headroom
   double objective;

@@ -250,6 +250,7 @@ static void push_hit(lua_State *L, const fth_search_hit *h) {
   setnum(L, "capacity_bytes", h->capacity_bytes);
   setnum(L, "headroom_bytes", h->capacity_bytes - h->peak_bytes); /* reserve included */
   setnum(L, "bubble_fraction", h->bubble_fraction);
+  setnum(L, "dp_interference_s", h->dp_interference_s);
   setnum(L, "objective", h->objective);
   lua_createtable(L, 0, FTH_COMM_KIND_COUNT);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
