@@ -814,28 +814,29 @@ static double window_s(const fth_train_def *w, const fth_phase *ph) {
   return w->comp_comm_eff * ph->compute_bound_s + w->comm_mem_eff * ph->memory_bound_s;
 }
 
-/* Model chunks a GPU holds: v under an interleaved schedule, else 1. */
+/* Model chunks whose data-parallel traffic a GPU sends apart: the interleaved
+ * schedule's v (fth_pp_chunks), else 1. DualPipe's two chunks count as one
+ * (their traffic hidden under the last pass only: more exposed, not less). */
 static double chunks_per_gpu(const fth_train_plan *p) {
-  const fth_schedule *row = fth_schedule_get(p->work.pp);
-  return (p->layout.pp > 1 && row && row->interleaved && p->work.virtual_stages > 1)
-             ? p->work.virtual_stages
-             : 1.0;
+  return p->layout.pp > 1 ? fth_pp_chunks(p->work.pp, p->work.virtual_stages) : 1.0;
 }
 
 /* Chunk-passes between one chunk's last backward (or first forward) and the
- * next chunk's: Megatron's interleaved 1F1B runs the micro-batches through a
- * chunk in groups of PP (Narayanan et al. 2021, Sec. 2.2), so in the
- * cool-down chunk j's gradients are final PP chunk-passes before chunk
- * j - 1's, and in the warm-up chunk j first runs PP chunk-passes after j - 1. */
+ * next chunk's: Megatron-Core's interleaved 1F1B runs the micro-batches through
+ * a chunk in groups of microbatch_group_size_per_vp_stage, PP by default
+ * (Narayanan et al. 2021, Sec. 2.2), so in the cool-down chunk j's gradients
+ * are final PP chunk-passes before chunk j - 1's, and in the warm-up chunk j
+ * first runs PP chunk-passes after j - 1. */
 static double chunk_spacing(const fth_train_plan *p) {
   return fth_min((double)p->layout.pp, p->microbatches);
 }
 
-/* fth_train.h. Chunk i, counted from the one ready last, is ready i `spacing`
- * chunk-passes (window / v each) before the end, the transfers queue one after
- * another, and the last chunk's own pass hides window / v (its buckets fill as
- * its layers finish): the queue ends max_i ((i + 1) total / v - i spacing
- * window / v) after the end, largest at i = 0 or i = v - 1. */
+/* fth_train.h. Times from the start of the last-ready chunk's own final pass:
+ * chunk i, counted from that one, is ready i `spacing` chunk-passes (window /
+ * v each) before it, the transfers queue one after another, so the queue ends
+ * max_i ((i + 1) total / v - i spacing window / v) after it (largest at i = 0
+ * or i = v - 1), less the window / v that pass itself hides (its buckets fill
+ * as its layers finish). */
 double fth_train_dp_exposed_s(double total, double window, double v, double spacing) {
   if (total <= 0) return 0.0;
   double pass = window / v;
@@ -893,7 +894,8 @@ static void data_parallel(const fth_train_plan *p, const fth_phase *fwd, const f
               fth_train_dp_exposed_s(gather, window_s(w, fwd), v, spacing);
   }
   /* The hidden part still costs the compute under it the units its kernels hold. */
-  r->dp_interference_s = w->dp_comm_compute_share * (raw - exposed);
+  double hidden = raw - exposed;
+  r->dp_interference_s = hidden > 0 ? w->dp_comm_compute_share * hidden : 0.0;
   for (int i = 0; i < 2; i++) {
     fth_comm_item *it = &r->comm[kinds[i]];
     it->raw_s = t[i];

@@ -19,7 +19,8 @@
 /// HBM beside the kernels it hides under. 0.3: fitted on the visible MLPerf runs
 /// at scale (GPT-3 175B on 4,096-11,616 H100, Llama 3.1 405B on 2,048-8,192 H100
 /// and 1,024-5,120 GB200, Llama 3.1 8B on 72-512 GB200/GB300), whose gradient
-/// traffic hides under few micro-batches; `fathom validate` states its effect.
+/// traffic hides under few micro-batches (README, Validation: its effect per source).
+/// Unmeasured where collectives run on engines of their own (TPU ICI, Gaudi's NICs).
 #define FTH_DP_COMM_COMPUTE_SHARE 0.3
 
 /// The training workload (ScaleScope train spec plus fathom's extensions).

@@ -355,10 +355,12 @@ static int dp_overlap(void) {
   /* Four chunks, window 8 (2 per chunk-pass), ready 2 chunk-passes apart: 12 s
    * of traffic keeps up (3 s a chunk in 4 s between them), so only the last
    * chunk's 3 s outlast its own 2 s pass: 1 s. 40 s does not: the queue ends
-   * 40 - 3 x 2 x 2 = 28 s after the first chunk's release point, less the
-   * last pass's 2 s: 26 s. */
+   * 40 - 3 x 2 x 2 = 28 s after the last-ready chunk's release (the start of
+   * its final pass), less that pass's 2 s: 26 s. With no window at all every
+   * second is exposed whatever the chunks. */
   FTH_ENSURE_NEAR(1.0, fth_train_dp_exposed_s(12.0, 8.0, 4.0, 2.0), 1e-15);
   FTH_ENSURE_NEAR(26.0, fth_train_dp_exposed_s(40.0, 8.0, 4.0, 2.0), 1e-15);
+  FTH_ENSURE_NEAR(12.0, fth_train_dp_exposed_s(12.0, 0.0, 4.0, 2.0), 1e-15);
 
   /* ZeRO-1 over DP 4 (zero_traffic's step: reduce-scatter 2.72120832 ms, all-gather
    * 1.36060416 ms) with both windows whole (comp_comm = comm_mem = 1): the

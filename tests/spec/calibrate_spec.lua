@@ -277,8 +277,9 @@ describe("fathom calibrate", function()
     assert.are.equal(0, r.code, r.stderr)
     assert.are.equal(shown, r.stdout)
     -- the cases left out are predicted worse than when they were fitted (the shipped
-    -- calibration, fitted across sources, does better on them than this one source's refit)
+    -- calibration, fitted across sources, does better on them than this one source's refit,
     local before, after, loo = r.stdout:match("\nmean +([%d.]+)%% +([%d.]+)%% +([%d.]+)%%\n")
-    assert.is_true(tonumber(before) > 0 and tonumber(loo) > tonumber(after), r.stdout)
+    -- and within a point of it)
+    assert.is_true(tonumber(loo) > tonumber(after) and tonumber(loo) <= tonumber(before) + 1.0, r.stdout)
   end)
 end)

@@ -33,6 +33,13 @@ local function run(mode, args, format)
   return r, text
 end
 
+-- split(s) -> the comma-separated cells of one CSV row (no quoted commas in these rows)
+local function split(s)
+  local out = {}
+  for cell in (s .. ","):gmatch("([^,]*),") do out[#out + 1] = cell end
+  return out
+end
+
 local T = "tests/fixtures/tiny/"
 local C = "configs/"
 local function tiny(sweep, extra)
@@ -68,6 +75,32 @@ describe("fathom.sweep_batch", function()
     assert.are.equal(9, h.count_lines(text))
     assert.matches(",error,valid\n", text:match("^[^\n]*\n"))
     assert.matches("micro_batch_size", text)
+  end)
+
+  it("writes the compute the hidden DP traffic displaces, as the Lua path does", function()
+    -- the toy's DP 2 all-reduce hidden under the backward: a column that is not all zeros
+    local train = os.tmpname()
+    write(train, (slurp(T .. "train.yaml"):gsub("comp_comm_efficiency: 0%.0", "comp_comm_efficiency: 0.8")))
+    write(sweep, "sweep:\n  workload_spec.micro_batch_size: [1, 2]\n")
+    local args = tiny(sweep)
+    for i = 1, #args do
+      if args[i] == T .. "train.yaml" then args[i] = train end
+    end
+    local text = same(args)
+    os.remove(train)
+    local header = text:match("^[^\n]*")
+    local col
+    for i, name in ipairs(split(header)) do
+      if name:find("dp_interference_seconds", 1, true) then col = i end
+    end
+    assert.is_number(col, header)
+    local n = 0
+    for line in text:gmatch("\n([^\n]+)") do
+      local v = tonumber(split(line)[col])
+      assert.is_number(v)
+      if v > 0 then n = n + 1 end
+    end
+    assert.are.equal(2, n)
   end)
 
   it("matches when the first point is invalid and logical sizes are swept", function()

@@ -68,11 +68,9 @@ function M.events(r, order, chunks)
   add("pipeline bubble", "bubble", 1, t, r.bubble_s, { seconds = r.bubble_s })
   t = t + r.bubble_s
   local pp_hop = r.comm.pp.exposed_s / #order -- exposed sends, spread over the passes
-  local last_b_start = t
   for _, o in ipairs(order) do
     local is_f = o.forward
     local dur = is_f and tf or tb
-    if not is_f then last_b_start = t end
     local label = chunks > 1 and string.format("%d.%d", o.mb + 1, o.chunk) or tostring(o.mb + 1)
     add((is_f and "forward " or "backward ") .. label, is_f and "forward" or "backward", 1, t, dur,
       { microbatch = o.mb + 1, chunk = o.chunk })
@@ -82,14 +80,17 @@ function M.events(r, order, chunks)
     add("PP send", "comm", 3, t, pp_hop, {})
     t = t + pp_hop
   end
-  -- gradient reduction: hidden under the last backward, the rest exposed after it
+  -- gradient reduction: hidden under the backward (an interleaved schedule's chunks
+  -- under more than the last one), ending where the compute does; the rest exposed after it
   local dp_raw = r.comm.dp.raw_s + r.comm.dp_moe.raw_s
   local dp_exposed = r.comm.dp.exposed_s + r.comm.dp_moe.exposed_s
-  add("DP gradient reduction (hidden)", "comm", 4, last_b_start, dp_raw - dp_exposed, {})
+  local dp_hidden = dp_raw - dp_exposed
+  add("DP gradient reduction (hidden)", "comm", 4, math.max(0, t - dp_hidden), dp_hidden, {})
   add("DP gradient reduction (exposed)", "comm", 4, t, dp_exposed, {})
   t = t + dp_exposed
-  -- the compute the hidden reduction displaced, charged where the step ends
-  add("DP interference", "comm", 4, t, r.dp_interference_s or 0, {})
+  -- the compute the hidden reduction displaced (fth_train.h dp_interference_s), charged
+  -- on the compute track where the step ends
+  add("DP interference", "compute", 1, t, r.dp_interference_s or 0, {})
   t = t + (r.dp_interference_s or 0)
   add("activation offload (exposed)", "offload", 4, t, r.offload_exposed_s or 0, {})
   t = t + (r.offload_exposed_s or 0)
@@ -138,7 +139,7 @@ function M.pipeline_events(tr, r)
     end
   end
   -- done[forward][stage x C + chunk][mb]: when that pass ended
-  local times, nextk, free, done, last_b = {}, {}, {}, { [true] = {}, [false] = {} }, {}
+  local times, nextk, free, done = {}, {}, {}, { [true] = {}, [false] = {} }
   for s = 0, S - 1 do
     times[s] = {}
     for c = 0, C - 1 do
@@ -180,7 +181,6 @@ function M.pipeline_events(tr, r)
             C > 1 and string.format(" chunk %d", to_c) or ""), "comm", s + 1, TID[COMM.pp], start + dur, hop,
             { microbatch = mb })
         end
-        if not fwd then last_b[s] = start end
         done[fwd][s * C + c][mb] = start + dur
         free[s] = start + dur
         nextk[s] = nextk[s] + 1
@@ -198,10 +198,11 @@ function M.pipeline_events(tr, r)
     if info.training then -- inference has no gradients and no optimizer
       for _, k in ipairs({ COMM.dp, COMM.dp_moe }) do
         local c = r.comm[k]
-        add("hidden", "comm", s + 1, TID[k], last_b[s], c.raw_s - c.exposed_s, { kind = k })
+        local hidden = c.raw_s - c.exposed_s -- ends where the stage's compute does
+        add("hidden", "comm", s + 1, TID[k], math.max(0, free[s] - hidden), hidden, { kind = k })
         add("exposed", "comm", s + 1, TID[k], free[s], c.exposed_s, { kind = k })
       end
-      add("DP interference", "comm", s + 1, 1, free[s] + dp_exposed, interference, {})
+      add("DP interference", "compute", s + 1, 1, free[s] + dp_exposed, interference, {})
       add("optimizer step", "optimizer", s + 1, 1, free[s] + dp_exposed + interference, r.optimizer_s, {})
     end
     t_end = math.max(t_end, free[s] + dp_exposed + interference + (info.training and r.optimizer_s or 0))
