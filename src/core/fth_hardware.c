@@ -80,6 +80,9 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   if (!nonneg_ok(d->gemm_tile_n))
     return fth_fail(err, FTH_EINVAL, "gemm_tile_n", "expected a tile size >= 0 (0 = 128), got %g",
                     d->gemm_tile_n);
+  if (!(d->expert_lowp_fraction == 0 || fraction_ok(d->expert_lowp_fraction)))
+    return fth_fail(err, FTH_EINVAL, "expert_gemm_fp8_fraction",
+                    "expected a fraction in (0, 1] (0 = 1), got %g", d->expert_lowp_fraction);
   /* 64 KiB of K: far past any pipeline's fill (448 measured), a typo's guard */
   if (!(nonneg_ok(d->gemm_k_overhead_bytes) && d->gemm_k_overhead_bytes <= 65536))
     return fth_fail(err, FTH_EINVAL, "gemm_k_overhead_bytes",

@@ -42,6 +42,9 @@ fth_kernel_env fth_kernel_env_make(const fth_node_def *node, fth_precision prec,
   e.k_overhead_bytes = node->compute.gemm_k_overhead_bytes;
   e.attn_block_q = 128.0;
   e.expert_gemm_s = node->compute.expert_gemm_s;
+  double lowp = node->compute.expert_lowp_fraction;
+  e.expert_rate_fraction =
+      ((prec == FTH_PREC_FP8 || prec == FTH_PREC_FP4) && lowp > 0 && lowp < 1) ? lowp : 1.0;
   return e;
 }
 

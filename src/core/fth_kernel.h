@@ -29,6 +29,9 @@ typedef struct fth_kernel_env {
   double k_overhead_bytes; ///< a GEMM tile's fixed cost as bytes of K (tiled model)
   double attn_block_q;     ///< flash-attention query block (tiled model)
   double expert_gemm_s;    ///< fixed cost per expert of a grouped GEMM
+  /// a grouped expert GEMM's share of matrix_flops_per_s (FP8/FP4: the node's
+  /// expert_lowp_fraction; 1 at wider precisions)
+  double expert_rate_fraction;
 } fth_kernel_env;
 
 /// Build an env from a node at a precision (tier for operand traffic).

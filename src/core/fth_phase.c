@@ -216,6 +216,14 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
     /* The router stays at the activation precision under every recipe. */
     int q = recipe && l->part != FTH_PART_ROUTER;
     const fth_kernel_env *genv = q ? &c->gemm_env : &c->env;
+    /* A grouped expert GEMM runs at its own share of the rate (FP8/FP4). */
+    fth_kernel_env xenv;
+    if (l->part == FTH_PART_EXPERT && genv->expert_rate_fraction > 0 &&
+        genv->expert_rate_fraction < 1.0) {
+      xenv = *genv;
+      xenv.matrix_flops_per_s *= xenv.expert_rate_fraction;
+      genv = &xenv;
+    }
     double gb = q ? c->gemm_bytes : ab, wgt = q ? c->gemm_bytes : wb;
     /* Weights stored at `wgt` bytes: their traffic is in * out * batch * wgt. */
     fth_kernel_cost k = fth_kernel_gemm(genv, mtok, out, in, batch, gb);

@@ -157,6 +157,7 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->gemm_k_overhead_bytes =
         lcheck_number(L, c, dc, "gemm_k_overhead_bytes", cd->gemm_k_overhead_bytes);
     cd->expert_gemm_s = lcheck_number(L, c, dc, "expert_gemm_overhead_sec", 0);
+    cd->expert_lowp_fraction = lcheck_number(L, c, dc, "expert_gemm_fp8_fraction", 0);
     cd->power_watts = lcheck_number(L, c, dc, "power_watts", 0);
     cd->power_limit_watts = lcheck_number(L, c, dc, "power_limit_watts", 0);
     cd->dense_clock_fraction = lcheck_number(L, c, dc, "dense_clock_fraction", 1.0);

@@ -18,6 +18,7 @@ static fth_kernel_env env(void) {
   e.k_overhead_bytes = 0.0;
   e.attn_block_q = 128.0;
   e.expert_gemm_s = 0.0;
+  e.expert_rate_fraction = 1.0;
   return e;
 }
 

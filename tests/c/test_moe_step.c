@@ -397,7 +397,43 @@ static int regroup_after_rework(void) {
   return 0;
 }
 
+/* A grouped expert GEMM at FP8 runs at the node's expert_gemm_fp8_fraction of the
+ * FP8 rate; at BF16 the fraction is not applied. moe_step's setup under a per-tensor
+ * FP8 recipe, FP8 at 2 PFLOP/s: the routed experts' 1,610,612,736 forward FLOPs per
+ * micro-batch take 0.805306368 us at the whole rate and 1.610612736 us at half of it,
+ * so the forward's MLP compute grows by 0.805306368 us and the backward's (data and
+ * weight gradients) by twice that; the router and the shared expert do not move. */
+static int expert_lowp_rate(void) {
+  fth_node_def n = tfx_pflops_node();
+  n.compute.flops_per_s[FTH_PREC_FP8] = 2e15;
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(1024);
+  fth_train_def w = work();
+  fth_train_result whole, half, bf16_whole, bf16_half;
+  w.recipe = FTH_RECIPE_FP8_DELAYED;
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &whole));
+  n.compute.expert_lowp_fraction = 0.5;
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &half));
+  FTH_ENSURE_NEAR(whole.fwd_compute_s[FTH_FLOP_MLP] + 0.805306368e-6, half.fwd_compute_s[FTH_FLOP_MLP],
+                  1e-15);
+  FTH_ENSURE_NEAR(whole.bwd_compute_s[FTH_FLOP_MLP] + 2.0 * 0.805306368e-6,
+                  half.bwd_compute_s[FTH_FLOP_MLP], 1e-15);
+  FTH_ENSURE_NEAR(whole.fwd_compute_s[FTH_FLOP_ATTENTION], half.fwd_compute_s[FTH_FLOP_ATTENTION], 0);
+  w.recipe = FTH_RECIPE_NONE;
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &bf16_half));
+  n.compute.expert_lowp_fraction = 0.0;
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &bf16_whole));
+  FTH_ENSURE_NEAR(bf16_whole.step_time_s, bf16_half.step_time_s, 0);
+  /* Out of (0, 1]: refused where it enters. */
+  n.compute.expert_lowp_fraction = 1.5;
+  fth_train_plan plan;
+  fth_error err;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  return 0;
+}
+
 int moe_step_test(void) {
+  FTH_RUN(expert_lowp_rate());
   FTH_RUN(regroup_after_rework());
   FTH_RUN(moe_step());
   FTH_RUN(ep_override());
