@@ -40,7 +40,7 @@ typedef struct fth_compute_def {
   /// reaches, in (0, 1] (0 = 1): per-group scales and problem setup the dense kernel
   /// does not pay (H100, measured: FP8 `_scaled_grouped_mm` 0.91 of dense FP8 against
   /// the model at >= 2,048 tokens per expert, where BF16 `_grouped_mm` keeps 0.97 of dense
-  /// BF16; validation/measurements/COMPARISON.md).
+  /// BF16; validation/measurements/COMPARISON.md Sec. 2b).
   double expert_lowp_fraction;
   double vector_flops_per_s;          ///< non-tensor-core rate for element-wise ops; 0 = bf16/8
   double attention_efficiency;     ///< fraction of nominal fused attention reaches; 0 = efficiency
