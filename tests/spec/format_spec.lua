@@ -163,5 +163,7 @@ describe("fathom.format.svg", function()
     assert.matches('class="legend">compute<', text)
     assert.matches('class="legend">bubble<', text)
     assert.is_nil(text:find('class="legend">TP<', 1, true)) -- not drawn, not in the legend
+    -- a step with every part drawn still gives each its own colour
+    assert.is_true(#require("fathom.format.plot").palette >= #svg.parts, "palette shorter than the parts")
   end)
 end)

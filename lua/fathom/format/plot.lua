@@ -6,7 +6,7 @@ local M = {}
 -- common colour-vision deficiencies: the seven hues, black, then greys for the rest
 -- (told apart by lightness).
 M.palette = { "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000",
-  "#555555", "#999999", "#BBBBBB", "#DDDDDD", "#333333" }
+  "#555555", "#999999", "#BBBBBB", "#DDDDDD", "#333333", "#777777" }
 
 -- esc(s) -> s with XML's special characters escaped.
 function M.esc(s)

@@ -27,6 +27,7 @@ local parts = {
   { "bubble_seconds", "bubble" },
   { "optimizer_seconds", "optimizer" },
 }
+M.parts = parts -- each drawn in a colour of its own (the palette holds as many)
 
 -- An inference record has no breakdown: one bar of its own latency.
 local latencies = {
