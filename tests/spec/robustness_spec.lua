@@ -99,6 +99,8 @@ local analyze_cases = {
   { "hardware", "hw_dangling_memory.yaml", "xpu_memory: unknown memory component 'toy_hmb'" },
   { "hardware", "hw_zero_stacks.yaml", "num_stack: expected a value >= 1" },
   { "hardware", "hw_eff_over_one.yaml", "efficiency: expected a value <= 1" },
+  { "hardware", "hw_expert_fp8_over_one.yaml",
+    ":8:33: components%.compute%.toy%.expert_gemm_fp8_fraction: expected a value <= 1" },
   { "hardware", "hw_negative_flops.yaml", "bf16_nominal: expected a value >= 0" },
   -- several errors: the first in the file, every time (keys walked in document order)
   { "model", "model_several_errors.yaml", ":2:1: zzz_bad: unknown key" },
