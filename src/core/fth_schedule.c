@@ -122,12 +122,23 @@ long fth_pp_order_passes(fth_pp_schedule s, int stages, int micro, int virt) {
  * and a pattern of passes, phase 0 the micro-batches fed from this GPU's end
  * of the pipeline, phase 1 those from the other end (items: 0 F0, 1 F1, 2 B0,
  * 3 B1). Weight passes (W) are inside their backward here. */
+static void dualpipe_counts(int p, int m, int hr, long cnt[7]) {
+  const int h = p / 2;
+  cnt[0] = 2L * (h - hr - 1);
+  cnt[1] = hr + 1;
+  cnt[2] = h - hr - 1;
+  cnt[3] = (long)(m / 2) - p + hr + 1;
+  cnt[4] = h - hr - 1;
+  cnt[5] = hr + 1;
+  cnt[6] = h - hr - 1;
+}
+
 static void dualpipe_pass(int p, int m, int r, long k, fth_pp_pass *out) {
   const int h = p / 2, hr = r < p - 1 - r ? r : p - 1 - r, half = m / 2;
   static const int pat[7][4] = {{0}, {0, 1}, {3, 1}, {0, 3, 1, 2}, {3, 1, 2}, {3, 2}, {2}};
   static const int len[7] = {1, 2, 2, 4, 3, 2, 1};
-  const long cnt[7] = {2L * (h - hr - 1), hr + 1, h - hr - 1, (long)half - p + hr + 1, h - hr - 1,
-                       hr + 1, h - hr - 1};
+  long cnt[7];
+  dualpipe_counts(p, m, hr, cnt);
   long seen[4] = {0, 0, 0, 0};
   int item = 2;
   for (int i = 0; i < 7; i++) {
@@ -148,6 +159,29 @@ static void dualpipe_pass(int p, int m, int r, long k, fth_pp_pass *out) {
   /* dualpipe.py flips the phase on the second half: phase 0 is the module fed from its end */
   out->chunk = phase ^ (r >= h);
   out->mb = (int)seen[item] + (out->chunk ? half : 0);
+}
+
+/* DualPipe's overlapped forward-backward pairs on one GPU: two per iteration of
+ * dualpipe.py's main step (F0B1, F1B0) and one per iteration of its fifth
+ * (B1, F1B0); on a middle GPU the main step's first pair runs unpaired ("we don't
+ * overlap these two chunks to further reduce bubble size"). Every other pass --
+ * the warm-up forwards, the zero-bubble cool-down backwards -- runs alone. A GPU
+ * runs m forward passes, so the pairs over m are its paired share; the first and
+ * last GPUs (hr = 0) have the fewest when p > 4: m - 3p/2 + 1 of m. */
+double fth_pp_paired_share(fth_pp_schedule s, int stages, int micro) {
+  if (s != FTH_PP_DUALPIPE) return 0.0;
+  if (stages < 2 || micro <= 0) return 1.0;
+  const int p = stages, h = p / 2;
+  double least = (double)micro;
+  const int ends[2] = {0, h - 1};
+  for (int i = 0; i < 2; i++) {
+    long cnt[7];
+    dualpipe_counts(p, micro, ends[i], cnt);
+    double pairs = 2.0 * cnt[3] + cnt[4] - (ends[i] == h - 1 && cnt[3] > 0 ? 1.0 : 0.0);
+    if (pairs < least) least = pairs;
+  }
+  double share = least / micro;
+  return share < 0.0 ? 0.0 : share > 1.0 ? 1.0 : share;
 }
 
 void fth_pp_order_pass(fth_pp_schedule s, int stages, int micro, int virt, int stage, long k,

@@ -107,6 +107,11 @@ void fth_pp_order_pass(fth_pp_schedule s, int stages, int micro, int virt, int s
 /// Passes per GPU per step: 2 m x chunks (DualPipe: 2 m, half through each chunk).
 long fth_pp_order_passes(fth_pp_schedule s, int stages, int micro, int virt);
 
+/// Share of a GPU's chunk passes the schedule runs as overlapped forward-backward
+/// pairs (DualPipe's F&B chunks), on the GPU with the fewest: 0 for schedules that
+/// pair none, 1 for DualPipe without a pipeline (stages < 2).
+double fth_pp_paired_share(fth_pp_schedule s, int stages, int micro);
+
 /// Where chunk `chunk` of GPU `stage` sits on its line of virtual stages: the
 /// line (DualPipe: 0 fed from the first GPU, 1 from the last; else 0) and
 /// the position on it (interleaved chunk c x PP + stage; DualPipe line 1: PP - 1 - stage).

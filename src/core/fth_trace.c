@@ -642,7 +642,7 @@ void fth_trace_stage_time_of(const fth_trace *t, int stage, int chunk, fth_trace
   for (int i = 0; i < 3; i++) {
     double ex[FTH_COMM_KIND_COUNT];
     int dir = i == 0 ? 0 : 1;
-    out->pass_s[dir] += fth_phase_time_blocking(&ph[i], wk->overlap_eff, wk->blocking, ex);
+    out->pass_s[dir] += fth_train_work_pass_s(wk, &ph[i], ex);
     out->kernel_s[dir] += ph[i].kernel_s;
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) {
       out->comm_raw_s[dir][k] += ph[i].comm_s[k];

@@ -515,24 +515,48 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->comm_compute_share = w->moe_comm_compute_share;
 }
 
-/* Kinds run without overlap: TP's collectives when the workload does not
- * overlap them (vanilla TP) or its group talks over PCIe (Transformer Engine's
- * userbuffers overlap writes into peers' memory between GEMM chunks, which needs
- * NVLink-class peer mapping: NVIDIA's L40S MLPerf configs set TP_COMM_OVERLAP=False),
- * EP's dispatch and combine when it does not
- * (an all-to-all between the router and the experts, Megatron-Core's alltoall
- * dispatcher without its 1F1B A2A overlap), and what CP's ring leaves exposed
- * (its steps wait for their K/V: the wait stalls the attention, nothing else runs
- * then), unless the schedule hides the layer collectives under the other
- * direction's chunk (DualPipe). */
+/* Kinds run without overlap in a pass that runs alone: TP's collectives when
+ * the workload does not overlap them (vanilla TP) or its group talks over PCIe
+ * (Transformer Engine's userbuffers overlap writes into peers' memory between GEMM
+ * chunks, which needs NVLink-class peer mapping: NVIDIA's L40S MLPerf configs set
+ * TP_COMM_OVERLAP=False), EP's dispatch and combine when it does not (an all-to-all
+ * between the router and the experts, Megatron-Core's alltoall dispatcher without
+ * its 1F1B A2A overlap) or when the schedule's pairing is its only overlap (a
+ * DualPipe pass outside a forward-backward pair waits for its own dispatch and
+ * combine), and what CP's ring leaves exposed (its steps wait for their K/V: the
+ * wait stalls the attention, nothing else runs then). */
 static unsigned blocking_kinds(const fth_train_plan *p) {
-  if (fth_schedule_get(p->work.pp)->comm_hidden > 0) return 0u;
   unsigned k = 1u << FTH_COMM_CP;
   const fth_group *tp = &p->layout.group[FTH_COMM_TP];
   if (!p->work.tp_comm_overlap || (tp->n > 0 && tp->lv[0].pcie_peer))
     k |= (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
-  if (!p->work.ep_comm_overlap) k |= 1u << FTH_COMM_EP;
+  if (!p->work.ep_comm_overlap || fth_schedule_get(p->work.pp)->comm_hidden > 0)
+    k |= 1u << FTH_COMM_EP;
   return k;
+}
+
+/* The overlap rule of a pass (fth_train_work): a schedule that pairs the two
+ * directions' chunks (DualPipe) hides the layer collectives of its paired passes
+ * under the other chunk's computation (its row's comm_hidden), in the share
+ * fth_pp_paired_share counts; the rest run alone under the workload's overlap. */
+static void overlap_rule(const fth_train_plan *p, fth_train_work *o) {
+  const fth_train_def *w = &p->work;
+  o->overlap_eff = w->comp_comm_eff;
+  o->blocking = blocking_kinds(p);
+  o->paired_eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
+  o->paired_share = fth_pp_paired_share(w->pp, p->layout.pp, (int)p->microbatches);
+}
+
+double fth_train_work_pass_s(const fth_train_work *o, const fth_phase *ph, double *exposed) {
+  double t = fth_phase_time_blocking(ph, o->overlap_eff, o->blocking, exposed);
+  const double s = o->paired_share;
+  if (s > 0) {
+    double ex[FTH_COMM_KIND_COUNT];
+    double tp = fth_phase_time_blocking(ph, o->paired_eff, 0u, ex);
+    t = s * tp + (1.0 - s) * t;
+    for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) exposed[k] = s * ex[k] + (1.0 - s) * exposed[k];
+  }
+  return t;
 }
 
 /* The blocks of the heaviest middle stage and of the last; the last also
@@ -613,11 +637,11 @@ static void bf16_layers(const fth_train_plan *p, const fth_block_env *e, int moe
 
 /* One micro-batch through the slowest stage: the heaviest stage but the last,
  * or the last with the LM head, whichever takes longer under the overlap
- * `eff`; and what recomputation re-runs inside its backward: the whole blocks
+ * `rule`; and what recomputation re-runs inside its backward: the whole blocks
  * (full), the unfused attention core (selective) or every other GEMM and the
  * element-wise kernels (op), plus any recompute modules. */
-static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double eff, fth_phase *fwd,
-                       fth_phase *bwd, fth_phase *rec) {
+static void stage_pass(const fth_train_plan *p, const fth_block_env *e, const fth_train_work *rule,
+                       fth_phase *fwd, fth_phase *bwd, fth_phase *rec) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   const double q = w->seq_len / l->cp;
@@ -674,11 +698,8 @@ static void stage_pass(const fth_train_plan *p, const fth_block_env *e, double e
     /* the heaviest stage but the last stands for the first */
     bf16_layers(p, e, moe_first, w->bf16_layers_start, &mf, &mb);
     double ex[FTH_COMM_KIND_COUNT];
-    unsigned bk = blocking_kinds(p);
-    double t_last =
-        fth_phase_time_blocking(fwd, eff, bk, ex) + fth_phase_time_blocking(bwd, eff, bk, ex);
-    double t_mid =
-        fth_phase_time_blocking(&mf, eff, bk, ex) + fth_phase_time_blocking(&mb, eff, bk, ex);
+    double t_last = fth_train_work_pass_s(rule, fwd, ex) + fth_train_work_pass_s(rule, bwd, ex);
+    double t_mid = fth_train_work_pass_s(rule, &mf, ex) + fth_train_work_pass_s(rule, &mb, ex);
     if (t_mid > t_last) {
       *fwd = mf;
       *bwd = mb;
@@ -1025,19 +1046,16 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
  * the part of a step fth_train_evaluate and fth_train_passes share. */
 static void passes(const fth_train_plan *p, const fth_block_env *ep, fth_train_result *r,
                    fth_phase *fwd_out, fth_phase *bwd_out, fth_phase *rec_out) {
-  const fth_train_def *w = &p->work;
   const double mbs = p->microbatches;
-  /* A schedule that pairs the two directions' chunks hides the layer
-   * collectives under the other chunk's computation (DualPipe). */
-  double eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
+  fth_train_work rule;
+  overlap_rule(p, &rule);
   fth_phase fwd, bwd, rec;
-  stage_pass(p, ep, eff, &fwd, &bwd, &rec);
+  stage_pass(p, ep, &rule, &fwd, &bwd, &rec);
 
   double ex[3][FTH_COMM_KIND_COUNT];
-  unsigned bk = blocking_kinds(p);
-  double t_f = fth_phase_time_blocking(&fwd, eff, bk, ex[0]);
-  double t_rec = fth_phase_time_blocking(&rec, eff, bk, ex[2]);
-  double t_b = fth_phase_time_blocking(&bwd, eff, bk, ex[1]) + t_rec;
+  double t_f = fth_train_work_pass_s(&rule, &fwd, ex[0]);
+  double t_rec = fth_train_work_pass_s(&rule, &rec, ex[2]);
+  double t_b = fth_train_work_pass_s(&rule, &bwd, ex[1]) + t_rec;
   /* the GPU's wait on the host: each pass's time above its device time */
   const fth_phase *ph[3] = {&fwd, &bwd, &rec};
   double wait = 0;
@@ -1046,7 +1064,7 @@ static void passes(const fth_train_plan *p, const fth_block_env *ep, fth_train_r
     fth_phase dev = *ph[i];
     double scratch[FTH_COMM_KIND_COUNT];
     dev.host_s = 0;
-    wait += ph[i]->host_s - fth_min(ph[i]->host_s, fth_phase_time_blocking(&dev, eff, bk, scratch));
+    wait += ph[i]->host_s - fth_min(ph[i]->host_s, fth_train_work_pass_s(&rule, &dev, scratch));
   }
   r->host_wait_s = mbs * wait;
   r->fwd_s = t_f;
@@ -1144,8 +1162,7 @@ void fth_train_trace_work(const fth_train_plan *p, fth_train_work *out) {
     out->pp_hop_s = coll_time(p, FTH_COLL_SEND_RECV, out->pp_bytes, FTH_COMM_PP, NULL) +
                     coll_time(p, FTH_COLL_ALL_GATHER, out->pp_gather_bytes, FTH_COMM_TP, NULL);
   }
-  out->overlap_eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
-  out->blocking = blocking_kinds(p);
+  overlap_rule(p, out);
 }
 
 void fth_train_stage_blocks(const fth_train_plan *p, int s, int blocks[2]) {

@@ -171,9 +171,16 @@ typedef struct fth_train_work {
   double pp_bytes;                  ///< one hand-off's message per TP rank (0 when PP = 1)
   double pp_gather_bytes;           ///< the all-gather over TP after receipt (0: none)
   double pp_hop_s;                  ///< one hand-off's time (send/recv and any TP gather)
-  double overlap_eff;               ///< layer collectives vs kernels (fth_phase_time_blocking)
-  unsigned blocking;                ///< kinds run without overlap (bit 1 << kind)
+  double overlap_eff;               ///< layer collectives vs kernels in a pass run alone
+  unsigned blocking;                ///< kinds a pass run alone does not overlap (bit 1 << kind)
+  double paired_eff;                ///< the same in a forward-backward pair (DualPipe's F&B)
+  double paired_share;              ///< share of the passes run in pairs (fth_pp_paired_share)
 } fth_train_work;
+
+/// One pass's time under the work's overlap rule: the paired share of it at
+/// paired_eff with nothing blocking, the rest at overlap_eff with `blocking`
+/// exposed (fth_phase_time_blocking); `exposed` receives each kind's exposed seconds.
+double fth_train_work_pass_s(const fth_train_work *work, const fth_phase *ph, double *exposed);
 
 /// Fill `out` for the plan. Pure and allocation-free.
 void fth_train_trace_work(const fth_train_plan *plan, fth_train_work *out);

@@ -72,6 +72,22 @@ int schedule_test(void) {
     FTH_ENSURE(fth_pp_schedule_parse(r->name) == (fth_pp_schedule)i);
     FTH_ENSURE(r->sends_per_micro == 2.0 && r->weight_copies >= 1.0);
   }
+  /* DualPipe's forward-backward pairs, from dualpipe.py's step() on rank hr from
+   * its end of p with m micro-batches: the main step runs m/2 - p + hr + 1
+   * iterations of two pairs, the fifth p/2 - hr - 1 of one, and a middle rank
+   * (hr = p/2 - 1) runs the main step's first pair unpaired. p = 16, m = 120
+   * (DeepSeek-V3): hr = 0 pairs 2 x 45 + 7 = 97 passes, hr = 7 pairs 2 x 52 - 1 =
+   * 103; the fewest, 97 of 120. p = 4, m = 8: hr = 0 pairs 2 x 1 + 1 = 3, hr = 1
+   * 2 x 2 - 1 = 3: 3 of 8. p = 2, m = 4: the one rank is a middle one, 2 x 1 - 1 =
+   * 1 of 4. Other schedules pair none; DualPipe without a pipeline is all pairs. */
+  FTH_ENSURE_NEAR(97.0 / 120.0, fth_pp_paired_share(FTH_PP_DUALPIPE, 16, 120), 1e-15);
+  FTH_ENSURE_NEAR(3.0 / 8.0, fth_pp_paired_share(FTH_PP_DUALPIPE, 4, 8), 1e-15);
+  FTH_ENSURE_NEAR(1.0 / 4.0, fth_pp_paired_share(FTH_PP_DUALPIPE, 2, 4), 1e-15);
+  FTH_ENSURE(fth_pp_paired_share(FTH_PP_DUALPIPE, 1, 8) == 1.0);
+  FTH_ENSURE(fth_pp_paired_share(FTH_PP_1F1B, 16, 120) == 0.0);
+  FTH_ENSURE(fth_pp_paired_share(FTH_PP_INTERLEAVED, 4, 8) == 0.0);
+  /* more micro-batches pair more: the unpaired count stays 3p/2 - 1 = 23 */
+  FTH_ENSURE_NEAR(1.0 - 23.0 / 1200.0, fth_pp_paired_share(FTH_PP_DUALPIPE, 16, 1200), 1e-15);
   FTH_ENSURE(fth_schedule_get(FTH_PP_COUNT) == NULL);
   FTH_ENSURE(strcmp(fth_pp_schedule_name(FTH_PP_INTERLEAVED), "INTERLEAVED") == 0);
   FTH_ENSURE(fth_pp_schedule_parse("ZB") == FTH_PP_COUNT);

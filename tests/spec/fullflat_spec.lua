@@ -55,12 +55,15 @@ describe("scenarios/fullflat", function()
     end
     local a = study.find(r, { kind = "grid", model = "dense", network = "full_flat", domain = 8 })
     local b = study.find(r, { kind = "grid", model = "dense", network = "full_flat", domain = 64 })
-    -- within 0.5%, not exactly: the 64-GPU domain admits every 8-GPU strategy and TP 16 too
-    -- (ZeRO-1 over DP 128, whose hidden gradient traffic displaces less compute), which an
-    -- 8-GPU domain cannot place
-    assert.is_true(b.tokens_per_s >= a.tokens_per_s, "GPT-3 on FullFlat: the 64-GPU domain's choices hold the 8's")
-    assert.are.equal(16, b.tp)
-    h.near(a.tokens_per_s, b.tokens_per_s, 5e-3, "GPT-3 on FullFlat, 8- vs 64-GPU domains")
+    -- within 5%, not exactly: both pick TP 4 x PP 2 DualPipe over DP 512, but in an 8-GPU
+    -- domain TP has the scale-up links to itself while DP crosses the (equally fast)
+    -- scale-out tier, and in a 64-GPU domain 8 of DP's 512 share TP's links, so the TP
+    -- collectives of the passes DualPipe runs alone (comp_comm_efficiency 0 here) take twice
+    -- as long: 41 -> 81 ms exposed
+    assert.are.same({ 4, 2, 512 }, { a.tp, a.pp, a.dp })
+    assert.are.same({ 4, 2, 512 }, { b.tp, b.pp, b.dp })
+    assert.is_true(b.tokens_per_s <= a.tokens_per_s)
+    h.near(a.tokens_per_s, b.tokens_per_s, 5e-2, "GPT-3 on FullFlat, 8- vs 64-GPU domains")
   end)
 
   it("agrees with five of the study's findings and disagrees with two (in-network collectives, HBM capacity)",
@@ -69,7 +72,7 @@ describe("scenarios/fullflat", function()
       for _, f in ipairs(study.findings(result())) do holds[#holds + 1] = f.holds end
       assert.are.same({ true, true, true, true, false, true, false }, holds)
       assert.is_true(study.advantage(result(), "moe", 8) > 1.5) -- the MoE gains most, at small domains
-      assert.is_true(study.advantage(result(), "dense", 64) < 1.05)
+      assert.is_true(study.advantage(result(), "dense", 64) < 1.10)
     end)
 
   it("prints what README.md shows", function()
@@ -85,7 +88,7 @@ describe("scenarios/fullflat", function()
     assert.matches("MFU %(%%%) of the best strategy", svgs["fullflat_mfu.svg"])
     local _, lines = svgs["fullflat_gain.svg"]:gsub("<polyline ", "")
     assert.are.equal(2, lines)
-    assert.matches("GPT%-3 175B %(dense%): 8, 1%.2", svgs["fullflat_gain.svg"])
+    assert.matches("GPT%-3 175B %(dense%): 8, 1%.18", svgs["fullflat_gain.svg"])
   end)
 
   it("refuses a bad argument with one line and exit 2", function()
