@@ -50,6 +50,10 @@
 --                          none hidden. A name or recompute string that says "A2A overlap",
 --                          "EP overlap", "overlap_moe_expert_parallel_comm" or "batch
 --                          overlap" turns it on
+--   ep_overlap_pairs       that overlap pairs a forward and a backward pass of two micro-batches
+--                          (Megatron-Core's 1F1B A2A overlap, DualPipe, two-batch overlap), so
+--                          the schedule's warm-up and cool-down passes, run alone, expose their
+--                          all-to-all; set with ep_comm_overlap by the same strings
 --   ep_dispatch_per_node   the EP dispatcher sends a token across scale-out once per node it
 --                          reaches and forwards it inside (DeepEP's normal kernels,
 --                          Megatron's flex/HybridEP): the k copies of a token cross as the
@@ -323,7 +327,7 @@ function M.lookup(name)
     if out.cast_kernels == "eager" then out.cast_kernels = "compiled" end
   end
   if s:find("async[%s%-_]?tp") then out.tp_comm_overlap = true end
-  if M.ep_overlap(s) then out.ep_comm_overlap = true end
+  if M.ep_overlap(s) then out.ep_comm_overlap, out.ep_overlap_pairs = true, true end
   if M.ep_per_node(s) then out.ep_dispatch_per_node = true end
   return out
 end
@@ -345,6 +349,7 @@ function M.workload_defaults(name, pass)
     w.cast_kernels = f.cast_kernels
     w.tp_comm_overlap = f.tp_comm_overlap
     w.ep_comm_overlap = f.ep_comm_overlap
+    w.ep_overlap_pairs = f.ep_overlap_pairs
     w.ep_dispatch_per_node = f.ep_dispatch_per_node
     w.dp_spec = { variant = f.dp_variant }
   end

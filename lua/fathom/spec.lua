@@ -290,6 +290,9 @@ M.train_schema = with_common({
     hint = "true: a token crosses scale-out once per node it reaches (DeepEP); false: once per expert copy" },
   ep_comm_overlap = { type = "boolean", default = TRAIN.ep_comm_overlap,
     hint = "false: EP dispatch/combine run between router and experts, none hidden (no A2A overlap)" },
+  ep_overlap_pairs = { type = "boolean", default = TRAIN.ep_overlap_pairs,
+    hint = "true: the EP overlap pairs a forward and a backward of two micro-batches (Megatron-Core's 1F1B "
+      .. "A2A overlap): the schedule's warm-up and cool-down passes wait for their own all-to-all" },
   tp_comm_overlap = { type = "boolean", default = TRAIN.tp_comm_overlap,
     hint = "false: TP collectives run between the GEMMs, none hidden (vanilla TP; async TP overlaps them)" },
   fp8_param_gather = { type = "boolean", default = TRAIN.fp8_param_gather,
@@ -766,6 +769,7 @@ function M.train(src)
     tp_comm_overlap = w.tp_comm_overlap,
     fp8_param_gather = w.fp8_param_gather,
     ep_comm_overlap = w.ep_comm_overlap,
+    ep_overlap_pairs = w.ep_overlap_pairs,
     ep_dispatch_per_node = w.ep_dispatch_per_node,
     eager_elementwise = w.eager_elementwise,
     host_op_sec = w.host_op_sec,

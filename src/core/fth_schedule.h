@@ -112,6 +112,13 @@ long fth_pp_order_passes(fth_pp_schedule s, int stages, int micro, int virt);
 /// pair none, 1 for DualPipe without a pipeline (stages < 2).
 double fth_pp_paired_share(fth_pp_schedule s, int stages, int micro);
 
+/// Share of the first stage's passes a schedule runs in its steady state, each
+/// forward beside a backward of another micro-batch (what an EP overlap made of
+/// such pairs hides under): 1F1B and ZB-H1 (m - p + 1) / m, interleaved with v
+/// chunks (m v - 2 (p - 1) - (v - 1) p) / (m v), (m - 1) / m without a pipeline,
+/// 0 for GPipe, DualPipe's paired share (fth_pp_paired_share).
+double fth_pp_steady_share(fth_pp_schedule s, int stages, int micro, int virt);
+
 /// Where chunk `chunk` of GPU `stage` sits on its line of virtual stages: the
 /// line (DualPipe: 0 fed from the first GPU, 1 from the last; else 0) and
 /// the position on it (interleaved chunk c x PP + stage; DualPipe line 1: PP - 1 - stage).

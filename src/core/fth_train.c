@@ -515,36 +515,50 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->comm_compute_share = w->moe_comm_compute_share;
 }
 
-/* Kinds run without overlap in a pass that runs alone: TP's collectives when
- * the workload does not overlap them (vanilla TP) or its group talks over PCIe
- * (Transformer Engine's userbuffers overlap writes into peers' memory between GEMM
- * chunks, which needs NVLink-class peer mapping: NVIDIA's L40S MLPerf configs set
- * TP_COMM_OVERLAP=False), EP's dispatch and combine when it does not (an all-to-all
- * between the router and the experts, Megatron-Core's alltoall dispatcher without
- * its 1F1B A2A overlap) or when the schedule's pairing is its only overlap (a
- * DualPipe pass outside a forward-backward pair waits for its own dispatch and
- * combine), and what CP's ring leaves exposed (its steps wait for their K/V: the
- * wait stalls the attention, nothing else runs then). */
+/* Kinds run without overlap: TP's collectives when the workload does not
+ * overlap them (vanilla TP) or its group talks over PCIe (Transformer Engine's
+ * userbuffers overlap writes into peers' memory between GEMM chunks, which needs
+ * NVLink-class peer mapping: NVIDIA's L40S MLPerf configs set TP_COMM_OVERLAP=False),
+ * EP's dispatch and combine when it does not (an all-to-all between the router and
+ * the experts, Megatron-Core's alltoall dispatcher without its 1F1B A2A overlap),
+ * and what CP's ring leaves exposed (its steps wait for their K/V: the wait stalls
+ * the attention, nothing else runs then). */
 static unsigned blocking_kinds(const fth_train_plan *p) {
   unsigned k = 1u << FTH_COMM_CP;
   const fth_group *tp = &p->layout.group[FTH_COMM_TP];
   if (!p->work.tp_comm_overlap || (tp->n > 0 && tp->lv[0].pcie_peer))
     k |= (1u << FTH_COMM_TP) | (1u << FTH_COMM_TP_MOE);
-  if (!p->work.ep_comm_overlap || fth_schedule_get(p->work.pp)->comm_hidden > 0)
-    k |= 1u << FTH_COMM_EP;
+  if (!p->work.ep_comm_overlap) k |= 1u << FTH_COMM_EP;
   return k;
 }
 
-/* The overlap rule of a pass (fth_train_work): a schedule that pairs the two
+/* The overlap rule of a pass (fth_train_work). A schedule that pairs the two
  * directions' chunks (DualPipe) hides the layer collectives of its paired passes
  * under the other chunk's computation (its row's comm_hidden), in the share
- * fth_pp_paired_share counts; the rest run alone under the workload's overlap. */
+ * fth_pp_paired_share counts; an EP overlap made of pairs (Megatron-Core's 1F1B
+ * A2A overlap: a forward and a backward of two micro-batches interleaved so each
+ * one's all-to-all runs under the other's computation) hides EP in the passes the
+ * schedule runs paired, its steady state (fth_pp_steady_share). A pass outside a
+ * pair waits for its own dispatch and combine: EP blocks there. */
 static void overlap_rule(const fth_train_plan *p, fth_train_work *o) {
   const fth_train_def *w = &p->work;
+  const fth_schedule *row = fth_schedule_get(w->pp);
+  const unsigned ep = 1u << FTH_COMM_EP;
+  const int micro = (int)p->microbatches;
   o->overlap_eff = w->comp_comm_eff;
   o->blocking = blocking_kinds(p);
-  o->paired_eff = fth_max(w->comp_comm_eff, fth_schedule_get(w->pp)->comm_hidden);
-  o->paired_share = fth_pp_paired_share(w->pp, p->layout.pp, (int)p->microbatches);
+  o->paired_eff = w->comp_comm_eff;
+  o->paired_blocking = o->blocking;
+  o->paired_share = 0.0;
+  if (row->comm_hidden > 0) {
+    o->paired_eff = fth_max(w->comp_comm_eff, row->comm_hidden);
+    o->paired_blocking = 0u;
+    o->paired_share = fth_pp_paired_share(w->pp, p->layout.pp, micro);
+    o->blocking |= ep;
+  } else if (w->ep_comm_overlap && w->ep_overlap_pairs) {
+    o->paired_share = fth_pp_steady_share(w->pp, p->layout.pp, micro, w->virtual_stages);
+    o->blocking |= ep;
+  }
 }
 
 double fth_train_work_pass_s(const fth_train_work *o, const fth_phase *ph, double *exposed) {
@@ -552,7 +566,7 @@ double fth_train_work_pass_s(const fth_train_work *o, const fth_phase *ph, doubl
   const double s = o->paired_share;
   if (s > 0) {
     double ex[FTH_COMM_KIND_COUNT];
-    double tp = fth_phase_time_blocking(ph, o->paired_eff, 0u, ex);
+    double tp = fth_phase_time_blocking(ph, o->paired_eff, o->paired_blocking, ex);
     t = s * tp + (1.0 - s) * t;
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) exposed[k] = s * ex[k] + (1.0 - s) * exposed[k];
   }

@@ -173,13 +173,17 @@ typedef struct fth_train_work {
   double pp_hop_s;                  ///< one hand-off's time (send/recv and any TP gather)
   double overlap_eff;               ///< layer collectives vs kernels in a pass run alone
   unsigned blocking;                ///< kinds a pass run alone does not overlap (bit 1 << kind)
-  double paired_eff;                ///< the same in a forward-backward pair (DualPipe's F&B)
-  double paired_share;              ///< share of the passes run in pairs (fth_pp_paired_share)
+  double paired_eff;                ///< the same in a forward-backward pair (DualPipe's F&B,
+                                    ///< Megatron-Core's 1F1B A2A overlap)
+  unsigned paired_blocking;         ///< kinds a paired pass does not overlap
+  double paired_share;              ///< share of the passes run in pairs (fth_pp_paired_share,
+                                    ///< fth_pp_steady_share)
 } fth_train_work;
 
 /// One pass's time under the work's overlap rule: the paired share of it at
-/// paired_eff with nothing blocking, the rest at overlap_eff with `blocking`
-/// exposed (fth_phase_time_blocking); `exposed` receives each kind's exposed seconds.
+/// paired_eff with `paired_blocking` exposed, the rest at overlap_eff with
+/// `blocking` exposed (fth_phase_time_blocking); `exposed` receives each kind's
+/// exposed seconds.
 double fth_train_work_pass_s(const fth_train_work *work, const fth_phase *ph, double *exposed);
 
 /// Fill `out` for the plan. Pure and allocation-free.

@@ -53,6 +53,10 @@ typedef struct fth_train_def {
   int fp8_param_gather;    ///< 1: under an FP8 recipe the sharded-DP weight all-gathers move the
                            ///< FP8 copies, 1 byte a weight (Megatron fp8_param_gather, FSDP2 float8)
   int ep_comm_overlap;     ///< 0: EP dispatch/combine run between router and experts, none hidden
+  /// 1: that overlap pairs a forward and a backward pass of two micro-batches
+  /// (Megatron-Core's 1F1B A2A overlap): the schedule's passes outside pairs, its
+  /// warm-up and cool-down (fth_pp_steady_share), wait for their own all-to-all
+  int ep_overlap_pairs;
   int ep_dispatch_per_node; ///< 1: a token crosses scale-out once per node it reaches (DeepEP)
   /// ZeRO-3: micro-batches that share one weight gather and gradient reduce-scatter
   /// (FSDP2 under a PyTorch pipeline schedule: one per schedule run); 1 = every one

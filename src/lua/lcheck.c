@@ -446,6 +446,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->tp_comm_overlap = lcheck_bool(L, idx, w, "tp_comm_overlap", out->tp_comm_overlap);
   out->fp8_param_gather = lcheck_bool(L, idx, w, "fp8_param_gather", out->fp8_param_gather);
   out->ep_comm_overlap = lcheck_bool(L, idx, w, "ep_comm_overlap", out->ep_comm_overlap);
+  out->ep_overlap_pairs = lcheck_bool(L, idx, w, "ep_overlap_pairs", out->ep_overlap_pairs);
   out->ep_dispatch_per_node =
       lcheck_bool(L, idx, w, "ep_dispatch_per_node", out->ep_dispatch_per_node);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);

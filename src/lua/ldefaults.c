@@ -99,6 +99,7 @@ void lfth_open_defaults(lua_State *L) {
   setbool(L, "tp_comm_overlap", t.tp_comm_overlap);
   setbool(L, "fp8_param_gather", t.fp8_param_gather);
   setbool(L, "ep_comm_overlap", t.ep_comm_overlap);
+  setbool(L, "ep_overlap_pairs", t.ep_overlap_pairs);
   setbool(L, "ep_dispatch_per_node", t.ep_dispatch_per_node);
   setbool(L, "eager_elementwise", t.eager_elementwise);
   setnum(L, "host_op_sec", t.host_op_s);

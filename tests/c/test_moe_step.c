@@ -301,6 +301,20 @@ static int ep_overlap(void) {
    * by at most what was hidden */
   FTH_ENSURE(off.step_time_s >= on.step_time_s);
   FTH_ENSURE(off.step_time_s <= on.step_time_s + on.comm[FTH_COMM_EP].hidden_s + 1e-15);
+  /* An overlap made of pairs (Megatron-Core's 1F1B A2A overlap): without a pipeline
+   * the first forward and the last backward of the 2 micro-batches run alone and
+   * wait for their whole all-to-all, the other two hide what `on` hides: exposed
+   * (raw + on's exposed) / 2. */
+  w.ep_comm_overlap = 1;
+  w.ep_overlap_pairs = 1;
+  fth_train_result pairs;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &pairs);
+  FTH_ENSURE_NEAR(0.5 * (on.comm[FTH_COMM_EP].raw_s + on.comm[FTH_COMM_EP].exposed_s),
+                  pairs.comm[FTH_COMM_EP].exposed_s, 1e-15);
+  FTH_ENSURE(on.comm[FTH_COMM_EP].exposed_s < 0.9 * on.comm[FTH_COMM_EP].raw_s);
+  /* the step lies between the two (this one, communication-bound, does not move) */
+  FTH_ENSURE(pairs.step_time_s >= on.step_time_s - 1e-15 && pairs.step_time_s <= off.step_time_s + 1e-15);
   return 0;
 }
 

@@ -453,6 +453,23 @@ describe("fathom.frameworks", function()
     assert.is_false(overlap(false))
   end)
 
+  it("reads an A2A overlap as one made of micro-batch pairs; none named, EP runs exposed", function()
+    local function work(kernels)
+      return assert(cases.training_docs({ id = "q", system = { gpu = "NVIDIA GB200", num_gpus = 8,
+        gpus_per_node = 4 }, model = { type = "moe", arch = "Qwen3 MoE (GQA, SwiGLU experts)", layers = 48,
+        hidden = 2048, heads = 32, kv_heads = 4, head_dim = 128, vocab = 151936, experts = 128, top_k = 8,
+        expert_ffn = 768 },
+        training = { framework = "Megatron-Bridge (container 26.06)", precision = "BF16", kernels = kernels },
+        parallelism = { tp = 1, ep = 8, dp = 8, micro_batch = 1, global_batch = 64, seq_len = 4096 } })).workload
+    end
+    local w = work("Transformer Engine, hybridep flex dispatcher, A2A overlap (moe_a2a_overlap)")
+    assert.is_true(w.ep_comm_overlap)
+    assert.is_true(w.ep_overlap_pairs)
+    w = work("Transformer Engine, hybridep flex dispatcher")
+    assert.is_false(w.ep_comm_overlap)
+    assert.is_false(w.ep_overlap_pairs)
+  end)
+
   it("reads Megatron-Core recompute modules from the recompute string", function()
     assert.are.same({ "mla_up_proj", "moe_act" }, cases.recompute_modules("selective (mla_up_proj, moe_act)"))
     assert.are.same({ "layernorm", "mla_up_proj" },
