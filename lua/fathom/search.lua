@@ -380,6 +380,39 @@ function M.runner_up(hits)
   return hits[2]
 end
 
+-- step_parts(hit) -> the step's seconds by where they go, as the hit reports them: the
+-- pipeline bubble, each kind's exposed communication (DP with the compute its hidden traffic
+-- displaces), and the rest (the kernels, the optimizer, any offload).
+local PART_LABELS = {
+  { "bubble", "the pipeline bubble" }, { "dp", "exposed DP traffic (with the compute it displaces)" },
+  { "ep", "the exposed EP all-to-all" }, { "tp", "exposed TP collectives" }, { "pp", "exposed PP sends" },
+  { "cp", "exposed CP exchanges" }, { "rest", "the kernels (compute, memory, optimizer)" },
+}
+function M.step_parts(h)
+  local e = h.exposed_s or {}
+  local p = {
+    bubble = (h.bubble_fraction or 0) * h.step_time_s,
+    dp = (e.dp or 0) + (e.dp_moe or 0) + (h.dp_interference_s or 0),
+    ep = e.ep or 0, tp = (e.tp or 0) + (e.tp_moe or 0), pp = e.pp or 0, cp = e.cp or 0,
+  }
+  p.rest = h.step_time_s - (p.bubble + p.dp + p.ep + p.tp + p.pp + p.cp)
+  return p
+end
+
+-- largest_gain(best, runner) -> the line naming the part of the step where the best gains the
+-- most over the runner-up, or nil when the two steps are equal.
+function M.largest_gain(a, b)
+  if b.step_time_s <= a.step_time_s then return nil end
+  local pa, pb = M.step_parts(a), M.step_parts(b)
+  local best, label
+  for _, l in ipairs(PART_LABELS) do
+    local d = pb[l[1]] - pa[l[1]]
+    if not best or d > best then best, label = d, l end
+  end
+  return string.format("most of the gap is %s: %s vs %s", label[2], units.time(pa[label[1]]),
+    units.time(pb[label[1]]))
+end
+
 -- explain(best, runner) -> list of reasons that separate the two.
 function M.explain(a, b, system)
   if not b then return { "the only strategy that fits" } end
@@ -411,12 +444,12 @@ function M.explain(a, b, system)
     out[#out + 1] = string.format("EP=%d (%d in the pod) exposes %s of all-to-all vs %s for EP=%d", a.ep, a.ep_su,
       units.time(a.exposed_s.ep), units.time(b.exposed_s.ep), b.ep)
   end
-  if a.dp_variant ~= b.dp_variant then
+  if a.dp_variant ~= b.dp_variant or a.dp ~= b.dp then
     -- what the DP traffic costs the step: its exposed part and the compute its hidden part
     -- displaces (dp_interference_s)
-    out[#out + 1] = string.format("%s (exposed DP %s + %s displaced, %s per GPU) vs %s (%s + %s, %s)",
-      a.dp_variant, units.time(a.exposed_s.dp + a.exposed_s.dp_moe), units.time(a.dp_interference_s or 0),
-      units.bytes(a.peak_bytes), b.dp_variant, units.time(b.exposed_s.dp + b.exposed_s.dp_moe),
+    out[#out + 1] = string.format("DP=%d %s (exposed DP %s + %s displaced, %s per GPU) vs DP=%d %s (%s + %s, %s)",
+      a.dp, a.dp_variant, units.time(a.exposed_s.dp + a.exposed_s.dp_moe), units.time(a.dp_interference_s or 0),
+      units.bytes(a.peak_bytes), b.dp, b.dp_variant, units.time(b.exposed_s.dp + b.exposed_s.dp_moe),
       units.time(b.dp_interference_s or 0), units.bytes(b.peak_bytes))
   end
   if a.recompute ~= b.recompute then
@@ -440,6 +473,8 @@ function M.explain(a, b, system)
       100 * (tb / ta - 1))
     return out
   end
+  local gap = M.largest_gain(a, b)
+  if gap then out[#out + 1] = gap end
   local ta, tb = units.time(a.step_time_s), units.time(b.step_time_s)
   if ta == tb then -- alike at four digits: more of them, or say they are equal
     if a.step_time_s == b.step_time_s then

@@ -110,6 +110,20 @@ describe("fathom.search", function()
     assert.is_true(#search.run(def, 1).hits < #res.hits)
   end)
 
+  it("names the part of the step where the best gains most over the runner-up", function()
+    -- by hand: a = bubble 0.1 x 10 = 1 s, DP 0.3 + 0.2 displaced = 0.5, EP 1, TP 0.5, the rest
+    -- 10 - 3 = 7 s; b = bubble 0.55, DP 0.5, EP 2.2, TP 0.5, rest 11 - 3.75 = 7.25 s. b - a:
+    -- bubble -0.45, EP +1.2, rest +0.25: the EP all-to-all
+    local function hit(step, bubble, ep)
+      return { step_time_s = step, bubble_fraction = bubble, dp_interference_s = 0.2,
+        exposed_s = { dp = 0.3, dp_moe = 0, ep = ep, tp = 0.5, tp_moe = 0, pp = 0, cp = 0 } }
+    end
+    local a, b = hit(10, 0.1, 1), hit(11, 0.05, 2.2)
+    assert.are.equal("most of the gap is the exposed EP all-to-all: 1 s vs 2.2 s", search.largest_gain(a, b))
+    h.near(7.25, search.step_parts(b).rest, 1e-12)
+    assert.is_nil(search.largest_gain(b, a))
+  end)
+
   it("the best is never slower than any strategy evaluated on its own", function()
     local def = small_def()
     local best = search.run(def, 1).hits[1]
