@@ -836,9 +836,9 @@ function M.training_docs(case)
     -- EP overlap as the framework runs it, or as the case's training notes say
     ep_comm_overlap = fw.ep_comm_overlap or require("fathom.frameworks").ep_overlap(tr.recompute)
       or require("fathom.frameworks").ep_overlap(tr.kernels) or false,
-    -- an overlap the strings name (A2A overlap, DualPipe, batch overlap) pairs micro-batches
-    ep_overlap_pairs = fw.ep_overlap_pairs or require("fathom.frameworks").ep_overlap(tr.recompute)
-      or require("fathom.frameworks").ep_overlap(tr.kernels) or false,
+    -- an A2A overlap or DualPipe the strings name pairs a forward and a backward
+    ep_overlap_pairs = fw.ep_overlap_pairs or require("fathom.frameworks").ep_overlap_pairs(tr.recompute)
+      or require("fathom.frameworks").ep_overlap_pairs(tr.kernels) or false,
     ep_dispatch_per_node = fw.ep_dispatch_per_node or require("fathom.frameworks").ep_per_node(tr.kernels)
       or false,
     sequence_parallel = p.sp and p.tp > 1,

@@ -51,9 +51,9 @@
 --                          "EP overlap", "overlap_moe_expert_parallel_comm" or "batch
 --                          overlap" turns it on
 --   ep_overlap_pairs       that overlap pairs a forward and a backward pass of two micro-batches
---                          (Megatron-Core's 1F1B A2A overlap, DualPipe, two-batch overlap), so
---                          the schedule's warm-up and cool-down passes, run alone, expose their
---                          all-to-all; set with ep_comm_overlap by the same strings
+--                          (Megatron-Core's 1F1B A2A overlap, DualPipe), so the schedule's
+--                          warm-up and cool-down passes, run alone, expose their all-to-all;
+--                          set by the strings that name such an overlap (M.ep_overlap_pairs)
 --   ep_dispatch_per_node   the EP dispatcher sends a token across scale-out once per node it
 --                          reaches and forwards it inside (DeepEP's normal kernels,
 --                          Megatron's flex/HybridEP): the k copies of a token cross as the
@@ -258,6 +258,15 @@ function M.ep_overlap(s)
     or s:find("batch[%s%-_]*overlap") or s:find("dualpipe")) ~= nil
 end
 
+-- ep_overlap_pairs(s) -> whether a string names an EP overlap made of a forward and a
+-- backward of two micro-batches (Megatron-Core's 1F1B A2A overlap, DualPipe); a serving
+-- engine's two-batch overlap pairs two forwards and is not one.
+function M.ep_overlap_pairs(s)
+  s = tostring(s or ""):lower()
+  return (s:find("a2a[%s%-_]*overlap") or s:find("ep[%s%-_]*overlap") or s:find("overlap_moe_expert")
+    or s:find("dualpipe")) ~= nil
+end
+
 -- ep_per_node(s) -> whether a string names a per-node-forwarding EP dispatcher.
 function M.ep_per_node(s)
   s = tostring(s or ""):lower()
@@ -327,7 +336,8 @@ function M.lookup(name)
     if out.cast_kernels == "eager" then out.cast_kernels = "compiled" end
   end
   if s:find("async[%s%-_]?tp") then out.tp_comm_overlap = true end
-  if M.ep_overlap(s) then out.ep_comm_overlap, out.ep_overlap_pairs = true, true end
+  if M.ep_overlap(s) then out.ep_comm_overlap = true end
+  if M.ep_overlap_pairs(s) then out.ep_overlap_pairs = true end
   if M.ep_per_node(s) then out.ep_dispatch_per_node = true end
   return out
 end

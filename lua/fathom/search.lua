@@ -400,7 +400,8 @@ function M.step_parts(h)
 end
 
 -- largest_gain(best, runner) -> the line naming the part of the step where the best gains the
--- most over the runner-up, or nil when the two steps are equal.
+-- most over the runner-up (a part may differ by more than the whole step when others go the
+-- other way), or nil when the runner-up is no slower.
 function M.largest_gain(a, b)
   if b.step_time_s <= a.step_time_s then return nil end
   local pa, pb = M.step_parts(a), M.step_parts(b)
@@ -409,7 +410,7 @@ function M.largest_gain(a, b)
     local d = pb[l[1]] - pa[l[1]]
     if not best or d > best then best, label = d, l end
   end
-  return string.format("most of the gap is %s: %s vs %s", label[2], units.time(pa[label[1]]),
+  return string.format("the largest difference is %s: %s vs %s", label[2], units.time(pa[label[1]]),
     units.time(pb[label[1]]))
 end
 

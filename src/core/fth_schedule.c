@@ -187,15 +187,17 @@ double fth_pp_paired_share(fth_pp_schedule s, int stages, int micro) {
 /* The 1F1B family's steady state on its first stage, whose warm-up is the
  * longest: p - 1 forwards before its first backward (Narayanan et al. 2021
  * Sec. 2.2.1), 2 (p - 1) + (v - 1) p chunk-forwards interleaved (Megatron-LM's
- * interleaved schedule), and as many backwards in the cool-down; without a
- * pipeline Megatron-Core's combined 1F1B runs the first forward and the last
- * backward alone. GPipe pairs none (every forward before any backward). */
+ * interleaved schedule) and one more under Megatron-Core's combined 1F1B A2A
+ * overlap (which adds a warm-up micro-batch to pair from, and runs only with
+ * virtual stages or without a pipeline), and as many backwards in the cool-down;
+ * without a pipeline the first forward and the last backward run alone. GPipe
+ * with a pipeline pairs none (every forward before any backward). */
 double fth_pp_steady_share(fth_pp_schedule s, int stages, int micro, int virt) {
   if (s == FTH_PP_DUALPIPE) return fth_pp_paired_share(s, stages, micro);
   if (s == FTH_PP_GPIPE && stages > 1) return 0.0;
   if (micro <= 0) return 0.0;
   const double p = stages, v = stages > 1 ? fth_pp_chunks(s, virt) : 1.0, total = micro * v;
-  double warm = stages <= 1 ? 1.0 : (v > 1 ? 2.0 * (p - 1) + (v - 1) * p : p - 1);
+  double warm = stages <= 1 ? 1.0 : (v > 1 ? 2.0 * (p - 1) + (v - 1) * p + 1.0 : p - 1);
   if (warm > total) warm = total;
   return (total - warm) / total;
 }

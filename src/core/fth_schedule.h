@@ -39,7 +39,8 @@ typedef struct fth_schedule {
   double bubble_w;         ///< coefficient of t_w (its weight-gradient part)
   double sends_per_micro;  ///< activation hand-offs per micro-batch per chunk (fwd + bwd)
   double weight_copies;    ///< model replicas each GPU stores
-  double comm_hidden;      ///< share of layer and PP collectives hidden at least (0: the workload's)
+  double comm_hidden;      ///< share of layer and PP collectives hidden in the passes the
+                           ///< schedule pairs (fth_pp_paired_share; 0: the workload's)
   const char *source;      ///< where the formulas come from
 } fth_schedule;
 
@@ -115,8 +116,9 @@ double fth_pp_paired_share(fth_pp_schedule s, int stages, int micro);
 /// Share of the first stage's passes a schedule runs in its steady state, each
 /// forward beside a backward of another micro-batch (what an EP overlap made of
 /// such pairs hides under): 1F1B and ZB-H1 (m - p + 1) / m, interleaved with v
-/// chunks (m v - 2 (p - 1) - (v - 1) p) / (m v), (m - 1) / m without a pipeline,
-/// 0 for GPipe, DualPipe's paired share (fth_pp_paired_share).
+/// chunks (m v - 2 (p - 1) - (v - 1) p - 1) / (m v) (Megatron-Core's A2A overlap
+/// adds a warm-up micro-batch), (m - 1) / m without a pipeline, 0 for GPipe with
+/// one, DualPipe's paired share (fth_pp_paired_share).
 double fth_pp_steady_share(fth_pp_schedule s, int stages, int micro, int virt);
 
 /// Where chunk `chunk` of GPU `stage` sits on its line of virtual stages: the

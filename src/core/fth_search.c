@@ -428,9 +428,11 @@ double fth_search_memory_bound(const fth_train_plan *plan, const fth_train_def *
 
 /* A lower bound on the per-micro-batch times of a group of variants. Within
  * one placement, micro-batch and SP, the stage passes of every schedule but
- * DualPipe (which pairs stages and hides the layer collectives) read neither
- * the schedule, the virtual stages nor the DP variant (fth_train.c:
- * stage_pass), except through the links' shares: shared by traffic, a
+ * DualPipe (which pairs stages and hides the layer collectives in its pairs)
+ * read neither the schedule, the virtual stages nor the DP variant (fth_train.c:
+ * stage_pass) -- an EP overlap made of micro-batch pairs (ep_overlap_pairs)
+ * hides EP in a schedule's steady state only, so the reference hides it in every
+ * pass, which no schedule's mix is faster than -- except through the links' shares: shared by traffic, a
  * layer collective's share of a link follows the bytes every kind moves a
  * step, which those knobs change. The reference therefore gives every group
  * the whole bandwidth of each link it uses (no collective is slower for more
@@ -495,6 +497,7 @@ static void reference(const fth_search_def *d, fth_train_plan *plan, int pp, int
   w.recompute = (fth_recompute)rc;
   w.dp = FTH_DP_DDP;
   w.sequence_parallel = sp;
+  if (sc != FTH_PP_DUALPIPE) w.ep_overlap_pairs = 0; /* EP hidden in every pass: a bound */
   fth_group saved[FTH_COMM_KIND_COUNT];
   if (rework_unshared(d, plan, &w, 0, saved) != FTH_OK) return;
   fth_train_result r;
@@ -570,10 +573,11 @@ static double ranked(const fth_search_def *d, int dp, int pp, int vs, int mb, in
 
 /* The per-sequence bound: a pass of mb sequences takes at least mb times its
  * FLOPs at the node's fastest rate (k) overlapped with its collectives'
- * bandwidth time (c) as the step overlaps them, k + c - e min(k, c) with e =
- * max(comp_comm_efficiency, the schedule row's comm_hidden) (fth_train_evaluate;
- * summing a pass's phases first and counting blocking collectives as
- * overlapped only lowers it: the rule is monotone and homogeneous). */
+ * bandwidth time (c) as well as any pass overlaps them, k + c - e min(k, c) with
+ * e = max(comp_comm_efficiency, the schedule row's comm_hidden): a pass that runs
+ * alone or in a pair (fth_train_work_pass_s) hides no more (summing a pass's
+ * phases first and counting blocking collectives as overlapped only lowers it:
+ * the rule is monotone and homogeneous). */
 static double seq_bound(const fth_search_def *d, const seq_ref *f, double rate, int dp, int pp,
                         int vs, int mb, int sc, double batch) {
   if (!f->ok || !(rate > 0)) return 0.0;

@@ -814,7 +814,6 @@ static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   if (l->pp > 1) {
-    const fth_schedule *row = fth_schedule_get(w->pp);
     double bytes = pp_message(p, e);
     double gather = 0.0;
     if (pp_scattered(p)) {
@@ -826,7 +825,11 @@ static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f
     double calls = pp_sends(p);
     set_item(&r->comm[FTH_COMM_PP], &l->group[FTH_COMM_PP], FTH_COLL_SEND_RECV, a, bytes, calls);
     double raw = calls * t1;
-    double eff = fth_max(w->comp_comm_eff, row->comm_hidden);
+    /* the hand-offs of paired passes hide as their layer collectives do (DualPipe), the
+     * rest as the workload's overlap lets them */
+    fth_train_work rule;
+    overlap_rule(p, &rule);
+    double eff = rule.paired_share * rule.paired_eff + (1.0 - rule.paired_share) * rule.overlap_eff;
     double hidden = eff * fth_min(raw, r->busy_s);
     r->comm[FTH_COMM_PP].raw_s = raw;
     r->comm[FTH_COMM_PP].hidden_s = hidden;

@@ -58,7 +58,7 @@ describe("scenarios/fullflat", function()
     -- within 5%, not exactly: both pick TP 4 x PP 2 DualPipe over DP 512, but in an 8-GPU
     -- domain TP has the scale-up links to itself while DP crosses the (equally fast)
     -- scale-out tier, and in a 64-GPU domain 8 of DP's 512 share TP's links, so the TP
-    -- collectives of the passes DualPipe runs alone (comp_comm_efficiency 0 here) take twice
+    -- collectives of the passes DualPipe runs alone (comp_comm_efficiency 0.5 here) take twice
     -- as long: 41 -> 81 ms exposed
     assert.are.same({ 4, 2, 512 }, { a.tp, a.pp, a.dp })
     assert.are.same({ 4, 2, 512 }, { b.tp, b.pp, b.dp })

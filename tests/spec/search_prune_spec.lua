@@ -71,6 +71,20 @@ describe("exact pruning", function()
     end
   end)
 
+  it("audit: none below its bounds either with an EP overlap made of micro-batch pairs (Mixtral)", function()
+    -- the passes of a 1F1B-family schedule then depend on its steady state
+    -- (fth_pp_steady_share): the group reference hides EP in every pass, a bound for all
+    local w = require("fathom.config").load_mapping("configs/train_specs/search_default.yaml", "workload")
+    w.ep_overlap_pairs = true
+    local a = { workload = w, top = 10, prune = "audit" }
+    for k, v in pairs(problems[2]) do
+      if k ~= "name" then a[k] = v end
+    end
+    local res = search.run(search.prepare(a), 1, false)
+    assert.are.equal(0, res.stats.bound_violations)
+    assert.is_true(res.stats.bound_evals > 0)
+  end)
+
   it("--no-prune runs the exhaustive search; the table says what the bounds skipped", function()
     local function out(extra)
       local r = h.run("search", "--model", "llama3.1_70b", "--hardware", "A100_80GB_SXM", "--gpus", "24",

@@ -119,7 +119,7 @@ describe("fathom.search", function()
         exposed_s = { dp = 0.3, dp_moe = 0, ep = ep, tp = 0.5, tp_moe = 0, pp = 0, cp = 0 } }
     end
     local a, b = hit(10, 0.1, 1), hit(11, 0.05, 2.2)
-    assert.are.equal("most of the gap is the exposed EP all-to-all: 1 s vs 2.2 s", search.largest_gain(a, b))
+    assert.are.equal("the largest difference is the exposed EP all-to-all: 1 s vs 2.2 s", search.largest_gain(a, b))
     h.near(7.25, search.step_parts(b).rest, 1e-12)
     assert.is_nil(search.largest_gain(b, a))
   end)
