@@ -432,9 +432,9 @@ double fth_search_memory_bound(const fth_train_plan *plan, const fth_train_def *
  * read neither the schedule, the virtual stages nor the DP variant (fth_train.c:
  * stage_pass) -- an EP overlap made of micro-batch pairs (ep_overlap_pairs)
  * hides EP in a schedule's steady state only, so the reference hides it in every
- * pass, which no schedule's mix is faster than -- except through the links' shares: shared by traffic, a
- * layer collective's share of a link follows the bytes every kind moves a
- * step, which those knobs change. The reference therefore gives every group
+ * pass, which no schedule's mix is faster than -- except through the links'
+ * shares: shared by traffic, a layer collective's share of a link follows the
+ * bytes every kind moves a step, which those knobs change. The reference therefore gives every group
  * the whole bandwidth of each link it uses (no collective is slower for more
  * bandwidth, no pass slower for faster collectives) and its t_f, t_b bound
  * the group's; recompute none's bound every mode's (recomputation only adds
