@@ -1084,6 +1084,7 @@ static void passes(const fth_train_plan *p, const fth_block_env *ep, fth_train_r
     wait += ph[i]->host_s - fth_min(ph[i]->host_s, fth_train_work_pass_s(&rule, &dev, scratch));
   }
   r->host_wait_s = mbs * wait;
+  r->paired_share = rule.paired_share;
   r->fwd_s = t_f;
   r->bwd_s = t_b;
   r->recompute_s = mbs * t_rec;

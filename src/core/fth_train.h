@@ -149,6 +149,9 @@ typedef struct fth_train_result {
   double params_per_gpu; ///< parameters held (before ZeRO-3 sharding)
   /* run totals */
   double microbatches, bubble_fraction;
+  /// share of the slowest stage's passes run in forward-backward pairs that hide their
+  /// layer collectives (DualPipe; an EP overlap made of pairs): 0 when none are
+  double paired_share;
   double tokens_per_step, steps, total_time_s, tokens_per_s;
   double model_flops_per_step;    ///< 6 N_active-style useful FLOPs, whole system (fwd + bwd)
   double hardware_flops_per_step; ///< incl. recomputation

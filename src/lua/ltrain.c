@@ -81,6 +81,7 @@ void lfth_push_train_result(lua_State *L, const fth_train_result *r) {
   setnum(L, "busy_s", r->busy_s);
   setnum(L, "microbatches", r->microbatches);
   setnum(L, "bubble_fraction", r->bubble_fraction);
+  setnum(L, "paired_share", r->paired_share);
   setnum(L, "tokens_per_step", r->tokens_per_step);
   setnum(L, "steps", r->steps);
   setnum(L, "total_time_s", r->total_time_s);

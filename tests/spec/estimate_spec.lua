@@ -82,6 +82,20 @@ describe("fathom estimate", function()
     end
   end)
 
+  it("says how many passes DualPipe pairs: by hand 507 of 512 on PP 4", function()
+    -- batch 1024 over DP 2 at micro-batch 1: 512 micro-batches; dualpipe.py on an end rank of 4
+    -- (half_rank 0): 512 / 2 - 4 + 1 = 253 main-step iterations of two pairs and 4 / 2 - 1 = 1
+    -- of one: 507; the middle rank's 2 x 254 - 1 = 507 too
+    local e = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--schedule", "DUALPIPE")
+    h.near(507 / 512, e.time.paired_pass_fraction, 1e-12)
+    local r = est("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--schedule", "DUALPIPE")
+    assert.matches("pairs: 99%.02%% of the passes run in forward%-backward pairs", r.stdout)
+    -- 1F1B pairs none (without an EP overlap made of pairs): no key, no line
+    e = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1")
+    assert.is_nil(e.time.paired_pass_fraction)
+    assert.is_nil(est("--tp", "8", "--pp", "4", "--zero", "ZERO1").stdout:find("pairs: ", 1, true))
+  end)
+
   it("records its inputs and assumptions", function()
     local e = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--precision", "fp8_delayed",
       "--memory-reserve", "2GiB", "--seq", "2048", "--global-batch", "512")

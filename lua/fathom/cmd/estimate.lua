@@ -232,10 +232,13 @@ local function training(opts, gpus, pod, row)
     tokens_per_second_per_gpu = r.tokens_per_s / gpus,
     total_time_seconds = r.total_time_s > 0 and r.total_time_s or nil,
     bubble_fraction = r.bubble_fraction, microbatches = math.tointeger(r.microbatches) or r.microbatches,
+    -- the passes whose layer collectives hide in forward-backward pairs (DualPipe, an EP
+    -- overlap made of pairs); absent when the schedule pairs none
+    paired_pass_fraction = (r.paired_share or 0) > 0 and r.paired_share or nil,
     step_breakdown = report.step_breakdown(r),
   }, { "step_time_seconds", "mfu", "hfu", "mfu_basis_flops_per_second_per_gpu", "tokens_per_second",
     "tokens_per_second_per_gpu", "total_time_seconds",
-    "bubble_fraction", "microbatches", "step_breakdown" })
+    "bubble_fraction", "microbatches", "paired_pass_fraction", "step_breakdown" })
   local strat = ordered({ tp = hit.tp, pp = hit.pp, pp_in = hit.pp_in, dp = hit.dp, cp = hit.cp,
     ep = moe and hit.ep or nil,
     ep_in_pod = moe and hit.ep_su or nil, tp_moe = moe and hit.tp_moe or nil, virtual_stages = hit.vs,
@@ -339,6 +342,11 @@ local function table_text(rec)
       t.mfu_basis_flops_per_second_per_gpu and units.flops_rate(t.mfu_basis_flops_per_second_per_gpu) or "-",
       units.count(t.tokens_per_second),
       units.count(t.tokens_per_second_per_gpu), units.percent(t.bubble_fraction))
+    if t.paired_pass_fraction then
+      out[#out] = out[#out]:sub(1, -2) .. string.format(
+        "pairs: %s of the passes run in forward-backward pairs that hide their layer collectives, the rest alone\n\n",
+        units.percent(t.paired_pass_fraction))
+    end
     local rows = {}
     local keys = {} -- the breakdown's own order, the exposed collectives in the core's order
     for _, k in ipairs(util.keys(t.step_breakdown)) do
