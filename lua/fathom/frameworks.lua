@@ -251,20 +251,18 @@ function M.version(s)
   return nil, nil
 end
 
--- ep_overlap(s) -> whether a framework or recompute string names EP communication overlap.
-function M.ep_overlap(s)
-  s = tostring(s or ""):lower()
-  return (s:find("a2a[%s%-_]*overlap") or s:find("ep[%s%-_]*overlap") or s:find("overlap_moe_expert")
-    or s:find("batch[%s%-_]*overlap") or s:find("dualpipe")) ~= nil
-end
-
 -- ep_overlap_pairs(s) -> whether a string names an EP overlap made of a forward and a
--- backward of two micro-batches (Megatron-Core's 1F1B A2A overlap, DualPipe); a serving
--- engine's two-batch overlap pairs two forwards and is not one.
+-- backward of two micro-batches (Megatron-Core's 1F1B A2A overlap, DualPipe).
 function M.ep_overlap_pairs(s)
   s = tostring(s or ""):lower()
   return (s:find("a2a[%s%-_]*overlap") or s:find("ep[%s%-_]*overlap") or s:find("overlap_moe_expert")
     or s:find("dualpipe")) ~= nil
+end
+
+-- ep_overlap(s) -> whether a framework or recompute string names EP communication overlap:
+-- one made of such pairs, or a serving engine's two-batch overlap (which pairs two forwards).
+function M.ep_overlap(s)
+  return M.ep_overlap_pairs(s) or tostring(s or ""):lower():find("batch[%s%-_]*overlap") ~= nil
 end
 
 -- ep_per_node(s) -> whether a string names a per-node-forwarding EP dispatcher.

@@ -809,8 +809,8 @@ static double pp_sends(const fth_train_plan *p) {
          fth_pp_chunks(w->pp, w->virtual_stages);
 }
 
-static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f, double t_b,
-                     double t_w, fth_train_result *r) {
+static void pipeline(const fth_train_plan *p, const fth_block_env *e, const fth_train_work *rule,
+                     double t_f, double t_b, double t_w, fth_train_result *r) {
   const fth_train_def *w = &p->work;
   const fth_layout *l = &p->layout;
   if (l->pp > 1) {
@@ -827,9 +827,7 @@ static void pipeline(const fth_train_plan *p, const fth_block_env *e, double t_f
     double raw = calls * t1;
     /* the hand-offs of paired passes hide as their layer collectives do (DualPipe), the
      * rest as the workload's overlap lets them */
-    fth_train_work rule;
-    overlap_rule(p, &rule);
-    double eff = rule.paired_share * rule.paired_eff + (1.0 - rule.paired_share) * rule.overlap_eff;
+    double eff = rule->paired_share * rule->paired_eff + (1.0 - rule->paired_share) * rule->overlap_eff;
     double hidden = eff * fth_min(raw, r->busy_s);
     r->comm[FTH_COMM_PP].raw_s = raw;
     r->comm[FTH_COMM_PP].hidden_s = hidden;
@@ -1061,18 +1059,16 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
 /* The slowest stage's passes of one micro-batch (t_f, t_b with the re-run,
  * their FLOPs, bytes and kernel times) and the layer collectives' report:
  * the part of a step fth_train_evaluate and fth_train_passes share. */
-static void passes(const fth_train_plan *p, const fth_block_env *ep, fth_train_result *r,
-                   fth_phase *fwd_out, fth_phase *bwd_out, fth_phase *rec_out) {
+static void passes(const fth_train_plan *p, const fth_block_env *ep, const fth_train_work *rule,
+                   fth_train_result *r, fth_phase *fwd_out, fth_phase *bwd_out, fth_phase *rec_out) {
   const double mbs = p->microbatches;
-  fth_train_work rule;
-  overlap_rule(p, &rule);
   fth_phase fwd, bwd, rec;
-  stage_pass(p, ep, &rule, &fwd, &bwd, &rec);
+  stage_pass(p, ep, rule, &fwd, &bwd, &rec);
 
   double ex[3][FTH_COMM_KIND_COUNT];
-  double t_f = fth_train_work_pass_s(&rule, &fwd, ex[0]);
-  double t_rec = fth_train_work_pass_s(&rule, &rec, ex[2]);
-  double t_b = fth_train_work_pass_s(&rule, &bwd, ex[1]) + t_rec;
+  double t_f = fth_train_work_pass_s(rule, &fwd, ex[0]);
+  double t_rec = fth_train_work_pass_s(rule, &rec, ex[2]);
+  double t_b = fth_train_work_pass_s(rule, &bwd, ex[1]) + t_rec;
   /* the GPU's wait on the host: each pass's time above its device time */
   const fth_phase *ph[3] = {&fwd, &bwd, &rec};
   double wait = 0;
@@ -1081,10 +1077,10 @@ static void passes(const fth_train_plan *p, const fth_block_env *ep, fth_train_r
     fth_phase dev = *ph[i];
     double scratch[FTH_COMM_KIND_COUNT];
     dev.host_s = 0;
-    wait += ph[i]->host_s - fth_min(ph[i]->host_s, fth_train_work_pass_s(&rule, &dev, scratch));
+    wait += ph[i]->host_s - fth_min(ph[i]->host_s, fth_train_work_pass_s(rule, &dev, scratch));
   }
   r->host_wait_s = mbs * wait;
-  r->paired_share = rule.paired_share;
+  r->paired_share = rule->paired_share;
   r->fwd_s = t_f;
   r->bwd_s = t_b;
   r->recompute_s = mbs * t_rec;
@@ -1116,8 +1112,10 @@ void fth_train_passes(const fth_train_plan *p, fth_train_result *r) {
   memset(r, 0, sizeof *r);
   fth_block_env e;
   block_env(p, &e);
+  fth_train_work rule;
+  overlap_rule(p, &rule);
   fth_phase fwd, bwd, rec;
-  passes(p, &e, r, &fwd, &bwd, &rec);
+  passes(p, &e, &rule, r, &fwd, &bwd, &rec);
 }
 
 void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
@@ -1125,11 +1123,13 @@ void fth_train_evaluate(const fth_train_plan *p, fth_train_result *r) {
   memset(r, 0, sizeof *r);
   fth_block_env e;
   block_env(p, &e);
+  fth_train_work rule; /* once per evaluation: the passes and the hand-offs share it */
+  overlap_rule(p, &rule);
   fth_phase fwd, bwd, rec;
-  passes(p, &e, r, &fwd, &bwd, &rec);
+  passes(p, &e, &rule, r, &fwd, &bwd, &rec);
   const double t_f = r->fwd_s, t_b = r->bwd_s;
 
-  pipeline(p, &e, t_f, t_b, bwd.wgrad_s, r);
+  pipeline(p, &e, &rule, t_f, t_b, bwd.wgrad_s, r);
   data_parallel(p, &fwd, &bwd, r);
   for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) r->exposed_comm_s += r->comm[k].exposed_s;
   fth_train_footprint(p, &r->mem);

@@ -83,7 +83,9 @@ M.usage = "usage: fathom estimate --model NAME|FILE --hardware NODE --gpus N [--
   "One configuration: where the step's time goes, the memory per GPU in each tier and\n" ..
   "whether it fits. It is evaluated exactly as `fathom search` evaluates a strategy (a\n" ..
   "search with every knob fixed), so the two agree. The workload starts from the pass\n" ..
-  "mode's search_default.yaml (or --workload); the flags replace its fields.\n\n" ..
+  "mode's search_default.yaml (or --workload); the flags replace its fields. Under DualPipe\n" ..
+  "(or an EP overlap made of micro-batch pairs) it says what share of the passes run in\n" ..
+  "forward-backward pairs that hide their layer collectives; the rest run alone.\n\n" ..
   "examples:\n" ..
   "  fathom estimate --model llama3.1_70b --hardware H100_SXM --gpus 64 --tp 8 --pp 2\n" ..
   "  fathom estimate --model gpt3_175b --hardware A100_80GB_SXM --gpus 1024 --tp 8 --pp 8 \\\n" ..
