@@ -500,18 +500,27 @@ function M.lora_targets(case)
   return nil
 end
 
+-- The word "full" counts only as a word: "full_iter" (a CUDA-graph or FP8 setting named in
+-- the detail) is not full recomputation. A leading "none"/"off"/"no" decides before the
+-- parenthesised detail is read: "none (recompute_modules [] after ..._full_iter_...)" is none.
+local function full_word(r) return r:find("%f[%w_]full%f[^%w_]") ~= nil end
+
+local function leading_none(r)
+  return r:find("^%s*none%f[^%w_]") or r:find("^%s*off%f[^%w_]") or r:find("^%s*no%f[^%w_]")
+    or r:find("^%s*disabled%f[^%w_]")
+end
+
 function M.recompute(s, default)
   local r = lower(s)
   if r:find("not stated") or r:find("default") or r:find("not set") or r == "" then return default or "none" end
+  if leading_none(r) then return "none" end
   if r:find("per%-op") or r:find("%(op%)") or r:find("op sac") then return "op" end
   if r:find("selective") or r:find("remat_policy") or r:find("custom") then
     return default == "op" and "op" or "selective"
   end
-  if r:find("full") then return "full" end
-  if r:find("^%s*none") or r:find("^%s*off") or r:find("^%s*no[%s%(]") or r:find("null") or r:find("false") then
-    return "none"
-  end
-  if r:find("checkpoint") or r:find("on") then return "full" end
+  if full_word(r) then return "full" end
+  if r:find("null") or r:find("false") then return "none" end
+  if r:find("checkpoint") or r:find("%f[%w]on%f[^%w]") then return "full" end
   return default or "none"
 end
 
@@ -803,7 +812,7 @@ function M.training_docs(case)
   local recompute = M.recompute(tr.recompute, fw.recompute)
   local modules = M.recompute_modules(tr.recompute)
   -- modules named: Megatron's granularity selective, unless the string says full
-  if modules and recompute ~= "op" and not lower(tr.recompute):find("full") then recompute = "selective" end
+  if modules and recompute ~= "op" and not full_word(lower(tr.recompute)) then recompute = "selective" end
   if modules and recompute ~= "selective" then
     notes[#notes + 1] = "recompute modules on top of " .. recompute .. " recomputation: ignored"
     modules = nil

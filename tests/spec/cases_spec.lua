@@ -526,6 +526,17 @@ describe("cases.recompute", function()
     assert.are.equal("full", cases.recompute("full activation checkpointing", titan))
     assert.are.equal("none", cases.recompute("none", titan))
   end)
+
+  it("reads 'full' as a word and lets a leading 'none' decide before the detail", function()
+    -- Megatron-Bridge 26.08's gpt-oss row: the helper's name holds "full_iter" (CUDA graphs)
+    local s = "none (recompute_modules [] after _apply_gpt_oss_120b_full_iter_fp8mx_configs)"
+    assert.are.equal("none", cases.recompute(s, "selective"))
+    assert.are.equal("none", cases.recompute("off (activation_checkpointing: false in yaml)", "full"))
+    assert.are.equal("full", cases.recompute("full (every layer, uniform)", "none"))
+    assert.are.equal("none", cases.recompute("cuda graphs full_iteration", "none"))
+    -- "offload" is not "off"
+    assert.are.equal("full", cases.recompute("offloading with checkpoint", "none"))
+  end)
 end)
 
 describe("frameworks: eager or compiled element-wise kernels", function()
