@@ -604,6 +604,84 @@ function M.scale_up_domain(sys, g)
 end
 
 -- parallelism(case) -> normalised degrees, or nil, reason
+-- Megatron-Core's pipeline_model_parallel_layout: a string ("Et*4|(tttt|)*14tmL": stages
+-- split by "|", E the embedding, t a decoder layer, m an MTP layer, L the loss, "*N" repeating
+-- the symbol or parenthesised group before it) or a list of stages, each a list of
+-- "embedding", "decoder", "mtp", "loss". expand_layout(s) -> the string with repeats expanded,
+-- or nil and why.
+local function expand_layout(s)
+  local i, n = 1, #s
+  local function group()
+    local out = {}
+    while i <= n do
+      local c = s:sub(i, i)
+      if c == ")" then return table.concat(out) end
+      local piece
+      if c == "(" then
+        i = i + 1
+        piece = group()
+        if s:sub(i, i) ~= ")" then return nil, "an unclosed '('" end
+        i = i + 1
+      elseif c:match("[EtmL|,]") then
+        piece, i = c, i + 1
+      elseif c:match("%s") then
+        piece, i = "", i + 1
+      else
+        return nil, string.format("'%s' at %d is not one of E t m L | ( ) *N", c, i)
+      end
+      if not piece then return nil, "an unclosed '('" end
+      local reps = s:match("^%*(%d+)", i)
+      if reps then
+        i = i + 1 + #reps
+        piece = piece:rep(tonumber(reps))
+      end
+      out[#out + 1] = piece
+    end
+    return table.concat(out)
+  end
+  local out, why = group()
+  if not out then return nil, why end
+  if i <= n then return nil, string.format("an unmatched ')' at %d", i) end
+  return out
+end
+
+-- layout_split(layout, pp, vpp, layers) -> the decoder layers of the first and of the last
+-- GPU (virtual stage k runs on GPU k mod PP), or nil and why.
+function M.layout_split(layout, pp, vpp, layers)
+  local stages = {}
+  if type(layout) == "table" then
+    for _, st in ipairs(layout) do
+      local t = 0
+      for _, name in ipairs(type(st) == "table" and st or { st }) do
+        if tostring(name):lower() == "decoder" then t = t + 1 end
+      end
+      stages[#stages + 1] = t
+    end
+  else
+    local text, why = expand_layout(tostring(layout))
+    if not text then return nil, why end
+    for st in (text:gsub(",", "|") .. "|"):gmatch("([^|]*)|") do
+      local _, t = st:gsub("t", "")
+      stages[#stages + 1] = t
+    end
+  end
+  local want = pp * (vpp or 1)
+  if #stages ~= want then
+    return nil, string.format("%d stages, but PP x virtual stages = %d", #stages, want)
+  end
+  local first, last, total = 0, 0, 0
+  for k, t in ipairs(stages) do
+    total = total + t
+    if (k - 1) % pp == 0 then first = first + t end
+    if (k - 1) % pp == pp - 1 then last = last + t end
+  end
+  if layers and total ~= layers then
+    return nil, string.format("%d decoder layers, but the model has %d", total, layers)
+  end
+  if first < 1 or last < 1 then return nil, "the first or the last GPU holds no decoder layer" end
+  return first, last
+end
+
 function M.parallelism(case, fw)
   local par, sys = case.parallelism or {}, case.system or {}
   local gpus = M.count(sys.num_gpus)
@@ -656,9 +734,19 @@ function M.parallelism(case, fw)
     p.vpp = layers // (p.pp * lpvs)
   end
   if p.pp == 1 then p.vpp = 1 end
-  -- Megatron-Core's uneven split: fewer layers beside the embedding and the LM head
+  -- Megatron-Core's uneven split: fewer layers beside the embedding and the LM head, as
+  -- counts or as a pipeline layout; else, where the chunks do not divide the layers, the
+  -- framework's way out (frameworks.megatron_split)
   p.first_layers = p.pp > 1 and M.count(par.num_layers_in_first_pipeline_stage) or nil
   p.last_layers = p.pp > 1 and M.count(par.num_layers_in_last_pipeline_stage) or nil
+  local layout = par.pipeline_model_parallel_layout or par.pipeline_layout
+  if p.pp > 1 and layout ~= nil and not (p.first_layers or p.last_layers) then
+    local first, last = M.layout_split(layout, p.pp, p.vpp, layers)
+    if not first then return nil, "parallelism.pipeline_model_parallel_layout: " .. last end
+    p.first_layers, p.last_layers = first, last
+  elseif p.pp > 1 and layers and fw.megatron_split and not (p.first_layers or p.last_layers) then
+    p.first_layers, p.last_layers = require("fathom.frameworks").megatron_split(layers, p.pp, p.vpp)
+  end
   -- sharded data parallelism: fsdp (a degree, true or a strategy name), zero_stage, or
   -- the framework's distributed optimizer
   local fsdp = par.fsdp

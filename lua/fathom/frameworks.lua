@@ -91,6 +91,9 @@
 --                          head for its group of query heads (FlashDecoding/FlashInfer, vLLM,
 --                          SGLang, TensorRT-LLM's XQA from v0.7/0.8); TensorRT-LLM 2023's masked
 --                          MHA ran one thread block per query head, each loading its KV head
+--   megatron_split         a pipeline whose chunks do not divide the layers is cut as Megatron-Core
+--                          cuts it (M.megatron_split): the case reader's split when a case
+--                          states none
 --   host_op_sec            host seconds per operator the framework issues eagerly (Python,
 --                          PyTorch's dispatcher, the launch; fth_host.h counts the operators of
 --                          a block): a pass takes at least its operators' host time. 0: the
@@ -110,6 +113,7 @@ local base = {
   grad_bytes = 4,
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
   cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0, host_op_sec = 0,
+  megatron_split = false,
 }
 
 -- Megatron-Core with Transformer Engine, eager (NeMo, Megatron-Bridge): host seconds per
@@ -126,7 +130,8 @@ local TE_HOST_OP_SEC = 8e-6
 local function rocm(match)
   local row = { name = "NeMo / Megatron on ROCm", kernels = "2025", dp_variant = "ZERO1",
     comp_comm_efficiency = 0.9, sequence_parallel = true, expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed,
-    grad_bytes = 2, ep_comm_overlap = false, ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC }
+    grad_bytes = 2, ep_comm_overlap = false, ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC,
+    megatron_split = true }
   for k, v in pairs(match) do row[k] = v end
   return row
 end
@@ -159,24 +164,24 @@ M.rows = {
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC,
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
     fp8_param_recipes = { R.fp8_delayed, R.fp8_current, R.mxfp8 } },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
   { name = "Megatron-Core", pattern = "megatron",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
   -- Its MoE recipes (examples/llm_benchmark) dispatch with DeepEP or HybridEP (per node).
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false,
@@ -300,6 +305,33 @@ function M.cuda_graph_scope(s)
     return {}
   end
   return nil
+end
+
+-- megatron_split(layers, pp, vpp) -> the layers of the first and of the last GPU of a
+-- Megatron-Core pipeline whose PP x vpp chunks do not divide the layers, or nil (they do, or
+-- no rule fits). Megatron-Core cuts whole chunks; a run that does not divide used one of its
+-- ways out. Where L + 2 (L + 1) divides: account_for_embedding_in_pipeline_split and
+-- account_for_loss_in_pipeline_split (only the loss), each taking a layer's place in the
+-- first (last) chunk, as Megatron-Bridge's Llama 3.1 405B and Qwen3-235B recipes set them.
+-- Else a pipeline layout; Megatron-Bridge's DeepSeek-V3 layouts (recipes/deepseek,
+-- "Et*4|(tttt|)*14tmL") give every chunk ceil(L / chunks) layers and the last the rest, with
+-- the MTP layers and the loss: that one.
+function M.megatron_split(layers, pp, vpp)
+  local v = vpp or 1
+  local chunks = pp * v
+  if pp < 2 or layers % chunks == 0 then return nil end
+  if (layers + 2) % chunks == 0 then
+    local per = (layers + 2) // chunks
+    return v * per - 1, v * per - 1
+  end
+  if (layers + 1) % chunks == 0 then
+    local per = (layers + 1) // chunks
+    return v * per, v * per - 1
+  end
+  local per = (layers + chunks - 1) // chunks
+  local rest = layers - (chunks - 1) * per
+  if rest < 1 then return nil end
+  return v * per, (v - 1) * per + rest
 end
 
 -- lookup(name) -> a row with every field set (base values where the row is silent).

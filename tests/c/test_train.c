@@ -763,8 +763,10 @@ static int uneven_four_stages(void) {
   w.pp_first_layers = 2;
   w.pp_last_layers = 1;
   w.pp = FTH_PP_INTERLEAVED;
-  w.virtual_stages = 2;
-  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_ETILE); /* chunks of equal stages only */
+  w.virtual_stages = 3;
+  /* 3 chunks: the last GPU's 1 layer leaves two chunks empty (one may be the loss's) */
+  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_ETILE);
+  FTH_ENSURE(strstr(err.path, "virtual_stages") != NULL);
   /* back to the even split: 2 | 3 | 3 | 2 */
   w = p.work;
   w.pp = FTH_PP_1F1B;
@@ -774,6 +776,43 @@ static int uneven_four_stages(void) {
   FTH_ENSURE_EQ_INT(2, p.layout.first_stage_layers);
   FTH_ENSURE_EQ_INT(3, p.layout.layers_per_stage);
   FTH_ENSURE_EQ_INT(2, p.layout.last_stage_layers);
+  return 0;
+}
+
+/* Interleaving over an uneven split (Megatron-Core's pipeline layouts and its
+ * account_for_embedding/loss_in_pipeline_split): the first and last GPUs' counts
+ * are over all their chunks. 10 layers over PP 4, first 2 and last 1: 2 | 4 | 3 | 1
+ * as in uneven_four_stages, now in v = 2 chunks a GPU, 8 micro-batches. The
+ * slowest GPU is still stage 1 (t_f = 4 x 425.80018176 = 1703.20072704 us, t_b =
+ * 4 x 774.46218752 = 3097.84875008 us) and the interleaved bubble is
+ * (p - 1)(t_f + t_b) / v = 1.5 x 4801.04947712 us = 7201.57421568 us. PP x v may
+ * pass the layers by the two chunks the ends may leave empty: 10 layers in 12
+ * chunks (v = 3), first 2 and last 2, is Megatron's 10 + 2 = 12 units of one
+ * layer (the embedding's and the loss's chunks hold none). A middle GPU needs a
+ * layer in every chunk: first 4 and last 4 leave it 1 for v = 2: refused. */
+static int uneven_interleaved_split(void) {
+  fth_train_plan p;
+  fth_train_result r;
+  FTH_ENSURE(uneven_case(4, 10, 8, 2, 1, &p, &r) == 0);
+  fth_train_def w = p.work;
+  fth_error err;
+  w.pp = FTH_PP_INTERLEAVED;
+  w.virtual_stages = 2;
+  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &r);
+  FTH_ENSURE_EQ_INT(2, p.layout.first_stage_layers);
+  FTH_ENSURE_EQ_INT(1, p.layout.last_stage_layers);
+  FTH_ENSURE_NEAR(1703.20072704e-6, r.fwd_s, 1e-9);
+  FTH_ENSURE_NEAR(3097.84875008e-6, r.bwd_s, 1e-9);
+  FTH_ENSURE_NEAR(7201.57421568e-6, r.bubble_s, 1e-9);
+  w.virtual_stages = 3;
+  w.pp_first_layers = w.pp_last_layers = 2; /* 2 | 3 | 3 | 2 in 12 chunks */
+  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_OK);
+  FTH_ENSURE_EQ_INT(3, p.layout.layers_per_stage);
+  w.virtual_stages = 2;
+  w.pp_first_layers = w.pp_last_layers = 4; /* 4 | 1 | 1 | 4 */
+  FTH_ENSURE(fth_train_rework(&p, &w, &err) == FTH_ETILE);
+  FTH_ENSURE(strstr(err.msg, "a middle one 1") != NULL);
   return 0;
 }
 
@@ -822,6 +861,7 @@ int train_test(void) {
   FTH_RUN(act_memo_follows_inputs());
   FTH_RUN(uneven_two_stages());
   FTH_RUN(uneven_four_stages());
+  FTH_RUN(uneven_interleaved_split());
   FTH_RUN(last_stage_lighter());
   FTH_RUN(mtp_module());
   FTH_RUN(tp_overlap());

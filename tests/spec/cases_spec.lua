@@ -510,6 +510,65 @@ describe("fathom.frameworks", function()
   end)
 end)
 
+describe("pipeline splits Megatron-Core cuts", function()
+  it("takes the split a Megatron run needs when its chunks do not divide the layers", function()
+    -- by hand: Llama 3.1 405B, 126 layers in PP 16 x v 8 = 128 chunks: 126 + 2 = 128 (the
+    -- embedding and the loss each take a layer's place), 1 a chunk, the first and last GPU 8 - 1
+    assert.are.same({ 7, 7 }, { frameworks.megatron_split(126, 16, 8) })
+    -- Qwen3-235B, 94 layers in 8 x 3 = 24 chunks: 96 / 24 = 4 a chunk, the ends 3 x 4 - 1 = 11
+    assert.are.same({ 11, 11 }, { frameworks.megatron_split(94, 8, 3) })
+    -- 63 + 1 = 64: the loss alone (32 chunks of 2: the first GPU 2 x 2, the last 2 x 2 - 1)
+    assert.are.same({ 4, 3 }, { frameworks.megatron_split(63, 16, 2) })
+    -- DeepSeek-V3, 61 layers in 16 chunks (Megatron-Bridge's "Et*4|(tttt|)*14tmL"): 4 a chunk,
+    -- the last 61 - 15 x 4 = 1; PP 4 x v 4: the last GPU 3 x 4 + 1 = 13; PP 2 x 8: 7 x 4 + 1
+    assert.are.same({ 4, 1 }, { frameworks.megatron_split(61, 16, 1) })
+    assert.are.same({ 16, 13 }, { frameworks.megatron_split(61, 4, 4) })
+    assert.are.same({ 32, 29 }, { frameworks.megatron_split(61, 2, 8) })
+    -- whole chunks, or no pipeline: nothing to say
+    assert.is_nil(frameworks.megatron_split(80, 8, 5))
+    assert.is_nil(frameworks.megatron_split(61, 1, 1))
+  end)
+
+  it("reads pipeline_model_parallel_layout as a string or a list of stages", function()
+    -- virtual stage k on GPU k mod PP: GPU 0 holds stages 0, 4, 8, 12 (4 layers each); GPU 3
+    -- stages 3, 7, 11 (4 each) and 15 ("tmL": 1)
+    assert.are.same({ 16, 13 }, { cases.layout_split("Et*4|(tttt|)*14tmL", 4, 4, 61) })
+    assert.are.same({ 4, 1 }, { cases.layout_split("Et*4|(tttt|)*14tmL", 16, 1, 61) })
+    local kimi = { { "embedding", "decoder", "decoder", "decoder", "decoder" } }
+    for _ = 1, 14 do kimi[#kimi + 1] = { "decoder", "decoder", "decoder", "decoder" } end
+    kimi[#kimi + 1] = { "decoder", "loss" }
+    assert.are.same({ 4, 1 }, { cases.layout_split(kimi, 16, 1, 61) })
+    local _, why = cases.layout_split("Et*4|(tttt|)*14tmL", 8, 1, 61)
+    assert.matches("16 stages, but PP x virtual stages = 8", why)
+    _, why = cases.layout_split("Et*4|(tttt|*14tmL", 4, 4, 61)
+    assert.matches("unclosed", why)
+    _, why = cases.layout_split("Ex*4", 1, 1, 4)
+    assert.matches("'x' at 2", why)
+    _, why = cases.layout_split("Et*4|(tttt|)*14tmL", 4, 4, 60)
+    assert.matches("61 decoder layers, but the model has 60", why)
+  end)
+
+  it("gives a case the split its framework cuts, unless the case states one", function()
+    local case = { id = "x", system = { num_gpus = 1024 }, model = { layers = 126 },
+      parallelism = { tp = 8, pp = 16, vpp = 8, micro_batch = 1, global_batch = 512, seq_len = 8192 } }
+    local p = assert(cases.parallelism(case, frameworks.lookup("Megatron-Bridge (container 26.04)")))
+    assert.are.same({ 7, 7 }, { p.first_layers, p.last_layers })
+    -- not a Megatron run: the reader says nothing (fathom's own split)
+    p = assert(cases.parallelism(case, frameworks.lookup("torchtitan 2025")))
+    assert.is_nil(p.first_layers)
+    -- a stated layout wins; a bad one is refused with its key
+    case.model.layers = 61
+    case.parallelism.pp, case.parallelism.vpp = 4, 4
+    case.parallelism.pipeline_model_parallel_layout = "Et*4|(tttt|)*14tmL"
+    p = assert(cases.parallelism(case, frameworks.lookup("torchtitan 2025")))
+    assert.are.same({ 16, 13 }, { p.first_layers, p.last_layers })
+    case.parallelism.pipeline_model_parallel_layout = "Et*4|tmL"
+    local bad, why = cases.parallelism(case, frameworks.lookup("Megatron-Bridge"))
+    assert.is_nil(bad)
+    assert.matches("pipeline_model_parallel_layout: 2 stages", why)
+  end)
+end)
+
 describe("cases.recompute", function()
   it("reads per-op selective checkpointing as op, and a bare 'selective' as the framework's", function()
     assert.are.equal("op", cases.recompute("per-op selective activation checkpointing", "selective"))
