@@ -709,7 +709,9 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
       fth_search_rate_bound(&plan->node, fth_precision_from_bytes(d->work.act_bytes));
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
   /* each virtual-stage position's vs (0: not one for this PP) and whether its chunks split
-   * the layers (an uneven split runs one chunk per GPU: fth_train_rework) */
+   * the layers: the search enumerates whole, equal chunks only, pinned or not (a subset of
+   * the default space); fth_train_rework also takes a GPU's layers in unequal chunks, which
+   * estimate evaluates on its own (fth_search_eval_one) */
   int vs_of[MAX_DIVISORS];
   char splits_of[MAX_DIVISORS];
   for (int vi = 0; vi < c->vs_slots; vi++) {
@@ -1072,10 +1074,8 @@ fth_status fth_search_eval_one(const fth_search_def *d, const fth_search_hit *s,
                     "tile %d pods of %d GPUs",
                     s->tp, s->cp, s->pp, s->pp_in, s->tp_moe, s->ep, s->ep_su, d->num_pods,
                     d->pod_size);
-  if (!vs_splits(d->model.n_layers, s->pp, s->vs))
-    return fth_fail(err, FTH_ETILE, "strategy.vs",
-                    "%d virtual stages do not split %d layers over PP = %d into whole chunks",
-                    s->vs, d->model.n_layers, s->pp);
+  /* (virtual stages the enumeration leaves out, chunks that do not divide the layers,
+   * are the core's to judge: fth_train_rework) */
   int first, last;
   if (!fth_search_split(d->model.n_layers, s->pp, s->trim_first, s->trim_last, &first, &last))
     return fth_fail(err, FTH_ETILE, "strategy.trim",

@@ -161,14 +161,14 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
                          err) != FTH_OK)
       return err->status;
   }
-  /* Interleaved chunks. An even split cuts PP x v chunks of whole layers. An
-   * uneven one gives the first and last GPUs their counts over all their chunks
-   * (Megatron-Core's pipeline layouts and account_for_embedding/loss_in_pipeline_split):
-   * every chunk of a middle GPU holds a layer, and the first and last GPUs may each
-   * leave one chunk without any (the embedding's or the loss's alone). A pass is
-   * still timed per GPU, over all its chunks. */
-  if ((w->pp_first_layers > 0 || w->pp_last_layers > 0) && w->virtual_stages > 1) {
-    const int v = w->virtual_stages;
+  /* Interleaved chunks: a GPU's layers go to its v chunks (Megatron-Core's pipeline
+   * layouts, account_for_embedding/loss_in_pipeline_split). Every chunk of a middle GPU
+   * holds a layer; the first and the last GPU may each leave one chunk to the embedding
+   * or the loss alone, so PP x v may pass the layers by two (126 layers in 16 x 8). The
+   * counts are the split's, explicit or even (the short stages the last, then the first).
+   * A pass is timed per GPU, over all its chunks. */
+  if (w->virtual_stages > 1) {
+    const double v = w->virtual_stages; /* in doubles: v may be near INT_MAX */
     int mid = m->n_layers;
     for (int s = 1; s < l->pp - 1; s++) {
       int n = fth_layout_stage_size(l, m, s);
@@ -177,16 +177,10 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
     if (l->first_stage_layers < v - 1 || l->last_stage_layers < v - 1 || (l->pp > 2 && mid < v))
       return fth_fail(err, FTH_ETILE, "workload.pp_spec.virtual_stages",
                       "%d virtual stages need a layer in every chunk (the first and last GPU "
-                      "may leave one chunk to the embedding or the loss): the split gives the "
-                      "first GPU %d layers, the last %d and a middle one %d",
-                      v, l->first_stage_layers, l->last_stage_layers, l->pp > 2 ? mid : 0);
-  } else {
-    /* In doubles: PP x virtual stages may exceed an int. */
-    double chunks = (double)l->pp * w->virtual_stages;
-    if (m->n_layers < chunks)
-      return fth_fail(err, FTH_ETILE, "topology.logical",
-                      "PP x virtual stages = %d x %d exceeds n_layers = %d", l->pp,
-                      w->virtual_stages, m->n_layers);
+                      "may leave one chunk to the embedding or the loss): %d layers over PP = %d "
+                      "give the first GPU %d, the last %d and a middle one %d",
+                      w->virtual_stages, m->n_layers, l->pp, l->first_stage_layers,
+                      l->last_stage_layers, l->pp > 2 ? mid : 0);
   }
   const double micro_unit = fth_pp_micro_multiple(w->pp, l->pp, w->virtual_stages);
   if (micro_unit <= 0)

@@ -223,6 +223,24 @@ describe("fathom estimate", function()
     assert.matches("\nfits: NO, [%d.]+ GiB short in xpu_memory\n$", text)
   end)
 
+  it("takes virtual stages that cut a GPU's layers into unequal chunks", function()
+    -- 80 layers over PP 4 in 3 chunks a GPU (7, 7 and 6 layers): the search enumerates whole
+    -- chunks only (v = 2, 4, 5, ...), but the core judges a fixed --vs. A GPU's passes are the
+    -- same 20 layers as in 2 chunks of 10; the bubble (p - 1)(t_f + t_b) / v is 2/3 of v = 2's.
+    local two = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--schedule", "INTERLEAVED", "--vs", "2")
+    local three = est_json("--tp", "8", "--pp", "4", "--zero", "ZERO1", "--schedule", "INTERLEAVED", "--vs", "3")
+    h.near(two.time.step_breakdown.compute_seconds, three.time.step_breakdown.compute_seconds, 1e-12, "compute")
+    h.near(two.time.step_breakdown.bubble_seconds * 2 / 3, three.time.step_breakdown.bubble_seconds, 1e-9,
+      "bubble")
+    -- Llama 3.1 405B in PP 16 x 8 (Megatron-Bridge's layout, 126 layers in 128 chunks: the
+    -- first and last GPU 7 layers with the embedding's and the loss's chunk, the others 8)
+    local r = h.run("estimate", "--model", "llama3.1_405b", "--hardware", "H100_SXM", "--gpus", "16384",
+      "--tp", "8", "--pp", "16", "--vs", "8", "--schedule", "INTERLEAVED", "--global-batch", "2048",
+      "--seq", "8192", "--zero", "ZERO1")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.matches("INTERLEAVED x8", r.stdout)
+  end)
+
   describe("refuses bad input with one line and exit 2", function()
     local cases = {
       { { "--tp", "8", "--pp", "3" }, "TP 8 x CP 1 x PP 3 = 24 does not divide 64 GPUs" },
@@ -232,7 +250,7 @@ describe("fathom estimate", function()
       { { "--sp", "on" }, "%-%-sp on needs %-%-tp > 1" },
       { { "--tp", "8", "--schedule", "DUALPIPE" }, "needs %-%-pp > 1" },
       { { "--tp", "8", "--pp", "4", "--schedule", "INTERLEAVED" }, "INTERLEAVED needs %-%-vs > 1" },
-      { { "--tp", "8", "--pp", "4", "--vs", "3", "--schedule", "INTERLEAVED" }, "virtual stages do not split" },
+      { { "--tp", "8", "--pp", "4", "--vs", "21", "--schedule", "INTERLEAVED" }, "need a layer in every chunk" },
       { { "--tp", "8", "--gen", "5" }, "%-%-gen is for inference_decode" },
       { { "--zero", "ZERO4" }, "must be one of" },
       { { "--tp", "8", "--global-batch", "1023" }, "global_batch_size" },

@@ -45,7 +45,7 @@ local spec = args.with_output({
   { name = "micro-batch", arg = "B", integer = { 1, 65536 }, default = 1,
     help = "training: sequences per micro-batch; inference: sequences per pipeline stage in flight" },
   { name = "vs", arg = "V", integer = { 1, 256 }, default = 1,
-    help = "training: virtual stages (INTERLEAVED needs V > 1)" },
+    help = "training: virtual stages (INTERLEAVED needs V > 1; a GPU's layers may split into unequal chunks)" },
   { name = "global-batch", arg = "B", integer = { 1, 2147483647 }, help = "training: sequences per step" },
   { name = "seq", arg = "S", integer = { 1, 1073741824 }, help = "sequence length (decode: the prompt)" },
   { name = "gen", arg = "N", integer = { 1, 1073741824 }, help = "decode: tokens to generate" },
@@ -205,21 +205,34 @@ local function training(opts, gpus, pod, row)
   if model.num_heads % opts.tp ~= 0 then
     fail("TP %d does not divide the %d attention heads of %s", opts.tp, model.num_heads, model.name or opts.model)
   end
+  -- the placement the search would try first (the most pipeline stages inside the pod)
+  local function first_placement()
+    local pp_in = opts.pp_in or 1
+    if not opts.pp_in then
+      while opts.pp % (pp_in * 2) == 0 and pod % (opts.tp * opts.cp * pp_in * 2) == 0 do pp_in = pp_in * 2 end
+    end
+    return { tp = opts.tp, cp = opts.cp, pp = opts.pp, pp_in = pp_in, tp_moe = opts.tp_moe, ep = opts.ep,
+      vs = opts.vs, mb = opts.micro_batch, schedule = sched, recompute = opts.recompute, dp_variant = fix.dp,
+      sp = sp }
+  end
   local res = core.search(def)
   local strategy = res.hits[1] or res.stats.smallest_shortfall
+  if not strategy and opts.vs > 1 and model.n_layers % (opts.pp * opts.vs) ~= 0 then
+    -- virtual stages that cut a GPU's layers into unequal chunks (Megatron-Core's layouts and
+    -- its embedding and loss accounting): the search enumerates whole chunks only; the core
+    -- judges these (fth_train_rework), placed as the search would place them first
+    local ok, hit = pcall(core.search_eval, def, first_placement())
+    if not ok and not errors.is_core(hit) then error(hit, 0) end
+    if not ok then fail("%s", refusal(hit)) end
+    strategy = hit
+  end
   if not strategy then
     if res.stats.considered == 0 then
       fail("%s with --vs %d is not a strategy (INTERLEAVED needs --vs > 1, every other schedule --vs 1)", sched,
         opts.vs)
     end
     -- Ask the core why, with the placement the search would have tried first.
-    local pp_in = opts.pp_in or 1
-    if not opts.pp_in then
-      while opts.pp % (pp_in * 2) == 0 and pod % (opts.tp * opts.cp * pp_in * 2) == 0 do pp_in = pp_in * 2 end
-    end
-    local ok, e = pcall(core.search_eval, def, { tp = opts.tp, cp = opts.cp, pp = opts.pp, pp_in = pp_in,
-      tp_moe = opts.tp_moe, ep = opts.ep, vs = opts.vs, mb = opts.micro_batch, schedule = sched,
-      recompute = opts.recompute, dp_variant = fix.dp, sp = sp })
+    local ok, e = pcall(core.search_eval, def, first_placement())
     if ok then fail("the strategy does not tile %d GPUs in %d-GPU pods", gpus, pod) end
     if not errors.is_core(e) then error(e, 0) end
     fail("%s", refusal(e))
