@@ -591,6 +591,65 @@ function M.layout(p, gpus, domain)
   return phys, logical
 end
 
+-- scale_out(sys) -> {bits_per_s = the scale-out bandwidth per GPU, roce = true for an Ethernet
+-- fabric} as system.inter_node_interconnect states it, or nil (not stated, or no count and rate
+-- to read). Read as vendors write it: "8x 400 Gb/s InfiniBand compute links per node", "1600
+-- Gb/s RoCE per node", "RDMA backend network, 400 Gb/s per GPU", "4x ConnectX-8 IB XDR 800 Gb/s
+-- per node (4-GPU tray)", "BF3 200Gbps for NS and 2xBF3 400Gbps for EW" (east-west is the
+-- compute fabric). Storage, management, north-south and PCIe figures are not the compute
+-- fabric; a "not stated (...)" string gives what its parenthesis infers, which the node
+-- already is. Gb/s are bits; GB/s (bytes) are PCIe figures here and are not read.
+function M.scale_out(sys)
+  local s = tostring(sys.inter_node_interconnect or "")
+  local low = s:lower()
+  if low == "" or low:find("^%s*not stated") or low:find("^%s*single node") or low:find("^%s*not used")
+    or low:find("^%s*none") then
+    return nil
+  end
+  local gpn = M.count(sys.gpus_per_node) or 8
+  -- the compute fabric's segment: "Compute: ...", "... for EW", else the whole string less
+  -- the segments naming storage, management, north-south or PCIe
+  local segs = {}
+  for seg in (s:gsub("%s+and%s+", ";") .. ","):gmatch("([^,;]*)[,;]") do segs[#segs + 1] = seg end
+  local pick
+  for _, seg in ipairs(segs) do
+    local l = seg:lower()
+    if l:find("compute") or l:find("%f[%w]ew%f[%W]") or l:find("east") then pick = seg break end
+  end
+  local keep = {}
+  for _, seg in ipairs(segs) do
+    local l = seg:lower()
+    if not (l:find("storage") or l:find("management") or l:find("mgmt") or l:find("%f[%w]ns%f[%W]")
+      or l:find("north") or l:find("pcie")) then
+      keep[#keep + 1] = seg
+    end
+  end
+  local fabric = table.concat(keep, ",")
+  pick = pick or fabric
+  fabric = fabric:lower()
+  -- a rate in bits: "400 Gb/s", "400Gbps", "400 Gbit/s", "100GbE"
+  local at, r = pick:match("()(%d+%.?%d*)%s*Gb[/p%s]")
+  if not at then at, r = pick:match("()(%d+%.?%d*)%s*GbE") end
+  local rate = tonumber(r)
+  if not rate or rate <= 0 then return nil end
+  local before, count = pick:sub(1, at - 1), nil
+  for n in before:gmatch("(%d+)%s*[xX]") do count = tonumber(n) end -- the last "N x" before the rate
+  local rest = pick:sub(at):lower()
+  local per_gpu
+  if rest:find("per gpu") then
+    per_gpu = rate * (count or 1)
+  elseif count then
+    per_gpu = count * rate / gpn
+  elseif rest:find("per node") then
+    per_gpu = rate / gpn
+  else
+    return nil -- a rate without a count or a unit of what it is per: not read
+  end
+  local ib = pick:lower():find("infiniband") or pick:lower():find("%f[%w]ib%f[%W]")
+  local roce = not ib and (fabric:find("roce") ~= nil or fabric:find("ethernet") ~= nil)
+  return { bits_per_s = per_gpu * 1e9, roce = roce }
+end
+
 -- scale_up_domain(sys, gpu_row) -> GPUs that share one NVLink/Infinity Fabric domain.
 -- GB200/GB300 NVL72: the domain is the 72-GPU rack, not the 4 GPUs of a tray.
 function M.scale_up_domain(sys, g)
@@ -958,7 +1017,7 @@ function M.training_docs(case)
     physical = { name = case.id, node_definition_ref = g.node, dimensions = phys },
     logical = { name = case.id, dimensions = logical },
     model = model, workload = workload, gpu = g, fw = fw, precision = prec, parallel = p, notes = notes,
-    layer_scale = layer_scale, power_limit_watts = M.power_limit(sys),
+    layer_scale = layer_scale, power_limit_watts = M.power_limit(sys), scale_out = M.scale_out(sys),
   }
 end
 

@@ -188,7 +188,31 @@ end
 -- and their cast kernels, attention stays at BF16 with attention_efficiency.
 local setting_keys = { "efficiency", "fp8_efficiency", "fp4_efficiency", "attention_efficiency",
   "expert_gemm_overhead_sec" }
-local function calibrated_lib(state, node, setting, power_limit)
+-- The scale-out fabric a case states (cases.scale_out: bits/s per GPU, RoCE or not) where it
+-- is not the node's: the node's scale-out interconnect (a RoCE fabric's from the library's
+-- roce_400g where the node's is InfiniBand) at that bandwidth, one link per GPU. Returns the
+-- interconnect and its name, or nil when the node's already is the case's.
+local function case_scale_out(doc, node, so)
+  if not so then return nil end
+  local ics = doc.components.interconnect
+  local name = (doc.nodes[node].device_interconnects or {}).scale_out
+  local base = name and ics[name]
+  if not base then return nil end
+  local bw = so.bits_per_s / 8
+  local have = (base.bandwidth_nominal or 0) * (base.num_links or 1)
+  local eth = base.type == "ethernet"
+  if math.abs(bw - have) <= 0.01 * have and eth == (so.roce == true) then return nil end
+  if so.roce and not eth and ics.roce_400g then base = ics.roce_400g end
+  local ic = {}
+  for k, v in pairs(base) do ic[k] = v end
+  ic.bandwidth_nominal, ic.num_links = bw, 1
+  ic.description = string.format("the case's scale-out fabric: %.0f Gb/s per GPU%s", so.bits_per_s / 1e9,
+    so.roce and " (RoCE)" or "")
+  ic.source = "the validation case's system.inter_node_interconnect"
+  return ic, string.format("case_scale_out_%.0f%s", so.bits_per_s / 1e9, so.roce and "_roce" or "")
+end
+
+local function calibrated_lib(state, node, setting, power_limit, scale_out)
   local doc = state.lib_doc
   local comp_name = doc.nodes[node] and doc.nodes[node].device_compute
   local base = doc.components.compute[comp_name]
@@ -199,7 +223,8 @@ local function calibrated_lib(state, node, setting, power_limit)
   end
   -- a power cap the case's GPUs ran under (the core scales their clocks)
   if power_limit then c.power_limit_watts = power_limit end
-  local parts = { node, tostring(power_limit or 0) }
+  local so, so_name = case_scale_out(doc, node, scale_out)
+  local parts = { node, tostring(power_limit or 0), so_name or "" }
   for _, k in ipairs(setting_keys) do parts[#parts + 1] = string.format("%.6g", c[k] or 0) end
   local key = table.concat(parts, "|")
   local lib = state.libs[key]
@@ -210,7 +235,22 @@ local function calibrated_lib(state, node, setting, power_limit)
   local comps = {}
   for k, v in pairs(doc.components) do comps[k] = v end
   comps.compute = compute
-  lib = spec.hardware_library({ components = comps, nodes = doc.nodes })
+  local nodes = doc.nodes
+  if so then
+    local ics = {}
+    for k, v in pairs(doc.components.interconnect) do ics[k] = v end
+    ics[so_name] = so
+    comps.interconnect = ics
+    local n = {}
+    for k, v in pairs(doc.nodes[node]) do n[k] = v end
+    n.device_interconnects = {}
+    for k, v in pairs(doc.nodes[node].device_interconnects) do n.device_interconnects[k] = v end
+    n.device_interconnects.scale_out = so_name
+    nodes = {}
+    for k, v in pairs(doc.nodes) do nodes[k] = v end
+    nodes[node] = n
+  end
+  lib = spec.hardware_library({ components = comps, nodes = nodes })
   state.libs[key] = lib
   return lib
 end
@@ -264,7 +304,7 @@ local function evaluate_training(state, job, settings)
   if not state.lib_doc.nodes[docs.gpu.node] then
     return nil, "hardware library has no node '" .. docs.gpu.node .. "'"
   end
-  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts)
+  local lib = calibrated_lib(state, docs.gpu.node, setting, docs.power_limit_watts, docs.scale_out)
   local ok, r = pcall(function()
     return scenario.new({ hardware_lib = lib, physical = physical(state, docs), logical = docs.logical,
       model = docs.model, workload = docs.workload }):evaluate()

@@ -510,6 +510,64 @@ describe("fathom.frameworks", function()
   end)
 end)
 
+describe("cases.scale_out", function()
+  it("reads the compute fabric a case states, per GPU", function()
+    local function gbps(str, gpn)
+      local r = cases.scale_out({ inter_node_interconnect = str, gpus_per_node = gpn or 8 })
+      return r and r.bits_per_s / 1e9, r and r.roce
+    end
+    -- by hand: count x rate / GPUs per node, or the rate per GPU
+    assert.are.same({ 400, false }, { gbps("8x 400 Gb/s InfiniBand compute links per node") })
+    assert.are.same({ 200, true }, { gbps("1600 Gb/s RoCE per node") })                 -- 1600 / 8
+    assert.are.same({ 400, false }, { gbps("RDMA backend network, 400 Gb/s per GPU") })
+    assert.are.same({ 800, false }, { gbps("4x ConnectX-8 IB XDR 800 Gb/s per node (4-GPU tray)", 4) })
+    -- east-west is the compute fabric: 2 x 400 / 8 (the north-south 200 is not)
+    assert.are.same({ 100, false }, { gbps("BF3 200Gbps for NS and 2xBF3 400Gbps for EW") })
+    -- the compute NICs, not storage or management; the InfiniBand is not the management Ethernet
+    assert.are.same({ 400, false }, { gbps("Storage: 2x ConnectX-7 IB NDR 400Gb/s, Compute: 8x ConnectX-7 IB NDR " ..
+      "400Gb/s, Management: 100Gb/s Ethernet NIC") })
+    assert.are.same({ 400, true }, { gbps("8x BlueField-3 ConnectX-7 400 Gb/s per node (compute), Ethernet fabric") })
+    -- GB/s are bytes (a PCIe figure here), a rate with no count or unit of what it is per, an
+    -- inference in parentheses, one node: nothing read
+    assert.is_nil(gbps("RoCE v2 (systems json: PCIe-NIC 500 GB/s per node; per-NIC rate not stated)"))
+    assert.is_nil(gbps('InfiniBand (systems json: "100GbE InfiniBand")'))
+    assert.is_nil(gbps("not stated (DGX H100: 8x 400 Gb/s InfiniBand)"))
+    assert.is_nil(gbps("single node"))
+    assert.are.same({ 400, false }, { gbps("InfiniBand (systems json: PCIe-NIC 500 GB/s per node; DGX B200 = 8x " ..
+      "ConnectX-7 400 Gb/s)") })
+  end)
+
+  it("costs the stated fabric where it is not the node's", function()
+    local validate = require("fathom.validate")
+    local state = validate.state()
+    -- 2 x 400 Gb/s RoCE per 8-GPU node: 100 Gb/s = 12.5 GB/s a GPU, the library's RoCE entry
+    local lib = validate.calibrated_lib(state, "H100_SXM", {}, nil, { bits_per_s = 100e9, roce = true })
+    local ic = lib.interconnect[lib.nodes.H100_SXM.device_interconnects.scale_out]
+    assert.are.equal(12.5e9, ic.bandwidth_nominal * ic.num_links)
+    assert.are.equal("ethernet", ic.type)
+    assert.is_false(ic.in_network_reduction)
+    -- the node's own 8 x 400 Gb/s InfiniBand: the library's entry
+    lib = validate.calibrated_lib(state, "H100_SXM", {}, nil, { bits_per_s = 400e9 })
+    assert.are.equal("ib_ndr", lib.nodes.H100_SXM.device_interconnects.scale_out)
+    -- a DP-only run over two nodes reduces its gradients slower on the slower fabric
+    local function dp_raw(str)
+      local case = { id = "so", workload = "training",
+        model = { name = "m", arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 8, hidden = 4096, heads = 32,
+          kv_heads = 8, ffn = 14336, vocab = 32000 },
+        system = { gpu = "NVIDIA H100 80GB HBM3", num_gpus = 16, gpus_per_node = 8, inter_node_interconnect = str },
+        parallelism = { tp = 1, pp = 1, dp = 16, micro_batch = 1, global_batch = 16, seq_len = 2048 },
+        training = { precision = "BF16", framework = "Megatron-Core (2025)", recompute = "none" } }
+      local docs = assert(cases.training_docs(case))
+      local setting = require("fathom.calibration").lookup(docs.gpu.generation, docs.fw.kernels, state.settings)
+      local l = validate.calibrated_lib(state, docs.gpu.node, setting, nil, docs.scale_out)
+      local r = require("fathom.scenario").new({ hardware_lib = l, physical = docs.physical, logical = docs.logical,
+        model = docs.model, workload = docs.workload }):evaluate()
+      return r.comm.dp.raw_s
+    end
+    assert.is_true(dp_raw("2x 400 Gb/s RoCE per node") > 1.5 * dp_raw("8x 400 Gb/s InfiniBand per node"))
+  end)
+end)
+
 describe("pipeline splits Megatron-Core cuts", function()
   it("takes the split a Megatron run needs when its chunks do not divide the layers", function()
     -- by hand: Llama 3.1 405B, 126 layers in PP 16 x v 8 = 128 chunks: 126 + 2 = 128 (the
