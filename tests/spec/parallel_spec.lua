@@ -424,7 +424,9 @@ p.map({ 1, 2, 3, 4 }, function(x) if x == 3 then error("point 3 is bad", 0) end 
   it("a rank killed by SIGKILL: mpirun names the rank, exit non-zero, no output file", function()
     local sweep, out, err = os.tmpname(), os.tmpname(), os.tmpname()
     os.remove(out)
-    local batches = "global_batch_size: {start: 8, stop: 400, step: 8}"
+    -- 96,000 points: long enough that the kill lands mid-run on a loaded machine (2,400
+    -- finished within the 0.3 s wait once, under CI with other work running)
+    local batches = "global_batch_size: {start: 8, stop: 16000, step: 8}"
     write(sweep, (SWEEP:gsub("global_batch_size: %[8, 16, 24, 32%]", batches)))
     local parts = {}
     for _, a in ipairs(MPIRUN) do parts[#parts + 1] = a end
