@@ -592,7 +592,8 @@ function M.layout(p, gpus, domain)
 end
 
 -- scale_out(sys) -> {bits_per_s = the scale-out bandwidth per GPU, roce = true for an Ethernet
--- fabric} as system.inter_node_interconnect states it, or nil (not stated, or no count and rate
+-- fabric, false for InfiniBand, nil where the string does not say} as
+-- system.inter_node_interconnect states it, or nil (not stated, or no count and rate
 -- to read). Read as vendors write it: "8x 400 Gb/s InfiniBand compute links per node", "1600
 -- Gb/s RoCE per node", "RDMA backend network, 400 Gb/s per GPU", "4x ConnectX-8 IB XDR 800 Gb/s
 -- per node (4-GPU tray)", "BF3 200Gbps for NS and 2xBF3 400Gbps for EW" (east-west is the
@@ -628,7 +629,7 @@ function M.scale_out(sys)
   pick = pick or fabric
   fabric = fabric:lower()
   -- a rate in bits: "400 Gb/s", "400Gbps", "400 Gbit/s", "100GbE"
-  local at, r = pick:match("()(%d+%.?%d*)%s*Gb[/p%s]")
+  local at, r = pick:match("()(%d+%.?%d*)%s*Gb[/pi%s]")
   if not at then at, r = pick:match("()(%d+%.?%d*)%s*GbE") end
   local rate = tonumber(r)
   if not rate or rate <= 0 then return nil end
@@ -636,17 +637,27 @@ function M.scale_out(sys)
   for n in before:gmatch("(%d+)%s*[xX]") do count = tonumber(n) end -- the last "N x" before the rate
   local rest = pick:sub(at):lower()
   local per_gpu
-  if rest:find("per gpu") then
-    per_gpu = rate * (count or 1)
+  if rest:find("^[%d%.]+%s*gb%S*%s*per gpu") then
+    per_gpu = rate -- "400 Gb/s per GPU"
   elseif count then
-    per_gpu = count * rate / gpn
+    per_gpu = count * rate / gpn -- "8x 400 Gb/s ... per node", "8x 400 Gb/s (one per GPU)"
   elseif rest:find("per node") then
     per_gpu = rate / gpn
+  elseif rest:find("per gpu") then
+    per_gpu = rate -- "400 Gb/s (ConnectX-7) per GPU"
   else
     return nil -- a rate without a count or a unit of what it is per: not read
   end
-  local ib = pick:lower():find("infiniband") or pick:lower():find("%f[%w]ib%f[%W]")
-  local roce = not ib and (fabric:find("roce") ~= nil or fabric:find("ethernet") ~= nil)
+  -- a fabric per GPU between 1 Gb/s and 100 Tb/s, else the string is not read as one
+  if not (per_gpu >= 1 and per_gpu <= 1e5) then return nil end
+  -- the fabric's kind where the case says it (nil: not said, the node's stands)
+  local low_pick = pick:lower()
+  local roce
+  if low_pick:find("infiniband") or low_pick:find("%f[%w]ib%f[%W]") then
+    roce = false
+  elseif fabric:find("roce") or fabric:find("ethernet") then
+    roce = true
+  end
   return { bits_per_s = per_gpu * 1e9, roce = roce }
 end
 
@@ -662,38 +673,43 @@ function M.scale_up_domain(sys, g)
   return M.count(sys.gpus_per_node) or 8
 end
 
--- parallelism(case) -> normalised degrees, or nil, reason
 -- Megatron-Core's pipeline_model_parallel_layout: a string ("Et*4|(tttt|)*14tmL": stages
 -- split by "|", E the embedding, t a decoder layer, m an MTP layer, L the loss, "*N" repeating
--- the symbol or parenthesised group before it) or a list of stages, each a list of
--- "embedding", "decoder", "mtp", "loss". expand_layout(s) -> the string with repeats expanded,
--- or nil and why.
-local function expand_layout(s)
+-- the symbol or parenthesised group before it; spaces ignored) or a list of stages, each a
+-- list of "embedding", "decoder", "mtp", "loss". expand_layout(s) -> the string with repeats
+-- expanded, or nil and why (positions in the layout without its spaces).
+local LAYOUT_MAX = 1000000 -- symbols a layout may expand to (a pipeline has at most thousands)
+local function expand_layout(text)
+  local s = text:gsub("%s+", "")
   local i, n = 1, #s
   local function group()
-    local out = {}
+    local out, len = {}, 0
     while i <= n do
       local c = s:sub(i, i)
       if c == ")" then return table.concat(out) end
-      local piece
+      local piece, why
       if c == "(" then
         i = i + 1
-        piece = group()
+        piece, why = group()
+        if not piece then return nil, why end
         if s:sub(i, i) ~= ")" then return nil, "an unclosed '('" end
         i = i + 1
       elseif c:match("[EtmL|,]") then
         piece, i = c, i + 1
-      elseif c:match("%s") then
-        piece, i = "", i + 1
       else
         return nil, string.format("'%s' at %d is not one of E t m L | ( ) *N", c, i)
       end
-      if not piece then return nil, "an unclosed '('" end
       local reps = s:match("^%*(%d+)", i)
       if reps then
         i = i + 1 + #reps
-        piece = piece:rep(tonumber(reps))
+        local r = tonumber(reps)
+        if r * #piece > LAYOUT_MAX then
+          return nil, string.format("'*%s' expands the layout past %d symbols", reps, LAYOUT_MAX)
+        end
+        piece = piece:rep(math.tointeger(r))
       end
+      len = len + #piece
+      if len > LAYOUT_MAX then return nil, string.format("the layout expands past %d symbols", LAYOUT_MAX) end
       out[#out + 1] = piece
     end
     return table.concat(out)
@@ -705,7 +721,8 @@ local function expand_layout(s)
 end
 
 -- layout_split(layout, pp, vpp, layers) -> the decoder layers of the first and of the last
--- GPU (virtual stage k runs on GPU k mod PP), or nil and why.
+-- GPU (virtual stage k runs on GPU k mod PP) and the virtual stages (vpp, or the layout's
+-- stages / PP when vpp is nil), or nil and why.
 function M.layout_split(layout, pp, vpp, layers)
   local stages = {}
   if type(layout) == "table" then
@@ -724,6 +741,9 @@ function M.layout_split(layout, pp, vpp, layers)
       stages[#stages + 1] = t
     end
   end
+  -- the virtual stages, where the case does not state them, are the layout's (as Megatron-Core
+  -- infers them from it)
+  if vpp == nil and #stages % pp == 0 and #stages > 0 then vpp = #stages // pp end
   local want = pp * (vpp or 1)
   if #stages ~= want then
     return nil, string.format("%d stages, but PP x virtual stages = %d", #stages, want)
@@ -738,9 +758,10 @@ function M.layout_split(layout, pp, vpp, layers)
     return nil, string.format("%d decoder layers, but the model has %d", total, layers)
   end
   if first < 1 or last < 1 then return nil, "the first or the last GPU holds no decoder layer" end
-  return first, last
+  return first, last, vpp
 end
 
+-- parallelism(case) -> normalised degrees, or nil, reason
 function M.parallelism(case, fw)
   local par, sys = case.parallelism or {}, case.system or {}
   local gpus = M.count(sys.num_gpus)
@@ -800,9 +821,10 @@ function M.parallelism(case, fw)
   p.last_layers = p.pp > 1 and M.count(par.num_layers_in_last_pipeline_stage) or nil
   local layout = par.pipeline_model_parallel_layout or par.pipeline_layout
   if p.pp > 1 and layout ~= nil and not (p.first_layers or p.last_layers) then
-    local first, last = M.layout_split(layout, p.pp, p.vpp, layers)
+    local stated = M.count(par.vpp) or (p.vpp > 1 and p.vpp or nil)
+    local first, last, vpp = M.layout_split(layout, p.pp, stated, layers)
     if not first then return nil, "parallelism.pipeline_model_parallel_layout: " .. last end
-    p.first_layers, p.last_layers = first, last
+    p.first_layers, p.last_layers, p.vpp = first, last, vpp
   elseif p.pp > 1 and layers and fw.megatron_split and not (p.first_layers or p.last_layers) then
     p.first_layers, p.last_layers = require("fathom.frameworks").megatron_split(layers, p.pp, p.vpp)
   end

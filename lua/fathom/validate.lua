@@ -201,7 +201,8 @@ local function case_scale_out(doc, node, so)
   local bw = so.bits_per_s / 8
   local have = (base.bandwidth_nominal or 0) * (base.num_links or 1)
   local eth = base.type == "ethernet"
-  if math.abs(bw - have) <= 0.01 * have and eth == (so.roce == true) then return nil end
+  local kind_differs = so.roce ~= nil and eth ~= so.roce
+  if math.abs(bw - have) <= 0.01 * have and not kind_differs then return nil end
   if so.roce and not eth and ics.roce_400g then base = ics.roce_400g end
   local ic = {}
   for k, v in pairs(base) do ic[k] = v end
@@ -209,7 +210,7 @@ local function case_scale_out(doc, node, so)
   ic.description = string.format("the case's scale-out fabric: %.0f Gb/s per GPU%s", so.bits_per_s / 1e9,
     so.roce and " (RoCE)" or "")
   ic.source = "the validation case's system.inter_node_interconnect"
-  return ic, string.format("case_scale_out_%.0f%s", so.bits_per_s / 1e9, so.roce and "_roce" or "")
+  return ic, string.format("case_scale_out_%.17g%s", so.bits_per_s, so.roce and "_roce" or "")
 end
 
 local function calibrated_lib(state, node, setting, power_limit, scale_out)

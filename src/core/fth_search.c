@@ -708,15 +708,16 @@ static void run_variants(const fth_search_def *d, const enum_ctx *c, fth_train_p
   const double rate =
       fth_search_rate_bound(&plan->node, fth_precision_from_bytes(d->work.act_bytes));
   const int n_mi = s->n_mb > 0 ? s->n_mb : mb_hi;
-  /* each virtual-stage position's vs (0: not one for this PP) and whether its chunks split
-   * the layers: the search enumerates whole, equal chunks only, pinned or not (a subset of
-   * the default space); fth_train_rework also takes a GPU's layers in unequal chunks, which
-   * estimate evaluates on its own (fth_search_eval_one) */
+  /* each virtual-stage position's vs (0: not one for this PP) and whether to try it: of its
+   * own the search enumerates whole, equal chunks on the even split; a pinned vs (--fix vs=,
+   * estimate's --vs) is tried whatever it cuts, and fth_train_rework judges the chunks (a
+   * GPU's layers in unequal chunks, one left to the embedding or the loss at either end) */
   int vs_of[MAX_DIVISORS];
   char splits_of[MAX_DIVISORS];
   for (int vi = 0; vi < c->vs_slots; vi++) {
-    vs_of[vi] = vs_at(c, s, n_layers, pp, vi);
-    splits_of[vi] = (char)(vs_of[vi] != 0 && vs_splits(n_layers, pp, vs_of[vi]) && !(uneven && vs_of[vi] > 1));
+    const int v = vs_of[vi] = vs_at(c, s, n_layers, pp, vi);
+    const int whole = v != 0 && vs_splits(n_layers, pp, v) && !(uneven && v > 1);
+    splits_of[vi] = (char)(v != 0 && (whole || s->n_vs > 0));
   }
   for (int mi = 0; mi < n_mi; mi++) {
     const int mb = s->n_mb > 0 ? s->mb[mi] : mi + 1;

@@ -174,13 +174,23 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
       int n = fth_layout_stage_size(l, m, s);
       if (n < mid) mid = n;
     }
-    if (l->first_stage_layers < v - 1 || l->last_stage_layers < v - 1 || (l->pp > 2 && mid < v))
+    /* (one GPU: the old rule, a layer per chunk) */
+    const double ends = l->pp > 1 ? v - 1 : v;
+    if (l->first_stage_layers < ends || l->last_stage_layers < ends || (l->pp > 2 && mid < v)) {
+      if (l->pp > 2)
+        return fth_fail(err, FTH_ETILE, "workload.pp_spec.virtual_stages",
+                        "%d virtual stages need a layer in every chunk (the first and last GPU "
+                        "may leave one chunk to the embedding or the loss): %d layers over PP = %d "
+                        "give the first GPU %d, the last %d and a middle one %d",
+                        w->virtual_stages, m->n_layers, l->pp, l->first_stage_layers,
+                        l->last_stage_layers, mid);
       return fth_fail(err, FTH_ETILE, "workload.pp_spec.virtual_stages",
                       "%d virtual stages need a layer in every chunk (the first and last GPU "
                       "may leave one chunk to the embedding or the loss): %d layers over PP = %d "
-                      "give the first GPU %d, the last %d and a middle one %d",
+                      "give the first GPU %d and the last %d",
                       w->virtual_stages, m->n_layers, l->pp, l->first_stage_layers,
-                      l->last_stage_layers, l->pp > 2 ? mid : 0);
+                      l->last_stage_layers);
+    }
   }
   const double micro_unit = fth_pp_micro_multiple(w->pp, l->pp, w->virtual_stages);
   if (micro_unit <= 0)

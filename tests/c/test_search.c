@@ -210,12 +210,6 @@ static int brute_force(const fth_search_def *d, brute_hit *out, int *n_out, brut
                             continue;
                           }
                           st->considered++;
-                          /* the search enumerates whole, equal chunks only (the core also
-                           * takes unequal ones: estimate's) */
-                          if (vs > 1 && d->model.n_layers % (pp * vs) != 0) {
-                            st->refused++;
-                            continue;
-                          }
                           fth_topology_def t;
                           int ep_su = 1;
                           if (!place(d, tp, cp, pp, pp_in, tp_moe, ep, &t, &ep_su)) {

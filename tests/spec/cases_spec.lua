@@ -519,10 +519,14 @@ describe("cases.scale_out", function()
     -- by hand: count x rate / GPUs per node, or the rate per GPU
     assert.are.same({ 400, false }, { gbps("8x 400 Gb/s InfiniBand compute links per node") })
     assert.are.same({ 200, true }, { gbps("1600 Gb/s RoCE per node") })                 -- 1600 / 8
-    assert.are.same({ 400, false }, { gbps("RDMA backend network, 400 Gb/s per GPU") })
+    -- no fabric kind said: nil (the node's stands)
+    assert.are.same({ 400 }, { gbps("RDMA backend network, 400 Gb/s per GPU") })
+    assert.are.same({ 400 }, { gbps("8x 400 Gbit/s NDR per node") })
+    -- "(one per GPU)" is the count's unit, not the rate's: 8 x 400 / 8
+    assert.are.same({ 400, false }, { gbps("8x 400 Gb/s InfiniBand (one per GPU)") })
     assert.are.same({ 800, false }, { gbps("4x ConnectX-8 IB XDR 800 Gb/s per node (4-GPU tray)", 4) })
     -- east-west is the compute fabric: 2 x 400 / 8 (the north-south 200 is not)
-    assert.are.same({ 100, false }, { gbps("BF3 200Gbps for NS and 2xBF3 400Gbps for EW") })
+    assert.are.same({ 100 }, { gbps("BF3 200Gbps for NS and 2xBF3 400Gbps for EW") })
     -- the compute NICs, not storage or management; the InfiniBand is not the management Ethernet
     assert.are.same({ 400, false }, { gbps("Storage: 2x ConnectX-7 IB NDR 400Gb/s, Compute: 8x ConnectX-7 IB NDR " ..
       "400Gb/s, Management: 100Gb/s Ethernet NIC") })
@@ -533,8 +537,10 @@ describe("cases.scale_out", function()
     assert.is_nil(gbps('InfiniBand (systems json: "100GbE InfiniBand")'))
     assert.is_nil(gbps("not stated (DGX H100: 8x 400 Gb/s InfiniBand)"))
     assert.is_nil(gbps("single node"))
-    assert.are.same({ 400, false }, { gbps("InfiniBand (systems json: PCIe-NIC 500 GB/s per node; DGX B200 = 8x " ..
+    assert.are.same({ 400 }, { gbps("InfiniBand (systems json: PCIe-NIC 500 GB/s per node; DGX B200 = 8x " ..
       "ConnectX-7 400 Gb/s)") })
+    -- out of range (a count no node has): not read
+    assert.is_nil(gbps("99999999999999999999x 400 Gb/s"))
   end)
 
   it("costs the stated fabric where it is not the node's", function()
@@ -590,12 +596,14 @@ describe("pipeline splits Megatron-Core cuts", function()
   it("reads pipeline_model_parallel_layout as a string or a list of stages", function()
     -- virtual stage k on GPU k mod PP: GPU 0 holds stages 0, 4, 8, 12 (4 layers each); GPU 3
     -- stages 3, 7, 11 (4 each) and 15 ("tmL": 1)
-    assert.are.same({ 16, 13 }, { cases.layout_split("Et*4|(tttt|)*14tmL", 4, 4, 61) })
-    assert.are.same({ 4, 1 }, { cases.layout_split("Et*4|(tttt|)*14tmL", 16, 1, 61) })
+    assert.are.same({ 16, 13, 4 }, { cases.layout_split("Et*4|(tttt|)*14tmL", 4, 4, 61) })
+    assert.are.same({ 4, 1, 1 }, { cases.layout_split("Et*4|(tttt|)*14tmL", 16, 1, 61) })
+    -- no virtual stages stated: the layout's 16 stages over PP 4 (Megatron-Core infers them)
+    assert.are.same({ 16, 13, 4 }, { cases.layout_split("E t*4 | (tttt|)*14 tmL", 4, nil, 61) })
     local kimi = { { "embedding", "decoder", "decoder", "decoder", "decoder" } }
     for _ = 1, 14 do kimi[#kimi + 1] = { "decoder", "decoder", "decoder", "decoder" } end
     kimi[#kimi + 1] = { "decoder", "loss" }
-    assert.are.same({ 4, 1 }, { cases.layout_split(kimi, 16, 1, 61) })
+    assert.are.same({ 4, 1, 1 }, { cases.layout_split(kimi, 16, 1, 61) })
     local _, why = cases.layout_split("Et*4|(tttt|)*14tmL", 8, 1, 61)
     assert.matches("16 stages, but PP x virtual stages = 8", why)
     _, why = cases.layout_split("Et*4|(tttt|*14tmL", 4, 4, 61)
@@ -604,6 +612,11 @@ describe("pipeline splits Megatron-Core cuts", function()
     assert.matches("'x' at 2", why)
     _, why = cases.layout_split("Et*4|(tttt|)*14tmL", 4, 4, 60)
     assert.matches("61 decoder layers, but the model has 60", why)
+    -- an error inside a group is the group's; a repeat past a million symbols is refused, not built
+    _, why = cases.layout_split("(tx)", 1, 1, 1)
+    assert.matches("'x' at 3", why)
+    _, why = cases.layout_split("(t*100000)*100000", 1, 1, 1)
+    assert.matches("past 1000000 symbols", why)
   end)
 
   it("gives a case the split its framework cuts, unless the case states one", function()

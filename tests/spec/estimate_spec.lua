@@ -239,6 +239,15 @@ describe("fathom estimate", function()
       "--seq", "8192", "--zero", "ZERO1")
     assert.are.equal(0, r.code, r.stderr)
     assert.matches("INTERLEAVED x8", r.stdout)
+    -- a MoE model is placed as the search places it (EP across pods where it must): DeepSeek-V3's
+    -- 61 layers in PP 16 x 2, EP 64 over 8 pods
+    r = h.run("estimate", "--model", "deepseek_v3", "--hardware", "H800_SXM", "--gpus", "2048", "--pp", "16",
+      "--ep", "64", "--vs", "2", "--schedule", "INTERLEAVED", "--global-batch", "4096", "--seq", "4096",
+      "--zero", "ZERO1", "--format", "json")
+    assert.are.equal(0, r.code, r.stderr)
+    local d = json.decode(r.stdout)
+    assert.are.equal(64, d.strategy.ep)
+    assert.are.equal(2, d.strategy.virtual_stages)
   end)
 
   describe("refuses bad input with one line and exit 2", function()

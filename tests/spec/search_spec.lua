@@ -268,7 +268,9 @@ describe("fathom search (command line)", function()
     for _, x in ipairs(v.hits) do
       assert.are.equal(3, x.mb)
       assert.are.equal(6, x.vs)
-      assert.are.equal(0, 96 % (x.pp * 6))
+      -- a pinned count may cut a GPU's layers unequally, as the core's chunk rule allows: a
+      -- middle GPU holds at least 6 of the 96 layers (96 / PP, or one fewer at the ends)
+      assert.is_true(96 // x.pp >= 6)
     end
   end)
 

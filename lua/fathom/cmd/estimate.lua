@@ -217,15 +217,6 @@ local function training(opts, gpus, pod, row)
   end
   local res = core.search(def)
   local strategy = res.hits[1] or res.stats.smallest_shortfall
-  if not strategy and opts.vs > 1 and model.n_layers % (opts.pp * opts.vs) ~= 0 then
-    -- virtual stages that cut a GPU's layers into unequal chunks (Megatron-Core's layouts and
-    -- its embedding and loss accounting): the search enumerates whole chunks only; the core
-    -- judges these (fth_train_rework), placed as the search would place them first
-    local ok, hit = pcall(core.search_eval, def, first_placement())
-    if not ok and not errors.is_core(hit) then error(hit, 0) end
-    if not ok then fail("%s", refusal(hit)) end
-    strategy = hit
-  end
   if not strategy then
     if res.stats.considered == 0 then
       fail("%s with --vs %d is not a strategy (INTERLEAVED needs --vs > 1, every other schedule --vs 1)", sched,
