@@ -4,6 +4,7 @@
 
 #include "fth_offload.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -198,9 +199,10 @@ static int in_space(const fth_search_space *s, int tp, int pp, int vs, int sc, i
 /* Divisors of an int: at most 1,600 (1,102,701,600 has the most below 2^31). */
 #define MAX_DIVISORS 1600
 
-/* What a run derives once from the def: the divisors of the layer count (the
- * automatic virtual stages are among them; a v's enumeration position is its
- * position there) and the enumeration positions per placement. */
+/* What a run derives once from the def: the divisors of the layer count and of
+ * the layer count + 2 (the automatic virtual stages are among them, vs_candidates;
+ * a v's enumeration position is its position there) and the enumeration positions
+ * per placement. */
 typedef struct enum_ctx {
   int layer_div[MAX_DIVISORS], n_layer_div;
   int vs_slots, mb_slots, mb_max;
@@ -260,17 +262,37 @@ static int divisors(int n, int *out, int cap) {
   return k;
 }
 
+/* Interleaved chunks the search enumerates: whole, equal layer counts (v > 1 divides
+ * n_layers / PP), or Megatron-Core's account_for_embedding/loss_in_pipeline_split, where
+ * the embedding and the loss each take a layer's place (v divides (n_layers + 2) / PP: the
+ * even split's first and last GPU are one layer short, 126 layers in PP 16 x 8). */
+static int vs_splits(int n_layers, int pp, int vs) {
+  long long chunks = (long long)pp * vs;
+  return vs == 1 || n_layers % chunks == 0 || (pp > 1 && (n_layers + 2LL) % chunks == 0);
+}
+
 /* The vs at enumeration position vi for PP, 0 when that position is not a
- * value of the space there (automatic list: v > 1 must divide n_layers / PP). */
+ * value of the space there (automatic list: vs_splits). */
 static int vs_at(const enum_ctx *c, const fth_search_space *s, int n_layers, int pp, int vi) {
   if (s->n_vs > 0) return s->vs[vi];
   int v = c->layer_div[vi];
-  return v == 1 || n_layers % ((long long)pp * v) == 0 ? v : 0;
+  return vs_splits(n_layers, pp, v) ? v : 0;
 }
 
-/* Interleaved chunks hold whole, equal layer counts: v > 1 needs n_layers % (PP x v) == 0. */
-static int vs_splits(int n_layers, int pp, int vs) {
-  return vs == 1 || n_layers % ((long long)pp * vs) == 0;
+/* The automatic virtual-stage candidates: the divisors of n_layers and of n_layers + 2,
+ * ascending, each once. */
+static int vs_candidates(int n_layers, int *out, int cap) {
+  int a[MAX_DIVISORS], b[MAX_DIVISORS];
+  int na = divisors(n_layers, a, MAX_DIVISORS);
+  int nb = n_layers <= INT_MAX - 2 ? divisors(n_layers + 2, b, MAX_DIVISORS) : 0;
+  int i = 0, j = 0, k = 0;
+  while ((i < na || j < nb) && k < cap) {
+    int x = (j >= nb || (i < na && a[i] <= b[j])) ? a[i] : b[j];
+    if (i < na && a[i] == x) i++;
+    if (j < nb && b[j] == x) j++;
+    out[k++] = x;
+  }
+  return k;
 }
 
 /* The global batch a strategy runs: the request when it tiles (exact), or
@@ -924,7 +946,7 @@ static fth_status context(const fth_search_def *d, enum_ctx *c, fth_error *err) 
   }
   c->n_trim_first = s->n_trim_first > 0 ? s->n_trim_first : 1;
   c->n_trim_last = s->n_trim_last > 0 ? s->n_trim_last : 1;
-  c->n_layer_div = divisors(d->model.n_layers, c->layer_div, MAX_DIVISORS);
+  c->n_layer_div = vs_candidates(d->model.n_layers, c->layer_div, MAX_DIVISORS);
   c->mb_max = s->mb_max > 0 ? s->mb_max : FTH_SEARCH_MB_MAX;
   c->vs_slots = s->n_vs > 0 ? s->n_vs : c->n_layer_div;
   c->mb_slots = s->n_mb > 0 ? s->n_mb : c->mb_max;

@@ -472,17 +472,20 @@ static int automatic_lists(void) {
   int n = 0;
   FTH_ENSURE(fth_search_run(&d, many, 4096, &n, &st, &err) == FTH_OK);
   FTH_ENSURE(n > 0 && n < 4096);
-  int mb3 = 0, vs3 = 0, vs6 = 0;
+  int mb3 = 0, vs3 = 0, vs6 = 0, vs7 = 0;
   for (int i = 0; i < n; i++) {
     const fth_search_hit *h = &many[i];
     FTH_ENSURE(fmod(24.0, (double)h->dp * h->mb) == 0);
     FTH_ENSURE_NEAR(24.0, h->batch, 0);
-    FTH_ENSURE(h->vs == 1 || 12 % (h->pp * h->vs) == 0);
+    /* whole chunks of the 12 layers, or of 12 + 2 with the embedding and the loss in
+     * chunks of their own (PP 2 x 7: the first and last GPU 6 layers in 7 chunks) */
+    FTH_ENSURE(h->vs == 1 || 12 % (h->pp * h->vs) == 0 || (h->pp > 1 && 14 % (h->pp * h->vs) == 0));
     mb3 |= h->mb == 3 && h->dp == 8;
     vs3 |= h->vs == 3;
     vs6 |= h->vs == 6;
+    vs7 |= h->vs == 7 && h->pp == 2;
   }
-  FTH_ENSURE(mb3 && vs3 && vs6);
+  FTH_ENSURE(mb3 && vs3 && vs6 && vs7);
   /* Down: 23 sequences; each batch a multiple of DP x mb (x 2 for DualPipe, x PP
    * interleaved), the largest such <= 23. */
   d.work.global_batch = 23;

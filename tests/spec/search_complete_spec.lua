@@ -42,8 +42,9 @@ local function legal(p)
   local layers, gpus, batch = def.model.n_layers, def.pod_size * def.num_pods, def.workload.global_batch_size
   local vs, mb = { [1] = true }, {}
   for _, pp in ipairs(s.pp) do
-    for x = 2, layers // pp do
-      if layers % (pp * x) == 0 then vs[x] = true end
+    -- whole chunks, or Megatron's embedding and loss accounting (layers + 2 in whole chunks)
+    for x = 2, (layers + 2) // pp do
+      if layers % (pp * x) == 0 or (pp > 1 and (layers + 2) % (pp * x) == 0) then vs[x] = true end
     end
     for _, tp in ipairs(s.tp) do
       local dp = math.max(gpus // (tp * pp), 1)

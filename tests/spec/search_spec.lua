@@ -19,8 +19,9 @@ end
 local function vs_values(s, layers, pp)
   if type(s.vs) == "table" then return s.vs end
   local out = { 1 }
-  for v = 2, layers // pp do
-    if layers % (pp * v) == 0 then out[#out + 1] = v end
+  -- whole chunks, or Megatron's embedding and loss accounting: layers + 2 in whole chunks
+  for v = 2, (layers + 2) // pp do
+    if layers % (pp * v) == 0 or (pp > 1 and (layers + 2) % (pp * v) == 0) then out[#out + 1] = v end
   end
   return out
 end
