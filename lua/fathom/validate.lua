@@ -188,7 +188,7 @@ end
 -- and their cast kernels, attention stays at BF16 with attention_efficiency.
 local setting_keys = { "efficiency", "fp8_efficiency", "fp4_efficiency", "attention_efficiency",
   "expert_gemm_overhead_sec" }
--- The scale-out fabric a case states (cases.scale_out: bits/s per GPU, RoCE or not) where it
+-- The scale-out fabric a case states (cases.scale_out: bits/s per GPU; RoCE, IB or unsaid) where it
 -- is not the node's: the node's scale-out interconnect (a RoCE fabric's from the library's
 -- roce_400g where the node's is InfiniBand) at that bandwidth, one link per GPU. Returns the
 -- interconnect and its name, or nil when the node's already is the case's.
