@@ -308,25 +308,20 @@ function M.cuda_graph_scope(s)
 end
 
 -- megatron_split(layers, pp, vpp) -> the layers of the first and of the last GPU of a
--- Megatron-Core pipeline whose PP x vpp chunks do not divide the layers, or nil (they do, or
--- no rule fits). Megatron-Core cuts whole chunks; a run that does not divide used one of its
--- ways out. Where L + 2 (L + 1) divides: account_for_embedding_in_pipeline_split and
--- account_for_loss_in_pipeline_split (only the loss), each taking a layer's place in the
--- first (last) chunk, as Megatron-Bridge's Llama 3.1 405B and Qwen3-235B recipes set them.
--- Else a pipeline layout; Megatron-Bridge's DeepSeek-V3 layouts (recipes/deepseek,
+-- Megatron-Core pipeline whose PP x vpp chunks do not divide the layers, where the core's even
+-- split does not already cut it so, or nil. Megatron-Core cuts whole chunks; a run that does
+-- not divide used one of its ways out. Where L + 2 (L + 1) divides it counted the embedding
+-- and the loss (the loss) as layers (account_for_embedding/loss_in_pipeline_split, as
+-- Megatron-Bridge's Llama 3.1 405B and Qwen3-235B recipes set them): the first and last GPU
+-- one layer short, which is the core's even split (fth_layout.c): nil. Else a pipeline
+-- layout; Megatron-Bridge's DeepSeek-V3 and Kimi K2 layouts (recipes/deepseek,
 -- "Et*4|(tttt|)*14tmL") give every chunk ceil(L / chunks) layers and the last the rest, with
 -- the MTP layers and the loss: that one.
 function M.megatron_split(layers, pp, vpp)
   local v = vpp or 1
   local chunks = pp * v
-  if pp < 2 or layers % chunks == 0 then return nil end
-  if (layers + 2) % chunks == 0 then
-    local per = (layers + 2) // chunks
-    return v * per - 1, v * per - 1
-  end
-  if (layers + 1) % chunks == 0 then
-    local per = (layers + 1) // chunks
-    return v * per, v * per - 1
+  if pp < 2 or layers % chunks == 0 or (layers + 2) % chunks == 0 or (layers + 1) % chunks == 0 then
+    return nil
   end
   local per = (layers + chunks - 1) // chunks
   local rest = layers - (chunks - 1) * per

@@ -576,13 +576,31 @@ end)
 
 describe("pipeline splits Megatron-Core cuts", function()
   it("takes the split a Megatron run needs when its chunks do not divide the layers", function()
-    -- by hand: Llama 3.1 405B, 126 layers in PP 16 x v 8 = 128 chunks: 126 + 2 = 128 (the
-    -- embedding and the loss each take a layer's place), 1 a chunk, the first and last GPU 8 - 1
-    assert.are.same({ 7, 7 }, { frameworks.megatron_split(126, 16, 8) })
-    -- Qwen3-235B, 94 layers in 8 x 3 = 24 chunks: 96 / 24 = 4 a chunk, the ends 3 x 4 - 1 = 11
-    assert.are.same({ 11, 11 }, { frameworks.megatron_split(94, 8, 3) })
-    -- 63 + 1 = 64: the loss alone (32 chunks of 2: the first GPU 2 x 2, the last 2 x 2 - 1)
-    assert.are.same({ 4, 3 }, { frameworks.megatron_split(63, 16, 2) })
+    -- Where L + 2 (or L + 1) divides, Megatron counted the embedding and the loss as layers: the
+    -- first and last GPU one layer short, which the core's even split already cuts (the reader
+    -- says nothing). By hand: Llama 3.1 405B, 126 layers in PP 16 x v 8 = 128 chunks, 1 a chunk,
+    -- the first and last GPU 8 - 1 = 7; Qwen3-235B, 94 in 8 x 3 = 24 chunks of 96 / 24 = 4, the
+    -- ends 3 x 4 - 1 = 11; 63 + 1 = 64, the loss alone: 32 chunks of 2, the first GPU 2 x 2 and
+    -- the last 2 x 2 - 1.
+    local search, core = require("fathom.search"), require("fathom.core")
+    local function even(model, gpus, pp, vs, batch, want_first, want_last, layers)
+      assert.is_nil(frameworks.megatron_split(layers, pp, vs))
+      local def = search.prepare({ model = model, node = "H100_SXM", gpus = gpus, pod_size = 8,
+        global_batch = batch, seq = 4096, objective = "step_time", top = 1,
+        workload = "train_specs/search_default.yaml" })
+      local hit = core.search_eval(def, { tp = 8, cp = 1, pp = pp, pp_in = 1, tp_moe = 1, ep = 1, vs = vs,
+        mb = 1, schedule = "INTERLEAVED", recompute = "full", dp_variant = "ZERO1", sp = true })
+      assert.are.same({ want_first, want_last }, { hit.first_stage_layers, hit.last_stage_layers })
+    end
+    even("llama3.1_405b", 16384, 16, 8, 2048, 7, 7, 126)
+    local m94 = os.tmpname()
+    local f = assert(io.open(m94, "w"))
+    f:write("name: dense94\nd_model: 4096\nn_layers: 94\nnum_heads: 32\nnum_kv_heads: 4\nffn_hidden_size: 12288\n" ..
+      "gated_mlp: true\nmax_sequence_length: 4096\nvocab_size: 151936\n")
+    f:close()
+    even(m94, 1024, 8, 3, 1024, 11, 11, 94)
+    os.remove(m94)
+    assert.is_nil(frameworks.megatron_split(63, 16, 2))
     -- DeepSeek-V3, 61 layers in 16 chunks (Megatron-Bridge's "Et*4|(tttt|)*14tmL"): 4 a chunk,
     -- the last 61 - 15 x 4 = 1; PP 4 x v 4: the last GPU 3 x 4 + 1 = 13; PP 2 x 8: 7 x 4 + 1
     assert.are.same({ 4, 1 }, { frameworks.megatron_split(61, 16, 1) })
@@ -622,14 +640,19 @@ describe("pipeline splits Megatron-Core cuts", function()
   it("gives a case the split its framework cuts, unless the case states one", function()
     local case = { id = "x", system = { num_gpus = 1024 }, model = { layers = 126 },
       parallelism = { tp = 8, pp = 16, vpp = 8, micro_batch = 1, global_batch = 512, seq_len = 8192 } }
+    -- 126 + 2 in 128 chunks: the core's even split is Megatron's (above), the reader says nothing
     local p = assert(cases.parallelism(case, frameworks.lookup("Megatron-Bridge (container 26.04)")))
-    assert.are.same({ 7, 7 }, { p.first_layers, p.last_layers })
+    assert.is_nil(p.first_layers)
+    assert.is_nil(p.last_layers)
+    -- 61 layers in 4 x 4 chunks: Megatron-Bridge's layout, the rest in the last chunk
+    case.model.layers = 61
+    case.parallelism.pp, case.parallelism.vpp = 4, 4
+    p = assert(cases.parallelism(case, frameworks.lookup("Megatron-Bridge (container 26.04)")))
+    assert.are.same({ 16, 13 }, { p.first_layers, p.last_layers })
     -- not a Megatron run: the reader says nothing (fathom's own split)
     p = assert(cases.parallelism(case, frameworks.lookup("torchtitan 2025")))
     assert.is_nil(p.first_layers)
     -- a stated layout wins; a bad one is refused with its key
-    case.model.layers = 61
-    case.parallelism.pp, case.parallelism.vpp = 4, 4
     case.parallelism.pipeline_model_parallel_layout = "Et*4|(tttt|)*14tmL"
     p = assert(cases.parallelism(case, frameworks.lookup("torchtitan 2025")))
     assert.are.same({ 16, 13 }, { p.first_layers, p.last_layers })

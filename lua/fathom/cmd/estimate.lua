@@ -205,16 +205,6 @@ local function training(opts, gpus, pod, row)
   if model.num_heads % opts.tp ~= 0 then
     fail("TP %d does not divide the %d attention heads of %s", opts.tp, model.num_heads, model.name or opts.model)
   end
-  -- the placement the search would try first (the most pipeline stages inside the pod)
-  local function first_placement()
-    local pp_in = opts.pp_in or 1
-    if not opts.pp_in then
-      while opts.pp % (pp_in * 2) == 0 and pod % (opts.tp * opts.cp * pp_in * 2) == 0 do pp_in = pp_in * 2 end
-    end
-    return { tp = opts.tp, cp = opts.cp, pp = opts.pp, pp_in = pp_in, tp_moe = opts.tp_moe, ep = opts.ep,
-      vs = opts.vs, mb = opts.micro_batch, schedule = sched, recompute = opts.recompute, dp_variant = fix.dp,
-      sp = sp }
-  end
   local res = core.search(def)
   local strategy = res.hits[1] or res.stats.smallest_shortfall
   if not strategy then
@@ -223,7 +213,13 @@ local function training(opts, gpus, pod, row)
         opts.vs)
     end
     -- Ask the core why, with the placement the search would have tried first.
-    local ok, e = pcall(core.search_eval, def, first_placement())
+    local pp_in = opts.pp_in or 1
+    if not opts.pp_in then
+      while opts.pp % (pp_in * 2) == 0 and pod % (opts.tp * opts.cp * pp_in * 2) == 0 do pp_in = pp_in * 2 end
+    end
+    local ok, e = pcall(core.search_eval, def, { tp = opts.tp, cp = opts.cp, pp = opts.pp, pp_in = pp_in,
+      tp_moe = opts.tp_moe, ep = opts.ep, vs = opts.vs, mb = opts.micro_batch, schedule = sched,
+      recompute = opts.recompute, dp_variant = fix.dp, sp = sp })
     if ok then fail("the strategy does not tile %d GPUs in %d-GPU pods", gpus, pod) end
     if not errors.is_core(e) then error(e, 0) end
     fail("%s", refusal(e))
