@@ -139,34 +139,54 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
   it("gives the Megatron-Core family its host time per operator, and the scope the case states", function()
     local w = assert(cases.training_docs(case("Megatron-Bridge (container 26.04)", "TE, hybridep flex dispatcher")))
       .workload
-    assert.are.equal(8e-6, w.host_op_sec)
+    assert.are.equal(35e-6, w.host_op_sec)
     assert.is_nil(w.cuda_graph_scope)
     w = assert(cases.training_docs(case("Megatron-Bridge 26.06", "TE, CUDA graphs full_iteration"))).workload
     assert.are.same({ "full_iteration" }, w.cuda_graph_scope)
     w = assert(cases.training_docs(case("NeMo 25.04", "TE", "MLPerf config. CUDA graphs: no (not set)"))).workload
     assert.are.same({}, w.cuda_graph_scope)
+    -- 25.09's per-layer graphs of whole token-dropping layers, as the case file states them
+    w = assert(cases.training_docs(case("Megatron-Bridge 25.09",
+      "TE, CUDA graphs scope ['attn', 'mlp', 'moe'] (cuda_graphs true)"))).workload
+    assert.are.same({ "attn", "mlp", "moe" }, w.cuda_graph_scope)
     -- frameworks without the model (PyTorch-native, serving engines) leave it at 0
     assert.are.equal(0, assert(cases.training_docs(case("torchtitan 2025"))).workload.host_op_sec)
-    assert.are.equal(8e-6, frameworks.workload_defaults("Megatron-Bridge").host_op_sec)
+    assert.are.equal(35e-6, frameworks.workload_defaults("Megatron-Bridge").host_op_sec)
   end)
 
   it("makes a small-expert eager run host-bound, more so on Grace, and CUDA graphs remove it", function()
     local run = h.evaluate_case
-    -- H100 (x86 host, 8 us an operator): a layer's 95 forward operators (attention 18, router
-    -- 31, preprocess 10, experts 4 + 2 x 2 x 8 under FP8) and 190 backward take 2.3 ms, under
-    -- the ~6 ms its GPU work takes: the host keeps ahead
-    assert.are.equal(0, run(case("Megatron-Bridge 26.04", "TE")).host_wait_s)
-    -- GB200: Grace issues each 2.75x slower (22 us): 6.3 ms a layer, above its ~2.5 ms of GPU work
+    -- H100 (x86 host, 35 us an operator): a layer's forward issues 95 operators (attention
+    -- 16 + 2 FP8 casts, router 31, preprocess 10, experts 4 + 2 GEMMs x (1 + 1 cast) x 8 local
+    -- experts at EP 16), its backward twice as many. 48 layers: 48 x 95 x 35 us = 0.1596 s a
+    -- forward pass, under the GPU's ~0.22 s with its exposed all-to-all; 0.3192 s a backward,
+    -- above the GPU's ~0.27 s: the backward is host-bound
+    local eager = run(case("Megatron-Bridge 26.04", "TE"))
+    assert.is_true(eager.fwd_s > 48 * 95 * 35e-6)
+    h.near(2 * 48 * 95 * 35e-6, eager.bwd_s, 1e-9, "backward pass = its host time")
+    assert.is_true(eager.host_wait_s > 0)
+    -- whole layers captured (25.09's per-layer graphs of token-dropping layers): no host wait,
+    -- and the step is the eager one less that wait
+    local layer = run(case("Megatron-Bridge 25.09", "TE, CUDA graphs scope ['attn', 'mlp', 'moe']"))
+    assert.are.equal(0, layer.host_wait_s)
+    assert.is_true(math.abs(eager.step_time_s - eager.host_wait_s - layer.step_time_s) < 1e-9 * layer.step_time_s)
+    -- router and preprocess captured: the 54 operators of attention and experts are left,
+    -- 2 x 48 x 54 x 35 us = 0.181 s a backward pass, under the GPU's: the host keeps ahead
+    local partial = run(case("Megatron-Bridge 26.04", "TE, CUDA graphs scope ['moe_router', 'moe_preprocess']"))
+    assert.are.equal(0, partial.host_wait_s)
+    -- GB200: Grace issues each 1.5x slower (52.5 us): 48 x 95 x 52.5 us = 0.2394 s a forward
     local function gb(kernels)
       local c = case("Megatron-Bridge 26.04", kernels, nil, "NVIDIA GB200")
       c.system.gpus_per_node = 4
       c.system.intra_node_interconnect = "NVL72"
       return c
     end
-    local eager = run(gb("TE"))
+    local grace = run(gb("TE"))
     local graphed = run(gb("TE, CUDA graphs full_iteration"))
-    assert.is_true(eager.host_wait_s > 0.3 * eager.step_time_s)
+    h.near(48 * 95 * 52.5e-6, grace.fwd_s, 1e-9, "Grace's forward pass = its host time")
+    h.near(2 * 48 * 95 * 52.5e-6, grace.bwd_s, 1e-9, "and its backward")
+    assert.is_true(grace.host_wait_s > 0.5 * grace.step_time_s)
     assert.are.equal(0, graphed.host_wait_s)
-    assert.is_true(math.abs(eager.step_time_s - eager.host_wait_s - graphed.step_time_s) < 1e-9 * graphed.step_time_s)
+    assert.is_true(math.abs(grace.step_time_s - grace.host_wait_s - graphed.step_time_s) < 1e-9 * graphed.step_time_s)
   end)
 end)
