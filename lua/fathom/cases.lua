@@ -1019,6 +1019,8 @@ function M.training_docs(case)
       or require("fathom.frameworks").ep_overlap_pairs(tr.kernels) or false,
     ep_dispatch_per_node = fw.ep_dispatch_per_node or require("fathom.frameworks").ep_per_node(tr.kernels)
       or false,
+    -- the SMs a DeepEP/HybridEP dispatcher holds while it runs (what an overlap slows)
+    ep_comm_compute_units = require("fathom.frameworks").ep_comm_units(tr.kernels, fw),
     sequence_parallel = p.sp and p.tp > 1,
     -- FP8 parameters where the source says so, else where the framework's recipe holds them
     fp8_param_gather = prec.fp8_param_gather or require("fathom.frameworks").holds_fp8_params(fw, prec.recipe),

@@ -94,6 +94,7 @@
 --   megatron_split         a pipeline whose chunks do not divide the layers is cut as Megatron-Core
 --                          cuts it (M.megatron_split): the case reader's split when a case
 --                          states none
+--   hybridep_sms           SMs the framework's recipes give a HybridEP dispatcher (M.ep_comm_units)
 --   host_op_sec            host seconds per operator the framework issues eagerly (Python,
 --                          PyTorch's dispatcher, the launch; fth_host.h counts the operators of
 --                          a block): a pass takes at least its operators' host time. 0: the
@@ -176,7 +177,7 @@ M.rows = {
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
     ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
-    fp8_param_recipes = { R.fp8_delayed, R.fp8_current, R.mxfp8 } },
+    fp8_param_recipes = { R.fp8_delayed, R.fp8_current, R.mxfp8 }, hybridep_sms = 32 },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,
@@ -277,6 +278,24 @@ end
 function M.ep_per_node(s)
   s = tostring(s or ""):lower()
   return (s:find("deepep") or s:find("hybridep") or s:find("flex[%s%-_]*dispatch")) ~= nil
+end
+
+-- ep_comm_units(s, fw) -> the SMs the EP dispatch and combine kernels a kernels string names
+-- hold while they run (the core's ep_comm_units): an "(N SMs)" the string states, else
+-- HybridEP's under the framework's recipes (fw.hybridep_sms: Megatron-Bridge's performance
+-- recipes set moe_hybridep_num_sms = 32, scripts/performance/utils/overrides.py), else DeepEP's
+-- default, 20 (its Buffer's num_sms; DeepSeek-AI 2024 Sec. 3.2.2 dedicates 20 of an H800's
+-- 132), also where the framework itself dispatches with DeepEP (fw.ep_dispatch_per_node); nil
+-- when neither names one.
+local DEEPEP_SMS = 20
+function M.ep_comm_units(s, fw)
+  s = tostring(s or ""):lower()
+  local hybrid, deep = s:find("hybridep") ~= nil, s:find("deepep") ~= nil
+  if not (hybrid or deep) then return fw and fw.ep_dispatch_per_node and DEEPEP_SMS or nil end
+  local n = tonumber(s:match("(%d+)%s*sms%f[%A]"))
+  if n and n >= 1 and n <= 4096 then return n end
+  if hybrid and fw and fw.hybridep_sms then return fw.hybridep_sms end
+  return DEEPEP_SMS
 end
 
 -- cuda_graph_scope(s) -> the CUDA-graph scope a kernels or notes string states (fth_host.h's

@@ -311,6 +311,9 @@ M.train_schema = with_common({
       .. "and HBM traffic); 0: hiding is free" },
   moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
     hint = "share of the compute units the MoE dispatch/combine kernels hold (DeepSeek-V3: 20 / 132)" },
+  ep_comm_compute_units = { type = "number", min = 0, max = 4096,
+    hint = "compute units (SMs) the EP dispatch/combine kernels hold while they run (DeepEP 20, HybridEP in "
+      .. "Megatron-Bridge's recipes 32): what they hide under runs on the rest of the node's units" },
   moe_dispatch_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
     hint = "width of the MoE dispatch's routed copies (1: FP8 with 1x128 scales); default float_size_bytes; "
       .. "the combine stays at float_size_bytes" },
@@ -762,6 +765,7 @@ function M.train(src)
       or 0,
     moe_dispatch_float_size_bytes = w.moe_dispatch_float_size_bytes,
     moe_comm_compute_fraction = w.moe_comm_compute_fraction,
+    ep_comm_compute_units = w.ep_comm_compute_units,
     dp_comm_compute_fraction = w.dp_comm_compute_fraction,
     recompute = w.recompute,
     recompute_modules = w.recompute_modules,

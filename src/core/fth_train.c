@@ -568,6 +568,9 @@ static void overlap_rule(const fth_train_plan *p, fth_train_work *o) {
   o->paired_eff = w->comp_comm_eff;
   o->paired_blocking = o->blocking;
   o->paired_share = 0.0;
+  const int units = p->node.compute.compute_units;
+  const double f = units > 0 ? w->ep_comm_units / units : 0.0;
+  o->ep_hide_cost = f > 0 && f < 1 ? f / (1.0 - f) : 0.0;
   if (row->comm_hidden > 0) {
     o->paired_eff = fth_max(w->comp_comm_eff, row->comm_hidden);
     o->paired_blocking = 0u;
@@ -579,12 +582,35 @@ static void overlap_rule(const fth_train_plan *p, fth_train_work *o) {
   }
 }
 
+/* A pass's time at one overlap efficiency. EP kernels that hold a share f of the
+ * compute units while they run (DeepEP's 20 of an H800's 132 SMs, DeepSeek-AI 2024 Sec.
+ * 3.2.2; HybridEP's 32 in Megatron-Bridge's recipes) leave the computation they hide under
+ * the other 1 - f: it runs f / (1 - f) of their hidden time longer, which replaces the
+ * rule's generic 1 - eff for EP and counts as exposed EP. */
+static double pass_at(const fth_train_work *o, const fth_phase *ph, double eff, unsigned blocking,
+                      double *exposed) {
+  double t = fth_phase_time_blocking(ph, eff, blocking, exposed);
+  const int k = FTH_COMM_EP;
+  if (!(o->ep_hide_cost > 0) || (blocking & (1u << k))) return t;
+  double part = (ph->paced & (1u << k)) ? ph->comm_exposed_s[k] : ph->comm_s[k];
+  double extra = fth_max(0.0, part - exposed[k]) * fth_max(0.0, o->ep_hide_cost - (1.0 - eff));
+  if (!(extra > 0)) return t;
+  exposed[k] += extra;
+  if (ph->host_s > 0) { /* the host's time bounds the device's, not the device's plus this */
+    fth_phase dev = *ph;
+    double scratch[FTH_COMM_KIND_COUNT];
+    dev.host_s = 0.0;
+    return fth_max(fth_phase_time_blocking(&dev, eff, blocking, scratch) + extra, ph->host_s);
+  }
+  return t + extra;
+}
+
 double fth_train_work_pass_s(const fth_train_work *o, const fth_phase *ph, double *exposed) {
-  double t = fth_phase_time_blocking(ph, o->overlap_eff, o->blocking, exposed);
+  double t = pass_at(o, ph, o->overlap_eff, o->blocking, exposed);
   const double s = o->paired_share;
   if (s > 0) {
     double ex[FTH_COMM_KIND_COUNT];
-    double tp = fth_phase_time_blocking(ph, o->paired_eff, o->paired_blocking, ex);
+    double tp = pass_at(o, ph, o->paired_eff, o->paired_blocking, ex);
     t = s * tp + (1.0 - s) * t;
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++) exposed[k] = s * ex[k] + (1.0 - s) * exposed[k];
   }

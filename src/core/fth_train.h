@@ -181,6 +181,8 @@ typedef struct fth_train_work {
   unsigned paired_blocking;         ///< kinds a paired pass does not overlap
   double paired_share;              ///< share of the passes run in pairs (fth_pp_paired_share,
                                     ///< fth_pp_steady_share)
+  double ep_hide_cost;              ///< seconds of computation a second of hidden EP takes when
+                                    ///< its kernels hold SMs: f / (1 - f) (0 = comp_comm_eff's)
 } fth_train_work;
 
 /// One pass's time under the work's overlap rule: the paired share of it at

@@ -487,6 +487,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
       lcheck_number(L, idx, w, "moe_dispatch_float_size_bytes", out->moe_dispatch_bytes);
   out->moe_comm_compute_share =
       lcheck_number(L, idx, w, "moe_comm_compute_fraction", out->moe_comm_compute_share);
+  out->ep_comm_units = lcheck_number(L, idx, w, "ep_comm_compute_units", out->ep_comm_units);
   out->dp_comm_compute_share =
       lcheck_number(L, idx, w, "dp_comm_compute_fraction", out->dp_comm_compute_share);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);

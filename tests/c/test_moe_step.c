@@ -318,6 +318,48 @@ static int ep_overlap(void) {
   return 0;
 }
 
+/* EP kernels holding compute units while they run (DeepEP, HybridEP): 20 of the node's
+ * 100 SMs leave the computation they hide under 80, so it runs 20 / 80 = 0.25 s longer
+ * per second of hidden EP. With comp_comm_efficiency 1 (the generic overlap free) the
+ * exposed EP grows by 0.25 x what was hidden, and the step (PP 1: no bubble) by as
+ * much; with 0.9 the generic 0.1 is replaced: 0.15 x the hidden. A blocking EP (no
+ * overlap) hides nothing and pays nothing. */
+static int ep_units(void) {
+  fth_node_def n = tfx_pflops_node();
+  n.compute.compute_units = 100;
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(1024);
+  fth_train_def w = work();
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_result r0, r1;
+  const double effs[2] = {1.0, 0.9}, cost[2] = {0.25, 0.15};
+  for (int i = 0; i < 2; i++) {
+    w.comp_comm_eff = effs[i];
+    w.ep_comm_units = 0;
+    FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+    fth_train_evaluate(&plan, &r0);
+    w.ep_comm_units = 20;
+    FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+    fth_train_evaluate(&plan, &r1);
+    double hidden = r0.comm[FTH_COMM_EP].hidden_s;
+    FTH_ENSURE(hidden > 0);
+    FTH_ENSURE_NEAR(r0.comm[FTH_COMM_EP].exposed_s + cost[i] * hidden, r1.comm[FTH_COMM_EP].exposed_s, 1e-15);
+    FTH_ENSURE_NEAR(r0.step_time_s + cost[i] * hidden, r1.step_time_s, 1e-15);
+  }
+  w.ep_comm_overlap = 0;
+  w.ep_comm_units = 0;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r0);
+  w.ep_comm_units = 20;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r1);
+  FTH_ENSURE_NEAR(r0.step_time_s, r1.step_time_s, 0);
+  w.ep_comm_units = -1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  return 0;
+}
+
 /* Simulated all-to-all times (fathom.route's packet simulation): dispatch and
  * combine each keep their own. 10 us a dispatch and 30 us a combine, one of
  * each per pass, forward and backward, 2 micro-batches: 4 x 40 = 160 us of EP
@@ -453,5 +495,6 @@ int moe_step_test(void) {
   FTH_RUN(ep_override());
   FTH_RUN(eplb_memory());
   FTH_RUN(ep_overlap());
+  FTH_RUN(ep_units());
   return 0;
 }

@@ -77,6 +77,22 @@ describe("the EP dispatcher and FSDP2's gathers as the framework runs them", fun
       .workload.ep_dispatch_per_node)
   end)
 
+  it("gives a DeepEP or HybridEP dispatcher the SMs it holds while it runs", function()
+    local frameworks = require("fathom.frameworks")
+    local bridge = frameworks.lookup("Megatron-Bridge 26.04")
+    -- Megatron-Bridge's recipes give HybridEP 32 SMs; DeepEP's default is 20; a stated count wins
+    assert.are.equal(32, frameworks.ep_comm_units("TE, hybridep flex dispatcher", bridge))
+    assert.are.equal(20, frameworks.ep_comm_units("TE, deepep flex dispatcher", bridge))
+    assert.are.equal(24, frameworks.ep_comm_units("TE, hybridep flex dispatcher (24 SMs)", bridge))
+    assert.are.equal(20, frameworks.ep_comm_units("HybridEP", nil))
+    assert.is_nil(frameworks.ep_comm_units("TE, alltoall dispatcher", bridge))
+    -- AutoModel dispatches with DeepEP whatever its kernels string says
+    assert.are.equal(20, assert(cases.training_docs(case())).workload.ep_comm_compute_units)
+    assert.are.equal(32, assert(cases.training_docs(case(nil, "Megatron-Bridge 26.04", "TE, hybridep flex dispatcher")))
+      .workload.ep_comm_compute_units)
+    assert.is_nil(assert(cases.training_docs(case(nil, "Megatron-Bridge 25.09"))).workload.ep_comm_compute_units)
+  end)
+
   it("gathers ZeRO-3 weights once per schedule run of local_batch / micro_batch under FSDP2 + PP", function()
     -- 512 / (1 x 16) = 32 micro-batches a step, in runs of the local batch 8: 4 gathers
     local w = assert(cases.training_docs(case())).workload
