@@ -170,6 +170,25 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     assert.are.equal(35e-6, frameworks.workload_defaults("Megatron-Bridge").host_op_sec)
   end)
 
+  it("ships the host time the Megatron-Bridge rows fit, every release left out agreeing", function()
+    -- validation/fit_host.lua: a grid of host times x Grace factors over the rows, each
+    -- release left out in turn; the shipped pair must be the fit's, whichever release is out
+    local r = h.run("validation/fit_host.lua")
+    assert.are.equal(0, r.code, r.stderr)
+    local us, g = r.stdout:match("best over all rows: (%d+) us, Grace ([%d.]+)")
+    assert.are.equal(35e-6, tonumber(us) * 1e-6)
+    assert.are.equal(frameworks.workload_defaults("Megatron-Bridge").host_op_sec, tonumber(us) * 1e-6)
+    local lib = require("fathom.validate").state().lib_doc
+    assert.are.equal(lib.nodes.GB200.host_op_time_factor, tonumber(g))
+    assert.are.equal(lib.nodes.GB300.host_op_time_factor, tonumber(g))
+    local folds = 0
+    for line in r.stdout:gmatch("megatron_bridge_[^\n]+") do
+      assert.matches("35 us, Grace 1%.50", line)
+      folds = folds + 1
+    end
+    assert.is_true(folds >= 9)
+  end)
+
   it("makes a small-expert eager run host-bound, more so on Grace, and CUDA graphs remove it", function()
     local run = h.evaluate_case
     -- H100 (x86 host, 35 us an operator): a layer's forward issues 95 operators (attention
