@@ -568,9 +568,11 @@ static void overlap_rule(const fth_train_plan *p, fth_train_work *o) {
   o->paired_eff = w->comp_comm_eff;
   o->paired_blocking = o->blocking;
   o->paired_share = 0.0;
+  /* EP kernels holding a share f of the units (pass_at); past half of them the computation
+   * they hide under runs slower than the all-to-all itself: no more than its own time */
   const int units = p->node.compute.compute_units;
-  const double f = units > 0 ? w->ep_comm_units / units : 0.0;
-  o->ep_hide_cost = f > 0 && f < 1 ? f / (1.0 - f) : 0.0;
+  const double f = units > 0 ? fth_min(0.5, w->ep_comm_units / units) : 0.0;
+  o->ep_hide_cost = f > 0 ? f / (1.0 - f) : 0.0;
   if (row->comm_hidden > 0) {
     o->paired_eff = fth_max(w->comp_comm_eff, row->comm_hidden);
     o->paired_blocking = 0u;

@@ -98,7 +98,7 @@ typedef struct fth_train_def {
   /// Compute units (SMs, CUs) the EP dispatch and combine kernels hold while they run
   /// (DeepEP, HybridEP: a fixed set); the computation an overlap hides them under runs on
   /// the rest, f / (1 - f) of their hidden time longer, f their share of the node's units
-  /// (fth_train.c). 0 = the overlap rule's generic comp_comm_eff alone.
+  /// (at most one half; fth_train.c). 0 = the overlap rule's generic comp_comm_eff alone.
   double ep_comm_units;
   /// Compute the data-parallel collectives take from the work they hide under, per
   /// second of hidden collective, in [0, 1) (FTH_DP_COMM_COMPUTE_SHARE by default).

@@ -347,6 +347,17 @@ static int ep_units(void) {
     FTH_ENSURE_NEAR(r0.comm[FTH_COMM_EP].exposed_s + cost[i] * hidden, r1.comm[FTH_COMM_EP].exposed_s, 1e-15);
     FTH_ENSURE_NEAR(r0.step_time_s + cost[i] * hidden, r1.step_time_s, 1e-15);
   }
+  /* 80 of 100 units: capped at half, a second of computation per hidden second, so the
+   * exposed EP reaches the raw at most */
+  w.comp_comm_eff = 1.0;
+  w.ep_comm_units = 0;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r0);
+  w.ep_comm_units = 80;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &r1);
+  FTH_ENSURE_NEAR(r0.step_time_s + r0.comm[FTH_COMM_EP].hidden_s, r1.step_time_s, 1e-15);
+  FTH_ENSURE(r1.comm[FTH_COMM_EP].exposed_s <= r1.comm[FTH_COMM_EP].raw_s * (1 + 1e-12));
   w.ep_comm_overlap = 0;
   w.ep_comm_units = 0;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
