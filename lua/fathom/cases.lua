@@ -203,6 +203,8 @@ function M.arch(mdl)
   elseif a:find("sliding") then
     out.notes[#out.notes + 1] = "sliding-window attention without a window size: run as full causal attention"
   end
+  -- attention sinks (gpt-oss: a learned per-head softmax offset), as the arch or the model states them
+  out.sinks = a:find("sink") ~= nil or M.flag(mdl.attention_sinks) or false
   if a:find("chunked") or a:find("irope") then
     out.notes[#out.notes + 1] = "chunked attention run as full causal attention"
   end
@@ -259,6 +261,7 @@ function M.model_doc(mdl, seq)
     gated_mlp = arch.gated, squared_relu = arch.squared or nil, tied_embeddings = arch.tied,
     learned_pos_emb = arch.learned,
     attention_window = arch.window, full_attention_interval = arch.window and arch.full_interval or nil,
+    attention_sinks = arch.sinks or nil,
   }
   local experts = M.count(mdl.experts or mdl.num_experts)
   if experts and experts > 1 then
@@ -1021,6 +1024,8 @@ function M.training_docs(case)
       or false,
     -- the SMs a DeepEP/HybridEP dispatcher holds while it runs (what an overlap slows)
     ep_comm_compute_units = require("fathom.frameworks").ep_comm_units(tr.kernels, fw),
+    -- attention with sinks as the framework's attention kernel runs it
+    attention_sink_rate_share = fw.attention_sink_rate_share,
     sequence_parallel = p.sp and p.tp > 1,
     -- FP8 parameters where the source says so, else where the framework's recipe holds them
     fp8_param_gather = prec.fp8_param_gather or require("fathom.frameworks").holds_fp8_params(fw, prec.recipe),

@@ -95,6 +95,8 @@
 --                          cuts it (M.megatron_split): the case reader's split when a case
 --                          states none
 --   hybridep_sms           SMs the framework's recipes give a HybridEP dispatcher (M.ep_comm_units)
+--   attention_sink_rate_share  attention with sinks (gpt-oss) at this share of the fused
+--                          attention rate, its windows computed whole (0: as without sinks)
 --   host_op_sec            host seconds per operator the framework issues eagerly (Python,
 --                          PyTorch's dispatcher, the launch; fth_host.h counts the operators of
 --                          a block): a pass takes at least its operators' host time. 0: the
@@ -114,7 +116,7 @@ local base = {
   grad_bytes = 4,
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
   cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0, host_op_sec = 0,
-  megatron_split = false,
+  megatron_split = false, attention_sink_rate_share = 0,
 }
 
 -- Megatron-Core with Transformer Engine, eager (NeMo, Megatron-Bridge): host seconds per
@@ -129,6 +131,17 @@ local base = {
 -- 1.0-2.75 over validation/megatron_bridge_cases.yaml: every leave-one-release-out fold picks
 -- 35 us with Grace 1.5 (README: Validation), mean |log error| 0.184 -> 0.148.
 local TE_HOST_OP_SEC = 35e-6
+
+-- Transformer Engine's attention with sinks (gpt-oss's learnable softmax offset, cuDNN's
+-- FusedAttention since TE 2.8): its share of the fused attention rate, with the sliding
+-- windows' masked blocks computed too. Fitted: 0.1 (7.5% of the BF16 peak at Hopper's and
+-- Blackwell's 0.75) on the held-out Megatron-Bridge gpt-oss-120b rows (H100, B200, B300,
+-- GB200, GB300; grid 0.06-0.14): every leave-one-GPU-out and leave-one-release-out fold picks
+-- it but GB300's (0.09) (README: Validation). They ran 1.3-1.9x slower than fathom's
+-- attention-without-sinks cost, and
+-- Megatron-Bridge reports MXFP8 gaining them only ~5% over BF16 (issue 3389) where FP8
+-- attention then gained 1.8x: the attention, not the GEMMs, sets their pace.
+local TE_SINK_ATTENTION_SHARE = 0.1
 
 -- The NeMo / Megatron on ROCm row (below) under each name it is matched by.
 local function rocm(match)
@@ -168,24 +181,29 @@ M.rows = {
   { name = "NeMo / Megatron-Core (2025)", pattern = "nemo", min_version = 25.0, exclude = "automodel",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
     ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE,
     fp8_param_recipes = { R.fp8_delayed, R.fp8_current, R.mxfp8 }, hybridep_sms = 32 },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE },
   { name = "Megatron-Core", pattern = "megatron",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true },
+    ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE },
   -- NeMo AutoModel (2025): PyTorch FSDP2 (ZeRO-3) with TE layers and DeepEP.
   -- Its MoE recipes (examples/llm_benchmark) dispatch with DeepEP or HybridEP (per node).
   { name = "NeMo AutoModel", pattern = "automodel", kernels = "2025", dp_variant = "ZERO3", ep_comm_overlap = false,
@@ -403,6 +421,7 @@ function M.workload_defaults(name, pass)
     w.gradient_float_size = f.grad_bytes
     w.eager_elementwise = f.eager_elementwise
     w.host_op_sec = f.host_op_sec
+    w.attention_sink_rate_share = f.attention_sink_rate_share
     w.cast_kernels = f.cast_kernels
     w.tp_comm_overlap = f.tp_comm_overlap
     w.ep_comm_overlap = f.ep_comm_overlap

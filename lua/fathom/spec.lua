@@ -129,6 +129,9 @@ M.model_schema = {
     hint = "sliding-window attention: tokens a windowed layer sees (HF sliding_window); 0 = full attention" },
   full_attention_interval = { type = "integer", min = 0, default = 0,
     hint = "with attention_window: every k-th layer attends in full (gpt-oss 2, Gemma 3 6); 0 = all windowed" },
+  attention_sinks = { type = "boolean", default = false,
+    hint = "a learned per-head softmax offset (gpt-oss's attention sinks); its cost is the workload's "
+      .. "attention_sink_rate_share" },
   n_group = { type = "integer", min = 0, default = 0, hint = "expert groups (HF n_group); 0 = none" },
   topk_group = { type = "integer", min = 0, default = 0,
     hint = "groups (nodes) one token may route to (HF topk_group); 0 = unrestricted" },
@@ -311,6 +314,9 @@ M.train_schema = with_common({
       .. "and HBM traffic); 0: hiding is free" },
   moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
     hint = "share of the compute units the MoE dispatch/combine kernels hold (DeepSeek-V3: 20 / 132)" },
+  attention_sink_rate_share = { type = "number", min = 0, max = 1,
+    hint = "attention with sinks (the model's attention_sinks) at this share of the fused attention rate, its "
+      .. "sliding windows computed whole (Transformer Engine's cuDNN path: 0.1); 0 = as without sinks" },
   ep_comm_compute_units = { type = "number", min = 0, max = 4096,
     hint = "compute units (SMs) the EP dispatch/combine kernels hold while they run (DeepEP 20, HybridEP in "
       .. "Megatron-Bridge's recipes 32): what they hide under runs on the rest of the node's units" },
@@ -766,6 +772,7 @@ function M.train(src)
     moe_dispatch_float_size_bytes = w.moe_dispatch_float_size_bytes,
     moe_comm_compute_fraction = w.moe_comm_compute_fraction,
     ep_comm_compute_units = w.ep_comm_compute_units,
+    attention_sink_rate_share = w.attention_sink_rate_share,
     dp_comm_compute_fraction = w.dp_comm_compute_fraction,
     recompute = w.recompute,
     recompute_modules = w.recompute_modules,

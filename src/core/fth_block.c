@@ -410,8 +410,16 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
    * masked half. */
   fth_kernel_env env = e->k.env;
   if (!e->flash_attention) env.attention_flops_per_s = env.matrix_flops_per_s;
+  /* Attention sinks (gpt-oss) as the workload's kernel runs them: Transformer Engine's
+   * cuDNN path for a learnable softmax offset reaches sink_rate_share of the fused rate
+   * and computes the windowed layers' masked blocks too (the time of full causal layers;
+   * the useful FLOPs stay the window's). */
+  const int sinks = e->flash_attention && e->sink_rate_share > 0 && e->model->attention_sinks;
+  if (sinks) env.attention_flops_per_s = (env.attention_flops_per_s > 0 ? env.attention_flops_per_s
+                                                                          : env.matrix_flops_per_s) *
+                                         e->sink_rate_share;
   if (ring_steps(e, q, ctx) > 1 && e->flash_attention) {
-    double win = fth_model_window_share(e->model, ctx, ctx);
+    double win = sinks ? 1.0 : fth_model_window_share(e->model, ctx, ctx);
     if (e->cp_comm == FTH_CP_A2A)
       a2a_attention(e, sh, &env, reqs, q, ctx, win, fwd, bwd);
     else
@@ -433,7 +441,7 @@ static void attention(const fth_block_env *e, const fth_layer_shape *sh, double 
     double win = q * l->cp == ctx ? fth_model_window_share(e->model, ctx, ctx)
                                   : fth_model_window_share(e->model, q, ctx);
     k.flops *= win;
-    k.compute_s *= win;
+    if (!sinks) k.compute_s *= win;
     k.time_s = fth_max(k.compute_s, k.memory_s);
   }
   add_attn(e, fwd, k);

@@ -35,6 +35,7 @@ typedef struct fth_block_env {
   double kv_reread;        ///< decode: share of a GQA group's extra KV loads (fth_infer_def)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   int flash_attention;
+  double sink_rate_share; ///< attention with sinks at this share of the fused rate, windows whole (0 = none)
   fth_cp_comm cp_comm;  ///< ring (p2p) or all-to-all context parallelism (fth_block.c)
   int sequence_parallel;
   int eager_elementwise; ///< 1: eager PyTorch element-wise ops (fp32 norm/RoPE chains, lone SiLU)

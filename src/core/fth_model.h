@@ -48,6 +48,10 @@ typedef struct fth_model_def {
    * Mistral 7B). attention_window 0 = full attention everywhere. */
   double attention_window;
   int full_attention_interval;
+  /* Attention sinks (gpt-oss): a learned per-head logit in every softmax's denominator
+   * (a "learnable" softmax offset); what it costs is the attention kernel's, set by the
+   * workload (fth_train_def.attention_sink_rate_share). */
+  int attention_sinks;
   /* MLA (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention */
   int q_lora_rank; ///< 0 = queries not compressed
   int kv_lora_rank;

@@ -171,6 +171,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (!(w->dp_comm_compute_share >= 0 && w->dp_comm_compute_share < 1))
     return fth_fail(err, FTH_EINVAL, "dp_comm_compute_fraction", "expected a value in [0, 1), got %g",
                     w->dp_comm_compute_share);
+  if (!(w->attention_sink_rate_share >= 0 && w->attention_sink_rate_share <= 1))
+    return fth_fail(err, FTH_EINVAL, "attention_sink_rate_share", "expected a share in [0, 1], got %g",
+                    w->attention_sink_rate_share);
   if (!(w->ep_comm_units >= 0 && w->ep_comm_units <= 4096))
     return fth_fail(err, FTH_EINVAL, "ep_comm_compute_units", "expected a count in [0, 4096], got %g",
                     w->ep_comm_units);

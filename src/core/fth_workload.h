@@ -100,6 +100,10 @@ typedef struct fth_train_def {
   /// the rest, f / (1 - f) of their hidden time longer, f their share of the node's units
   /// (at most one half; fth_train.c). 0 = the overlap rule's generic comp_comm_eff alone.
   double ep_comm_units;
+  /// Attention with sinks (fth_model_def.attention_sinks) as the framework's kernel runs it:
+  /// at this share of the fused attention rate, the sliding windows' masked blocks computed
+  /// too (Transformer Engine's cuDNN path); 0 = as attention without sinks.
+  double attention_sink_rate_share;
   /// Compute the data-parallel collectives take from the work they hide under, per
   /// second of hidden collective, in [0, 1) (FTH_DP_COMM_COMPUTE_SHARE by default).
   double dp_comm_compute_share;

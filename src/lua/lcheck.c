@@ -304,6 +304,7 @@ void lcheck_model(lua_State *L, int idx, fth_model_def *out) {
   out->moe_layer_interval =
       lcheck_int_range(L, idx, w, "moe_layer_interval", out->moe_layer_interval, 0, LCHECK_MAX_LAYERS);
   out->attention_window = lcheck_number(L, idx, w, "attention_window", out->attention_window);
+  out->attention_sinks = lcheck_bool(L, idx, w, "attention_sinks", out->attention_sinks);
   out->full_attention_interval = lcheck_int_range(L, idx, w, "full_attention_interval",
                                                   out->full_attention_interval, 0, LCHECK_MAX_LAYERS);
   out->n_group = lcheck_int_range(L, idx, w, "n_group", out->n_group, 0, LCHECK_MAX_HEADS);
@@ -488,6 +489,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->moe_comm_compute_share =
       lcheck_number(L, idx, w, "moe_comm_compute_fraction", out->moe_comm_compute_share);
   out->ep_comm_units = lcheck_number(L, idx, w, "ep_comm_compute_units", out->ep_comm_units);
+  out->attention_sink_rate_share =
+      lcheck_number(L, idx, w, "attention_sink_rate_share", out->attention_sink_rate_share);
   out->dp_comm_compute_share =
       lcheck_number(L, idx, w, "dp_comm_compute_fraction", out->dp_comm_compute_share);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);

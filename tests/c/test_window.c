@@ -43,6 +43,48 @@ static int step(void) {
   return 0;
 }
 
+/* Attention sinks as Transformer Engine's cuDNN path runs them (attention_sink_rate_share):
+ * at a share s of the fused rate, the windowed layers computed whole. A 1-layer model, h
+ * 1024, 16 heads of 64, seq 1024, every layer windowed at 128, on tfx_node (100 TFLOP/s,
+ * 1 TB/s): the full causal core is compute-bound (2 x 16 heads x 128 x 512.5 keys x 1024
+ * tokens = 2.15 GFLOP, 21.5 us, against 8.4 MB of Q, K, V, O, 8.4 us), so at s = 0.25 the
+ * attention kernels take 4x the full causal ones' time, forward and backward, while the
+ * FLOPs stay the window's; with s = 0, or without sinks, the window's time. */
+static int sinks(void) {
+  fth_node_def n = tfx_node();
+  fth_topology_def t = tfx_tp_only(1, 100e9);
+  fth_model_def m = fth_model_def_default();
+  m.d_model = 1024;
+  m.n_layers = 1;
+  m.num_heads = 16;
+  m.vocab_size = 128;
+  m.max_seq_len = 1024;
+  fth_train_def w = tfx_serial_work(1, 1024);
+  fth_train_plan p;
+  fth_error err;
+  fth_train_result full, win, sink, none;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &full);
+  m.attention_window = 128;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &win);
+  m.attention_sinks = 1;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &none);
+  w.attention_sink_rate_share = 0.25;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&p, &sink);
+  const int a = FTH_KERNEL_ATTENTION;
+  FTH_ENSURE(win.fwd_class_s[a] < 0.5 * full.fwd_class_s[a]); /* the window skips */
+  FTH_ENSURE_NEAR(win.fwd_class_s[a], none.fwd_class_s[a], 1e-18);
+  FTH_ENSURE_NEAR(4.0 * full.fwd_class_s[a], sink.fwd_class_s[a], 1e-12 * sink.fwd_class_s[a]);
+  FTH_ENSURE_NEAR(4.0 * full.bwd_class_s[a], sink.bwd_class_s[a], 1e-12 * sink.bwd_class_s[a]);
+  FTH_ENSURE_NEAR(win.fwd_flops[FTH_FLOP_ATTENTION], sink.fwd_flops[FTH_FLOP_ATTENTION], 1e-6);
+  w.attention_sink_rate_share = 1.5;
+  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  return 0;
+}
+
 int window_test(void) {
   FTH_ENSURE_NEAR(2.5, fth_kernel_causal_keys(4, 4, 0), 1e-15);
   FTH_ENSURE_NEAR(100.0, fth_kernel_causal_keys(1, 100, 0), 1e-15);
@@ -86,5 +128,6 @@ int window_test(void) {
   m.attention_window = 3;
   m.full_attention_interval = -2;
   FTH_ENSURE(fth_model_check(&m, &err) == FTH_EINVAL);
+  FTH_RUN(sinks());
   return step();
 }

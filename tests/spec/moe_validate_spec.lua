@@ -225,3 +225,43 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     assert.is_true(math.abs(grace.step_time_s - grace.host_wait_s - graphed.step_time_s) < 1e-9 * graphed.step_time_s)
   end)
 end)
+
+describe("attention sinks as the framework's kernel runs them", function()
+  local function case(fw)
+    return { id = "x", source = "s", workload = "training",
+      model = { name = "gpt-oss-120b", arch = "GPT-OSS (alternating 128-token sliding-window / full attention, GQA, "
+        .. "attention sinks, SwiGLU experts)", layers = 36, hidden = 2880, heads = 64, kv_heads = 8, head_dim = 64,
+        vocab = 201088, experts = 128, top_k = 4, expert_ffn = 2880, shared_experts = 0 },
+      system = { gpu = "NVIDIA H100 80GB HBM3", gpu_memory_gb = 80, num_gpus = 64, gpus_per_node = 8 },
+      parallelism = { tp = 1, pp = 4, dp = 16, ep = 8, micro_batch = 1, global_batch = 1280, seq_len = 4096 },
+      training = { precision = "BF16", framework = fw },
+      measured = { { metric = "tokens_per_sec_per_gpu", value = 1, unit = "tokens/s/GPU" } } }
+  end
+
+  it("reads the sinks from the arch, and Transformer Engine's rate share from the framework", function()
+    local docs = assert(cases.training_docs(case("Megatron-Bridge (container 26.04)")))
+    assert.is_true(docs.model.attention_sinks)
+    assert.are.equal(128, docs.model.attention_window)
+    assert.are.equal(0.1, docs.workload.attention_sink_rate_share)
+    -- AutoModel's FlexAttention: no such cost (its visible gpt-oss runs do not show one)
+    assert.are.equal(0, assert(cases.training_docs(case("NeMo AutoModel"))).workload.attention_sink_rate_share)
+    local plain = case("Megatron-Bridge 26.04")
+    plain.model.arch = "GPT (sliding window 128, alternating)"
+    assert.is_nil(assert(cases.training_docs(plain)).model.attention_sinks)
+  end)
+
+  it("slows the attention core of a sink model under Megatron, nothing else", function()
+    local mb = h.evaluate_case(case("Megatron-Bridge 26.04"))
+    local plain = case("Megatron-Bridge 26.04")
+    plain.model.arch = "GPT-OSS (alternating 128-token sliding-window / full attention, GQA, SwiGLU experts)"
+    local base = h.evaluate_case(plain)
+    -- the GEMMs are the same; the attention kernels take longer: the whole causal square (the
+    -- windowed half of the layers computed whole, 2,048.5 keys against 0.5 x (2,048.5 + ~128))
+    -- at a tenth of the fused rate: 10 x 2,048.5 / 1,088 = 18.8x at most, 18.0x with the
+    -- memory-bound share the window's kernels had
+    local f, fb = mb.per_microbatch.forward_classes, base.per_microbatch.forward_classes
+    h.near(fb.gemm, f.gemm, 1e-12, "GEMMs")
+    assert.is_true(f.attention > 15 * fb.attention and f.attention < 19 * fb.attention)
+    assert.is_true(mb.step_time_s > 1.2 * base.step_time_s)
+  end)
+end)

@@ -282,9 +282,10 @@ describe("--jobs", function()
   it("a worker killed by SIGKILL: a message naming it, exit 1, no output file", function()
     local sweep, out = os.tmpname(), os.tmpname()
     os.remove(out)
-    -- 4,608 points: long enough for a worker to be found and killed even when the machine
-    -- is idle and each evaluates fast (1,152 finished first at times under ctest -j2)
-    local batches = "global_batch_size: {start: 8, stop: 768, step: 8}"
+    -- 18,432 points: long enough for a worker to be found and killed even when the machine
+    -- is idle and each evaluates fast (1,152 finished first at times under ctest -j2, and
+    -- 4,608 once beside a sanitizer build)
+    local batches = "global_batch_size: {start: 8, stop: 3072, step: 8}"
     write(sweep, (SWEEP:gsub("global_batch_size: %[8, 16, 24, 32%]", batches)))
     local args = analyze_args(sweep, { "--jobs", "2", "--format", "yaml", "--output-file", out })
     -- the per-point path, whose workers take rounds of points (the C batch path, which a
