@@ -5,8 +5,8 @@
 -- Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, NemotronConfig,
 -- NemotronHConfig).
 -- Not modelled, and so left out of the counts: biases (Qwen2's QKV, gpt-oss's), norms'
--- weights beyond fathom's own, sliding-window attention and attention sinks (gpt-oss),
--- partial rotary embeddings (Nemotron; no parameters).
+-- weights beyond fathom's own, the sinks' per-head logits (gpt-oss), partial rotary
+-- embeddings (Nemotron; no parameters). gpt-oss's sliding windows and sinks are read.
 local errors = require("fathom.errors")
 
 local M = {}
@@ -62,11 +62,31 @@ local function deepseek_v3(c)
 end
 
 -- gpt-oss: every layer MoE (SwiGLU experts of intermediate_size), explicit head_dim.
+-- gpt-oss: every layer MoE; sliding_window-token windows on the layers layer_types calls
+-- "sliding_attention", every k-th layer "full_attention" (GptOssConfig's default: they
+-- alternate, k = 2); attention sinks in every layer (their cost: the workload's
+-- attention_sink_rate_share).
+local function full_interval(types)
+  if type(types) ~= "table" or #types == 0 then return 2 end
+  local k
+  for i, t in ipairs(types) do
+    if t == "full_attention" then k = i; break end
+  end
+  if not k then return 0 end -- every layer windowed
+  for i, t in ipairs(types) do
+    if (t == "full_attention") ~= (i % k == 0) then return nil end -- no period: not read
+  end
+  return k
+end
+
 local function gpt_oss(c)
   local m = common(c)
   m.num_regular_experts = c.num_local_experts
   m.num_selected_experts = c.num_experts_per_tok or c.experts_per_token
   m.expert_ffn_hidden_size = c.intermediate_size
+  m.attention_sinks = true
+  local k = c.sliding_window and full_interval(c.layer_types)
+  if k then m.attention_window, m.full_attention_interval = c.sliding_window, k end
   return m
 end
 

@@ -73,6 +73,19 @@ describe("Hugging Face config.json", function()
     assert.is_nil(q.head_dim) -- 32 heads x 128 = 4096 = hidden: implied
     local _, g = info(HF .. "gpt_oss_120b.json")
     assert.are.equal(64, g.head_dim) -- 64 heads x 64 = 4096 != hidden 2880
+    -- its alternating 128-token windows (GptOssConfig's default layer_types) and sinks
+    assert.are.equal(128, g.attention_window)
+    assert.are.equal(2, g.full_attention_interval)
+    assert.is_true(g.attention_sinks)
+    local hf = require("fathom.hf")
+    local base = { model_type = "gpt_oss", hidden_size = 2880, num_hidden_layers = 4, num_attention_heads = 64,
+      num_key_value_heads = 8, head_dim = 64, intermediate_size = 2880, vocab_size = 201088,
+      num_local_experts = 128, num_experts_per_tok = 4, sliding_window = 128 }
+    base.layer_types = { "sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+      "sliding_attention", "full_attention" }
+    assert.are.equal(3, hf.convert(base).full_attention_interval)
+    base.layer_types = { "sliding_attention", "full_attention", "full_attention" } -- no period: no window
+    assert.is_nil(hf.convert(base).attention_window)
   end)
 
   it("estimate --model config.json equals the zoo's model", function()
