@@ -138,9 +138,9 @@ local TE_HOST_OP_SEC = 35e-6
 -- Blackwell's 0.75) on the held-out Megatron-Bridge gpt-oss-120b rows (H100, B200, B300,
 -- GB200, GB300; grid 0.06-0.14): every leave-one-GPU-out and leave-one-release-out fold picks
 -- it but GB300's (0.09) (README: Validation). They ran 1.3-1.9x slower than fathom's
--- attention-without-sinks cost, and
--- Megatron-Bridge reports MXFP8 gaining them only ~5% over BF16 (issue 3389) where FP8
--- attention then gained 1.8x: the attention, not the GEMMs, sets their pace.
+-- attention-without-sinks cost, and Megatron-Bridge reports MXFP8 gaining them only ~5% over
+-- BF16 (issue 3389) where FP8 attention then gained 1.8x: the attention, not the GEMMs, sets
+-- their pace.
 local TE_SINK_ATTENTION_SHARE = 0.1
 
 -- The NeMo / Megatron on ROCm row (below) under each name it is matched by.
