@@ -54,14 +54,12 @@ local function mean(t)
   return #t > 0 and s / #t or 0
 end
 
+-- median_pct(t) -> the median of t in percent, as validate summarises a source
 local function median_pct(t)
   local c = {}
   for i, v in ipairs(t) do c[i] = v end
   table.sort(c)
-  local n = #c
-  if n == 0 then return 0 end
-  local m = n % 2 == 1 and c[(n + 1) // 2] or (c[n // 2] + c[n // 2 + 1]) / 2
-  return 100 * m
+  return 100 * (validate.quantile(c, 0.5) or 0)
 end
 
 local grid, sources = {}, {}

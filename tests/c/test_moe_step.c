@@ -324,24 +324,29 @@ static int ep_overlap(void) {
  * exposed EP grows by 0.25 x what was hidden, and the step (PP 1: no bubble) by as
  * much; with 0.9 the generic 0.1 is replaced: 0.15 x the hidden. A blocking EP (no
  * overlap) hides nothing and pays nothing. */
-static int ep_units(void) {
+/* One step of the EP test model (tfx_moe_pods, 100 SMs) with the EP kernels holding
+ * `units` of them. */
+static int units_step(fth_train_def w, double units, fth_train_result *r) {
   fth_node_def n = tfx_pflops_node();
   n.compute.compute_units = 100;
   fth_topology_def t = tfx_moe_pods();
   fth_model_def m = tfx_moe_model(1024);
-  fth_train_def w = work();
   fth_train_plan plan;
   fth_error err;
+  w.ep_comm_units = units;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, r);
+  return 0;
+}
+
+static int ep_units(void) {
+  fth_train_def w = work();
   fth_train_result r0, r1;
   const double effs[2] = {1.0, 0.9}, cost[2] = {0.25, 0.15};
   for (int i = 0; i < 2; i++) {
     w.comp_comm_eff = effs[i];
-    w.ep_comm_units = 0;
-    FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
-    fth_train_evaluate(&plan, &r0);
-    w.ep_comm_units = 20;
-    FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
-    fth_train_evaluate(&plan, &r1);
+    FTH_RUN(units_step(w, 0, &r0));
+    FTH_RUN(units_step(w, 20, &r1));
     double hidden = r0.comm[FTH_COMM_EP].hidden_s;
     FTH_ENSURE(hidden > 0);
     FTH_ENSURE_NEAR(r0.comm[FTH_COMM_EP].exposed_s + cost[i] * hidden, r1.comm[FTH_COMM_EP].exposed_s, 1e-15);
@@ -350,22 +355,19 @@ static int ep_units(void) {
   /* 80 of 100 units: capped at half, a second of computation per hidden second, so the
    * exposed EP reaches the raw at most */
   w.comp_comm_eff = 1.0;
-  w.ep_comm_units = 0;
-  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&plan, &r0);
-  w.ep_comm_units = 80;
-  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&plan, &r1);
+  FTH_RUN(units_step(w, 0, &r0));
+  FTH_RUN(units_step(w, 80, &r1));
   FTH_ENSURE_NEAR(r0.step_time_s + r0.comm[FTH_COMM_EP].hidden_s, r1.step_time_s, 1e-15);
   FTH_ENSURE(r1.comm[FTH_COMM_EP].exposed_s <= r1.comm[FTH_COMM_EP].raw_s * (1 + 1e-12));
   w.ep_comm_overlap = 0;
-  w.ep_comm_units = 0;
-  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&plan, &r0);
-  w.ep_comm_units = 20;
-  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&plan, &r1);
+  FTH_RUN(units_step(w, 0, &r0));
+  FTH_RUN(units_step(w, 20, &r1));
   FTH_ENSURE_NEAR(r0.step_time_s, r1.step_time_s, 0);
+  fth_node_def n = tfx_pflops_node();
+  fth_topology_def t = tfx_moe_pods();
+  fth_model_def m = tfx_moe_model(1024);
+  fth_train_plan plan;
+  fth_error err;
   w.ep_comm_units = -1;
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
   return 0;

@@ -150,6 +150,15 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     ok, err = pcall(spec.train, { global_batch_size = 8, micro_batch_size = 1, seq_length = 128, host_op_sec = 0.5 })
     assert.is_false(ok)
     assert.matches("host_op_sec", tostring(err))
+    -- the SMs an EP dispatcher holds and the sink attention's rate share, range-checked too
+    ok, err = pcall(spec.train, { global_batch_size = 8, micro_batch_size = 1, seq_length = 128,
+      ep_comm_compute_units = -3 })
+    assert.is_false(ok)
+    assert.matches("ep_comm_compute_units", tostring(err))
+    ok, err = pcall(spec.train, { global_batch_size = 8, micro_batch_size = 1, seq_length = 128,
+      attention_sink_rate_share = 2 })
+    assert.is_false(ok)
+    assert.matches("attention_sink_rate_share", tostring(err))
   end)
 
   it("gives the Megatron-Core family its host time per operator, and the scope the case states", function()
