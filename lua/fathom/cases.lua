@@ -1022,6 +1022,9 @@ function M.training_docs(case)
       or require("fathom.frameworks").ep_overlap_pairs(tr.kernels) or false,
     ep_dispatch_per_node = fw.ep_dispatch_per_node or require("fathom.frameworks").ep_per_node(tr.kernels)
       or false,
+    -- the experts as one fused grouped kernel (no FP8/FP4 recipe's cost per expert)
+    grouped_expert_kernel = fw.grouped_expert_kernel or require("fathom.frameworks").grouped_expert_kernel(tr.kernels)
+      or false,
     -- the SMs a DeepEP/HybridEP dispatcher holds while it runs (what an overlap slows)
     ep_comm_compute_units = require("fathom.frameworks").ep_comm_units(tr.kernels, fw),
     -- attention with sinks as the framework's attention kernel runs it

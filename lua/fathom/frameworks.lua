@@ -61,6 +61,15 @@
 --                          (default): NCCL's all-to-all(v), Megatron-Core's alltoall
 --                          dispatcher, one copy per (token, expert). A name or kernels
 --                          string saying DeepEP, flex or HybridEP turns it on
+--   grouped_expert_kernel  the local experts' GEMMs, with their quantisation, run as one
+--                          grouped kernel a pass (Transformer Engine's CuTe DSL fused grouped
+--                          MLP, PyTorch's _scaled_grouped_mm under torchao, JAX's ragged
+--                          dot), so an FP8/FP4 recipe pays no cost per expert (the hardware
+--                          library's expert_recipe_overhead_sec); false (default): TE's
+--                          grouped linear, each local expert's operands quantised and its GEMM
+--                          run on their own (multi-stream cuBLAS). A kernels string saying
+--                          "fused grouped MLP", "cutedsl" or "grouped_mm" turns it on
+--                          (Megatron-Bridge's recipes from 26.06 on, per recipe)
 --   fp8_param_recipes      the FP8 recipes (the core's precision_recipe names) whose weights the
 --                          framework holds as FP8 parameters gathered in FP8 (Megatron-Core's
 --                          fp8_param_gather: no BF16 compute copy) unless the case says
@@ -116,7 +125,7 @@ local base = {
   grad_bytes = 4,
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
   cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0, host_op_sec = 0,
-  megatron_split = false, attention_sink_rate_share = 0,
+  megatron_split = false, attention_sink_rate_share = 0, grouped_expert_kernel = false,
 }
 
 -- Megatron-Core with Transformer Engine, eager (NeMo, Megatron-Bridge): host seconds per
@@ -127,9 +136,10 @@ local base = {
 -- TransformerEngine issue #2053), a bare PyTorch operator ~5 us. Fitted: 35 us. The default
 -- validation set does not bind it (no case is host-bound below ~40 us); the Megatron-Bridge
 -- performance-summary rows do, where eager dropless MoE layers with few tokens per expert
--- (Qwen3-30B-A3B at micro-batch 1, Qwen3-235B at EP 8) run host-bound. Grid 8-50 us x Grace
--- 1.0-2.75 over validation/megatron_bridge_cases.yaml: every leave-one-release-out fold picks
--- 35 us with Grace 1.5 (README: Validation), mean |log error| 0.184 -> 0.148.
+-- (Qwen3-30B-A3B at micro-batch 1, Qwen3-235B at EP 8) run host-bound. Fitted jointly with
+-- Grace's factor and Blackwell's cost per expert under an FP8/FP4 recipe over
+-- validation/megatron_bridge_cases.yaml (validation/fit_megatron_bridge.lua: 8-50 us x Grace
+-- 1.0-2.75 x 0-48 us): every leave-one-release-out fold picks 35 us (README: Validation).
 local TE_HOST_OP_SEC = 35e-6
 
 -- Transformer Engine's attention with sinks (gpt-oss's learnable softmax offset, cuDNN's
@@ -214,15 +224,15 @@ M.rows = {
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
     dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true,
     cast_kernels = "eager", tp_comm_overlap = false, ep_comm_overlap = false,
-    ep_dispatch_per_node = false, fsdp_gather_per_run = true },
+    ep_dispatch_per_node = false, fsdp_gather_per_run = true, grouped_expert_kernel = true },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
     recompute = "op", pp_micro_batch = 1, eager_elementwise = true, cast_kernels = "eager",
     tp_comm_overlap = false,
     ep_comm_overlap = false,
-    ep_dispatch_per_node = false, fsdp_gather_per_run = true },
+    ep_dispatch_per_node = false, fsdp_gather_per_run = true, grouped_expert_kernel = true },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
   { name = "MaxText", pattern = "maxtext", kernels = "2024", dp_variant = "ZERO3", recompute = "selective",
-    ep_comm_overlap = false },
+    ep_comm_overlap = false, grouped_expert_kernel = true },
   -- DeepSpeed (2021-2022 ZeRO papers): the stage from zero_stage, no fused attention then.
   { name = "DeepSpeed", pattern = "deepspeed", kernels = "2021", flash_attention = false, dp_variant = "ZERO1",
     ep_comm_overlap = false },
@@ -290,6 +300,14 @@ end
 -- one made of such pairs, or a serving engine's two-batch overlap (which pairs two forwards).
 function M.ep_overlap(s)
   return M.ep_overlap_pairs(s) or tostring(s or ""):lower():find("batch[%s%-_]*overlap") ~= nil
+end
+
+-- grouped_expert_kernel(s) -> whether a string names one grouped kernel for the experts:
+-- Transformer Engine's fused grouped MLP (the CuTe DSL kernel Megatron-Bridge's recipes turn
+-- on with NVTE_CUTEDSL_FUSED_GROUPED_MLP from the 26.06 release on) or PyTorch's grouped_mm.
+function M.grouped_expert_kernel(s)
+  s = tostring(s or ""):lower()
+  return (s:find("fused[%s%-_]*grouped[%s%-_]*mlp") or s:find("cutedsl") or s:find("grouped_mm")) ~= nil
 end
 
 -- ep_per_node(s) -> whether a string names a per-node-forwarding EP dispatcher.
@@ -404,6 +422,7 @@ function M.lookup(name)
   if M.ep_overlap(s) then out.ep_comm_overlap = true end
   if M.ep_overlap_pairs(s) then out.ep_overlap_pairs = true end
   if M.ep_per_node(s) then out.ep_dispatch_per_node = true end
+  if M.grouped_expert_kernel(s) then out.grouped_expert_kernel = true end
   return out
 end
 
@@ -427,6 +446,7 @@ function M.workload_defaults(name, pass)
     w.ep_comm_overlap = f.ep_comm_overlap
     w.ep_overlap_pairs = f.ep_overlap_pairs
     w.ep_dispatch_per_node = f.ep_dispatch_per_node
+    w.grouped_expert_kernel = f.grouped_expert_kernel
     w.dp_spec = { variant = f.dp_variant }
   end
   return w

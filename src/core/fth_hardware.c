@@ -54,6 +54,9 @@ fth_status fth_compute_check(const fth_compute_def *d, fth_error *err) {
   if (!(nonneg_ok(d->expert_gemm_s) && d->expert_gemm_s < 1.0))
     return fth_fail(err, FTH_EINVAL, "expert_gemm_overhead_sec",
                     "expected seconds in [0, 1), got %g", d->expert_gemm_s);
+  if (!(nonneg_ok(d->expert_recipe_s) && d->expert_recipe_s < 1.0))
+    return fth_fail(err, FTH_EINVAL, "expert_recipe_overhead_sec",
+                    "expected seconds in [0, 1), got %g", d->expert_recipe_s);
   for (int i = 0; i < FTH_PREC_COUNT; i++) {
     if (!nonneg_ok(d->flops_per_s[i]))
       return fth_fail(err, FTH_EINVAL, names[i], "expected a FLOP/s rate >= 0, got %g",

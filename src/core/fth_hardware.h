@@ -36,6 +36,12 @@ typedef struct fth_compute_def {
   /// scheduling the tiles of many small problems (H100, torch._grouped_mm,
   /// measured: ~0.8 us per expert; validation/measurements/COMPARISON.md Sec. 2).
   double expert_gemm_s;
+  /// Further fixed cost per expert of a grouped GEMM under an FP8/FP4 training recipe,
+  /// seconds: the quantisation kernels (amax or block scales) and the GEMM call a
+  /// training stack runs for each local expert on its own (Transformer Engine's grouped
+  /// linear, multi-stream cuBLAS; on Blackwell fitted: validation/fit_megatron_bridge.lua).
+  /// Not paid where one fused grouped kernel runs the experts (grouped_expert_kernel). 0 = none.
+  double expert_recipe_s;
   /// Share of the dense FP8/FP4 GEMM rate a grouped expert GEMM at that precision
   /// reaches, in (0, 1] (0 = 1): per-group scales and problem setup the dense kernel
   /// does not pay (H100, measured: FP8 `_scaled_grouped_mm` 0.91 of dense FP8 against

@@ -235,9 +235,12 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
       cast(c, fwd, part, wbytes * c->weight_cast_share); /* W, once per step */
     }
     fth_phase_add_kernel_class(c, fwd, part, FTH_KERNEL_GEMM, k, wbytes * wgt);
-    /* A grouped GEMM over `batch` local experts pays a fixed cost per expert;
-     * it hides nothing and is hidden by nothing. */
-    double per_expert = l->part == FTH_PART_EXPERT ? batch * genv->expert_gemm_s : 0.0;
+    /* A grouped GEMM over `batch` local experts pays a fixed cost per expert, and
+     * under a recipe the expert's own quantisation and GEMM call where the experts
+     * are not one grouped kernel; it hides nothing and is hidden by nothing. */
+    double per_expert =
+        l->part == FTH_PART_EXPERT ? batch * (genv->expert_gemm_s + (q ? c->expert_recipe_s : 0.0))
+                                   : 0.0;
     fwd->kernel_s += per_expert;
     fwd->class_s[FTH_KERNEL_GEMM] += per_expert;
     if (bwd == NULL) continue;

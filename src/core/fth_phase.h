@@ -78,6 +78,9 @@ typedef struct fth_phase_ctx {
   fth_lora_targets lora_targets; ///< the linears that carry them
   double host_op_s;         ///< host time per operator issued eagerly (fth_host.h); 0 = not modelled
   unsigned graph_scope;     ///< FTH_GRAPH_* parts captured by CUDA graphs (no host time)
+  /// Further fixed cost per expert of a grouped GEMM under the recipe (the node's
+  /// expert_recipe_s unless a fused grouped kernel runs the experts; 0 without a recipe)
+  double expert_recipe_s;
 } fth_phase_ctx;
 
 /// overlap(a, b, e) = a + b - e min(a, b): e = 1 perfect overlap (max), e = 0 none (sum).

@@ -494,6 +494,9 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   if (w->recipe != FTH_RECIPE_NONE) {
     const fth_recipe_row *row = fth_recipe_get(w->recipe);
     e->k.gemm_env = fth_kernel_env_make(&p->node, row->gemm, w->traffic_tier[FTH_MEM_ACTIVATIONS]);
+    /* each local expert's operands quantised and its GEMM run on their own, unless one
+     * fused grouped kernel runs the experts */
+    e->k.expert_recipe_s = w->grouped_expert_kernel ? 0.0 : p->node.compute.expert_recipe_s;
     e->k.gemm_env.model = w->kernel_model;
     e->k.gemm_bytes = fth_precision_bytes(row->gemm);
     e->k.cast_bytes = fth_recipe_cast_bytes(w->recipe, w->act_bytes, w->cast_kernels);

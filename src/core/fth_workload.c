@@ -24,6 +24,7 @@ fth_train_def fth_train_def_default(void) {
   d.ep_comm_overlap = 1;
   d.ep_overlap_pairs = 0;
   d.ep_dispatch_per_node = 0;
+  d.grouped_expert_kernel = 0;
   d.zero3_microbatches_per_gather = 1;
   d.flash_attention = 1;
   d.expert_imbalance = 1.0;

@@ -58,6 +58,10 @@ typedef struct fth_train_def {
   /// warm-up and cool-down (fth_pp_steady_share), wait for their own all-to-all
   int ep_overlap_pairs;
   int ep_dispatch_per_node; ///< 1: a token crosses scale-out once per node it reaches (DeepEP)
+  /// 1: the local experts' GEMMs, with their quantisation, run as one grouped kernel a
+  /// pass (Transformer Engine's CuTe DSL fused grouped MLP, PyTorch's _scaled_grouped_mm),
+  /// so an FP8/FP4 recipe's cost per expert (the node's expert_recipe_s) is not paid
+  int grouped_expert_kernel;
   /// ZeRO-3: micro-batches that share one weight gather and gradient reduce-scatter
   /// (FSDP2 under a PyTorch pipeline schedule: one per schedule run); 1 = every one
   int zero3_microbatches_per_gather;

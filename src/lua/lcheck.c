@@ -157,6 +157,7 @@ void lcheck_node(lua_State *L, int idx, fth_node_def *out) {
     cd->gemm_k_overhead_bytes =
         lcheck_number(L, c, dc, "gemm_k_overhead_bytes", cd->gemm_k_overhead_bytes);
     cd->expert_gemm_s = lcheck_number(L, c, dc, "expert_gemm_overhead_sec", 0);
+    cd->expert_recipe_s = lcheck_number(L, c, dc, "expert_recipe_overhead_sec", 0);
     cd->expert_lowp_fraction = lcheck_number(L, c, dc, "expert_gemm_fp8_fraction", 0);
     cd->power_watts = lcheck_number(L, c, dc, "power_watts", 0);
     cd->power_limit_watts = lcheck_number(L, c, dc, "power_limit_watts", 0);
@@ -450,6 +451,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->ep_overlap_pairs = lcheck_bool(L, idx, w, "ep_overlap_pairs", out->ep_overlap_pairs);
   out->ep_dispatch_per_node =
       lcheck_bool(L, idx, w, "ep_dispatch_per_node", out->ep_dispatch_per_node);
+  out->grouped_expert_kernel =
+      lcheck_bool(L, idx, w, "grouped_expert_kernel", out->grouped_expert_kernel);
   out->flash_attention = lcheck_bool(L, idx, w, "flash_attention", out->flash_attention);
   out->cp_comm = (fth_cp_comm)lnames_check(L, idx, w, "cp_comm", LNAMES_CP_COMM, out->cp_comm);
   out->eager_elementwise = lcheck_bool(L, idx, w, "eager_elementwise", out->eager_elementwise);

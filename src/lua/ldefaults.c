@@ -101,6 +101,7 @@ void lfth_open_defaults(lua_State *L) {
   setbool(L, "ep_comm_overlap", t.ep_comm_overlap);
   setbool(L, "ep_overlap_pairs", t.ep_overlap_pairs);
   setbool(L, "ep_dispatch_per_node", t.ep_dispatch_per_node);
+  setbool(L, "grouped_expert_kernel", t.grouped_expert_kernel);
   setbool(L, "eager_elementwise", t.eager_elementwise);
   setnum(L, "host_op_sec", t.host_op_s);
   setnum(L, "dp_comm_compute_fraction", t.dp_comm_compute_share);

@@ -179,26 +179,70 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     assert.are.equal(35e-6, frameworks.workload_defaults("Megatron-Bridge").host_op_sec)
   end)
 
-  it("ships the host time the Megatron-Bridge rows fit, every release left out agreeing", function()
-    -- validation/fit_host.lua: a grid of host times x Grace factors over the rows, each
-    -- release left out in turn; the shipped pair must be the fit's, whichever release is out
-    local r = h.run("validation/fit_host.lua")
+  it("ships the host time, Grace's factor and Blackwell's cost per expert the Megatron-Bridge rows fit", function()
+    -- validation/fit_megatron_bridge.lua: a joint grid of host times x Grace factors x
+    -- costs per expert under an FP8/FP4 recipe over the rows, each release and each model left out in
+    -- turn; the shipped triple must be the fit's, and every release left out picks its host time
+    local r = h.run("validation/fit_megatron_bridge.lua")
     assert.are.equal(0, r.code, r.stderr)
-    local us, g = r.stdout:match("best over all rows: (%d+) us, Grace ([%d.]+)")
-    assert.are.equal(35e-6, tonumber(us) * 1e-6)
+    local us, g, xs = r.stdout:match("best over all rows: (%d+) us an operator, Grace ([%d.]+), (%d+) us an expert")
     assert.are.equal(frameworks.workload_defaults("Megatron-Bridge").host_op_sec, tonumber(us) * 1e-6)
     local lib = require("fathom.validate").state().lib_doc
     assert.are.equal(lib.nodes.GB200.host_op_time_factor, tonumber(g))
     assert.are.equal(lib.nodes.GB300.host_op_time_factor, tonumber(g))
+    for _, c in ipairs({ "b200", "gb200", "b300", "gb300" }) do
+      assert.are.equal(tonumber(xs) * 1e-6, lib.components.compute[c].expert_recipe_overhead_sec)
+    end
+    -- Hopper pays none: its FP8 MoE rows are host-bound or hold few experts, and do not
+    -- tell 0 from 32 us apart
+    assert.is_nil(lib.components.compute.h100_sxm.expert_recipe_overhead_sec)
     local folds = 0
     for line in r.stdout:gmatch("megatron_bridge_[^\n]+") do
-      assert.matches("35 us, Grace 1%.50", line)
+      assert.matches(us .. " us, Grace ", line, 1, true)
       folds = folds + 1
     end
     assert.is_true(folds >= 9)
+    -- the fit beats the settings before any of it was fitted
+    local fit, before = r.stdout:match("mean |log error| ([%d.]+); ([%d.]+) at")
+    assert.is_true(tonumber(fit) < tonumber(before))
   end)
 
-  it("makes a small-expert eager run host-bound, more so on Grace, and CUDA graphs remove it", function()
+  it("prices an FP8/FP4 recipe's cost per expert unless the experts run as one fused kernel", function()
+    local run = h.evaluate_case
+    -- Qwen3-30B-A3B on 8 B200 (16 local experts at EP 8), MXFP8, everything graphed: the
+    -- cost per expert adds 32 us x 16 experts x 2 GEMMs (fc1, fc2) x 48 layers = 49.152 ms to
+    -- a forward pass and twice that to a backward (data and weight gradients)
+    local function b200(kernels, precision)
+      local c = case("Megatron-Bridge 26.04", kernels, nil, "NVIDIA B200")
+      c.system.num_gpus, c.parallelism.dp, c.parallelism.ep = 8, 8, 8
+      c.training.precision = precision or "MXFP8"
+      return c
+    end
+    local lib = require("fathom.validate").state().lib_doc
+    local x = lib.components.compute.b200.expert_recipe_overhead_sec
+    assert.is_true(x > 0)
+    local looped = run(b200("TE, CUDA graphs full_iteration"))
+    local fused = run(b200("TE, CUDA graphs full_iteration, TE fused grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP)"))
+    h.near(x * 16 * 2 * 48, looped.fwd_s - fused.fwd_s, 1e-9, "forward: the cost per expert")
+    h.near(2 * x * 16 * 2 * 48, looped.bwd_s - fused.bwd_s, 1e-9, "backward: twice it")
+    -- per-tensor FP8 scaling pays it too (each expert's own amax and cast), BF16 does not
+    local cs = run(b200("TE, CUDA graphs full_iteration", "FP8"))
+    local cs_fused = run(b200("TE, CUDA graphs full_iteration, fused grouped MLP", "FP8"))
+    h.near(x * 16 * 2 * 48, cs.fwd_s - cs_fused.fwd_s, 1e-9, "FP8 current scaling: the same")
+    local bf = run(b200("TE, CUDA graphs full_iteration", "BF16"))
+    local bf_fused = run(b200("TE, CUDA graphs full_iteration, fused grouped MLP", "BF16"))
+    assert.are.equal(bf.fwd_s, bf_fused.fwd_s)
+    -- the case reader: the kernels string names it, else the framework's default (none)
+    assert.is_true(assert(cases.training_docs(b200("TE, cutedsl fused grouped MLP"))).workload.grouped_expert_kernel)
+    assert.is_false(assert(cases.training_docs(b200("TE"))).workload.grouped_expert_kernel)
+    -- a workload spec must say it as a boolean
+    local ok, err = pcall(require("fathom.spec").train, { global_batch_size = 8, micro_batch_size = 1,
+      seq_length = 128, grouped_expert_kernel = "yes" })
+    assert.is_false(ok)
+    assert.matches("grouped_expert_kernel", tostring(err))
+  end)
+
+  it("makes a small-expert eager run host-bound, on Grace at its factor, and CUDA graphs remove it", function()
     local run = h.evaluate_case
     -- H100 (x86 host, 35 us an operator): a layer's forward issues 95 operators (attention
     -- 16 + 2 FP8 casts, router 31, preprocess 10, experts 4 + 2 GEMMs x (1 + 1 cast) x 8 local
@@ -218,7 +262,9 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     -- 2 x 48 x 54 x 35 us = 0.181 s a backward pass, under the GPU's: the host keeps ahead
     local partial = run(case("Megatron-Bridge 26.04", "TE, CUDA graphs scope ['moe_router', 'moe_preprocess']"))
     assert.are.equal(0, partial.host_wait_s)
-    -- GB200: Grace issues each 1.5x slower (52.5 us): 48 x 95 x 52.5 us = 0.2394 s a forward
+    -- GB200: Grace issues each at the library's factor f (fitted: 1.0): 48 x 95 x 35 f us a
+    -- forward pass, above the GPU's there
+    local f = require("fathom.validate").state().lib_doc.nodes.GB200.host_op_time_factor
     local function gb(kernels)
       local c = case("Megatron-Bridge 26.04", kernels, nil, "NVIDIA GB200")
       c.system.gpus_per_node = 4
@@ -227,8 +273,8 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     end
     local grace = run(gb("TE"))
     local graphed = run(gb("TE, CUDA graphs full_iteration"))
-    h.near(48 * 95 * 52.5e-6, grace.fwd_s, 1e-9, "Grace's forward pass = its host time")
-    h.near(2 * 48 * 95 * 52.5e-6, grace.bwd_s, 1e-9, "and its backward")
+    h.near(48 * 95 * 35e-6 * f, grace.fwd_s, 1e-9, "Grace's forward pass = its host time")
+    h.near(2 * 48 * 95 * 35e-6 * f, grace.bwd_s, 1e-9, "and its backward")
     assert.is_true(grace.host_wait_s > 0.5 * grace.step_time_s)
     assert.are.equal(0, graphed.host_wait_s)
     assert.is_true(math.abs(grace.step_time_s - grace.host_wait_s - graphed.step_time_s) < 1e-9 * graphed.step_time_s)
