@@ -95,6 +95,7 @@ local analyze_cases = {
   { "workload", "train_eff_over_one.yaml", "comp_comm_efficiency: expected a value <= 1" },
   { "workload", "train_dp_share_one.yaml", ":8:27: dp_comm_compute_fraction: expected a value <= 0.99" },
   { "workload", "train_pairs_string.yaml", ":8:19: ep_overlap_pairs: expected true or false, got .maybe." },
+  { "workload", "train_grouped_string.yaml", ":8:24: grouped_expert_kernel: expected true or false, got .maybe." },
   { "workload", "train_misspelt.yaml", "seq_lenght: unknown key %(did you mean 'seq_length'%?%)" },
   { "hardware", "hw_dangling_compute.yaml", "device_compute: unknown compute component 'toyy'" },
   { "hardware", "hw_dangling_memory.yaml", "xpu_memory: unknown memory component 'toy_hmb'" },
@@ -102,6 +103,8 @@ local analyze_cases = {
   { "hardware", "hw_eff_over_one.yaml", "efficiency: expected a value <= 1" },
   { "hardware", "hw_expert_fp8_over_one.yaml",
     ":8:33: components%.compute%.toy%.expert_gemm_fp8_fraction: expected a value <= 1" },
+  { "hardware", "hw_expert_recipe_negative.yaml",
+    ":8:35: components%.compute%.toy%.expert_recipe_overhead_sec: expected a value >= 0, got %-3e%-05" },
   { "hardware", "hw_negative_flops.yaml", "bf16_nominal: expected a value >= 0" },
   -- several errors: the first in the file, every time (keys walked in document order)
   { "model", "model_several_errors.yaml", ":2:1: zzz_bad: unknown key" },
