@@ -14,6 +14,17 @@
 #include "test_fixtures.h"
 #include "test_macros.h"
 
+/* One layer of h wide with `heads` heads, `seq` tokens, a 128-token vocabulary. */
+static fth_model_def one_layer(double h, int heads, double seq) {
+  fth_model_def m = fth_model_def_default();
+  m.d_model = h;
+  m.n_layers = 1;
+  m.num_heads = heads;
+  m.vocab_size = 128;
+  m.max_seq_len = seq;
+  return m;
+}
+
 /* In the step: a 1-layer model, h 64, 4 heads of 16, seq 8 on one GPU, every layer
  * windowed at w = 3. The forward attention core: 2 x 4 heads x (16 + 16) x keys x 8
  * tokens = 9,216 FLOP at 4.5 keys, 5,376 at 2.625: 3,840 fewer in the attention part,
@@ -21,21 +32,12 @@
 static int step(void) {
   fth_node_def n = tfx_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 64;
-  m.n_layers = 1;
-  m.num_heads = 4;
-  m.vocab_size = 128;
-  m.max_seq_len = 8;
+  fth_model_def m = one_layer(64, 4, 8);
   fth_train_def w = tfx_serial_work(1, 8);
-  fth_train_plan p;
-  fth_error err;
   fth_train_result full, win;
-  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&p, &full);
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &full));
   m.attention_window = 3;
-  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&p, &win);
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &win));
   FTH_ENSURE_NEAR(full.fwd_flops[FTH_FLOP_ATTENTION] - 3840.0, win.fwd_flops[FTH_FLOP_ATTENTION], 1e-9);
   FTH_ENSURE_NEAR(full.bwd_flops[FTH_FLOP_ATTENTION] - 2.5 * 3840.0,
                   win.bwd_flops[FTH_FLOP_ATTENTION], 1e-9);
@@ -53,27 +55,16 @@ static int step(void) {
 static int sinks(void) {
   fth_node_def n = tfx_node();
   fth_topology_def t = tfx_tp_only(1, 100e9);
-  fth_model_def m = fth_model_def_default();
-  m.d_model = 1024;
-  m.n_layers = 1;
-  m.num_heads = 16;
-  m.vocab_size = 128;
-  m.max_seq_len = 1024;
+  fth_model_def m = one_layer(1024, 16, 1024);
   fth_train_def w = tfx_serial_work(1, 1024);
-  fth_train_plan p;
-  fth_error err;
   fth_train_result full, win, sink, none;
-  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&p, &full);
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &full));
   m.attention_window = 128;
-  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&p, &win);
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &win));
   m.attention_sinks = 1;
-  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&p, &none);
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &none));
   w.attention_sink_rate_share = 0.25;
-  FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_OK);
-  fth_train_evaluate(&p, &sink);
+  FTH_RUN(tfx_train_run(&n, &t, &m, &w, &sink));
   const int a = FTH_KERNEL_ATTENTION;
   FTH_ENSURE(win.fwd_class_s[a] < 0.5 * full.fwd_class_s[a]); /* the window skips */
   FTH_ENSURE_NEAR(win.fwd_class_s[a], none.fwd_class_s[a], 1e-18);
@@ -81,6 +72,8 @@ static int sinks(void) {
   FTH_ENSURE_NEAR(4.0 * full.bwd_class_s[a], sink.bwd_class_s[a], 1e-12 * sink.bwd_class_s[a]);
   FTH_ENSURE_NEAR(win.fwd_flops[FTH_FLOP_ATTENTION], sink.fwd_flops[FTH_FLOP_ATTENTION], 1e-6);
   w.attention_sink_rate_share = 1.5;
+  fth_train_plan p;
+  fth_error err;
   FTH_ENSURE(fth_train_compile(&p, &n, &t, &m, &w, &err) == FTH_EINVAL);
   return 0;
 }
