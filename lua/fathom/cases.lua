@@ -989,11 +989,13 @@ function M.training_docs(case)
     notes[#notes + 1] = "recompute modules on top of " .. recompute .. " recomputation: ignored"
     modules = nil
   end
+  local fused, unfused_note = frameworks.fused_attention(fw, g.generation, model)
+  if unfused_note then notes[#notes + 1] = unfused_note end
   local workload = {
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,
     float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
     gradient_float_size = fw.grad_bytes, recompute = recompute, recompute_modules = modules,
-    flash_attention = fw.flash_attention,
+    flash_attention = fused,
     cp_comm = p.cp_comm,
     eager_elementwise = fw.eager_elementwise,
     -- the host's time per operator, where CUDA graphs do not replay them: the scope as the

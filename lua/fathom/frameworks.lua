@@ -106,6 +106,15 @@
 --   hybridep_sms           SMs the framework's recipes give a HybridEP dispatcher (M.ep_comm_units)
 --   attention_sink_rate_share  attention with sinks (gpt-oss) at this share of the fused
 --                          attention rate, its windows computed whole (0: as without sinks)
+--   fused_mla_blackwell_from   the first release (YY.MM) whose Transformer Engine trains MLA's
+--                          attention heads (query/key 192 wide, value 128) fused on Blackwell:
+--                          before TE 2.5 (cuDNN 9.11), fused_attn.cpp took sm100+ training heads
+--                          only up to 128 wide and flash-attn no unequal query and value widths,
+--                          so MLA ran TE's unfused attention (score GEMMs and a softmax over the
+--                          whole matrix). NeMo 25.07 ships TE 2.5: NeMo v2.3.0's (25.04) B200/
+--                          GB200 DeepSeek-V3 recipes recompute core_attn, v2.4.0's (25.07) no
+--                          longer do. Read by lookup into `blackwell_mla_fused`; a name without
+--                          a version is taken as current (fused). M.fused_attention applies it
 --   host_op_sec            host seconds per operator the framework issues eagerly (Python,
 --                          PyTorch's dispatcher, the launch; fth_host.h counts the operators of
 --                          a block): a pass takes at least its operators' host time. 0: the
@@ -126,7 +135,12 @@ local base = {
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
   cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0, host_op_sec = 0,
   megatron_split = false, attention_sink_rate_share = 0, grouped_expert_kernel = false,
+  blackwell_mla_fused = true,
 }
+
+-- Transformer Engine 2.5 (cuDNN 9.11) trains MLA's 192/128-wide heads fused on Blackwell; the
+-- NeMo container that ships it (fused_mla_blackwell_from).
+local NEMO_TE25 = 25.07
 
 -- Megatron-Core with Transformer Engine, eager (NeMo, Megatron-Bridge): host seconds per
 -- operator fth_host.c counts, on an x86 server CPU (the node's host_op_time_factor scales it for
@@ -192,12 +206,12 @@ M.rows = {
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
     ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
-    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE },
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE, fused_mla_blackwell_from = NEMO_TE25 },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
     ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
-    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE },
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE, fused_mla_blackwell_from = NEMO_TE25 },
   { name = "Megatron-Bridge", pattern = "megatron%-bridge",
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
@@ -414,6 +428,9 @@ function M.lookup(name)
   for k, val in pairs(row or {}) do out[k] = val end
   out.name = row and row.name or "default"
   out.pattern, out.min_version, out.max_version, out.exclude, out.also = nil, nil, nil, nil, nil
+  local te25 = row and row.fused_mla_blackwell_from
+  out.blackwell_mla_fused = not (te25 and v and v < te25)
+  out.fused_mla_blackwell_from = nil
   if s:find("compile") then
     out.eager_elementwise = false
     if out.cast_kernels == "eager" then out.cast_kernels = "compiled" end
@@ -424,6 +441,23 @@ function M.lookup(name)
   if M.ep_per_node(s) then out.ep_dispatch_per_node = true end
   if M.grouped_expert_kernel(s) then out.grouped_expert_kernel = true end
   return out
+end
+
+-- fused_attention(row, generation, model) -> whether a training run's attention core is fused
+-- (FlashAttention-class), and a note when the release's kernels leave it unfused: the row's
+-- flash_attention, except MLA on Blackwell (a generation named "blackwell...") in a release
+-- before fused_mla_blackwell_from, whose query/key and value widths differ and pass 128.
+local BLACKWELL_FUSED_HEAD_MAX = 128
+function M.fused_attention(row, generation, model)
+  if not row.flash_attention then return false end
+  if row.blackwell_mla_fused or not tostring(generation or ""):find("^blackwell") then return true end
+  local dv = model.v_head_dim or 0
+  local dqk = (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
+  if dv == 0 or dqk == dv or (dqk <= BLACKWELL_FUSED_HEAD_MAX and dv <= BLACKWELL_FUSED_HEAD_MAX) then
+    return true
+  end
+  return false, string.format("attention unfused: %s's Transformer Engine (before 2.5) trains no fused "
+    .. "attention on Blackwell for MLA's %d/%d-wide heads", row.name, dqk, dv)
 end
 
 -- workload_defaults(name, pass) -> the workload-spec fields a framework implies.

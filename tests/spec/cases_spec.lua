@@ -423,6 +423,33 @@ describe("fathom.frameworks", function()
     assert.are.equal("default", frameworks.lookup("something else").name)
   end)
 
+  it("trains MLA's 192/128-wide heads fused on Blackwell from Transformer Engine 2.5 (NeMo 25.07)", function()
+    local mla = { qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128 }
+    local early, late = frameworks.lookup("NeMo 25.04.01 container"), frameworks.lookup("NeMo 25.07 container")
+    assert.is_false(early.blackwell_mla_fused)
+    assert.is_true(late.blackwell_mla_fused)
+    local ok, why = frameworks.fused_attention(early, "blackwell", mla)
+    assert.is_false(ok)
+    assert.is_truthy(why:find("192/128%-wide heads"))
+    assert.is_false((frameworks.fused_attention(early, "blackwell_ultra", mla)))
+    assert.is_false((frameworks.fused_attention(frameworks.lookup("NeMo 24.12"), "blackwell", mla)))
+    -- the same release on Hopper (cuDNN 9.5+ trains heads up to 256 wide), or a later one
+    assert.is_true((frameworks.fused_attention(early, "hopper", mla)))
+    assert.is_true((frameworks.fused_attention(late, "blackwell", mla)))
+    assert.is_true((frameworks.fused_attention(frameworks.lookup("Megatron-Bridge (container 25.09)"), "blackwell",
+      mla)))
+    -- a NeMo name without a release is taken as current
+    assert.is_true((frameworks.fused_attention(frameworks.lookup("NeMo"), "blackwell", mla)))
+    -- equal widths (flash-attn takes them) or heads within 128: fused
+    assert.is_true((frameworks.fused_attention(early, "blackwell", {})))
+    assert.is_true((frameworks.fused_attention(early, "blackwell",
+      { qk_nope_head_dim = 64, qk_rope_head_dim = 32, v_head_dim = 64 })))
+    assert.is_true((frameworks.fused_attention(early, "blackwell",
+      { qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 192 })))
+    -- a framework without fused attention stays without it
+    assert.is_false((frameworks.fused_attention(frameworks.lookup("Megatron-LM (2021)"), "hopper", {})))
+  end)
+
   it("dates the serving engines' kernel libraries (vLLM 2024, TensorRT-LLM 0.5/0.6)", function()
     -- vLLM 0.4-0.6 or a 2024 date: 2024's kernels; undated or 0.7+: the current ones
     assert.are.equal("vllm2024", frameworks.lookup("vLLM (ROCm, 2024)").kernels)

@@ -320,3 +320,40 @@ describe("attention sinks as the framework's kernel runs them", function()
     assert.is_true(mb.step_time_s > 1.2 * base.step_time_s)
   end)
 end)
+
+describe("MLA's attention on Blackwell before Transformer Engine 2.5", function()
+  local function dgxc_gb200()
+    for _, c in ipairs(validate.load({ "validation/modern_cases.yaml" })) do
+      if c.id == "dgxc2505_deepseek_v3_BF16_gb200_128gpu" then return c end
+    end
+  end
+
+  it("runs NeMo 25.04's DeepSeek-V3 on GB200 unfused, and says so", function()
+    local case = assert(dgxc_gb200())
+    local docs = assert(cases.training_docs(case))
+    assert.is_false(docs.workload.flash_attention)
+    local noted = false
+    for _, n in ipairs(docs.notes) do noted = noted or n:find("attention unfused") ~= nil end
+    assert.is_true(noted)
+    -- the recipe's core-attention recomputation (NeMo v2.3.0's GB200 table) is read as selective
+    assert.are.equal("selective", docs.workload.recompute)
+  end)
+
+  it("pays at least the score matrix's traffic over the same run fused", function()
+    local case = assert(dgxc_gb200())
+    local unfused = h.evaluate_case(case)
+    case.training.framework = "NeMo 25.07 container"
+    local fused = h.evaluate_case(case)
+    -- By hand, a lower bound on what the unfused attention adds: the busiest stage holds 16 of
+    -- the 61 layers (15 / 16 / 16 / 14), 1,024 sequences / DP 16 = 64 micro-batches, and a layer
+    -- computes the whole score matrix of 128 / TP 2 = 64 heads x 4,096 x 4,096 = 1.07e9 scores.
+    -- Each score is at least written by QK^T and read by PV forward (2 + 2 bytes in BF16), again
+    -- in the recomputation, and its probability read and gradient written backward: 12 bytes.
+    -- 12 x 1.07e9 x 16 x 64 = 13.2 TB at GB200's 8 TB/s nominal: 1.65 s at the least.
+    local bound = 12 * 64 * 4096 * 4096 * 16 * 64 / 8e12
+    h.near(1.649, bound, 1e-3, "the hand bound")
+    assert.is_true(unfused.step_time_s - fused.step_time_s > bound)
+    -- and the GEMMs are the same kernels either way
+    h.near(fused.per_microbatch.forward_classes.gemm, unfused.per_microbatch.forward_classes.gemm, 1e-9, "GEMMs")
+  end)
+end)
