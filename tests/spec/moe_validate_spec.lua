@@ -335,8 +335,11 @@ describe("MLA's attention on Blackwell before Transformer Engine 2.5", function(
     local noted = false
     for _, n in ipairs(docs.notes) do noted = noted or n:find("attention unfused") ~= nil end
     assert.is_true(noted)
-    -- the recipe's core-attention recomputation (NeMo v2.3.0's GB200 table) is read as selective
+    -- the recipe's core-attention recomputation (NeMo v2.3.0's GB200 table) is read as selective,
+    -- and its pretrain_recipe()'s one multi-token-prediction layer, on the last stage (14 + MTP)
     assert.are.equal("selective", docs.workload.recompute)
+    assert.are.equal(1, docs.model.num_nextn_predict_layers)
+    assert.are.equal(14, docs.workload.pp_spec.num_layers_in_last_pipeline_stage)
   end)
 
   it("pays at least the score matrix's traffic over the same run fused", function()
