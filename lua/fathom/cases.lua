@@ -228,8 +228,11 @@ end
 -- DeepSeek-V3 and R1 (deepseek-ai/DeepSeek-V3 config.json: 256 routed experts in 8 groups,
 -- each token to at most 4; DeepSeek-AI 2024 Sec. 2.1.2). Kimi K2's config has n_group 1,
 -- topk_group 1 (unrestricted) and Qwen3, gpt-oss, Llama 4 and Grok-1 no groups: nothing to add.
+-- `mtp`: the multi-token-prediction layers the config publishes (num_nextn_predict_layers),
+-- which a framework whose pretraining recipes train them (frameworks' trains_published_mtp)
+-- runs where the case does not say.
 M.routing_configs = {
-  { pattern = "deepseek%-[vr][13]", experts = 256, top_k = 8, n_group = 8, topk_group = 4,
+  { pattern = "deepseek%-[vr][13]", experts = 256, top_k = 8, n_group = 8, topk_group = 4, mtp = 1,
     source = "deepseek-ai/DeepSeek-V3 config.json" },
 }
 
@@ -239,7 +242,7 @@ function M.published_routing(mdl, doc)
   local name = lower(mdl.name) .. " " .. lower(mdl.arch_source)
   for _, r in ipairs(M.routing_configs) do
     if name:find(r.pattern) and doc.num_regular_experts == r.experts and doc.num_selected_experts == r.top_k then
-      return { n_group = r.n_group, topk_group = r.topk_group,
+      return { n_group = r.n_group, topk_group = r.topk_group, mtp = r.mtp, source = r.source,
         note = string.format("group-limited routing from %s: %d groups, at most %d a token", r.source,
           r.n_group, r.topk_group) }
     end
@@ -936,6 +939,20 @@ function M.training_docs(case)
     if not lora_targets then
       lora_targets = "all_linear"
       notes[#notes + 1] = "LoRA target modules not stated: every linear assumed (PEFT all-linear)"
+    end
+  end
+  -- A published architecture's multi-token-prediction layers where the framework's pretraining
+  -- recipes train them and the case names none (fine-tuning recipes do not: NeMo's DeepSeek-V3
+  -- finetune_recipe builds the model without them)
+  local mtp_stated = mdl.num_nextn_predict_layers ~= nil or mdl.mtp_num_layers ~= nil or mdl.mtp_layers ~= nil
+    or mdl.mtp ~= nil
+  local pretraining = not lora_rank and not task:find("fine") and not task:find("sft")
+  if not mtp_stated and fw.trains_published_mtp and pretraining then
+    local known = model.num_regular_experts and M.published_routing(mdl, model)
+    if known and known.mtp then
+      model.num_nextn_predict_layers = known.mtp
+      notes[#notes + 1] = string.format("%d multi-token-prediction layer(s) from %s, as %s's pretraining recipes "
+        .. "train them", known.mtp, known.source, fw.name)
     end
   end
   if p.ep and (model.num_regular_experts or 0) <= 1 then

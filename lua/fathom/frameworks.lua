@@ -115,6 +115,11 @@
 --                          GB200 DeepSeek-V3 recipes recompute core_attn, v2.4.0's (25.07) no
 --                          longer do. Read by lookup into `blackwell_mla_fused`; a name without
 --                          a version is taken as current (fused). M.fused_attention applies it
+--   trains_published_mtp   the framework's pretraining recipes train the multi-token-prediction
+--                          layers a published config has (cases.routing_configs' `mtp`) where a
+--                          case names none: NeMo from 25.04 (recipes/deepseek_v3.pretrain_recipe's
+--                          use_mtp=True, which its performance script keeps) and Megatron-Bridge
+--                          (its DeepSeek-V3 recipes set mtp_num_layers 1, the layouts' "m")
 --   host_op_sec            host seconds per operator the framework issues eagerly (Python,
 --                          PyTorch's dispatcher, the launch; fth_host.h counts the operators of
 --                          a block): a pass takes at least its operators' host time. 0: the
@@ -135,7 +140,7 @@ local base = {
   eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
   cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0, host_op_sec = 0,
   megatron_split = false, attention_sink_rate_share = 0, grouped_expert_kernel = false,
-  blackwell_mla_fused = true,
+  blackwell_mla_fused = true, trains_published_mtp = false,
 }
 
 -- Transformer Engine 2.5 (cuDNN 9.11) trains MLA's 192/128-wide heads fused on Blackwell; the
@@ -206,7 +211,8 @@ M.rows = {
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
     ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
-    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE, fused_mla_blackwell_from = NEMO_TE25 },
+    attention_sink_rate_share = TE_SINK_ATTENTION_SHARE, fused_mla_blackwell_from = NEMO_TE25,
+    trains_published_mtp = true },
   { name = "NeMo / Megatron-Core (2024)", pattern = "nemo", exclude = "automodel",
     kernels = "2024", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_delayed, grad_bytes = 2, ep_comm_overlap = false,
@@ -217,7 +223,7 @@ M.rows = {
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, grad_bytes = 2, ep_comm_overlap = false,
     ep_dispatch_per_node = false, host_op_sec = TE_HOST_OP_SEC, megatron_split = true,
     attention_sink_rate_share = TE_SINK_ATTENTION_SHARE,
-    fp8_param_recipes = { R.fp8_delayed, R.fp8_current, R.mxfp8 }, hybridep_sms = 32 },
+    fp8_param_recipes = { R.fp8_delayed, R.fp8_current, R.mxfp8 }, hybridep_sms = 32, trains_published_mtp = true },
   { name = "Megatron-Core (2025)", pattern = "megatron", min_version = 2025,
     kernels = "2025", dp_variant = "ZERO1", comp_comm_efficiency = 0.9, sequence_parallel = true,
     expert_tp_is_tp = true, fp8_recipe = R.fp8_current, ep_comm_overlap = false,

@@ -46,6 +46,26 @@ describe("published routing configs (cases.routing_configs)", function()
     assert.is_true(noted)
   end)
 
+  it("trains DeepSeek-V3's published MTP layer where the framework's pretraining recipes do", function()
+    local function mtp(extra, fw, task)
+      local c = dsv3(extra)
+      c.training.framework, c.training.task = fw, task
+      local docs = assert(cases.training_docs(c))
+      local noted = false
+      for _, n in ipairs(docs.notes) do noted = noted or n:find("multi%-token%-prediction layer") ~= nil end
+      return docs.model.num_nextn_predict_layers, noted
+    end
+    assert.are.same({ 1, true }, { mtp(nil, "NeMo 25.04.01 container") })
+    assert.are.same({ 1, true }, { mtp(nil, "Megatron-Bridge (container 25.11)") })
+    -- AutoModel's runs, a fine-tuning run and another model: none added
+    assert.are.same({ nil, false }, { mtp(nil, "NeMo AutoModel") })
+    assert.are.same({ nil, false }, { mtp(nil, "NeMo 25.04.01 container", "SFT fine-tuning") })
+    assert.are.same({ nil, false }, { mtp({ name = "Kimi K2 1T (32B active)", experts = 384 }, "NeMo 25.04") })
+    -- what the case states stands, 0 included
+    assert.are.same({ nil, false }, { mtp({ mtp_layers = 0 }, "NeMo 25.04.01 container") })
+    assert.are.same({ 2, false }, { mtp({ mtp_num_layers = 2 }, "NeMo 25.04.01 container") })
+  end)
+
   it("keeps what the case states, and leaves other models alone", function()
     local docs = assert(cases.training_docs(dsv3({ n_group = 1, topk_group = 1 })))
     assert.are.equal(1, docs.model.n_group)
