@@ -882,17 +882,24 @@ end
 
 -- Training ---------------------------------------------------------------------------------
 
--- microbatches_per_gather(case, p, fw) -> ZeRO-3's micro-batches per weight gather, or nil (one
--- each): under a framework whose FSDP2 runs inside PyTorch's pipeline schedules
--- (fw.fsdp_gather_per_run) with PP > 1, a schedule run's: the case's local_batch (per DP rank)
--- over the micro-batch, else every micro-batch of the step (one run).
-function M.microbatches_per_gather(case, p, fw)
-  if not fw.fsdp_gather_per_run or p.dp_variant ~= "ZERO3" or (p.pp or 1) <= 1 then return nil end
+-- microbatches_per_run(case, p, fw) -> the micro-batches of one run of the pipeline schedule
+-- under a framework that steps PyTorch's pipeline schedules once per local batch
+-- (fw.fsdp_gather_per_run) with PP > 1: the case's local_batch (per DP rank) over the
+-- micro-batch, else every micro-batch of the step (one run).
+function M.microbatches_per_run(case, p, fw)
+  if not fw.fsdp_gather_per_run or (p.pp or 1) <= 1 then return nil end
   local step = p.global_batch // (p.micro_batch * p.dp)
   local lbs = M.count((case.parallelism or {}).local_batch)
   local run = lbs and lbs % p.micro_batch == 0 and lbs // p.micro_batch or step
-  run = math.max(1, math.min(run, step))
-  return run > 1 and run or nil
+  return math.max(1, math.min(run, step))
+end
+
+-- microbatches_per_gather(case, p, fw) -> ZeRO-3's micro-batches per weight gather, or nil (one
+-- each): FSDP2 inside such a schedule gathers once a run (microbatches_per_run).
+function M.microbatches_per_gather(case, p, fw)
+  if p.dp_variant ~= "ZERO3" then return nil end
+  local run = M.microbatches_per_run(case, p, fw)
+  return run and run > 1 and run or nil
 end
 
 -- training_docs(case, lib_doc) -> docs {physical, logical, model, workload, node, gpu, fw,
@@ -1054,7 +1061,8 @@ function M.training_docs(case)
     dp_spec = { variant = p.dp_variant, zero3_microbatches_per_gather = M.microbatches_per_gather(case, p, fw) },
     pp_spec = { variant = p.pp_variant or (p.vpp > 1 and "INTERLEAVED" or "1F1B"),
       virtual_stages = p.vpp > 1 and p.vpp or nil,
-      num_layers_in_first_pipeline_stage = p.first_layers, num_layers_in_last_pipeline_stage = p.last_layers },
+      num_layers_in_first_pipeline_stage = p.first_layers, num_layers_in_last_pipeline_stage = p.last_layers,
+      microbatches_per_run = M.microbatches_per_run(case, p, fw) },
     comp_comm_efficiency = fw.comp_comm_efficiency,
     comp_mem_efficiency = fw.comp_mem_efficiency,
     comm_mem_efficiency = fw.comm_mem_efficiency,

@@ -87,7 +87,10 @@
 --                          on the run's last micro-batch (PyTorch's torch.distributed.
 --                          pipelining: unshard before the run, gradient sync on the last
 --                          backward), not once per micro-batch; a run is the case's
---                          local_batch (per DP rank) of micro-batches, else the whole step's
+--                          local_batch (per DP rank) of micro-batches, else the whole step's.
+--                          Each run also fills and drains the pipeline (the schedule is
+--                          stepped once per gradient-accumulation step): a bubble a run
+--                          (pp_spec.microbatches_per_run, cases.microbatches_per_run)
 --   serving_policy         a serving engine's batching policy (fth_serve's names) when a
 --                          benchmark runs through the simulator: "inflight" TensorRT-LLM
 --                          (decodes with whole prompts, context chunking off by default),

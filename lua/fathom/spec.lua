@@ -405,6 +405,10 @@ M.pp_spec_schema = {
     default = TRAIN.num_layers_in_first_pipeline_stage, hint = "layers, 0 for the even split" },
   num_layers_in_last_pipeline_stage = { type = "integer", min = 0,
     default = TRAIN.num_layers_in_last_pipeline_stage, hint = "layers, 0 for the even split" },
+  -- micro-batches per run of the schedule, each run filling and draining the pipeline (PyTorch's
+  -- pipelining steps it once per gradient-accumulation step); 0: the step's in one run
+  microbatches_per_run = { type = "integer", min = 0, default = TRAIN.microbatches_per_run,
+    hint = "micro-batches, 0 for one run a step" },
 }
 M.moe_spec_schema = {
   num_colocated_experts = { type = "integer", min = 1 },
@@ -766,6 +770,7 @@ function M.train(src)
     virtual_stages = pp.virtual_stages,
     num_layers_in_first_pipeline_stage = pp.num_layers_in_first_pipeline_stage,
     num_layers_in_last_pipeline_stage = pp.num_layers_in_last_pipeline_stage,
+    microbatches_per_run = pp.microbatches_per_run,
     expert_imbalance = moe.expert_imbalance,
     routing = moe.routing,
     num_colocated_experts = moe.num_colocated_experts,

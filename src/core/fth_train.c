@@ -305,6 +305,16 @@ static void dp_views(const fth_train_plan *p, double views[2], double trained[2]
   trained[1] = tuned ? 0.0 : experts;
 }
 
+/* Micro-batches a run of the pipeline schedule holds, and runs a step: each run fills and
+ * drains the pipeline, so each pays the bubble and the run, not the step, bounds what is in
+ * flight (PyTorch's pipelining steps the schedule once per gradient-accumulation step). */
+static double run_microbatches(const fth_train_plan *p) {
+  int k = p->work.pp_microbatches_per_run;
+  return k > 0 && k < p->microbatches ? (double)k : p->microbatches;
+}
+
+static double pp_runs(const fth_train_plan *p) { return ceil(p->microbatches / run_microbatches(p)); }
+
 /* ---- memory ------------------------------------------------------------------------------ */
 
 /* The share of a stage's n blocks that recomputation re-runs: all of them, or under
@@ -353,7 +363,7 @@ static double stage_activation_bytes(const fth_train_plan *p, double tokens, dou
         tokens *
         ((n - moe) * (f * p->act_bytes_per_token[0] + (1.0 - f) * p->act_kept_per_token[0]) +
          moe * (f * p->act_bytes_per_token[1] + (1.0 - f) * p->act_kept_per_token[1]));
-    double held = fth_pp_inflight_stage(w->pp, l->pp, s, p->microbatches, w->virtual_stages);
+    double held = fth_pp_inflight_stage(w->pp, l->pp, s, run_microbatches(p), w->virtual_stages);
     double off = n > 0 && w->footprint_tier[FTH_MEM_ACTIVATIONS] == FTH_TIER_XPU
                      ? fth_min((double)w->activation_offload_layers, (double)n) / n
                      : 0.0;
@@ -566,7 +576,7 @@ static void overlap_rule(const fth_train_plan *p, fth_train_work *o) {
   const fth_train_def *w = &p->work;
   const fth_schedule *row = fth_schedule_get(w->pp);
   const unsigned ep = 1u << FTH_COMM_EP;
-  const int micro = (int)p->microbatches;
+  const int micro = (int)run_microbatches(p);
   o->overlap_eff = w->comp_comm_eff;
   o->blocking = blocking_kinds(p);
   o->paired_eff = w->comp_comm_eff;
@@ -883,7 +893,7 @@ static void pipeline(const fth_train_plan *p, const fth_block_env *e, const fth_
     r->comm[FTH_COMM_PP].hidden_s = hidden;
     r->comm[FTH_COMM_PP].exposed_s = raw - hidden;
   }
-  r->bubble_s = fth_pp_bubble_s(w->pp, l->pp, w->virtual_stages, t_f, t_b, t_w);
+  r->bubble_s = pp_runs(p) * fth_pp_bubble_s(w->pp, l->pp, w->virtual_stages, t_f, t_b, t_w);
 }
 
 /* Data parallelism (fth_zero) and the optimizer. The gradient reduction hides
@@ -1009,7 +1019,7 @@ static void offload(const fth_train_plan *p, fth_train_result *r) {
   fth_tier at = w->footprint_tier[FTH_MEM_ACTIVATIONS], gt = w->footprint_tier[FTH_MEM_GRADIENTS];
   if (!p->node.has_tier[at]) at = FTH_TIER_XPU;
   if (!p->node.has_tier[gt]) gt = FTH_TIER_XPU;
-  double inflight = fth_pp_inflight(w->pp, p->layout.pp, p->microbatches, w->virtual_stages);
+  double inflight = fth_pp_inflight(w->pp, p->layout.pp, run_microbatches(p), w->virtual_stages);
   double per_mb = inflight > 0 ? r->mem.bytes[FTH_MEM_ACTIVATIONS] / inflight : 0.0;
   /* Megatron's per-block offloading: the offloaded blocks' share of a micro-batch moves to
    * host memory and back */

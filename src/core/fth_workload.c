@@ -97,6 +97,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (w->virtual_stages < 1)
     return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages", "expected >= 1, got %d",
                     w->virtual_stages);
+  if (w->pp_microbatches_per_run < 0)
+    return fth_fail(err, FTH_EINVAL, "pp_spec.microbatches_per_run", "expected >= 0, got %d",
+                    w->pp_microbatches_per_run);
   if (w->pp_first_layers < 0)
     return fth_fail(err, FTH_EINVAL, "pp_spec.num_layers_in_first_pipeline_stage",
                     "expected >= 0 (0: the even split), got %d", w->pp_first_layers);

@@ -39,6 +39,11 @@ typedef struct fth_train_def {
   /// (Megatron-Core's names): layers of the first / last stage, the others
   /// sharing the rest (fth_layout_split); 0 = the even split
   int pp_first_layers, pp_last_layers;
+  /// `pp_spec.microbatches_per_run`: micro-batches per run of the pipeline schedule, each run
+  /// filling and draining the pipeline (PyTorch's pipelining steps the schedule once per
+  /// gradient-accumulation step, over the local batch); 0 = the step's micro-batches in one
+  /// run (Megatron-Core)
+  int pp_microbatches_per_run;
   fth_recompute recompute;
   /// full recomputation, Megatron's block method: blocks recomputed per stage (per
   /// model chunk when interleaved), the rest keep their activations; 0 = every block

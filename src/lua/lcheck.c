@@ -441,6 +441,9 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->pp_last_layers =
       lcheck_int_range(L, idx, "workload.pp_spec", "num_layers_in_last_pipeline_stage",
                        out->pp_last_layers, 0, LCHECK_MAX_LAYERS);
+  out->pp_microbatches_per_run =
+      lcheck_int_range(L, idx, "workload.pp_spec", "microbatches_per_run",
+                       out->pp_microbatches_per_run, 0, LCHECK_MAX_MICROBATCHES_PER_GATHER);
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
   out->recompute_modules |= name_bits(L, idx, w, "recompute_modules", LNAMES_RECOMPUTE_MODULE);

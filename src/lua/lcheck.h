@@ -21,7 +21,7 @@
 #define LCHECK_MIN_MAGNITUDE 1e-24
 #define LCHECK_MAX_XPUS (1 << 22)          ///< XPUs in a topology, and any parallel degree
 #define LCHECK_MAX_VIRTUAL_STAGES 256      ///< x LCHECK_MAX_XPUS stays below 2^31
-#define LCHECK_MAX_MICROBATCHES_PER_GATHER 65536 ///< ZeRO-3 gather sharing (a batch's micro-batches)
+#define LCHECK_MAX_MICROBATCHES_PER_GATHER 65536 ///< ZeRO-3 gather sharing, a schedule run (a batch's micro-batches)
 #define LCHECK_MAX_LAYERS 65536
 #define LCHECK_MAX_WIDTH (1 << 20)         ///< d_model, hidden sizes, LoRA ranks
 #define LCHECK_MAX_HEADS 65536             ///< heads, head dims, experts, top-k

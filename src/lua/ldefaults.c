@@ -95,6 +95,7 @@ void lfth_open_defaults(lua_State *L) {
   setint(L, "zero3_microbatches_per_gather", t.zero3_microbatches_per_gather);
   setint(L, "num_layers_in_first_pipeline_stage", t.pp_first_layers);
   setint(L, "num_layers_in_last_pipeline_stage", t.pp_last_layers);
+  setint(L, "microbatches_per_run", t.pp_microbatches_per_run);
   setbool(L, "sequence_parallel", t.sequence_parallel);
   setbool(L, "tp_comm_overlap", t.tp_comm_overlap);
   setbool(L, "fp8_param_gather", t.fp8_param_gather);

@@ -265,6 +265,35 @@ static int properties(void) {
   FTH_ENSURE(pipeline_case(&p, 1, 64, FTH_PP_GPIPE, FTH_RECOMPUTE_NONE, FTH_DP_DDP) == 0);
   fth_train_evaluate(&p, &b);
   FTH_ENSURE(b.mem.bytes[FTH_MEM_ACTIVATIONS] > a.mem.bytes[FTH_MEM_ACTIVATIONS]);
+  /* Runs of the schedule (PyTorch's pipelining steps it once per gradient-accumulation
+   * step): the step's 64 / DP 2 = 32 micro-batches in runs of 8 fill and drain the 4-stage
+   * pipeline 4 times, so the bubble is 4x one run's (p - 1)(t_f + t_b) and the kernels are
+   * the same; runs of 5: ceil(32 / 5) = 7 bubbles; runs of 32 or more: one. GPipe holds a
+   * run's 8 micro-batches, not the step's 32: a quarter of the activations. */
+  {
+    fth_train_def w4 = p.work;
+    fth_train_result g;
+    fth_error err;
+    w4.pp_microbatches_per_run = 8;
+    FTH_ENSURE(fth_train_rework(&p, &w4, &err) == FTH_OK);
+    fth_train_evaluate(&p, &g);
+    FTH_ENSURE(b.bubble_s > 0);
+    FTH_ENSURE_NEAR(4.0 * b.bubble_s, g.bubble_s, 1e-12);
+    FTH_ENSURE_NEAR(b.compute_s, g.compute_s, 1e-12);
+    FTH_ENSURE_NEAR(b.mem.bytes[FTH_MEM_ACTIVATIONS] / 4.0, g.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+    w4.pp_microbatches_per_run = 5;
+    FTH_ENSURE(fth_train_rework(&p, &w4, &err) == FTH_OK);
+    fth_train_evaluate(&p, &g);
+    FTH_ENSURE_NEAR(7.0 * b.bubble_s, g.bubble_s, 1e-12);
+    w4.pp_microbatches_per_run = 64;
+    FTH_ENSURE(fth_train_rework(&p, &w4, &err) == FTH_OK);
+    fth_train_evaluate(&p, &g);
+    FTH_ENSURE_NEAR(b.bubble_s, g.bubble_s, 1e-12);
+    FTH_ENSURE_NEAR(b.mem.bytes[FTH_MEM_ACTIVATIONS], g.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+    w4.pp_microbatches_per_run = -1;
+    FTH_ENSURE(fth_train_rework(&p, &w4, &err) == FTH_EINVAL);
+    FTH_ENSURE(strcmp(err.path, "workload.pp_spec.microbatches_per_run") == 0);
+  }
   return 0;
 }
 

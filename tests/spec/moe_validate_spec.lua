@@ -127,6 +127,24 @@ describe("the EP dispatcher and FSDP2's gathers as the framework runs them", fun
       .zero3_microbatches_per_gather)
   end)
 
+  it("fills and drains the pipeline once per schedule run, a bubble each", function()
+    -- the same runs of 8 of the step's 32 micro-batches: 4 runs, 4 bubbles of one run's size
+    local run = assert(cases.training_docs(case())).workload
+    assert.are.equal(8, run.pp_spec.microbatches_per_run)
+    local whole = case({ local_batch = false })
+    assert.are.equal(32, assert(cases.training_docs(whole)).workload.pp_spec.microbatches_per_run)
+    -- Megatron-Core runs the step's micro-batches in one schedule: unset
+    assert.is_nil(assert(cases.training_docs(case(nil, "Megatron-Bridge 25.09"))).workload.pp_spec
+      .microbatches_per_run)
+    local a, b = h.evaluate_case(case()), h.evaluate_case(whole)
+    assert.is_true(b.bubble_s > 0)
+    h.near(4 * b.bubble_s, a.bubble_s, 1e-9, "four runs, four bubbles")
+    local ok, err = pcall(require("fathom.spec").train, { global_batch_size = 8, micro_batch_size = 1,
+      seq_length = 128, pp_spec = { microbatches_per_run = -1 } })
+    assert.is_false(ok)
+    assert.matches("pp_spec.microbatches_per_run", tostring(err))
+  end)
+
   it("refuses a gather shared by fewer than one micro-batch, naming the key", function()
     local spec = require("fathom.spec")
     local ok, err = pcall(spec.train, { global_batch_size = 8, micro_batch_size = 1, seq_length = 128,

@@ -96,6 +96,7 @@ local analyze_cases = {
   { "workload", "train_dp_share_one.yaml", ":8:27: dp_comm_compute_fraction: expected a value <= 0.99" },
   { "workload", "train_pairs_string.yaml", ":8:19: ep_overlap_pairs: expected true or false, got .maybe." },
   { "workload", "train_grouped_string.yaml", ":8:24: grouped_expert_kernel: expected true or false, got .maybe." },
+  { "workload", "train_runs_negative.yaml", ":12:48: pp_spec.microbatches_per_run: expected a value >= 0" },
   { "workload", "train_misspelt.yaml", "seq_lenght: unknown key %(did you mean 'seq_length'%?%)" },
   { "hardware", "hw_dangling_compute.yaml", "device_compute: unknown compute component 'toyy'" },
   { "hardware", "hw_dangling_memory.yaml", "xpu_memory: unknown memory component 'toy_hmb'" },
