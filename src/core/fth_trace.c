@@ -165,11 +165,11 @@ fth_status fth_trace_compile_infer(fth_trace *t, const fth_infer_plan *p, fth_er
   t->infer = p;
   t->layout = &p->layout;
   if (whole_microbatches(p->microbatches, err) != FTH_OK) return err->status;
-  t->microbatches = (int)p->microbatches;
+  t->microbatches = t->run_microbatches = (int)p->microbatches;
   t->passes = 1;
   t->schedule = FTH_PP_1F1B;
   t->virt = t->chunks = 1;
-  t->stage_passes = t->microbatches;
+  t->stage_passes = t->run_passes = t->microbatches;
   fth_infer_trace_work(p, &t->work);
   return geometry(t, &p->topo, err);
 }
@@ -182,12 +182,20 @@ fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *p, fth_error *e
   t->passes = 2;
   if (whole_microbatches(p->microbatches, err) != FTH_OK) return err->status;
   t->microbatches = (int)p->microbatches;
+  /* runs of the schedule (pp_spec.microbatches_per_run), whole ones */
+  const int k_run = p->work.pp_microbatches_per_run;
+  t->run_microbatches = k_run > 0 && k_run < t->microbatches ? k_run : t->microbatches;
+  if (t->microbatches % t->run_microbatches != 0)
+    return fth_fail(err, FTH_ENOTSUP, "workload.pp_spec.microbatches_per_run",
+                    "a trace lays out whole runs of the schedule, but %d micro-batches do not "
+                    "divide into runs of %d (choose a run length dividing them)",
+                    t->microbatches, t->run_microbatches);
   t->schedule = p->work.pp;
   t->virt = p->work.virtual_stages;
   const int pp = p->layout.pp;
   t->chunks = fth_pp_order_chunks(t->schedule, pp, t->virt);
   char why[160];
-  if (fth_pp_order_check(t->schedule, pp, t->microbatches, t->virt, why, sizeof why) != 0)
+  if (fth_pp_order_check(t->schedule, pp, t->run_microbatches, t->virt, why, sizeof why) != 0)
     return fth_fail(err, FTH_ENOTSUP, "workload.global_batch_size", "a trace cannot lay out %s: %s",
                     fth_pp_schedule_name(t->schedule), why);
   if (t->schedule == FTH_PP_INTERLEAVED && t->chunks > 1)
@@ -200,7 +208,8 @@ fth_status fth_trace_compile(fth_trace *t, const fth_train_plan *p, fth_error *e
                         "stage %d has %d layers (choose virtual stages dividing the layers per stage)",
                         t->chunks, s, layers);
     }
-  t->stage_passes = fth_pp_order_passes(t->schedule, pp, t->microbatches, t->virt);
+  t->run_passes = fth_pp_order_passes(t->schedule, pp, t->run_microbatches, t->virt);
+  t->stage_passes = (t->microbatches / t->run_microbatches) * t->run_passes;
   fth_train_trace_work(p, &t->work);
   fth_train_evaluate(p, &t->res);
   return geometry(t, &p->topo, err);
@@ -514,11 +523,11 @@ typedef struct step_ctx {
   uint64_t chain, bucket_last[2];
 } step_ctx;
 
-/* The last micro-batch through `chunk` (DualPipe: each end feeds half). */
+/* The last micro-batch through `chunk`: the last run's (DualPipe: each end feeds half). */
 static int last_mb(const fth_trace *t, int chunk) {
-  const int m = t->microbatches;
-  if (t->schedule == FTH_PP_DUALPIPE && t->chunks == 2) return chunk ? m - 1 : m / 2 - 1;
-  return m - 1;
+  const int m = t->run_microbatches, base = t->microbatches - m;
+  if (t->schedule == FTH_PP_DUALPIPE && t->chunks == 2) return base + (chunk ? m - 1 : m / 2 - 1);
+  return t->microbatches - 1;
 }
 
 /* One forward or backward pass of micro-batch q->mb through chunk q->chunk. */
@@ -599,7 +608,10 @@ void fth_trace_pass(const fth_trace *t, int stage, long k, fth_pp_pass *out) {
     out->chunk = 0;
     return;
   }
-  fth_pp_order_pass(t->schedule, t->pp, t->microbatches, t->virt, stage, k, out);
+  long run = t->run_passes > 0 ? k / t->run_passes : 0;
+  fth_pp_order_pass(t->schedule, t->pp, t->run_microbatches, t->virt, stage, k - run * t->run_passes,
+                    out);
+  out->mb += (int)run * t->run_microbatches;
 }
 
 /* Add `n` blocks' phases of one kind (forward, backward, recomputation). */

@@ -58,7 +58,11 @@ typedef struct fth_trace {
   fth_pp_schedule schedule;          ///< training's (inference: 1F1B, forwards only)
   int virt;                          ///< the workload's virtual stages
   int chunks;                        ///< model chunks per rank (fth_pp_order_chunks)
-  long stage_passes;                 ///< passes each rank runs (fth_pp_order_passes)
+  long stage_passes;                 ///< passes each rank runs (fth_pp_order_passes per run)
+  /// micro-batches of one run of the schedule (pp_spec.microbatches_per_run; else all of
+  /// the step's): the runs follow one another, each in the schedule's order
+  int run_microbatches;
+  long run_passes; ///< passes each rank runs a run
   int group_size[FTH_COMM_KIND_COUNT]; ///< the layout's
   fth_trace_factor factor[2][FTH_TRACE_MAX_FACTORS]; ///< per view (0 attention, 1 expert)
   int n_factor[2];

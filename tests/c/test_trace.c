@@ -333,6 +333,36 @@ static int schedule_order(void) {
   return 0;
 }
 
+/* Runs of the schedule (pp_spec.microbatches_per_run 2): the toy's 4 micro-batches as two
+ * 1F1B runs of 2, one after the other. p = 2, m = 2: stage 0 warms up with 1 forward, F0 F1
+ * B0 B1, the last stage F0 B0 F1 B1; the second run the same with micro-batches 2 and 3. A
+ * run length not dividing the micro-batches (3) is refused with the key. */
+static int schedule_runs(void) {
+  static fth_train_plan plan;
+  static fth_trace t;
+  FTH_RUN(toy_plan(&plan));
+  fth_train_def w = plan.work;
+  w.pp_microbatches_per_run = 2;
+  fth_error err;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_OK);
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_OK);
+  const int want0[8][2] = {{1, 0}, {1, 1}, {0, 0}, {0, 1}, {1, 2}, {1, 3}, {0, 2}, {0, 3}};
+  const int want1[8][2] = {{1, 0}, {0, 0}, {1, 1}, {0, 1}, {1, 2}, {0, 2}, {1, 3}, {0, 3}};
+  FTH_ENSURE(t.stage_passes == 8 && t.run_passes == 4 && t.run_microbatches == 2);
+  for (int k = 0; k < 8; k++) {
+    fth_pp_pass q;
+    fth_trace_pass(&t, 0, k, &q);
+    FTH_ENSURE(q.fwd == want0[k][0] && q.mb == want0[k][1] && q.chunk == 0);
+    fth_trace_pass(&t, 1, k, &q);
+    FTH_ENSURE(q.fwd == want1[k][0] && q.mb == want1[k][1] && q.chunk == 0);
+  }
+  w.pp_microbatches_per_run = 3;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_OK);
+  FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_ENOTSUP);
+  FTH_ENSURE(strcmp(err.path, "workload.pp_spec.microbatches_per_run") == 0);
+  return 0;
+}
+
 /* "F3.1" is the forward of micro-batch 3 through chunk 1; "B" a backward. */
 static int order_is(fth_pp_schedule s, int p, int m, int v, int stage, const char *want) {
   char got[512];
@@ -474,6 +504,7 @@ static int chunked_trace(void) {
 
 int trace_test(void) {
   FTH_RUN(schedule_order());
+  FTH_RUN(schedule_runs());
   FTH_RUN(interleaved_order());
   FTH_RUN(dualpipe_order());
   FTH_RUN(chunked_trace());
