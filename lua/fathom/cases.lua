@@ -432,6 +432,42 @@ function M.recompute_modules(s)
   return #out > 0 and out or nil
 end
 
+-- remat_saved(s) -> the names a MaxText remat policy in a recompute string saves (the core's
+-- recompute op with recompute_saved; MaxText's decoders.get_remat_policy, save_only_these_names),
+-- or nil when the string names none: minimal_with_context every projection and the attention
+-- context; minimal every projection (checkpoint_dots_with_no_batch_dims: not the batched
+-- attention dots); save_dot_with_context_except_mlp, save_dot_except_mlpwi, save_dot_except_mlp,
+-- save_qkv_proj, save_out_proj as named; custom the names the string puts on the device
+-- ("query_proj=device", or "query_proj, out_proj on device"; qkv_proj is query, key and value).
+local QKV = { "query_proj", "key_proj", "value_proj" }
+local REMAT_POLICIES = {
+  { "minimal_with_context", { "query_proj", "key_proj", "value_proj", "context", "out_proj", "mlpwi_0", "mlpwi_1",
+    "mlpwo" } },
+  { "save_dot_with_context_except_mlp", { "query_proj", "key_proj", "value_proj", "context", "out_proj" } },
+  { "save_dot_except_mlpwi", { "query_proj", "key_proj", "value_proj", "out_proj", "mlpwo" } },
+  { "save_dot_except_mlp", { "query_proj", "key_proj", "value_proj", "out_proj" } },
+  { "save_qkv_proj", QKV },
+  { "save_out_proj", { "out_proj" } },
+  { "minimal", { "query_proj", "key_proj", "value_proj", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo" } },
+}
+function M.remat_saved(s)
+  local r = lower(s)
+  if r:find("offload") then return nil end -- host offloading is not this policy
+  for _, p in ipairs(REMAT_POLICIES) do
+    if r:find(p[1], 1, true) and not (p[1] == "minimal" and not r:find("remat")) then return p[2] end
+  end
+  if not (r:find("remat") and r:find("custom")) then return nil end
+  local listed = r:match("([%w_,%s]+)%s+on%s+device")
+  local function named(n) return r:find(n .. "%s*=%s*device") or (listed and listed:find(n, 1, true)) end
+  local qkv = named("qkv_proj")
+  local out = {}
+  for _, n in ipairs(require("fathom.names").op_keep) do
+    local in_qkv = n == QKV[1] or n == QKV[2] or n == QKV[3]
+    if named(n) or (qkv and in_qkv) then out[#out + 1] = n end
+  end
+  return #out > 0 and out or nil
+end
+
 -- recompute_num_layers(s) -> the blocks per stage Megatron's block method re-runs
 -- ("method block, 21 layers", "ACM=block ACL=21", "recompute_num_layers: 21"), or nil
 -- (every block: the uniform method re-runs them all, in groups).
@@ -1006,6 +1042,9 @@ function M.training_docs(case)
       fsdp, p.dp)
   end
   local recompute = M.recompute(tr.recompute, fw.recompute)
+  -- a MaxText remat policy: per-op recomputation of what it does not save
+  local remat = M.remat_saved(tr.recompute)
+  if remat then recompute = "op" end
   local modules = M.recompute_modules(tr.recompute)
   -- modules named: Megatron's granularity selective, unless the string says full
   if modules and recompute ~= "op" and not full_word(lower(tr.recompute)) then recompute = "selective" end
@@ -1019,6 +1058,7 @@ function M.training_docs(case)
     global_batch_size = p.global_batch, micro_batch_size = p.micro_batch, seq_length = p.seq_len,
     float_size_bytes = prec.bytes, full_precision_param_float_size = 4, precision_recipe = prec.recipe,
     gradient_float_size = fw.grad_bytes, recompute = recompute, recompute_modules = modules,
+    recompute_saved = remat,
     flash_attention = fused,
     cp_comm = p.cp_comm,
     eager_elementwise = fw.eager_elementwise,

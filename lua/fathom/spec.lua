@@ -290,6 +290,10 @@ M.train_schema = with_common({
   recompute_modules = { type = "list", default = {},
     hint = "modules re-run in backward on top of recompute none/selective (Megatron-Core recompute_modules): "
       .. table.concat(names.recompute_module, ", ") },
+  -- recompute op with a named policy: the projections (and the attention context) it saves,
+  -- every other recomputed (MaxText's remat policies); empty: torchtitan's alternation
+  recompute_saved = { type = "list", default = {},
+    hint = "what recompute op saves (MaxText's names): " .. table.concat(names.op_keep, ", ") },
   sequence_parallel = { type = "boolean", default = TRAIN.sequence_parallel },
   ep_dispatch_per_node = { type = "boolean", default = TRAIN.ep_dispatch_per_node,
     hint = "true: a token crosses scale-out once per node it reaches (DeepEP); false: once per expert copy" },
@@ -728,26 +732,28 @@ function M.train(src)
     errors.at(doc, "micro_batch_size", "micro_batch_size",
       "micro_batch_size %d exceeds global_batch_size %d", w.micro_batch_size, w.global_batch_size)
   end
-  local modules = {}
-  for _, n in ipairs(names.recompute_module) do modules[n] = true end
-  for i, n in ipairs(w.recompute_modules) do
-    if not modules[n] then
-      errors.at(w.recompute_modules, i, string.format("recompute_modules[%d]", i),
-        "expected one of %s, got %s", table.concat(names.recompute_module, ", "), tostring(n))
+  -- every entry of the list w[key] one of the enum's names
+  local function names_in(key, enum)
+    local known = {}
+    for _, n in ipairs(names[enum]) do known[n] = true end
+    for i, n in ipairs(w[key]) do
+      if not known[n] then
+        errors.at(w[key], i, string.format("%s[%d]", key, i), "expected one of %s, got %s",
+          table.concat(names[enum], ", "), tostring(n))
+      end
     end
   end
-  local scopes = {}
-  for _, n in ipairs(names.cuda_graph_scope) do scopes[n] = true end
-  for i, n in ipairs(w.cuda_graph_scope) do
-    if not scopes[n] then
-      errors.at(w.cuda_graph_scope, i, string.format("cuda_graph_scope[%d]", i),
-        "expected one of %s, got %s", table.concat(names.cuda_graph_scope, ", "), tostring(n))
-    end
-  end
+  names_in("recompute_modules", "recompute_module")
+  names_in("cuda_graph_scope", "cuda_graph_scope")
+  names_in("recompute_saved", "op_keep")
   local RC = names.key("recompute")
   if #w.recompute_modules > 0 and not (w.recompute == RC.none or w.recompute == RC.selective) then
     errors.at(doc, "recompute_modules", "recompute_modules",
       "modules are re-run on top of recompute none or selective, not %s", w.recompute)
+  end
+  if #w.recompute_saved > 0 and w.recompute ~= RC.op then
+    errors.at(doc, "recompute_saved", "recompute_saved",
+      "names what per-op recomputation saves: needs recompute op, not %s", w.recompute)
   end
   local out = {
     reliability = reliability,
@@ -786,6 +792,7 @@ function M.train(src)
     dp_comm_compute_fraction = w.dp_comm_compute_fraction,
     recompute = w.recompute,
     recompute_modules = w.recompute_modules,
+    recompute_saved = w.recompute_saved,
     sequence_parallel = w.sequence_parallel,
     tp_comm_overlap = w.tp_comm_overlap,
     fp8_param_gather = w.fp8_param_gather,

@@ -941,7 +941,7 @@ void fth_block_recompute_attention(const fth_block_env *e, double requests, doub
            fth_kernel_elementwise(&e->k.env, scores, SCORE_FLOPS, 6.0 * e->act_bytes + 1.0));
 }
 
-void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q,
+void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q, double ctx,
                             fth_phase *rec) {
   fth_block_env held;
   e = block_kernels(e, moe, &held);
@@ -952,7 +952,7 @@ void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, do
   fth_layer_shape r = moe ? l->moe_shape : l->dense_shape;
   fth_linear mm[FTH_MAX_OP_MMS];
   int saved[FTH_MAX_OP_MMS];
-  int n = fth_model_op_mms(e->model, moe, mm, saved);
+  int n = fth_model_op_mms(e->model, moe, e->op_keep, mm, saved);
   r.num_linears = 0;
   for (int i = 0; i < n; i++) {
     if (saved[i]) continue;
@@ -961,6 +961,11 @@ void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, do
   }
   fth_phase_linears(&e->k, &r, tokens, l->tp, l->tp_moe, routed_copies(e, tokens) * l->tp_moe,
                     l->local_experts, e->act_bytes, e->weight_bytes, rec, NULL);
+  /* A named policy that does not keep the context re-runs the attention core's forward
+   * (MaxText: its cuDNN flash attention's output is not among the saved names). */
+  const fth_layer_shape *sh = moe ? &l->moe_shape : &l->dense_shape;
+  if (e->op_keep && !(e->op_keep & FTH_OP_KEEP_CONTEXT) && !e->skip_attention && sh->attn_share > 0)
+    attention(e, sh, requests * sh->attn_share, q, ctx, rec, NULL);
   /* Every element-wise kernel of the forward (norms, residual adds, the MLP
    * activation; the router and the permutations of an MoE block). */
   elementwise(e, moe, tokens, rec, NULL);

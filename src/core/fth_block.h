@@ -35,6 +35,7 @@ typedef struct fth_block_env {
   double kv_reread;        ///< decode: share of a GQA group's extra KV loads (fth_infer_def)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   int flash_attention;
+  unsigned op_keep;       ///< per-op recomputation's named policy (fth_model_op_mms; 0: torchtitan's)
   double sink_rate_share; ///< attention with sinks at this share of the fused rate, windows whole (0 = none)
   fth_cp_comm cp_comm;  ///< ring (p2p) or all-to-all context parallelism (fth_block.c)
   int sequence_parallel;
@@ -124,8 +125,9 @@ void fth_block_recompute_attention(const fth_block_env *e, double requests, doub
 /// of one block for `requests` sequences of `q` tokens on this GPU: the
 /// forward GEMMs of the recomputed mms, every element-wise kernel of the
 /// forward and the TP collectives that are not saved, into `rec` (cleared
-/// first). The attention core is saved: nothing of it is re-run.
-void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q,
+/// first). The attention core is saved (torchtitan's SDPA), unless a named policy
+/// (e->op_keep) leaves out the context: then its forward over `ctx` keys re-runs too.
+void fth_block_recompute_op(const fth_block_env *e, int moe, double requests, double q, double ctx,
                             fth_phase *rec);
 
 #endif

@@ -563,43 +563,69 @@ fth_layer_activations fth_model_layer_activations(const fth_model_def *d, int mo
   return a;
 }
 
-int fth_model_op_mms(const fth_model_def *d, int moe, fth_linear mm[FTH_MAX_OP_MMS],
+#define QKV_KEEP (FTH_OP_KEEP_QUERY | FTH_OP_KEEP_KEY | FTH_OP_KEEP_VALUE)
+
+int fth_model_op_mms(const fth_model_def *d, int moe, unsigned keep, fth_linear mm[FTH_MAX_OP_MMS],
                      int saved[FTH_MAX_OP_MMS]) {
   fth_layer_shape s = fth_model_layer_shape(d, moe);
   int n = 0;
+  unsigned name[FTH_MAX_OP_MMS]; /* the FTH_OP_KEEP_* bits that keep each mm (0: none) */
   for (int i = 0; i < s.num_linears; i++) {
     FTH_ASSERT(n + 3 <= FTH_MAX_OP_MMS);
     fth_linear l = s.lin[i];
     int first_mlp =
         l.part != FTH_PART_ATTN && l.part != FTH_PART_ROUTER && l.shard == FTH_SHARD_COLUMN;
     if (l.part == FTH_PART_ATTN && i == 0 && !is_mla(d)) {
-      /* torchtitan's Llama attention runs wq, wk, wv as three GEMMs. */
+      /* torchtitan's and MaxText's Llama attention run wq, wk, wv as three GEMMs. */
       double hd = s.d_qk;
       const double outs[3] = {s.heads * hd, s.kv_heads * hd, s.kv_heads * hd};
+      const unsigned names[3] = {FTH_OP_KEEP_QUERY, FTH_OP_KEEP_KEY, FTH_OP_KEEP_VALUE};
       for (int k = 0; k < 3; k++) {
+        name[n] = names[k];
         mm[n] = l;
         mm[n++].out = outs[k];
       }
     } else if (first_mlp && d->gated_mlp) {
       /* SwiGLU: w1 (gate) and w3 (up), in that order. */
       l.out /= 2.0;
+      name[n] = FTH_OP_KEEP_MLPWI_0;
       mm[n++] = l;
+      name[n] = FTH_OP_KEEP_MLPWI_1;
       mm[n++] = l;
     } else {
+      if (l.part == FTH_PART_ROUTER) name[n] = 0u;
+      else if (l.part == FTH_PART_ATTN) name[n] = l.shard == FTH_SHARD_ROW ? FTH_OP_KEEP_OUT : QKV_KEEP;
+      else if (first_mlp) name[n] = FTH_OP_KEEP_MLPWI_0 | FTH_OP_KEEP_MLPWI_1;
+      else name[n] = FTH_OP_KEEP_MLPWO;
       mm[n++] = l;
     }
   }
   /* PyTorch selective checkpointing policy of torchtitan (activation_checkpoint.py,
    * "mm_count % 2"): the count is raised before the test, so the 1st mm is
-   * saved and the 2nd recomputed. */
-  for (int i = 0; i < n; i++) saved[i] = (i + 1) % 2 == 1;
+   * saved and the 2nd recomputed. A named policy keeps what it names. */
+  for (int i = 0; i < n; i++) saved[i] = keep ? (name[i] & keep) != 0u : (i + 1) % 2 == 1;
   return n;
 }
 
-double fth_model_op_recompute_flops_per_token(const fth_model_def *d, int moe) {
+static const char *const op_keep_names[FTH_OP_KEEP_NAMES] = {
+    "query_proj", "key_proj", "value_proj", "context", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo"};
+
+const char *fth_op_keep_name(unsigned bit) {
+  for (int i = 0; i < FTH_OP_KEEP_NAMES; i++)
+    if (bit == (1u << i)) return op_keep_names[i];
+  return NULL;
+}
+
+unsigned fth_op_keep_parse(const char *name) {
+  for (int i = 0; i < FTH_OP_KEEP_NAMES; i++)
+    if (strcmp(name, op_keep_names[i]) == 0) return 1u << i;
+  return 0u;
+}
+
+double fth_model_op_recompute_flops_per_token(const fth_model_def *d, int moe, unsigned keep) {
   fth_linear mm[FTH_MAX_OP_MMS];
   int saved[FTH_MAX_OP_MMS];
-  int n = fth_model_op_mms(d, moe, mm, saved);
+  int n = fth_model_op_mms(d, moe, keep, mm, saved);
   double flops = 0.0;
   for (int i = 0; i < n; i++) {
     if (saved[i]) continue;
@@ -614,7 +640,8 @@ double fth_model_op_recompute_flops_per_token(const fth_model_def *d, int moe) {
 /* Per-op selective checkpointing (fth_model_op_mms): the checkpoint keeps
  * the block input, the outputs of the saved mms and of scaled-dot-product
  * attention (its output and fp32 log-sum-exp per query and head: torchtitan
- * always runs an SDPA kernel, all of whose variants are in its save list);
+ * always runs an SDPA kernel, all of whose variants are in its save list; a named
+ * policy only when it names the context);
  * everything else (norms, RoPE, SiLU x mul, residual adds, router softmax
  * and top-k, dropout) is recomputed. Placement per GPU: a column-parallel
  * output is split by TP (TP_MoE for experts); a row-parallel one is the
@@ -623,11 +650,11 @@ double fth_model_op_recompute_flops_per_token(const fth_model_def *d, int moe) {
  * reduce-scatters after the attention and the MLP (the shared experts in MoE
  * blocks) are saved too (torchtitan's list names reduce_scatter_tensor).
  * Routed experts: per routed copy, scaled by `routed`. */
-static double op_saved_bytes(const fth_model_def *d, int moe, double t, double tm, double rep_div,
-                             double w, double routed) {
+static double op_saved_bytes(const fth_model_def *d, int moe, unsigned keep, double t, double tm,
+                             double rep_div, double w, double routed) {
   fth_linear mm[FTH_MAX_OP_MMS];
   int saved[FTH_MAX_OP_MMS];
-  int n = fth_model_op_mms(d, moe, mm, saved);
+  int n = fth_model_op_mms(d, moe, keep, mm, saved);
   fth_layer_shape s = fth_model_layer_shape(d, moe);
   double h = d->d_model;
   double elems = h / rep_div;
@@ -639,9 +666,17 @@ static double op_saved_bytes(const fth_model_def *d, int moe, double t, double t
     if (mm[i].part == FTH_PART_EXPERT) e *= routed;
     elems += e;
   }
-  elems += s.heads * s.d_v / t;
+  const int context = !keep || (keep & FTH_OP_KEEP_CONTEXT);
+  if (context) elems += s.heads * s.d_v / t;
   if (rep_div > 1.0) elems += (s.is_moe ? 1.0 + (d->num_shared_experts > 0) : 2.0) * h / t;
-  return w * elems + FP32_BYTES * s.heads / t;
+  return w * elems + (context ? FP32_BYTES * s.heads / t : 0.0);
+}
+
+double fth_model_op_activation_bytes_per_token(const fth_model_def *d, int moe, unsigned keep,
+                                               int tp, int tp_moe, int sp, double w,
+                                               double routed_per_token) {
+  double t = tp > 0 ? tp : 1, tm = tp_moe > 0 ? tp_moe : 1;
+  return op_saved_bytes(d, moe, keep, t, tm, sp ? t : 1.0, w, routed_per_token);
 }
 
 double fth_model_activation_bytes_per_token(const fth_model_def *d, int moe, fth_recompute rc,
@@ -653,7 +688,7 @@ double fth_model_activation_bytes_per_token(const fth_model_def *d, int moe, fth
   double rep_div = sp ? t : 1.0;
   /* Full recomputation (Sec. 5): only the block input survives. */
   if (rc == FTH_RECOMPUTE_FULL) return w * d->d_model / rep_div;
-  if (rc == FTH_RECOMPUTE_OP) return op_saved_bytes(d, moe, t, tm, rep_div, w, routed_per_token);
+  if (rc == FTH_RECOMPUTE_OP) return op_saved_bytes(d, moe, 0u, t, tm, rep_div, w, routed_per_token);
   fth_layer_activations a = fth_model_layer_activations(d, moe, w, flash);
   double bytes =
       a.replicated / rep_div + a.sharded / t + a.expert_per_routed_token * routed_per_token / tm;

@@ -306,13 +306,42 @@ double fth_model_activation_bytes_per_token(const fth_model_def *def, int moe, f
 /// Assumption for MoE blocks: the routed experts' grouped GEMMs count and are
 /// saved like plain mms (torchtitan's list names aten.mm only; a grouped_mm
 /// outside it would be recomputed and not counted).
+///
+/// With `keep` nonzero the policy is a named one instead: the mms whose names are in
+/// `keep` (FTH_OP_KEEP_* bits) are saved, every other recomputed (MaxText's remat
+/// policies, jax.checkpoint_policies.save_only_these_names over its decoder's
+/// checkpoint names: query_proj, key_proj, value_proj, context, out_proj, mlpwi_0,
+/// mlpwi_1, mlpwo). MLA's projections other than the output count as the query, key
+/// and value group, saved when any of the three is; the router is never saved.
 #define FTH_MAX_OP_MMS 16
-int fth_model_op_mms(const fth_model_def *def, int moe, fth_linear mm[FTH_MAX_OP_MMS],
+int fth_model_op_mms(const fth_model_def *def, int moe, unsigned keep, fth_linear mm[FTH_MAX_OP_MMS],
                      int saved[FTH_MAX_OP_MMS]);
 
+/// The names a named per-op policy keeps (`keep`, fth_train_def.op_keep).
+enum {
+  FTH_OP_KEEP_QUERY = 1u,
+  FTH_OP_KEEP_KEY = 2u,
+  FTH_OP_KEEP_VALUE = 4u,
+  FTH_OP_KEEP_CONTEXT = 8u, ///< the attention core's output: without it backward re-runs its forward
+  FTH_OP_KEEP_OUT = 16u,
+  FTH_OP_KEEP_MLPWI_0 = 32u, ///< the gate projection (SwiGLU's w1, the experts' too)
+  FTH_OP_KEEP_MLPWI_1 = 64u, ///< the up projection (w3; a plain MLP's input projection is both)
+  FTH_OP_KEEP_MLPWO = 128u,  ///< the down projection (w2)
+  FTH_OP_KEEP_NAMES = 8
+};
+const char *fth_op_keep_name(unsigned bit); ///< "query_proj" ... "mlpwo"
+unsigned fth_op_keep_parse(const char *name); ///< 0 when unknown
+
 /// Forward FLOPs per token of the mms that per-op selective checkpointing
-/// recomputes in one block (routed experts: top_k tokens-worth per token).
-double fth_model_op_recompute_flops_per_token(const fth_model_def *def, int moe);
+/// recomputes in one block (routed experts: top_k tokens-worth per token), under
+/// `keep` (0: torchtitan's alternation).
+double fth_model_op_recompute_flops_per_token(const fth_model_def *def, int moe, unsigned keep);
+
+/// Saved activation bytes per token of one block under per-op checkpointing with `keep`
+/// (0: torchtitan's, as fth_model_activation_bytes_per_token's FTH_RECOMPUTE_OP).
+double fth_model_op_activation_bytes_per_token(const fth_model_def *def, int moe, unsigned keep,
+                                               int tp, int tp_moe, int sp, double w,
+                                               double routed_per_token);
 
 /// KV cache elements per token for the whole model (all blocks).
 double fth_model_kv_cache_elems_per_token(const fth_model_def *def);

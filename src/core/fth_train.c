@@ -65,8 +65,12 @@ static void saved_per_token(const fth_train_plan *p, fth_recompute rc, double ou
       break;
     }
     double r = k ? routed : 0.0;
-    out[k] = fth_model_activation_bytes_per_token(m, k, rc, l->tp, l->tp_moe, w->sequence_parallel,
-                                                  seq, w->act_bytes, w->flash_attention, r);
+    out[k] = rc == FTH_RECOMPUTE_OP
+                 ? fth_model_op_activation_bytes_per_token(m, k, w->op_keep, l->tp, l->tp_moe,
+                                                           w->sequence_parallel, w->act_bytes, r)
+                 : fth_model_activation_bytes_per_token(m, k, rc, l->tp, l->tp_moe,
+                                                        w->sequence_parallel, seq, w->act_bytes,
+                                                        w->flash_attention, r);
     if (!stored) continue;
     out[k] -= (w->act_bytes - gb) *
               fth_model_gemm_input_elems_per_token(m, k, l->tp, l->tp_moe, w->sequence_parallel, r);
@@ -97,7 +101,7 @@ static void act_memo_key(fth_train_plan *p) {
   if (a->valid && a->tp == l->tp && a->tp_moe == l->tp_moe && a->cp == l->cp && a->sp == w->sequence_parallel &&
       a->flash == w->flash_attention && a->attention_fp8 == w->attention_fp8 &&
       a->activation_input_fp8 == w->activation_input_fp8 && a->recipe == (int)w->recipe &&
-      a->lora_targets == (int)w->lora_targets && a->modules == w->recompute_modules && a->seq_len == w->seq_len &&
+      a->lora_targets == (int)w->lora_targets && a->modules == w->recompute_modules && a->op_keep == w->op_keep && a->seq_len == w->seq_len &&
       a->act_bytes == w->act_bytes && a->expert_imbalance == w->expert_imbalance && a->lora_rank == w->lora_rank)
     return;
   memset(a, 0, sizeof *a);
@@ -112,6 +116,7 @@ static void act_memo_key(fth_train_plan *p) {
   a->recipe = (int)w->recipe;
   a->lora_targets = (int)w->lora_targets;
   a->modules = w->recompute_modules;
+  a->op_keep = w->op_keep;
   a->seq_len = w->seq_len;
   a->act_bytes = w->act_bytes;
   a->expert_imbalance = w->expert_imbalance;
@@ -219,16 +224,18 @@ fth_status fth_train_rework(fth_train_plan *p, const fth_train_def *work, fth_er
   p->prec = fth_precision_from_bytes(w->act_bytes);
   if (w->recipe != FTH_RECIPE_NONE) p->prec = fth_recipe_get(w->recipe)->gemm;
   int n_moe = fth_model_num_moe_layers(m);
-  if (p->per_token_seq_len != w->seq_len) { /* a search reworks many variants of one length */
+  if (p->per_token_seq_len != w->seq_len || p->per_token_op_keep != w->op_keep) {
+    /* a search reworks many variants of one length */
     p->fwd_flops_per_token = fth_model_fwd_flops_per_token(m, w->seq_len);
     p->lm_head_flops_per_token = fth_model_lm_head_flops_per_token(m);
     p->attn_core_flops_per_token =
         (m->n_layers - n_moe) * fth_model_layer_flops(m, 0, w->seq_len).fwd_attn_core +
         (n_moe > 0 ? n_moe * fth_model_layer_flops(m, 1, w->seq_len).fwd_attn_core : 0.0);
     p->op_recompute_flops_per_token =
-        (m->n_layers - n_moe) * fth_model_op_recompute_flops_per_token(m, 0) +
-        (n_moe > 0 ? n_moe * fth_model_op_recompute_flops_per_token(m, 1) : 0.0);
+        (m->n_layers - n_moe) * fth_model_op_recompute_flops_per_token(m, 0, w->op_keep) +
+        (n_moe > 0 ? n_moe * fth_model_op_recompute_flops_per_token(m, 1, w->op_keep) : 0.0);
     p->per_token_seq_len = w->seq_len;
+    p->per_token_op_keep = w->op_keep;
   }
   act_memo_key(p);
   saved_cached(p, w->recompute, p->act_bytes_per_token);
@@ -534,6 +541,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->kv_bytes = w->attention_fp8 && w->recipe != FTH_RECIPE_NONE ? 1.0 : w->act_bytes;
   e->expert_imbalance = w->expert_imbalance;
   e->flash_attention = w->flash_attention;
+  e->op_keep = w->op_keep;
   e->sink_rate_share = p->model.attention_sinks ? w->attention_sink_rate_share : 0.0;
   e->cp_comm = w->cp_comm;
   e->sequence_parallel = w->sequence_parallel;
@@ -662,7 +670,7 @@ static void recompute_phase(const fth_train_plan *p, const fth_block_env *e,
     fth_phase blk_r[2];
     memset(blk_r, 0, sizeof blk_r);
     for (int moe = 0; moe < 2; moe++)
-      if (blocks[moe] > 0) fth_block_recompute_op(e, moe, w->micro_batch, q, &blk_r[moe]);
+      if (blocks[moe] > 0) fth_block_recompute_op(e, moe, w->micro_batch, q, w->seq_len, &blk_r[moe]);
     fth_block_stage(e, blk_r, NULL, blocks, 0, w->micro_batch, q, rec, NULL);
   }
   if (w->recompute_modules) {
@@ -1099,7 +1107,8 @@ static void step_bytes(const fth_train_plan *p, double out[FTH_COMM_KIND_COUNT])
     fth_block_comm(&e, moe, w->micro_batch, q, &f, &b);
     double passes = 1.0 + (w->recompute == FTH_RECOMPUTE_FULL ? stage_recomputed_share(p) : 0.0);
     memset(&rec, 0, sizeof rec);
-    if (w->recompute == FTH_RECOMPUTE_OP) fth_block_recompute_op(&e, moe, w->micro_batch, q, &rec);
+    if (w->recompute == FTH_RECOMPUTE_OP)
+      fth_block_recompute_op(&e, moe, w->micro_batch, q, w->seq_len, &rec);
     for (int k = 0; k < FTH_COMM_KIND_COUNT; k++)
       out[k] += mbs * blocks * (passes * f.comm_bytes[k] + b.comm_bytes[k] + rec.comm_bytes[k]);
   }

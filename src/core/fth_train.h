@@ -59,6 +59,7 @@ typedef struct fth_act_memo {
   int tp, tp_moe, cp, sp, flash, attention_fp8, activation_input_fp8;
   int recipe, lora_targets;
   unsigned modules;
+  unsigned op_keep;
   double seq_len, act_bytes, expert_imbalance, lora_rank;
   int have[FTH_RECOMPUTE_COUNT]; ///< saved[rc] taken for these inputs
   double saved[FTH_RECOMPUTE_COUNT][2];
@@ -80,6 +81,7 @@ typedef struct fth_train_plan {
   double op_recompute_flops_per_token; ///< GEMM FLOPs per-op recomputation re-runs, all blocks
   double per_token_seq_len; ///< the seq_len the four above were taken at (0: not yet): a
                             ///< rework at the same length keeps them (the model is the compile's)
+  unsigned per_token_op_keep; ///< and the per-op policy the recomputed FLOPs were taken under
   double module_recompute_flops_per_token; ///< MLA up-projections re-run by recompute modules
   fth_act_memo act_memo; ///< the per-token activations' inputs and values (fth_train.c)
   double act_bytes_per_token[2];  ///< saved activations per token of a dense / MoE block

@@ -94,6 +94,10 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (w->zero3_microbatches_per_gather < 1)
     return fth_fail(err, FTH_EINVAL, "dp_spec.zero3_microbatches_per_gather",
                     "expected >= 1, got %d", w->zero3_microbatches_per_gather);
+  if (w->op_keep && w->recompute != FTH_RECOMPUTE_OP)
+    return fth_fail(err, FTH_EINVAL, "recompute_saved",
+                    "names what per-op recomputation keeps: needs recompute op, got %s",
+                    fth_recompute_name(w->recompute));
   if (w->virtual_stages < 1)
     return fth_fail(err, FTH_EINVAL, "pp_spec.virtual_stages", "expected >= 1, got %d",
                     w->virtual_stages);

@@ -53,6 +53,9 @@ typedef struct fth_train_def {
   /// 0 = none. The rest of the stage keeps its activations on the accelerator.
   int activation_offload_layers;
   unsigned recompute_modules; ///< FTH_RECOMPUTE_MOD_* bits re-run on top of none / selective
+  /// recompute op: the FTH_OP_KEEP_* names a named policy saves (MaxText's remat
+  /// policies); 0 = torchtitan's alternation (fth_model_op_mms)
+  unsigned op_keep;
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int tp_comm_overlap;     ///< 0: TP collectives run between the GEMMs, none hidden (vanilla TP)
   int fp8_param_gather;    ///< 1: under an FP8 recipe the sharded-DP weight all-gathers move the

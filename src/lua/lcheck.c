@@ -447,6 +447,7 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
   out->recompute =
       (fth_recompute)lnames_check(L, idx, w, "recompute", LNAMES_RECOMPUTE, out->recompute);
   out->recompute_modules |= name_bits(L, idx, w, "recompute_modules", LNAMES_RECOMPUTE_MODULE);
+  out->op_keep |= name_bits(L, idx, w, "recompute_saved", LNAMES_OP_KEEP);
   out->sequence_parallel = lcheck_bool(L, idx, w, "sequence_parallel", out->sequence_parallel);
   out->tp_comm_overlap = lcheck_bool(L, idx, w, "tp_comm_overlap", out->tp_comm_overlap);
   out->fp8_param_gather = lcheck_bool(L, idx, w, "fp8_param_gather", out->fp8_param_gather);

@@ -87,6 +87,15 @@ static int recompute_module_parse_i(const char *s) {
   return b ? i : 3;
 }
 
+/* A named per-op policy's saved names are bits too (fth_model.h): index i is bit 1 << i. */
+static const char *op_keep_name_i(int i) { return fth_op_keep_name(1u << i); }
+static int op_keep_parse_i(const char *s) {
+  unsigned b = fth_op_keep_parse(s);
+  int i = 0;
+  while (b > 1u) b >>= 1, i++;
+  return b ? i : FTH_OP_KEEP_NAMES;
+}
+
 /* CUDA graph scopes are bits too (fth_host.h): index i is bit 1 << i. */
 static const char *graph_scope_name_i(int i) {
   return fth_graph_scope_name(1u << i);
@@ -145,6 +154,7 @@ static const enum_desc enums[LNAMES_COUNT] = {
                              fth_lora_targets_parse_i, NULL},
     [LNAMES_RECOMPUTE_MODULE] = {"recompute_module", 3, recompute_module_name_i,
                                  recompute_module_parse_i, NULL},
+    [LNAMES_OP_KEEP] = {"op_keep", FTH_OP_KEEP_NAMES, op_keep_name_i, op_keep_parse_i, NULL},
     [LNAMES_GRAPH_SCOPE] = {"cuda_graph_scope", FTH_GRAPH_SCOPE_COUNT, graph_scope_name_i,
                             graph_scope_parse_i, NULL},
     [LNAMES_SERVE_ARRIVAL] = {"serve_arrival", FTH_ARRIVAL_COUNT, fth_serve_arrival_name_i,

@@ -28,6 +28,7 @@ typedef enum lnames_enum {
   LNAMES_CAST_KERNELS,
   LNAMES_LORA_TARGETS,
   LNAMES_RECOMPUTE_MODULE, ///< index i names the module bit 1 << i
+  LNAMES_OP_KEEP,          ///< index i names the per-op policy's saved name bit 1 << i
   LNAMES_GRAPH_SCOPE,      ///< index i names the CUDA graph scope bit 1 << i
   LNAMES_SERVE_ARRIVAL,
   LNAMES_SERVE_LENGTH,

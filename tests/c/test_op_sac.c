@@ -2,6 +2,8 @@
  * FTH_RECOMPUTE_OP): which GEMMs it saves, the bytes it keeps per token, the
  * GEMM FLOPs it re-runs, and its cost inside a training step; every expected
  * number derived by hand. */
+#include <string.h>
+
 #include "fth_train.h"
 #include "test_fixtures.h"
 #include "test_macros.h"
@@ -28,7 +30,7 @@ static int order(void) {
   fth_model_def m = llama_like();
   fth_linear mm[FTH_MAX_OP_MMS];
   int saved[FTH_MAX_OP_MMS];
-  FTH_ENSURE_EQ_INT(7, fth_model_op_mms(&m, 0, mm, saved));
+  FTH_ENSURE_EQ_INT(7, fth_model_op_mms(&m, 0, 0u, mm, saved));
   const double in[7] = {1024, 1024, 1024, 1024, 1024, 1024, 3072};
   const double out[7] = {1024, 256, 256, 1024, 3072, 3072, 1024};
   const int keep[7] = {1, 0, 1, 0, 1, 0, 1};
@@ -43,7 +45,7 @@ static int order(void) {
   m.num_experts = 8;
   m.top_k = 2;
   m.num_shared_experts = 1;
-  FTH_ENSURE_EQ_INT(11, fth_model_op_mms(&m, 1, mm, saved));
+  FTH_ENSURE_EQ_INT(11, fth_model_op_mms(&m, 1, 0u, mm, saved));
   FTH_ENSURE(mm[4].part == FTH_PART_ROUTER && saved[4] == 1);
   FTH_ENSURE(mm[5].part == FTH_PART_EXPERT && saved[5] == 0);
   FTH_ENSURE(mm[7].part == FTH_PART_EXPERT && saved[7] == 0);
@@ -52,7 +54,7 @@ static int order(void) {
   /* Recomputed GEMM FLOPs per token: wk 2 x 1024 x 256 = 524,288; wo 2 x
    * 1024^2 = 2,097,152; routed w1 and w2 2 x 1024 x 3072 each, top 2:
    * 4 x 6,291,456 = 25,165,824; shared w3 6,291,456: 34,078,720. */
-  FTH_ENSURE_NEAR(34078720.0, fth_model_op_recompute_flops_per_token(&m, 1), 1e-12);
+  FTH_ENSURE_NEAR(34078720.0, fth_model_op_recompute_flops_per_token(&m, 1, 0u), 1e-12);
   return 0;
 }
 
@@ -84,7 +86,7 @@ static int saved_bytes(void) {
       fth_model_activation_bytes_per_token(&m, 0, FTH_RECOMPUTE_OP, 2, 1, 1, 4096, 2, 1, 0), 1e-12);
   /* Recomputed GEMM FLOPs per token: wk 524,288 + wo 2,097,152 + w3 2 x
    * 1024 x 3072 = 6,291,456: 8,912,896 (of the forward's 24,117,248). */
-  FTH_ENSURE_NEAR(8912896.0, fth_model_op_recompute_flops_per_token(&m, 0), 1e-12);
+  FTH_ENSURE_NEAR(8912896.0, fth_model_op_recompute_flops_per_token(&m, 0, 0u), 1e-12);
   return 0;
 }
 
@@ -137,6 +139,62 @@ static int step(void) {
    * x 1 micro-batch in flight = 18,939,904 B. */
   FTH_ENSURE_NEAR(18939904.0, op.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
   FTH_ENSURE(op.mem.bytes[FTH_MEM_ACTIVATIONS] < 0.5 * none.mem.bytes[FTH_MEM_ACTIVATIONS]);
+
+  /* A named policy keeping every projection and the context (MaxText's
+   * minimal_with_context): no mm re-runs, only the element-wise kernels and the two
+   * all-reduces, 2.9360128 + 2 x 20.97152 = 44.8790528 us a block, x 4 = 179.5162112 us;
+   * no recomputed FLOPs. Saved per token per layer (TP 2): input 1024, wq wk wv 3 x 512,
+   * wo's partial sum 1024, w1 2048, w2's 1024, SDPA 512 = 7,168 x 2 + lse 32 = 14,368 B,
+   * x 2,048 = 29,425,664 B. Without the context the attention forward re-runs: the
+   * forward's attention kernels once more a micro-batch, and 6,656 x 2 = 13,312 B, no
+   * lse: 27,262,976 B. */
+  fth_train_result all, noctx;
+  const unsigned every = (1u << FTH_OP_KEEP_NAMES) - 1u;
+  w.op_keep = every;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &all);
+  FTH_ENSURE_NEAR(179.5162112e-6, all.recompute_s, 1e-9);
+  FTH_ENSURE_NEAR(all.model_flops_per_step, all.hardware_flops_per_step, 1e-12);
+  FTH_ENSURE_NEAR(29425664.0, all.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  w.op_keep = every & ~FTH_OP_KEEP_CONTEXT;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &noctx);
+  FTH_ENSURE(all.fwd_class_s[FTH_KERNEL_ATTENTION] > 0);
+  FTH_ENSURE_NEAR(all.recompute_s + 2.0 * all.fwd_class_s[FTH_KERNEL_ATTENTION], noctx.recompute_s,
+                  1e-9);
+  FTH_ENSURE_NEAR(27262976.0, noctx.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
+  /* A policy name needs recompute op. */
+  w.recompute = FTH_RECOMPUTE_SELECTIVE;
+  FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.recompute_saved") == 0);
+  return 0;
+}
+
+/* Named policies on the Llama-like block (MaxText's remat policies, TP 1):
+ *   save_dot_except_mlpwi keeps wq, wk, wv, wo, w2: input 1024 + 1024 + 256 + 256 +
+ *     1024 + 1024 = 4,608 x 2 = 9,216 B (no context, no lse); re-runs w1 and w3,
+ *     2 x 2 x 1024 x 3072 = 12,582,912 FLOP a token.
+ *   save_qkv_proj keeps wq, wk, wv: 1024 + 1536 = 2,560 x 2 = 5,120 B; re-runs wo
+ *     2,097,152 + w1, w3, w2 3 x 6,291,456: 20,971,520.
+ *   An MoE block never keeps the router: it re-runs under any named policy. */
+static int named(void) {
+  fth_model_def m = llama_like();
+  const unsigned qkv = FTH_OP_KEEP_QUERY | FTH_OP_KEEP_KEY | FTH_OP_KEEP_VALUE;
+  const unsigned except_wi = qkv | FTH_OP_KEEP_OUT | FTH_OP_KEEP_MLPWO;
+  FTH_ENSURE_NEAR(9216.0, fth_model_op_activation_bytes_per_token(&m, 0, except_wi, 1, 1, 0, 2, 0), 1e-12);
+  FTH_ENSURE_NEAR(12582912.0, fth_model_op_recompute_flops_per_token(&m, 0, except_wi), 1e-12);
+  FTH_ENSURE_NEAR(5120.0, fth_model_op_activation_bytes_per_token(&m, 0, qkv, 1, 1, 0, 2, 0), 1e-12);
+  FTH_ENSURE_NEAR(20971520.0, fth_model_op_recompute_flops_per_token(&m, 0, qkv), 1e-12);
+  /* torchtitan's policy through the new entry point: the 14,912 B above */
+  FTH_ENSURE_NEAR(14912.0, fth_model_op_activation_bytes_per_token(&m, 0, 0u, 1, 1, 0, 2, 0), 1e-12);
+  m.num_experts = 8;
+  m.top_k = 2;
+  fth_linear mm[FTH_MAX_OP_MMS];
+  int saved[FTH_MAX_OP_MMS];
+  int k = fth_model_op_mms(&m, 1, (1u << FTH_OP_KEEP_NAMES) - 1u, mm, saved);
+  for (int i = 0; i < k; i++) FTH_ENSURE(saved[i] == (mm[i].part != FTH_PART_ROUTER));
+  FTH_ENSURE(strcmp(fth_op_keep_name(FTH_OP_KEEP_MLPWO), "mlpwo") == 0);
+  FTH_ENSURE(fth_op_keep_parse("context") == FTH_OP_KEEP_CONTEXT && fth_op_keep_parse("mlp") == 0u);
   return 0;
 }
 
@@ -144,5 +202,6 @@ int op_sac_test(void) {
   FTH_RUN(order());
   FTH_RUN(saved_bytes());
   FTH_RUN(step());
+  FTH_RUN(named());
   return 0;
 }

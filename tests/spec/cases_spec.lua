@@ -3,6 +3,7 @@
 local cases = require("fathom.cases")
 local frameworks = require("fathom.frameworks")
 local config = require("fathom.config")
+local h = require("helpers")
 
 describe("fathom.cases", function()
   it("matches GPU names as vendors write them to library nodes", function()
@@ -211,6 +212,36 @@ describe("fathom.cases", function()
     assert.are.equal("attention", cases.lora_targets({ training = {},
       notes = "adapters on the attention block only (NeMo peft target_modules ['attention'] = fused QKV)" }))
     assert.is_nil(cases.lora_targets({ training = { task = "LoRA" }, notes = "rank 16" }))
+  end)
+
+  it("reads MaxText's remat policies as per-op recomputation of what they do not save", function()
+    local qkv = { "query_proj", "key_proj", "value_proj" }
+    assert.are.same({ "query_proj", "key_proj", "value_proj", "out_proj", "mlpwo" },
+      cases.remat_saved("remat_policy save_dot_except_mlpwi"))
+    assert.are.same(qkv, cases.remat_saved("remat_policy=save_qkv_proj"))
+    assert.are.same({ "out_proj" }, cases.remat_saved("remat_policy save_out_proj"))
+    assert.are.same({ "query_proj", "key_proj", "value_proj", "context", "out_proj" },
+      cases.remat_saved("remat_policy save_dot_with_context_except_mlp"))
+    assert.are.equal(7, #cases.remat_saved("remat_policy=minimal"))
+    assert.are.equal(8, #cases.remat_saved("remat_policy minimal_with_context"))
+    -- custom: the names the string puts on the device; qkv_proj is the three
+    assert.are.same({ "query_proj", "key_proj", "value_proj", "out_proj" },
+      cases.remat_saved("remat_policy custom (qkv_proj, out_proj on device)"))
+    assert.are.same({ "query_proj", "out_proj" },
+      cases.remat_saved("remat_policy=custom query_proj=device out_proj=device"))
+    -- not a policy it can read: offloading, an unnamed custom one, Megatron's strings
+    assert.is_nil(cases.remat_saved("remat_policy minimal_offloaded"))
+    assert.is_nil(cases.remat_saved("custom remat_policy (MaxText)"))
+    assert.is_nil(cases.remat_saved("selective (core_attn)"))
+    -- a MaxText case: recompute op with the policy's names, and it fits where selective did not
+    local c
+    for _, x in ipairs(require("fathom.validate").load({ "validation/modern_cases.yaml" })) do
+      if x.id == "dgxc2501_maxtext_llama2_70b_BF16_64gpu" then c = x end
+    end
+    local docs = assert(cases.training_docs(c))
+    assert.are.equal("op", docs.workload.recompute)
+    assert.are.same({ "query_proj", "key_proj", "value_proj", "out_proj", "mlpwo" }, docs.workload.recompute_saved)
+    assert.is_true(h.evaluate_case(c).memory.fits)
   end)
 
   it("reads Megatron's block-method recompute count, and only for the block method", function()

@@ -111,7 +111,8 @@ describe("fathom.names", function()
   it("exports every enum in the core's order and parses its names back", function()
     assert.are.same({ "cast_kernels", "collective_algorithm", "collective_op", "comm_kind", "cp_comm",
       "cuda_graph_scope", "dp_variant", "flop_part", "kernel_model",
-      "logical_tag", "lora_targets", "memory_component", "memory_tier", "pp_schedule", "precision_recipe", "recompute",
+      "logical_tag", "lora_targets", "memory_component", "memory_tier", "op_keep", "pp_schedule", "precision_recipe",
+      "recompute",
       "recompute_module", "route_distribution", "route_placement", "route_scheduler", "serve_arrival", "serve_length",
       "serve_policy", "serve_routing", "topology_type" }, enums())
     for _, e in ipairs(enums()) do
