@@ -236,6 +236,17 @@ M.routing_configs = {
     source = "deepseek-ai/DeepSeek-V3 config.json" },
 }
 
+-- The model fields a case may name its multi-token-prediction layers by.
+local MTP_KEYS = { "num_nextn_predict_layers", "mtp_num_layers", "mtp_layers", "mtp" }
+
+-- mtp_stated(mdl) -> whether a case's model names its MTP layers (0 included).
+function M.mtp_stated(mdl)
+  for _, k in ipairs(MTP_KEYS) do
+    if mdl[k] ~= nil then return true end
+  end
+  return false
+end
+
 -- published_routing(mdl, doc) -> {n_group, topk_group, note} for a case whose model is a
 -- published architecture with group-limited routing (by name and expert count), or nil.
 function M.published_routing(mdl, doc)
@@ -303,8 +314,9 @@ function M.model_doc(mdl, seq)
   doc.n_group = M.count(mdl.n_group) or M.count(mdl.routed_groups) or nil
   doc.topk_group = M.count(mdl.topk_group) or M.count(mdl.max_groups_per_token) or nil
   -- multi-token prediction modules (HF num_nextn_predict_layers, Megatron mtp_num_layers)
-  doc.num_nextn_predict_layers = M.count(mdl.num_nextn_predict_layers) or M.count(mdl.mtp_num_layers)
-    or M.count(mdl.mtp_layers) or M.count(mdl.mtp) or nil
+  for _, k in ipairs(MTP_KEYS) do
+    doc.num_nextn_predict_layers = doc.num_nextn_predict_layers or M.count(mdl[k])
+  end
   local mla = mdl.mla
   if type(mla) == "table" then
     doc.q_lora_rank = M.count(mla.q_lora_rank) or 0
@@ -987,10 +999,8 @@ function M.training_docs(case)
   -- A published architecture's multi-token-prediction layers where the framework's pretraining
   -- recipes train them and the case names none (fine-tuning recipes do not: NeMo's DeepSeek-V3
   -- finetune_recipe builds the model without them)
-  local mtp_stated = mdl.num_nextn_predict_layers ~= nil or mdl.mtp_num_layers ~= nil or mdl.mtp_layers ~= nil
-    or mdl.mtp ~= nil
   local pretraining = not lora_rank and not task:find("fine") and not task:find("sft")
-  if not mtp_stated and fw.trains_published_mtp and pretraining then
+  if not M.mtp_stated(mdl) and fw.trains_published_mtp and pretraining then
     local known = model.num_regular_experts and M.published_routing(mdl, model)
     if known and known.mtp then
       model.num_nextn_predict_layers = known.mtp

@@ -41,3 +41,15 @@ fth_status fth_error_prefix(fth_error *err, const char *prefix) {
 int fth_positive(double x) {
   return isfinite(x) && x > 0.0;
 }
+
+const char *fth_bit_name(const char *const *names, int n, unsigned bit) {
+  for (int i = 0; i < n; i++)
+    if (bit == (1u << i)) return names[i];
+  return NULL;
+}
+
+unsigned fth_bit_parse(const char *const *names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(name, names[i]) == 0) return 1u << i;
+  return 0u;
+}

@@ -77,4 +77,11 @@ typedef struct fth_name_alias {
 /// True when x is finite and > 0.
 int fth_positive(double x);
 
+/// Bit-set enums (recompute modules, CUDA-graph scopes, a per-op policy's saved names): the
+/// name of `bit` in a table of `n` names, where names[i] names 1 << i; NULL for anything but
+/// one of those bits.
+const char *fth_bit_name(const char *const *names, int n, unsigned bit);
+/// The bit `name` spells in that table (1 << i), 0 when it spells none.
+unsigned fth_bit_parse(const char *const *names, int n, const char *name);
+
 #endif

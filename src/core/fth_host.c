@@ -34,15 +34,11 @@ static const char *const scope_names[FTH_GRAPH_SCOPE_COUNT] = {
     "attn", "mlp", "moe_router", "moe_preprocess", "moe", "full_iteration"};
 
 const char *fth_graph_scope_name(unsigned bit) {
-  for (int i = 0; i < FTH_GRAPH_SCOPE_COUNT; i++)
-    if (bit == (1u << i)) return scope_names[i];
-  return NULL;
+  return fth_bit_name(scope_names, FTH_GRAPH_SCOPE_COUNT, bit);
 }
 
 unsigned fth_graph_scope_parse(const char *name) {
-  for (int i = 0; i < FTH_GRAPH_SCOPE_COUNT; i++)
-    if (strcmp(name, scope_names[i]) == 0) return 1u << i;
-  return 0u;
+  return fth_bit_parse(scope_names, FTH_GRAPH_SCOPE_COUNT, name);
 }
 
 fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_experts,

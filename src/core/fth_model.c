@@ -611,15 +611,11 @@ static const char *const op_keep_names[FTH_OP_KEEP_NAMES] = {
     "query_proj", "key_proj", "value_proj", "context", "out_proj", "mlpwi_0", "mlpwi_1", "mlpwo"};
 
 const char *fth_op_keep_name(unsigned bit) {
-  for (int i = 0; i < FTH_OP_KEEP_NAMES; i++)
-    if (bit == (1u << i)) return op_keep_names[i];
-  return NULL;
+  return fth_bit_name(op_keep_names, FTH_OP_KEEP_NAMES, bit);
 }
 
 unsigned fth_op_keep_parse(const char *name) {
-  for (int i = 0; i < FTH_OP_KEEP_NAMES; i++)
-    if (strcmp(name, op_keep_names[i]) == 0) return 1u << i;
-  return 0u;
+  return fth_bit_parse(op_keep_names, FTH_OP_KEEP_NAMES, name);
 }
 
 double fth_model_op_recompute_flops_per_token(const fth_model_def *d, int moe, unsigned keep) {
@@ -791,15 +787,11 @@ void fth_model_recompute_module_elems(const fth_model_def *d, int moe, unsigned 
 static const char *const module_names[3] = {"layernorm", "mla_up_proj", "moe_act"};
 
 const char *fth_recompute_module_name(unsigned bit) {
-  for (int i = 0; i < 3; i++)
-    if (bit == (1u << i)) return module_names[i];
-  return NULL;
+  return fth_bit_name(module_names, 3, bit);
 }
 
 unsigned fth_recompute_module_parse(const char *name) {
-  for (int i = 0; i < 3; i++)
-    if (strcmp(name, module_names[i]) == 0) return 1u << i;
-  return 0u;
+  return fth_bit_parse(module_names, 3, name);
 }
 
 static const char *const recompute_names[FTH_RECOMPUTE_COUNT] = {"none", "selective", "full", "op"};

@@ -311,6 +311,18 @@ static int toy_trace(void) {
   return 0;
 }
 
+/* The two stages' 8 passes are want0 and want1 ({forward?, micro-batch}), chunk 0. */
+static int two_stage_order(const fth_trace *t, const int want0[8][2], const int want1[8][2]) {
+  for (int k = 0; k < 8; k++) {
+    fth_pp_pass q;
+    fth_trace_pass(t, 0, k, &q);
+    FTH_ENSURE(q.fwd == want0[k][0] && q.mb == want0[k][1] && q.chunk == 0);
+    fth_trace_pass(t, 1, k, &q);
+    FTH_ENSURE(q.fwd == want1[k][0] && q.mb == want1[k][1] && q.chunk == 0);
+  }
+  return 0;
+}
+
 /* 1F1B order, p = 2 and m = 4 (the toy): stage 0 warms up with p - 0 - 1 = 1
  * forward, then F1 B0 F2 B1 F3 B2, then B3; the last stage alternates from the
  * start: F0 B0 F1 B1 ... (Narayanan et al. 2021 Fig. 4). */
@@ -323,13 +335,7 @@ static int schedule_order(void) {
   const int want0[8][2] = {{1, 0}, {1, 1}, {0, 0}, {1, 2}, {0, 1}, {1, 3}, {0, 2}, {0, 3}};
   const int want1[8][2] = {{1, 0}, {0, 0}, {1, 1}, {0, 1}, {1, 2}, {0, 2}, {1, 3}, {0, 3}};
   FTH_ENSURE(t.stage_passes == 8 && t.chunks == 1);
-  for (int k = 0; k < 8; k++) {
-    fth_pp_pass q;
-    fth_trace_pass(&t, 0, k, &q);
-    FTH_ENSURE(q.fwd == want0[k][0] && q.mb == want0[k][1] && q.chunk == 0);
-    fth_trace_pass(&t, 1, k, &q);
-    FTH_ENSURE(q.fwd == want1[k][0] && q.mb == want1[k][1] && q.chunk == 0);
-  }
+  FTH_RUN(two_stage_order(&t, want0, want1));
   return 0;
 }
 
@@ -349,13 +355,7 @@ static int schedule_runs(void) {
   const int want0[8][2] = {{1, 0}, {1, 1}, {0, 0}, {0, 1}, {1, 2}, {1, 3}, {0, 2}, {0, 3}};
   const int want1[8][2] = {{1, 0}, {0, 0}, {1, 1}, {0, 1}, {1, 2}, {0, 2}, {1, 3}, {0, 3}};
   FTH_ENSURE(t.stage_passes == 8 && t.run_passes == 4 && t.run_microbatches == 2);
-  for (int k = 0; k < 8; k++) {
-    fth_pp_pass q;
-    fth_trace_pass(&t, 0, k, &q);
-    FTH_ENSURE(q.fwd == want0[k][0] && q.mb == want0[k][1] && q.chunk == 0);
-    fth_trace_pass(&t, 1, k, &q);
-    FTH_ENSURE(q.fwd == want1[k][0] && q.mb == want1[k][1] && q.chunk == 0);
-  }
+  FTH_RUN(two_stage_order(&t, want0, want1));
   w.pp_microbatches_per_run = 3;
   FTH_ENSURE(fth_train_rework(&plan, &w, &err) == FTH_OK);
   FTH_ENSURE(fth_trace_compile(&t, &plan, &err) == FTH_ENOTSUP);

@@ -193,6 +193,14 @@ static int pipeline_case(fth_train_plan *plan, double link_scale, double gb, fth
   return 1;
 }
 
+/* Rework `p` to `w` and evaluate it into `r`; nonzero when the rework is refused. */
+static int rework_eval(fth_train_plan *p, const fth_train_def *w, fth_train_result *r) {
+  fth_error err;
+  if (fth_train_rework(p, w, &err) != FTH_OK) return 1;
+  fth_train_evaluate(p, r);
+  return 0;
+}
+
 static int properties(void) {
   fth_train_plan p;
   fth_train_result a, b;
@@ -244,8 +252,7 @@ static int properties(void) {
     fth_train_result g;
     fth_error err;
     w3.zero3_microbatches_per_gather = 8;
-    FTH_ENSURE(fth_train_rework(&p, &w3, &err) == FTH_OK);
-    fth_train_evaluate(&p, &g);
+    FTH_ENSURE(rework_eval(&p, &w3, &g) == 0);
     FTH_ENSURE_NEAR(4.0, g.comm[FTH_COMM_DP].calls_per_step, 0);
     FTH_ENSURE_NEAR(4.0 * 2.0 * b.comm[FTH_COMM_DP].bytes_per_call, g.comm[FTH_COMM_DP].bytes_per_step,
                     1e-12);
@@ -255,8 +262,7 @@ static int properties(void) {
     FTH_ENSURE(g.comm[FTH_COMM_DP].raw_s < 1.05 * b.comm[FTH_COMM_DP].raw_s / 8.0);
     FTH_ENSURE_NEAR(b.compute_s, g.compute_s, 1e-12);
     w3.zero3_microbatches_per_gather = 5;
-    FTH_ENSURE(fth_train_rework(&p, &w3, &err) == FTH_OK);
-    fth_train_evaluate(&p, &g);
+    FTH_ENSURE(rework_eval(&p, &w3, &g) == 0);
     FTH_ENSURE_NEAR(7.0, g.comm[FTH_COMM_DP].calls_per_step, 0);
     w3.zero3_microbatches_per_gather = 0;
     FTH_ENSURE(fth_train_rework(&p, &w3, &err) == FTH_EINVAL);
@@ -275,19 +281,16 @@ static int properties(void) {
     fth_train_result g;
     fth_error err;
     w4.pp_microbatches_per_run = 8;
-    FTH_ENSURE(fth_train_rework(&p, &w4, &err) == FTH_OK);
-    fth_train_evaluate(&p, &g);
+    FTH_ENSURE(rework_eval(&p, &w4, &g) == 0);
     FTH_ENSURE(b.bubble_s > 0);
     FTH_ENSURE_NEAR(4.0 * b.bubble_s, g.bubble_s, 1e-12);
     FTH_ENSURE_NEAR(b.compute_s, g.compute_s, 1e-12);
     FTH_ENSURE_NEAR(b.mem.bytes[FTH_MEM_ACTIVATIONS] / 4.0, g.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
     w4.pp_microbatches_per_run = 5;
-    FTH_ENSURE(fth_train_rework(&p, &w4, &err) == FTH_OK);
-    fth_train_evaluate(&p, &g);
+    FTH_ENSURE(rework_eval(&p, &w4, &g) == 0);
     FTH_ENSURE_NEAR(7.0 * b.bubble_s, g.bubble_s, 1e-12);
     w4.pp_microbatches_per_run = 64;
-    FTH_ENSURE(fth_train_rework(&p, &w4, &err) == FTH_OK);
-    fth_train_evaluate(&p, &g);
+    FTH_ENSURE(rework_eval(&p, &w4, &g) == 0);
     FTH_ENSURE_NEAR(b.bubble_s, g.bubble_s, 1e-12);
     FTH_ENSURE_NEAR(b.mem.bytes[FTH_MEM_ACTIVATIONS], g.mem.bytes[FTH_MEM_ACTIVATIONS], 1e-12);
     w4.pp_microbatches_per_run = -1;
