@@ -398,3 +398,22 @@ describe("MLA's attention on Blackwell before Transformer Engine 2.5", function(
     h.near(fused.per_microbatch.forward_classes.gemm, unfused.per_microbatch.forward_classes.gemm, 1e-9, "GEMMs")
   end)
 end)
+
+describe("AutoModel's gpt-oss-20b row as its benchmark yaml ran it", function()
+  it("checkpoints every block, as gptoss_20b_te_deepep.yaml did when the row was published", function()
+    local case
+    for _, c in ipairs(validate.load({ "validation/modern_cases.yaml" })) do
+      if c.id == "automodel_gpt_oss_20b_bf16_h100_8gpu" then case = c end
+    end
+    local docs = assert(cases.training_docs(assert(case)))
+    assert.are.equal("full", docs.workload.recompute)
+    -- the re-run forward is paid: without it the step is shorter by at least the GEMMs of one
+    -- forward pass a micro-batch (the recomputation re-runs every linear of the block)
+    local with = h.evaluate_case(case)
+    case.training.recompute = "none"
+    local without = h.evaluate_case(case)
+    assert.is_true(with.recompute_s > 0 and without.recompute_s == 0)
+    local fwd_gemm = without.per_microbatch.forward_classes.gemm * without.microbatches
+    assert.is_true(with.step_time_s - without.step_time_s >= fwd_gemm)
+  end)
+end)
