@@ -26,6 +26,15 @@ function M.evaluate_case(case)
     logical = docs.logical, model = docs.model, workload = docs.workload }):evaluate()
 end
 
+-- case(file, id) -> the case of that id in a validation file (fathom.validate.load); an error
+-- naming both when there is none.
+function M.case(file, id)
+  for _, c in ipairs(require("fathom.validate").load({ file })) do
+    if c.id == id then return c end
+  end
+  error("no case " .. id .. " in " .. file, 2)
+end
+
 -- The host binary under test (ctest sets FATHOM_TEST_BIN).
 function M.bin()
   return os.getenv("FATHOM_TEST_BIN") or "build/fathom"

@@ -7,6 +7,7 @@ local validate = require("fathom.validate")
 local cases = require("fathom.cases")
 local calibration = require("fathom.calibration")
 local scenario = require("fathom.scenario")
+local h = require("helpers")
 
 -- run(docs) -> a function of the flag: the case evaluated with fp8_param_gather set to it,
 -- on the calibrated library as validate builds it
@@ -23,10 +24,7 @@ end
 
 describe("fp8_param_gather", function()
   it("halves the distributed optimizer's weight all-gather under FP8", function()
-    local case
-    for _, c in ipairs(validate.load({ "validation/mlperf_cases.yaml" })) do
-      if c.id == "mlperf40_gpt3_175b_h100_10752" then case = c end
-    end
+    local case = h.case("validation/mlperf_cases.yaml", "mlperf40_gpt3_175b_h100_10752")
     local docs = assert(cases.training_docs(case))
     assert.is_true(docs.workload.fp8_param_gather)
     assert.are.equal(2, docs.workload.float_size_bytes)
@@ -46,10 +44,7 @@ end)
 -- frameworks gather FP8 only where the case says so.
 describe("fp8_param_gather as Megatron-Bridge's recipes set it", function()
   local function docs_of(id)
-    for _, c in ipairs(validate.load({ "validation/megatron_bridge_cases.yaml" })) do
-      if c.id == id then return assert(cases.training_docs(c)) end
-    end
-    error("no case " .. id)
+    return assert(cases.training_docs(h.case("validation/megatron_bridge_cases.yaml", id)))
   end
 
   it("is on for FP8-CS and MXFP8, off for NVFP4 and BF16, and off in other frameworks", function()

@@ -361,9 +361,7 @@ end)
 
 describe("MLA's attention on Blackwell before Transformer Engine 2.5", function()
   local function dgxc_gb200()
-    for _, c in ipairs(validate.load({ "validation/modern_cases.yaml" })) do
-      if c.id == "dgxc2505_deepseek_v3_BF16_gb200_128gpu" then return c end
-    end
+    return h.case("validation/modern_cases.yaml", "dgxc2505_deepseek_v3_BF16_gb200_128gpu")
   end
 
   it("runs NeMo 25.04's DeepSeek-V3 on GB200 unfused, and says so", function()
@@ -401,11 +399,8 @@ end)
 
 describe("AutoModel's gpt-oss-20b row as its benchmark yaml ran it", function()
   it("checkpoints every block, as gptoss_20b_te_deepep.yaml did when the row was published", function()
-    local case
-    for _, c in ipairs(validate.load({ "validation/modern_cases.yaml" })) do
-      if c.id == "automodel_gpt_oss_20b_bf16_h100_8gpu" then case = c end
-    end
-    local docs = assert(cases.training_docs(assert(case)))
+    local case = h.case("validation/modern_cases.yaml", "automodel_gpt_oss_20b_bf16_h100_8gpu")
+    local docs = assert(cases.training_docs(case))
     assert.are.equal("full", docs.workload.recompute)
     -- the re-run forward is paid: without it the step is shorter by at least the GEMMs of one
     -- forward pass a micro-batch (the recomputation re-runs every linear of the block)
