@@ -161,7 +161,7 @@ local NEMO_TE25 = 25.07
 -- (Qwen3-30B-A3B at micro-batch 1, Qwen3-235B at EP 8) run host-bound. Fitted jointly with
 -- Grace's factor and Blackwell's cost per expert under an FP8/FP4 recipe over
 -- validation/megatron_bridge_cases.yaml (validation/fit_megatron_bridge.lua: 8-50 us x Grace
--- 1.0-2.75 x 0-48 us): every leave-one-release-out fold picks 35 us (README: Validation).
+-- 1.0-2.75 x 0-48 us): the leave-one-release-out folds pick 35 us or 30 us (README: Validation).
 local TE_HOST_OP_SEC = 35e-6
 
 -- Transformer Engine's attention with sinks (gpt-oss's learnable softmax offset, cuDNN's

@@ -297,21 +297,23 @@ local function a2a_port_bw(levels)
   return probe * (g - 1) / g / r.transfer_s
 end
 
--- step_mesh(levels, ep_su, packet_size, bytes) -> the mesh for simulating an EP all-to-all of
--- `bytes` per GPU over the EP group's `levels` (plan:group_levels("ep"): bandwidth after the
--- logical dimensions' sharing, as the alpha-beta cost sees it). Inside the scale-up group
--- (EP_SU GPUs) a GPU's port is the scale-up level's all-to-all bandwidth and one flow may use
--- all of it (a switch); between groups, the scale-out levels' likewise. Flows share the ports
--- max-min fairly (the fair scheduler). The latency the collective pays is paid once:
--- packets pipeline back to back.
-function M.step_mesh(levels, ep_su, packet_size, bytes)
+-- step_mesh(levels, ep_su, packet_size, bytes, out_share) -> the mesh for simulating an EP
+-- all-to-all of `bytes` per GPU over the EP group's `levels` (plan:group_levels("ep"):
+-- bandwidth after the logical dimensions' sharing, as the alpha-beta cost sees it). Inside the
+-- scale-up group (EP_SU GPUs) a GPU's port is the scale-up level's all-to-all bandwidth and one
+-- flow may use all of it (a switch); between groups, the scale-out levels' likewise, times
+-- `out_share` (default 1): the share of it the dispatcher reaches (the workload's
+-- ep_a2a_scale_out_efficiency for NCCL's all-to-all, as the core's alpha-beta cost takes it).
+-- Flows share the ports max-min fairly (the fair scheduler). The latency the collective pays is
+-- paid once: packets pipeline back to back.
+function M.step_mesh(levels, ep_su, packet_size, bytes, out_share)
   local su, so, g = {}, {}, 1
   for _, l in ipairs(levels) do
     if g < ep_su then su[#su + 1] = l else so[#so + 1] = l end
     g = g * l.group_size
   end
   local up = #su > 0 and a2a_port_bw(su) or 0
-  local out = #so > 0 and a2a_port_bw(so) or 0
+  local out = #so > 0 and a2a_port_bw(so) * (out_share or 1) or 0
   local lat = core.collective(OP.all_to_all, ALGO.direct, bytes, levels)
   local mesh = { links = 1, packet_size = packet_size, initial_cpu_delay = lat.latency_s, scheduler = SCHED.fair,
     cluster_size = #so > 0 and ep_su or 0 }

@@ -173,10 +173,12 @@ function Scenario:simulate_all_to_all(routing, ep)
   r.packet_simulation, r.packet_size = nil, nil
   local route = require("fathom.route")
   local levels = plan:group_levels(names.key("comm_kind").ep)
+  -- NCCL's all-to-all reaches a share of the scale-out rate; per-node dispatchers all of it
+  local out_share = w.ep_dispatch_per_node and 1 or w.ep_a2a_scale_out_efficiency
   local function time(width)
     r.hidden, r.act_bytes = m.d_model, width
     local per_gpu = tokens // ep * m.num_selected_experts * m.d_model * width
-    local mesh = route.step_mesh(levels, plan:degrees().ep_su, routing.packet_size, per_gpu)
+    local mesh = route.step_mesh(levels, plan:degrees().ep_su, routing.packet_size, per_gpu, out_share)
     local router_def, mesh_def = route.config({ router = r, mesh = mesh })
     return route.run(router_def, mesh_def, nil)
   end

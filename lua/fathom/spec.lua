@@ -321,6 +321,10 @@ M.train_schema = with_common({
   dp_comm_compute_fraction = { type = "number", min = 0, max = 0.99, default = TRAIN.dp_comm_compute_fraction,
     hint = "compute a hidden data-parallel collective displaces, per second of it (its NCCL channels' SMs "
       .. "and HBM traffic); 0: hiding is free" },
+  ep_a2a_scale_out_efficiency = { type = "number", above = 0, max = 1,
+    default = TRAIN.ep_a2a_scale_out_efficiency,
+    hint = "share of the scale-out network's collective rate the EP all-to-all reaches as NCCL's "
+      .. "all-to-all(v) (ep_dispatch_per_node false; incast, no NIC aggregation); 1: as a ring collective" },
   moe_comm_compute_fraction = { type = "number", min = 0, max = 0.99,
     hint = "share of the compute units the MoE dispatch/combine kernels hold (DeepSeek-V3: 20 / 132)" },
   attention_sink_rate_share = { type = "number", min = 0, max = 1,
@@ -790,6 +794,7 @@ function M.train(src)
     ep_comm_compute_units = w.ep_comm_compute_units,
     attention_sink_rate_share = w.attention_sink_rate_share,
     dp_comm_compute_fraction = w.dp_comm_compute_fraction,
+    ep_a2a_scale_out_efficiency = w.ep_a2a_scale_out_efficiency,
     recompute = w.recompute,
     recompute_modules = w.recompute_modules,
     recompute_saved = w.recompute_saved,

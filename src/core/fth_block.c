@@ -133,8 +133,11 @@ static double node_limited_share(const fth_block_env *e) {
 }
 
 /* One EP all-to-all of `bytes` (all one rank sends, own share included),
- * `calls` times in each pass. Node-limited routing splits it into its two
- * levels: an all-to-all over the scale-up levels of the whole `bytes` and one
+ * `calls` times in each pass. As NCCL's all-to-all(v) (not ep_per_node), its
+ * scale-out levels run at a2a_scale_out_eff of their rate (incast, no NIC
+ * aggregation: fth_workload.h FTH_EP_A2A_SCALE_OUT_EFF). Node-limited routing
+ * splits it into its two levels: an all-to-all over the scale-up levels of the
+ * whole `bytes` and one
  * over the scale-out levels of `share` of them, each costed on its own levels
  * (fth_collective); DeepEP forwards chunks as they arrive, so the two
  * pipeline: the slower transfer sets the time and both latencies add (as
@@ -143,14 +146,23 @@ static void ep_all_to_all(const fth_block_env *e, fth_phase *fwd, fth_phase *bwd
                           double calls) {
   const fth_group *g = &e->lay->group[FTH_COMM_EP];
   double share = node_limited_share(e);
-  if (share <= 0 || g->n < 2) {
-    comm(e, fwd, bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, bytes, calls, calls);
-    return;
-  }
-  if (bytes <= 0) return;
+  if (bytes <= 0 || g->n == 0) return;
   /* The scale-up levels come first and multiply to EP_SU (fth_layout.c). */
   int nsu = 0, su = 1;
   while (nsu < g->n && su < e->lay->ep_su) su *= g->lv[nsu++].group_size;
+  if (share <= 0 || g->n < 2) {
+    /* NCCL's all-to-all(v) reaches a2a_scale_out_eff of the scale-out levels' rate. */
+    double eff = e->a2a_scale_out_eff > 0 && !e->ep_per_node ? e->a2a_scale_out_eff : 1.0;
+    fth_group_level lv[FTH_MAX_PHYS_DIMS];
+    for (int i = 0; i < g->n; i++) {
+      lv[i] = g->lv[i];
+      if (i >= nsu) lv[i].bw_bytes_per_s *= eff;
+    }
+    fth_coll_result r = fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes, lv, g->n, e->coll);
+    fth_phase_add_comm(fwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, r.algo, bytes, r.time_s, calls);
+    if (bwd) fth_phase_add_comm(bwd, FTH_COMM_EP, FTH_COLL_ALL_TO_ALL, r.algo, bytes, r.time_s, calls);
+    return;
+  }
   fth_coll_result up = fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes, g->lv, nsu, e->coll);
   fth_coll_result out = fth_collective(FTH_COLL_ALL_TO_ALL, FTH_ALGO_AUTO, bytes * share,
                                        g->lv + nsu, g->n - nsu, e->coll);

@@ -45,6 +45,7 @@ typedef struct fth_block_env {
   double dispatch_bytes;    ///< width of routed copies in dispatch (0 = act_bytes); combine: act_bytes
   double comm_compute_share; ///< share of the compute units the EP kernels hold in MoE blocks (0 = none)
   int ep_per_node;          ///< the dispatcher sends a token once per node it reaches (DeepEP)
+  double a2a_scale_out_eff; ///< else (NCCL's all-to-all): share of the scale-out rate it reaches (0 = 1)
   int skip_attention; ///< 1: fth_block_pass leaves out the attention core (fth_block_attention)
 } fth_block_env;
 

@@ -552,6 +552,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->ep_combine_override_s = w->ep_combine_override_s;
   e->dispatch_bytes = w->moe_dispatch_bytes;
   e->ep_per_node = w->ep_dispatch_per_node;
+  e->a2a_scale_out_eff = w->ep_a2a_scale_out_eff;
   e->comm_compute_share = w->moe_comm_compute_share;
 }
 

@@ -30,6 +30,7 @@ fth_train_def fth_train_def_default(void) {
   d.expert_imbalance = 1.0;
   d.comp_comm_eff = 0.0;
   d.dp_comm_compute_share = FTH_DP_COMM_COMPUTE_SHARE;
+  d.ep_a2a_scale_out_eff = FTH_EP_A2A_SCALE_OUT_EFF;
   d.comp_mem_eff = 1.0;
   d.comm_mem_eff = 0.0;
   for (int i = 0; i < FTH_MEM_COMPONENT_COUNT; i++) {
@@ -179,6 +180,9 @@ fth_status fth_train_def_check(const fth_train_def *w, fth_error *err) {
   if (!(w->dp_comm_compute_share >= 0 && w->dp_comm_compute_share < 1))
     return fth_fail(err, FTH_EINVAL, "dp_comm_compute_fraction", "expected a value in [0, 1), got %g",
                     w->dp_comm_compute_share);
+  if (!(w->ep_a2a_scale_out_eff > 0 && w->ep_a2a_scale_out_eff <= 1))
+    return fth_fail(err, FTH_EINVAL, "ep_a2a_scale_out_efficiency", "expected a value in (0, 1], got %g",
+                    w->ep_a2a_scale_out_eff);
   if (!(w->attention_sink_rate_share >= 0 && w->attention_sink_rate_share <= 1))
     return fth_fail(err, FTH_EINVAL, "attention_sink_rate_share", "expected a share in [0, 1], got %g",
                     w->attention_sink_rate_share);

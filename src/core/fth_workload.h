@@ -23,6 +23,19 @@
 /// Unmeasured where collectives run on engines of their own (TPU ICI, Gaudi's NICs).
 #define FTH_DP_COMM_COMPUTE_SHARE 0.3
 
+/// Share of a scale-out network's collective rate (line rate x the interconnect's
+/// efficiency, what NCCL's ring collectives reach) that the EP all-to-all reaches when it
+/// runs as NCCL's all-to-all(v), one send per (token, expert) copy: every rank sends to
+/// every remote rank at once, so each NIC takes G - g0 concurrent incoming flows (incast)
+/// and the fabric carries an all-pairs mix, where a ring moves one neighbour's stream per
+/// NIC; NCCL does not aggregate NICs for it ("Alltoall cannot aggregate the bandwidth of
+/// multiple NICs", NVIDIA/nccl-tests#267). DeepEP's and HybridEP's per-node kernels
+/// (ep_dispatch_per_node) schedule their RDMA writes and are not derated. 0.75: fitted on
+/// the runs whose NCCL all-to-all crosses InfiniBand (Grok-1, Llama 4 Maverick and
+/// DeepSeek-V3 on 512-2,048 H100, visible; Qwen3-235B-A22B on 256 H100, held out): 0.675 of
+/// NDR's 50 GB/s, ~34 GB/s per GPU (README, Validation).
+#define FTH_EP_A2A_SCALE_OUT_EFF 0.75
+
 /// The training workload (ScaleScope train spec plus fathom's extensions).
 typedef struct fth_train_def {
   double global_batch;       ///< sequences per step, whole system
@@ -119,6 +132,9 @@ typedef struct fth_train_def {
   /// Compute the data-parallel collectives take from the work they hide under, per
   /// second of hidden collective, in [0, 1) (FTH_DP_COMM_COMPUTE_SHARE by default).
   double dp_comm_compute_share;
+  /// Share of the scale-out levels' collective rate the EP all-to-all reaches as NCCL's
+  /// all-to-all(v) (ep_dispatch_per_node 0), in (0, 1] (FTH_EP_A2A_SCALE_OUT_EFF by default).
+  double ep_a2a_scale_out_eff;
   fth_mem_reserve reserve;       ///< runtime context and allocator slack per GPU
 } fth_train_def;
 

@@ -500,6 +500,8 @@ void lcheck_train(lua_State *L, int idx, fth_train_def *out) {
       lcheck_number(L, idx, w, "attention_sink_rate_share", out->attention_sink_rate_share);
   out->dp_comm_compute_share =
       lcheck_number(L, idx, w, "dp_comm_compute_fraction", out->dp_comm_compute_share);
+  out->ep_a2a_scale_out_eff =
+      lcheck_number(L, idx, w, "ep_a2a_scale_out_efficiency", out->ep_a2a_scale_out_eff);
   lcheck_tier_map(L, idx, "memory_device_map_traffic", out->traffic_tier);
   lcheck_tier_map(L, idx, "memory_device_map_footprint", out->footprint_tier);
   lcheck_reserve(L, idx, &out->reserve);

@@ -106,6 +106,7 @@ void lfth_open_defaults(lua_State *L) {
   setbool(L, "eager_elementwise", t.eager_elementwise);
   setnum(L, "host_op_sec", t.host_op_s);
   setnum(L, "dp_comm_compute_fraction", t.dp_comm_compute_share);
+  setnum(L, "ep_a2a_scale_out_efficiency", t.ep_a2a_scale_out_eff);
   setnum(L, "lora_rank", t.lora_rank);
   setint(L, "full_precision_param_float_size", t.master_bytes);
   setnum(L, "total_train_tokens", t.total_train_tokens);

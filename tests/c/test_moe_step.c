@@ -15,10 +15,14 @@
  * inner size 512, top-2, one shared expert of inner size 512, V 32000.
  * Work: seq 1024, micro-batch 1, global batch 8 -> 8 / (1 x DP 4) = 2
  * micro-batches; bf16 activations, fp32 master and gradients, DDP, no
- * recompute, flash attention, comp_comm 0 (nothing hidden), comp_mem 1. */
+ * recompute, flash attention, comp_comm 0 (nothing hidden), comp_mem 1; NCCL's
+ * all-to-all at the full scale-out rate (ep_a2a_scale_out_eff 1; its default derating
+ * is checked on its own below). */
 #include "fth_train.h"
 #include "test_fixtures.h"
 #include "test_macros.h"
+
+#include <string.h>
 
 static fth_train_def work(void) {
   fth_train_def w = fth_train_def_default();
@@ -28,6 +32,7 @@ static fth_train_def work(void) {
   w.comp_comm_eff = 0.0;
   w.comp_mem_eff = 1.0;
   w.comm_mem_eff = 0.0;
+  w.ep_a2a_scale_out_eff = 1.0;
   return w;
 }
 
@@ -208,6 +213,38 @@ static int moe_step(void) {
   FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
   fth_train_evaluate(&plan, &nl);
   FTH_ENSURE_NEAR(8.0 * 104.8576e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-9);
+  /* NCCL's all-to-all at half the scale-out rate: the pod link carries 2.5 GB/s for
+   * it, so the 524,288 B that cross take 209.7152 us; the one-shot exchange's
+   * scale-up part (262,144 B at 50 GB/s, 5.24 us) and PXN's (524,288 B at 50 GB/s,
+   * 10.49 us) still run under it, the ring (3/4 MiB at 2.5 GB/s, 314.57 us) and
+   * the two-stage exchange (5.24 + 209.72 us) are slower: 209.7152 us a call. The
+   * shipped default, 0.75: 524,288 B at 3.75 GB/s = 139.810133 us. A per-node
+   * dispatcher (DeepEP) is not derated: 82.388114 us as above. */
+  w.ep_a2a_scale_out_eff = 0.5;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &nl);
+  FTH_ENSURE_NEAR(8.0 * 209.7152e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-9);
+  w.ep_a2a_scale_out_eff = fth_train_def_default().ep_a2a_scale_out_eff;
+  FTH_ENSURE_NEAR(0.75, w.ep_a2a_scale_out_eff, 0);
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &nl);
+  FTH_ENSURE_NEAR(8.0 * 524288.0 / 3.75e9, nl.comm[FTH_COMM_EP].raw_s, 1e-12);
+  m.n_group = 0;
+  m.topk_group = 0;
+  w.ep_dispatch_per_node = 1;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &nl);
+  FTH_ENSURE_NEAR(8.0 * 82.388114e-6, nl.comm[FTH_COMM_EP].raw_s, 1e-6);
+  /* The share is checked where it enters: (0, 1]. */
+  w.ep_a2a_scale_out_eff = 0.0;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  FTH_ENSURE(strstr(err.path, "ep_a2a_scale_out_efficiency") != NULL);
+  w.ep_a2a_scale_out_eff = 1.5;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_EINVAL);
+  w.ep_a2a_scale_out_eff = 1.0;
+  m.n_group = 2;
+  m.topk_group = 1;
+  w.ep_dispatch_per_node = 0;
   w.ep_dispatch_per_node = 1;
   /* A token limited to 3 of 2 groups, or to groups the model lacks, is refused. */
   m.n_group = 2;

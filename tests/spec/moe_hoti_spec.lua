@@ -37,6 +37,8 @@ local variants = {
     function(w) w.ep_dispatch_per_node = true end },
   { "links shared by traffic (fathom default)", { 1.95, 1.18, 0.71, 0.60 }, nil,
     function(p) p.bandwidth_by_traffic = true end },
+  { "NCCL a2a at 0.75 of scale-out (default)", { 3.57, 1.46, 0.49, 0.34 },
+    function(w) w.ep_a2a_scale_out_efficiency = nil end },
 }
 
 describe("HotI 2025 under the MoE mechanisms, Config4", function()

@@ -220,7 +220,10 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
   it("ships the host time, Grace's factor and Blackwell's cost per expert the Megatron-Bridge rows fit", function()
     -- validation/fit_megatron_bridge.lua: a joint grid of host times x Grace factors x
     -- costs per expert under an FP8/FP4 recipe over the rows, each release and each model left out in
-    -- turn; the shipped triple must be the fit's, and every release left out picks its host time
+    -- turn; the shipped triple must be the fit's, and the releases left out pick its host time
+    -- or the grid's next one down (25.11 and 26.02 pick 30 us since NCCL's all-to-all runs at
+    -- ep_a2a_scale_out_efficiency of InfiniBand's rate: their H100 Qwen3-235B rows no longer
+    -- ask the host to slow them), most of them its own
     local r = h.run("validation/fit_megatron_bridge.lua")
     assert.are.equal(0, r.code, r.stderr)
     local us, g, xs = r.stdout:match("best over all rows: (%d+) us an operator, Grace ([%d.]+), (%d+) us an expert")
@@ -234,15 +237,41 @@ describe("the host issuing an eager framework's operators (fth_host.h)", functio
     -- Hopper pays none: its FP8 MoE rows are host-bound or hold few experts, and do not
     -- tell 0 from 32 us apart
     assert.is_nil(lib.components.compute.h100_sxm.expert_recipe_overhead_sec)
-    local folds = 0
+    local folds, same = 0, 0
     for line in r.stdout:gmatch("megatron_bridge_[^\n]+") do
-      assert.matches(us .. " us, Grace ", line, 1, true)
+      local fold_us = tonumber(line:match("(%d+) us, Grace "))
+      assert.is_true(fold_us == tonumber(us) or fold_us == tonumber(us) - 5, line)
+      if fold_us == tonumber(us) then same = same + 1 end
       folds = folds + 1
     end
     assert.is_true(folds >= 9)
+    assert.is_true(same >= folds - 2, string.format("%d of %d folds pick %s us", same, folds, us))
     -- the fit beats the settings before any of it was fitted
     local fit, before = r.stdout:match("mean |log error| ([%d.]+); ([%d.]+) at")
     assert.is_true(tonumber(fit) < tonumber(before))
+  end)
+
+  it("ships the share of InfiniBand's rate NCCL's EP all-to-all reaches that the runs crossing it fit", function()
+    -- validation/fit_ep_a2a.lua: a grid of shares over the visible and Megatron-Bridge rows whose
+    -- EP all-to-all runs through NCCL across the scale-out network; the shipped default must be
+    -- the fit's, every source left out must pick it, and it must beat the full rate (1.0)
+    local r = h.run("validation/fit_ep_a2a.lua")
+    assert.are.equal(0, r.code, r.stderr)
+    local n = tonumber(r.stdout:match("^(%d+) training rows move"))
+    assert.is_true(n >= 12, r.stdout)
+    local share = tonumber(r.stdout:match("best over them: ([%d.]+)"))
+    assert.are.equal(require("fathom.core").defaults.train.ep_a2a_scale_out_efficiency, share)
+    local folds = 0
+    for name, _, pick in r.stdout:gmatch("\n([%w_.]+) +(%d+) +([%d.]+) +[%d.]+%%") do
+      assert.are.equal(share, tonumber(pick), name)
+      folds = folds + 1
+    end
+    assert.is_true(folds >= 5, r.stdout)
+    local fit, full = r.stdout:match("mean |error| ([%d.]+)%% there, ([%d.]+)%% at 1.00")
+    assert.is_true(tonumber(fit) < tonumber(full))
+    -- the visible source, left out, is predicted better by the share the others fit
+    local vis, vis1 = r.stdout:match("\ndgxc_benchmarking +%d+ +[%d.]+ +([%d.]+)%% +([%d.]+)%%")
+    assert.is_true(tonumber(vis) < tonumber(vis1))
   end)
 
   it("prices an FP8/FP4 recipe's cost per expert unless the experts run as one fused kernel", function()

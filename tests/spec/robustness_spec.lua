@@ -94,6 +94,7 @@ local analyze_cases = {
   { "workload", "train_bad_dp.yaml", "dp_spec.variant: expected one of" },
   { "workload", "train_eff_over_one.yaml", "comp_comm_efficiency: expected a value <= 1" },
   { "workload", "train_dp_share_one.yaml", ":8:27: dp_comm_compute_fraction: expected a value <= 0.99" },
+  { "workload", "train_a2a_eff_zero.yaml", ":8:30: ep_a2a_scale_out_efficiency: expected a value > 0" },
   { "workload", "train_pairs_string.yaml", ":8:19: ep_overlap_pairs: expected true or false, got .maybe." },
   { "workload", "train_grouped_string.yaml", ":8:24: grouped_expert_kernel: expected true or false, got .maybe." },
   { "workload", "train_runs_negative.yaml", ":12:48: pp_spec.microbatches_per_run: expected a value >= 0" },

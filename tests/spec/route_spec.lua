@@ -232,6 +232,17 @@ describe("packet-level all-to-all in the step model", function()
     w.moe_spec_v2.routing.packet_simulation = false
     local r2 = fathom.scenario(base):evaluate()
     h.near(r2.comm.ep.raw_s, r.comm.ep.raw_s, 0.01, "simulated vs alpha-beta")
+    -- NCCL's all-to-all at a share of the scale-out rate: the simulated pod links carry it
+    -- at that share too, so the two still agree, and both slow down
+    local function at(share, simulate)
+      w.ep_a2a_scale_out_efficiency = share
+      w.moe_spec_v2.routing.packet_simulation = simulate
+      return fathom.scenario(base):evaluate().comm.ep.raw_s
+    end
+    local full, half = at(1.0, true), at(0.5, true)
+    h.near(at(0.5, false), half, 0.01, "simulated vs alpha-beta at half the scale-out rate")
+    assert.is_true(half > 1.2 * full, string.format("%g vs %g", half, full))
+    w.ep_a2a_scale_out_efficiency = nil
   end)
 end)
 
