@@ -405,6 +405,8 @@ describe("MLA's attention on Blackwell before Transformer Engine 2.5", function(
     assert.are.equal("selective", docs.workload.recompute)
     assert.are.equal(1, docs.model.num_nextn_predict_layers)
     assert.are.equal(14, docs.workload.pp_spec.num_layers_in_last_pipeline_stage)
+    -- the same script's MegatronCommOverlapCallback turns TP overlap off on every GPU
+    assert.is_false(docs.workload.tp_comm_overlap)
   end)
 
   it("pays at least the score matrix's traffic over the same run fused", function()
