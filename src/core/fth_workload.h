@@ -33,8 +33,10 @@
 /// (ep_dispatch_per_node) schedule their RDMA writes and are not derated. 0.75: fitted on
 /// the runs whose NCCL all-to-all crosses InfiniBand (Grok-1, Llama 4 Maverick and
 /// DeepSeek-V3 on 512-2,048 H100, visible; Qwen3-235B-A22B on 256 H100 and gpt-oss-120b on
-/// 64 B200/B300, held out; validation/fit_ep_a2a.lua, every source left out picks it): 0.675
-/// of NDR's 50 GB/s, ~34 GB/s per GPU (README, Validation).
+/// 64 B200/B300 in the Megatron-Bridge file, fitted on it too; validation/fit_ep_a2a.lua,
+/// every source left out picks it): 0.675 of NDR's 50 GB/s, ~34 GB/s per GPU (README,
+/// Validation). It applies to the EP group's scale-out levels whatever their link; RoCE,
+/// Slingshot or a TPU's DCN take it unmeasured.
 #define FTH_EP_A2A_SCALE_OUT_EFF 0.75
 
 /// The training workload (ScaleScope train spec plus fathom's extensions).
