@@ -27,11 +27,8 @@ local function errors(share)
     if j.docs and j.docs.workload then j.docs.workload.ep_a2a_scale_out_efficiency = share end
   end
   local out = {}
-  for _, r in ipairs(validate.evaluate(state, jobs)) do
-    if r.fits and r.relative_error and r.workload == "training" and not out[r.id] then
-      out[r.id] = { source = r.source, log = math.abs(math.log(1 + r.relative_error)),
-        rel = math.abs(r.relative_error) }
-    end
+  for _, r in ipairs(validate.training_rows(validate.evaluate(state, jobs))) do
+    out[r.id] = { source = r.source, log = math.abs(math.log(1 + r.relative_error)), rel = math.abs(r.relative_error) }
   end
   return out
 end

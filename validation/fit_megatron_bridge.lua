@@ -58,19 +58,15 @@ local function point(h, g, s)
   for _, c in ipairs(computes) do state.lib_doc.components.compute[c].expert_recipe_overhead_sec = s end
   state.libs = {} -- calibrated libraries are cached by node: rebuild them with these values
   local p = { h = h, g = g, s = s, log = { release = {}, model = {} }, rel = { release = {}, model = {} }, all = {} }
-  local seen = {}
-  for _, r in ipairs(validate.evaluate(state, jobs)) do
-    if r.fits and r.relative_error and r.workload == "training" and not seen[r.id] then
-      seen[r.id] = true
-      local e = math.abs(math.log(1 + r.relative_error))
-      for fold, key in pairs({ release = r.source, model = model_of(r.id) }) do
-        p.log[fold][key] = p.log[fold][key] or {}
-        p.rel[fold][key] = p.rel[fold][key] or {}
-        table.insert(p.log[fold][key], e)
-        table.insert(p.rel[fold][key], math.abs(r.relative_error))
-      end
-      p.all[#p.all + 1] = e
+  for _, r in ipairs(validate.training_rows(validate.evaluate(state, jobs))) do
+    local e = math.abs(math.log(1 + r.relative_error))
+    for fold, key in pairs({ release = r.source, model = model_of(r.id) }) do
+      p.log[fold][key] = p.log[fold][key] or {}
+      p.rel[fold][key] = p.rel[fold][key] or {}
+      table.insert(p.log[fold][key], e)
+      table.insert(p.rel[fold][key], math.abs(r.relative_error))
     end
+    p.all[#p.all + 1] = e
   end
   return p
 end

@@ -740,6 +740,20 @@ function M.evaluate(state, jobs, settings)
   return recs, skipped
 end
 
+-- training_rows(records) -> the first record of each training case that fits and has an
+-- error (its primary time metric: tokens/s/GPU where the case has one), in order: what the
+-- fitting scripts under validation/ score, one row a case
+function M.training_rows(recs)
+  local out, seen = {}, {}
+  for _, r in ipairs(recs) do
+    if r.fits and r.relative_error and r.workload == "training" and not seen[r.id] then
+      seen[r.id] = true
+      out[#out + 1] = r
+    end
+  end
+  return out
+end
+
 -- summarise(records) -> per source {count, median_abs_error, p90_abs_error, no_fit}
 function M.summarise(recs)
   local by, nofit = {}, {}

@@ -264,3 +264,20 @@ cases:
     assert.is_truthy(res.skipped[1].reason:find("time to train needs"))
   end)
 end)
+
+describe("fathom.validate.training_rows", function()
+  it("keeps each training case's first record that fits and has an error, in order", function()
+    local recs = {
+      { id = "a", workload = "training", fits = true, relative_error = 0.1, metric = "tokens_per_sec_per_gpu" },
+      { id = "a", workload = "training", fits = true, relative_error = 0.2, metric = "step_time_s" },
+      { id = "b", workload = "training", fits = false, relative_error = 0.3 },
+      { id = "c", workload = "inference", fits = true, relative_error = 0.4 },
+      { id = "d", workload = "training", fits = true, relative_error = nil },
+      { id = "d", workload = "training", fits = true, relative_error = -0.5 },
+    }
+    local rows = validate.training_rows(recs)
+    assert.are.equal(2, #rows)
+    assert.are.equal(recs[1], rows[1])
+    assert.are.equal(recs[6], rows[2])
+  end)
+end)
