@@ -167,6 +167,8 @@ M.model_schema = {
   published_params = { type = "number" },
   published_active_params = { type = "number" },
   published_params_tolerance = { type = "number", min = 0, hint = "absolute, for rounded published figures" },
+  published_active_params_tolerance = { type = "number", min = 0,
+    hint = "absolute, for a rounded published active count" },
   description = { type = "string" },
   source = { type = "any" },
   notes = { type = "any" },

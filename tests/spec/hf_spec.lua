@@ -49,7 +49,8 @@ describe("Hugging Face config.json", function()
   end
 
   it("families that the zoo also holds give the zoo's exact counts and shapes", function()
-    for _, name in ipairs({ "llama3.1_70b", "qwen2.5_72b", "mixtral_8x7b", "deepseek_v3", "nemotron_h_8b" }) do
+    for _, name in ipairs({ "llama3.1_70b", "qwen2.5_72b", "mixtral_8x7b", "deepseek_v3", "nemotron_h_8b",
+      "qwen3_30b_a3b", "gpt_oss_120b", "gpt_oss_20b", "nemotron4_340b" }) do
       local a, ma = info(HF .. name .. ".json")
       local b, mb = info("configs/models/" .. name .. ".yaml")
       assert.are.equal(b.params_total, a.params_total, name)
@@ -57,7 +58,8 @@ describe("Hugging Face config.json", function()
       for _, k in ipairs({ "d_model", "n_layers", "num_heads", "vocab_size", "num_regular_experts",
         "num_selected_experts", "num_shared_experts", "first_dense_layers", "kv_lora_rank", "n_group",
         "num_nextn_predict_layers", "mamba_layers", "attention_layers", "mlp_layers", "mamba_state_dim",
-        "mamba_num_groups", "squared_relu" }) do
+        "mamba_num_groups", "squared_relu", "expert_ffn_hidden_size", "attention_window", "full_attention_interval",
+        "attention_sinks" }) do
         assert.are.equal(mb[k], ma[k], name .. "." .. k)
       end
     end
