@@ -26,6 +26,14 @@
 #define PREPROCESS_OPS 10.0
 #define EXPERT_FIXED_OPS 4.0
 #define EXPERT_GEMMS   2.0
+/* Context-parallel ring attention (Transformer Engine's AttnFuncWithCPAndKVP2P, the p2p
+ * exchange): each step of a pass waits on the previous transfer, allocates and posts the
+ * next send/receive, views and slices Q and the K/V halves, runs the attention kernel on
+ * its own stream and corrects the running softmax statistics and output, with events
+ * between the streams: about 25 operators a step forward, about as many backward (dQ and
+ * dK/dV accumulated, the gradient transfer posted), counted from its forward and backward
+ * loops (TE 2.3, attention/dot_product_attention/context_parallel.py). */
+#define CP_RING_STEP_OPS 25.0
 /* Backward: each GEMM's data and weight gradients, each element-wise op's
  * backward: about twice the forward's operators. */
 #define BWD_OPS_RATIO 2.0
@@ -42,11 +50,12 @@ unsigned fth_graph_scope_parse(const char *name) {
 }
 
 fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_experts,
-                                int cast_per_gemm) {
+                                int cast_per_gemm, int ring_steps) {
   fth_host_ops o;
   memset(&o, 0, sizeof o);
   double cast = cast_per_gemm ? 1.0 : 0.0;
   o.attn = ATTN_OPS + 2.0 * cast + (m->kv_lora_rank > 0 ? MLA_EXTRA_OPS : 0.0);
+  o.cp_ring = ring_steps > 1 ? CP_RING_STEP_OPS * ring_steps : 0.0;
   double dense = MLP_OPS + 2.0 * cast;
   if (!moe) {
     o.mlp = dense;
@@ -60,14 +69,17 @@ fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_ex
 
 void fth_host_block_s(const fth_host_ops *o, unsigned scope, double op_s, double *fwd_s,
                       double *bwd_s) {
-  double n = 0;
+  double n = 0, ring = 0;
   if (!(scope & FTH_GRAPH_FULL_ITERATION)) {
-    if (!(scope & FTH_GRAPH_ATTN)) n += o->attn;
+    if (!(scope & FTH_GRAPH_ATTN)) {
+      n += o->attn;
+      ring = o->cp_ring;
+    }
     if (!(scope & FTH_GRAPH_MLP)) n += o->mlp;
     if (!(scope & (FTH_GRAPH_MOE_ROUTER | FTH_GRAPH_MOE))) n += o->router;
     if (!(scope & (FTH_GRAPH_MOE_PREPROCESS | FTH_GRAPH_MOE))) n += o->preprocess;
     if (!(scope & FTH_GRAPH_MOE)) n += o->experts;
   }
-  *fwd_s = n * op_s;
-  *bwd_s = BWD_OPS_RATIO * n * op_s;
+  *fwd_s = (n + ring) * op_s;
+  *bwd_s = (BWD_OPS_RATIO * n + ring) * op_s;
 }

@@ -38,13 +38,16 @@ typedef struct fth_host_ops {
   double router;     ///< router, top-k and its auxiliary loss; shared experts
   double preprocess; ///< dispatcher: token counts, splits, permutation, all-to-all calls
   double experts;    ///< routed experts: per-expert GEMM launches, casts, activation
+  double cp_ring;    ///< context-parallel ring attention's per-step operators (forward; the
+                     ///< backward issues about as many, not twice: part of the attention)
 } fth_host_ops;
 
 /// Operators of one block's forward on one GPU: `moe` block, `local_experts`
 /// experts held, `cast_per_gemm` 1 when a precision recipe quantises each GEMM's
-/// input (one more operator per GEMM, per expert in a grouped GEMM).
+/// input (one more operator per GEMM, per expert in a grouped GEMM), `ring_steps`
+/// the context-parallel ring's steps a pass (1: no ring).
 fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_experts,
-                                int cast_per_gemm);
+                                int cast_per_gemm, int ring_steps);
 
 /// Host seconds of one block's forward and backward passes: the operators not
 /// captured by `graph_scope`, `op_s` each; the backward issues twice the forward's

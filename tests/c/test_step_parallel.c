@@ -201,6 +201,27 @@ static int context_parallel(void) {
   return 0;
 }
 
+/* The host under CP: the same TP 2 x CP 2 pod, 1 ms a host operator, far above the
+ * device's microseconds, so each pass takes its host time (fth_host.h). A dense block
+ * issues 16 attention + 6 MLP operators forward and twice that backward; the p2p ring
+ * adds 25 a step, 2 steps, to each pass: forward 2 layers x (22 + 50) = 144 ms,
+ * backward 2 x (44 + 50) = 188 ms. The all-to-all exchange has no ring: 44 / 88 ms. */
+static int context_parallel_host(void) {
+  fth_topology_def t = pod(FTH_TAG_TP_ATTN, 2, FTH_TAG_CP, 2);
+  fth_model_def m = gpt(2);
+  fth_train_def w = work(1, 2048);
+  w.host_op_s = 1e-3;
+  fth_train_result r;
+  FTH_RUN(run(&t, &m, &w, &r));
+  FTH_ENSURE_NEAR(144e-3, r.fwd_s, 1e-12);
+  FTH_ENSURE_NEAR(188e-3, r.bwd_s, 1e-12);
+  w.cp_comm = FTH_CP_A2A;
+  FTH_RUN(run(&t, &m, &w, &r));
+  FTH_ENSURE_NEAR(44e-3, r.fwd_s, 1e-12);
+  FTH_ENSURE_NEAR(88e-3, r.bwd_s, 1e-12);
+  return 0;
+}
+
 /* CP with the all-to-all exchange (cp_comm a2a: DeepSpeed-Ulysses, TE's
  * AttnFuncWithCPAndQKVOA2A): the same TP 2 x CP 2 pod. */
 static int context_parallel_a2a(void) {
@@ -427,6 +448,7 @@ int step_parallel_test(void) {
   FTH_RUN(sequence_parallel());
   FTH_RUN(context_parallel());
   FTH_RUN(context_parallel_a2a());
+  FTH_RUN(context_parallel_host());
   FTH_RUN(zero_traffic());
   FTH_RUN(interleaved());
   FTH_RUN(dp_overlap());
