@@ -404,6 +404,20 @@ function M.engine(a)
   w.global_batch_size, w.micro_batch_size = dpa, 1
   w.source_table, model.source_table = nil, nil
   local plan = row.compile(system.node, topo, model, w)
+  -- weights that leave no room for one KV page: refused here, saying what takes the room and
+  -- what to change (the simulator's own check cannot name the engine's knobs); a probe for the
+  -- model's facts (a.probe) asks nothing of the memory
+  local mem = not a.probe and plan:evaluate().memory or nil
+  local tier = mem and mem.tiers and mem.tiers.xpu_memory
+  local held = mem and mem.peak_bytes - (mem.components.kv_cache or 0)
+  if tier and tier.capacity_bytes and held >= tier.capacity_bytes then
+    local units = require("fathom.units")
+    errors.raise("serve: %s's weights take %s per GPU on %s (TP %d, PP %d, EP %d), %s with the runtime, of %s: "
+      .. "no room for a KV cache (hint: more GPUs a replica (--tp, --pp)%s, or fewer bytes a weight: the "
+      .. "workload's weight_float_size_bytes, now %g)", model.name or a.model, units.bytes(mem.components.weights),
+      a.hardware, tp, pp, ep, units.bytes(held), units.bytes(tier.capacity_bytes),
+      moe and ", the experts over more of them (--ep)" or "", w.weight_float_size_bytes or w.float_size_bytes or 2)
+  end
   return plan, { model = model.name or a.model, gpus = gpus // dpa, moe = moe, lib = lib, system = system,
     heads = model.num_heads }
 end
@@ -684,7 +698,7 @@ function M.search_deployments(a, gpus, opts)
   local model_heads
   do
     local _, info = M.engine({ model = a.model, hardware = a.hardware, hardware_lib = a.hardware_lib,
-      workload = a.workload, tp = 1 })
+      workload = a.workload, tp = 1, probe = true })
     model_heads = info.heads
   end
   -- every deployment of `gpus`: TP that divides the heads, replicas of it, policies, and

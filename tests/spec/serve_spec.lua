@@ -307,6 +307,25 @@ describe("fathom serve", function()
     assert.is_truthy(r.stderr:find("did you mean 'H100_SXM'", 1, true), r.stderr)
   end)
 
+  it("refuses weights that leave no room for a KV cache, saying what takes it and what to change", function()
+    -- gpt-oss-120b at FP8 on TP 2 without EP: every GPU holds all 128 experts (~108 GiB)
+    local r = h.run("serve", "--model", "gpt_oss_120b", "--hardware", "H100_SXM", "--tp", "2", "--qps", "1")
+    assert.are.equal(2, r.code)
+    assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
+    assert.matches("gpt_oss_120b's weights take [%d.]+ GiB per GPU on H100_SXM %(TP 2, PP 1, EP 1%)", r.stderr)
+    assert.is_truthy(r.stderr:find("of 80 GiB: no room for a KV cache", 1, true), r.stderr)
+    assert.is_truthy(r.stderr:find("(--ep)", 1, true), r.stderr)
+    assert.is_truthy(r.stderr:find("weight_float_size_bytes, now 1)", 1, true), r.stderr)
+    -- the experts over 2 GPUs fit
+    r = h.run("serve", "--model", "gpt_oss_120b", "--hardware", "H100_SXM", "--tp", "2", "--ep", "2", "--qps", "1",
+      "--requests", "20")
+    assert.are.equal(0, r.code, r.stderr)
+    -- a dense model gets no --ep hint
+    r = h.run("serve", "--model", "llama3.1_405b", "--hardware", "H100_SXM", "--tp", "4", "--qps", "1")
+    assert.are.equal(2, r.code)
+    assert.is_falsy(r.stderr:find("--ep", 1, true), r.stderr)
+  end)
+
   it("--output-file writes the whole output, and nothing on failure", function()
     local out = os.tmpname()
     os.remove(out)
