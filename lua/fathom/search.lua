@@ -508,6 +508,8 @@ function M.prepare(a)
   if type(wdoc) == "string" then wdoc = analysis.resolve(wdoc) end
   local base = type(wdoc) == "table" and wdoc or nil
   local w = spec.train(base or wdoc)
+  -- a precision named on the command line (estimate, search --precision): its width and recipe
+  if a.precision then require("fathom.precision").apply(w, a.precision) end
   w.global_batch_size = a.global_batch or w.global_batch_size
   -- without --seq: the workload's length, but never past what the model was built for
   w.seq_length = a.seq or math.min(w.seq_length, model.max_sequence_length or w.seq_length)

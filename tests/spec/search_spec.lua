@@ -275,6 +275,35 @@ describe("fathom search (command line)", function()
     end
   end)
 
+  it("--precision runs the search under a recipe, as a workload that names it would", function()
+    local json = require("fathom.format.json")
+    local function best(...)
+      local r = h.run("search", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--gpus", "64", "--global-batch",
+        "128", "--fix", "tp=8,pp=2", "--top", "1", "--format", "json", ...)
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout)
+    end
+    local f8, bf = best("--precision", "fp8_current"), best()
+    assert.are.equal("fp8_current (bf16 elsewhere)", f8.inputs.precision)
+    assert.are.equal("bf16", bf.inputs.precision)
+    -- MFU against the FP8 peak (hardware library, H100 SXM: fp8_nominal 1978.9e12)
+    assert.are.equal(1978.9e12, f8.inputs.mfu_basis_flops_per_second_per_gpu)
+    assert.is_true(f8.hits[1].step_time_s < bf.hits[1].step_time_s)
+    -- the same layout through estimate, which evaluates exactly as the search does
+    local hit = f8.hits[1]
+    local r = h.run("estimate", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--gpus", "64", "--global-batch",
+      "128", "--tp", "8", "--pp", "2", "--micro-batch", tostring(hit.mb), "--zero", hit.dp_variant, "--schedule",
+      hit.schedule, "--recompute", hit.recompute, "--offload", "host_memory", "--precision", "fp8_current",
+      "--format", "json")
+    assert.are.equal(0, r.code, r.stderr)
+    h.near(hit.step_time_s, json.decode(r.stdout).time.step_time_seconds, 1e-9)
+    -- serving has no recipe to name: its workload's weight and KV bytes
+    r = h.run("search", "--model", "llama3.1_70b", "--hardware", "H100_SXM", "--gpus", "8", "--pass-mode",
+      "inference_decode", "--precision", "mxfp8")
+    assert.are.equal(2, r.code)
+    assert.matches("%-%-precision is for training %(inference_decode", r.stderr)
+  end)
+
   it("writes JSON with hits, stats and the recommendation", function()
     local r = h.run("search", "--model", "tests/fixtures/tiny/model.yaml", "--hardware", "TOY", "--hardware-lib",
       "tests/fixtures/tiny/hardware.yaml", "--gpus", "16", "--pod-size", "4", "--global-batch", "32",

@@ -190,9 +190,8 @@ local function training(opts, gpus, pod, row)
   local def, model, system = search.prepare({
     model = opts.model, hardware = opts.hardware_lib, node = opts.hardware, gpus = gpus, pod_size = pod,
     global_batch = opts.global_batch, seq = opts.seq, objective = "step_time", top = 1, fix = fix,
-    workload = workload_file, memory_reserve_bytes = opts.memory_reserve,
+    workload = workload_file, memory_reserve_bytes = opts.memory_reserve, precision = opts.precision,
   })
-  if opts.precision then precision.apply(def.workload, opts.precision) end
   if opts.lora_targets and not opts.lora_rank then fail("--lora-targets needs --lora-rank") end
   if opts.lora_rank then
     def.workload.lora_rank = opts.lora_rank

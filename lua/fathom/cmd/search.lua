@@ -26,6 +26,8 @@ local spec = {
   { name = "latency-bound", arg = "S", number = true,
     help = "inference: keep strategies whose TPOT (decode) or TTFT (prefill) is within S seconds" },
   { name = "global-batch", arg = "B", integer = { 1, 2147483647 }, help = "sequences per step" },
+  { name = "precision", arg = "P", choices = precision.names, help = "training: element width and GEMM recipe "
+    .. "[default: the workload's; search_default: bf16]" },
   { name = "batch-rounding", arg = "MODE", choices = { "exact", "down" }, default = "exact",
     help = "exact: the global batch must tile; down: per strategy, the largest batch <= B that tiles" },
   { name = "seq", arg = "S", integer = { 1, 1073741824 }, help = "sequence length" },
@@ -53,6 +55,7 @@ M.spec = spec -- the option table (completion and the man page read it)
 M.usage = "usage: fathom search --model NAME|FILE --hardware NODE --gpus N [--pod-size K]\n" ..
   "                     [--pass-mode " .. table.concat(passes.names, "|") .. "]\n" ..
   "                     [--global-batch B] [--batch-rounding exact|down] [--seq S] [--gen N]\n" ..
+  "                     [--precision P]\n" ..
   "                     [--objective OBJ] [--top K] [--memory-reserve SIZE]\n" ..
   "                     [--latency-bound S] [--fix tp=8,pp=4] [--no-prune] [--format table|yaml|json|csv|svg]\n" ..
   "                     [--output-file F] [--raw-output] [--jobs N]\n\n" ..
@@ -229,6 +232,9 @@ end
 
 local function inference(opts, gpus, pod, row)
   local pass = row.pass
+  if opts.precision then
+    errors.raise("search: --precision is for training (%s: the workload's weight and KV-cache bytes)", row.name)
+  end
   local analysis = require("fathom.analysis")
   local spec_mod = require("fathom.spec")
   local lib = spec_mod.hardware_library(analysis.resolve(opts.hardware_lib or "hardware/hardware_library.yaml"))
@@ -353,6 +359,7 @@ function searches.training(opts, extra, row)
     top = math.max(opts.top, 2), fix = parse_fix(opts.fix),
     workload = opts.workload or row.search_workload, batch_rounding = opts.batch_rounding,
     memory_reserve_bytes = opts.memory_reserve, prune = opts.no_prune and "off" or "on",
+    precision = opts.precision,
   })
   for _, t in ipairs(def.space.tp) do
     if model.num_heads % t ~= 0 then
