@@ -368,7 +368,10 @@ end
 -- engine{model=, hardware=, tp=, pp=, ep=, pod_size=, hardware_lib=, workload=} ->
 -- plan (fathom.InferPlan), info {model, gpus, moe}. One replica: TP x PP GPUs of `hardware`
 -- (pods of pod_size, default 8), experts over EP of them; the workload is the decode
--- search default (FP8 weights and KV cache, BF16 activations) unless given.
+-- search default (FP8 weights and KV cache, BF16 activations) unless given. A plan whose KV
+-- tier has no room for one page of block_tokens (default 16) is refused, unless the caller
+-- states kv_capacity_tokens or only probes the model's facts (probe = true); role = "prefill"
+-- names the prefill pool's flags in the hint.
 function M.engine(a)
   local tp, pp, ep = a.tp or 1, a.pp or 1, a.ep or 1
   for _, k in ipairs({ "tp", "pp", "ep" }) do
@@ -404,19 +407,22 @@ function M.engine(a)
   w.global_batch_size, w.micro_batch_size = dpa, 1
   w.source_table, model.source_table = nil, nil
   local plan = row.compile(system.node, topo, model, w)
-  -- weights that leave no room for one KV page: refused here, saying what takes the room and
-  -- what to change (the simulator's own check cannot name the engine's knobs); a probe for the
-  -- model's facts (a.probe) asks nothing of the memory
-  local mem = not a.probe and plan:evaluate().memory or nil
-  local tier = mem and mem.tiers and mem.tiers.xpu_memory
-  local held = mem and mem.peak_bytes - (mem.components.kv_cache or 0)
-  if tier and tier.capacity_bytes and held >= tier.capacity_bytes then
+  -- a KV tier without room for one page (the simulator's own rule, fth_infer_kv_capacity_tokens):
+  -- refused here, naming what takes the room and the knobs that free it; not for a probe of the
+  -- model's facts (a.probe) nor where the caller states the capacity (a.kv_capacity_tokens)
+  local block = a.block_tokens or 16
+  if not a.probe and not a.kv_capacity_tokens and plan:kv_capacity_tokens() < block then
     local units = require("fathom.units")
-    errors.raise("serve: %s's weights take %s per GPU on %s (TP %d, PP %d, EP %d), %s with the runtime, of %s: "
-      .. "no room for a KV cache (hint: more GPUs a replica (--tp, --pp)%s, or fewer bytes a weight: the "
-      .. "workload's weight_float_size_bytes, now %g)", model.name or a.model, units.bytes(mem.components.weights),
-      a.hardware, tp, pp, ep, units.bytes(held), units.bytes(tier.capacity_bytes),
-      moe and ", the experts over more of them (--ep)" or "", w.weight_float_size_bytes or w.float_size_bytes or 2)
+    local mem = plan:evaluate().memory
+    local tier = mem.tiers and mem.tiers.xpu_memory
+    local knobs = a.role == "prefill" and "(--prefill-tp, --prefill-pp)" or "(--tp, --pp)"
+    errors.raise("serve: %s on %s (TP %d, PP %d, EP %d) leaves no room for one KV-cache page (%d tokens): its "
+      .. "weights take %s per GPU%s (hint: more GPUs a replica %s%s, or fewer bytes a weight: the workload's "
+      .. "weight_float_size_bytes, now %g)", model.name or a.model, a.hardware, tp, pp, ep, block,
+      units.bytes(mem.components.weights),
+      tier and tier.capacity_bytes and (" of " .. units.bytes(tier.capacity_bytes) .. " GPU memory") or "",
+      knobs, moe and ", the experts over more of them (--ep)" or "",
+      w.weight_float_size_bytes or w.float_size_bytes or 2)
   end
   return plan, { model = model.name or a.model, gpus = gpus // dpa, moe = moe, lib = lib, system = system,
     heads = model.num_heads }
@@ -485,7 +491,8 @@ function M.build(a)
     if not pplan and (a.prefill_tp or a.prefill_pp or a.prefill_ep or a.prefill_hardware) then
       pplan, pinfo = M.engine({ model = a.model, hardware = a.prefill_hardware or a.hardware,
         hardware_lib = a.hardware_lib, workload = a.workload, pod_size = a.pod_size, tp = a.prefill_tp or a.tp,
-        pp = a.prefill_pp or a.pp, ep = a.prefill_ep or a.ep })
+        pp = a.prefill_pp or a.pp, ep = a.prefill_ep or a.ep, role = "prefill", block_tokens = a.block_tokens,
+        kv_capacity_tokens = a.prefill_kv_capacity_tokens })
     end
     if def.kv_link_bw_bytes_per_s == nil then
       local ic = pinfo.system.scale_out

@@ -821,9 +821,12 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
   collectives(e, moe, tokens, fwd, bwd);
   /* the host issuing the block's operators (fth_host.h); training only */
   if (e->k.host_op_s > 0 && bwd) {
-    /* the ring's own operators where it runs (fused attention, the p2p exchange) */
+    /* the ring's own operators where it runs (fused attention, the p2p exchange), once
+     * per attention sub-layer the block holds (a hybrid block: its share of one) */
     const int ring = e->flash_attention && e->cp_comm != FTH_CP_A2A ? ring_steps(e, q, ctx) : 1;
-    fth_host_ops ops = fth_host_block_ops(e->model, moe, experts, e->k.gemm_bytes > 0, ring);
+    const double share = e->skip_attention ? 0.0 : sh->attn_share;
+    fth_host_ops ops =
+        fth_host_block_ops(e->model, moe, experts, e->k.gemm_bytes > 0, ring > 1 ? ring * share : 0.0);
     fth_host_block_s(&ops, e->k.graph_scope, e->k.host_op_s, &fwd->host_s, &bwd->host_s);
   }
 }

@@ -50,12 +50,12 @@ unsigned fth_graph_scope_parse(const char *name) {
 }
 
 fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_experts,
-                                int cast_per_gemm, int ring_steps) {
+                                int cast_per_gemm, double ring_steps) {
   fth_host_ops o;
   memset(&o, 0, sizeof o);
   double cast = cast_per_gemm ? 1.0 : 0.0;
   o.attn = ATTN_OPS + 2.0 * cast + (m->kv_lora_rank > 0 ? MLA_EXTRA_OPS : 0.0);
-  o.cp_ring = ring_steps > 1 ? CP_RING_STEP_OPS * ring_steps : 0.0;
+  o.cp_ring = ring_steps > 0 ? CP_RING_STEP_OPS * ring_steps : 0.0;
   double dense = MLP_OPS + 2.0 * cast;
   if (!moe) {
     o.mlp = dense;

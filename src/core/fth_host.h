@@ -45,13 +45,15 @@ typedef struct fth_host_ops {
 /// Operators of one block's forward on one GPU: `moe` block, `local_experts`
 /// experts held, `cast_per_gemm` 1 when a precision recipe quantises each GEMM's
 /// input (one more operator per GEMM, per expert in a grouped GEMM), `ring_steps`
-/// the context-parallel ring's steps a pass (1: no ring).
+/// the context-parallel ring's steps a pass summed over the block's attention
+/// sub-layers (CP x their share of a block in a hybrid; 0: no ring).
 fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_experts,
-                                int cast_per_gemm, int ring_steps);
+                                int cast_per_gemm, double ring_steps);
 
 /// Host seconds of one block's forward and backward passes: the operators not
 /// captured by `graph_scope`, `op_s` each; the backward issues twice the forward's
-/// (data- and weight-gradient GEMMs, each element-wise op's backward).
+/// (data- and weight-gradient GEMMs, each element-wise op's backward), but the CP
+/// ring's as many as its forward; a graph of the attention captures the ring too.
 void fth_host_block_s(const fth_host_ops *ops, unsigned graph_scope, double op_s, double *fwd_s,
                       double *bwd_s);
 

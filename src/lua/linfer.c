@@ -154,8 +154,18 @@ static int plan_degrees(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg plan_methods[] = {
-    {"evaluate", plan_evaluate}, {"degrees", plan_degrees}, {NULL, NULL}};
+/* (plan) -> the KV-cache tokens one DP rank holds (fth_infer_kv_capacity_tokens: the room
+ * the KV tier keeps after the weights, the transient and the reserve; 0 when none) */
+static int plan_kv_capacity_tokens(lua_State *L) {
+  const fth_infer_plan *p = (const fth_infer_plan *)luaL_checkudata(L, 1, INFER_PLAN);
+  lua_pushnumber(L, fth_infer_kv_capacity_tokens(p));
+  return 1;
+}
+
+static const luaL_Reg plan_methods[] = {{"evaluate", plan_evaluate},
+                                        {"degrees", plan_degrees},
+                                        {"kv_capacity_tokens", plan_kv_capacity_tokens},
+                                        {NULL, NULL}};
 
 static const luaL_Reg plan_meta[] = {{"__tostring", plan_tostring}, {NULL, NULL}};
 

@@ -22,33 +22,35 @@ static fth_model_def moe_model(void) {
 
 static int counts(void) {
   fth_model_def dense = tfx_block_model();
-  fth_host_ops o = fth_host_block_ops(&dense, 0, 0, 0, 1);
+  fth_host_ops o = fth_host_block_ops(&dense, 0, 0, 0, 0);
   FTH_ENSURE_NEAR(16.0, o.attn, 0);
   FTH_ENSURE_NEAR(6.0, o.mlp, 0);
   FTH_ENSURE_NEAR(0.0, o.router + o.preprocess + o.experts, 0);
-  o = fth_host_block_ops(&dense, 0, 0, 1, 1);
+  o = fth_host_block_ops(&dense, 0, 0, 1, 0);
   FTH_ENSURE_NEAR(18.0, o.attn, 0);
   FTH_ENSURE_NEAR(8.0, o.mlp, 0);
 
   /* MoE, 4 local experts, with a recipe: attention 18; router 31 + the shared
    * expert's MLP 8 = 39; preprocess 10; experts 4 + 2 x 2 x 4 = 20; no dense MLP. */
   fth_model_def m = moe_model();
-  o = fth_host_block_ops(&m, 1, 4, 1, 1);
+  o = fth_host_block_ops(&m, 1, 4, 1, 0);
   FTH_ENSURE_NEAR(18.0, o.attn, 0);
   FTH_ENSURE_NEAR(0.0, o.mlp, 0);
   FTH_ENSURE_NEAR(39.0, o.router, 0);
   FTH_ENSURE_NEAR(10.0, o.preprocess, 0);
   FTH_ENSURE_NEAR(20.0, o.experts, 0);
   /* without the recipe's casts: experts 4 + 2 x 4 = 12 */
-  FTH_ENSURE_NEAR(12.0, fth_host_block_ops(&m, 1, 4, 0, 1).experts, 0);
+  FTH_ENSURE_NEAR(12.0, fth_host_block_ops(&m, 1, 4, 0, 0).experts, 0);
   /* MLA adds its projections and latent norms to attention: 16 + 6 */
   m.kv_lora_rank = 512;
-  FTH_ENSURE_NEAR(22.0, fth_host_block_ops(&m, 1, 4, 0, 1).attn, 0);
-  /* a CP ring of 4 steps: 25 x 4 = 100 operators of its own; none at 1 step */
+  FTH_ENSURE_NEAR(22.0, fth_host_block_ops(&m, 1, 4, 0, 0).attn, 0);
+  /* a CP ring of 4 steps: 25 x 4 = 100 operators of its own; none without a ring; a
+   * hybrid block holding a quarter of an attention sub-layer: 25 */
   o = fth_host_block_ops(&dense, 0, 0, 0, 4);
   FTH_ENSURE_NEAR(100.0, o.cp_ring, 0);
   FTH_ENSURE_NEAR(16.0, o.attn, 0);
-  FTH_ENSURE_NEAR(0.0, fth_host_block_ops(&dense, 0, 0, 0, 1).cp_ring, 0);
+  FTH_ENSURE_NEAR(0.0, fth_host_block_ops(&dense, 0, 0, 0, 0).cp_ring, 0);
+  FTH_ENSURE_NEAR(25.0, fth_host_block_ops(&dense, 0, 0, 0, 4 * 0.25).cp_ring, 0);
   return 0;
 }
 
@@ -70,7 +72,7 @@ static int ring_scopes(void) {
 
 static int scopes(void) {
   fth_model_def m = moe_model();
-  fth_host_ops o = fth_host_block_ops(&m, 1, 4, 1, 1); /* 18 + 39 + 10 + 20 = 87 */
+  fth_host_ops o = fth_host_block_ops(&m, 1, 4, 1, 0); /* 18 + 39 + 10 + 20 = 87 */
   double f, b;
   fth_host_block_s(&o, 0u, 1e-5, &f, &b);
   FTH_ENSURE_NEAR(87e-5, f, 1e-12);

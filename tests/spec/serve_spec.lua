@@ -312,18 +312,36 @@ describe("fathom serve", function()
     local r = h.run("serve", "--model", "gpt_oss_120b", "--hardware", "H100_SXM", "--tp", "2", "--qps", "1")
     assert.are.equal(2, r.code)
     assert.are.equal(1, h.count_lines(r.stderr), r.stderr)
-    assert.matches("gpt_oss_120b's weights take [%d.]+ GiB per GPU on H100_SXM %(TP 2, PP 1, EP 1%)", r.stderr)
-    assert.is_truthy(r.stderr:find("of 80 GiB: no room for a KV cache", 1, true), r.stderr)
-    assert.is_truthy(r.stderr:find("(--ep)", 1, true), r.stderr)
+    assert.matches("gpt_oss_120b on H100_SXM %(TP 2, PP 1, EP 1%) leaves no room for one KV%-cache page %(16 tokens%): "
+      .. "its weights take [%d.]+ GiB per GPU of 80 GiB GPU memory", r.stderr)
+    assert.is_truthy(r.stderr:find("(--tp, --pp), the experts over more of them (--ep)", 1, true), r.stderr)
     assert.is_truthy(r.stderr:find("weight_float_size_bytes, now 1)", 1, true), r.stderr)
     -- the experts over 2 GPUs fit
     r = h.run("serve", "--model", "gpt_oss_120b", "--hardware", "H100_SXM", "--tp", "2", "--ep", "2", "--qps", "1",
       "--requests", "20")
     assert.are.equal(0, r.code, r.stderr)
-    -- a dense model gets no --ep hint
+    -- a dense model gets no --ep hint; a prefill pool that does not fit names its own flags
     r = h.run("serve", "--model", "llama3.1_405b", "--hardware", "H100_SXM", "--tp", "4", "--qps", "1")
     assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("leaves no room for one KV-cache page", 1, true), r.stderr)
     assert.is_falsy(r.stderr:find("--ep", 1, true), r.stderr)
+    r = h.run("serve", "--model", "llama3.1_405b", "--hardware", "H100_SXM", "--tp", "8", "--qps", "1",
+      "--prefill-replicas", "1", "--prefill-tp", "4")
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("(TP 4, PP 1, EP 1) leaves no room", 1, true), r.stderr)
+    assert.is_truthy(r.stderr:find("(--prefill-tp, --prefill-pp)", 1, true), r.stderr)
+  end)
+
+  it("the engine asks for no KV room where the KV lives elsewhere or the caller states it", function()
+    local engine = require("fathom.serve").engine
+    -- the shipped decode workload keeping the KV cache in remote memory
+    local plan = engine({ model = "llama3.1_70b", hardware = "H100_SXM", tp = 8,
+      workload = "inference_decode_specs/llama3.1_70b_decode_kv_remote.yaml" })
+    assert.is_true(plan:kv_capacity_tokens() > 0)
+    -- an explicit capacity (a what-if) is the caller's, even where the weights fill the GPU
+    assert.is_true(pcall(engine, { model = "llama3.1_405b", hardware = "H100_SXM", tp = 4,
+      kv_capacity_tokens = 1000 }))
+    assert.is_false(pcall(engine, { model = "llama3.1_405b", hardware = "H100_SXM", tp = 4 }))
   end)
 
   it("--output-file writes the whole output, and nothing on failure", function()
