@@ -1090,6 +1090,8 @@ function M.training_docs(case)
     -- async TP as the case states it (torchtitan's async_tp), else the framework's convention
     tp_comm_overlap = (case.parallelism or {}).async_tp == nil and fw.tp_comm_overlap
       or M.flag((case.parallelism or {}).async_tp),
+    -- whether that overlap covers the backward's reduce-scatters (not PyTorch's async TP)
+    tp_overlap_backward_rs = fw.tp_overlap_backward_rs,
     -- EP overlap as the framework runs it, or as the case's training notes say
     ep_comm_overlap = fw.ep_comm_overlap or require("fathom.frameworks").ep_overlap(tr.recompute)
       or require("fathom.frameworks").ep_overlap(tr.kernels) or false,

@@ -82,6 +82,12 @@
 --                          userbuffers, torchtitan's async TP); false: vanilla TP, each
 --                          all-gather / reduce-scatter between its GEMMs, none hidden. A name
 --                          that says "async TP" / "AsyncTP" turns it on
+--   tp_overlap_backward_rs with tp_comm_overlap, the backward's input-gradient reductions
+--                          hide under the weight-gradient GEMMs (Transformer Engine's bulk
+--                          overlap); false for torchtitan: PyTorch's micro-pipelined async TP
+--                          fuses all-gather + matmul and matmul + reduce-scatter, and a
+--                          backward reduce-scatter follows a sum of matmuls (Q, K, V; gate,
+--                          up), which it does not fuse (pytorch/pytorch#149946)
 --   fsdp_gather_per_run    ZeRO-3 (FSDP2) under a pipeline schedule gathers each stage's
 --                          weights once per schedule run and reduce-scatters its gradients
 --                          on the run's last micro-batch (PyTorch's torch.distributed.
@@ -140,7 +146,8 @@ local base = {
   comp_mem_efficiency = 1.0, comm_mem_efficiency = 0.5, recompute = "none", sequence_parallel = false,
   expert_tp_is_tp = false, fp8_recipe = R.fp8_current, pp_schedule = "1F1B", kernel_launch_sec = 5e-6,
   grad_bytes = 4,
-  eager_elementwise = false, tp_comm_overlap = true, ep_comm_overlap = true, ep_dispatch_per_node = false,
+  eager_elementwise = false, tp_comm_overlap = true, tp_overlap_backward_rs = true, ep_comm_overlap = true,
+  ep_dispatch_per_node = false,
   cast_kernels = "fused", fsdp_gather_per_run = false, decode_kv_reread = 0, host_op_sec = 0,
   megatron_split = false, attention_sink_rate_share = 0, grouped_expert_kernel = false,
   blackwell_mla_fused = true, trains_published_mtp = false,
@@ -246,11 +253,11 @@ M.rows = {
   -- Float8 tensorwise; eager unless compiled (compile.enable is off by default).
   { name = "torchtitan (2025)", pattern = "torchtitan", min_version = 2025, kernels = "torch2025",
     dp_variant = "ZERO3", recompute = "op", pp_micro_batch = 1, eager_elementwise = true,
-    cast_kernels = "eager", tp_comm_overlap = false, ep_comm_overlap = false,
+    cast_kernels = "eager", tp_comm_overlap = false, tp_overlap_backward_rs = false, ep_comm_overlap = false,
     ep_dispatch_per_node = false, fsdp_gather_per_run = true, grouped_expert_kernel = true },
   { name = "torchtitan (2024)", pattern = "torchtitan", kernels = "torch2024", dp_variant = "ZERO3",
     recompute = "op", pp_micro_batch = 1, eager_elementwise = true, cast_kernels = "eager",
-    tp_comm_overlap = false,
+    tp_comm_overlap = false, tp_overlap_backward_rs = false,
     ep_comm_overlap = false,
     ep_dispatch_per_node = false, fsdp_gather_per_run = true, grouped_expert_kernel = true },
   -- MaxText (JAX): FSDP over ICI/DCN, cudnn_flash_te attention, remat policies.
@@ -486,6 +493,7 @@ function M.workload_defaults(name, pass)
     w.attention_sink_rate_share = f.attention_sink_rate_share
     w.cast_kernels = f.cast_kernels
     w.tp_comm_overlap = f.tp_comm_overlap
+    w.tp_overlap_backward_rs = f.tp_overlap_backward_rs
     w.ep_comm_overlap = f.ep_comm_overlap
     w.ep_overlap_pairs = f.ep_overlap_pairs
     w.ep_dispatch_per_node = f.ep_dispatch_per_node

@@ -309,6 +309,9 @@ M.train_schema = with_common({
       .. "A2A overlap): the schedule's warm-up and cool-down passes wait for their own all-to-all" },
   tp_comm_overlap = { type = "boolean", default = TRAIN.tp_comm_overlap,
     hint = "false: TP collectives run between the GEMMs, none hidden (vanilla TP; async TP overlaps them)" },
+  tp_overlap_backward_rs = { type = "boolean", default = TRAIN.tp_overlap_backward_rs,
+    hint = "false: the backward's input-gradient reduce-scatters run between the GEMMs (PyTorch's "
+      .. "micro-pipelined async TP); true: they hide under the weight-gradient GEMMs (Transformer Engine)" },
   fp8_param_gather = { type = "boolean", default = TRAIN.fp8_param_gather,
     hint = "true: under an FP8 recipe the distributed optimizer / FSDP all-gathers the FP8 weight copies "
       .. "(1 byte each; Megatron fp8_param_gather, torchao float8 all-gather)" },
@@ -802,6 +805,7 @@ function M.train(src)
     recompute_saved = w.recompute_saved,
     sequence_parallel = w.sequence_parallel,
     tp_comm_overlap = w.tp_comm_overlap,
+    tp_overlap_backward_rs = w.tp_overlap_backward_rs,
     fp8_param_gather = w.fp8_param_gather,
     ep_comm_overlap = w.ep_comm_overlap,
     ep_overlap_pairs = w.ep_overlap_pairs,

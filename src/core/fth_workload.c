@@ -21,6 +21,7 @@ fth_train_def fth_train_def_default(void) {
   d.recompute = FTH_RECOMPUTE_NONE;
   d.sequence_parallel = 0;
   d.tp_comm_overlap = 1;
+  d.tp_overlap_backward_rs = 1;
   d.ep_comm_overlap = 1;
   d.ep_overlap_pairs = 0;
   d.ep_dispatch_per_node = 0;

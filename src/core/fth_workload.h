@@ -74,6 +74,10 @@ typedef struct fth_train_def {
   unsigned op_keep;
   int sequence_parallel;   ///< 1: Korthikanti et al. SP (RS/AG instead of AR)
   int tp_comm_overlap;     ///< 0: TP collectives run between the GEMMs, none hidden (vanilla TP)
+  /// with tp_comm_overlap: 1 the backward's input-gradient reductions (reduce-scatter with SP)
+  /// hide under the weight-gradient GEMMs (Transformer Engine's bulk overlap); 0 they run
+  /// between the GEMMs (PyTorch's micro-pipelined async TP fuses the forward's patterns only)
+  int tp_overlap_backward_rs;
   int fp8_param_gather;    ///< 1: under an FP8 recipe the sharded-DP weight all-gathers move the
                            ///< FP8 copies, 1 byte a weight (Megatron fp8_param_gather, FSDP2 float8)
   int ep_comm_overlap;     ///< 0: EP dispatch/combine run between router and experts, none hidden

@@ -98,6 +98,7 @@ void lfth_open_defaults(lua_State *L) {
   setint(L, "microbatches_per_run", t.pp_microbatches_per_run);
   setbool(L, "sequence_parallel", t.sequence_parallel);
   setbool(L, "tp_comm_overlap", t.tp_comm_overlap);
+  setbool(L, "tp_overlap_backward_rs", t.tp_overlap_backward_rs);
   setbool(L, "fp8_param_gather", t.fp8_param_gather);
   setbool(L, "ep_comm_overlap", t.ep_comm_overlap);
   setbool(L, "ep_overlap_pairs", t.ep_overlap_pairs);

@@ -516,6 +516,21 @@ static int tp_overlap(void) {
   FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
   fth_train_evaluate(&plan, &pcie);
   FTH_ENSURE_NEAR(on.step_time_s, pcie.step_time_s, 1e-12);
+  /* Overlap on but not for the backward's input-gradient reductions (PyTorch's async TP,
+   * tp_overlap_backward_rs 0): the backward's half of the 32, 16 x 43.94304 us, runs between
+   * the kernels; the forward's stay hidden. */
+  fth_train_result fwd_only;
+  topo.phys[1].link.pcie_peer = 0;
+  work.tp_overlap_backward_rs = 0;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &fwd_only);
+  FTH_ENSURE_NEAR(16.0 * 43.94304e-6, fwd_only.comm[FTH_COMM_TP].exposed_s, 1e-12);
+  FTH_ENSURE_NEAR(on.step_time_s + 16.0 * 43.94304e-6, fwd_only.step_time_s, 1e-12);
+  /* vanilla TP exposes all of it whatever this says */
+  work.tp_comm_overlap = 0;
+  FTH_ENSURE(fth_train_compile(&plan, &node, &topo, &model, &work, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &fwd_only);
+  FTH_ENSURE_NEAR(off.step_time_s, fwd_only.step_time_s, 1e-12);
   return 0;
 }
 

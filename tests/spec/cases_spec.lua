@@ -509,6 +509,18 @@ describe("fathom.frameworks", function()
     assert.is_false(overlap(nil))
     assert.is_true(overlap(true))
     assert.is_false(overlap(false))
+    -- PyTorch's async TP leaves the backward's reduce-scatters between the GEMMs; Transformer
+    -- Engine's bulk overlap hides them
+    assert.is_false(frameworks.lookup("torchtitan 2025, AsyncTP").tp_overlap_backward_rs)
+    assert.is_false(frameworks.lookup("torchtitan 9dec370 (2024-12-26), AsyncTP").tp_overlap_backward_rs)
+    assert.is_true(frameworks.lookup("NeMo 25.04.01 container").tp_overlap_backward_rs)
+    assert.is_true(frameworks.lookup("Megatron-Bridge (container 26.06)").tp_overlap_backward_rs)
+    local docs = assert(cases.training_docs({ id = "t",
+      system = { gpu = "H100 80GB", num_gpus = 16, gpus_per_node = 8 },
+      model = { arch = "Llama (RoPE, SwiGLU, RMSNorm, GQA)", layers = 32, hidden = 4096, heads = 32, kv_heads = 8,
+        ffn = 14336, vocab = 128256 }, training = { framework = "torchtitan 2025", precision = "BF16" },
+      parallelism = { tp = 8, dp = 2, micro_batch = 1, global_batch = 16, seq_len = 8192, async_tp = true } }))
+    assert.is_false(docs.workload.tp_overlap_backward_rs)
   end)
 
   it("reads an A2A overlap as one made of micro-batch pairs; none named, EP runs exposed", function()
