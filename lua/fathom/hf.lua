@@ -133,6 +133,8 @@ end
 M.families = {
   llama = dense, mistral = dense, qwen2 = dense, qwen3 = dense,
   mixtral = mixtral, qwen3_moe = qwen3_moe, deepseek_v3 = deepseek_v3, gpt_oss = gpt_oss, nemotron = nemotron,
+  -- Kimi K2 (moonshotai/Kimi-K2-*): DeepSeek-V3's architecture (DeepseekV3ForCausalLM) and keys
+  kimi_k2 = deepseek_v3,
   nemotron_h = nemotron_h,
 }
 

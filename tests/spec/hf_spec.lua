@@ -50,7 +50,7 @@ describe("Hugging Face config.json", function()
 
   it("families that the zoo also holds give the zoo's exact counts and shapes", function()
     for _, name in ipairs({ "llama3.1_70b", "qwen2.5_72b", "mixtral_8x7b", "deepseek_v3", "nemotron_h_8b",
-      "qwen3_30b_a3b", "gpt_oss_120b", "gpt_oss_20b", "nemotron4_340b", "qwen3_8b" }) do
+      "qwen3_30b_a3b", "gpt_oss_120b", "gpt_oss_20b", "nemotron4_340b", "qwen3_8b", "kimi_k2" }) do
       local a, ma = info(HF .. name .. ".json")
       local b, mb = info("configs/models/" .. name .. ".yaml")
       assert.are.equal(b.params_total, a.params_total, name)
