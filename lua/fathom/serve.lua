@@ -416,7 +416,7 @@ function M.engine(a)
     local mem = plan:evaluate().memory
     local tier = mem.tiers and mem.tiers.xpu_memory
     local knobs = a.role == "prefill" and "(--prefill-tp, --prefill-pp)" or "(--tp, --pp)"
-    errors.raise("serve: %s on %s (TP %d, PP %d, EP %d) leaves no room for one KV-cache page (%d tokens): its "
+    errors.raise("serve: %s on %s (TP %d, PP %d, EP %d) leaves no room for one KV-cache page (%g tokens): its "
       .. "weights take %s per GPU%s (hint: more GPUs a replica %s%s, or fewer bytes a weight: the workload's "
       .. "weight_float_size_bytes, now %g)", model.name or a.model, a.hardware, tp, pp, ep, block,
       units.bytes(mem.components.weights),
