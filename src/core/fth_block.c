@@ -714,7 +714,7 @@ static void collectives(const fth_block_env *e, int moe, double tokens, fth_phas
    * input-gradient matmuls (Q, K and V; gate and up), a pattern it does not fuse
    * (pytorch/pytorch#149946): those run between the GEMMs. */
   const fth_group *tg = &l->group[FTH_COMM_TP];
-  if (bwd && (e->k.lora_rank > 0 || !e->tp_bwd_reduce_hidden) && tg->n > 0 && msg > 0) {
+  if (bwd && (e->k.lora_rank > 0 || !e->tp_overlap_backward_rs) && tg->n > 0 && msg > 0) {
     fth_coll_op op = e->sequence_parallel ? FTH_COLL_REDUCE_SCATTER : FTH_COLL_ALL_REDUCE;
     bwd->comm_serial_s[FTH_COMM_TP] +=
         tp_calls * fth_collective(op, FTH_ALGO_AUTO, msg, tg->lv, tg->n, e->coll).time_s;

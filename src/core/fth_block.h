@@ -35,8 +35,8 @@ typedef struct fth_block_env {
   double kv_reread;        ///< decode: share of a GQA group's extra KV loads (fth_infer_def)
   double expert_imbalance; ///< busiest EP rank's routed load / mean (>= 1)
   int flash_attention;
-  int tp_bwd_reduce_hidden; ///< the backward's TP input-gradient reductions hide under the
-                            ///< weight-gradient GEMMs (fth_train_def.tp_overlap_backward_rs)
+  int tp_overlap_backward_rs; ///< the backward's TP input-gradient reductions hide under the
+                              ///< weight-gradient GEMMs (fth_train_def.tp_overlap_backward_rs)
   unsigned op_keep;       ///< per-op recomputation's named policy (fth_model_op_mms; 0: torchtitan's)
   double sink_rate_share; ///< attention with sinks at this share of the fused rate, windows whole (0 = none)
   fth_cp_comm cp_comm;  ///< ring (p2p) or all-to-all context parallelism (fth_block.c)

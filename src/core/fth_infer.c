@@ -159,7 +159,7 @@ static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_en
   e->kv_reread = d->kv_reread;
   e->expert_imbalance = d->expert_imbalance;
   e->flash_attention = d->flash_attention;
-  e->tp_bwd_reduce_hidden = 1; /* no backward */
+  e->tp_overlap_backward_rs = 1; /* no backward */
   /* Serving engines dispatch with DeepEP: its normal kernels (prefill) send a token
    * across scale-out once per node and forward it there; its low-latency kernels
    * (decode) write each (token, expert) copy straight to the expert's GPU over

@@ -541,7 +541,7 @@ static void block_env(const fth_train_plan *p, fth_block_env *e) {
   e->kv_bytes = w->attention_fp8 && w->recipe != FTH_RECIPE_NONE ? 1.0 : w->act_bytes;
   e->expert_imbalance = w->expert_imbalance;
   e->flash_attention = w->flash_attention;
-  e->tp_bwd_reduce_hidden = w->tp_overlap_backward_rs;
+  e->tp_overlap_backward_rs = w->tp_overlap_backward_rs;
   e->op_keep = w->op_keep;
   e->sink_rate_share = p->model.attention_sinks ? w->attention_sink_rate_share : 0.0;
   e->cp_comm = w->cp_comm;
