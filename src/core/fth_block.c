@@ -866,6 +866,13 @@ void fth_block_pass(const fth_block_env *e, int moe, double requests, double q, 
     const double share = e->skip_attention ? 0.0 : sh->attn_share;
     fth_host_ops ops =
         fth_host_block_ops(e->model, moe, experts, e->k.gemm_bytes > 0, ring > 1 ? ring * share : 0.0);
+    if (e->k.lora_rank > 0) {
+      double adapted[2] = {0.0, 0.0}; /* attention, MLP / shared experts */
+      for (int i = 0; i < sh->num_linears; i++)
+        if (fth_linear_takes_lora(&sh->lin[i], e->k.lora_targets))
+          adapted[sh->lin[i].part == FTH_PART_ATTN ? 0 : 1] += sh->lin[i].share;
+      fth_host_add_adapters(&ops, adapted[0], adapted[1]);
+    }
     fth_host_block_s(&ops, e->k.graph_scope, e->k.host_op_s, &fwd->host_s, &bwd->host_s);
   }
 }

@@ -34,6 +34,11 @@
  * dK/dV accumulated, the gradient transfer posted), counted from its forward and backward
  * loops (TE 2.3, attention/dot_product_attention/context_parallel.py). */
 #define CP_RING_STEP_OPS 25.0
+/* A LoRA adapter (NeMo's ParallelLinearAdapter.forward, wrapped by LoRALinear.forward):
+ * dropout, linear_in, linear_out, the sequence-parallel gather (QKV, fc1) or scatter
+ * (output projection, fc2), the alpha / rank scaling and the sum into the base linear's
+ * output: 6 operators (its activation is the identity). */
+#define LORA_ADAPTER_OPS 6.0
 /* Backward: each GEMM's data and weight gradients, each element-wise op's
  * backward: about twice the forward's operators. */
 #define BWD_OPS_RATIO 2.0
@@ -65,6 +70,13 @@ fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_ex
   o.preprocess = PREPROCESS_OPS;
   o.experts = EXPERT_FIXED_OPS + EXPERT_GEMMS * (1.0 + cast) * local_experts;
   return o;
+}
+
+void fth_host_add_adapters(fth_host_ops *o, double attn, double mlp) {
+  o->attn += LORA_ADAPTER_OPS * attn;
+  /* a MoE block's adapted shared experts run with its router (fth_host_block_ops) */
+  if (o->mlp > 0 || o->router <= 0) o->mlp += LORA_ADAPTER_OPS * mlp;
+  else o->router += LORA_ADAPTER_OPS * mlp;
 }
 
 void fth_host_block_s(const fth_host_ops *o, unsigned scope, double op_s, double *fwd_s,

@@ -50,6 +50,12 @@ typedef struct fth_host_ops {
 fth_host_ops fth_host_block_ops(const fth_model_def *m, int moe, double local_experts,
                                 int cast_per_gemm, double ring_steps);
 
+/// Add the operators of LoRA adapters to a block's: `attn` adapted linears in the
+/// attention sub-layer, `mlp` in the MLP or shared experts (each adapter's own dropout,
+/// down- and up-projection, sequence-parallel gather or scatter, scaling and the sum
+/// into the base output: NeMo's ParallelLinearAdapter.forward and LoRALinear.forward).
+void fth_host_add_adapters(fth_host_ops *ops, double attn, double mlp);
+
 /// Host seconds of one block's forward and backward passes: the operators not
 /// captured by `graph_scope`, `op_s` each; the backward issues twice the forward's
 /// (data- and weight-gradient GEMMs, each element-wise op's backward), but the CP

@@ -266,6 +266,7 @@ static void push_share(fth_layer_shape *s, double in, double out, fth_shard shar
   l->out = out;
   l->shard = shard;
   l->part = part;
+  l->share = share;
   if (shard == FTH_SHARD_ROW)
     l->in *= share;
   else

@@ -116,6 +116,7 @@ typedef struct fth_linear {
   double in, out;
   fth_shard shard;
   fth_part part;
+  double share; ///< the block's share that runs it (a hybrid's mixer or attention; 1 otherwise)
 } fth_linear;
 
 #define FTH_MAX_LINEARS 12

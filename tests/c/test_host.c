@@ -5,7 +5,8 @@
  * router 31 (+ the shared experts' MLP), preprocess 10, routed experts 4 + 2 per
  * local expert; a recipe casts each GEMM's input: +2 for attention and the MLP,
  * +2 per local expert. Backward: twice the forward's. A context-parallel ring of c
- * steps adds 25 c operators to the forward and as many to the backward. */
+ * steps adds 25 c operators to the forward and as many to the backward. A LoRA
+ * adapter adds 6 to the sub-layer it adapts. */
 #include "fth_host.h"
 #include "fth_train.h"
 #include "test_fixtures.h"
@@ -51,6 +52,18 @@ static int counts(void) {
   FTH_ENSURE_NEAR(16.0, o.attn, 0);
   FTH_ENSURE_NEAR(0.0, fth_host_block_ops(&dense, 0, 0, 0, 0).cp_ring, 0);
   FTH_ENSURE_NEAR(25.0, fth_host_block_ops(&dense, 0, 0, 0, 4 * 0.25).cp_ring, 0);
+
+  /* LoRA adapters, 6 operators each: two on the attention (QKV, output projection)
+   * 16 + 12 = 28, two on the MLP (fc1, fc2) 6 + 12 = 18; a MoE block's adapted shared
+   * experts with its router: 39 + 12 = 51 */
+  o = fth_host_block_ops(&dense, 0, 0, 0, 0);
+  fth_host_add_adapters(&o, 2.0, 2.0);
+  FTH_ENSURE_NEAR(28.0, o.attn, 0);
+  FTH_ENSURE_NEAR(18.0, o.mlp, 0);
+  o = fth_host_block_ops(&m, 1, 4, 1, 0);
+  fth_host_add_adapters(&o, 0.0, 2.0);
+  FTH_ENSURE_NEAR(51.0, o.router, 0);
+  FTH_ENSURE_NEAR(0.0, o.mlp, 0);
   return 0;
 }
 
@@ -129,6 +142,61 @@ static int host_bound_step(void) {
   fth_train_evaluate(&plan, &graphed);
   FTH_ENSURE_NEAR(dev.step_time_s, graphed.step_time_s, 1e-12);
   FTH_ENSURE_NEAR(0.0, graphed.host_wait_s, 0);
+
+  /* LoRA on the attention: its QKV and output projection each carry an adapter of 6
+   * operators, so the forward issues 22 + 12 = 34 (34 ms) and the backward 68 (68 ms);
+   * on every linear (+ fc1, fc2) 46 and 92. A graph of the attention sub-layer captures
+   * its adapters with it: the MLP's 6 + 12 = 18 stay (18 ms, 36 ms). */
+  fth_train_result lora;
+  w.cuda_graph_scope = 0u;
+  w.lora_rank = 8;
+  w.lora_targets = FTH_LORA_ATTENTION;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &lora);
+  FTH_ENSURE_NEAR(34e-3, lora.fwd_s, 1e-12);
+  FTH_ENSURE_NEAR(68e-3, lora.bwd_s, 1e-12);
+  w.lora_targets = FTH_LORA_ALL_LINEAR;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &lora);
+  FTH_ENSURE_NEAR(46e-3, lora.fwd_s, 1e-12);
+  FTH_ENSURE_NEAR(92e-3, lora.bwd_s, 1e-12);
+  w.cuda_graph_scope = FTH_GRAPH_ATTN;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &lora);
+  FTH_ENSURE_NEAR(18e-3, lora.fwd_s, 1e-12);
+  FTH_ENSURE_NEAR(36e-3, lora.bwd_s, 1e-12);
+  return 0;
+}
+
+/* A hybrid's adapters count by the share of its blocks that run each linear: pattern
+ * 3 Mamba, 1 attention, 4 MLP sub-layers in 4 blocks runs the attention's QKV and output
+ * projection in a quarter of them and the Mamba in_proj and out_proj in three quarters,
+ * so LoRA on the attention-side linears adds 2 x 0.25 + 2 x 0.75 = 2 adapters a block,
+ * 12 operators (12 ms a forward, 24 ms a backward at 1 ms an operator, host-bound). */
+static int hybrid_adapters(void) {
+  fth_node_def n = tfx_node();
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_block_model();
+  m.hybrid_mamba = 3;
+  m.hybrid_attention = 1;
+  m.hybrid_mlp = 4;
+  m.n_layers = 4;
+  m.mamba_head_dim = 64;
+  m.mamba_num_groups = 1;
+  m.mamba_state_dim = 16;
+  fth_train_def w = tfx_serial_work(2, 1024);
+  w.host_op_s = 1e-3;
+  fth_train_plan plan;
+  fth_error err;
+  fth_train_result base, lora;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &base);
+  w.lora_rank = 8;
+  w.lora_targets = FTH_LORA_ATTENTION;
+  FTH_ENSURE(fth_train_compile(&plan, &n, &t, &m, &w, &err) == FTH_OK);
+  fth_train_evaluate(&plan, &lora);
+  FTH_ENSURE_NEAR(4 * 12e-3, lora.fwd_s - base.fwd_s, 1e-9);
+  FTH_ENSURE_NEAR(4 * 24e-3, lora.bwd_s - base.bwd_s, 1e-9);
   return 0;
 }
 
@@ -152,6 +220,7 @@ int host_test(void) {
   FTH_RUN(scopes());
   FTH_RUN(ring_scopes());
   FTH_RUN(host_bound_step());
+  FTH_RUN(hybrid_adapters());
   FTH_RUN(checks());
   return 0;
 }
