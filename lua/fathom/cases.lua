@@ -21,6 +21,7 @@ M.gpus = {
   { pattern = "h800", node = "H800_SXM", generation = "hopper" },
   -- GH200: H100 compute with 96-144 GB HBM3/HBM3e beside a Grace CPU; H200 is the nearest node
   { pattern = "gh200", node = "H200_SXM", generation = "hopper" },
+  { pattern = "h200nvl", node = "H200_NVL", generation = "hopper" },
   { pattern = "h200", node = "H200_SXM", generation = "hopper" },
   { pattern = "h20%f[^%d]", node = "H20", generation = "hopper" },
   { pattern = "h100.*pcie", node = "H100_PCIE", generation = "hopper" },

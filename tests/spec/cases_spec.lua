@@ -19,6 +19,8 @@ describe("fathom.cases", function()
       ["NVIDIA H100 NVL"] = "H100_NVL",
       ["NVIDIA H800"] = "H800_SXM",
       ["NVIDIA H200 (SXM, 141 GB)"] = "H200_SXM",
+      ["NVIDIA H200 NVL (PCIe, 141 GB)"] = "H200_NVL",
+      ["NVIDIA H200-NVL-141GB"] = "H200_NVL",
       ["NVIDIA H20"] = "H20",
       ["NVIDIA A100-SXM4-40GB"] = "A100_40GB_SXM",
       ["NVIDIA A100 80GB"] = "A100_80GB_SXM",
@@ -910,6 +912,30 @@ describe("fathom.calibration", function()
       assert.is_true(math.abs(comp(node).fp8_efficiency - bw.fp8_efficiency * 1.25) < 5e-4, node)
       assert.are.equal(bw.fp4_efficiency, comp(node).fp4_efficiency)
     end
+  end)
+
+  it("models an NVL card as its SXM silicon under the NVL's power cap", function()
+    -- H100 NVL (400 W) and H200 NVL (600 W) both quote 835 / 1,671 dense TFLOPS at a reference
+    -- clock; the library gives them their SXM part's rates at 700 W and the NVL's TDP as a
+    -- power cap, so the core holds (cap / 700)^(1/3) of the clocks: 0.830 and 0.950
+    for nvl, sxm in pairs({ H100_NVL = "H100_SXM", H200_NVL = "H200_SXM" }) do
+      local a, b = comp(nvl), comp(sxm)
+      assert.are.equal(b.bf16_nominal, a.bf16_nominal, nvl)
+      assert.are.equal(b.fp8_nominal, a.fp8_nominal, nvl)
+      assert.are.equal(700, a.power_watts, nvl)
+    end
+    assert.are.equal(400, comp("H100_NVL").power_limit_watts)
+    assert.are.equal(600, comp("H200_NVL").power_limit_watts)
+    -- Dell's MLPerf v5.0 LoRA runs on 8 H200 NVL and 8 H200 SXM with the same layout (TP 1,
+    -- CP 2, DP 4): the NVL step predicted (600/700)^(-1/3) = 1.05x slower on its compute
+    local run = require("helpers").evaluate_case
+    local step = {}
+    for _, c in ipairs(require("fathom.validate").load({ "validation/mlperf_lora_cases.yaml" })) do
+      if c.id == "mlperf50_llama2_70b_lora_dell_h200nvl_8" then step.nvl = run(c).step_time_s end
+      if c.id == "mlperf50_llama2_70b_lora_dell_h200_8_xe9680" then step.sxm = run(c).step_time_s end
+    end
+    local ratio = step.nvl / step.sxm
+    assert.is_true(ratio > 1.03 and ratio < 1.0526, ratio)
   end)
 
   it("holds B300 (HGX, 1,100 W) at 0.92 of its nominal clock: Nebius's identical 8B runs", function()
