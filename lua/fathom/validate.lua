@@ -15,7 +15,8 @@ local spec = require("fathom.spec")
 local M = {}
 
 M.default_files = { "validation/published_cases.yaml", "validation/modern_cases.yaml",
-  "validation/korthikanti2022_cases.yaml", "validation/mlperf_cases.yaml", "validation/mlperf_lora_cases.yaml" }
+  "validation/korthikanti2022_cases.yaml", "validation/mlperf_cases.yaml", "validation/mlperf_lora_cases.yaml",
+  "validation/amd_rocm_vllm_cases.yaml" }
 
 local function quantile(sorted, q)
   if #sorted == 0 then return nil end
@@ -534,10 +535,17 @@ function M.inference_docs(case)
   -- A benchmark at a stated concurrency (trtllm-bench --concurrency: N users, closed loop)
   -- runs through the serving simulator as it ran: each attention DP rank a replica with its
   -- own batch cap and KV cache, the ranks in lock step, prompts whole in the token budget.
+  -- An offline throughput benchmark (vLLM benchmark_throughput: a count of prompts, no batch
+  -- and no concurrency) submits every prompt at once; the engine runs what its batch cap
+  -- (max_num_seqs) and KV cache hold and preempts when the cache fills, which a static batch
+  -- of all the prompts cannot show: the same closed loop, every prompt a user.
   local sim
   local users = cases.count(inf.concurrency)
+  local prompts = cases.count(inf.num_requests) or cases.count(inf.num_prompts)
+  local offline = not users and prompts ~= nil and type(inf.batch) ~= "number"
+  if offline then users = prompts end
   if users and cases.count(inf.osl) and not prefill_only and not decode_only then
-    sim = { concurrency = users, requests = cases.count(inf.num_requests) or 4 * users,
+    sim = { concurrency = users, requests = prompts or 4 * users, offline = offline or nil,
       ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
       max_batch = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size) or mb,
       max_batch_tokens = cases.count(inf.max_num_tokens),
@@ -690,10 +698,15 @@ local function evaluate_inference(state, job, settings)
     ctx.batch, ctx.pre = n, r.ttft_s.mean
     ctx.dec = r.tpot_s.mean * ctx.ngen
     ctx.t = n * docs.osl / r.throughput.output_tokens_per_s
-    path = string.format("simulated: %d users, %d requests, %s", n, r.requests_completed,
-      docs.sim.lockstep and "DP ranks in lock step" or "independent replicas")
+    path = docs.sim.offline and string.format("simulated: %d prompts at once, at most %d running", n,
+        docs.sim.max_batch)
+      or string.format("simulated: %d users, %d requests, %s", n, r.requests_completed,
+        docs.sim.lockstep and "DP ranks in lock step" or "independent replicas")
   end
+  -- A static batch fits when all of it does; a simulated run when one request's KV cache
+  -- fits beside the weights (the engine admits what the cache holds)
   local fits = (not res.pre or res.pre.memory.fits) and (not res.dec or res.dec.memory.fits)
+  if res.sim then fits = res.sim.kv_cache.capacity_tokens >= docs.isl + docs.osl end
   local rec = { id = case.id, source = case.source, workload = "inference", calibration = from,
     framework = docs.fw.name, fits = fits, notes = docs.notes, comparisons = {}, serving_path = path }
   for _, m in ipairs(case.measured or {}) do

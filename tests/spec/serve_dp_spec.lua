@@ -132,6 +132,52 @@ describe("fathom.validate serving path", function()
     rec = record(case)
     assert.are.equal("static batch", rec.serving_path)
   end)
+
+  -- Llama 3.1 405B FP8 with a 16-bit KV cache on 8 MI300X under vLLM's throughput benchmark:
+  -- a count of prompts, no batch and no concurrency (validation/amd_rocm_vllm_cases.yaml).
+  local function offline_case(inf)
+    local i = { isl = 2048, osl = 64, precision = "FP8 weights and activations; KV cache dtype not stated",
+      framework = "vLLM 0.10.2 (ROCm 7.0.0)" }
+    for k, v in pairs(inf) do i[k] = v end
+    return { id = "llama405b_offline", source = "synthetic", workload = "inference",
+      model = { name = "Llama 3.1 405B", arch = "Llama-style (RoPE, SwiGLU, RMSNorm, GQA)", layers = 126,
+        hidden = 16384, heads = 128, kv_heads = 8, head_dim = 128, ffn = 53248, vocab = 128256 },
+      system = { gpu = "AMD Instinct MI300X", gpu_memory_gb = 192, num_gpus = 8, gpus_per_node = 8 },
+      parallelism = { tp = 8 }, inference = i,
+      measured = { { metric = "output_throughput", value = 1000, unit = "output tokens/s (8 GPUs)" } } }
+  end
+
+  it("runs an offline throughput benchmark as every prompt submitted at once", function()
+    local state = validate.state()
+    local function record(c) return (validate.evaluate(state, (validate.prepare({ c }))))[1] end
+    local case = offline_case({ isl = 128, osl = 256, num_prompts = 64, max_num_seqs = 64 })
+    local docs = assert(validate.inference_docs(case))
+    assert.are.same({ concurrency = 64, requests = 64, offline = true, ranks = 1, lockstep = false,
+      max_batch = 64 }, docs.sim)
+    local all = record(case)
+    assert.are.equal("simulated: 64 prompts at once, at most 64 running", all.serving_path)
+    -- max_num_seqs 16 runs the 64 prompts in four waves of 16: decode steps (256 a prompt
+    -- against 128 prompt tokens) at a quarter of the batch read the same 51 GB of weights a
+    -- GPU, so the rate falls below half
+    local capped = record(offline_case({ isl = 128, osl = 256, num_prompts = 64, max_num_seqs = 16 }))
+    assert.are.equal("simulated: 64 prompts at once, at most 16 running", capped.serving_path)
+    assert.is_true(capped.predicted < 0.5 * all.predicted, capped.predicted .. " vs " .. all.predicted)
+  end)
+
+  it("admits what the KV cache holds where one static batch of every prompt does not fit", function()
+    -- 1,200 prompts of 2,048 + 64 tokens: 126 layers x 2 x 128 x 2 bytes = 64.5 KB a token
+    -- a GPU (one KV head each), 1,200 x 2,112 x 64.5 KB = 164 GB beside 51 GB of weights on
+    -- a 192 GB part. As one batch it does not fit; the engine runs what fits and still ends.
+    local state = validate.state()
+    local function record(c) return (validate.evaluate(state, (validate.prepare({ c }))))[1] end
+    local offline = record(offline_case({ num_prompts = 1200, max_num_seqs = 1200 }))
+    assert.is_true(offline.fits)
+    local static = record(offline_case({ batch = 1200 }))
+    assert.are.equal("static batch", static.serving_path)
+    assert.is_false(static.fits)
+    -- fewer running at once than the static batch assumes: less throughput, not more
+    assert.is_true(offline.predicted < static.predicted, offline.predicted .. " vs " .. static.predicted)
+  end)
 end)
 
 describe("fathom serve --dp-attention and --swap-bw", function()
