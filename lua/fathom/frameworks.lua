@@ -41,6 +41,10 @@
 --                          Launcher's grad_sync_dtype bf16). With the distributed optimizer
 --                          the buffer is whole on every rank, so this is 2-4 bytes/parameter.
 --   kernel_launch_sec      per-kernel launch and gap
+--   engine_allreduce       a serving engine's own one-kernel all-reduce inside a node (the
+--                          core's collective.engine_allreduce_latency_sec and _max_bytes): its
+--                          fixed latency in place of NCCL/RCCL's per-step latencies, for
+--                          messages up to its limit, where that is faster
 --   eager_elementwise      eager PyTorch: every element-wise op its own kernel (fp32 norm and
 --                          RoPE chains, unfused SwiGLU); a name that says "compile"
 --                          (torch.compile fuses those chains) turns it off
@@ -308,7 +312,15 @@ M.rows = {
   -- vLLM 2024 (V0 engine; on ROCm hipBLASLt FP8 GEMMs and Triton attention before AITER)
   { name = "vLLM (2024)", pattern = "vllm", max_version = 2024, dated = true, kernels = "vllm2024",
     serving_policy = "chunked" },
-  { name = "vLLM", pattern = "vllm", kernels = "2025", serving_policy = "chunked" },
+  -- vLLM from 2025 reduces its TP activations with its own custom all-reduce (peers' buffers
+  -- mapped into each GPU, one launch) on ROCm as on CUDA: 6.3 us for 24 KB and 6.7 us for 48 KB
+  -- on 8 MI355X (vLLM pull request 39080's table of the current kernel; ~6.0 us at zero bytes),
+  -- against ~25 us for RCCL's (two 12 us steps on the Infinity Fabric, infinity_fabric_mi300).
+  -- NVLink's NCCL steps (2 us) are faster already. It takes messages up to 8 MiB
+  -- (CustomAllreduce's max_size); larger ones, a prefill chunk's or a large decode batch's, go
+  -- to NCCL/RCCL. vLLM 2024's ROCm runs (oci_mi300x_vllm) fit RCCL's latency, so its row has none
+  { name = "vLLM", pattern = "vllm", kernels = "2025", serving_policy = "chunked",
+    engine_allreduce = { engine_allreduce_latency_sec = 6.0e-6, engine_allreduce_max_bytes = 8 * 2 ^ 20 } },
   -- SGLang's large-EP deployments place experts by EPLB, with redundant experts filling equal
   -- slots per EP rank (--ep-num-redundant-experts)
   { name = "SGLang", pattern = "sglang", kernels = "2025", serving_policy = "chunked", eplb_slots = true },
@@ -569,6 +581,16 @@ function M.apply(doc, pass)
   if (pass == nil or pass == "training") and doc.moe_dispatch_float_size_bytes == nil
     and M.lookup(doc.framework).fp8_dispatch and width and width >= 1 then
     doc.moe_dispatch_float_size_bytes = 1
+  end
+  -- a serving engine's own all-reduce, inside the spec's collective table (keys it leaves unset)
+  local ar = M.lookup(doc.framework).engine_allreduce
+  if (pass == "prefill" or pass == "decode") and ar then
+    local c = {}
+    for k, v in pairs(doc.collective or {}) do c[k] = v end
+    for k, v in pairs(ar) do
+      if c[k] == nil then c[k] = v end
+    end
+    doc.collective = c
   end
   if (pass == nil or pass == "training") and doc.tp_gather_quantized == nil then
     doc.tp_gather_quantized = M.gathers_quantized(M.lookup(doc.framework), doc.precision_recipe)

@@ -452,6 +452,10 @@ M.routing_schema = {
 M.collective_schema = {
   per_peer_overhead_sec = { type = "number", min = 0, default = 0 },
   launch_sec = { type = "number", min = 0, default = 0 },
+  -- an engine's own one-kernel all-reduce inside a node (vLLM's custom all-reduce): its
+  -- latency replaces NCCL/RCCL's per-step latencies where that is faster; 0 = none
+  engine_allreduce_latency_sec = { type = "number", min = 0, max = 1, default = 0 },
+  engine_allreduce_max_bytes = { type = "number", min = 0, default = 0, hint = "the largest message; 0 = any" },
 }
 
 -- Loaders -----------------------------------------------------------------------------------

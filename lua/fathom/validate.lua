@@ -526,7 +526,8 @@ function M.inference_docs(case)
       comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
       comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
       kernel_model = "tiled", two_batch_overlap = inf.two_batch_overlap == true,
-      decode_kv_reread = fw.decode_kv_reread }
+      decode_kv_reread = fw.decode_kv_reread,
+      collective = fw.engine_allreduce }
     for k, v in pairs(extra) do w[k] = v end
     return w
   end

@@ -46,6 +46,8 @@ fth_coll_params fth_coll_params_default(void) {
   fth_coll_params p;
   p.per_peer_overhead_s = 0.0;
   p.launch_s = 0.0;
+  p.engine_allreduce_s = 0.0;
+  p.engine_allreduce_max_bytes = 0.0;
   return p;
 }
 
@@ -478,6 +480,20 @@ fth_coll_result fth_collective(fth_coll_op op, fth_coll_algo algo, double bytes,
       if (total(t) < total(c)) {
         c = t;
         r.algo = (fth_coll_algo)a;
+      }
+    }
+    /* An engine's own all-reduce kernel inside one scale-up level (vLLM's custom
+     * all-reduce: the peers' buffers mapped into every GPU, a one- or two-shot
+     * exchange in one launch): the direct exchange's transfer with one fixed
+     * latency, for messages up to its limit (larger ones go to NCCL/RCCL), where
+     * that is faster. */
+    if (op == FTH_COLL_ALL_REDUCE && n == 1 && p.engine_allreduce_s > 0.0 &&
+        (p.engine_allreduce_max_bytes <= 0.0 || bytes <= p.engine_allreduce_max_bytes)) {
+      cost d = algo_cost(op, FTH_ALGO_DIRECT, bytes, lv, n, 0.0);
+      cost e = mk(d.bw_s, p.engine_allreduce_s, d.wire);
+      if (d.bw_s < HUGE_VAL && total(e) < total(c)) {
+        c = e;
+        r.algo = FTH_ALGO_DIRECT;
       }
     }
   } else {

@@ -47,9 +47,13 @@ fth_coll_algo fth_coll_algo_parse(const char *name); ///< FTH_ALGO_COUNT when un
 typedef struct fth_coll_params {
   double per_peer_overhead_s; ///< per distinct peer, in every all-to-all and direct exchange
   double launch_s;            ///< fixed kernel-launch cost per collective
+  /// An engine's own one-kernel all-reduce inside one scale-up level (vLLM's custom
+  /// all-reduce): its fixed latency, in place of the library's per-step latencies; 0 = none
+  double engine_allreduce_s;
+  double engine_allreduce_max_bytes; ///< the largest message it takes; 0 = any
 } fth_coll_params;
 
-fth_coll_params fth_coll_params_default(void); ///< both 0
+fth_coll_params fth_coll_params_default(void); ///< all 0
 
 typedef struct fth_coll_result {
   double time_s;      ///< total time of the collective

@@ -62,6 +62,13 @@ fth_status fth_exec_check(double act_bytes, double expert_imbalance, const doubl
       return fth_fail(err, FTH_EINVAL, names[i], "expected a value in [0, 1], got %g", effs[i]);
   if (!(coll->per_peer_overhead_s >= 0 && coll->launch_s >= 0 && kernel_launch_s >= 0))
     return fth_fail(err, FTH_EINVAL, "overheads", "expected >= 0");
+  if (!(coll->engine_allreduce_s >= 0 && isfinite(coll->engine_allreduce_s)))
+    return fth_fail(err, FTH_EINVAL, "collective.engine_allreduce_latency_sec",
+                    "expected a finite value >= 0, got %g", coll->engine_allreduce_s);
+  if (!(coll->engine_allreduce_max_bytes >= 0 && isfinite(coll->engine_allreduce_max_bytes)))
+    return fth_fail(err, FTH_EINVAL, "collective.engine_allreduce_max_bytes",
+                    "expected a finite value >= 0 (0 = any size), got %g",
+                    coll->engine_allreduce_max_bytes);
   return FTH_OK;
 }
 

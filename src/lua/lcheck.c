@@ -355,6 +355,10 @@ void lcheck_coll_params(lua_State *L, int idx, fth_coll_params *out) {
   out->per_peer_overhead_s =
       lcheck_number(L, idx, "collective", "per_peer_overhead_sec", out->per_peer_overhead_s);
   out->launch_s = lcheck_number(L, idx, "collective", "launch_sec", out->launch_s);
+  out->engine_allreduce_s = lcheck_number(L, idx, "collective", "engine_allreduce_latency_sec",
+                                          out->engine_allreduce_s);
+  out->engine_allreduce_max_bytes = lcheck_number(L, idx, "collective", "engine_allreduce_max_bytes",
+                                                  out->engine_allreduce_max_bytes);
 }
 
 void lcheck_tier_map(lua_State *L, int t, const char *key, fth_tier *map) {

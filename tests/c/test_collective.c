@@ -26,6 +26,45 @@ static double t1(fth_coll_op op, fth_coll_algo algo, double m, const fth_group_l
   return fth_collective(op, algo, m, l, 1, p).time_s;
 }
 
+/* An engine's own all-reduce kernel (vLLM's custom all-reduce) on a full mesh of 8 at
+ * B = 1e11 bytes/s a GPU (B / 7 a link), RCCL-like a = 12 us a step, a decode message of
+ * m = 16 KB. Library, direct (the fastest): two exchanges of m / 8 to each of 7 peers over
+ * its own link of B / 7, 2 x 7/8 x m / B = 0.28672 us, + 2 a = 24.28672 us (the ring pays
+ * 14 a). The engine's kernel: the same transfer + its 6 us = 6.28672 us. */
+static int engine_allreduce(void) {
+  const double m = 16384.0, a = 12e-6, xfer = 2.0 * 7.0 / 8.0 * m / B;
+  fth_group_level mesh = level(8, 8, FTH_TOPO_MESH, B, a);
+  fth_coll_params p = fth_coll_params_default();
+  fth_coll_result lib = fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, m, &mesh, 1, &p);
+  FTH_ENSURE(lib.algo == FTH_ALGO_DIRECT);
+  FTH_ENSURE_NEAR(xfer + 2.0 * a, lib.time_s, 1e-15);
+  p.engine_allreduce_s = 6e-6;
+  fth_coll_result eng = fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, m, &mesh, 1, &p);
+  FTH_ENSURE(eng.algo == FTH_ALGO_DIRECT);
+  FTH_ENSURE_NEAR(6.28672e-6, eng.time_s, 1e-15);
+  FTH_ENSURE_NEAR(xfer, eng.transfer_s, 1e-15);
+  FTH_ENSURE_NEAR(6e-6, eng.latency_s, 1e-15);
+  /* above its size limit the message goes to the library */
+  p.engine_allreduce_max_bytes = 8192.0;
+  FTH_ENSURE_NEAR(lib.time_s, t1(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, m, &mesh, &p), 1e-15);
+  p.engine_allreduce_max_bytes = m;
+  FTH_ENSURE_NEAR(6.28672e-6, t1(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, m, &mesh, &p), 1e-15);
+  /* slower than the library: not taken; a named algorithm and other ops keep theirs */
+  p.engine_allreduce_s = 30e-6;
+  FTH_ENSURE_NEAR(lib.time_s, t1(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, m, &mesh, &p), 1e-15);
+  p.engine_allreduce_s = 6e-6;
+  FTH_ENSURE_NEAR(t1(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, m, &mesh, NULL),
+                  t1(FTH_COLL_ALL_REDUCE, FTH_ALGO_RING, m, &mesh, &p), 1e-15);
+  FTH_ENSURE_NEAR(t1(FTH_COLL_ALL_GATHER, FTH_ALGO_AUTO, m, &mesh, NULL),
+                  t1(FTH_COLL_ALL_GATHER, FTH_ALGO_AUTO, m, &mesh, &p), 1e-15);
+  /* across two levels (beyond one node) the engine's kernel does not apply */
+  fth_group_level two[2] = {level(8, 8, FTH_TOPO_MESH, B, a), level(2, 2, FTH_TOPO_SWITCHED, B / 8, a)};
+  fth_coll_params none = fth_coll_params_default();
+  FTH_ENSURE_NEAR(fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, m, two, 2, &none).time_s,
+                  fth_collective(FTH_COLL_ALL_REDUCE, FTH_ALGO_AUTO, m, two, 2, &p).time_s, 1e-15);
+  return 0;
+}
+
 /* Ring all-reduce over one level: 2(g-1)/g M/B + 2(g-1) a (Thakur et al. 2005). */
 static int ring_exact(void) {
   for (int g = 2; g <= 64; g++) {
@@ -365,6 +404,7 @@ static int names(void) {
 }
 
 int collective_test(void) {
+  FTH_RUN(engine_allreduce());
   FTH_RUN(ring_exact());
   FTH_RUN(algorithms_by_hand());
   FTH_RUN(in_network());

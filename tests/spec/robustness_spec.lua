@@ -99,6 +99,8 @@ local analyze_cases = {
   { "workload", "train_grouped_string.yaml", ":8:24: grouped_expert_kernel: expected true or false, got .maybe." },
   { "workload", "train_tp_bwd_rs_string.yaml", ":8:25: tp_overlap_backward_rs: expected true or false, got .maybe." },
   { "workload", "train_tp_gather_number.yaml", ":8:22: tp_gather_quantized: expected true or false, got 1" },
+  { "workload", "train_engine_allreduce_negative.yaml",
+    ":13:44: collective%.engine_allreduce_latency_sec: expected a value >= 0, got %-6e%-06" },
   { "workload", "train_runs_negative.yaml", ":12:48: pp_spec.microbatches_per_run: expected a value >= 0" },
   { "workload", "train_saved_unknown.yaml", ":9:31: recompute_saved%[2%]: expected one of query_proj, .*, got mlp" },
   { "workload", "train_saved_not_op.yaml",

@@ -164,6 +164,24 @@ describe("fathom.validate serving path", function()
     assert.is_true(capped.predicted < 0.5 * all.predicted, capped.predicted .. " vs " .. all.predicted)
   end)
 
+  it("gives vLLM from 2025 its own all-reduce kernel, and vLLM 2024 NCCL/RCCL's", function()
+    local frameworks = require("fathom.frameworks")
+    local want = { engine_allreduce_latency_sec = 6.0e-6, engine_allreduce_max_bytes = 8 * 2 ^ 20 }
+    local docs = assert(validate.inference_docs(offline_case({ batch = 1 })))
+    assert.are.same(want, docs.decode.collective)
+    assert.are.same(want, docs.prefill.collective)
+    docs = assert(validate.inference_docs(offline_case({ batch = 1, framework = "vLLM (ROCm, 2024)" })))
+    assert.is_nil(docs.decode.collective)
+    -- a serving spec naming the framework: filled into its collective table, its own keys kept
+    local doc = { framework = "vLLM 0.11", collective = { launch_sec = 1e-6, engine_allreduce_max_bytes = 1024 } }
+    frameworks.apply(doc, "decode")
+    assert.are.same({ launch_sec = 1e-6, engine_allreduce_latency_sec = 6.0e-6, engine_allreduce_max_bytes = 1024 },
+      doc.collective)
+    doc = { framework = "vLLM 0.11" }
+    frameworks.apply(doc, "training")
+    assert.is_nil(doc.collective)
+  end)
+
   it("admits what the KV cache holds where one static batch of every prompt does not fit", function()
     -- 1,200 prompts of 2,048 + 64 tokens: 126 layers x 2 x 128 x 2 bytes = 64.5 KB a token
     -- a GPU (one KV head each), 1,200 x 2,112 x 64.5 KB = 164 GB beside 51 GB of weights on
