@@ -544,7 +544,12 @@ function M.inference_docs(case)
   local users = cases.count(inf.concurrency)
   local prompts = cases.count(inf.num_requests) or cases.count(inf.num_prompts)
   local offline = not users and prompts ~= nil and type(inf.batch) ~= "number"
-  if offline then users = prompts end
+  -- (a run of more prompts than the simulator takes keeps its steady state: at most 4 x the
+  -- engine's cap, or M.MAX_SIM_REQUESTS, of them are simulated, all at once)
+  if offline then
+    users = math.min(prompts, math.max(M.MAX_SIM_REQUESTS, 4 * mb * dp_attn))
+    prompts = users
+  end
   if users and cases.count(inf.osl) and not prefill_only and not decode_only then
     sim = { concurrency = users, requests = prompts or 4 * users, offline = offline or nil,
       ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
