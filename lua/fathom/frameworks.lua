@@ -584,12 +584,14 @@ function M.apply(doc, pass)
   end
   -- a serving engine's own all-reduce, inside the spec's collective table (keys it leaves unset)
   local ar = M.lookup(doc.framework).engine_allreduce
-  if (pass == "prefill" or pass == "decode") and ar then
+  if (pass == "prefill" or pass == "decode") and ar and (doc.collective == nil or type(doc.collective) == "table") then
     local c = {}
     for k, v in pairs(doc.collective or {}) do c[k] = v end
     for k, v in pairs(ar) do
       if c[k] == nil then c[k] = v end
     end
+    -- the user's keys keep their file positions in error messages
+    if type(doc.collective) == "table" then require("fathom.errors").copy_origin(doc.collective, c) end
     doc.collective = c
   end
   if (pass == nil or pass == "training") and doc.tp_gather_quantized == nil then

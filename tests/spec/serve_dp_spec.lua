@@ -188,6 +188,24 @@ describe("fathom.validate serving path", function()
     assert.is_nil(doc.collective)
   end)
 
+  it("refuses a bad collective table under a framework at its own position, exit 2", function()
+    local function analyze(file)
+      return h.run("analyze", "--hardware-lib", "configs/hardware/hardware_library.yaml",
+        "--physical-topology", "configs/topology_zoo/physical/dgx_h100_1node.yaml",
+        "--logical-topology", "configs/topology_zoo/logical/tp8.yaml",
+        "--model-spec", "configs/models/llama3.1_70b.yaml",
+        "--workload-spec", file, "--pass-mode", "inference_decode")
+    end
+    local r = analyze("tests/fixtures/bad/decode_vllm_collective_negative.yaml")
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find(
+      "decode_vllm_collective_negative.yaml:25:26: collective.launch_sec: expected a value >= 0", 1, true), r.stderr)
+    r = analyze("tests/fixtures/bad/decode_vllm_collective_string.yaml")
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("decode_vllm_collective_string.yaml:25:13: collective: expected a mapping", 1, true),
+      r.stderr)
+  end)
+
   it("admits what the KV cache holds where one static batch of every prompt does not fit", function()
     -- 1,200 prompts of 2,048 + 64 tokens: 126 layers x 2 x 128 x 2 bytes = 64.5 KB a token
     -- a GPU (one KV head each), 1,200 x 2,112 x 64.5 KB = 164 GB beside 51 GB of weights on
