@@ -16,7 +16,7 @@ local M = {}
 
 M.default_files = { "validation/published_cases.yaml", "validation/modern_cases.yaml",
   "validation/korthikanti2022_cases.yaml", "validation/mlperf_cases.yaml", "validation/mlperf_lora_cases.yaml",
-  "validation/amd_rocm_vllm_cases.yaml" }
+  "validation/amd_rocm_vllm_cases.yaml", "validation/trtllm_perf_cases.yaml" }
 
 local function quantile(sorted, q)
   if #sorted == 0 then return nil end

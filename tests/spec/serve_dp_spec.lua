@@ -188,6 +188,27 @@ describe("fathom.validate serving path", function()
     assert.is_nil(doc.collective)
   end)
 
+  it("gives TensorRT-LLM from 2025 on Hopper the reference row, 2023's its own", function()
+    local calibration = require("fathom.calibration")
+    local settings = validate.state().settings
+    local row, name = calibration.lookup("hopper", "trt2025", settings)
+    assert.are.equal("hopper/trt2025", name)
+    local ref = calibration.lookup("hopper", "2025", settings)
+    for _, k in ipairs({ "efficiency", "fp8_efficiency", "attention_efficiency" }) do
+      assert.near(ref[k], row[k], 1e-12, k)
+    end
+    -- TensorRT-LLM 0.6 keeps its slower FP8 GEMMs (trtllm_v061)
+    local old = calibration.lookup("hopper", "trt2023", settings)
+    assert.near(0.759 * ref.fp8_efficiency, old.fp8_efficiency, 1e-9)
+    -- the published runs read their framework and checkpoint as transcribed
+    local list = validate.load("validation/trtllm_perf_cases.yaml")
+    assert.are.equal(60, #list)
+    local docs = assert(validate.inference_docs(list[1]))
+    assert.are.equal("trt2025", docs.fw.kernels)
+    assert.are.equal(1, docs.decode.kv_cache_float_size_bytes)
+    assert.is_true(docs.sim.offline)
+  end)
+
   it("refuses a bad collective table under a framework at its own position, exit 2", function()
     local function analyze(file)
       return h.run("analyze", "--hardware-lib", "configs/hardware/hardware_library.yaml",

@@ -11,7 +11,7 @@ local M = {}
 
 local spec = {
   { name = "cases", arg = "FILE", multi = true,
-    help = "cases file, repeatable [default: the six validation/*_cases.yaml files above]" },
+    help = "cases file, repeatable [default: the seven validation/*_cases.yaml files above]" },
   { name = "hardware-lib", arg = "FILE",
     help = "hardware library (datasheet figures and the calibrated efficiencies)" },
   { name = "no-loso", flag = true, help = "leave out the leave-one-source-out errors (refits per source)" },
@@ -26,8 +26,9 @@ M.usage = "usage: fathom validate [--cases FILE]... [--fit] [--no-loso] [--forma
   "                       [--output-file F] [--raw-output]\n\n" ..
   "Runs every complete case of the measurement files (validation/published_cases.yaml,\n" ..
   "validation/modern_cases.yaml, validation/korthikanti2022_cases.yaml,\n" ..
-  "validation/mlperf_cases.yaml, validation/mlperf_lora_cases.yaml and\n" ..
-  "validation/amd_rocm_vllm_cases.yaml unless --cases is given) that fathom can model and prints\n" ..
+  "validation/mlperf_cases.yaml, validation/mlperf_lora_cases.yaml,\n" ..
+  "validation/amd_rocm_vllm_cases.yaml and validation/trtllm_perf_cases.yaml unless --cases is\n" ..
+  "given) that fathom can model and prints\n" ..
   "predicted vs measured per case, per source the count, median and 90th-percentile absolute\n" ..
   "relative error, the runs the model calls \"does not fit\", the leave-one-source-out errors,\n" ..
   "and every skipped case with its reason.\n" ..
