@@ -154,10 +154,10 @@ describe("fathom.validate serving path", function()
     local docs = assert(validate.inference_docs(case))
     assert.are.same({ concurrency = 64, requests = 64, offline = true, ranks = 1, lockstep = false,
       max_batch = 64 }, docs.sim)
-    -- a million prompts: the steady state of the first 16,384 (validate.MAX_SIM_REQUESTS), or
+    -- a million prompts: the steady state of the first 4,096 (validate.OFFLINE_SIM_PROMPTS), or
     -- of 4 x the engine's cap where that is more
     docs = assert(validate.inference_docs(offline_case({ num_prompts = 1000000, max_num_seqs = 64 })))
-    assert.are.equal(16384, docs.sim.concurrency)
+    assert.are.equal(4096, docs.sim.concurrency)
     docs = assert(validate.inference_docs(offline_case({ num_prompts = 1000000, max_num_seqs = 8192 })))
     assert.are.equal(4 * 8192, docs.sim.concurrency)
     local all = record(case)
