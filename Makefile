@@ -34,13 +34,13 @@ run: build
 	$(BUILD)/fathom scenario run hoti25
 
 ctest: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 sanitize: deps
 	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFATHOM_WERROR=ON -DFATHOM_SANITIZE=ON
 	cmake --build $(SAN_BUILD) -j$(JOBS)
 	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure
+	  ctest --output-on-failure -j$(JOBS)
 
 lint: deps
 	luacheck lua scenarios tests
