@@ -418,11 +418,12 @@ function M.engine(a)
     local knobs = a.role == "prefill" and "(--prefill-tp, --prefill-pp)" or "(--tp, --pp)"
     errors.raise("serve: %s on %s (TP %d, PP %d, EP %d) leaves no room for one KV-cache page (%g tokens): its "
       .. "weights take %s per GPU%s (hint: more GPUs a replica %s%s, or fewer bytes a weight: the workload's "
-      .. "weight_float_size_bytes, now %g)", model.name or a.model, a.hardware, tp, pp, ep, block,
+      .. "weight_float_size_bytes or precision_recipe, now %g)", model.name or a.model, a.hardware, tp, pp, ep, block,
       units.bytes(mem.components.weights),
       tier and tier.capacity_bytes and (" of " .. units.bytes(tier.capacity_bytes) .. " GPU memory") or "",
       knobs, moe and ", the experts over more of them (--ep)" or "",
-      w.weight_float_size_bytes or w.float_size_bytes or 2)
+      w.precision_recipe and require("fathom.core").recipe_element_bytes[w.precision_recipe]
+        or w.gemm_float_size_bytes or w.weight_float_size_bytes or w.float_size_bytes or 2)
   end
   return plan, { model = model.name or a.model, gpus = gpus // dpa, moe = moe, lib = lib, system = system,
     heads = model.num_heads }

@@ -872,6 +872,9 @@ M.infer_schema = with_common({
   kv_cache_float_size_bytes = { type = "integer", choices = { 1, 2, 4 }, hint = "default: float_size_bytes" },
   gemm_float_size_bytes = { type = "integer", choices = { 1, 2, 4 },
     hint = "the linears' GEMMs (and their weights) at this width, attention at float_size_bytes; default: one width" },
+  precision_recipe = { type = "string", choices = names.precision_recipe,
+    hint = "a block-scaled checkpoint served as it is (nvfp4: FP4 GEMMs, weights at 0.5 B + an FP8 scale per 16; "
+      .. "mxfp8): the linears at the recipe's precision, attention at float_size_bytes; default: none" },
   two_batch_overlap = { type = "boolean", default = INFER.two_batch_overlap,
     hint = "true: the engine runs each iteration as two half-batches whose TP/EP collectives hide under the other's "
       .. "kernels (SGLang --enable-two-batch-overlap); false: the collectives block" },
@@ -919,7 +922,7 @@ function M.infer(src, pass)
     num_generated_tokens = w.num_generated_tokens, float_size_bytes = w.float_size_bytes,
     weight_float_size_bytes = w.weight_float_size_bytes, kv_cache_float_size_bytes = w.kv_cache_float_size_bytes,
     gemm_float_size_bytes = w.gemm_float_size_bytes, two_batch_overlap = w.two_batch_overlap,
-    decode_kv_reread = w.decode_kv_reread,
+    precision_recipe = w.precision_recipe, decode_kv_reread = w.decode_kv_reread,
     comp_comm_efficiency = w.comp_comm_efficiency, comp_mem_efficiency = w.comp_mem_efficiency,
     comm_mem_efficiency = w.comm_mem_efficiency, expert_imbalance = moe.expert_imbalance, routing = moe.routing,
     flash_attention = w.flash_attention, kernel_launch_sec = w.kernel_launch_sec, collective = coll,

@@ -69,6 +69,14 @@ static fth_status check_def(const fth_infer_def *d, fth_pass pass, fth_error *er
   if (d->gemm_bytes != 0 && !width_ok(d->gemm_bytes))
     return fth_fail(err, FTH_EINVAL, "gemm_float_size_bytes", "expected 1, 2 or 4, got %g",
                     d->gemm_bytes);
+  if (!(d->recipe >= FTH_RECIPE_NONE && d->recipe < FTH_RECIPE_COUNT))
+    return fth_fail(err, FTH_EINVAL, "precision_recipe", "unknown recipe %d", (int)d->recipe);
+  if (d->recipe != FTH_RECIPE_NONE && d->gemm_bytes != 0 &&
+      d->gemm_bytes != fth_precision_bytes(fth_recipe_get(d->recipe)->gemm))
+    return fth_fail(err, FTH_EINVAL, "gemm_float_size_bytes",
+                    "%g does not match precision_recipe %s (%g bytes); set one of the two",
+                    d->gemm_bytes, fth_recipe_name(d->recipe),
+                    fth_precision_bytes(fth_recipe_get(d->recipe)->gemm));
   if (!(d->kv_reread >= 0 && d->kv_reread <= 1))
     return fth_fail(err, FTH_EINVAL, "decode_kv_reread", "expected a share in [0, 1], got %g",
                     d->kv_reread);
@@ -114,6 +122,10 @@ fth_status fth_infer_compile(fth_infer_plan *p, const fth_node_def *node,
   if (p->inf.weight_bytes == 0) p->inf.weight_bytes = d->act_bytes;
   if (p->inf.gemm_bytes == d->act_bytes) p->inf.gemm_bytes = 0; /* one width: no split */
   if (p->inf.gemm_bytes > 0) p->inf.weight_bytes = p->inf.gemm_bytes;
+  if (d->recipe != FTH_RECIPE_NONE) { /* a block-scaled checkpoint: its width and its scales */
+    p->inf.gemm_bytes = fth_precision_bytes(fth_recipe_get(d->recipe)->gemm);
+    p->inf.weight_bytes = fth_recipe_element_bytes(d->recipe);
+  }
   if (p->inf.kv_bytes == 0) p->inf.kv_bytes = d->act_bytes;
   p->pass = pass;
   return FTH_OK;
@@ -143,10 +155,12 @@ static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_en
   e->k.comp_mem_eff = d->comp_mem_eff;
   e->k.launch_s = d->kernel_launch_s;
   if (d->gemm_bytes > 0) { /* the linears at their own width (fth_phase_linears' recipe path) */
-    e->k.gemm_env = fth_kernel_env_make(&p->node, fth_precision_from_bytes(d->gemm_bytes),
-                                        d->traffic_tier[FTH_MEM_ACTIVATIONS]);
+    fth_precision gp = d->recipe != FTH_RECIPE_NONE ? fth_recipe_get(d->recipe)->gemm
+                                                    : fth_precision_from_bytes(d->gemm_bytes);
+    e->k.gemm_env = fth_kernel_env_make(&p->node, gp, d->traffic_tier[FTH_MEM_ACTIVATIONS]);
     e->k.gemm_env.model = d->kernel_model;
     e->k.gemm_bytes = d->gemm_bytes;
+    if (d->recipe != FTH_RECIPE_NONE) e->k.gemm_weight_bytes = d->weight_bytes;
   }
   e->lay = &p->layout;
   e->model = &p->model;

@@ -27,9 +27,19 @@ typedef struct fth_infer_def {
   /// activations': an FP8 serving engine (DeepGEMM, TensorRT-LLM FP8 GEMMs) runs its
   /// linears at FP8 while attention, norms, the router and the activations stay BF16
   /// (act_bytes 2). The weights are stored at this width (weight_bytes is then unused);
-  /// the quantisation of each GEMM's input is fused into the kernel before it, so no
-  /// cast is charged. 0 = the activations' width for everything.
+  /// each GEMM's input is quantised by a compute-only cast (2 vector FLOPs an element,
+  /// vLLM's per-token quantisation kernel; its traffic is taken as fused into the kernel
+  /// before it). 0 = the activations' width for everything.
   double gemm_bytes;
+  /// A block-scaled weight format for the linears (fth_recipe.h; FTH_RECIPE_NONE = none):
+  /// an NVFP4 or MXFP8 checkpoint served as it is (TensorRT-LLM and vLLM on Blackwell: the
+  /// ModelOpt NVFP4 checkpoints, W4A4). The linears' GEMMs run at the recipe's precision
+  /// (gemm_bytes follows it: 0.5 for NVFP4, whose FP4 rate a node without one runs at the
+  /// next wider precision's), and each stored weight element takes the recipe's width plus
+  /// its block scales (fth_recipe_element_bytes: NVFP4 0.5 + 1/16 B), in memory and in
+  /// every read of the weights. Each GEMM's input is quantised as under gemm_bytes;
+  /// attention, norms, the router and the activations stay at act_bytes.
+  fth_recipe recipe;
   double expert_imbalance;
   int flash_attention;
   double comp_comm_eff, comp_mem_eff, comm_mem_eff;

@@ -224,7 +224,8 @@ void fth_phase_linears(const fth_phase_ctx *c, const fth_layer_shape *sh, double
       xenv.matrix_flops_per_s *= xenv.expert_rate_fraction;
       genv = &xenv;
     }
-    double gb = q ? c->gemm_bytes : ab, wgt = q ? c->gemm_bytes : wb;
+    double gb = q ? c->gemm_bytes : ab;
+    double wgt = q ? (c->gemm_weight_bytes > 0 ? c->gemm_weight_bytes : c->gemm_bytes) : wb;
     /* Weights stored at `wgt` bytes: their traffic is in * out * batch * wgt. */
     fth_kernel_cost k = fth_kernel_gemm(genv, mtok, out, in, batch, gb);
     double wbytes = in * out * batch;

@@ -68,6 +68,9 @@ typedef struct fth_phase_ctx {
   /* A precision recipe (fth_recipe.h) for the linear layers; gemm_bytes 0 = none. */
   fth_kernel_env gemm_env;  ///< rates of the linears' GEMMs at the recipe's precision
   double gemm_bytes;        ///< their operand width
+  /// bytes per stored weight element on the recipe path, block scales included (serving a
+  /// block-scaled checkpoint: fth_infer_def.recipe); 0 = gemm_bytes
+  double gemm_weight_bytes;
   double cast_bytes;        ///< bytes moved per element quantised before a GEMM
   double weight_cast_share; ///< share of the once-per-step weight casts charged per pass
   /// Bytes moved per weight element by re-laying a frozen quantised weight for each

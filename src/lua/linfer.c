@@ -26,6 +26,8 @@ static void read_infer(lua_State *L, int idx, fth_infer_def *d) {
   d->weight_bytes = lcheck_number(L, idx, w, "weight_float_size_bytes", d->weight_bytes);
   d->kv_bytes = lcheck_number(L, idx, w, "kv_cache_float_size_bytes", d->kv_bytes);
   d->gemm_bytes = lcheck_number(L, idx, w, "gemm_float_size_bytes", d->gemm_bytes);
+  d->recipe = (fth_recipe)lnames_check(L, idx, w, "precision_recipe", LNAMES_PRECISION_RECIPE,
+                                       (int)d->recipe);
   d->expert_imbalance = lcheck_number(L, idx, w, "expert_imbalance", d->expert_imbalance);
   d->flash_attention = lcheck_bool(L, idx, w, "flash_attention", d->flash_attention);
   d->comp_comm_eff = lcheck_number(L, idx, w, "comp_comm_efficiency", d->comp_comm_eff);

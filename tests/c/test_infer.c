@@ -206,10 +206,82 @@ static int decode_gqa_reread(void) {
   return 0;
 }
 
+/* A block-scaled checkpoint served as it is (fth_infer_def.recipe): NVFP4 on a toy node
+ * with an FP4 rate of 400 TFLOP/s (FP8 200). Each linear's weight element is 0.5 B of
+ * E2M1 + 1/16 B of its E4M3 block scale = 0.5625 B; its input and output move at the
+ * GEMM's 0.5 B; attention, norms and the KV cache stay at 2 B. */
+static int nvfp4_checkpoint(void) {
+  fth_node_def n = node(1e12);
+  n.compute.flops_per_s[FTH_PREC_FP8] = 200e12;
+  n.compute.flops_per_s[FTH_PREC_FP4] = 400e12;
+  fth_topology_def t = tfx_one_gpu();
+  fth_model_def m = tfx_infer_model();
+  fth_infer_def d = fth_infer_def_default();
+  d.context_len = 1023;
+  d.gen_tokens = 1;
+  d.recipe = FTH_RECIPE_NVFP4;
+  fth_infer_plan p;
+  fth_error err;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_result r;
+  fth_infer_evaluate(&p, &r);
+  /* One decode step at batch 1 (decode_memory_bound's, the linears re-priced):
+   *  QKV (1,024 + 3,072) x 0.5 + 3,145,728 x 0.5625 = 1,771,520; output 1,024 +
+   *  589,824 = 590,848; up and down 2,560 + 2,359,296 = 2,361,856 each: 7,086,080.
+   *  KV read 4,194,304 + write 4,096, norms 20,480, GeLU 16,384: 4,235,264.
+   *  Per layer 11,321,344, 45,285,376 for 4. LM head (1,024 + 32,000) x 2 +
+   *  32,768,000 x 0.5625 = 18,498,048 (its weights stored at the checkpoint's
+   *  width); embedding 4,096. Total 63,787,520 B at 1 TB/s. Each linear's input
+   *  is quantised by a compute-only cast, 2 vector FLOPs an element: 4 x (3 x 1,024
+   *  + 4,096) x 2 = 57,344 FLOPs at 12.5 TFLOP/s, 4.58752 ns. */
+  FTH_ENSURE_NEAR(63787520.0 / 1e12 + 4.58752e-9, r.tpot_s, 1e-12);
+  /* weights: 4 x 12,582,912 x 0.5625 + 18,432,000 = 46,743,552 B */
+  FTH_ENSURE_NEAR(46743552.0 / 1e12, r.weights_read_s, 1e-12);
+  /* the KV cache is untouched: 1,024 tokens x 2,048 x 4 layers x 2 B */
+  FTH_ENSURE_NEAR(16777216.0, r.kv_bytes_per_request_per_gpu, 1e-12);
+  /* the weights held: every parameter at 0.5625 B, 0.28125 of BF16's */
+  fth_infer_def bf = d;
+  bf.recipe = FTH_RECIPE_NONE;
+  fth_infer_plan pb;
+  FTH_ENSURE(fth_infer_compile(&pb, &n, &t, &m, &bf, FTH_PASS_DECODE, &err) == FTH_OK);
+  fth_infer_result rb;
+  fth_infer_evaluate(&pb, &rb);
+  FTH_ENSURE_NEAR(0.28125 * rb.mem.bytes[FTH_MEM_WEIGHTS], r.mem.bytes[FTH_MEM_WEIGHTS], 1e-12);
+
+  /* Prefill, compute-bound (prefill_compute_bound's): the linears' 824,633,720,832
+   * FLOPs at the FP4 rate, 2.06158430208 ms; attention's 68,786,585,600 and the LM
+   * head's 524,288,000 at BF16, 0.693108736 ms; vector work 0.22011707392 ms and the
+   * inputs' casts, 8,192 x 7,168 x 2 x 4 = 469,762,048 FLOPs, 0.03758096384 ms (the
+   * memory-only kernels add ~0.2 ns at 1 EB/s). */
+  fth_node_def fast = n;
+  fast.tier[FTH_TIER_XPU].bw_per_stack_bytes_per_s = 1e18;
+  d.global_batch = d.micro_batch = 8;
+  d.prompt_len = 1024;
+  FTH_ENSURE(fth_infer_compile(&p, &fast, &t, &m, &d, FTH_PASS_PREFILL, &err) == FTH_OK);
+  fth_infer_evaluate(&p, &r);
+  FTH_ENSURE_NEAR(2.06158430208e-3 + 0.693108736e-3 + 2.2011707392e-4 + 3.758096384e-5, r.ttft_s, 1e-7);
+  /* a GPU without FP4 tensor cores runs them at its FP8 rate: 4.12316860416 ms */
+  fast.compute.flops_per_s[FTH_PREC_FP4] = 0;
+  FTH_ENSURE(fth_infer_compile(&p, &fast, &t, &m, &d, FTH_PASS_PREFILL, &err) == FTH_OK);
+  fth_infer_evaluate(&p, &r);
+  FTH_ENSURE_NEAR(4.12316860416e-3 + 0.693108736e-3 + 2.2011707392e-4 + 3.758096384e-5, r.ttft_s, 1e-7);
+
+  /* refusals: a GEMM width the recipe contradicts, a recipe out of range */
+  d.gemm_bytes = 1;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_PREFILL, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.gemm_float_size_bytes") == 0);
+  d.gemm_bytes = 0;
+  d.recipe = FTH_RECIPE_COUNT;
+  FTH_ENSURE(fth_infer_compile(&p, &n, &t, &m, &d, FTH_PASS_PREFILL, &err) == FTH_EINVAL);
+  FTH_ENSURE(strcmp(err.path, "workload.precision_recipe") == 0);
+  return 0;
+}
+
 int infer_test(void) {
   FTH_RUN(decode_memory_bound());
   FTH_RUN(decode_gqa_reread());
   FTH_RUN(prefill_compute_bound());
   FTH_RUN(refusals());
+  FTH_RUN(nvfp4_checkpoint());
   return 0;
 }

@@ -146,6 +146,68 @@ describe("decode under grouped-query attention (decode_kv_reread)", function()
   end)
 end)
 
+describe("serving a block-scaled checkpoint (precision_recipe)", function()
+  local config = require("fathom.config")
+  local path = "configs/inference_decode_specs/llama3.1_70b_decode.yaml"
+  local function scenario(extra, hw)
+    local doc = config.load_mapping(path, "decode workload spec")
+    for k, v in pairs(extra) do doc[k] = v end
+    return fathom.scenario(with(base, { workload = doc, pass_mode = "inference_decode",
+      physical = hw or base.physical }))
+  end
+
+  it("holds and reads each weight at 4 bits plus its scale, and runs the linears at FP4", function()
+    -- NVFP4: 0.5 B of E2M1 + an E4M3 scale per 16 elements = 0.5625 B a weight, where the
+    -- spec's FP8 weights take 1 B: the weights held are 0.5625 of the FP8 spec's
+    local fp8 = scenario({}):evaluate()
+    local fp4sc = scenario({ precision_recipe = "nvfp4" })
+    local fp4 = fp4sc:evaluate()
+    h.near(0.5625 * fp8.memory.components.weights, fp4.memory.components.weights, 1e-12, "weights held")
+    -- decode at batch 64 reads them each step: less weight time, the KV cache's unchanged
+    assert.is_true(fp4.weights_read_s < 0.6 * fp8.weights_read_s, fp4.weights_read_s .. " vs " .. fp8.weights_read_s)
+    h.near(fp8.kv_read_s, fp4.kv_read_s, 1e-12, "KV reads")
+    -- the record states the recipe and the bytes a weight takes
+    local rec = fp4sc:record(fp4)
+    assert.are.equal("nvfp4", rec.configuration.precision_recipe)
+    h.near(0.5625, rec.configuration.weight_float_size_bytes, 1e-12, "record")
+    -- H100 has no FP4 tensor cores: its linears run at the FP8 rate (no faster than FP8's;
+    -- a tile's fixed K cost is more 4-bit elements), B200's at its FP4 rate
+    local function prefill(recipe, hw)
+      local doc = { global_batch_size = 8, micro_batch_size = 8, seq_length = 4096, float_size_bytes = 2,
+        precision_recipe = recipe, gemm_float_size_bytes = recipe == nil and 1 or nil }
+      return fathom.scenario(with(base, { workload = doc, pass_mode = "inference_prefill", physical = hw }))
+        :evaluate().ttft_s
+    end
+    local h100 = "configs/topology_zoo/physical/dgx_h100_1node.yaml"
+    local b200 = { name = "dgx_b200_1node", node_definition_ref = "B200",
+      dimensions = { { name = "nvlink", interconnect_name = "scale_up", topology_type = "switched", size = 8 } } }
+    local fp8_h100, fp4_h100 = prefill(nil, h100), prefill("nvfp4", h100)
+    assert.is_true(fp4_h100 >= 0.99 * fp8_h100, fp4_h100 .. " vs " .. fp8_h100)
+    -- (B200: the linears at 0.36 x 9 PFLOP/s against 0.45 x 4.5 for FP8, 1.6x; attention at BF16 either way)
+    local fp8_b200, fp4_b200 = prefill(nil, b200), prefill("nvfp4", b200)
+    assert.is_true(fp4_b200 < 0.9 * fp8_b200, fp4_b200 .. " vs " .. fp8_b200)
+  end)
+
+  it("refuses an unknown recipe and a GEMM width that contradicts one, naming the key", function()
+    local ok, err = pcall(function() return scenario({ precision_recipe = "nvfp5" }):evaluate() end)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("precision_recipe", 1, true), tostring(err))
+    ok, err = pcall(function()
+      return scenario({ precision_recipe = "nvfp4", gemm_float_size_bytes = 1 }):evaluate()
+    end)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("gemm_float_size_bytes", 1, true), tostring(err))
+    -- from the command line: the file, line and column, exit 2
+    local r = h.run("analyze", "--hardware-lib", "configs/hardware/hardware_library.yaml",
+      "--physical-topology", "configs/topology_zoo/physical/dgx_h100_1node.yaml",
+      "--logical-topology", "configs/topology_zoo/logical/tp8.yaml", "--model-spec", "configs/models/llama3.1_70b.yaml",
+      "--workload-spec", "tests/fixtures/bad/decode_recipe_misspelt.yaml", "--pass-mode", "inference_decode")
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("decode_recipe_misspelt.yaml:7:19: precision_recipe: expected one of", 1, true),
+      r.stderr)
+  end)
+end)
+
 describe("analyze summary for inference", function()
   it("prints TPOT, throughput and the largest batch", function()
     local r = h.run("analyze", "--hardware-lib", base.hardware, "--physical-topology", base.physical,

@@ -315,7 +315,7 @@ describe("fathom serve", function()
     assert.matches("gpt_oss_120b on H100_SXM %(TP 2, PP 1, EP 1%) leaves no room for one KV%-cache page %(16 tokens%): "
       .. "its weights take [%d.]+ GiB per GPU of 80 GiB GPU memory", r.stderr)
     assert.is_truthy(r.stderr:find("(--tp, --pp), the experts over more of them (--ep)", 1, true), r.stderr)
-    assert.is_truthy(r.stderr:find("weight_float_size_bytes, now 1)", 1, true), r.stderr)
+    assert.is_truthy(r.stderr:find("weight_float_size_bytes or precision_recipe, now 1)", 1, true), r.stderr)
     -- the experts over 2 GPUs fit
     r = h.run("serve", "--model", "gpt_oss_120b", "--hardware", "H100_SXM", "--tp", "2", "--ep", "2", "--qps", "1",
       "--requests", "20")
