@@ -118,6 +118,13 @@
 --                          benchmark runs through the simulator: "inflight" TensorRT-LLM
 --                          (decodes with whole prompts, context chunking off by default),
 --                          "chunked" vLLM V1 and SGLang (chunked prefill on by default)
+--   offline_batch          an offline throughput benchmark's cap on running requests where the
+--                          case states none: nil, the engine's default (vLLM max_num_seqs 256);
+--                          "kv_fit", as many as the KV cache holds at ISL + OSL, at most 4,096
+--                          over PP, with a token budget of that x (1 + ISL / OSL), 2,048 to
+--                          32,768 (trtllm-bench's engine settings, tensorrt_llm/bench/build/
+--                          tuning.py; TensorRT-LLM's default GUARANTEED_NO_EVICT admission
+--                          runs no more than fit at their full length either)
 --   eplb_slots             a serving engine that places experts by EPLB (equal expert slots per
 --                          EP rank): a case whose EP does not divide the experts runs with the
 --                          redundant experts that fill the slots
@@ -308,7 +315,8 @@ M.rows = {
   -- on H100 and A100; the measured extra step time is 0.72-0.78 x (g - 1) x the KV read).
   { name = "TensorRT-LLM (2023)", pattern = "tensorrt", max_version = 2023, exclude = "pytorch", kernels = "trt2023",
     serving_policy = "inflight", decode_kv_reread = 0.75 },
-  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025", serving_policy = "inflight" },
+  { name = "TensorRT-LLM", pattern = "tensorrt", kernels = "trt2025", serving_policy = "inflight",
+    offline_batch = "kv_fit" },
   -- vLLM 2024 (V0 engine; on ROCm hipBLASLt FP8 GEMMs and Triton attention before AITER)
   { name = "vLLM (2024)", pattern = "vllm", max_version = 2024, dated = true, kernels = "vllm2024",
     serving_policy = "chunked" },

@@ -509,20 +509,23 @@ function M.inference_docs(case)
     d = d - 1
   end
   if not phys then return nil, "no placement of the serving layout fits the scale-up domains" end
-  -- serving runs every kernel at one width (fth_infer has weight, KV and activation widths,
-  -- no recipe): FP8 engines at 1 byte, attention included; NVFP4 weights at the FP8 rate
+  -- serving runs at the checkpoint's widths: FP8 engines at 1 byte, attention included unless
+  -- the case keeps it 16-bit; an NVFP4 (or MXFP4) checkpoint as the block-scaled recipe
+  -- (fth_infer_def.recipe: FP4 GEMMs, weights at 0.5 B + an FP8 scale per 16 elements),
+  -- attention and the activations at 16 bits
   local width = math.max(1, math.floor(prec.gemm_bytes))
-  if prec.fp4 then notes[#notes + 1] = "NVFP4 serving costed at FP8 (fth_infer has no FP4 width)" end
   -- the KV cache is FP8 only where the case says so (TensorRT-LLM and SGLang keep it in the
   -- model's 16-bit dtype unless kv_cache_dtype asks for FP8): "16-bit KV", "BF16 MLA/KV" or
   -- an unstated KV cache under FP8 weights are 2 bytes a value
   local kv_width = prec.fp8_attention and 1 or math.max(width, 2)
   -- FP8 engines without FP8 attention: the linears at FP8, attention and activations BF16
-  local act_width, gemm_width = width, nil
+  local act_width, gemm_width, recipe = width, nil, nil
   if width == 1 and not prec.fp8_attention then act_width, gemm_width = 2, 1 end
+  if prec.fp4 then act_width, gemm_width, recipe = 2, nil, prec.recipe end
   local function workload(extra)
     local w = { global_batch_size = mb * dp_attn, micro_batch_size = mb, float_size_bytes = act_width,
       weight_float_size_bytes = width, kv_cache_float_size_bytes = kv_width, gemm_float_size_bytes = gemm_width,
+      precision_recipe = recipe,
       comp_comm_efficiency = fw.comp_comm_efficiency, comp_mem_efficiency = 1.0,
       comm_mem_efficiency = fw.comm_mem_efficiency, kernel_launch_sec = fw.kernel_launch_sec,
       kernel_model = "tiled", two_batch_overlap = inf.two_batch_overlap == true,
@@ -546,12 +549,17 @@ function M.inference_docs(case)
   local offline = not users and prompts ~= nil and type(inf.batch) ~= "number"
   -- (a run of more prompts than that keeps its steady state: at most 4 x the engine's cap, or
   -- M.OFFLINE_SIM_PROMPTS, of them are simulated, all at once)
+  local stated_cap = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size)
+    or cases.count(inf.max_num_seqs)
+  local kv_fit = offline and fw.offline_batch == "kv_fit" and not stated_cap and not cases.count(inf.max_num_tokens)
+  local all_prompts = prompts
   if offline then
     users = math.min(prompts, math.max(M.OFFLINE_SIM_PROMPTS, 4 * mb * dp_attn))
     prompts = users
   end
   if users and cases.count(inf.osl) and not prefill_only and not decode_only then
     sim = { concurrency = users, requests = prompts or 4 * users, offline = offline or nil,
+      kv_fit = kv_fit or nil, all_prompts = kv_fit and all_prompts or nil, pp = kv_fit and pp or nil,
       ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
       max_batch = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size) or mb,
       max_batch_tokens = cases.count(inf.max_num_tokens),
@@ -646,7 +654,25 @@ M.MAX_SIM_REQUESTS = 16384
 -- prompts of 128 + 128 tokens give the same rate within 0.05% from 4,096 of them
 M.OFFLINE_SIM_PROMPTS = 4096
 
--- simulate(docs, lib) -> core.serve_run's result for the case's closed-loop benchmark on
+-- kv_fit_batch(capacity_tokens, isl, osl, pp) -> cap, token budget of an engine that sizes its
+-- batch to its KV cache (frameworks' offline_batch "kv_fit"; trtllm-bench's calc_engine_setting
+-- and finetune_setting in tensorrt_llm/bench/build/tuning.py): the requests whose whole
+-- ISL + OSL the cache holds (GUARANTEED_NO_EVICT admits no more), at most 4,096 over PP, and
+-- a token budget of that x (1 + ISL / OSL), at most 32,768, rounded up as trtllm-bench rounds
+-- it (to 256 below 4,096 tokens and at least 2,048, to 512 below 8,192, else to 1,024).
+function M.kv_fit_batch(capacity_tokens, isl, osl, pp)
+  local raw = math.min(capacity_tokens / (isl + osl), 4096) / math.max(1, pp or 1)
+  local cap = math.max(1, math.floor(raw))
+  local tokens = math.min(raw * (1 + isl / osl), 32768)
+  local budget
+  if tokens < 4096 then budget = math.max(2048, 256 * math.ceil(tokens / 256))
+  elseif tokens < 8192 then budget = 512 * math.ceil(tokens / 512)
+  else budget = 1024 * math.ceil(tokens / 1024) end
+  return cap, budget
+end
+
+-- simulate(docs, lib) -> core.serve_run's result, and the run it simulated (users, batch cap),
+-- for the case's closed-loop benchmark on
 -- its decode plan (one DP rank per replica; KV per rank as the memory model leaves it, times
 -- the engine's kv_cache_free_gpu_mem_fraction where stated).
 local function simulate(state, docs, lib)
@@ -660,12 +686,20 @@ local function simulate(state, docs, lib)
     max_batch_tokens = sim.max_batch_tokens, replicas = sim.ranks,
     dp_attention = sim.lockstep and sim.ranks or 1, routing = "least_outstanding",
     spec_tokens = sim.spec and sim.spec.tokens or 0, spec_acceptance = sim.spec and sim.spec.acceptance or 0 }
-  if sim.kv_fraction then
+  if sim.kv_fraction or sim.kv_fit then
     local one = { kind = "fixed", mean = 1 }
     local probe = core.serve_run({ requests = 1, input = one, output = one }, plan)
-    def.kv_capacity_tokens = probe.kv_cache.capacity_tokens * sim.kv_fraction
+    def.kv_capacity_tokens = probe.kv_cache.capacity_tokens * (sim.kv_fraction or 1)
+    if sim.kv_fit then
+      local cap, budget = M.kv_fit_batch(def.kv_capacity_tokens, docs.isl, docs.osl, sim.pp)
+      def.max_batch, def.max_batch_tokens = cap, budget
+      -- the steady state of that many running: 4 x the cap of the case's prompts, at least
+      -- M.OFFLINE_SIM_PROMPTS, all submitted at once
+      def.concurrency = math.min(sim.all_prompts, math.max(M.OFFLINE_SIM_PROMPTS, 4 * cap * sim.ranks))
+      def.requests = def.concurrency
+    end
   end
-  return core.serve_run(def, plan)
+  return core.serve_run(def, plan), def
 end
 
 local function prepare_inference(case)
@@ -690,7 +724,7 @@ local function evaluate_inference(state, job, settings)
     local pre = docs.prefill and run("inference_prefill", docs.prefill)
     local dec = docs.decode and run("inference_decode", docs.decode)
     local out = { pre = pre, dec = dec }
-    if docs.sim then out.sim = simulate(state, docs, lib) end
+    if docs.sim then out.sim, out.run = simulate(state, docs, lib) end
     return out
   end)
   if not ok then return nil, rejected(res) end
@@ -703,12 +737,12 @@ local function evaluate_inference(state, job, settings)
     -- the same metric functions over the simulated run: N users each with one request in
     -- flight, so a request's time is N x OSL / output rate (Little's law) and per user the
     -- rate is output / N, as trtllm-bench reports them
-    local r, n = res.sim, docs.sim.concurrency
+    local r, n = res.sim, res.run.concurrency
     ctx.batch, ctx.pre = n, r.ttft_s.mean
     ctx.dec = r.tpot_s.mean * ctx.ngen
     ctx.t = n * docs.osl / r.throughput.output_tokens_per_s
-    path = docs.sim.offline and string.format("simulated: %d prompts at once, at most %d running", n,
-        docs.sim.max_batch)
+    path = docs.sim.offline and string.format("simulated: %d prompts at once, at most %d running%s", n,
+        res.run.max_batch, docs.sim.kv_fit and " (as many as the KV cache holds at ISL + OSL)" or "")
       or string.format("simulated: %d users, %d requests, %s", n, r.requests_completed,
         docs.sim.lockstep and "DP ranks in lock step" or "independent replicas")
   end

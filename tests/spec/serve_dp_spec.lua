@@ -95,6 +95,11 @@ describe("fathom.validate serving path", function()
     assert.are.equal(2, docs.decode.kv_cache_float_size_bytes)
     docs = assert(validate.inference_docs(dsv3_case("NVFP4 weights, FP8 KV cache")))
     assert.are.equal(1, docs.decode.kv_cache_float_size_bytes)
+    -- NVFP4: the checkpoint's block-scaled linears (FP4 GEMMs), BF16 attention and activations
+    assert.are.equal("nvfp4", docs.decode.precision_recipe)
+    assert.is_nil(docs.decode.gemm_float_size_bytes)
+    assert.are.equal(2, docs.decode.float_size_bytes)
+    for _, n in ipairs(docs.notes) do assert.is_falsy(n:find("costed at FP8", 1, true), n) end
     docs = assert(validate.inference_docs(dsv3_case("NVFP4 weights, 16-bit KV cache")))
     assert.are.equal(2, docs.decode.kv_cache_float_size_bytes)
   end)
@@ -202,11 +207,57 @@ describe("fathom.validate serving path", function()
     assert.near(0.759 * ref.fp8_efficiency, old.fp8_efficiency, 1e-9)
     -- the published runs read their framework and checkpoint as transcribed
     local list = validate.load("validation/trtllm_perf_cases.yaml")
-    assert.are.equal(60, #list)
+    assert.are.equal(100, #list)
     local docs = assert(validate.inference_docs(list[1]))
     assert.are.equal("trt2025", docs.fw.kernels)
     assert.are.equal(1, docs.decode.kv_cache_float_size_bytes)
     assert.is_true(docs.sim.offline)
+    assert.is_true(docs.sim.kv_fit)
+    -- the B200/GB200 columns: NVFP4 checkpoints (FP4 GEMMs), FP8 KV cache, on Blackwell
+    local fp4 = list[61]
+    assert.are.equal("trtllm10_llama33_70b_b200_tp1_nvfp4_128_128", fp4.id)
+    docs = assert(validate.inference_docs(fp4))
+    assert.are.equal("nvfp4", docs.decode.precision_recipe)
+    assert.are.equal(1, docs.decode.kv_cache_float_size_bytes)
+    assert.are.equal("blackwell", docs.gpu.generation)
+  end)
+
+  it("sizes TensorRT-LLM's offline batch to its KV cache, as trtllm-bench does", function()
+    -- the requests whose ISL + OSL the cache holds, at most 4,096 over PP; a token budget of
+    -- that x (1 + ISL / OSL), at most 32,768, rounded up to 256 (at least 2,048) below 4,096,
+    -- to 512 below 8,192, else to 1,024 (tensorrt_llm/bench/build/tuning.py)
+    local function fit(...) return { validate.kv_fit_batch(...) } end
+    -- 1,000,000 tokens of 128 + 128: 3,906.25 requests; 7,812.5 tokens -> 8,192
+    assert.are.same({ 3906, 8192 }, fit(1000000, 128, 128, 1))
+    -- 100,000 tokens of 2,048 + 128: 45.96 requests; x 17 = 781 tokens -> the floor of 2,048
+    assert.are.same({ 45, 2048 }, fit(100000, 2048, 128, 1))
+    -- a huge cache: 4,096 over PP 2 = 2,048 requests; 4,096 tokens -> 4,096
+    assert.are.same({ 2048, 4096 }, fit(1e8, 128, 128, 2))
+    -- and the budget's ceiling: 4,096 x 17 -> 32,768
+    assert.are.same({ 4096, 32768 }, fit(1e8, 2048, 128, 1))
+    -- a TensorRT-LLM case runs that many; a stated max_batch_size, or vLLM, keep their own cap
+    local state = validate.state()
+    local function record(c) return (validate.evaluate(state, (validate.prepare({ c }))))[1] end
+    local trt = "TensorRT-LLM 1.0 (PyTorch backend, trtllm-bench throughput)"
+    local case = offline_case({ isl = 128, osl = 256, num_prompts = 3000, framework = trt })
+    local docs = assert(validate.inference_docs(case))
+    assert.is_true(docs.sim.kv_fit)
+    local function running(c)
+      local path = record(c).serving_path
+      return tonumber(path:match("at most (%d+) running %(as many as the KV cache holds at ISL %+ OSL%)")), path
+    end
+    -- 192 GiB (206 GB) a GPU less 51 GB of weights and the runtime's reserve: ~155 GB of cache
+    -- at 66,048 B a token, ~6,000 requests of 384 tokens (so the 4,096 limit), ~570 of 4,096
+    assert.are.equal(4096, running(case))
+    local n, path = running(offline_case({ isl = 2048, osl = 2048, num_prompts = 3000, framework = trt }))
+    assert.is_true(n > 540 and n < 600, path)
+    case = offline_case({ isl = 128, osl = 256, num_prompts = 3000, framework = trt, max_batch_size = 64 })
+    docs = assert(validate.inference_docs(case))
+    assert.is_nil(docs.sim.kv_fit)
+    assert.are.equal("simulated: 3000 prompts at once, at most 64 running", record(case).serving_path)
+    docs = assert(validate.inference_docs(offline_case({ isl = 128, osl = 256, num_prompts = 3000 })))
+    assert.is_nil(docs.sim.kv_fit)
+    assert.are.equal(256, docs.sim.max_batch)
   end)
 
   it("refuses a bad collective table under a framework at its own position, exit 2", function()
