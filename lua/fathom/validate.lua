@@ -625,26 +625,81 @@ local serving = {
 }
 M.serving_metrics = serving
 
--- serving_metric(m) -> the function for a serving metric, by name or else by its unit
--- ("requests/s", "output tokens/s", "tokens/s", "ms" with ttft/tpot/itl in the name).
+-- A latency's statistic as benchmarks name it (vLLM's benchmark_serving: mean_ttft_ms,
+-- median_itl_ms, p99_e2el_ms): "mean" (also avg, average, or none named), or a percentile the
+-- simulator reports ("p50" for median, "p90", "p95", "p99"); nil for another percentile.
+local function statistic(n)
+  local p = n:match("^p(%d+)%f[^%d]") or n:match("[^%a]p(%d+)%f[^%d]")
+  if p then
+    p = tonumber(p)
+    return (p == 50 or p == 90 or p == 95 or p == 99) and ("p" .. p) or nil
+  end
+  if n:find("median") then return "p50" end
+  return "mean"
+end
+
+-- Seconds per unit of a latency, from its unit ("ms", "msec", "milliseconds", "s", "sec",
+-- "seconds", "us", "µs") or else its name's suffix (_ms, _s, _sec, _us); nil when neither says.
+local function time_scale(u, n)
+  u = u:gsub("%s", "")
+  if u:find("^ms") or u:find("^msec") or u:find("^millisec") then return 1e3 end
+  if u:find("^us") or u:find("^\194\181s") or u:find("^microsec") then return 1e6 end
+  if u:find("^s$") or u:find("^sec") or u:find("^second") then return 1 end
+  if n:find("_ms$") or n:find("_msec$") then return 1e3 end
+  if n:find("_us$") then return 1e6 end
+  if n:find("_s$") or n:find("_sec$") or n:find("_seconds?$") then return 1 end
+end
+
+-- A latency of the run in seconds (c.q: the simulator's distributions; a static batch has one
+-- value per request, its mean): "ttft", "tpot" (inter-token) or "e2e" at a statistic.
+local function latency_s(c, what, stat)
+  if c.q and c.q[what] then return c.q[what][stat] end
+  if what == "ttft" then return c.pre end
+  if what == "tpot" then return tpot(c) end
+  return c.t
+end
+
+-- serving_metric(m) -> the function for a serving metric: by name (M.serving_metrics), else
+-- read from its name and unit as benchmarks and papers write them: a latency (TTFT: ttft,
+-- first_token; TPOT: tpot, itl, inter_token, time_per_output_token; end to end: e2el, e2e,
+-- end_to_end, request_latency, latency) at its statistic, in its time unit; a throughput of
+-- requests (request, req, qps) or of tokens (output/generated/decode, input/prompt, prefill,
+-- else total), per GPU or per node where the unit or name says so; per user.
 function M.serving_metric(m)
   local name = tostring(m.metric)
   if serving[name] then return serving[name] end
   local u, n = tostring(m.unit or ""):lower(), name:lower()
+  local all = n .. " " .. u
   if u:find("/user") or n:find("per_user") then return serving.per_user_output_throughput end
-  if u:find("req") and u:find("/s") then return serving.request_throughput end
-  if u:find("output") and u:find("tok") then return serving.output_throughput end
-  if u:find("tok") and u:find("/s") then
-    return (n:find("output") or n:find("generat") or n:find("decode")) and serving.output_throughput
-      or serving.total_token_throughput
+  local what = (n:find("ttft") or n:find("first[_%s%-]*token") or n:find("time[_%s%-]*to[_%s%-]*first")) and "ttft"
+    or (n:find("tpot") or n:find("itl") or n:find("inter[_%s%-]*token") or n:find("per[_%s%-]*output[_%s%-]*token"))
+      and "tpot"
+    or (n:find("e2el") or n:find("e2e") or n:find("end[_%s%-]*to[_%s%-]*end") or n:find("latency")) and "e2e"
+  if what then
+    local per_s, stat = time_scale(u, n), statistic(n)
+    if not per_s or not stat then return nil end
+    return function(c) return latency_s(c, what, stat) * per_s end
   end
-  if u:find("ms") or u:find("^s$") then
-    local f = (n:find("ttft") or n:find("first")) and serving.ttft_ms
-      or (n:find("tpot") or n:find("itl") or n:find("inter")) and serving.tpot_ms
-      or (n:find("latency") or n:find("e2e")) and serving.e2e_latency_ms
-    if f and u:find("^s$") then return function(c) return f(c) / 1e3 end end
-    return f
+  local rate = all:find("/s") or all:find("per[_%s]*s") or all:find("throughput") or all:find("tps") or all:find("qps")
+  if not rate then return nil end
+  -- a unit that names neither tokens nor requests (images/s, GB/s) is not a serving rate
+  local counted = u:find("tok") or u:find("tps") or u:find("req") or u:find("qps") or u:find("sample")
+    or u:find("seq")
+  if u:find("%a") and not counted then return nil end
+  if all:find("req") or all:find("qps") or all:find("sample") or all:find("seq") then
+    return serving.request_throughput
   end
+  if all:find("output") or all:find("generat") then return serving.output_throughput end
+  if n:find("decode") then
+    return function(c, mm) return per(mm, c, c.batch / tpot(c)) end
+  end
+  if n:find("prefill") then
+    return function(c, mm) return per(mm, c, c.batch * c.isl / c.pre) end
+  end
+  if all:find("input") or all:find("prompt") then
+    return function(c, mm) return per(mm, c, c.batch * c.isl / c.t) end
+  end
+  return serving.total_token_throughput
 end
 
 -- Requests simulated per case at most: the benchmark's own count up to this (the ramp up
@@ -739,6 +794,7 @@ local function evaluate_inference(state, job, settings)
     -- rate is output / N, as trtllm-bench reports them
     local r, n = res.sim, res.run.concurrency
     ctx.batch, ctx.pre = n, r.ttft_s.mean
+    ctx.q = { ttft = r.ttft_s, tpot = r.tpot_s, e2e = r.e2e_s }
     ctx.dec = r.tpot_s.mean * ctx.ngen
     ctx.t = n * docs.osl / r.throughput.output_tokens_per_s
     path = docs.sim.offline and string.format("simulated: %d prompts at once, at most %d running%s", n,

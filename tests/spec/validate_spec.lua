@@ -209,8 +209,49 @@ describe("fathom.validate metrics", function()
     assert.is_nil(validate.metric("loss", ""))
     local s = validate.serving_metrics
     assert.are.equal(s.request_throughput, validate.serving_metric({ metric = "throughput", unit = "requests/s" }))
-    assert.are.equal(s.ttft_ms, validate.serving_metric({ metric = "median_ttft", unit = "ms" }))
+    assert.is_function(validate.serving_metric({ metric = "median_ttft", unit = "ms" })) -- its value: below
     assert.are.equal(s.output_throughput, validate.serving_metric({ metric = "throughput", unit = "output tokens/s" }))
+  end)
+
+  it("reads serving metrics as benchmarks name them: the latency, its statistic and unit, the rate", function()
+    -- a static batch of 8 requests on 8 GPUs (one node): 100 prompt tokens, 50 generated; prefill
+    -- 0.2 s, 49 decode steps in 1.0 s, so TTFT 0.2 s, TPOT 1/49 s, end to end 1.2 s
+    local c = { batch = 8, isl = 100, osl = 50, ngen = 49, gpus = 8, gpn = 8, pre = 0.2, dec = 1.0, t = 1.2 }
+    local function value(metric, unit)
+      local f = validate.serving_metric({ metric = metric, unit = unit })
+      return f and f(c, { metric = metric, unit = unit })
+    end
+    assert.near(200, value("mean_ttft_ms"), 1e-9)
+    assert.near(0.2, value("time_to_first_token", "s"), 1e-12)
+    assert.near(200, value("Mean TTFT", "milliseconds"), 1e-9)
+    assert.near(1e3 / 49, value("mean_itl_ms"), 1e-9)
+    assert.near(1e6 / 49, value("inter_token_latency", "µs"), 1e-6)
+    assert.near(1.2, value("e2e_latency_s"), 1e-12)
+    assert.near(1200, value("end_to_end_latency", "ms"), 1e-9)
+    -- a statistic of a static batch is its one value; of a simulated run, the distribution's
+    assert.near(200, value("p99_ttft_ms"), 1e-9)
+    c.q = { ttft = { mean = 0.25, p50 = 0.24, p90 = 0.3, p95 = 0.35, p99 = 0.4 } }
+    assert.near(400, value("p99_ttft_ms"), 1e-9)
+    assert.near(240, value("median_ttft", "ms"), 1e-9)
+    assert.near(250, value("avg_ttft", "ms"), 1e-9)
+    c.q = nil
+    -- rates: output 8 x 50 / 1.2, total 8 x 150 / 1.2, input 8 x 100 / 1.2, requests 8 / 1.2;
+    -- prefill 8 x 100 / 0.2, decode 8 / (1/49); per GPU / 8
+    assert.near(1000 / 3, value("output_tokens_per_second"), 1e-9)
+    assert.near(1000 / 3, value("Output token throughput", "tok/s"), 1e-9)
+    assert.near(1000, value("throughput", "tokens/s"), 1e-9)
+    assert.near(1000, value("total_throughput"), 1e-9)
+    assert.near(2000 / 3, value("input_throughput", "tok/s"), 1e-9)
+    assert.near(20 / 3, value("requests_per_second"), 1e-9)
+    assert.near(20 / 3, value("throughput", "samples/s"), 1e-9)
+    assert.near(4000, value("prefill_throughput", "tokens/s"), 1e-9)
+    assert.near(392, value("decode_throughput", "tokens/s"), 1e-9)
+    assert.near(125, value("tokens_per_sec_per_gpu"), 1e-9)
+    -- nothing guessed: a latency without a unit, a percentile the simulator does not keep, a
+    -- rate of something else
+    assert.is_nil(validate.serving_metric({ metric = "latency" }))
+    assert.is_nil(validate.serving_metric({ metric = "p75_ttft_ms" }))
+    assert.is_nil(validate.serving_metric({ metric = "throughput", unit = "GB/s" }))
   end)
 end)
 
