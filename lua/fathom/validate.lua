@@ -543,10 +543,15 @@ function M.inference_docs(case)
   -- and no concurrency) submits every prompt at once; the engine runs what its batch cap
   -- (max_num_seqs) and KV cache hold and preempts when the cache fills, which a static batch
   -- of all the prompts cannot show: the same closed loop, every prompt a user.
+  -- An online benchmark at a request rate (vLLM benchmark_serving --request-rate: Poisson
+  -- arrivals, 1,000 prompts by default) is the simulator's open loop at that rate; a rate of
+  -- "inf" submits every prompt at once, as the offline benchmark does.
   local sim
-  local users = cases.count(inf.concurrency)
+  local rate = M.request_rate(inf)
+  local open = rate ~= nil and rate < math.huge
+  local users = cases.count(inf.concurrency) or (not open and cases.count(inf.max_concurrency)) or nil
   local prompts = cases.count(inf.num_requests) or cases.count(inf.num_prompts)
-  local offline = not users and prompts ~= nil and type(inf.batch) ~= "number"
+  local offline = not users and not open and prompts ~= nil and type(inf.batch) ~= "number"
   -- (a run of more prompts than that keeps its steady state: at most 4 x the engine's cap, or
   -- M.OFFLINE_SIM_PROMPTS, of them are simulated, all at once)
   local stated_cap = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size)
@@ -557,7 +562,15 @@ function M.inference_docs(case)
     users = math.min(prompts, math.max(M.OFFLINE_SIM_PROMPTS, 4 * mb * dp_attn))
     prompts = users
   end
-  if users and cases.count(inf.osl) and not prefill_only and not decode_only then
+  if open and cases.count(inf.osl) and not prefill_only and not decode_only then
+    if cases.count(inf.max_concurrency) then
+      notes[#notes + 1] = "max_concurrency under a request rate is not modelled (arrivals at the rate, uncapped)"
+    end
+    sim = { rate = rate, requests = math.min(prompts or 1000, M.MAX_SIM_REQUESTS),
+      ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
+      max_batch = stated_cap or mb, max_batch_tokens = cases.count(inf.max_num_tokens),
+      kv_fraction = tonumber(inf.kv_cache_free_gpu_mem_fraction), spec = specu }
+  elseif users and cases.count(inf.osl) and not prefill_only and not decode_only then
     sim = { concurrency = users, requests = prompts or 4 * users, offline = offline or nil,
       kv_fit = kv_fit or nil, all_prompts = kv_fit and all_prompts or nil, pp = kv_fit and pp or nil,
       ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
@@ -702,6 +715,28 @@ function M.serving_metric(m)
   return serving.total_token_throughput
 end
 
+-- request_rate(inf) -> the request rate (per second) of an open-loop benchmark, math.huge for
+-- "inf" (vLLM's default: every request at once), or nil: a field request_rate, qps or
+-- arrival_rate, else the scenario's words ("request rate 4", "4 req/s", "4 requests per
+-- second", "QPS 4"). Rates outside (0, 1e6] are not read.
+function M.request_rate(inf)
+  local function rate(v)
+    if type(v) == "string" and v:lower():find("^%s*inf") then return math.huge end
+    local n = tonumber(v)
+    if n and n == math.huge then return n end
+    if n and n > 0 and n <= 1e6 then return n end
+  end
+  for _, k in ipairs({ "request_rate", "qps", "arrival_rate" }) do
+    local r = rate(inf[k])
+    if r then return r end
+  end
+  local s = tostring(inf.scenario or ""):lower()
+  if s:find("request[%s_%-]*rate[%s:=]*inf") then return math.huge end
+  return rate(s:match("request[%s_%-]*rate[%s:=]*(%d+%.?%d*)") or s:match("(%d+%.?%d*)%s*req[%a]*%s*/%s*s")
+    or s:match("(%d+%.?%d*)%s*requests?%s+per%s+second") or s:match("qps[%s:=]*(%d+%.?%d*)")
+    or s:match("(%d+%.?%d*)%s*qps"))
+end
+
 -- Requests simulated per case at most: the benchmark's own count up to this (the ramp up
 -- and the drain are a few percent of a run of 4 x the users already).
 M.MAX_SIM_REQUESTS = 16384
@@ -734,8 +769,8 @@ local function simulate(state, docs, lib)
   local sim = docs.sim
   local plan = scenario.new({ hardware_lib = lib, physical = physical(state, docs), logical = docs.logical,
     model = docs.model, workload = docs.decode, pass_mode = "inference_decode" }):compile()
-  local def = { requests = math.min(sim.requests, math.max(M.MAX_SIM_REQUESTS, sim.concurrency)),
-    arrival = "closed", concurrency = sim.concurrency,
+  local def = { requests = math.min(sim.requests, math.max(M.MAX_SIM_REQUESTS, sim.concurrency or 0)),
+    arrival = sim.rate and "poisson" or "closed", rate_per_s = sim.rate, concurrency = sim.concurrency,
     input = { kind = "fixed", mean = docs.isl }, output = { kind = "fixed", mean = docs.osl },
     policy = docs.fw.serving_policy or "chunked", max_batch = sim.max_batch,
     max_batch_tokens = sim.max_batch_tokens, replicas = sim.ranks,
@@ -796,8 +831,15 @@ local function evaluate_inference(state, job, settings)
     ctx.batch, ctx.pre = n, r.ttft_s.mean
     ctx.q = { ttft = r.ttft_s, tpot = r.tpot_s, e2e = r.e2e_s }
     ctx.dec = r.tpot_s.mean * ctx.ngen
-    ctx.t = n * docs.osl / r.throughput.output_tokens_per_s
-    path = docs.sim.offline and string.format("simulated: %d prompts at once, at most %d running%s", n,
+    if n then
+      ctx.t = n * docs.osl / r.throughput.output_tokens_per_s
+    else -- open loop: a request's mean time, and the requests in flight by Little's law
+      ctx.t = r.e2e_s.mean
+      ctx.batch = r.throughput.requests_per_s * ctx.t
+    end
+    path = docs.sim.rate and string.format("simulated: %d requests at %g/s (Poisson arrivals), at most %d running",
+        r.requests_completed, docs.sim.rate, res.run.max_batch)
+      or docs.sim.offline and string.format("simulated: %d prompts at once, at most %d running%s", n,
         res.run.max_batch, docs.sim.kv_fit and " (as many as the KV cache holds at ISL + OSL)" or "")
       or string.format("simulated: %d users, %d requests, %s", n, r.requests_completed,
         docs.sim.lockstep and "DP ranks in lock step" or "independent replicas")

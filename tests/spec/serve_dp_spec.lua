@@ -222,6 +222,40 @@ describe("fathom.validate serving path", function()
     assert.are.equal("blackwell", docs.gpu.generation)
   end)
 
+  it("runs an online benchmark at a request rate as the simulator's open loop (Poisson arrivals)", function()
+    assert.are.equal(4, validate.request_rate({ request_rate = 4 }))
+    assert.are.equal(math.huge, validate.request_rate({ request_rate = "inf" }))
+    assert.are.equal(2.5, validate.request_rate({ scenario = "online serving (benchmark_serving.py) at 2.5 req/s" }))
+    assert.are.equal(8, validate.request_rate({ scenario = "vLLM serving, request rate 8, 1,000 prompts" }))
+    assert.are.equal(3, validate.request_rate({ scenario = "QPS 3" }))
+    assert.is_nil(validate.request_rate({ scenario = "offline throughput" }))
+    assert.is_nil(validate.request_rate({ request_rate = -1 }))
+    local state = validate.state()
+    local function record(c) return (validate.evaluate(state, (validate.prepare({ c }))))[1] end
+    -- 200 prompts of 128 + 256 tokens at 1 request/s on 8 MI300X: far from saturation, so the
+    -- engine completes them at the rate they come (Little's law: the requests in flight are
+    -- the rate x a request's time), 256 output tokens each
+    local case = offline_case({ isl = 128, osl = 256, num_prompts = 200, request_rate = 1 })
+    case.measured = { { metric = "request_throughput", value = 1, unit = "requests/s" },
+      { metric = "output_throughput", value = 256, unit = "output tokens/s" },
+      { metric = "p99_e2el_ms", value = 10000 } }
+    local docs = assert(validate.inference_docs(case))
+    assert.are.equal(1, docs.sim.rate)
+    assert.is_nil(docs.sim.concurrency)
+    local rec = record(case)
+    assert.are.equal("simulated: 200 requests at 1/s (Poisson arrivals), at most 200 running", rec.serving_path)
+    -- completions over the run's span (first arrival to last completion): within a few
+    -- percent of the rate for 200 Poisson arrivals
+    assert.near(1, rec.comparisons[1].predicted, 0.15)
+    assert.near(256 * rec.comparisons[1].predicted, rec.comparisons[2].predicted, 1e-6)
+    -- the 99th percentile of the simulated requests' times, at least their mean
+    assert.is_true(rec.comparisons[3].predicted > 0)
+    -- "inf" is every prompt at once, the offline path
+    docs = assert(validate.inference_docs(offline_case({ isl = 128, osl = 256, num_prompts = 200,
+      request_rate = "inf" })))
+    assert.is_true(docs.sim.offline)
+  end)
+
   it("sizes TensorRT-LLM's offline batch to its KV cache, as trtllm-bench does", function()
     -- the requests whose ISL + OSL the cache holds, at most 4,096 over PP; a token budget of
     -- that x (1 + ISL / OSL), at most 32,768, rounded up to 256 (at least 2,048) below 4,096,
