@@ -448,12 +448,12 @@ function M.inference_docs(case)
   if not gpus then return nil, "system.num_gpus is not given" end
   local specu, why_spec = M.speculation(inf)
   if why_spec then return nil, why_spec end
-  local isl = cases.count(inf.isl)
+  local isl, stated_osl = M.lengths(inf)
   if not isl then return nil, "inference.isl is not given" end
   local phase = tostring(inf.phase or ""):lower()
   local prefill_only = phase:find("prefill") ~= nil
   local decode_only = phase:find("decode") ~= nil
-  local osl = cases.count(inf.osl) or 1
+  local osl = stated_osl or 1
   local batch = requests(inf, gpus, isl)
   if not batch then return nil, "inference.batch is not a number (" .. tostring(inf.batch) .. ")" end
   local prec = cases.precision(inf.precision)
@@ -562,7 +562,7 @@ function M.inference_docs(case)
     users = math.min(prompts, math.max(M.OFFLINE_SIM_PROMPTS, 4 * mb * dp_attn))
     prompts = users
   end
-  if open and cases.count(inf.osl) and not prefill_only and not decode_only then
+  if open and stated_osl and not prefill_only and not decode_only then
     if cases.count(inf.max_concurrency) then
       notes[#notes + 1] = "max_concurrency under a request rate is not modelled (arrivals at the rate, uncapped)"
     end
@@ -570,7 +570,7 @@ function M.inference_docs(case)
       ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
       max_batch = stated_cap or mb, max_batch_tokens = cases.count(inf.max_num_tokens),
       kv_fraction = tonumber(inf.kv_cache_free_gpu_mem_fraction), spec = specu }
-  elseif users and cases.count(inf.osl) and not prefill_only and not decode_only then
+  elseif users and stated_osl and not prefill_only and not decode_only then
     sim = { concurrency = users, requests = prompts or 4 * users, offline = offline or nil,
       kv_fit = kv_fit or nil, all_prompts = kv_fit and all_prompts or nil, pp = kv_fit and pp or nil,
       ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
@@ -713,6 +713,20 @@ function M.serving_metric(m)
     return function(c, mm) return per(mm, c, c.batch * c.isl / c.t) end
   end
   return serving.total_token_throughput
+end
+
+-- lengths(inf) -> input and output tokens a request, as `isl`/`osl` or the names benchmarks
+-- give them (input_len / output_len: vLLM's benchmark arguments; input_tokens, prompt_len,
+-- input_length; output_tokens, output_length, max_tokens, gen_len); nil where not stated.
+function M.lengths(inf)
+  local function first(keys)
+    for _, k in ipairs(keys) do
+      local n = cases.count(inf[k])
+      if n then return n end
+    end
+  end
+  return first({ "isl", "input_len", "input_tokens", "input_length", "prompt_len", "prompt_tokens" }),
+    first({ "osl", "output_len", "output_tokens", "output_length", "max_tokens", "gen_len" })
 end
 
 -- request_rate(inf) -> the request rate (per second) of an open-loop benchmark, math.huge for

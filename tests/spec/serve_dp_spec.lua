@@ -230,6 +230,9 @@ describe("fathom.validate serving path", function()
     assert.are.equal(3, validate.request_rate({ scenario = "QPS 3" }))
     assert.is_nil(validate.request_rate({ scenario = "offline throughput" }))
     assert.is_nil(validate.request_rate({ request_rate = -1 }))
+    -- lengths under vLLM's own names
+    assert.are.same({ 128, 256 }, { validate.lengths({ input_len = 128, output_len = 256 }) })
+    assert.are.same({ 100, 50 }, { validate.lengths({ isl = 100, osl = 50, input_len = 7 }) })
     local state = validate.state()
     local function record(c) return (validate.evaluate(state, (validate.prepare({ c }))))[1] end
     -- 200 prompts of 128 + 256 tokens at 1 request/s on 8 MI300X: far from saturation, so the
