@@ -947,10 +947,11 @@ void fth_block_head(const fth_block_env *e, double requests, double q, int embed
   if (e->mode != FTH_BLOCK_TRAIN) {
     /* Inference scores only the next token of each request; weights are
      * stored at their own width. */
+    const double wb = e->vocab_weight_bytes > 0 ? e->vocab_weight_bytes : e->weight_bytes;
     fth_kernel_cost k = fth_kernel_gemm(&e->k.env, requests, v, h, 1, ab);
-    k.bytes += h * v * (e->weight_bytes - ab);
+    k.bytes += h * v * (wb - ab);
     if (e->k.env.mem_bw_bytes_per_s > 0) k.memory_s = k.bytes / e->k.env.mem_bw_bytes_per_s;
-    add_gemm(e, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * e->weight_bytes);
+    add_gemm(e, fwd, FTH_FLOP_UNEMBEDDING, k, h * v * wb);
     if (embedding) add(e, fwd, FTH_FLOP_EMBEDDING, ke, 0.0);
     return;
   }

@@ -30,6 +30,9 @@ typedef struct fth_block_env {
   fth_block_mode mode;
   double act_bytes;        ///< activations and compute operands
   double weight_bytes;     ///< stored weights
+  /// the LM head's stored weights where they differ (0 = weight_bytes): a serving engine's
+  /// quantised checkpoint keeps its embedding and LM head at the activations' width
+  double vocab_weight_bytes;
   double kv_bytes;         ///< KV cache; in training the CP exchanges' Q/K/V width
   double kv_bw;            ///< bandwidth of the KV cache's tier (decode)
   double kv_reread;        ///< decode: share of a GQA group's extra KV loads (fth_infer_def)

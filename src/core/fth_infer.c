@@ -145,6 +145,19 @@ static double tier_bw(const fth_node_def *n, fth_tier t) {
   return n->has_tier[t] ? fth_memory_bw_bytes_per_s(&n->tier[t]) : 0.0;
 }
 
+/* Bytes a stored weight of the embedding and the LM head takes: the activations' width where
+ * the linears run at their own (gemm_bytes, a recipe: quantised checkpoints keep both in 16
+ * bits, as ModelOpt's exclude lm_head and vLLM's FP8 leaves it), else the weights'. */
+static double vocab_bytes(const fth_infer_def *d) {
+  return d->gemm_bytes > 0 ? d->act_bytes : d->weight_bytes;
+}
+
+/* Bytes of the weights one GPU of the busiest stage holds. */
+static double weight_bytes_held(const fth_layout *l, const fth_infer_def *d) {
+  return (l->stage_dense_params + l->stage_expert_params) * d->weight_bytes +
+         l->stage_vocab_params * (vocab_bytes(d) - d->weight_bytes);
+}
+
 static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_env *e) {
   const fth_infer_def *d = &p->inf;
   memset(e, 0, sizeof *e);
@@ -168,6 +181,7 @@ static void block_env(const fth_infer_plan *p, fth_block_mode mode, fth_block_en
   e->mode = mode;
   e->act_bytes = d->act_bytes;
   e->weight_bytes = d->weight_bytes;
+  e->vocab_weight_bytes = vocab_bytes(d);
   e->kv_bytes = d->kv_bytes;
   e->kv_bw = tier_bw(&p->node, d->traffic_tier[FTH_MEM_KV_CACHE]);
   e->kv_reread = d->kv_reread;
@@ -313,7 +327,7 @@ static void footprint(const fth_infer_plan *p, double kv_per_request, fth_infer_
   const fth_model_def *md = &p->model;
   fth_memory_footprint *m = &r->mem;
   memset(m, 0, sizeof *m);
-  m->bytes[FTH_MEM_WEIGHTS] = (l->stage_dense_params + l->stage_expert_params) * d->weight_bytes;
+  m->bytes[FTH_MEM_WEIGHTS] = weight_bytes_held(l, d);
   m->bytes[FTH_MEM_KV_CACHE] = d->global_batch / l->dp * kv_per_request;
   double q = p->pass == FTH_PASS_PREFILL ? d->prompt_len / l->cp : 1.0;
   m->bytes[FTH_MEM_TRANSIENT_FWD] =
@@ -348,7 +362,7 @@ double fth_infer_kv_capacity_tokens_draft(const fth_infer_plan *p, const fth_inf
   footprint(p, per_token, &r);
   if (draft) { /* the draft's weights sit beside the target's, in the same tier */
     const fth_layout *l = &draft->layout;
-    double w = (l->stage_dense_params + l->stage_expert_params) * draft->inf.weight_bytes;
+    double w = weight_bytes_held(l, &draft->inf);
     r.mem.bytes[FTH_MEM_WEIGHTS] += w;
     r.mem.tier_bytes[p->inf.footprint_tier[FTH_MEM_WEIGHTS]] += w;
   }

@@ -158,9 +158,11 @@ static void stage_params(fth_layout *l, const fth_model_def *m) {
     d_last += m->mtp_layers * ((moe_kind ? moe_block : dense_block) + 2.0 * h * h / tp);
     if (moe_kind) e_last += m->mtp_layers * experts;
   }
+  const double head_w = l->params.lm_head / tp;
   if (l->pp == 1) {
     l->stage_dense_params = d_last + emb;
     l->stage_expert_params = e_last;
+    l->stage_vocab_params = emb + head_w;
     return;
   }
   /* The first stage with the embedding, the heaviest middle stage, the last
@@ -173,13 +175,16 @@ static void stage_params(fth_layout *l, const fth_model_def *m) {
   double e_mid = l->mid_stage_moe * experts;
   l->stage_dense_params = d_last;
   l->stage_expert_params = e_last;
+  l->stage_vocab_params = head_w;
   if (d_first + e_first > l->stage_dense_params + l->stage_expert_params) {
     l->stage_dense_params = d_first;
     l->stage_expert_params = e_first;
+    l->stage_vocab_params = emb;
   }
   if (d_mid + e_mid > l->stage_dense_params + l->stage_expert_params) {
     l->stage_dense_params = d_mid;
     l->stage_expert_params = e_mid;
+    l->stage_vocab_params = 0.0;
   }
 }
 

@@ -66,6 +66,7 @@ typedef struct fth_layout {
   fth_param_count params;
   double stage_dense_params;  ///< dense parameters one GPU of the busiest stage holds (TP-sharded)
   double stage_expert_params; ///< expert parameters it holds (E / EP experts sharded by TP_MoE)
+  double stage_vocab_params;  ///< of stage_dense_params, the embedding's and the LM head's
   /// Placed topologies only (fth_topology_def.placed; zero otherwise): each kind's groups as
   /// they fall on the pods (fth_topology_place; EP over EP_SU x EP_SO, DP over DP_Attn x CP),
   /// and each tag's own, which decide who shares a dimension (EP_SU's is EP's, EP_SO's
