@@ -161,7 +161,8 @@ describe("serving a block-scaled checkpoint (precision_recipe)", function()
     -- spec's FP8 weights take 1 B; the embedding and the LM head, 2 x 128,256 x 8,192 / TP 8 =
     -- 262,668,288 parameters a GPU, stay at 2 B: 0.5625 of the FP8 spec's + 1.4375 x those
     local fp8 = scenario({}):evaluate()
-    local fp4sc = scenario({ precision_recipe = "nvfp4" })
+    local fp4sc = fathom.scenario(with(base, { pass_mode = "inference_decode",
+      workload = "configs/inference_decode_specs/llama3.1_70b_decode_nvfp4.yaml" }))
     local fp4 = fp4sc:evaluate()
     h.near(0.5625 * fp8.memory.components.weights + 1.4375 * 262668288, fp4.memory.components.weights, 1e-12,
       "weights held")
