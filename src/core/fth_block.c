@@ -945,8 +945,8 @@ void fth_block_head(const fth_block_env *e, double requests, double q, int embed
   /* Embedding lookup: gather rows and write [tokens, h] (memory only). */
   fth_kernel_cost ke = fth_kernel_elementwise(&e->k.env, tokens * h, 0.0, 2.0 * ab);
   if (e->mode != FTH_BLOCK_TRAIN) {
-    /* Inference scores only the next token of each request; weights are
-     * stored at their own width. */
+    /* Inference scores only the next token of each request; the head's weights
+     * are stored at their own width (vocab_weight_bytes). */
     const double wb = e->vocab_weight_bytes > 0 ? e->vocab_weight_bytes : e->weight_bytes;
     fth_kernel_cost k = fth_kernel_gemm(&e->k.env, requests, v, h, 1, ab);
     k.bytes += h * v * (wb - ab);
