@@ -250,6 +250,7 @@ local spec_schema = {
   model = { type = "string", required = true, hint = "a model of configs/models or a file" },
   hardware = { type = "string", required = true, hint = "a node of the hardware library" },
   hardware_lib = { type = "string" }, workload = { type = "string" },
+  precision_recipe = { type = "string", choices = names.precision_recipe },
   tp = { type = "integer", min = 1, max = 4096 }, pp = { type = "integer", min = 1, max = 4096 },
   ep = { type = "integer", min = 1, max = 4096 }, pod_size = { type = "integer", min = 1, max = 4096 },
   replicas = { type = "integer", min = 1, max = 65536 }, routing = { type = "string", choices = names.serve_routing },
@@ -404,6 +405,7 @@ function M.engine(a)
   end
   local row = passes.of_pass("decode")
   local w = row.load(analysis.resolve(a.workload or row.search_workload))
+  if a.precision_recipe then w.precision_recipe = a.precision_recipe end
   w.global_batch_size, w.micro_batch_size = dpa, 1
   w.source_table, model.source_table = nil, nil
   local plan = row.compile(system.node, topo, model, w)
@@ -430,7 +432,7 @@ function M.engine(a)
 end
 
 -- The keys run() takes: the simulator's (core.serve_run) and the engine's.
-local engine_keys = { "model", "hardware", "hardware_lib", "workload", "tp", "pp", "ep", "pod_size",
+local engine_keys = { "model", "hardware", "hardware_lib", "workload", "precision_recipe", "tp", "pp", "ep", "pod_size",
   "draft_model", "draft_plan",
   "prefill_hardware", "prefill_tp", "prefill_pp", "prefill_ep", "kv_link", "prefill_plan", "retrieval", "kv_fetch" }
 local sim_keys = { "requests", "seed", "arrival", "rate_per_s", "burstiness", "concurrency", "think_s", "input",
@@ -491,7 +493,8 @@ function M.build(a)
   if (def.prefill_replicas or 0) > 0 and info then
     if not pplan and (a.prefill_tp or a.prefill_pp or a.prefill_ep or a.prefill_hardware) then
       pplan, pinfo = M.engine({ model = a.model, hardware = a.prefill_hardware or a.hardware,
-        hardware_lib = a.hardware_lib, workload = a.workload, pod_size = a.pod_size, tp = a.prefill_tp or a.tp,
+        hardware_lib = a.hardware_lib, workload = a.workload, precision_recipe = a.precision_recipe,
+        pod_size = a.pod_size, tp = a.prefill_tp or a.tp,
         pp = a.prefill_pp or a.pp, ep = a.prefill_ep or a.ep, role = "prefill", block_tokens = a.block_tokens,
         kv_capacity_tokens = a.prefill_kv_capacity_tokens })
     end

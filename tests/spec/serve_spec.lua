@@ -307,6 +307,29 @@ describe("fathom serve", function()
     assert.is_truthy(r.stderr:find("did you mean 'H100_SXM'", 1, true), r.stderr)
   end)
 
+  it("--precision-recipe nvfp4 serves an NVFP4 checkpoint: its weights' room goes to the KV cache", function()
+    local function run(...)
+      local r = h.run("serve", "--model", "llama3.1_70b", "--hardware", "B200", "--qps", "1", "--requests", "20",
+        "--format", "json", ...)
+      assert.are.equal(0, r.code, r.stderr)
+      return json.decode(r.stdout)
+    end
+    local fp8, fp4 = run(), run("--precision-recipe", "nvfp4")
+    -- Llama 3.1 70B: 70,553,706,496 parameters, 2,101,346,304 of them the embedding and the LM
+    -- head. The default workload holds all at 1 B; NVFP4 the rest at 0.5625 B and those two
+    -- at 2 B: 0.4375 x 70,553,706,496 - 1.4375 x 2,101,346,304 = 27,846,561,280 B freed, at
+    -- 163,840 B a token of FP8 KV cache (80 layers x 2 x 8 heads x 128): 169,962 tokens more,
+    -- to the 16-token page
+    local more = fp4.kv_cache.capacity_tokens - fp8.kv_cache.capacity_tokens
+    assert.is_true(math.abs(more - 27846561280 / 163840) < 16, tostring(more))
+    -- decode at batch ~1 reads 0.56 of the bytes: a shorter TPOT
+    assert.is_true(fp4.tpot_s.mean < 0.65 * fp8.tpot_s.mean, fp4.tpot_s.mean .. " vs " .. fp8.tpot_s.mean)
+    local r = h.run("serve", "--model", "llama3.1_70b", "--hardware", "B200", "--qps", "1",
+      "--precision-recipe", "nvfp5")
+    assert.are.equal(2, r.code)
+    assert.is_truthy(r.stderr:find("did you mean 'nvfp4'", 1, true), r.stderr)
+  end)
+
   it("refuses weights that leave no room for a KV cache, saying what takes it and what to change", function()
     -- gpt-oss-120b at FP8 on TP 2 without EP: every GPU holds all 128 experts (~108 GiB)
     local r = h.run("serve", "--model", "gpt_oss_120b", "--hardware", "H100_SXM", "--tp", "2", "--qps", "1")

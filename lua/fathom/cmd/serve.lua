@@ -19,6 +19,9 @@ local spec = {
   { name = "hardware-lib", arg = "FILE", help = "hardware library [default: configs/hardware/hardware_library.yaml]" },
   { name = "workload", arg = "FILE", help = "decode spec for precisions and efficiencies "
     .. "[default: inference_decode_specs/search_default.yaml]" },
+  { name = "precision-recipe", arg = "NAME", choices = names.precision_recipe, help = "serve a block-scaled "
+    .. "checkpoint: nvfp4 (FP4 GEMMs, weights at 0.5625 B) or mxfp8, as the workload's precision_recipe "
+    .. "[default: the workload's]" },
   { name = "tp", arg = "N", integer = { 1, 4096 }, help = "tensor parallelism per replica [default: 1]" },
   { name = "pp", arg = "N", integer = { 1, 4096 }, help = "pipeline stages per replica [default: 1]" },
   { name = "ep", arg = "N", integer = { 1, 4096 },
@@ -382,6 +385,7 @@ function M.main(argv)
   local a = extra[1] and serve.load_spec(extra[1]) or {}
   if a.clients then return multi(a, opts) end
   local from_flags = { model = "model", hardware = "hardware", hardware_lib = "hardware_lib", workload = "workload",
+    precision_recipe = "precision_recipe",
     tp = "tp", pp = "pp", ep = "ep", pod_size = "pod_size", replicas = "replicas", routing = "routing",
     qps = "rate_per_s", arrival = "arrival", burstiness = "burstiness", concurrency = "concurrency",
     think_time = "think_s", requests = "requests", policy = "policy", max_batch = "max_batch",
