@@ -390,6 +390,20 @@ end
 -- per-GPU or per-rank figures ("batch 1408 per rank", batch_per_gpu, "16384 tokens per GPU")
 -- times the GPUs, else the engine's cap on running sequences (vLLM max_num_seqs, TensorRT-LLM
 -- max_batch_size) over the prompts.
+-- scenario_counts(inf) -> {concurrency, batch} a case's scenario text states where its fields
+-- do not: "concurrency 64", "64 concurrent requests", "64 users"; "batch size 32", "batch 32",
+-- "bs=32". Either may be nil.
+function M.scenario_counts(inf)
+  local s = tostring(inf.scenario or ""):lower()
+  local function num(x) return cases.count(x) end
+  return {
+    concurrency = num(s:match("concurrency[%s:=]*(%d+)") or s:match("(%d+)%s*concurrent")
+      or s:match("(%d+)%s*users?%f[%A]")),
+    batch = num(s:match("batch[%s_%-]*size[%s:=]*(%d+)") or s:match("batch[%s_%-:=]*(%d+)")
+      or s:match("%f[%a]bs[%s:=]*(%d+)")),
+  }
+end
+
 local function requests(inf, gpus, isl)
   local b = cases.count(type(inf.batch) == "number" and inf.batch or nil)
     or cases.count(inf.concurrency) or cases.count(inf.max_concurrency)
@@ -404,6 +418,8 @@ local function requests(inf, gpus, isl)
   if n and (s:find("per gpu") or s:find("per rank") or s:find("per device")) then return n * gpus end
   n = tonumber((s:match("^%s*([%d,]+)%s*$") or ""):gsub(",", "") or "")
   if n then return n end
+  local sc = M.scenario_counts(inf)
+  if sc.concurrency or sc.batch then return sc.concurrency or sc.batch end
   local cap = cases.count(inf.max_num_seqs or inf.max_batch_size)
   local prompts = cases.count(inf.num_prompts or inf.num_requests)
   if cap or prompts then return math.min(cap or 256, prompts or cap) end
@@ -549,7 +565,8 @@ function M.inference_docs(case)
   local sim
   local rate = M.request_rate(inf)
   local open = rate ~= nil and rate < math.huge
-  local users = cases.count(inf.concurrency) or (not open and cases.count(inf.max_concurrency)) or nil
+  local users = cases.count(inf.concurrency) or (not open and cases.count(inf.max_concurrency))
+    or (not open and inf.batch == nil and M.scenario_counts(inf).concurrency) or nil
   local prompts = cases.count(inf.num_requests) or cases.count(inf.num_prompts)
   local offline = not users and not open and prompts ~= nil and type(inf.batch) ~= "number"
   -- (a run of more prompts than that keeps its steady state: at most 4 x the engine's cap, or

@@ -253,6 +253,16 @@ describe("fathom.validate serving path", function()
     assert.near(256 * rec.comparisons[1].predicted, rec.comparisons[2].predicted, 1e-6)
     -- the 99th percentile of the simulated requests' times, at least their mean
     assert.is_true(rec.comparisons[3].predicted > 0)
+    -- a concurrency or batch the scenario's words state, where no field does
+    assert.are.same({ concurrency = 64 }, validate.scenario_counts({ scenario = "benchmark_serving, concurrency 64" }))
+    assert.are.same({ concurrency = 32 }, validate.scenario_counts({ scenario = "32 concurrent requests" }))
+    assert.are.same({ batch = 8 }, validate.scenario_counts({ scenario = "benchmark_latency, batch size 8" }))
+    assert.are.same({ batch = 4 }, validate.scenario_counts({ scenario = "static, bs=4" }))
+    assert.are.same({}, validate.scenario_counts({ scenario = "offline static batch (gptSessionBenchmark)" }))
+    docs = assert(validate.inference_docs(offline_case({ isl = 128, osl = 256, num_prompts = 64,
+      scenario = "online serving (benchmark_serving.py), max concurrency 16" })))
+    assert.are.equal(16, docs.sim.concurrency)
+    assert.is_nil(docs.sim.offline)
     -- "inf" is every prompt at once, the offline path
     docs = assert(validate.inference_docs(offline_case({ isl = 128, osl = 256, num_prompts = 200,
       request_rate = "inf" })))
