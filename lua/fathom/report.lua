@@ -107,8 +107,6 @@ end
 function M.inference_record(sc, r)
   local d = sc:compile():degrees()
   local m, w = sc.model, sc.workload
-  -- a block-scaled checkpoint's weights: the recipe's width and its scales (nil without one)
-  local recipe_bytes = w.precision_recipe and require("fathom.core").recipe_element_bytes[w.precision_recipe]
   local rec = {}
   rec.configuration = ordered({
     node = sc.physical.node_name, physical_topology = sc.physical.name, logical_topology = sc.logical.name,
@@ -118,10 +116,10 @@ function M.inference_record(sc, r)
     micro_batch_size = w.micro_batch_size, microbatches = int(d.microbatches),
     seq_len = w.seq_length, prefill_seq_len = w.prefill_seq_len, num_generated_tokens = w.num_generated_tokens,
     float_size_bytes = w.float_size_bytes,
-    weight_float_size_bytes = recipe_bytes or w.gemm_float_size_bytes or w.weight_float_size_bytes
-      or w.float_size_bytes,
+    weight_float_size_bytes = require("fathom.spec").infer_weight_bytes(w),
     kv_cache_float_size_bytes = w.kv_cache_float_size_bytes or w.float_size_bytes,
-    precision_recipe = recipe_bytes and w.precision_recipe or nil,
+    precision_recipe = w.precision_recipe ~= nil and require("fathom.core").recipe_element_bytes[w.precision_recipe]
+      and w.precision_recipe or nil,
   }, { "node", "physical_topology", "logical_topology", "pass_mode", "num_xpus", "tp_attn", "tp_moe", "cp",
     "dp_attn", "ep", "pp", "layers_per_stage", "global_batch_size", "micro_batch_size", "microbatches" })
   rec.model_configuration = ordered({

@@ -424,8 +424,7 @@ function M.engine(a)
       units.bytes(mem.components.weights),
       tier and tier.capacity_bytes and (" of " .. units.bytes(tier.capacity_bytes) .. " GPU memory") or "",
       knobs, moe and ", the experts over more of them (--ep)" or "",
-      w.precision_recipe and require("fathom.core").recipe_element_bytes[w.precision_recipe]
-        or w.gemm_float_size_bytes or w.weight_float_size_bytes or w.float_size_bytes or 2)
+      spec.infer_weight_bytes(w))
   end
   return plan, { model = model.name or a.model, gpus = gpus // dpa, moe = moe, lib = lib, system = system,
     heads = model.num_heads }

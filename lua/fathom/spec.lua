@@ -887,6 +887,15 @@ M.infer_schema = with_common({
 M.infer_traffic = { MEM.weights, MEM.activations, MEM.kv_cache }
 M.infer_footprint = { MEM.weights, MEM.kv_cache, MEM.transient_forward_peak }
 
+-- infer_weight_bytes(w) -> bytes a stored weight of the linears takes under a normalised
+-- inference workload: a block-scaled recipe's width plus its scales (core.recipe_element_bytes,
+-- fth_recipe_element_bytes), else the GEMM width, else the weights', else the activations'
+-- (the order fth_infer_compile resolves them in).
+function M.infer_weight_bytes(w)
+  return w.precision_recipe and require("fathom.core").recipe_element_bytes[w.precision_recipe]
+    or w.gemm_float_size_bytes or w.weight_float_size_bytes or w.float_size_bytes or 2
+end
+
 -- infer(src, pass) -> normalised prefill ("prefill") or decode ("decode") workload.
 function M.infer(src, pass)
   local doc = doc_of(src, pass .. " workload spec")

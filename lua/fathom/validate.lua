@@ -579,21 +579,20 @@ function M.inference_docs(case)
     users = math.min(prompts, math.max(M.OFFLINE_SIM_PROMPTS, 4 * mb * dp_attn))
     prompts = users
   end
-  if open and stated_osl and not prefill_only and not decode_only then
-    if cases.count(inf.max_concurrency) then
-      notes[#notes + 1] = "max_concurrency under a request rate is not modelled (arrivals at the rate, uncapped)"
-    end
-    sim = { rate = rate, requests = math.min(prompts or 1000, M.MAX_SIM_REQUESTS),
-      ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
-      max_batch = stated_cap or mb, max_batch_tokens = cases.count(inf.max_num_tokens),
-      kv_fraction = tonumber(inf.kv_cache_free_gpu_mem_fraction), spec = specu }
-  elseif users and stated_osl and not prefill_only and not decode_only then
-    sim = { concurrency = users, requests = prompts or 4 * users, offline = offline or nil,
-      kv_fit = kv_fit or nil, all_prompts = kv_fit and all_prompts or nil, pp = kv_fit and pp or nil,
-      ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
-      max_batch = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size) or mb,
+  if (open or users) and stated_osl and not prefill_only and not decode_only then
+    sim = { ranks = dp_attn, lockstep = adp ~= nil and adp ~= false and dp_attn > 1,
       max_batch_tokens = cases.count(inf.max_num_tokens),
       kv_fraction = tonumber(inf.kv_cache_free_gpu_mem_fraction), spec = specu }
+    if open then
+      if cases.count(inf.max_concurrency) then
+        notes[#notes + 1] = "max_concurrency under a request rate is not modelled (arrivals at the rate, uncapped)"
+      end
+      sim.rate, sim.requests, sim.max_batch = rate, math.min(prompts or 1000, M.MAX_SIM_REQUESTS), stated_cap or mb
+    else
+      sim.concurrency, sim.requests, sim.offline = users, prompts or 4 * users, offline or nil
+      if kv_fit then sim.kv_fit, sim.all_prompts, sim.pp = true, all_prompts, pp end
+      sim.max_batch = cases.count(inf.max_batch_size_per_rank) or cases.count(inf.max_batch_size) or mb
+    end
   end
   if specu and not sim then
     return nil, "speculative decoding outside a benchmark at a stated concurrency and output length is not modelled"
